@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# bench/device_tune.sh — on the device machine (repo root, build/ carried):
+# GPU tests, then the main job at the default shape, then the best candidate
+# verified at other shapes, dtype and maps.  Logs and the DB go to $OUT.
+#   usage: bench/device_tune.sh [BUDGET] [POLICY]
+set -u
+OUT=${OUT:-/tmp/kevo-out}
+mkdir -p "$OUT"
+export KEVO_HOME=$PWD
+BUDGET=${1:-60}
+POLICY=${2:-greedy}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
+  --format=csv >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+{ build/tests/test_gpu_ref; echo "test_gpu_ref rc=$?"; build/tests/test_gpu_lce; echo "test_gpu_lce rc=$?"; } \
+  >"$OUT/gpu_tests.log" 2>&1
+grep -E "rc=|FAILED|PASSED|rel_err|ERROR" "$OUT/gpu_tests.log" | tail -20
+build/kevo tune --op ikbo_lce --budget "$BUDGET" --policy "$POLICY" --db "$OUT/kevo.db" --no-bar >"$OUT/tune.log" 2>&1
+echo "tune rc=$?"
+build/kevo report --db "$OUT/kevo.db" --top 15 >"$OUT/report.txt" 2>&1
+build/kevo report --db "$OUT/kevo.db" --format json >"$OUT/report.json" 2>&1
+: >"$OUT/verify.log"
+for args in "--shape B=2048,ratio=70 --time" "--shape B=1024,ratio=10 --time" "--shape B=1024,ratio=1000 --time" \
+            "--dtype bf16 --time" "--maps shuffled"; do
+  echo "== kevo verify $args" >>"$OUT/verify.log"
+  build/kevo verify --db "$OUT/kevo.db" $args >>"$OUT/verify.log" 2>&1
+  echo "rc=$?" >>"$OUT/verify.log"
+done
+tail -4 "$OUT/tune.log"
+cat "$OUT/verify.log"
+head -30 "$OUT/report.txt"

@@ -1,0 +1,483 @@
+/* main.c — the kevo command line: one table of commands, one of options each.
+ *
+ * Exit status: 0 success, 1 the command failed (message on stderr), 2 usage
+ * error.  Nothing here needs a GPU until a command asks for one. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "db/report.h"
+#include "db/store.h"
+#include "kernels/op.h"
+#include "search/search.h"
+#include "search/tune.h"
+#include "templates/space.h"
+#include "util/util.h"
+
+#ifndef KEVO_SOURCE_DIR
+#define KEVO_SOURCE_DIR "."
+#endif
+
+static int cmd_tune(int argc, char **argv);
+static int cmd_report(int argc, char **argv);
+static int cmd_verify(int argc, char **argv);
+static int cmd_list(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+    const char *usage;
+} cli_cmds[] = {
+    {"tune", cmd_tune, "search kernel variants for an op and shape; store everything in a DB",
+     "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch sm_90a] [--policy P]\n"
+     "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
+     "          [--jobs N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
+     "          [--device N] [--maps sorted,uneven,shuffled] [--quiet] [--no-bar]\n"
+     "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
+     "             missing keys take the op's default shape\n"
+     "  --policy   greedy (default), exhaustive, random\n"
+     "  --budget   candidates to evaluate (default 60)\n"
+     "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"},
+    {"report", cmd_report, "print the runs of a DB as a table or as JSON",
+     "kevo report --db FILE [--run ID] [--format table|json] [--top N]\n"},
+    {"verify", cmd_verify, "re-check a stored candidate at another shape, dtype or map (GPU)",
+     "kevo verify --db FILE [--candidate ID | --run ID] [--shape K=V,...] [--dtype fp16|bf16]\n"
+     "            [--arch A] [--maps sorted,uneven,shuffled] [--time] [--reps N] [--device N]\n"
+     "  without --candidate: the best candidate of --run (default: the last run)\n"},
+    {"list", cmd_list, "list ops, template families and search policies", "kevo list [ops|families|policies]\n"},
+};
+
+static void cli_usage(FILE *f)
+{
+    fprintf(f, "kevo %s: search for fast CUDA kernels (IKBO first)\n\nusage: kevo COMMAND [options]\n\n",
+            KEVO_VERSION);
+    for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
+        fprintf(f, "  %-8s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
+    fprintf(f, "\n'kevo COMMAND --help' shows a command's options.  Only tune (without --compile-only)\n"
+               "and verify need a GPU.\n");
+}
+
+static int cli_fail(kevo_status st, const kevo_err *err)
+{
+    fprintf(stderr, "kevo: %s\n", err->msg[0] ? err->msg : kevo_status_str(st));
+    return 1;
+}
+
+static int cli_bad_usage(const char *cmd, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "kevo %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(try 'kevo %s --help')\n", cmd);
+    return 2;
+}
+
+static bool cli_has_data(const char *dir)
+{
+    char p[PATH_MAX + 64];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/templates", dir);
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+        return false;
+    snprintf(p, sizeof p, "%s/kernels", dir);
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Folder holding templates/ and kernels/: $KEVO_HOME, else beside the
+ * executable (build/kevo -> ..), else the source tree it was built from. */
+static const char *cli_data_dir(void)
+{
+    static char dir[PATH_MAX];
+    const char *env = getenv("KEVO_HOME");
+    if (env && *env) {
+        snprintf(dir, sizeof dir, "%s", env);
+        return dir;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char d[PATH_MAX - 8];
+        kv_dirname(exe, d, sizeof d);
+        snprintf(dir, sizeof dir, "%s/..", d);
+        if (cli_has_data(dir))
+            return dir;
+        snprintf(dir, sizeof dir, "%s", d);
+        if (cli_has_data(dir))
+            return dir;
+    }
+    snprintf(dir, sizeof dir, "%s", KEVO_SOURCE_DIR);
+    return dir;
+}
+
+static bool cli_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    int64_t v;
+    if (!kv_parse_i64(s, &v) || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool cli_double(const char *s, double lo, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || !end || *end || end == s || !(v >= lo))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* "sorted,uneven,shuffled" -> bitmask; 0 on a bad name. */
+static unsigned cli_maps(const char *s)
+{
+    unsigned m = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        kevo_map_kind k;
+        if (!kevo_map_parse(t, &k))
+            return 0;
+        m |= 1u << k;
+    }
+    return m;
+}
+
+static bool cli_help_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    return false;
+}
+
+static int cli_print_help(const char *cmd)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
+        if (strcmp(cli_cmds[i].name, cmd) == 0)
+            printf("%s: %s\n\nusage: %s", cli_cmds[i].name, cli_cmds[i].summary, cli_cmds[i].usage);
+    return 0;
+}
+
+enum {
+    OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
+    OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
+    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME,
+};
+
+static int cmd_tune(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("tune");
+    static const struct option opts[] = {
+        {"op", required_argument, 0, OPT_OP},
+        {"shape", required_argument, 0, OPT_SHAPE},
+        {"dtype", required_argument, 0, OPT_DTYPE},
+        {"arch", required_argument, 0, OPT_ARCH},
+        {"policy", required_argument, 0, OPT_POLICY},
+        {"budget", required_argument, 0, OPT_BUDGET},
+        {"seed", required_argument, 0, OPT_SEED},
+        {"db", required_argument, 0, OPT_DB},
+        {"family", required_argument, 0, OPT_FAMILY},
+        {"compile-only", no_argument, 0, OPT_COMPILE_ONLY},
+        {"jobs", required_argument, 0, OPT_JOBS},
+        {"compile-timeout", required_argument, 0, OPT_CTIMEOUT},
+        {"eval-timeout", required_argument, 0, OPT_ETIMEOUT},
+        {"reps", required_argument, 0, OPT_REPS},
+        {"warmup", required_argument, 0, OPT_WARMUP},
+        {"device", required_argument, 0, OPT_DEVICE},
+        {"maps", required_argument, 0, OPT_MAPS},
+        {"quiet", no_argument, 0, OPT_QUIET},
+        {"no-bar", no_argument, 0, OPT_NOBAR},
+        {0, 0, 0, 0},
+    };
+    kevo_tune_opts o;
+    kevo_tune_opts_init(&o);
+    o.op = NULL;
+    o.data_dir = cli_data_dir();
+    bool quiet = false, nobar = false;
+    int64_t v;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_OP: o.op = optarg; break;
+        case OPT_SHAPE: o.shape = optarg; break;
+        case OPT_DTYPE: o.dtype = optarg; break;
+        case OPT_ARCH: o.arch = optarg; break;
+        case OPT_POLICY: o.policy = optarg; break;
+        case OPT_DB: o.db_path = optarg; break;
+        case OPT_FAMILY: o.families = optarg; break;
+        case OPT_COMPILE_ONLY: o.compile_only = true; break;
+        case OPT_QUIET: quiet = true; break;
+        case OPT_NOBAR: nobar = true; break;
+        case OPT_BUDGET:
+            if (!cli_int(optarg, 1, 1000000, &v))
+                return cli_bad_usage("tune", "--budget takes a whole number from 1 to 1000000, not '%s'", optarg);
+            o.budget = v;
+            break;
+        case OPT_SEED:
+            if (!cli_int(optarg, 0, INT64_MAX, &v))
+                return cli_bad_usage("tune", "--seed takes a non-negative whole number, not '%s'", optarg);
+            o.seed = (uint64_t)v;
+            break;
+        case OPT_JOBS:
+            if (!cli_int(optarg, 1, 256, &v))
+                return cli_bad_usage("tune", "--jobs takes a whole number from 1 to 256, not '%s'", optarg);
+            o.jobs = (int)v;
+            break;
+        case OPT_REPS:
+            if (!cli_int(optarg, 1, 1000, &v))
+                return cli_bad_usage("tune", "--reps takes a whole number from 1 to 1000, not '%s'", optarg);
+            o.reps = (int)v;
+            break;
+        case OPT_WARMUP:
+            if (!cli_int(optarg, 0, 1000, &v))
+                return cli_bad_usage("tune", "--warmup takes a whole number from 0 to 1000, not '%s'", optarg);
+            o.warmup = (int)v;
+            break;
+        case OPT_DEVICE:
+            if (!cli_int(optarg, 0, 1024, &v))
+                return cli_bad_usage("tune", "--device takes a device ordinal, not '%s'", optarg);
+            o.device = (int)v;
+            break;
+        case OPT_CTIMEOUT:
+            if (!cli_double(optarg, 0.1, &o.compile_timeout))
+                return cli_bad_usage("tune", "--compile-timeout takes seconds (>= 0.1), not '%s'", optarg);
+            break;
+        case OPT_ETIMEOUT:
+            if (!cli_double(optarg, 0.1, &o.eval_timeout))
+                return cli_bad_usage("tune", "--eval-timeout takes seconds (>= 0.1), not '%s'", optarg);
+            break;
+        case OPT_MAPS:
+            if (!(o.maps = cli_maps(optarg)))
+                return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
+            break;
+        default:
+            return cli_bad_usage("tune", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
+    if (!o.op)
+        return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
+    o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
+    int64_t run_id = 0;
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_tune(&o, &run_id, &err);
+    if (st)
+        return cli_fail(st, &err);
+    return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("report");
+    static const struct option opts[] = {
+        {"db", required_argument, 0, OPT_DB},
+        {"format", required_argument, 0, OPT_FORMAT},
+        {"run", required_argument, 0, OPT_RUN},
+        {"top", required_argument, 0, OPT_TOP},
+        {0, 0, 0, 0},
+    };
+    const char *db_path = NULL, *format = "table";
+    int64_t run = 0, top = 20;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DB: db_path = optarg; break;
+        case OPT_FORMAT: format = optarg; break;
+        case OPT_RUN:
+            if (!cli_int(optarg, 1, INT64_MAX, &run))
+                return cli_bad_usage("report", "--run takes a run id, not '%s'", optarg);
+            break;
+        case OPT_TOP:
+            if (!cli_int(optarg, 0, 1000000, &top))
+                return cli_bad_usage("report", "--top takes a whole number (0: all), not '%s'", optarg);
+            break;
+        default:
+            return cli_bad_usage("report", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_bad_usage("report", "unexpected argument '%s'", argv[optind]);
+    if (!db_path)
+        return cli_bad_usage("report", "%s", "--db is required");
+    bool json = strcmp(format, "json") == 0;
+    if (!json && strcmp(format, "table") != 0)
+        return cli_bad_usage("report", "--format takes table or json, not '%s'", format);
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_db *db = NULL;
+    kevo_status st = kevo_db_open(db_path, false, &db, &err);
+    if (st)
+        return cli_fail(st, &err);
+    kv_buf out;
+    kv_buf_init(&out);
+    st = json ? kevo_report_json(db, run, &out, &err) : kevo_report_table(db, run, (int)top, &out, &err);
+    kevo_db_close(db);
+    if (st) {
+        kv_buf_release(&out);
+        return cli_fail(st, &err);
+    }
+    fputs(out.data ? out.data : "", stdout);
+    kv_buf_release(&out);
+    return 0;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("verify");
+    static const struct option opts[] = {
+        {"db", required_argument, 0, OPT_DB},
+        {"candidate", required_argument, 0, OPT_CAND},
+        {"run", required_argument, 0, OPT_RUN},
+        {"shape", required_argument, 0, OPT_SHAPE},
+        {"dtype", required_argument, 0, OPT_DTYPE},
+        {"arch", required_argument, 0, OPT_ARCH},
+        {"maps", required_argument, 0, OPT_MAPS},
+        {"time", no_argument, 0, OPT_TIME},
+        {"reps", required_argument, 0, OPT_REPS},
+        {"device", required_argument, 0, OPT_DEVICE},
+        {"seed", required_argument, 0, OPT_SEED},
+        {0, 0, 0, 0},
+    };
+    kevo_verify_opts o;
+    kevo_verify_opts_init(&o);
+    o.db_path = NULL;
+    o.data_dir = cli_data_dir();
+    int64_t v;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DB: o.db_path = optarg; break;
+        case OPT_SHAPE: o.shape = optarg; break;
+        case OPT_DTYPE: o.dtype = optarg; break;
+        case OPT_ARCH: o.arch = optarg; break;
+        case OPT_TIME: o.time = true; break;
+        case OPT_CAND:
+            if (!cli_int(optarg, 1, INT64_MAX, &o.candidate_id))
+                return cli_bad_usage("verify", "--candidate takes a candidate id, not '%s'", optarg);
+            break;
+        case OPT_RUN:
+            if (!cli_int(optarg, 1, INT64_MAX, &o.run_id))
+                return cli_bad_usage("verify", "--run takes a run id, not '%s'", optarg);
+            break;
+        case OPT_MAPS:
+            if (!(o.maps = cli_maps(optarg)))
+                return cli_bad_usage("verify", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
+            break;
+        case OPT_REPS:
+            if (!cli_int(optarg, 1, 1000, &v))
+                return cli_bad_usage("verify", "--reps takes a whole number from 1 to 1000, not '%s'", optarg);
+            o.reps = (int)v;
+            break;
+        case OPT_DEVICE:
+            if (!cli_int(optarg, 0, 1024, &v))
+                return cli_bad_usage("verify", "--device takes a device ordinal, not '%s'", optarg);
+            o.device = (int)v;
+            break;
+        case OPT_SEED:
+            if (!cli_int(optarg, 0, INT64_MAX, &v))
+                return cli_bad_usage("verify", "--seed takes a non-negative whole number, not '%s'", optarg);
+            o.seed = (uint64_t)v;
+            break;
+        default:
+            return cli_bad_usage("verify", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_bad_usage("verify", "unexpected argument '%s'", argv[optind]);
+    if (!o.db_path)
+        return cli_bad_usage("verify", "%s", "--db is required");
+    kevo_err err;
+    kevo_err_clear(&err);
+    bool passed = false;
+    kevo_status st = kevo_verify(&o, &passed, &err);
+    if (st)
+        return cli_fail(st, &err);
+    return passed ? 0 : 1;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("list");
+    if (argc > 2)
+        return cli_bad_usage("list", "unexpected argument '%s'", argv[2]);
+    const char *what = argc == 2 ? argv[1] : NULL;
+    if (what && strcmp(what, "ops") && strcmp(what, "families") && strcmp(what, "policies"))
+        return cli_bad_usage("list", "list ops, families or policies, not '%s'", what);
+    if (!what || !strcmp(what, "ops")) {
+        int n;
+        const kevo_op *const *ops = kevo_op_list(&n);
+        printf("ops:\n");
+        for (int i = 0; i < n; i++)
+            printf("  %-10s %s\n             default shape %s\n", ops[i]->name, ops[i]->summary,
+                   ops[i]->default_shape);
+    }
+    if (!what || !strcmp(what, "families")) {
+        char dir[PATH_MAX + 16];
+        snprintf(dir, sizeof dir, "%s/templates", cli_data_dir());
+        kevo_space **sp = NULL;
+        int n = 0;
+        kevo_err err;
+        kevo_status st = kevo_spaces_load_dir(dir, NULL, &sp, &n, &err);
+        if (st)
+            return cli_fail(st, &err);
+        printf("template families (%s):\n", dir);
+        for (int i = 0; i < n; i++) {
+            printf("  %-12s op %s, archs", sp[i]->family, sp[i]->op);
+            for (int a = 0; a < sp[i]->narchs; a++)
+                printf(" %s", sp[i]->archs[a]);
+            printf("\n               %s\n               axes:", sp[i]->description);
+            for (int a = 0; a < sp[i]->naxes; a++)
+                printf(" %s", sp[i]->axes[a].op);
+            printf("\n");
+        }
+        kevo_spaces_free(sp, n);
+    }
+    if (!what || !strcmp(what, "policies")) {
+        int n;
+        const kevo_policy *const *p = kevo_policy_list(&n);
+        printf("policies:\n");
+        for (int i = 0; i < n; i++)
+            printf("  %-10s %s\n", p[i]->name, p[i]->summary);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        if (argc >= 3 && !strcmp(argv[1], "help"))
+            return cli_print_help(argv[2]);
+        cli_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("kevo %s\n", KEVO_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
+        if (!strcmp(argv[1], cli_cmds[i].name))
+            return cli_cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "kevo: unknown command '%s' (try 'kevo --help')\n", argv[1]);
+    return 2;
+}

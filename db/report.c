@@ -1,0 +1,497 @@
+/* report.c — a run as JSON (cJSON) or as an aligned text table, read from
+ * the store alone.  Output is built whole and appended to the caller's
+ * buffer only on success. */
+#define _POSIX_C_SOURCE 200809L
+#include "db/report.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static kevo_status rp_nomem(kevo_err *err)
+{
+    return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building the report");
+}
+
+/* The runs to report: every run for run_id 0, else the one (which must
+ * exist).  *ids is malloc'd. */
+static kevo_status rp_run_ids(kevo_db *db, int64_t run_id, int64_t **ids, int *n, kevo_err *err)
+{
+    if (run_id == 0)
+        return kevo_db_run_ids(db, ids, n, err);
+    kevo_run_row r;
+    kevo_status s = kevo_db_run_get(db, run_id, &r, err);
+    if (s)
+        return s;
+    *ids = malloc(sizeof **ids);
+    if (!*ids)
+        return rp_nomem(err);
+    (*ids)[0] = run_id;
+    *n = 1;
+    return KEVO_OK;
+}
+
+/* ---- JSON ---- */
+
+/* Add a number, or null when it was not measured (NaN or infinite);
+ * false when out of memory. */
+static bool rp_add_num(cJSON *o, const char *key, double v)
+{
+    return isfinite(v) ? cJSON_AddNumberToObject(o, key, v) != NULL : cJSON_AddNullToObject(o, key) != NULL;
+}
+
+/* Add a string, or null for "". */
+static bool rp_add_str_opt(cJSON *o, const char *key, const char *s)
+{
+    return (s && *s) ? cJSON_AddStringToObject(o, key, s) != NULL : cJSON_AddNullToObject(o, key) != NULL;
+}
+
+/* The "best" object of a run in *out, or JSON null when it has no verified
+ * candidate. */
+static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+{
+    *out = NULL;
+    kevo_cand_row c;
+    kevo_status s = kevo_db_cand_best(db, run_id, &c, err);
+    if (s == KEVO_ERR_NOT_FOUND) {
+        kevo_err_clear(err);
+        *out = cJSON_CreateNull();
+        return *out ? KEVO_OK : rp_nomem(err);
+    }
+    if (s)
+        return s;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *params = c.params ? cJSON_Parse(c.params) : NULL;
+    if (!params)
+        params = cJSON_CreateString(c.params ? c.params : "");
+    bool ok = o && params;
+    ok = ok && cJSON_AddNumberToObject(o, "candidate_id", (double)c.id);
+    ok = ok && cJSON_AddStringToObject(o, "template", c.family);
+    if (ok) {
+        ok = cJSON_AddItemToObject(o, "params", params);
+        if (ok)
+            params = NULL; /* owned by o now */
+    }
+    ok = ok && rp_add_num(o, "median_ms", c.median_ms);
+    ok = ok && rp_add_num(o, "speedup", c.speedup);
+    ok = ok && rp_add_num(o, "tflops", c.tflops);
+    ok = ok && rp_add_num(o, "rel_err", c.rel_err);
+    cJSON_Delete(params);
+    kevo_cand_row_release(&c);
+    if (!ok) {
+        cJSON_Delete(o);
+        return rp_nomem(err);
+    }
+    *out = o;
+    return KEVO_OK;
+}
+
+/* The JSON object of one run in *out. */
+static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+{
+    *out = NULL;
+    kevo_run_row r;
+    int evaluated = 0, compiled = 0, failed = 0, verified = 0;
+    kevo_status s = kevo_db_run_get(db, run_id, &r, err);
+    if (!s)
+        s = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &verified, err);
+    if (s)
+        return s;
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o != NULL;
+    ok = ok && cJSON_AddNumberToObject(o, "id", (double)r.id);
+    ok = ok && cJSON_AddStringToObject(o, "op", r.op);
+    ok = ok && cJSON_AddStringToObject(o, "shape", r.shape);
+    ok = ok && cJSON_AddStringToObject(o, "dtype", r.dtype);
+    ok = ok && cJSON_AddStringToObject(o, "arch", r.arch);
+    ok = ok && rp_add_str_opt(o, "device", r.device);
+    ok = ok && cJSON_AddStringToObject(o, "policy", r.policy);
+    ok = ok && cJSON_AddStringToObject(o, "status", r.status);
+    ok = ok && rp_add_str_opt(o, "stop_reason", r.stop_reason);
+    ok = ok && cJSON_AddBoolToObject(o, "compile_only", r.compile_only);
+    ok = ok && cJSON_AddNumberToObject(o, "evaluated", evaluated);
+    ok = ok && cJSON_AddNumberToObject(o, "failed", failed);
+    ok = ok && cJSON_AddNumberToObject(o, "compiled", compiled);
+    ok = ok && cJSON_AddNumberToObject(o, "verified", verified);
+    ok = ok && rp_add_num(o, "baseline_ms", r.baseline_ms);
+    ok = ok && rp_add_num(o, "baseline_bcast_ms", r.baseline_bcast_ms);
+    ok = ok && rp_add_num(o, "peak_tflops", r.peak_tflops);
+    ok = ok && rp_add_num(o, "copy_tbps", r.copy_tbps);
+    if (!ok) {
+        cJSON_Delete(o);
+        return rp_nomem(err);
+    }
+    cJSON *best = NULL;
+    s = rp_best_json(db, run_id, &best, err);
+    if (!s && !cJSON_AddItemToObject(o, "best", best)) {
+        cJSON_Delete(best);
+        s = rp_nomem(err);
+    }
+    if (s) {
+        cJSON_Delete(o);
+        return s;
+    }
+    *out = o;
+    return KEVO_OK;
+}
+
+kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err)
+{
+    int64_t *ids = NULL;
+    int n = 0;
+    kevo_status s = rp_run_ids(db, run_id, &ids, &n, err);
+    if (s)
+        return s;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *runs = root ? cJSON_AddArrayToObject(root, "runs") : NULL;
+    if (!runs)
+        s = rp_nomem(err);
+    for (int i = 0; s == KEVO_OK && i < n; i++) {
+        cJSON *run = NULL;
+        s = rp_run_json(db, ids[i], &run, err);
+        if (!s && !cJSON_AddItemToArray(runs, run)) {
+            cJSON_Delete(run);
+            s = rp_nomem(err);
+        }
+    }
+    free(ids);
+    char *text = NULL;
+    if (s == KEVO_OK && !(text = cJSON_Print(root)))
+        s = rp_nomem(err);
+    cJSON_Delete(root);
+    if (s == KEVO_OK && kv_buf_printf(out, "%s\n", text))
+        s = rp_nomem(err);
+    free(text);
+    return s;
+}
+
+/* ---- table ---- */
+
+enum { RP_RANK, RP_ID, RP_FAMILY, RP_PARAMS, RP_STATUS, RP_MS, RP_SPEEDUP, RP_TFLOPS, RP_RELERR, RP_REGS,
+       RP_SPILL, RP_SMEM, RP_FAIL, RP_NCOLS };
+
+static const char *const rp_heads[RP_NCOLS] = {"rank",    "id",      "family", "params", "status",
+                                               "ms",      "speedup", "TFLOP/s", "rel_err", "regs",
+                                               "spill",   "smem(KB)", "fail"};
+/* numbers are right-aligned, text left-aligned */
+static const bool rp_right[RP_NCOLS] = {true, true, false, false, false, true, true,
+                                        true, true, true,  true,  true,  false};
+
+/* malloc'd printf; NULL when out of memory. */
+static char *rp_strf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static char *rp_strf(const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (p)
+        vsnprintf(p, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return p;
+}
+
+/* A number with a printf format, or "-" when not measured. */
+static char *rp_num(const char *fmt, double v)
+{
+    if (!isfinite(v))
+        return kv_strdup("-");
+    return rp_strf(fmt, v);
+}
+
+/* An int where -1 is unknown. */
+static char *rp_int(int v)
+{
+    return v < 0 ? kv_strdup("-") : rp_strf("%d", v);
+}
+
+/* Turn control characters (newlines, tabs) into spaces so a cell stays on
+ * one line. */
+static void rp_flatten(char *s)
+{
+    for (; s && *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+}
+
+/* Params JSON as "BM=128 BN=256 ..." in stored key order; the raw text
+ * when it is not a JSON object.  malloc'd, NULL when out of memory. */
+static char *rp_params_compact(const char *json)
+{
+    if (!json || !*json)
+        return kv_strdup("-");
+    cJSON *o = cJSON_Parse(json);
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return kv_strdup(json);
+    }
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_status s = kv_buf_puts(&b, "");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, o)
+    {
+        if (s)
+            break;
+        if (b.len)
+            s = kv_buf_puts(&b, " ");
+        if (!s)
+            s = kv_buf_printf(&b, "%s=", it->string ? it->string : "");
+        if (s)
+            break;
+        if (cJSON_IsNumber(it)) {
+            double v = it->valuedouble;
+            if (v == floor(v) && fabs(v) < 1e15)
+                s = kv_buf_printf(&b, "%.0f", v);
+            else
+                s = kv_buf_printf(&b, "%.6g", v);
+        } else if (cJSON_IsString(it)) {
+            s = kv_buf_puts(&b, it->valuestring);
+        } else if (cJSON_IsBool(it)) {
+            s = kv_buf_puts(&b, cJSON_IsTrue(it) ? "true" : "false");
+        } else if (cJSON_IsNull(it)) {
+            s = kv_buf_puts(&b, "null");
+        } else {
+            char *t = cJSON_PrintUnformatted(it);
+            s = t ? kv_buf_puts(&b, t) : KEVO_ERR_NOMEM;
+            free(t);
+        }
+    }
+    cJSON_Delete(o);
+    if (s) {
+        kv_buf_release(&b);
+        return NULL;
+    }
+    if (b.len == 0) {
+        kv_buf_release(&b);
+        return kv_strdup("-");
+    }
+    return kv_buf_take(&b);
+}
+
+/* The fail cell: kind and the first 40 bytes of the message (cut on a
+ * UTF-8 character boundary). */
+static char *rp_fail_cell(const kevo_cand_row *c)
+{
+    const char *kind = c->fail[0] ? c->fail : (strcmp(c->status, "failed") == 0 ? "failed" : NULL);
+    if (!kind)
+        return kv_strdup("-");
+    if (!c->fail_msg || !*c->fail_msg)
+        return kv_strdup(kind);
+    size_t n = strlen(c->fail_msg);
+    if (n > 40) {
+        n = 40;
+        while (n > 0 && ((unsigned char)c->fail_msg[n] & 0xC0) == 0x80)
+            n--;
+    }
+    return rp_strf("%s: %.*s", kind, (int)n, c->fail_msg);
+}
+
+/* 0: verified with a speedup (ranked), 1: neither ranked nor failed,
+ * 2: failed. */
+static int rp_class(const kevo_cand_row *c)
+{
+    if (c->fail[0] || strcmp(c->status, "failed") == 0)
+        return 2;
+    if (strcmp(c->status, "ok") == 0 && !isnan(c->speedup))
+        return 0;
+    return 1;
+}
+
+/* Best first: ranked rows by speedup (ties to lower median_ms, then id),
+ * then the rest, then failed rows, each of those in seq order. */
+static int rp_cmp_best(const void *pa, const void *pb)
+{
+    const kevo_cand_row *a = pa, *b = pb;
+    int ca = rp_class(a), cb = rp_class(b);
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    if (ca == 0) {
+        if (a->speedup != b->speedup)
+            return a->speedup > b->speedup ? -1 : 1;
+        bool na = isnan(a->median_ms), nb = isnan(b->median_ms);
+        if (na != nb)
+            return na ? 1 : -1;
+        if (!na && a->median_ms != b->median_ms)
+            return a->median_ms < b->median_ms ? -1 : 1;
+        return a->id < b->id ? -1 : a->id > b->id;
+    }
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Fill the RP_NCOLS cells of one candidate; false when out of memory. */
+static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, char **cell)
+{
+    bool ranked = rp_class(c) == 0;
+    cell[RP_RANK] = (compile_only || ranked) ? rp_strf("%d", pos) : kv_strdup("-");
+    cell[RP_ID] = rp_strf("%lld", (long long)c->id);
+    cell[RP_FAMILY] = kv_strdup(c->family[0] ? c->family : "-");
+    cell[RP_PARAMS] = rp_params_compact(c->params);
+    cell[RP_STATUS] = kv_strdup(c->status[0] ? c->status : "-");
+    cell[RP_MS] = compile_only ? kv_strdup("-") : rp_num("%.3f", c->median_ms);
+    cell[RP_SPEEDUP] = compile_only ? kv_strdup("-") : rp_num("%.2fx", c->speedup);
+    cell[RP_TFLOPS] = rp_num("%.1f", c->tflops);
+    cell[RP_RELERR] = rp_num("%.1e", c->rel_err);
+    cell[RP_REGS] = rp_int(c->regs);
+    cell[RP_SPILL] = rp_int(c->spill_bytes);
+    if (c->smem_static < 0 && c->smem_dynamic < 0)
+        cell[RP_SMEM] = kv_strdup("-");
+    else
+        cell[RP_SMEM] = rp_strf("%.1f", ((c->smem_static > 0 ? c->smem_static : 0) +
+                                         (c->smem_dynamic > 0 ? c->smem_dynamic : 0)) / 1024.0);
+    cell[RP_FAIL] = rp_fail_cell(c);
+    bool ok = true;
+    for (int j = 0; j < RP_NCOLS; j++) {
+        ok = ok && cell[j];
+        rp_flatten(cell[j]);
+    }
+    return ok;
+}
+
+/* Append cells as aligned lines (row 0 is the heading); two spaces between
+ * columns, no trailing blanks. */
+static kevo_status rp_emit_table(kv_buf *b, char **cells, int nrows)
+{
+    size_t w[RP_NCOLS] = {0};
+    for (int i = 0; i < nrows; i++)
+        for (int j = 0; j < RP_NCOLS; j++) {
+            size_t n = strlen(cells[i * RP_NCOLS + j]);
+            if (n > w[j])
+                w[j] = n;
+        }
+    kevo_status s = KEVO_OK;
+    for (int i = 0; s == KEVO_OK && i < nrows; i++) {
+        size_t start = b->len;
+        for (int j = 0; s == KEVO_OK && j < RP_NCOLS; j++) {
+            const char *t = cells[i * RP_NCOLS + j];
+            int pad = (int)(w[j] - strlen(t));
+            if (j)
+                s = kv_buf_puts(b, "  ");
+            if (!s)
+                s = rp_right[j] ? kv_buf_printf(b, "%*s%s", pad, "", t) : kv_buf_printf(b, "%s%*s", t, pad, "");
+        }
+        if (s)
+            break;
+        while (b->len > start && b->data[b->len - 1] == ' ')
+            b->len--;
+        s = kv_buf_puts(b, "\n");
+    }
+    return s;
+}
+
+/* The three header lines of a run. */
+static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated, int compiled, int failed,
+                                 int verified)
+{
+    kevo_status s = kv_buf_printf(b, "run %lld  %s  %s  %s  %s  policy %s  seed %lld  status %s", (long long)r->id,
+                                  r->op, r->shape, r->dtype, r->arch, r->policy, (long long)r->seed, r->status);
+    if (!s && r->stop_reason[0])
+        s = kv_buf_printf(b, " (%s)", r->stop_reason);
+    if (!s && r->compile_only)
+        s = kv_buf_puts(b, "  compile-only");
+    if (!s)
+        s = kv_buf_puts(b, "\ndevice ");
+    if (!s && r->device[0]) {
+        s = kv_buf_puts(b, r->device);
+        if (!s && (r->driver_version > 0 || r->sm_count > 0)) {
+            s = kv_buf_puts(b, " (");
+            if (!s && r->driver_version > 0)
+                s = kv_buf_printf(b, "driver %d%s", r->driver_version, r->sm_count > 0 ? ", " : "");
+            if (!s && r->sm_count > 0)
+                s = kv_buf_printf(b, "%d SMs", r->sm_count);
+            if (!s)
+                s = kv_buf_puts(b, ")");
+        }
+    } else if (!s) {
+        s = kv_buf_puts(b, "-");
+    }
+    if (!s)
+        s = isfinite(r->baseline_ms) ? kv_buf_printf(b, "   baseline %.3f ms", r->baseline_ms)
+                                     : kv_buf_puts(b, "   baseline -");
+    if (!s && isfinite(r->baseline_ms) && isfinite(r->baseline_bcast_ms))
+        s = kv_buf_printf(b, " (with broadcast %.3f ms)", r->baseline_bcast_ms);
+    if (!s)
+        s = isfinite(r->peak_tflops) ? kv_buf_printf(b, "   peak %.0f TFLOP/s", r->peak_tflops)
+                                     : kv_buf_puts(b, "   peak -");
+    if (!s)
+        s = kv_buf_printf(b, "\ncandidates %d  compiled %d  verified %d  failed %d\n", evaluated, compiled,
+                          verified, failed);
+    return s;
+}
+
+/* One run's header and candidate table appended to b. */
+static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b, kevo_err *err)
+{
+    kevo_run_row r;
+    int evaluated = 0, compiled = 0, failed = 0, verified = 0;
+    kevo_status s = kevo_db_run_get(db, run_id, &r, err);
+    if (!s)
+        s = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &verified, err);
+    if (s)
+        return s;
+    if (rp_run_header(b, &r, evaluated, compiled, failed, verified))
+        return rp_nomem(err);
+
+    kevo_cand_row *rows = NULL;
+    int n = 0;
+    s = kevo_db_cand_list(db, run_id, &rows, &n, err);
+    if (s)
+        return s;
+    if (n == 0) {
+        kevo_cand_rows_free(rows, n);
+        return kv_buf_puts(b, "\nno candidates\n") ? rp_nomem(err) : KEVO_OK;
+    }
+    if (!r.compile_only)
+        qsort(rows, (size_t)n, sizeof *rows, rp_cmp_best);
+    int shown = (top > 0 && top < n) ? top : n;
+    char **cells = calloc((size_t)(shown + 1) * RP_NCOLS, sizeof *cells);
+    bool ok = cells != NULL;
+    for (int j = 0; ok && j < RP_NCOLS; j++)
+        ok = (cells[j] = kv_strdup(rp_heads[j])) != NULL;
+    for (int i = 0; ok && i < shown; i++)
+        ok = rp_row_cells(&rows[i], i + 1, r.compile_only, cells + (size_t)(i + 1) * RP_NCOLS);
+    if (ok)
+        ok = kv_buf_puts(b, "\n") == KEVO_OK && rp_emit_table(b, cells, shown + 1) == KEVO_OK;
+    if (cells)
+        for (int i = 0; i < (shown + 1) * RP_NCOLS; i++)
+            free(cells[i]);
+    free(cells);
+    kevo_cand_rows_free(rows, n);
+    return ok ? KEVO_OK : rp_nomem(err);
+}
+
+kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err)
+{
+    int64_t *ids = NULL;
+    int n = 0;
+    kevo_status s = rp_run_ids(db, run_id, &ids, &n, err);
+    if (s)
+        return s;
+    kv_buf b;
+    kv_buf_init(&b);
+    if (n == 0 && kv_buf_puts(&b, "no runs\n"))
+        s = rp_nomem(err);
+    for (int i = 0; s == KEVO_OK && i < n; i++) {
+        if (i && kv_buf_puts(&b, "\n")) {
+            s = rp_nomem(err);
+            break;
+        }
+        s = rp_run_table(db, ids[i], top, &b, err);
+    }
+    free(ids);
+    if (s == KEVO_OK && b.len && kv_buf_append(out, b.data, b.len))
+        s = rp_nomem(err);
+    kv_buf_release(&b);
+    return s;
+}

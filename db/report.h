@@ -1,0 +1,26 @@
+/* report.h — a run as a table or as JSON, read from the store alone. */
+#ifndef KEVO_REPORT_H
+#define KEVO_REPORT_H
+
+#include <stdint.h>
+
+#include "db/store.h"
+#include "util/util.h"
+
+/* JSON report appended to out:
+ *   {"runs": [{"id", "op", "shape", "dtype", "arch", "device", "policy",
+ *              "status", "stop_reason", "compile_only",
+ *              "evaluated", "failed", "compiled", "verified",
+ *              "baseline_ms", "baseline_bcast_ms", "peak_tflops", "copy_tbps",
+ *              "best": {"candidate_id", "template", "params": {...},
+ *                       "median_ms", "speedup", "tflops", "rel_err"} | null}]}
+ * Numbers that were not measured are null.  run_id 0: every run.
+ * Errors: KEVO_ERR_NOT_FOUND for an unknown run id, KEVO_ERR_DB. */
+kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
+
+/* Plain-text report appended to out: per run a header (op, shape, dtype,
+ * device, baseline, counts) and a table of the `top` best candidates (all
+ * when top <= 0), best first; compile-only runs list candidates in order. */
+kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err);
+
+#endif /* KEVO_REPORT_H */

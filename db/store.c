@@ -1,0 +1,1134 @@
+/* store.c — kevo's SQLite store: open and identify the file, the schema, and
+ * one function per row kind.  Every statement is prepared with bound
+ * parameters and finalized before the function returns. */
+#define _POSIX_C_SOURCE 200809L
+#include "db/store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/util.h"
+
+#define ST_APP_ID 0x4B45564F /* 'KEVO' */
+#define ST_SCHEMA_VERSION 1
+
+struct kevo_db {
+    sqlite3 *h;
+    char *path;
+};
+
+static const char st_schema_sql[] =
+    "CREATE TABLE runs("
+    " id INTEGER PRIMARY KEY, op TEXT, shape TEXT, dtype TEXT, arch TEXT, policy TEXT, families TEXT,"
+    " seed INTEGER, budget INTEGER, compile_only INTEGER, status TEXT, stop_reason TEXT, device TEXT,"
+    " driver_version INTEGER, sm_count INTEGER, sm_clock_mhz INTEGER, mem_clock_mhz INTEGER,"
+    " baseline_ms REAL, baseline_bcast_ms REAL, peak_tflops REAL, copy_tbps REAL, flops REAL, bytes REAL,"
+    " pid INTEGER, created_at TEXT, finished_at TEXT);"
+    "CREATE TABLE sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
+    "CREATE TABLE binaries("
+    " key TEXT PRIMARY KEY, arch TEXT, nvrtc_version TEXT, options TEXT, source_hash TEXT, cubin BLOB,"
+    " log TEXT, fail TEXT, regs INTEGER, spill_bytes INTEGER, smem_static INTEGER, stack_bytes INTEGER,"
+    " compile_s REAL, created_at TEXT);"
+    "CREATE TABLE candidates("
+    " id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL,"
+    " family TEXT NOT NULL, params TEXT NOT NULL, plan TEXT, source_hash TEXT, binary_key TEXT,"
+    " status TEXT NOT NULL, fail TEXT, fail_msg TEXT, regs INTEGER, spill_bytes INTEGER,"
+    " smem_static INTEGER, smem_dynamic INTEGER, compile_s REAL, median_ms REAL, min_ms REAL,"
+    " rel_err REAL, max_abs_err REAL, tflops REAL, speedup REAL, checks INTEGER, created_at TEXT,"
+    " UNIQUE(run_id, family, params));"
+    "CREATE INDEX candidates_run_seq ON candidates(run_id, seq);"
+    "CREATE TABLE edges("
+    " run_id INTEGER NOT NULL, parent_id INTEGER NOT NULL REFERENCES candidates(id),"
+    " child_id INTEGER NOT NULL REFERENCES candidates(id), operator TEXT NOT NULL,"
+    " PRIMARY KEY(run_id, parent_id, child_id));"
+    "CREATE INDEX edges_child ON edges(child_id);"
+    "CREATE TABLE measurements("
+    " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
+    " PRIMARY KEY(candidate_id, name));";
+
+/* ---- errors ---- */
+
+/* Status for an SQLite result code met outside of open. */
+static kevo_status st_status(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return KEVO_ERR_BUSY;
+    case SQLITE_NOMEM: return KEVO_ERR_NOMEM;
+    default: return KEVO_ERR_DB;
+    }
+}
+
+/* Record "WHAT in 'PATH': sqlite message" for a failed call with result rc.
+ * Must run before any other call on the connection replaces the message. */
+static kevo_status st_fail(kevo_db *db, kevo_err *err, int rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static kevo_status st_fail(kevo_db *db, kevo_err *err, int rc, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return kevo_err_set(err, st_status(rc), "%s in '%s': %s", what, db->path, sqlite3_errmsg(db->h));
+}
+
+static kevo_status st_prepare(kevo_db *db, const char *sql, sqlite3_stmt **st, kevo_err *err, const char *what)
+{
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
+    if (rc != SQLITE_OK) {
+        *st = NULL;
+        return st_fail(db, err, rc, "prepare %s", what);
+    }
+    return KEVO_OK;
+}
+
+/* ---- binding: a cursor over a statement's parameters that keeps the first
+ * failure, so a row's fields bind in a flat list and are checked once ---- */
+
+typedef struct st_binder {
+    sqlite3_stmt *st;
+    int i;
+    int rc;
+} st_binder;
+
+static void st_bind_init(st_binder *b, sqlite3_stmt *st)
+{
+    b->st = st;
+    b->i = 0;
+    b->rc = SQLITE_OK;
+}
+
+static void st_keep(st_binder *b, int rc)
+{
+    if (b->rc == SQLITE_OK)
+        b->rc = rc;
+}
+
+/* Text as given ("" stays ""; NULL binds NULL). */
+static void st_b_text(st_binder *b, const char *s)
+{
+    b->i++;
+    st_keep(b, s ? sqlite3_bind_text(b->st, b->i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(b->st, b->i));
+}
+
+/* Text where "" means none: stored as NULL. */
+static void st_b_text_opt(st_binder *b, const char *s)
+{
+    st_b_text(b, (s && *s) ? s : NULL);
+}
+
+static void st_b_i64(st_binder *b, int64_t v)
+{
+    b->i++;
+    st_keep(b, sqlite3_bind_int64(b->st, b->i, v));
+}
+
+/* An int whose value `none` means unknown: stored as NULL. */
+static void st_b_int_opt(st_binder *b, int v, int none)
+{
+    b->i++;
+    st_keep(b, v == none ? sqlite3_bind_null(b->st, b->i) : sqlite3_bind_int64(b->st, b->i, v));
+}
+
+/* A double; NaN (not measured) is stored as NULL. */
+static void st_b_double(st_binder *b, double v)
+{
+    b->i++;
+    st_keep(b, isnan(v) ? sqlite3_bind_null(b->st, b->i) : sqlite3_bind_double(b->st, b->i, v));
+}
+
+static void st_b_blob(st_binder *b, const void *p, size_t n)
+{
+    b->i++;
+    if (!p)
+        st_keep(b, sqlite3_bind_null(b->st, b->i));
+    else if (n == 0)
+        st_keep(b, sqlite3_bind_zeroblob(b->st, b->i, 0));
+    else
+        st_keep(b, sqlite3_bind_blob64(b->st, b->i, p, (sqlite3_uint64)n, SQLITE_STATIC));
+}
+
+/* ---- reading columns ---- */
+
+/* Copy a text column into a fixed array, truncated and always terminated;
+ * NULL reads as "". */
+static void st_col_text(sqlite3_stmt *st, int i, char *dst, size_t n)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    size_t len = s ? (size_t)sqlite3_column_bytes(st, i) : 0;
+    if (len > n - 1)
+        len = n - 1;
+    if (len)
+        memcpy(dst, s, len);
+    dst[len] = '\0';
+}
+
+/* Duplicate a text column into *dst (NULL stays NULL); false when out of
+ * memory. */
+static bool st_col_strdup(sqlite3_stmt *st, int i, char **dst)
+{
+    *dst = NULL;
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return true;
+    const unsigned char *s = sqlite3_column_text(st, i);
+    if (!s)
+        return false; /* non-NULL value but no text: out of memory */
+    size_t len = (size_t)sqlite3_column_bytes(st, i);
+    char *p = malloc(len + 1);
+    if (!p)
+        return false;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    *dst = p;
+    return true;
+}
+
+static double st_col_double(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+/* An int column where NULL reads back as `none`. */
+static int st_col_int_opt(sqlite3_stmt *st, int i, int none)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? none : sqlite3_column_int(st, i);
+}
+
+/* ---- open ---- */
+
+/* Status for a result code met while opening or identifying the file. */
+static kevo_status st_open_status(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_AUTH: return KEVO_ERR_IO;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT: return KEVO_ERR_DB;
+    default: return st_status(rc);
+    }
+}
+
+/* Run a one-value integer query (a pragma read or a count) into *v. */
+static int st_query_int(sqlite3 *h, const char *sql, int64_t *v)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *v = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        *v = 0;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Read the file's identity: application_id, user_version, number of schema
+ * objects.  Reads only. */
+static int st_identity(sqlite3 *h, int64_t *app, int64_t *ver, int64_t *nobj)
+{
+    int rc = st_query_int(h, "PRAGMA application_id", app);
+    if (rc == SQLITE_OK)
+        rc = st_query_int(h, "PRAGMA user_version", ver);
+    if (rc == SQLITE_OK)
+        rc = st_query_int(h, "SELECT count(*) FROM sqlite_master", nobj);
+    return rc;
+}
+
+/* Error for a failed identity read: a file SQLite cannot read as a database
+ * is refused as corrupt, anything else names the sqlite message. */
+static kevo_status st_identity_fail(kevo_db *db, int rc, kevo_err *err)
+{
+    int prim = rc & 0xff;
+    if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT)
+        return kevo_err_set(err, KEVO_ERR_DB, "'%s' is not a kevo database or is corrupt", db->path);
+    return kevo_err_set(err, st_open_status(rc), "cannot read '%s': %s", db->path, sqlite3_errmsg(db->h));
+}
+
+/* Check an identity against kevo's; KEVO_OK for a kevo file of a known
+ * schema version. */
+static kevo_status st_check_identity(kevo_db *db, int64_t app, int64_t ver, kevo_err *err)
+{
+    if (app != ST_APP_ID || ver < 1)
+        return kevo_err_set(err, KEVO_ERR_DB, "'%s' is not a kevo database", db->path);
+    if (ver > ST_SCHEMA_VERSION)
+        return kevo_err_set(err, KEVO_ERR_DB, "'%s' was written by a newer kevo (schema %lld)", db->path,
+                            (long long)ver);
+    return KEVO_OK;
+}
+
+/* Create the schema in a new (empty) file.  The identity is read again
+ * inside the write transaction, so that of two processes creating the same
+ * file one creates and the other finds kevo's schema. */
+static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
+{
+    int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return kevo_err_set(err, st_open_status(rc), "cannot create schema in '%s': %s", db->path,
+                            sqlite3_errmsg(db->h));
+    int64_t app = 0, ver = 0, nobj = 0;
+    rc = st_identity(db->h, &app, &ver, &nobj);
+    if (rc != SQLITE_OK) {
+        kevo_status s = st_identity_fail(db, rc, err);
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        return s;
+    }
+    if (app != 0 || nobj != 0) { /* someone else got there first */
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        return st_check_identity(db, app, ver, err);
+    }
+    /* the pragma values are constants (ST_APP_ID and ST_SCHEMA_VERSION) */
+    rc = sqlite3_exec(db->h, st_schema_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=1", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        kevo_status s = kevo_err_set(err, st_open_status(rc), "cannot create schema in '%s': %s", db->path,
+                                     sqlite3_errmsg(db->h));
+        if (!sqlite3_get_autocommit(db->h))
+            sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        return s;
+    }
+    return KEVO_OK;
+}
+
+_Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 1, "user_version literal in st_create_schema");
+
+/* Open the SQLite handle and set connection options; nothing is read or
+ * written to the file here. */
+static kevo_status st_open_handle(kevo_db *db, bool create, kevo_err *err)
+{
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(db->path, &db->h, flags, NULL);
+    if (rc != SQLITE_OK) {
+        const char *m = db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
+        return kevo_err_set(err, st_open_status(rc), "cannot open '%s': %s", db->path, m);
+    }
+    sqlite3_extended_result_codes(db->h, 1);
+    if (sqlite3_db_readonly(db->h, "main") == 1)
+        return kevo_err_set(err, KEVO_ERR_IO, "cannot open '%s' for writing: %s", db->path,
+                            sqlite3_errstr(SQLITE_READONLY));
+    sqlite3_busy_timeout(db->h, 5000);
+    rc = sqlite3_exec(db->h, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return kevo_err_set(err, st_open_status(rc), "cannot configure '%s': %s", db->path,
+                            sqlite3_errmsg(db->h));
+    return KEVO_OK;
+}
+
+kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err)
+{
+    if (!out)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no result pointer for opening '%s'", path ? path : "");
+    *out = NULL;
+    if (!path || !*path)
+        return kevo_err_set(err, KEVO_ERR_ARG, "empty database path");
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno != ENOENT)
+            return kevo_err_set(err, KEVO_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        if (!create)
+            return kevo_err_set(err, KEVO_ERR_IO, "no such database '%s'", path);
+    } else if (S_ISDIR(sb.st_mode)) {
+        return kevo_err_set(err, KEVO_ERR_IO, "cannot open '%s': is a directory", path);
+    }
+
+    kevo_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->path = kv_strdup(path))) {
+        free(db);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory opening '%s'", path);
+    }
+    kevo_status s = st_open_handle(db, create, err);
+    if (s == KEVO_OK) {
+        /* identify before anything can write to the file */
+        int64_t app = 0, ver = 0, nobj = 0;
+        int rc = st_identity(db->h, &app, &ver, &nobj);
+        if (rc != SQLITE_OK)
+            s = st_identity_fail(db, rc, err);
+        else if (app == 0 && nobj == 0)
+            s = st_create_schema(db, err);
+        else
+            s = st_check_identity(db, app, ver, err);
+    }
+    if (s == KEVO_OK) {
+        /* journal_mode answers with the mode it got; a file system without
+         * shared memory keeps the old one, which is not an error */
+        int rc = sqlite3_exec(db->h, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db->h, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            s = kevo_err_set(err, st_open_status(rc), "cannot set journal mode of '%s': %s", path,
+                             sqlite3_errmsg(db->h));
+    }
+    if (s != KEVO_OK) {
+        kevo_db_close(db);
+        return s;
+    }
+    *out = db;
+    return KEVO_OK;
+}
+
+void kevo_db_close(kevo_db *db)
+{
+    if (!db)
+        return;
+    if (db->h)
+        sqlite3_close(db->h);
+    free(db->path);
+    free(db);
+}
+
+/* ---- transactions ---- */
+
+kevo_status kevo_db_begin(kevo_db *db, kevo_err *err)
+{
+    int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? KEVO_OK : st_fail(db, err, rc, "begin transaction");
+}
+
+kevo_status kevo_db_commit(kevo_db *db, kevo_err *err)
+{
+    int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? KEVO_OK : st_fail(db, err, rc, "commit transaction");
+}
+
+void kevo_db_rollback(kevo_db *db)
+{
+    if (db && db->h && !sqlite3_get_autocommit(db->h))
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Step a write statement once, expecting no rows; on failure records the
+ * error (before finalizing); finalizes in every case. */
+static kevo_status st_exec_stmt(kevo_db *db, sqlite3_stmt *st, kevo_err *err, const char *what)
+{
+    int rc = sqlite3_step(st);
+    kevo_status s = KEVO_OK;
+    if (rc != SQLITE_DONE)
+        s = st_fail(db, err, rc, "%s", what);
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* Report a binding failure for a statement and finalize it. */
+static kevo_status st_bind_fail(kevo_db *db, sqlite3_stmt *st, int rc, kevo_err *err, const char *what)
+{
+    kevo_status s = st_fail(db, err, rc, "bind %s", what);
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- runs ---- */
+
+void kevo_run_row_init(kevo_run_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->baseline_ms = NAN;
+    r->baseline_bcast_ms = NAN;
+    r->peak_tflops = NAN;
+    r->copy_tbps = NAN;
+    r->flops = NAN;
+    r->bytes = NAN;
+}
+
+#define ST_RUN_COLS                                                                                          \
+    "op, shape, dtype, arch, policy, families, seed, budget, compile_only, status, stop_reason, device, "   \
+    "driver_version, sm_count, sm_clock_mhz, mem_clock_mhz, baseline_ms, baseline_bcast_ms, peak_tflops, " \
+    "copy_tbps, flops, bytes, pid, created_at, finished_at"
+
+/* Bind the 25 columns of ST_RUN_COLS in order.  Device figures of 0 and
+ * empty stop_reason/device/finished_at are stored as NULL. */
+static void st_bind_run(st_binder *b, const kevo_run_row *r)
+{
+    st_b_text(b, r->op);
+    st_b_text(b, r->shape);
+    st_b_text(b, r->dtype);
+    st_b_text(b, r->arch);
+    st_b_text(b, r->policy);
+    st_b_text(b, r->families);
+    st_b_i64(b, r->seed);
+    st_b_i64(b, r->budget);
+    st_b_i64(b, r->compile_only ? 1 : 0);
+    st_b_text(b, r->status);
+    st_b_text_opt(b, r->stop_reason);
+    st_b_text_opt(b, r->device);
+    st_b_int_opt(b, r->driver_version, 0);
+    st_b_int_opt(b, r->sm_count, 0);
+    st_b_int_opt(b, r->sm_clock_mhz, 0);
+    st_b_int_opt(b, r->mem_clock_mhz, 0);
+    st_b_double(b, r->baseline_ms);
+    st_b_double(b, r->baseline_bcast_ms);
+    st_b_double(b, r->peak_tflops);
+    st_b_double(b, r->copy_tbps);
+    st_b_double(b, r->flops);
+    st_b_double(b, r->bytes);
+    st_b_i64(b, r->pid);
+    st_b_text(b, r->created_at);
+    st_b_text_opt(b, r->finished_at);
+}
+
+kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
+{
+    if (!r->created_at[0])
+        kv_utc_iso(r->created_at);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(
+        db,
+        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        &st, err, "run insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_bind_run(&b, r);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "run");
+    s = st_exec_stmt(db, st, err, "insert run");
+    if (s == KEVO_OK)
+        r->id = sqlite3_last_insert_rowid(db->h);
+    return s;
+}
+
+kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err)
+{
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "UPDATE runs SET op=?, shape=?, dtype=?, arch=?, policy=?, families=?, seed=?, "
+                               "budget=?, compile_only=?, status=?, stop_reason=?, device=?, driver_version=?, "
+                               "sm_count=?, sm_clock_mhz=?, mem_clock_mhz=?, baseline_ms=?, baseline_bcast_ms=?, "
+                               "peak_tflops=?, copy_tbps=?, flops=?, bytes=?, pid=?, created_at=?, "
+                               "finished_at=? WHERE id=?",
+                               &st, err, "run update");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_bind_run(&b, r);
+    st_b_i64(&b, r->id);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "run");
+    char what[64];
+    snprintf(what, sizeof what, "update run %lld", (long long)r->id);
+    s = st_exec_stmt(db, st, err, what);
+    if (s == KEVO_OK && sqlite3_changes(db->h) == 0)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)r->id, db->path);
+    return s;
+}
+
+kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *err)
+{
+    kevo_run_row_init(r);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT id, " ST_RUN_COLS " FROM runs WHERE id=?", &st, err, "run read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run id");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        int i = 0;
+        r->id = sqlite3_column_int64(st, i++);
+        st_col_text(st, i++, r->op, sizeof r->op);
+        st_col_text(st, i++, r->shape, sizeof r->shape);
+        st_col_text(st, i++, r->dtype, sizeof r->dtype);
+        st_col_text(st, i++, r->arch, sizeof r->arch);
+        st_col_text(st, i++, r->policy, sizeof r->policy);
+        st_col_text(st, i++, r->families, sizeof r->families);
+        r->seed = sqlite3_column_int64(st, i++);
+        r->budget = sqlite3_column_int64(st, i++);
+        r->compile_only = sqlite3_column_int64(st, i++) != 0;
+        st_col_text(st, i++, r->status, sizeof r->status);
+        st_col_text(st, i++, r->stop_reason, sizeof r->stop_reason);
+        st_col_text(st, i++, r->device, sizeof r->device);
+        r->driver_version = st_col_int_opt(st, i++, 0);
+        r->sm_count = st_col_int_opt(st, i++, 0);
+        r->sm_clock_mhz = st_col_int_opt(st, i++, 0);
+        r->mem_clock_mhz = st_col_int_opt(st, i++, 0);
+        r->baseline_ms = st_col_double(st, i++);
+        r->baseline_bcast_ms = st_col_double(st, i++);
+        r->peak_tflops = st_col_double(st, i++);
+        r->copy_tbps = st_col_double(st, i++);
+        r->flops = st_col_double(st, i++);
+        r->bytes = st_col_double(st, i++);
+        r->pid = sqlite3_column_int64(st, i++);
+        st_col_text(st, i++, r->created_at, sizeof r->created_at);
+        st_col_text(st, i++, r->finished_at, sizeof r->finished_at);
+        s = KEVO_OK;
+    } else if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)id, db->path);
+    } else {
+        s = st_fail(db, err, rc, "read run %lld", (long long)id);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_run_ids(kevo_db *db, int64_t **ids, int *n, kevo_err *err)
+{
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT id FROM runs ORDER BY id", &st, err, "run list");
+    if (s)
+        return s;
+    int64_t *v = NULL;
+    int len = 0, cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (len == cap) {
+            int nc = cap ? cap * 2 : 16;
+            int64_t *p = realloc(v, (size_t)nc * sizeof *v);
+            if (!p) {
+                free(v);
+                sqlite3_finalize(st);
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory listing runs in '%s'", db->path);
+            }
+            v = p;
+            cap = nc;
+        }
+        v[len++] = sqlite3_column_int64(st, 0);
+    }
+    if (rc != SQLITE_DONE) {
+        s = st_fail(db, err, rc, "list runs");
+        free(v);
+        sqlite3_finalize(st);
+        return s;
+    }
+    sqlite3_finalize(st);
+    *ids = v;
+    *n = len;
+    return KEVO_OK;
+}
+
+/* ---- candidates ---- */
+
+void kevo_cand_row_init(kevo_cand_row *c)
+{
+    memset(c, 0, sizeof *c);
+    memcpy(c->status, "pending", sizeof "pending");
+    c->regs = c->spill_bytes = c->smem_static = c->smem_dynamic = -1;
+    c->compile_s = NAN;
+    c->median_ms = c->min_ms = c->rel_err = c->max_abs_err = c->tflops = c->speedup = NAN;
+}
+
+void kevo_cand_row_release(kevo_cand_row *c)
+{
+    if (!c)
+        return;
+    free(c->params);
+    free(c->plan);
+    free(c->fail_msg);
+    c->params = c->plan = c->fail_msg = NULL;
+}
+
+void kevo_cand_rows_free(kevo_cand_row *rows, int n)
+{
+    if (!rows)
+        return;
+    for (int i = 0; i < n; i++)
+        kevo_cand_row_release(&rows[i]);
+    free(rows);
+}
+
+#define ST_CAND_COLS                                                                                        \
+    "run_id, seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, "          \
+    "spill_bytes, smem_static, smem_dynamic, compile_s, median_ms, min_ms, rel_err, max_abs_err, tflops, " \
+    "speedup, checks"
+
+/* Bind the 22 columns of ST_CAND_COLS in order. */
+static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
+{
+    st_b_i64(b, c->run_id);
+    st_b_i64(b, c->seq);
+    st_b_text(b, c->family);
+    st_b_text(b, c->params);
+    st_b_text(b, c->plan);
+    st_b_text_opt(b, c->source_hash);
+    st_b_text_opt(b, c->binary_key);
+    st_b_text(b, c->status);
+    st_b_text_opt(b, c->fail);
+    st_b_text(b, c->fail_msg);
+    st_b_int_opt(b, c->regs, -1);
+    st_b_int_opt(b, c->spill_bytes, -1);
+    st_b_int_opt(b, c->smem_static, -1);
+    st_b_int_opt(b, c->smem_dynamic, -1);
+    st_b_double(b, c->compile_s);
+    st_b_double(b, c->median_ms);
+    st_b_double(b, c->min_ms);
+    st_b_double(b, c->rel_err);
+    st_b_double(b, c->max_abs_err);
+    st_b_double(b, c->tflops);
+    st_b_double(b, c->speedup);
+    st_b_i64(b, c->checks);
+}
+
+/* Read a row selected as "id, " ST_CAND_COLS into c (initialized here);
+ * false when out of memory, with c left released. */
+static bool st_read_cand(sqlite3_stmt *st, kevo_cand_row *c)
+{
+    kevo_cand_row_init(c);
+    int i = 0;
+    c->id = sqlite3_column_int64(st, i++);
+    c->run_id = sqlite3_column_int64(st, i++);
+    c->seq = sqlite3_column_int64(st, i++);
+    st_col_text(st, i++, c->family, sizeof c->family);
+    bool ok = st_col_strdup(st, i++, &c->params);
+    ok = st_col_strdup(st, i++, &c->plan) && ok;
+    st_col_text(st, i++, c->source_hash, sizeof c->source_hash);
+    st_col_text(st, i++, c->binary_key, sizeof c->binary_key);
+    st_col_text(st, i++, c->status, sizeof c->status);
+    st_col_text(st, i++, c->fail, sizeof c->fail);
+    ok = st_col_strdup(st, i++, &c->fail_msg) && ok;
+    c->regs = st_col_int_opt(st, i++, -1);
+    c->spill_bytes = st_col_int_opt(st, i++, -1);
+    c->smem_static = st_col_int_opt(st, i++, -1);
+    c->smem_dynamic = st_col_int_opt(st, i++, -1);
+    c->compile_s = st_col_double(st, i++);
+    c->median_ms = st_col_double(st, i++);
+    c->min_ms = st_col_double(st, i++);
+    c->rel_err = st_col_double(st, i++);
+    c->max_abs_err = st_col_double(st, i++);
+    c->tflops = st_col_double(st, i++);
+    c->speedup = st_col_double(st, i++);
+    c->checks = st_col_int_opt(st, i++, 0);
+    if (!ok)
+        kevo_cand_row_release(c);
+    return ok;
+}
+
+/* Error for a failed candidate write: the run's (family, params) key taken
+ * is the caller's mistake, anything else a database error. */
+static kevo_status st_cand_write_fail(kevo_db *db, int rc, const kevo_cand_row *c, kevo_err *err,
+                                      const char *what)
+{
+    if (rc == SQLITE_CONSTRAINT_UNIQUE)
+        return kevo_err_set(err, KEVO_ERR_ARG, "candidate already in run %lld: %s %s", (long long)c->run_id,
+                            c->family, c->params);
+    return st_fail(db, err, rc, "%s", what);
+}
+
+kevo_status kevo_db_cand_insert(kevo_db *db, kevo_cand_row *c, kevo_err *err)
+{
+    if (!c->params)
+        return kevo_err_set(err, KEVO_ERR_ARG, "candidate of run %lld has no params", (long long)c->run_id);
+    char now[32];
+    kv_utc_iso(now);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT INTO candidates(" ST_CAND_COLS ", created_at) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               &st, err, "candidate insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_bind_cand(&b, c);
+    st_b_text(&b, now);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "candidate");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        c->id = sqlite3_last_insert_rowid(db->h);
+        s = KEVO_OK;
+    } else {
+        char what[64];
+        snprintf(what, sizeof what, "insert candidate into run %lld", (long long)c->run_id);
+        s = st_cand_write_fail(db, rc, c, err, what);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_cand_update(kevo_db *db, const kevo_cand_row *c, kevo_err *err)
+{
+    if (!c->params)
+        return kevo_err_set(err, KEVO_ERR_ARG, "candidate %lld has no params", (long long)c->id);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "UPDATE candidates SET run_id=?, seq=?, family=?, params=?, plan=?, source_hash=?, "
+                               "binary_key=?, status=?, fail=?, fail_msg=?, regs=?, spill_bytes=?, smem_static=?, "
+                               "smem_dynamic=?, compile_s=?, median_ms=?, min_ms=?, rel_err=?, max_abs_err=?, "
+                               "tflops=?, speedup=?, checks=? WHERE id=?",
+                               &st, err, "candidate update");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_bind_cand(&b, c);
+    st_b_i64(&b, c->id);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "candidate");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        s = sqlite3_changes(db->h) ? KEVO_OK
+                                   : kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no candidate %lld in '%s'",
+                                                  (long long)c->id, db->path);
+    } else {
+        char what[64];
+        snprintf(what, sizeof what, "update candidate %lld", (long long)c->id);
+        s = st_cand_write_fail(db, rc, c, err, what);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* Run a candidate query with one int64 parameter that yields at most one
+ * row; KEVO_ERR_NOT_FOUND (message `nf`) when it yields none. */
+static kevo_status st_cand_one(kevo_db *db, const char *sql, int64_t key, kevo_cand_row *c, kevo_err *err,
+                               const char *nf)
+{
+    kevo_cand_row_init(c);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, sql, &st, err, "candidate read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, key);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "candidate key");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        s = st_read_cand(st, c) ? KEVO_OK
+                                : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading %s", nf);
+    else if (rc == SQLITE_DONE)
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no %s in '%s'", nf, db->path);
+    else
+        s = st_fail(db, err, rc, "read %s", nf);
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_cand_get(kevo_db *db, int64_t id, kevo_cand_row *c, kevo_err *err)
+{
+    char nf[64];
+    snprintf(nf, sizeof nf, "candidate %lld", (long long)id);
+    return st_cand_one(db, "SELECT id, " ST_CAND_COLS " FROM candidates WHERE id=?", id, c, err, nf);
+}
+
+kevo_status kevo_db_cand_best(kevo_db *db, int64_t run_id, kevo_cand_row *c, kevo_err *err)
+{
+    char nf[64];
+    snprintf(nf, sizeof nf, "verified candidate in run %lld", (long long)run_id);
+    return st_cand_one(db,
+                       "SELECT id, " ST_CAND_COLS " FROM candidates WHERE run_id=? AND status='ok' "
+                       "AND speedup IS NOT NULL ORDER BY speedup DESC, median_ms ASC, id ASC LIMIT 1",
+                       run_id, c, err, nf);
+}
+
+kevo_status kevo_db_cand_list(kevo_db *db, int64_t run_id, kevo_cand_row **rows, int *n, kevo_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT id, " ST_CAND_COLS " FROM candidates WHERE run_id=? ORDER BY seq, id",
+                               &st, err, "candidate list");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run id");
+    kevo_cand_row *v = NULL;
+    int len = 0, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (len == cap) {
+            int nc = cap ? cap * 2 : 16;
+            kevo_cand_row *p = realloc(v, (size_t)nc * sizeof *v);
+            if (!p)
+                goto nomem;
+            v = p;
+            cap = nc;
+        }
+        if (!st_read_cand(st, &v[len]))
+            goto nomem;
+        len++;
+    }
+    if (rc != SQLITE_DONE) {
+        s = st_fail(db, err, rc, "list candidates of run %lld", (long long)run_id);
+        kevo_cand_rows_free(v, len);
+        sqlite3_finalize(st);
+        return s;
+    }
+    sqlite3_finalize(st);
+    *rows = v;
+    *n = len;
+    return KEVO_OK;
+nomem:
+    kevo_cand_rows_free(v, len);
+    sqlite3_finalize(st);
+    return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory listing candidates of run %lld in '%s'",
+                        (long long)run_id, db->path);
+}
+
+/* ---- edges, sources, measurements ---- */
+
+kevo_status kevo_db_edge_insert(kevo_db *db, int64_t run_id, int64_t parent_id, int64_t child_id, const char *op,
+                                kevo_err *err)
+{
+    if (!op || !*op)
+        return kevo_err_set(err, KEVO_ERR_ARG, "edge %lld -> %lld of run %lld has no operator",
+                            (long long)parent_id, (long long)child_id, (long long)run_id);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "INSERT INTO edges(run_id, parent_id, child_id, operator) VALUES(?,?,?,?)", &st,
+                               err, "edge insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, run_id);
+    st_b_i64(&b, parent_id);
+    st_b_i64(&b, child_id);
+    st_b_text(&b, op);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "edge");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+        s = KEVO_OK;
+    else if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+        s = kevo_err_set(err, KEVO_ERR_ARG, "edge %lld -> %lld already in run %lld", (long long)parent_id,
+                         (long long)child_id, (long long)run_id);
+    else
+        s = st_fail(db, err, rc, "insert edge %lld -> %lld of run %lld", (long long)parent_id,
+                    (long long)child_id, (long long)run_id);
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_source_put(kevo_db *db, const char *hash, const char *text, kevo_err *err)
+{
+    if (!hash || !*hash || !text)
+        return kevo_err_set(err, KEVO_ERR_ARG, "source without hash or text");
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "INSERT OR IGNORE INTO sources(hash, text) VALUES(?,?)", &st, err,
+                               "source insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_text(&b, hash);
+    st_b_text(&b, text);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "source");
+    char what[96];
+    snprintf(what, sizeof what, "insert source %.64s", hash);
+    return st_exec_stmt(db, st, err, what);
+}
+
+kevo_status kevo_db_source_get(kevo_db *db, const char *hash, char **text, kevo_err *err)
+{
+    *text = NULL;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT text FROM sources WHERE hash=?", &st, err, "source read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_text(st, 1, hash ? hash : "", -1, SQLITE_STATIC);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "source hash");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        if (!st_col_strdup(st, 0, text) || !*text) {
+            free(*text);
+            *text = NULL;
+            s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading source %.64s", hash);
+        }
+    } else if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no source %.64s in '%s'", hash ? hash : "", db->path);
+    } else {
+        s = st_fail(db, err, rc, "read source %.64s", hash);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, double value, kevo_err *err)
+{
+    if (!name || !*name)
+        return kevo_err_set(err, KEVO_ERR_ARG, "measurement of candidate %lld has no name", (long long)cand_id);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "INSERT OR REPLACE INTO measurements(candidate_id, name, value) VALUES(?,?,?)",
+                               &st, err, "measurement insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, cand_id);
+    st_b_text(&b, name);
+    st_b_double(&b, value);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "measurement");
+    char what[160];
+    snprintf(what, sizeof what, "put measurement '%.100s' of candidate %lld", name, (long long)cand_id);
+    return st_exec_stmt(db, st, err, what);
+}
+
+/* ---- binaries ---- */
+
+void kevo_binary_row_init(kevo_binary_row *b)
+{
+    memset(b, 0, sizeof *b);
+    b->regs = b->spill_bytes = b->smem_static = b->stack_bytes = -1;
+    b->compile_s = NAN;
+}
+
+void kevo_binary_row_release(kevo_binary_row *b)
+{
+    if (!b)
+        return;
+    free(b->options);
+    free(b->cubin);
+    free(b->log);
+    b->options = NULL;
+    b->cubin = NULL;
+    b->log = NULL;
+    b->cubin_size = 0;
+}
+
+kevo_status kevo_db_binary_put(kevo_db *db, const kevo_binary_row *r, kevo_err *err)
+{
+    if (!r->key[0])
+        return kevo_err_set(err, KEVO_ERR_ARG, "binary without a key");
+    char now[32];
+    kv_utc_iso(now);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT OR IGNORE INTO binaries(key, arch, nvrtc_version, options, source_hash, "
+                               "cubin, log, fail, regs, spill_bytes, smem_static, stack_bytes, compile_s, "
+                               "created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               &st, err, "binary insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_text(&b, r->key);
+    st_b_text(&b, r->arch);
+    st_b_text(&b, r->nvrtc_version);
+    st_b_text(&b, r->options);
+    st_b_text_opt(&b, r->source_hash);
+    st_b_blob(&b, r->cubin, r->cubin_size);
+    st_b_text(&b, r->log);
+    st_b_text_opt(&b, r->fail);
+    st_b_int_opt(&b, r->regs, -1);
+    st_b_int_opt(&b, r->spill_bytes, -1);
+    st_b_int_opt(&b, r->smem_static, -1);
+    st_b_int_opt(&b, r->stack_bytes, -1);
+    st_b_double(&b, r->compile_s);
+    st_b_text(&b, now);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "binary");
+    char what[96];
+    snprintf(what, sizeof what, "insert binary %.64s", r->key);
+    return st_exec_stmt(db, st, err, what);
+}
+
+kevo_status kevo_db_binary_get(kevo_db *db, const char *key, kevo_binary_row *r, kevo_err *err)
+{
+    kevo_binary_row_init(r);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT key, arch, nvrtc_version, options, source_hash, cubin, log, fail, regs, "
+                               "spill_bytes, smem_static, stack_bytes, compile_s FROM binaries WHERE key=?",
+                               &st, err, "binary read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_text(st, 1, key ? key : "", -1, SQLITE_STATIC);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "binary key");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no binary %.64s in '%s'", key ? key : "", db->path);
+    } else if (rc != SQLITE_ROW) {
+        s = st_fail(db, err, rc, "read binary %.64s", key);
+    } else {
+        st_col_text(st, 0, r->key, sizeof r->key);
+        st_col_text(st, 1, r->arch, sizeof r->arch);
+        st_col_text(st, 2, r->nvrtc_version, sizeof r->nvrtc_version);
+        bool ok = st_col_strdup(st, 3, &r->options);
+        st_col_text(st, 4, r->source_hash, sizeof r->source_hash);
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+            const void *p = sqlite3_column_blob(st, 5);
+            size_t n = (size_t)sqlite3_column_bytes(st, 5);
+            r->cubin = malloc(n ? n : 1);
+            if (r->cubin) {
+                if (n)
+                    memcpy(r->cubin, p, n);
+                r->cubin_size = n;
+            } else {
+                ok = false;
+            }
+        }
+        ok = st_col_strdup(st, 6, &r->log) && ok;
+        st_col_text(st, 7, r->fail, sizeof r->fail);
+        r->regs = st_col_int_opt(st, 8, -1);
+        r->spill_bytes = st_col_int_opt(st, 9, -1);
+        r->smem_static = st_col_int_opt(st, 10, -1);
+        r->stack_bytes = st_col_int_opt(st, 11, -1);
+        r->compile_s = st_col_double(st, 12);
+        if (!ok) {
+            kevo_binary_row_release(r);
+            s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading binary %.64s", key);
+        }
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- counts ---- */
+
+kevo_status kevo_db_run_counts(kevo_db *db, int64_t run_id, int *evaluated, int *compiled, int *failed, int *ok,
+                               kevo_err *err)
+{
+    int e = 0, c = 0, f = 0, k = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT COALESCE(SUM(c.status <> 'pending'), 0),"
+                               " COALESCE(SUM(b.cubin IS NOT NULL), 0),"
+                               " COALESCE(SUM(c.fail IS NOT NULL), 0),"
+                               " COALESCE(SUM(c.status = 'ok'), 0)"
+                               " FROM candidates c LEFT JOIN binaries b ON b.key = c.binary_key"
+                               " WHERE c.run_id = ?",
+                               &st, err, "run counts");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run id");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        e = sqlite3_column_int(st, 0);
+        c = sqlite3_column_int(st, 1);
+        f = sqlite3_column_int(st, 2);
+        k = sqlite3_column_int(st, 3);
+    } else {
+        s = st_fail(db, err, rc, "count candidates of run %lld", (long long)run_id);
+    }
+    sqlite3_finalize(st);
+    if (evaluated)
+        *evaluated = e;
+    if (compiled)
+        *compiled = c;
+    if (failed)
+        *failed = f;
+    if (ok)
+        *ok = k;
+    return s;
+}

@@ -1,0 +1,148 @@
+/* store.h — kevo's SQLite store: runs, candidates (graph nodes), edges,
+ * sources, compiled binaries (the compile cache) and measurements.
+ *
+ * One file per database, WAL journal, a busy timeout, one transaction per
+ * result.  A file that is not kevo's (wrong application_id, or a schema it
+ * does not know) is refused before anything is written.  Everything `report`
+ * and `export` need is here, so they need nothing else.
+ */
+#ifndef KEVO_STORE_H
+#define KEVO_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kevo.h"
+
+typedef struct kevo_db kevo_db;
+
+/* Open (create when `create` and the file does not exist) a kevo database.
+ * Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a kevo
+ * database, corrupt, newer schema), with the path quoted. */
+kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err);
+void kevo_db_close(kevo_db *db);
+
+/* A run: one `kevo tune` invocation and its settings and device figures.
+ * Text fields are owned by the caller on input and by the row on output
+ * (kevo_db_run_release frees them). */
+typedef struct kevo_run_row {
+    int64_t id;
+    char op[32];
+    char shape[256];   /* canonical shape text */
+    char dtype[8];
+    char arch[16];
+    char policy[32];
+    char families[256]; /* comma-separated template families searched */
+    int64_t seed;
+    int64_t budget;
+    bool compile_only;
+    char status[16];      /* running, done, failed */
+    char stop_reason[64]; /* budget, exhausted, error, ... */
+    /* device, NULL-able figures use NaN / 0 for "none" */
+    char device[128];
+    int driver_version;
+    int sm_count;
+    int sm_clock_mhz;
+    int mem_clock_mhz;
+    double baseline_ms;       /* NaN when not measured */
+    double baseline_bcast_ms; /* NaN when not measured */
+    double peak_tflops;       /* NaN when not measured */
+    double copy_tbps;         /* NaN when not measured */
+    double flops;             /* of the op at this shape */
+    double bytes;
+    int64_t pid;
+    char created_at[32];
+    char finished_at[32];
+} kevo_run_row;
+
+void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */
+
+kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err); /* sets r->id */
+/* Write every field of r over the row with r->id. */
+kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err);
+/* Errors: KEVO_ERR_NOT_FOUND. */
+kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *err);
+/* Ids of all runs, ascending; *ids is malloc'd (caller frees). */
+kevo_status kevo_db_run_ids(kevo_db *db, int64_t **ids, int *n, kevo_err *err);
+
+/* A candidate: one node of the search graph. */
+typedef struct kevo_cand_row {
+    int64_t id;
+    int64_t run_id;
+    int64_t seq;           /* order of evaluation in the run, from 1 */
+    char family[64];
+    char *params;          /* JSON object text, owned */
+    char *plan;            /* launch plan JSON, owned, may be NULL */
+    char source_hash[65];  /* "" when none */
+    char binary_key[65];   /* "" when none */
+    char status[16];       /* pending, compiled, ok, failed */
+    char fail[32];         /* failure kind name, "" when none */
+    char *fail_msg;        /* owned, may be NULL */
+    int regs, spill_bytes, smem_static, smem_dynamic; /* -1 unknown */
+    double compile_s;      /* NaN unknown */
+    double median_ms, min_ms, rel_err, max_abs_err, tflops, speedup; /* NaN when none */
+    int checks;
+} kevo_cand_row;
+
+void kevo_cand_row_init(kevo_cand_row *c);
+void kevo_cand_row_release(kevo_cand_row *c);
+
+/* Insert (sets c->id).  Errors: KEVO_ERR_DB, or KEVO_ERR_ARG when the run
+ * already has a candidate with the same family and params. */
+kevo_status kevo_db_cand_insert(kevo_db *db, kevo_cand_row *c, kevo_err *err);
+kevo_status kevo_db_cand_update(kevo_db *db, const kevo_cand_row *c, kevo_err *err);
+kevo_status kevo_db_cand_get(kevo_db *db, int64_t id, kevo_cand_row *c, kevo_err *err);
+/* All candidates of a run in seq order; *rows malloc'd, release each row
+ * then free the array (kevo_cand_rows_free). */
+kevo_status kevo_db_cand_list(kevo_db *db, int64_t run_id, kevo_cand_row **rows, int *n, kevo_err *err);
+void kevo_cand_rows_free(kevo_cand_row *rows, int n);
+/* The run's best verified candidate (highest speedup, ties to lower
+ * median_ms); KEVO_ERR_NOT_FOUND when none. */
+kevo_status kevo_db_cand_best(kevo_db *db, int64_t run_id, kevo_cand_row *c, kevo_err *err);
+
+/* Graph edge parent -> child made by an operator ("retile", "stages", ...). */
+kevo_status kevo_db_edge_insert(kevo_db *db, int64_t run_id, int64_t parent_id, int64_t child_id, const char *op,
+                                kevo_err *err);
+
+/* Source texts by sha256. */
+kevo_status kevo_db_source_put(kevo_db *db, const char *hash, const char *text, kevo_err *err);
+/* *text malloc'd; KEVO_ERR_NOT_FOUND when absent. */
+kevo_status kevo_db_source_get(kevo_db *db, const char *hash, char **text, kevo_err *err);
+
+/* A compile result, keyed by the compile cache key. */
+typedef struct kevo_binary_row {
+    char key[65];
+    char arch[16];
+    char nvrtc_version[16];
+    char *options;   /* owned: options joined by '\n' */
+    char source_hash[65];
+    void *cubin;     /* owned, NULL when the compile failed */
+    size_t cubin_size;
+    char *log;       /* owned */
+    char fail[32];   /* "" when it compiled */
+    int regs, spill_bytes, smem_static, stack_bytes;
+    double compile_s;
+} kevo_binary_row;
+
+void kevo_binary_row_init(kevo_binary_row *b);
+void kevo_binary_row_release(kevo_binary_row *b);
+/* Insert or keep the existing row with the same key. */
+kevo_status kevo_db_binary_put(kevo_db *db, const kevo_binary_row *b, kevo_err *err);
+/* KEVO_ERR_NOT_FOUND when the key is absent. */
+kevo_status kevo_db_binary_get(kevo_db *db, const char *key, kevo_binary_row *b, kevo_err *err);
+
+/* A named extra figure of a candidate (e.g. "rel_err.shuffled"). */
+kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, double value, kevo_err *err);
+
+/* Counts for a run: candidates produced, compiled (cubin made or cached),
+ * failed (any failure kind), verified (status ok). */
+kevo_status kevo_db_run_counts(kevo_db *db, int64_t run_id, int *evaluated, int *compiled, int *failed, int *ok,
+                               kevo_err *err);
+
+/* Explicit transactions for a group of writes that must land together. */
+kevo_status kevo_db_begin(kevo_db *db, kevo_err *err);
+kevo_status kevo_db_commit(kevo_db *db, kevo_err *err);
+void kevo_db_rollback(kevo_db *db);
+
+#endif /* KEVO_STORE_H */

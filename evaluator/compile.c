@@ -1,0 +1,401 @@
+/* compile.c — NVRTC compiles in child processes, a pool of them at a time.
+ *
+ * Each job forks a child that runs NVRTC and writes one message back over a
+ * pipe: a fixed header, the log, the cubin.  The parent polls every child's
+ * pipe, so large outputs never block, kills a child past its time limit, and
+ * turns a child that dies (NVRTC 13.0's ptxas segfaults on some valid PTX)
+ * into a COMPILE_CRASH result for that job alone.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "evaluator/compile.h"
+
+#include <errno.h>
+#include <nvrtc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+#ifndef KEVO_CUDA_INCLUDE_DIR
+#define KEVO_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
+#endif
+
+const char *kevo_cuda_include_dir(void)
+{
+    const char *env = getenv("KEVO_CUDA_INCLUDE");
+    if (env && *env)
+        return env;
+    struct stat st;
+    if (stat(KEVO_CUDA_INCLUDE_DIR "/cuda_fp16.h", &st) == 0)
+        return KEVO_CUDA_INCLUDE_DIR;
+    return "/usr/local/cuda/include";
+}
+
+void kevo_nvrtc_version(char *out, size_t n)
+{
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+        snprintf(out, n, "unknown");
+    else
+        snprintf(out, n, "%d.%d", major, minor);
+}
+
+static kevo_status cp_add_opt(kevo_compile_job *job, kevo_err *err, const char *fmt, const char *arg)
+{
+    if (job->nopts >= KEVO_COMPILE_MAX_OPTS)
+        return kevo_err_set(err, KEVO_ERR_ARG, "too many compile options");
+    int w = snprintf(job->opts[job->nopts], sizeof job->opts[0], fmt, arg);
+    if (w < 0 || (size_t)w >= sizeof job->opts[0])
+        return kevo_err_set(err, KEVO_ERR_ARG, "compile option too long: '%s'", arg);
+    job->nopts++;
+    return KEVO_OK;
+}
+
+kevo_status kevo_compile_job_init(kevo_compile_job *job, const char *name, const char *source, const char *arch,
+                                  kevo_err *err)
+{
+    memset(job, 0, sizeof *job);
+    job->name = name;
+    job->source = source;
+    job->regs = job->spill_bytes = job->smem_static = job->stack_bytes = -1;
+    if (strncmp(arch, "sm_", 3) != 0 || strlen(arch) >= sizeof job->arch)
+        return kevo_err_set(err, KEVO_ERR_ARG, "bad arch '%s'", arch);
+    snprintf(job->arch, sizeof job->arch, "%s", arch);
+    const char *inc = kevo_cuda_include_dir();
+    kevo_status st = KEVO_OK;
+    st = st ? st : cp_add_opt(job, err, "--gpu-architecture=%s", arch);
+    st = st ? st : cp_add_opt(job, err, "%s", "-std=c++17");
+    st = st ? st : cp_add_opt(job, err, "%s", "-Xptxas=-v");
+    st = st ? st : cp_add_opt(job, err, "%s", "-lineinfo");
+    st = st ? st : cp_add_opt(job, err, "-I%s/cccl", inc);
+    st = st ? st : cp_add_opt(job, err, "-I%s", inc);
+    return st;
+}
+
+void kevo_compile_key(kevo_compile_job *job)
+{
+    /* include paths differ between machines with the same toolkit; the
+     * NVRTC version stands for the headers they hold */
+    char ver[32];
+    kevo_nvrtc_version(ver, sizeof ver);
+    const void *bufs[KEVO_COMPILE_MAX_OPTS + 3];
+    size_t lens[KEVO_COMPILE_MAX_OPTS + 3];
+    int n = 0;
+    bufs[n] = job->source;
+    lens[n++] = strlen(job->source) + 1;
+    for (int i = 0; i < job->nopts; i++) {
+        if (strncmp(job->opts[i], "-I", 2) == 0)
+            continue;
+        bufs[n] = job->opts[i];
+        lens[n++] = strlen(job->opts[i]) + 1;
+    }
+    bufs[n] = ver;
+    lens[n++] = strlen(ver) + 1;
+    bufs[n] = job->arch;
+    lens[n++] = strlen(job->arch) + 1;
+    kv_sha256_hex(bufs, lens, n, job->key);
+}
+
+void kevo_compile_job_release(kevo_compile_job *job)
+{
+    free(job->log);
+    free(job->cubin);
+    job->log = NULL;
+    job->cubin = NULL;
+    job->cubin_size = 0;
+}
+
+/* Sum a "N bytes spill stores" style field over all entries. */
+static int cp_sum_field(const char *log, const char *suffix)
+{
+    int total = -1;
+    size_t sl = strlen(suffix);
+    for (const char *p = log; (p = strstr(p, suffix)) != NULL; p += sl) {
+        const char *q = p;
+        while (q > log && q[-1] == ' ')
+            q--;
+        while (q > log && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        int v = atoi(q);
+        total = total < 0 ? v : total + v;
+    }
+    return total;
+}
+
+/* Largest "N <suffix>" over entries. */
+static int cp_max_field(const char *log, const char *suffix)
+{
+    int best = -1;
+    size_t sl = strlen(suffix);
+    for (const char *p = log; (p = strstr(p, suffix)) != NULL; p += sl) {
+        const char *q = p;
+        while (q > log && q[-1] == ' ')
+            q--;
+        while (q > log && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        int v = atoi(q);
+        if (v > best)
+            best = v;
+    }
+    return best;
+}
+
+void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log)
+{
+    if (!log)
+        return;
+    job->regs = cp_max_field(log, " registers");
+    int stores = cp_sum_field(log, " bytes spill stores");
+    int loads = cp_sum_field(log, " bytes spill loads");
+    job->spill_bytes = stores < 0 && loads < 0 ? -1 : (stores < 0 ? 0 : stores) + (loads < 0 ? 0 : loads);
+    job->stack_bytes = cp_max_field(log, " bytes stack frame");
+    int smem = cp_max_field(log, " bytes smem");
+    /* entries without static shared memory print no smem field */
+    job->smem_static = smem < 0 && job->regs >= 0 ? 0 : smem;
+}
+
+/* What a child sends back before the log and cubin bytes. */
+typedef struct cp_header {
+    int fail;
+    int nvrtc_status;
+    uint64_t log_len;
+    uint64_t cubin_len;
+    double seconds;
+} cp_header;
+
+static void cp_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            _exit(3);
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The child: compile, send, exit.  Never returns. */
+static void cp_child(const kevo_compile_job *job, int fd)
+{
+    double t0 = kv_now();
+    cp_header h = {0};
+    char *log = NULL, *cubin = NULL;
+    size_t log_len = 0, cubin_len = 0;
+    const char *opts[KEVO_COMPILE_MAX_OPTS];
+    for (int i = 0; i < job->nopts; i++)
+        opts[i] = job->opts[i];
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, job->source, job->name, 0, NULL, NULL);
+    if (r == NVRTC_SUCCESS) {
+        r = nvrtcCompileProgram(prog, job->nopts, opts);
+        if (nvrtcGetProgramLogSize(prog, &log_len) == NVRTC_SUCCESS && log_len > 0) {
+            log = malloc(log_len);
+            if (!log || nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+                log_len = 0;
+        }
+        if (r == NVRTC_SUCCESS && nvrtcGetCUBINSize(prog, &cubin_len) == NVRTC_SUCCESS && cubin_len > 0) {
+            cubin = malloc(cubin_len);
+            if (!cubin || nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS)
+                cubin_len = 0;
+        }
+        nvrtcDestroyProgram(&prog);
+    }
+    h.nvrtc_status = (int)r;
+    h.fail = (r == NVRTC_SUCCESS && cubin_len > 0) ? KEVO_FAIL_NONE : KEVO_FAIL_COMPILE_ERROR;
+    if (r != NVRTC_SUCCESS && log_len == 0) {
+        const char *msg = nvrtcGetErrorString(r);
+        log = kv_strdup(msg);
+        log_len = log ? strlen(msg) + 1 : 0;
+    }
+    h.log_len = log_len;
+    h.cubin_len = cubin_len;
+    h.seconds = kv_now() - t0;
+    cp_write_all(fd, &h, sizeof h);
+    if (log_len)
+        cp_write_all(fd, log, log_len);
+    if (cubin_len)
+        cp_write_all(fd, cubin, cubin_len);
+    close(fd);
+    _exit(0);
+}
+
+/* Parent-side state of one running child. */
+typedef struct cp_slot {
+    int job;
+    pid_t pid;
+    int fd;
+    double deadline;
+    kv_buf in;
+    bool timed_out;
+} cp_slot;
+
+static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
+{
+    cp_header h;
+    bool whole = false;
+    if (s->in.len >= sizeof h) {
+        memcpy(&h, s->in.data, sizeof h);
+        whole = s->in.len == sizeof h + h.log_len + h.cubin_len;
+    }
+    if (s->timed_out) {
+        job->fail = KEVO_FAIL_COMPILE_TIMEOUT;
+        job->log = kv_strdup("compile killed after the time limit");
+    } else if (!whole || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+        char msg[160];
+        if (WIFSIGNALED(wstatus))
+            snprintf(msg, sizeof msg, "compiler process died with signal %d (%s)", WTERMSIG(wstatus),
+                     strsignal(WTERMSIG(wstatus)));
+        else
+            snprintf(msg, sizeof msg, "compiler process exited with status %d before sending its result",
+                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+        job->fail = KEVO_FAIL_COMPILE_CRASH;
+        job->log = kv_strdup(msg);
+    } else {
+        job->fail = (kevo_fail)h.fail;
+        const char *p = s->in.data + sizeof h;
+        if (h.log_len) {
+            job->log = malloc(h.log_len + 1);
+            if (job->log) {
+                memcpy(job->log, p, h.log_len);
+                job->log[h.log_len] = '\0';
+            }
+        }
+        if (h.cubin_len) {
+            job->cubin = malloc(h.cubin_len);
+            if (job->cubin) {
+                memcpy(job->cubin, p + h.log_len, h.cubin_len);
+                job->cubin_size = h.cubin_len;
+            } else {
+                job->fail = KEVO_FAIL_COMPILE_ERROR;
+            }
+        }
+        job->seconds = h.seconds;
+        kevo_compile_parse_ptxas(job, job->log);
+    }
+    kv_buf_release(&s->in);
+}
+
+kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err)
+{
+    if (parallel < 1)
+        parallel = 1;
+    if (parallel > 256)
+        parallel = 256;
+    cp_slot *slots = calloc((size_t)parallel, sizeof *slots);
+    struct pollfd *pfd = calloc((size_t)parallel, sizeof *pfd);
+    if (!slots || !pfd) {
+        free(slots);
+        free(pfd);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    int next = 0, active = 0;
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < parallel; i++)
+        slots[i].pid = -1;
+    while (next < n || active > 0) {
+        /* start children into free slots */
+        for (int i = 0; i < parallel && next < n && !st; i++) {
+            if (slots[i].pid != -1)
+                continue;
+            kevo_compile_job *job = &jobs[next];
+            if (job->cached) {
+                next++;
+                continue;
+            }
+            int fds[2];
+            if (pipe(fds) != 0) {
+                st = kevo_err_set(err, KEVO_ERR_IO, "unable to create a pipe: %s", strerror(errno));
+                break;
+            }
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid < 0) {
+                close(fds[0]);
+                close(fds[1]);
+                st = kevo_err_set(err, KEVO_ERR_IO, "unable to start a compile process: %s", strerror(errno));
+                break;
+            }
+            if (pid == 0) {
+                close(fds[0]);
+                cp_child(job, fds[1]);
+            }
+            close(fds[1]);
+            slots[i] = (cp_slot){.job = next, .pid = pid, .fd = fds[0], .deadline = kv_now() + timeout_s};
+            kv_buf_init(&slots[i].in);
+            next++;
+            active++;
+        }
+        if (active == 0)
+            break; /* only cached jobs remained, or no child could start */
+        double now = kv_now();
+        int wait_ms = 1000;
+        for (int i = 0; i < parallel; i++) {
+            pfd[i].fd = slots[i].pid != -1 ? slots[i].fd : -1;
+            pfd[i].events = POLLIN;
+            pfd[i].revents = 0;
+            if (slots[i].pid != -1) {
+                double left = slots[i].deadline - now;
+                int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+                if (ms < wait_ms)
+                    wait_ms = ms;
+            }
+        }
+        int pr = poll(pfd, (nfds_t)parallel, wait_ms);
+        if (pr < 0 && errno != EINTR) {
+            st = kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
+            break;
+        }
+        now = kv_now();
+        for (int i = 0; i < parallel; i++) {
+            cp_slot *s = &slots[i];
+            if (s->pid == -1)
+                continue;
+            bool done = false;
+            if (pr > 0 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+                char chunk[65536];
+                ssize_t r = read(s->fd, chunk, sizeof chunk);
+                if (r > 0) {
+                    if (kv_buf_append(&s->in, chunk, (size_t)r))
+                        done = true; /* out of memory: the short message reads as a crash */
+                } else if (r == 0 || errno != EINTR) {
+                    done = true;
+                }
+            }
+            if (!done && now >= s->deadline) {
+                kill(s->pid, SIGKILL);
+                s->timed_out = true;
+                done = true;
+            }
+            if (done) {
+                int ws = 0;
+                close(s->fd);
+                while (waitpid(s->pid, &ws, 0) < 0 && errno == EINTR)
+                    ;
+                cp_finish(&jobs[s->job], s, ws);
+                s->pid = -1;
+                active--;
+            }
+        }
+    }
+    /* on an error, reap whatever still runs */
+    for (int i = 0; i < parallel; i++) {
+        if (slots[i].pid != -1) {
+            kill(slots[i].pid, SIGKILL);
+            close(slots[i].fd);
+            waitpid(slots[i].pid, NULL, 0);
+            kv_buf_release(&slots[i].in);
+        }
+    }
+    free(slots);
+    free(pfd);
+    return st;
+}

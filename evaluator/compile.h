@@ -1,0 +1,60 @@
+/* compile.h — NVRTC compilation of candidate sources to cubins, each in a
+ * child process so that a crashing or hanging compiler costs one candidate,
+ * never the run.  The parent process never calls into NVRTC's compiler. */
+#ifndef KEVO_COMPILE_H
+#define KEVO_COMPILE_H
+
+#include <stddef.h>
+
+#include "evaluator/eval.h"
+#include "kevo.h"
+
+#define KEVO_COMPILE_MAX_OPTS 24
+
+/* One compilation.  Inputs are borrowed; outputs are owned by the job and
+ * released by kevo_compile_job_release(). */
+typedef struct kevo_compile_job {
+    /* in */
+    const char *name;   /* program name shown in diagnostics, e.g. "lce_mma.cu" */
+    const char *source; /* complete source (everything inlined) */
+    char arch[16];      /* "sm_90a" */
+    int nopts;
+    char opts[KEVO_COMPILE_MAX_OPTS][192]; /* every NVRTC option, -arch included */
+    /* out */
+    char key[65];      /* cache key: sha256(source, options, NVRTC version, arch) */
+    kevo_fail fail;    /* NONE, COMPILE_ERROR, COMPILE_CRASH or COMPILE_TIMEOUT */
+    char *log;         /* NVRTC log incl. the ptxas report; or the crash reason */
+    void *cubin;
+    size_t cubin_size;
+    double seconds;    /* wall time of the compile */
+    /* ptxas report, summed or maximized over entries; -1 when unknown */
+    int regs;          /* most registers any entry uses */
+    int spill_bytes;   /* spill stores + loads, all entries */
+    int smem_static;   /* most static shared memory of any entry, bytes */
+    int stack_bytes;   /* largest stack frame */
+    bool cached;       /* filled from the DB cache, not compiled */
+} kevo_compile_job;
+
+/* Fill job->opts with kevo's standard options for arch and the include
+ * directories (CCCL and the toolkit's headers).  Errors: KEVO_ERR_ARG. */
+kevo_status kevo_compile_job_init(kevo_compile_job *job, const char *name, const char *source, const char *arch,
+                                  kevo_err *err);
+/* Compute job->key from source, options, NVRTC version and arch. */
+void kevo_compile_key(kevo_compile_job *job);
+void kevo_compile_job_release(kevo_compile_job *job);
+
+/* Compile n jobs, at most `parallel` children at once, each killed after
+ * timeout_s.  Every job ends with fail set; a job's failure is not an error.
+ * Errors: KEVO_ERR_IO when children cannot be started. */
+kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err);
+
+/* Parse a ptxas -v report into the job's regs/spill/smem/stack fields. */
+void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log);
+
+/* NVRTC version as "13.0" (out at least 16 bytes). */
+void kevo_nvrtc_version(char *out, size_t n);
+
+/* Directory with CUDA headers (toolkit include); KEVO_CUDA_INCLUDE overrides. */
+const char *kevo_cuda_include_dir(void);
+
+#endif /* KEVO_COMPILE_H */

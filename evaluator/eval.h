@@ -1,0 +1,30 @@
+/* eval.h — what an evaluation of a candidate can end in.  A failed candidate
+ * is a result with a kind and a message, stored like any other. */
+#ifndef KEVO_EVAL_H
+#define KEVO_EVAL_H
+
+#include <stdbool.h>
+
+/* Failure kinds; append-only (their names are stored in the DB). */
+typedef enum kevo_fail {
+    KEVO_FAIL_NONE = 0,
+    KEVO_FAIL_COMPILE_ERROR,     /* NVRTC rejected the source */
+    KEVO_FAIL_COMPILE_CRASH,     /* the compile child died (NVRTC/ptxas crash) */
+    KEVO_FAIL_COMPILE_TIMEOUT,   /* the compile child ran past --compile-timeout */
+    KEVO_FAIL_LOAD_ERROR,        /* the cubin would not load, or an entry is missing */
+    KEVO_FAIL_LAUNCH_ERROR,      /* a launch failed or a kernel faulted (not an address fault) */
+    KEVO_FAIL_ILLEGAL_ADDRESS,   /* the kernel touched memory it does not own */
+    KEVO_FAIL_EVAL_TIMEOUT,      /* the GPU worker ran past --eval-timeout (hang, deadlock) */
+    KEVO_FAIL_WRONG_RESULT,      /* output differs from the reference beyond tolerance */
+    KEVO_FAIL_NAN_OUTPUT,        /* NaN/Inf in the output, or elements left unwritten */
+    KEVO_FAIL_RESOURCE_EXCEEDED, /* shared memory, registers or threads beyond the device */
+    KEVO_FAIL_WORKER_CRASH,      /* the GPU worker died while evaluating */
+    KEVO_FAIL__COUNT
+} kevo_fail;
+
+/* Stored name ("compile_error", ...); "none" for KEVO_FAIL_NONE. */
+const char *kevo_fail_name(kevo_fail f);
+/* Parse a stored name; false when unknown. */
+bool kevo_fail_parse(const char *s, kevo_fail *out);
+
+#endif /* KEVO_EVAL_H */

@@ -1,0 +1,263 @@
+/* gpu.c — the parent's side of GPU evaluation: start, feed, watch and restart
+ * the worker process.  This file never calls the CUDA driver. */
+#define _POSIX_C_SOURCE 200809L
+#include "evaluator/gpu.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evaluator/gpu_proto.h"
+#include "util/util.h"
+
+struct kevo_gpu {
+    kevo_gpu_config cfg;
+    pid_t pid; /* -1 when no worker runs */
+    int to_worker, from_worker;
+    int restarts;
+    kevo_gpu_info info;
+};
+
+int gp_write(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int gp_read(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Read n bytes before the deadline: 0 done, -1 end of file or error, 1 timeout. */
+static int gp_read_deadline(int fd, void *p, size_t n, double deadline)
+{
+    char *c = p;
+    while (n) {
+        double left = deadline - kv_now();
+        if (left <= 0)
+            return 1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return -1;
+        if (pr == 0)
+            continue;
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+void kevo_tolerance(kevo_dtype dt, double *rel_bound, double *rtol)
+{
+    /* unit roundoff u: 2^-11 (fp16), 2^-8 (bf16).  The output is rounded once
+     * (twice in the decomposed form); the norm-wise error of one rounding is
+     * about u/sqrt(3).  Bounds leave room for two roundings. */
+    double u = dt == KEVO_DTYPE_BF16 ? 1.0 / 256 : 1.0 / 2048;
+    *rel_bound = 2.0 * u;
+    *rtol = 4.0 * u;
+}
+
+/* Reap the worker; describe how it ended into msg. */
+static void gp_reap(kevo_gpu *g, char *msg, size_t n)
+{
+    if (g->pid <= 0)
+        return;
+    close(g->to_worker);
+    close(g->from_worker);
+    int ws = 0;
+    pid_t r;
+    while ((r = waitpid(g->pid, &ws, 0)) < 0 && errno == EINTR)
+        ;
+    if (msg) {
+        if (r == g->pid && WIFSIGNALED(ws))
+            snprintf(msg, n, "GPU worker died with signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+        else if (r == g->pid && WIFEXITED(ws))
+            snprintf(msg, n, "GPU worker exited with status %d", WEXITSTATUS(ws));
+        else
+            snprintf(msg, n, "GPU worker ended");
+    }
+    g->pid = -1;
+}
+
+static void gp_kill(kevo_gpu *g)
+{
+    if (g->pid > 0) {
+        kill(g->pid, SIGKILL);
+        gp_reap(g, NULL, 0);
+    }
+}
+
+/* Fork a worker and wait for its hello. */
+static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
+{
+    int down[2], up[2];
+    if (pipe(down) != 0)
+        return kevo_err_set(err, KEVO_ERR_WORKER, "unable to create a pipe: %s", strerror(errno));
+    if (pipe(up) != 0) {
+        close(down[0]);
+        close(down[1]);
+        return kevo_err_set(err, KEVO_ERR_WORKER, "unable to create a pipe: %s", strerror(errno));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(down[0]);
+        close(down[1]);
+        close(up[0]);
+        close(up[1]);
+        return kevo_err_set(err, KEVO_ERR_WORKER, "unable to start the GPU worker: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(down[1]);
+        close(up[0]);
+        kv_gpu_worker_main(&g->cfg, down[0], up[1], first);
+    }
+    close(down[0]);
+    close(up[1]);
+    g->pid = pid;
+    g->to_worker = down[1];
+    g->from_worker = up[0];
+    gp_hello hello;
+    /* start-up times the baseline and the ceilings: allow minutes */
+    int r = gp_read_deadline(g->from_worker, &hello, sizeof hello, kv_now() + (first ? 900.0 : 300.0));
+    if (r != 0) {
+        char why[160];
+        if (r == 1)
+            kill(g->pid, SIGKILL);
+        gp_reap(g, why, sizeof why);
+        return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker did not start: %s",
+                            r == 1 ? "no answer within the time limit" : why);
+    }
+    if (hello.status != KEVO_OK) {
+        gp_reap(g, NULL, 0);
+        return kevo_err_set(err, (kevo_status)hello.status, "%s", hello.msg);
+    }
+    if (first)
+        g->info = hello.info;
+    return KEVO_OK;
+}
+
+kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_info *info, kevo_err *err)
+{
+    *out = NULL;
+    kevo_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    g->cfg = *cfg;
+    g->pid = -1;
+    signal(SIGPIPE, SIG_IGN); /* a dead worker must not kill kevo through a write */
+    kevo_status st = gp_spawn(g, true, err);
+    if (st) {
+        free(g);
+        return st;
+    }
+    if (info)
+        *info = g->info;
+    *out = g;
+    return KEVO_OK;
+}
+
+kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (g->pid <= 0) {
+            g->cfg.baseline = g->cfg.ceilings = false;
+            kevo_status st = gp_spawn(g, false, err);
+            if (st)
+                return st;
+            g->restarts++;
+        }
+        gp_request rq;
+        memset(&rq, 0, sizeof rq);
+        rq.req = *req;
+        rq.req.cubin = NULL;
+        rq.cubin_size = req->cubin_size;
+        if (gp_write(g->to_worker, &rq, sizeof rq) || gp_write(g->to_worker, req->cubin, req->cubin_size)) {
+            /* the worker was gone before it saw the request: start another once */
+            gp_kill(g);
+            continue;
+        }
+        gp_response rs;
+        int r = gp_read_deadline(g->from_worker, &rs, sizeof rs, kv_now() + g->cfg.timeout_s);
+        if (r == 1) {
+            kill(g->pid, SIGKILL);
+            gp_reap(g, NULL, 0);
+            res->fail = KEVO_FAIL_EVAL_TIMEOUT;
+            snprintf(res->msg, sizeof res->msg, "no result within %.0f s (hang or deadlock); worker restarted",
+                     g->cfg.timeout_s);
+            return KEVO_OK;
+        }
+        if (r != 0) {
+            char why[160];
+            gp_reap(g, why, sizeof why);
+            res->fail = KEVO_FAIL_WORKER_CRASH;
+            snprintf(res->msg, sizeof res->msg, "%s while evaluating; worker restarted", why);
+            return KEVO_OK;
+        }
+        *res = rs.res;
+        if (rs.restart)
+            gp_reap(g, NULL, 0);
+        return KEVO_OK;
+    }
+    return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker keeps dying before it reads a request");
+}
+
+int kevo_gpu_restarts(const kevo_gpu *g)
+{
+    return g->restarts;
+}
+
+void kevo_gpu_stop(kevo_gpu *g)
+{
+    if (!g)
+        return;
+    if (g->pid > 0) {
+        close(g->to_worker); /* the worker sees end of file and exits */
+        g->to_worker = -1;
+        int ws;
+        double deadline = kv_now() + 10.0;
+        while (waitpid(g->pid, &ws, WNOHANG) == 0 && kv_now() < deadline)
+            nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+        kill(g->pid, SIGKILL);
+        waitpid(g->pid, &ws, 0);
+        close(g->from_worker);
+    }
+    free(g);
+}

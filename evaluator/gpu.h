@@ -1,0 +1,106 @@
+/* gpu.h — GPU evaluation of candidates in a worker process.
+ *
+ * The parent never touches the CUDA driver.  kevo_gpu_start() forks a worker
+ * that loads libcuda at run time, makes a context, allocates the op's inputs,
+ * times the stage-0 baseline (cuBLAS, loaded at run time too) and answers
+ * evaluation requests over a pipe.  When the worker crashes, hangs past the
+ * time limit or reports a sticky CUDA error, the parent records the
+ * candidate's failure, kills the worker and starts a fresh one for the next
+ * request.
+ *
+ * Verification (per request, per cand_to_user map kind asked for): fresh
+ * random inputs from a new seed, output and workspace poisoned with NaN, the
+ * fp32-accumulating GPU reference, then ||out-ref||/||ref|| against the
+ * dtype's bound and an elementwise bound |out-ref| <= rtol*|ref| + atol.
+ * Timing: CUDA events around each repetition, warm-up first, L2 flushed (a
+ * write over twice the L2 size) before every repetition, median reported.
+ */
+#ifndef KEVO_GPU_H
+#define KEVO_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evaluator/eval.h"
+#include "kernels/op.h"
+#include "templates/space.h"
+
+/* What the worker needs to start. */
+typedef struct kevo_gpu_config {
+    const kevo_op *op;
+    kevo_syms shape;
+    kevo_dtype dtype;
+    int device;          /* CUDA device ordinal */
+    int warmup;          /* untimed repetitions before timing */
+    int reps;            /* timed repetitions */
+    double timeout_s;    /* per request */
+    uint64_t seed;       /* base seed for inputs */
+    bool baseline;       /* time the stage-0 baseline at start */
+    bool ceilings;       /* measure cuBLAS GEMM peak and copy bandwidth at start */
+    const void *ref_cubin; /* the op's reference/utility module, compiled by the parent */
+    size_t ref_cubin_size;
+} kevo_gpu_config;
+
+/* What the worker reports at start. */
+typedef struct kevo_gpu_info {
+    char name[128];
+    char pci_bus[32];
+    int driver_version; /* e.g. 13000 */
+    int cc_major, cc_minor;
+    int sm_count;
+    int sm_clock_mhz;   /* max clock from the device attributes; 0 unknown */
+    int mem_clock_mhz;
+    int64_t l2_bytes;
+    int64_t mem_bytes;
+    int max_smem_optin;
+    double baseline_ms;       /* stage 0: one cuBLAS strided-batched GEMM on a pre-broadcast E */
+    double baseline_bcast_ms; /* the same with the broadcast (gather + concat) in each call */
+    double peak_tflops;       /* cuBLAS fp16/bf16 GEMM 8192^3 */
+    double copy_tbps;         /* device-to-device copy, bytes read + written per second / 1e12 */
+    double baseline_rel_err;  /* the baseline's own check against the reference */
+} kevo_gpu_info;
+
+/* One evaluation. */
+typedef struct kevo_gpu_request {
+    int64_t candidate_id;
+    const void *cubin;
+    size_t cubin_size;
+    kevo_plan plan;
+    unsigned maps;      /* bitmask of (1u << kevo_map_kind) to verify on */
+    bool time;          /* time after verification passes */
+    uint64_t seed;      /* verification seed; each map kind draws from it */
+} kevo_gpu_request;
+
+typedef struct kevo_gpu_result {
+    kevo_fail fail;
+    char msg[512];
+    int checks;         /* verifications that ran */
+    double rel_err;     /* largest ||out-ref||/||ref|| over the checks */
+    double max_abs_err;
+    int64_t bad_elems;  /* elements beyond the elementwise bound, in the failing check */
+    double median_ms, min_ms, max_ms;
+    int reps;
+} kevo_gpu_result;
+
+typedef struct kevo_gpu kevo_gpu;
+
+/* Start a worker.  Errors: KEVO_ERR_NO_GPU (no driver, no device) with a
+ * message saying so, KEVO_ERR_CUDA, KEVO_ERR_WORKER. */
+kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_info *info, kevo_err *err);
+
+/* Evaluate one candidate.  A candidate's failure is a result (res->fail),
+ * not an error; the worker is restarted behind the scenes when needed.
+ * Errors: KEVO_ERR_WORKER when a fresh worker cannot be started. */
+kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err);
+
+/* How many times the worker was restarted. */
+int kevo_gpu_restarts(const kevo_gpu *g);
+
+void kevo_gpu_stop(kevo_gpu *g);
+
+/* Tolerances for a dtype: norm-wise relative bound and elementwise rtol
+ * (atol = rtol * rms(ref)). */
+void kevo_tolerance(kevo_dtype dt, double *rel_bound, double *rtol);
+
+#endif /* KEVO_GPU_H */

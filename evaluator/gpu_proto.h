@@ -1,0 +1,39 @@
+/* gpu_proto.h — messages between kevo and its GPU worker over two pipes.
+ * Both ends are the same binary (the worker is forked), so messages are the
+ * structs themselves. */
+#ifndef KEVO_GPU_PROTO_H
+#define KEVO_GPU_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evaluator/gpu.h"
+
+/* worker -> parent, once, after start-up */
+typedef struct gp_hello {
+    int status; /* kevo_status */
+    char msg[1024];
+    kevo_gpu_info info;
+} gp_hello;
+
+/* parent -> worker, followed by cubin_size bytes of cubin */
+typedef struct gp_request {
+    kevo_gpu_request req; /* req.cubin is not used across the pipe */
+    uint64_t cubin_size;
+} gp_request;
+
+/* worker -> parent, one per request */
+typedef struct gp_response {
+    kevo_gpu_result res;
+    int restart; /* the worker exits after this reply (sticky CUDA error) */
+} gp_response;
+
+/* Blocking whole-buffer I/O; 0 on success, -1 on error or end of file. */
+int gp_write(int fd, const void *p, size_t n);
+int gp_read(int fd, void *p, size_t n);
+
+/* The worker's body; never returns. */
+void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first);
+
+#endif /* KEVO_GPU_PROTO_H */

@@ -1,0 +1,303 @@
+/* gpu_worker.c — the GPU worker process: driver and context, device figures,
+ * loading candidates, and the request loop.  Op-specific work (inputs,
+ * reference, baseline, verification) lives in the op's backend. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evaluator/gpu_int.h"
+#include "evaluator/gpu_proto.h"
+#include "util/util.h"
+
+kevo_fail wk_fail_of(CUresult r, bool *sticky)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+        *sticky = true;
+        return KEVO_FAIL_ILLEGAL_ADDRESS;
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return KEVO_FAIL_RESOURCE_EXCEEDED;
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+        *sticky = true;
+        return KEVO_FAIL_LAUNCH_ERROR;
+    default:
+        return KEVO_FAIL_LAUNCH_ERROR;
+    }
+}
+
+void wk_result_cuda(wk_ctx *w, kevo_gpu_result *res, CUresult r, const char *what, bool *sticky)
+{
+    char buf[256];
+    res->fail = wk_fail_of(r, sticky);
+    snprintf(res->msg, sizeof res->msg, "%s: %s", what, kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+}
+
+CUresult wk_launch(wk_ctx *w, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned smem, void **params)
+{
+    return w->cu.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, w->stream, params, NULL);
+}
+
+kevo_status wk_ref_fn(wk_ctx *w, const char *name, CUfunction *f, kevo_err *err)
+{
+    CUresult r = w->cu.cuModuleGetFunction(f, w->ref_mod, name);
+    if (r != CUDA_SUCCESS) {
+        char buf[256];
+        return kevo_err_set(err, KEVO_ERR_CUDA, "reference module lacks '%s': %s", name,
+                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    }
+    return KEVO_OK;
+}
+
+unsigned wk_blocks(unsigned long long n)
+{
+    unsigned long long b = (n + 255) / 256;
+    unsigned long long cap = 132ull * 32; /* a few waves; grid-stride loops do the rest */
+    return (unsigned)(b < 1 ? 1 : (b > cap ? cap : b));
+}
+
+static int wk_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int warmup, int reps, double *median,
+                 double *min, double *max)
+{
+    if (reps < 1)
+        reps = 1;
+    if (reps > WK_MAX_REPS)
+        reps = WK_MAX_REPS;
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < warmup && r == CUDA_SUCCESS; i++)
+        r = fn(w, arg);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    for (int i = 0; i < reps && r == CUDA_SUCCESS; i++) {
+        /* evict L2 so no repetition reads what the previous one left there */
+        r = w->cu.cuMemsetD32Async(w->flush, (unsigned)i, w->flush_bytes / 4, w->stream);
+        if (r == CUDA_SUCCESS)
+            r = w->cu.cuEventRecord(w->ev[2 * i], w->stream);
+        if (r == CUDA_SUCCESS)
+            r = fn(w, arg);
+        if (r == CUDA_SUCCESS)
+            r = w->cu.cuEventRecord(w->ev[2 * i + 1], w->stream);
+    }
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    if (r != CUDA_SUCCESS)
+        return r;
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (!t)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < reps && r == CUDA_SUCCESS; i++) {
+        float ms = 0;
+        r = w->cu.cuEventElapsedTime(&ms, w->ev[2 * i], w->ev[2 * i + 1]);
+        t[i] = ms;
+    }
+    if (r == CUDA_SUCCESS) {
+        qsort(t, (size_t)reps, sizeof *t, wk_cmp_double);
+        *median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+        *min = t[0];
+        *max = t[reps - 1];
+    }
+    free(t);
+    return r;
+}
+
+static const wk_backend *wk_backend_for(const char *op)
+{
+    if (strcmp(op, kv_lce_backend.op) == 0)
+        return &kv_lce_backend;
+    return NULL;
+}
+
+/* Driver, device, context, stream, events, flush buffer, reference module. */
+static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
+{
+    kv_cu *cu = &w->cu;
+    char buf[256];
+    kevo_status st = kv_cu_load(cu, err);
+    if (st)
+        return st;
+    CUresult r = cu->cuInit(0);
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_NO_GPU, "CUDA driver present but cuInit failed: %s; this command needs a GPU",
+                            kv_cu_errstr(cu, r, buf, sizeof buf));
+    int count = 0;
+    cu->cuDeviceGetCount(&count);
+    if (w->cfg.device < 0 || w->cfg.device >= count)
+        return kevo_err_set(err, KEVO_ERR_NO_GPU, "no CUDA device %d (this machine has %d)", w->cfg.device, count);
+#define WK_TRY(call, what)                                                                                             \
+    do {                                                                                                               \
+        r = (call);                                                                                                    \
+        if (r != CUDA_SUCCESS)                                                                                         \
+            return kevo_err_set(err, KEVO_ERR_CUDA, "%s: %s", what, kv_cu_errstr(cu, r, buf, sizeof buf));             \
+    } while (0)
+    WK_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
+    WK_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
+    WK_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+    WK_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    for (int i = 0; i < 2 * WK_MAX_REPS; i++)
+        WK_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+
+    kevo_gpu_info *in = &w->info;
+    cu->cuDeviceGetName(in->name, sizeof in->name, w->dev);
+    cu->cuDeviceGetPCIBusId(in->pci_bus, sizeof in->pci_bus, w->dev);
+    cu->cuDriverGetVersion(&in->driver_version);
+    int v = 0;
+    cu->cuDeviceGetAttribute(&in->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, w->dev);
+    cu->cuDeviceGetAttribute(&in->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, w->dev);
+    cu->cuDeviceGetAttribute(&in->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, w->dev);
+    if (cu->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, w->dev) == CUDA_SUCCESS)
+        in->sm_clock_mhz = v / 1000;
+    if (cu->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, w->dev) == CUDA_SUCCESS)
+        in->mem_clock_mhz = v / 1000;
+    if (cu->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, w->dev) == CUDA_SUCCESS)
+        in->l2_bytes = v;
+    cu->cuDeviceGetAttribute(&in->max_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, w->dev);
+    size_t mem = 0;
+    cu->cuDeviceTotalMem(&mem, w->dev);
+    in->mem_bytes = (int64_t)mem;
+    in->baseline_ms = in->baseline_bcast_ms = in->peak_tflops = in->copy_tbps = NAN;
+    in->baseline_rel_err = NAN;
+
+    w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
+    w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
+    WK_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
+    r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "loading the reference module: %s (is --arch right for %s?)",
+                            kv_cu_errstr(cu, r, buf, sizeof buf), in->name);
+    st = kv_cublas_load(&w->cb, err);
+    if (st)
+        return st;
+    if (w->cb.cublasCreate_v2(&w->blas) != CUBLAS_STATUS_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "cublasCreate failed");
+    w->cb.cublasSetStream_v2(w->blas, (cudaStream_t)w->stream);
+#undef WK_TRY
+    return KEVO_OK;
+}
+
+/* Load a candidate's cubin and check each launch against the device before
+ * anything runs. */
+static CUmodule wk_load_cand(wk_ctx *w, const kevo_gpu_request *req, wk_cand *c, kevo_gpu_result *res, bool *sticky)
+{
+    kv_cu *cu = &w->cu;
+    CUmodule mod = NULL;
+    CUresult r = cu->cuModuleLoadData(&mod, req->cubin);
+    if (r != CUDA_SUCCESS) {
+        char buf[256];
+        res->fail = KEVO_FAIL_LOAD_ERROR;
+        snprintf(res->msg, sizeof res->msg, "module load: %s", kv_cu_errstr(cu, r, buf, sizeof buf));
+        if (wk_fail_of(r, sticky) != KEVO_FAIL_LAUNCH_ERROR || *sticky)
+            res->fail = wk_fail_of(r, sticky);
+        return NULL;
+    }
+    c->plan = &req->plan;
+    for (int i = 0; i < req->plan.nlaunches; i++) {
+        const kevo_launch *l = &req->plan.launches[i];
+        r = cu->cuModuleGetFunction(&c->fn[i], mod, l->entry);
+        if (r != CUDA_SUCCESS) {
+            res->fail = KEVO_FAIL_LOAD_ERROR;
+            snprintf(res->msg, sizeof res->msg, "entry '%s' not in the module", l->entry);
+            break;
+        }
+        int max_threads = 0, static_smem = 0;
+        cu->cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, c->fn[i]);
+        cu->cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, c->fn[i]);
+        unsigned threads = l->block[0] * l->block[1] * l->block[2];
+        if ((int)threads > max_threads) {
+            res->fail = KEVO_FAIL_RESOURCE_EXCEEDED;
+            snprintf(res->msg, sizeof res->msg, "'%s' takes at most %d threads per block, the plan asks %u",
+                     l->entry, max_threads, threads);
+            break;
+        }
+        if ((long)l->smem + static_smem > (long)w->info.max_smem_optin) {
+            res->fail = KEVO_FAIL_RESOURCE_EXCEEDED;
+            snprintf(res->msg, sizeof res->msg, "'%s' needs %u + %d bytes of shared memory, the device allows %d",
+                     l->entry, l->smem, static_smem, w->info.max_smem_optin);
+            break;
+        }
+        r = cu->cuFuncSetAttribute(c->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l->smem);
+        if (r != CUDA_SUCCESS) {
+            char buf[256];
+            res->fail = KEVO_FAIL_RESOURCE_EXCEEDED;
+            snprintf(res->msg, sizeof res->msg, "'%s' dynamic shared memory %u: %s", l->entry, l->smem,
+                     kv_cu_errstr(cu, r, buf, sizeof buf));
+            break;
+        }
+    }
+    if (res->fail != KEVO_FAIL_NONE) {
+        cu->cuModuleUnload(mod);
+        return NULL;
+    }
+    return mod;
+}
+
+void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
+{
+    static wk_ctx w; /* large (events); one per process */
+    memset(&w, 0, sizeof w);
+    w.cfg = *cfg;
+    kevo_err err;
+    kevo_err_clear(&err);
+    gp_hello hello;
+    memset(&hello, 0, sizeof hello);
+    const wk_backend *be = wk_backend_for(cfg->op->name);
+    kevo_status st = be ? wk_open_device(&w, &err)
+                        : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
+    if (!st)
+        st = be->init(&w, first, &err);
+    hello.status = st;
+    snprintf(hello.msg, sizeof hello.msg, "%s", err.msg);
+    hello.info = w.info;
+    if (gp_write(wfd, &hello, sizeof hello) || st)
+        _exit(st ? 2 : 3);
+
+    for (;;) {
+        gp_request rq;
+        if (gp_read(rfd, &rq, sizeof rq))
+            break; /* parent closed the pipe: done */
+        void *cubin = malloc(rq.cubin_size ? rq.cubin_size : 1);
+        if (!cubin || gp_read(rfd, cubin, rq.cubin_size))
+            _exit(4);
+        kevo_gpu_request req = rq.req;
+        req.cubin = cubin;
+        req.cubin_size = rq.cubin_size;
+        gp_response rs;
+        memset(&rs, 0, sizeof rs);
+        rs.res.median_ms = rs.res.min_ms = rs.res.max_ms = NAN;
+        rs.res.rel_err = rs.res.max_abs_err = NAN;
+        bool sticky = false;
+        wk_cand c;
+        memset(&c, 0, sizeof c);
+        CUmodule mod = wk_load_cand(&w, &req, &c, &rs.res, &sticky);
+        if (mod) {
+            be->eval(&w, &req, &c, &rs.res, &sticky);
+            if (!sticky)
+                w.cu.cuModuleUnload(mod);
+        }
+        free(cubin);
+        rs.restart = sticky;
+        if (gp_write(wfd, &rs, sizeof rs))
+            _exit(5);
+        if (sticky)
+            _exit(0); /* the context is broken: the parent starts a fresh worker */
+    }
+    be->fini(&w);
+    _exit(0);
+}

@@ -1,0 +1,460 @@
+/* ikbo_lce.c — the ikbo_lce spec (decomposed linear compression embedding):
+ *     out[b] = W_cand @ E_cand[b] + W_user @ E_user[cand_to_user[b]]
+ * Shape parsing, FLOP and byte counts, the input generator shared with the
+ * device, cand_to_user maps and a CPU reference. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/op.h"
+#include "util/util.h"
+
+#define LCE_DEFAULT_SHAPE "B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70"
+#define LCE_VALUE_MAX INT64_C(2147483647) /* 2^31-1: sizes are int in the device ABI */
+#define LCE_ELEMS_MAX (UINT64_C(1) << 48) /* most elements of any one tensor */
+#define LCE_QUOTE_MAX 200                 /* longest piece of input quoted in a message */
+
+static const char *const lce_symbols[] = {"B", "M", "N", "Ku", "Kc", "U", "ratio", "Kup", "Kcp"};
+
+/* Keys parse_shape accepts, in shape_str order. */
+enum { LCE_B, LCE_M, LCE_N, LCE_KU, LCE_KC, LCE_RATIO, LCE_U, LCE_NKEYS };
+static const char *const lce_keys[LCE_NKEYS] = {"B", "M", "N", "Ku", "Kc", "ratio", "U"};
+
+static int64_t lce_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int64_t lce_round_up8(int64_t a)
+{
+    return (a + 7) / 8 * 8;
+}
+
+/* Value of a bound symbol, 0 when unbound. */
+static int64_t lce_sym(const kevo_syms *s, const char *name)
+{
+    int64_t v = 0;
+    if (!s || !kevo_syms_get(s, name, &v))
+        return 0;
+    return v;
+}
+
+/* a*b*c for positive factors, saturated at limit+1 so nothing overflows. */
+static uint64_t lce_count(int64_t a, int64_t b, int64_t c, uint64_t limit)
+{
+    uint64_t f[3] = {(uint64_t)a, (uint64_t)b, (uint64_t)c};
+    uint64_t n = 1;
+    for (int i = 0; i < 3; i++) {
+        if (f[i] != 0 && n > limit / f[i])
+            return limit + 1;
+        n *= f[i];
+    }
+    return n;
+}
+
+static bool lce_is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* Trim [*p, *e) of surrounding white space. */
+static void lce_trim(const char **p, const char **e)
+{
+    while (*p < *e && lce_is_space(**p))
+        (*p)++;
+    while (*e > *p && lce_is_space((*e)[-1]))
+        (*e)--;
+}
+
+static int lce_quote_len(const char *p, const char *e)
+{
+    return e - p > LCE_QUOTE_MAX ? LCE_QUOTE_MAX : (int)(e - p);
+}
+
+/* True when [p, e) spells key exactly (case-sensitive). */
+static bool lce_key_is(const char *key, const char *p, const char *e)
+{
+    size_t n = (size_t)(e - p);
+    return strlen(key) == n && memcmp(key, p, n) == 0;
+}
+
+/* Parse one value [p, e) for key into *out (in [1, 2^31-1]). */
+static kevo_status lce_parse_value(const char *key, const char *p, const char *e, int64_t *out, kevo_err *err)
+{
+    int qn = lce_quote_len(p, e);
+    if (p == e)
+        return kevo_err_set(err, KEVO_ERR_ARG, "empty value for shape key '%s'", key);
+    const char *d = p;
+    bool negative = false;
+    if (*d == '+' || *d == '-')
+        negative = *d++ == '-';
+    if (d == e)
+        return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%.*s' for shape key '%s'", qn, p, key);
+    bool nonzero = false;
+    for (const char *c = d; c < e; c++) {
+        if (*c < '0' || *c > '9')
+            return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%.*s' for shape key '%s'", qn, p, key);
+        nonzero |= *c != '0';
+    }
+    if (negative || !nonzero)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%.*s' for shape key '%s' must be positive", qn, p, key);
+    /* all digits from here: a failed or long parse is out of range */
+    char buf[32];
+    int64_t v = 0;
+    bool ok = (size_t)(e - p) < sizeof buf;
+    if (ok) {
+        memcpy(buf, p, (size_t)(e - p));
+        buf[e - p] = '\0';
+        ok = kv_parse_i64(buf, &v);
+    }
+    if (!ok || v > LCE_VALUE_MAX)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%.*s' for shape key '%s' exceeds %" PRId64, qn, p, key,
+                            LCE_VALUE_MAX);
+    *out = v;
+    return KEVO_OK;
+}
+
+/* Parse "KEY=VALUE,..." into val[] / given[]; blank text gives nothing. */
+static kevo_status lce_parse_items(const char *text, int64_t val[LCE_NKEYS], bool given[LCE_NKEYS], kevo_err *err)
+{
+    for (int k = 0; k < LCE_NKEYS; k++)
+        given[k] = false;
+    const char *end = text + strlen(text);
+    const char *tp = text, *te = end;
+    lce_trim(&tp, &te);
+    if (tp == te)
+        return KEVO_OK;
+
+    const char *p = text;
+    for (;;) {
+        const char *e = p;
+        while (e < end && *e != ',')
+            e++;
+        const char *ip = p, *ie = e;
+        lce_trim(&ip, &ie);
+        if (ip == ie)
+            return kevo_err_set(err, KEVO_ERR_ARG, "empty item in shape '%.*s'", lce_quote_len(text, end), text);
+        const char *eq = memchr(ip, '=', (size_t)(ie - ip));
+        if (!eq)
+            return kevo_err_set(err, KEVO_ERR_ARG, "missing '=' in shape item '%.*s'", lce_quote_len(ip, ie), ip);
+        const char *kp = ip, *ke = eq, *vp = eq + 1, *ve = ie;
+        lce_trim(&kp, &ke);
+        lce_trim(&vp, &ve);
+        if (kp == ke)
+            return kevo_err_set(err, KEVO_ERR_ARG, "missing key in shape item '%.*s'", lce_quote_len(ip, ie), ip);
+        int k = 0;
+        while (k < LCE_NKEYS && !lce_key_is(lce_keys[k], kp, ke))
+            k++;
+        if (k == LCE_NKEYS)
+            return kevo_err_set(err, KEVO_ERR_ARG, "unknown shape key '%.*s' (known: B, M, N, Ku, Kc, ratio, U)",
+                                lce_quote_len(kp, ke), kp);
+        if (given[k])
+            return kevo_err_set(err, KEVO_ERR_ARG, "duplicate shape key '%s'", lce_keys[k]);
+        kevo_status st = lce_parse_value(lce_keys[k], vp, ve, &val[k], err);
+        if (st != KEVO_OK)
+            return st;
+        given[k] = true;
+        if (e == end)
+            return KEVO_OK;
+        p = e + 1;
+    }
+}
+
+/* Refuse a tensor of more than 2^48 elements. */
+static kevo_status lce_check_elems(const char *tensor, const char *dims, int64_t a, int64_t b, int64_t c,
+                                   kevo_err *err)
+{
+    if (lce_count(a, b, c, LCE_ELEMS_MAX) <= LCE_ELEMS_MAX)
+        return KEVO_OK;
+    return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' [%s] has more than 2^48 elements", tensor, dims);
+}
+
+static kevo_status lce_parse_shape(const char *text, kevo_syms *out, kevo_err *err)
+{
+    int64_t v[LCE_NKEYS], dv[LCE_NKEYS];
+    bool given[LCE_NKEYS], dgiven[LCE_NKEYS];
+    kevo_status st;
+
+    if (!out)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no output for shape '%s'", text ? text : "");
+    if (lce_parse_items(LCE_DEFAULT_SHAPE, dv, dgiven, err) != KEVO_OK)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "bad default shape '%s'", LCE_DEFAULT_SHAPE);
+    if ((st = lce_parse_items(text ? text : "", v, given, err)) != KEVO_OK)
+        return st;
+    for (int k = LCE_B; k <= LCE_KC; k++)
+        if (!given[k])
+            v[k] = dv[k];
+
+    int64_t B = v[LCE_B], ratio, U;
+    if (given[LCE_U] && v[LCE_U] > B)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%" PRId64 "' for shape key 'U' exceeds B '%" PRId64 "'",
+                            v[LCE_U], B);
+    if (given[LCE_RATIO] && v[LCE_RATIO] > B)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%" PRId64 "' for shape key 'ratio' exceeds B '%" PRId64 "'",
+                            v[LCE_RATIO], B);
+    if (given[LCE_U] && given[LCE_RATIO]) {
+        ratio = v[LCE_RATIO];
+        U = v[LCE_U];
+        /* either derivation may have produced the pair (shape_str prints both) */
+        if (U != lce_cdiv(B, ratio) && ratio != lce_cdiv(B, U))
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "value '%" PRId64 "' for shape key 'U' does not match ratio '%" PRId64
+                                "' at B '%" PRId64 "' (expected '%" PRId64 "')",
+                                U, ratio, B, lce_cdiv(B, ratio));
+    } else if (given[LCE_U]) {
+        U = v[LCE_U];
+        ratio = lce_cdiv(B, U);
+    } else {
+        ratio = given[LCE_RATIO] ? v[LCE_RATIO] : dv[LCE_RATIO];
+        if (ratio > B) /* only the default can still be too large here */
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "default ratio '%" PRId64 "' exceeds B '%" PRId64 "' (give ratio or U)", ratio, B);
+        U = lce_cdiv(B, ratio);
+    }
+
+    int64_t M = v[LCE_M], N = v[LCE_N], Ku = v[LCE_KU], Kc = v[LCE_KC];
+    int64_t Kup = lce_round_up8(Ku), Kcp = lce_round_up8(Kc);
+    /* weights are checked at their padded width, the largest they are stored at */
+    if ((st = lce_check_elems("w_user", "M, Kup", M, Kup, 1, err)) != KEVO_OK ||
+        (st = lce_check_elems("w_cand", "M, Kcp", M, Kcp, 1, err)) != KEVO_OK ||
+        (st = lce_check_elems("e_user", "U, Ku, N", U, Ku, N, err)) != KEVO_OK ||
+        (st = lce_check_elems("e_cand", "B, Kc, N", B, Kc, N, err)) != KEVO_OK ||
+        (st = lce_check_elems("out", "B, M, N", B, M, N, err)) != KEVO_OK)
+        return st;
+
+    kevo_syms s;
+    kevo_syms_init(&s);
+    const int64_t values[] = {B, M, N, Ku, Kc, U, ratio, Kup, Kcp};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        if (kevo_syms_set(&s, lce_symbols[i], values[i]) != KEVO_OK)
+            return kevo_err_set(err, KEVO_ERR_INTERNAL, "unable to bind shape symbol '%s'", lce_symbols[i]);
+    *out = s;
+    return KEVO_OK;
+}
+
+static void lce_shape_str(const kevo_syms *shape, char *out, size_t n)
+{
+    if (!out || n == 0)
+        return;
+    snprintf(out, n,
+             "B=%" PRId64 ",M=%" PRId64 ",N=%" PRId64 ",Ku=%" PRId64 ",Kc=%" PRId64 ",ratio=%" PRId64 ",U=%" PRId64,
+             lce_sym(shape, "B"), lce_sym(shape, "M"), lce_sym(shape, "N"), lce_sym(shape, "Ku"),
+             lce_sym(shape, "Kc"), lce_sym(shape, "ratio"), lce_sym(shape, "U"));
+}
+
+/* Candidate GEMM at batch B, user GEMM at batch U, broadcast add. */
+static double lce_flops(const kevo_syms *shape)
+{
+    double B = (double)lce_sym(shape, "B"), M = (double)lce_sym(shape, "M"), N = (double)lce_sym(shape, "N");
+    double Ku = (double)lce_sym(shape, "Ku"), Kc = (double)lce_sym(shape, "Kc"), U = (double)lce_sym(shape, "U");
+    return 2.0 * M * N * (B * Kc + U * Ku) + B * M * N;
+}
+
+/* Each input read once, out written once, cand_to_user read once. */
+static double lce_bytes(const kevo_syms *shape, kevo_dtype dtype)
+{
+    (void)dtype; /* fp16 and bf16 are both 2 bytes */
+    double elem = 2.0;
+    double B = (double)lce_sym(shape, "B"), M = (double)lce_sym(shape, "M"), N = (double)lce_sym(shape, "N");
+    double Ku = (double)lce_sym(shape, "Ku"), Kc = (double)lce_sym(shape, "Kc"), U = (double)lce_sym(shape, "U");
+    return elem * (M * Ku + M * Kc + U * Ku * N + B * Kc * N + B * M * N) + 4.0 * B;
+}
+
+const kevo_op kevo_op_ikbo_lce = {
+    .name = "ikbo_lce",
+    .summary = "linear compression embedding, decomposed: out[b] = Wc @ Ec[b] + Wu @ Eu[cand_to_user[b]]",
+    .default_shape = LCE_DEFAULT_SHAPE,
+    .symbols = lce_symbols,
+    .nsymbols = (int)(sizeof lce_symbols / sizeof lce_symbols[0]),
+    .parse_shape = lce_parse_shape,
+    .shape_str = lce_shape_str,
+    .flops = lce_flops,
+    .bytes = lce_bytes,
+    .abi_header = "ikbo_lce_abi.h",
+    .ref_source = "ikbo_lce_ref.cu",
+};
+
+/* ---- input generation (the device implements the same arithmetic) ---- */
+
+static uint64_t lce_mix64(uint64_t z)
+{
+    z ^= z >> 30;
+    z *= 0xbf58476d1ce4e5b9ull;
+    z ^= z >> 27;
+    z *= 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z;
+}
+
+float kevo_lce_gen_value(uint64_t seed, uint32_t tensor, uint64_t idx, kevo_dtype dt, uint16_t *bits)
+{
+    uint64_t h = lce_mix64(lce_mix64(seed + 0x9e3779b97f4a7c15ull * ((uint64_t)tensor + 1)) ^ idx);
+    int Q = (dt == KEVO_DTYPE_F16) ? 1024 : 128;
+    int k = (int)(h % (uint64_t)(2 * Q)) - Q; /* in [-Q, Q) */
+    float v = (float)k / (float)Q;            /* exact in the dtype */
+    if (bits)
+        *bits = kevo_float_to_bits(v, dt);
+    return v;
+}
+
+void kevo_lce_make_map(kevo_map_kind kind, int64_t B, int64_t U, int64_t ratio, uint64_t seed, int32_t *map)
+{
+    if (!map || B < 1 || U < 1)
+        return;
+    if (ratio < 1)
+        ratio = lce_cdiv(B, U);
+    uint64_t state = seed;
+
+    if (kind == KEVO_MAP_UNEVEN) {
+        /* U-1 cut points uniform in [0, B]; sorted, user u owns
+         * [cut[u-1], cut[u]).  So map[b] = number of cuts <= b: count the
+         * cuts per position in map itself, then take prefix sums.  Same
+         * result as sorting the cuts, with no extra memory. */
+        memset(map, 0, (size_t)B * sizeof *map);
+        for (int64_t i = 0; i < U - 1; i++) {
+            uint64_t c = kv_rand_below(&state, (uint64_t)B + 1);
+            if (c < (uint64_t)B)
+                map[c]++;
+        }
+        for (int64_t b = 1; b < B; b++)
+            map[b] += map[b - 1];
+        return;
+    }
+
+    for (int64_t b = 0; b < B; b++) {
+        int64_t u = b / ratio;
+        map[b] = (int32_t)(u < U - 1 ? u : U - 1);
+    }
+    if (kind == KEVO_MAP_SHUFFLED) {
+        /* Fisher-Yates */
+        for (int64_t i = B - 1; i > 0; i--) {
+            int64_t j = (int64_t)kv_rand_below(&state, (uint64_t)i + 1);
+            int32_t t = map[i];
+            map[i] = map[j];
+            map[j] = t;
+        }
+    }
+}
+
+/* ---- host input sets ---- */
+
+void kevo_lce_host_release(kevo_lce_host *h)
+{
+    if (!h)
+        return;
+    free(h->w_user);
+    free(h->w_cand);
+    free(h->e_user);
+    free(h->e_cand);
+    free(h->map);
+    memset(h, 0, sizeof *h);
+}
+
+static kevo_status lce_shape_value(const kevo_syms *shape, const char *name, int64_t *out, kevo_err *err)
+{
+    if (!kevo_syms_get(shape, name, out))
+        return kevo_err_set(err, KEVO_ERR_ARG, "shape lacks symbol '%s'", name);
+    if (*out < 1 || *out > LCE_VALUE_MAX)
+        return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%" PRId64 "' for shape symbol '%s'", *out, name);
+    return KEVO_OK;
+}
+
+/* Fill n elements of one tensor with its generated storage bits. */
+static void lce_fill(uint16_t *dst, uint64_t n, uint64_t seed, uint32_t tensor, kevo_dtype dt)
+{
+    for (uint64_t i = 0; i < n; i++)
+        kevo_lce_gen_value(seed, tensor, i, dt, &dst[i]);
+}
+
+kevo_status kevo_lce_host_init(kevo_lce_host *h, const kevo_syms *shape, kevo_dtype dt, kevo_map_kind map,
+                               uint64_t seed, kevo_err *err)
+{
+    if (!h || !shape)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no host set or shape for 'ikbo_lce'");
+    memset(h, 0, sizeof *h);
+    if (dt != KEVO_DTYPE_F16 && dt != KEVO_DTYPE_BF16)
+        return kevo_err_set(err, KEVO_ERR_ARG, "unknown dtype '%d'", (int)dt);
+    if (map != KEVO_MAP_SORTED && map != KEVO_MAP_UNEVEN && map != KEVO_MAP_SHUFFLED)
+        return kevo_err_set(err, KEVO_ERR_ARG, "unknown map kind '%d'", (int)map);
+
+    int64_t B, M, N, Ku, Kc, U, ratio;
+    const char *const names[6] = {"B", "M", "N", "Ku", "Kc", "U"};
+    int64_t *const dims[6] = {&B, &M, &N, &Ku, &Kc, &U};
+    for (int i = 0; i < 6; i++) {
+        kevo_status st = lce_shape_value(shape, names[i], dims[i], err);
+        if (st != KEVO_OK)
+            return st;
+    }
+    if (!kevo_syms_get(shape, "ratio", &ratio) || ratio < 1)
+        ratio = lce_cdiv(B, U);
+
+    /* element counts, capped so that count * 2 bytes fits in size_t */
+    const uint64_t cap = (uint64_t)(SIZE_MAX / sizeof(uint16_t));
+    struct {
+        const char *name;
+        uint64_t n;
+        uint16_t **dst;
+    } t[4] = {
+        {"w_user", lce_count(M, Ku, 1, cap), &h->w_user},
+        {"w_cand", lce_count(M, Kc, 1, cap), &h->w_cand},
+        {"e_user", lce_count(U, Ku, N, cap), &h->e_user},
+        {"e_cand", lce_count(B, Kc, N, cap), &h->e_cand},
+    };
+    for (int i = 0; i < 4; i++) /* refuse before allocating anything */
+        if (t[i].n > cap)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "tensor '%s' too large to allocate", t[i].name);
+    for (int i = 0; i < 4; i++) {
+        if (!(*t[i].dst = malloc((size_t)t[i].n * sizeof(uint16_t)))) {
+            kevo_lce_host_release(h);
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory for tensor '%s' (%" PRIu64 " elements)", t[i].name,
+                                t[i].n);
+        }
+    }
+    if (!(h->map = malloc((size_t)B * sizeof(int32_t)))) { /* B <= 2^31-1: no overflow */
+        kevo_lce_host_release(h);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory for tensor 'cand_to_user' (%" PRId64 " elements)", B);
+    }
+
+    h->shape = *shape;
+    h->dtype = dt;
+    h->B = B;
+    h->M = M;
+    h->N = N;
+    h->Ku = Ku;
+    h->Kc = Kc;
+    h->U = U;
+    for (uint32_t i = 0; i < 4; i++)
+        lce_fill(*t[i].dst, t[i].n, seed, i, dt);
+    kevo_lce_make_map(map, B, U, ratio, seed, h->map);
+    return KEVO_OK;
+}
+
+/* out[b, m, :] += sum_k w[m, k] * e[k, :] over K rows of e, in double. */
+static void lce_gemv_rows(const uint16_t *w_row, const uint16_t *e, int64_t K, int64_t N, kevo_dtype dt, double *o)
+{
+    for (int64_t k = 0; k < K; k++) {
+        double w = kevo_bits_to_float(w_row[k], dt);
+        const uint16_t *er = e + k * N;
+        for (int64_t n = 0; n < N; n++)
+            o[n] += w * (double)kevo_bits_to_float(er[n], dt);
+    }
+}
+
+void kevo_lce_reference_cpu(const kevo_lce_host *h, double *out)
+{
+    if (!h || !out)
+        return;
+    const int64_t B = h->B, M = h->M, N = h->N, Ku = h->Ku, Kc = h->Kc;
+    for (int64_t b = 0; b < B; b++) {
+        const uint16_t *ec = h->e_cand + b * Kc * N;
+        const uint16_t *eu = h->e_user + (int64_t)h->map[b] * Ku * N;
+        for (int64_t m = 0; m < M; m++) {
+            double *o = out + (b * M + m) * N;
+            for (int64_t n = 0; n < N; n++)
+                o[n] = 0.0;
+            lce_gemv_rows(h->w_cand + m * Kc, ec, Kc, N, h->dtype, o);
+            lce_gemv_rows(h->w_user + m * Ku, eu, Ku, N, h->dtype, o);
+        }
+    }
+}

@@ -1,0 +1,300 @@
+/* graph.c — the search graph: nodes, lookup, valid sets, neighbourhoods. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/search.h"
+#include "util/util.h"
+
+static uint64_t sg_key(int family, const kevo_config *cfg, int nparams)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)family;
+    for (int i = 0; i < nparams; i++) {
+        h ^= (uint64_t)cfg->v[i];
+        h *= 1099511628211ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static bool sg_same(const kevo_search *s, const kevo_node *n, int family, const kevo_config *cfg)
+{
+    if (n->family != family)
+        return false;
+    return memcmp(n->cfg.v, cfg->v, (size_t)s->spaces[family]->nparams * sizeof cfg->v[0]) == 0;
+}
+
+int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg)
+{
+    if (!s->hash_cap)
+        return -1;
+    uint64_t h = sg_key(family, cfg, s->spaces[family]->nparams);
+    for (int i = 0; i < s->hash_cap; i++) {
+        int slot = (int)((h + (uint64_t)i) % (uint64_t)s->hash_cap);
+        if (s->hash_vals[slot] == 0)
+            return -1;
+        int idx = s->hash_vals[slot] - 1;
+        if ((uint64_t)s->hash_keys[slot] == h && sg_same(s, &s->nodes[idx], family, cfg))
+            return idx;
+    }
+    return -1;
+}
+
+static void sg_hash_insert(kevo_search *s, int idx)
+{
+    const kevo_node *n = &s->nodes[idx];
+    uint64_t h = sg_key(n->family, &n->cfg, s->spaces[n->family]->nparams);
+    for (int i = 0;; i++) {
+        int slot = (int)((h + (uint64_t)i) % (uint64_t)s->hash_cap);
+        if (s->hash_vals[slot] == 0) {
+            s->hash_keys[slot] = (int64_t)h;
+            s->hash_vals[slot] = idx + 1;
+            return;
+        }
+    }
+}
+
+static bool sg_hash_grow(kevo_search *s)
+{
+    int cap = s->hash_cap ? s->hash_cap * 2 : 1024;
+    int64_t *keys = calloc((size_t)cap, sizeof *keys);
+    int *vals = calloc((size_t)cap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return false;
+    }
+    free(s->hash_keys);
+    free(s->hash_vals);
+    s->hash_keys = keys;
+    s->hash_vals = vals;
+    s->hash_cap = cap;
+    for (int i = 0; i < s->nnodes; i++)
+        sg_hash_insert(s, i);
+    return true;
+}
+
+kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, const kevo_syms *shape,
+                             const kevo_limits *lim, kevo_dtype dt, const kevo_policy *policy, uint64_t seed,
+                             kevo_err *err)
+{
+    memset(s, 0, sizeof *s);
+    if (nspaces < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no template family to search");
+    s->spaces = spaces;
+    s->nspaces = nspaces;
+    s->shape = *shape;
+    s->limits = *lim;
+    s->dtype = dt;
+    s->policy = policy;
+    s->rng = seed;
+    s->valid = calloc((size_t)nspaces, sizeof *s->valid);
+    if (!s->valid || !sg_hash_grow(s)) {
+        kevo_search_release(s);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    return KEVO_OK;
+}
+
+void kevo_search_release(kevo_search *s)
+{
+    if (s->valid)
+        for (int i = 0; i < s->nspaces; i++)
+            free(s->valid[i].cfgs);
+    free(s->valid);
+    free(s->nodes);
+    free(s->hash_keys);
+    free(s->hash_vals);
+    memset(s, 0, sizeof *s);
+}
+
+int kevo_search_add(kevo_search *s, const kevo_proposal *p)
+{
+    if (s->nnodes == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 64;
+        kevo_node *nodes = realloc(s->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes)
+            return -1;
+        s->nodes = nodes;
+        s->cap = cap;
+    }
+    if ((s->nnodes + 1) * 2 > s->hash_cap && !sg_hash_grow(s))
+        return -1;
+    kevo_node *n = &s->nodes[s->nnodes];
+    memset(n, 0, sizeof *n);
+    n->family = p->family;
+    n->cfg = p->cfg;
+    n->parent = p->parent;
+    snprintf(n->op, sizeof n->op, "%s", p->op);
+    n->fitness = NAN;
+    sg_hash_insert(s, s->nnodes);
+    return s->nnodes++;
+}
+
+void kevo_search_observe(kevo_search *s, int node, double fitness)
+{
+    s->nodes[node].done = true;
+    s->nodes[node].fitness = fitness;
+}
+
+double kevo_search_rank(const kevo_node *n)
+{
+    return isnan(n->fitness) ? 0.0 : n->fitness;
+}
+
+int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n)
+{
+    return kevo_space_check(s->spaces[family], &s->shape, &s->limits, s->dtype, cfg, why, n);
+}
+
+const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
+{
+    kevo_valid_set *vs = &s->valid[family];
+    if (vs->ready)
+        return vs;
+    const kevo_space *sp = s->spaces[family];
+    int idx[KEVO_MAX_PARAMS] = {0};
+    int cap = 0;
+    for (;;) {
+        kevo_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        for (int i = 0; i < sp->nparams; i++)
+            cfg.v[i] = sp->params[i].values[idx[i]];
+        char why[256];
+        if (kevo_search_valid(s, family, &cfg, why, sizeof why) == 1) {
+            if (vs->n == cap) {
+                cap = cap ? cap * 2 : 256;
+                kevo_config *g = realloc(vs->cfgs, (size_t)cap * sizeof *g);
+                if (!g)
+                    return NULL;
+                vs->cfgs = g;
+            }
+            vs->cfgs[vs->n++] = cfg;
+        }
+        /* next mixed-radix index, last param fastest */
+        int d = sp->nparams - 1;
+        while (d >= 0 && ++idx[d] == sp->params[d].nvalues)
+            idx[d--] = 0;
+        if (d < 0)
+            break;
+    }
+    vs->ready = true;
+    return vs;
+}
+
+static int sg_value_index(const kevo_param *p, int64_t v)
+{
+    for (int i = 0; i < p->nvalues; i++)
+        if (p->values[i] == v)
+            return i;
+    return -1;
+}
+
+int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max)
+{
+    const kevo_node *n = &s->nodes[node];
+    const kevo_space *sp = s->spaces[n->family];
+    int count = 0;
+    for (int a = 0; a < sp->naxes && count < max; a++) {
+        const kevo_axis *ax = &sp->axes[a];
+        int k = ax->nparams;
+        int combos = 1;
+        for (int i = 0; i < k; i++)
+            combos *= 3;
+        for (int c = 0; c < combos && count < max; c++) {
+            kevo_config cfg = n->cfg;
+            int code = c, moved = 0;
+            bool in_range = true;
+            for (int i = 0; i < k; i++) {
+                int delta = code % 3 - 1;
+                code /= 3;
+                if (!delta)
+                    continue;
+                const kevo_param *p = &sp->params[ax->params[i]];
+                int vi = sg_value_index(p, cfg.v[ax->params[i]]) + delta;
+                if (vi < 0 || vi >= p->nvalues) {
+                    in_range = false;
+                    break;
+                }
+                cfg.v[ax->params[i]] = p->values[vi];
+                moved++;
+            }
+            if (!in_range || !moved || kevo_search_find(s, n->family, &cfg) >= 0)
+                continue;
+            char why[256];
+            if (kevo_search_valid(s, n->family, &cfg, why, sizeof why) != 1)
+                continue;
+            bool dup = false;
+            for (int j = 0; j < count && !dup; j++)
+                dup = out[j].family == n->family && memcmp(out[j].cfg.v, cfg.v, sizeof cfg.v) == 0;
+            if (dup)
+                continue;
+            out[count].family = n->family;
+            out[count].cfg = cfg;
+            out[count].parent = node;
+            snprintf(out[count].op, sizeof out[count].op, "%s", ax->op);
+            count++;
+        }
+    }
+    return count;
+}
+
+int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max)
+{
+    int count = 0;
+    for (int f = 0; f < s->nspaces && count < max; f++) {
+        kevo_config cfg;
+        kevo_space_default(s->spaces[f], &cfg);
+        char why[256];
+        if (kevo_search_valid(s, f, &cfg, why, sizeof why) != 1) {
+            const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+            if (!vs || vs->n == 0)
+                continue;
+            cfg = vs->cfgs[0];
+        }
+        if (kevo_search_find(s, f, &cfg) >= 0)
+            continue;
+        out[count] = (kevo_proposal){.family = f, .cfg = cfg, .parent = -1};
+        snprintf(out[count].op, sizeof out[count].op, "seed");
+        count++;
+    }
+    return count;
+}
+
+int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *op)
+{
+    /* the union of valid sets, minus the graph */
+    int total = 0;
+    for (int f = 0; f < s->nspaces; f++) {
+        const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+        if (!vs)
+            return 0;
+        total += vs->n;
+    }
+    int count = 0;
+    int left = total - s->nnodes; /* nodes are all valid configurations */
+    while (count < max && left > 0) {
+        /* draw among the configurations not yet taken: walk to the r-th free one */
+        uint64_t r = kv_rand_below(&s->rng, (uint64_t)left);
+        bool placed = false;
+        for (int f = 0; f < s->nspaces && !placed; f++) {
+            const kevo_valid_set *vs = &s->valid[f];
+            for (int i = 0; i < vs->n && !placed; i++) {
+                bool taken = kevo_search_find(s, f, &vs->cfgs[i]) >= 0;
+                for (int j = 0; j < count && !taken; j++)
+                    taken = out[j].family == f && memcmp(out[j].cfg.v, vs->cfgs[i].v, sizeof vs->cfgs[i].v) == 0;
+                if (taken)
+                    continue;
+                if (r-- == 0) {
+                    out[count] = (kevo_proposal){.family = f, .cfg = vs->cfgs[i], .parent = -1};
+                    snprintf(out[count].op, sizeof out[count].op, "%s", op);
+                    count++;
+                    placed = true;
+                }
+            }
+        }
+        left--;
+    }
+    return count;
+}

@@ -1,0 +1,117 @@
+/* search.h — the graph search over template configurations.
+ *
+ * Nodes are candidates (a family and a configuration) with their fitness
+ * (speedup over the stage-0 baseline; 0 when wrong or failed; NaN when not
+ * measured, as in compile-only runs).  Edges are operator applications: an
+ * operator changes the params of one axis of a family's space (retile,
+ * stages, align, fuse, ...) by one step each.  A policy picks which node to
+ * expand and what to propose; the tuning loop evaluates the proposals and
+ * reports back (KernelEvolve's selection / operator / fitness / termination).
+ */
+#ifndef KEVO_SEARCH_H
+#define KEVO_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "templates/space.h"
+
+typedef struct kevo_node {
+    int family;       /* index into kevo_search.spaces */
+    kevo_config cfg;
+    int parent;       /* node index, -1 for roots */
+    char op[32];      /* operator that made it: seed, retile, ..., enumerate, random */
+    bool done;        /* evaluated (successfully or not) */
+    double fitness;   /* speedup; 0 failed; NaN unknown */
+    int expansions;   /* times a policy expanded it */
+    int64_t cand_id;  /* DB id, 0 before insertion */
+} kevo_node;
+
+/* A proposal: evaluate this configuration, made from `parent` by `op`. */
+typedef struct kevo_proposal {
+    int family;
+    kevo_config cfg;
+    int parent;
+    char op[32];
+} kevo_proposal;
+
+/* The valid configurations of one family for the run's shape (enumerated
+ * lazily, in mixed-radix order of the params). */
+typedef struct kevo_valid_set {
+    bool ready;
+    int n;
+    kevo_config *cfgs;
+} kevo_valid_set;
+
+typedef struct kevo_search kevo_search;
+
+/* A selection policy; found by name in the table (search/policy.c). */
+typedef struct kevo_policy {
+    const char *name;
+    const char *summary;
+    /* Fill up to max proposals not yet in the graph; return how many (0: the
+     * policy has nothing left to propose). */
+    int (*propose)(kevo_search *s, kevo_proposal *out, int max);
+} kevo_policy;
+
+/* Search state; owns the graph and the valid sets, borrows the spaces. */
+struct kevo_search {
+    kevo_space **spaces;
+    int nspaces;
+    kevo_syms shape;
+    kevo_limits limits;
+    kevo_dtype dtype;
+    const kevo_policy *policy;
+    uint64_t rng;
+    kevo_node *nodes;
+    int nnodes, cap;
+    int64_t *hash_keys; /* open addressing: node index + 1, 0 empty */
+    int *hash_vals;
+    int hash_cap;
+    kevo_valid_set *valid; /* per family */
+    int cursor;            /* exhaustive: next valid index, over families in order */
+};
+
+/* Look up a policy; NULL when unknown. */
+const kevo_policy *kevo_policy_find(const char *name);
+/* All policies, for help text. */
+const kevo_policy *const *kevo_policy_list(int *n);
+
+/* Initialise s over the spaces (borrowed; each must support the shape). */
+kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, const kevo_syms *shape,
+                             const kevo_limits *lim, kevo_dtype dt, const kevo_policy *policy, uint64_t seed,
+                             kevo_err *err);
+void kevo_search_release(kevo_search *s);
+
+/* Node index of (family, cfg), or -1. */
+int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg);
+
+/* Add a node (must not exist); returns its index or -1 on allocation failure. */
+int kevo_search_add(kevo_search *s, const kevo_proposal *p);
+
+/* Record a node's result. */
+void kevo_search_observe(kevo_search *s, int node, double fitness);
+
+/* 1 valid, 0 rejected, -1 error (why receives the reason). */
+int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n);
+
+/* The family's valid set (enumerated on first use). NULL on allocation failure. */
+const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family);
+
+/* Neighbours of a node that are valid and not yet in the graph: for each axis
+ * of its family, every configuration whose axis params each move at most one
+ * step in their domains (at least one moves) and whose other params stay.
+ * Appends up to max proposals to out; returns how many. */
+int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max);
+
+/* Fitness for ordering: NaN (unknown) and failures rank as 0. */
+double kevo_search_rank(const kevo_node *n);
+
+/* The seed proposals: each family's default configuration, or its first
+ * valid one when the default is invalid for the shape. */
+int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max);
+
+/* Up to max random valid configurations not in the graph. */
+int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *op);
+
+#endif /* KEVO_SEARCH_H */

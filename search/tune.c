@@ -1,0 +1,842 @@
+/* tune.c — the tuning loop and the per-candidate pipeline.
+ *
+ *   policy proposes a batch -> render each source and plan -> compile the
+ *   batch in child processes (cubins cached in the DB by key) -> verify and
+ *   time each on the GPU worker -> one transaction per result -> the policy
+ *   sees the fitness -> until the budget or the space is spent.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "search/tune.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db/store.h"
+#include "evaluator/compile.h"
+#include "evaluator/gpu.h"
+#include "kernels/op.h"
+#include "search/search.h"
+#include "templates/space.h"
+#include "util/util.h"
+
+#define TN_ALL_MAPS ((1u << KEVO_MAP_SORTED) | (1u << KEVO_MAP_UNEVEN) | (1u << KEVO_MAP_SHUFFLED))
+
+void kevo_tune_opts_init(kevo_tune_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->op = "ikbo_lce";
+    o->dtype = "fp16";
+    o->arch = "sm_90a";
+    o->policy = "greedy";
+    o->db_path = "kevo.db";
+    o->budget = 60;
+    o->seed = 1;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = n > 0 ? (int)n : 1;
+    o->compile_timeout = 300;
+    o->eval_timeout = 120;
+    o->warmup = 5;
+    o->reps = 30;
+    o->maps = TN_ALL_MAPS;
+    o->progress = 1;
+}
+
+void kevo_verify_opts_init(kevo_verify_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->db_path = "kevo.db";
+    o->maps = TN_ALL_MAPS;
+    o->warmup = 5;
+    o->reps = 30;
+    o->eval_timeout = 120;
+    o->compile_timeout = 300;
+    o->seed = 7;
+}
+
+/* What a run (or a verification) works in. */
+typedef struct tn_env {
+    const kevo_op *op;
+    kevo_syms shape;
+    char shape_txt[256];
+    kevo_dtype dt;
+    char arch[16];
+    kevo_limits lim;
+    char *abi;         /* the op's ABI header text */
+    char kernels_dir[PATH_MAX];
+    kevo_space **spaces;
+    int nspaces;
+    kevo_db *db;
+    kevo_gpu *gpu;
+    kevo_gpu_info info;
+    int jobs;
+    double compile_timeout;
+} tn_env;
+
+/* One candidate on its way through the pipeline. */
+typedef struct tn_work {
+    int family;
+    const kevo_space *space;
+    kevo_config cfg;
+    kv_buf source;
+    char source_hash[65];
+    kevo_plan plan;
+    kevo_compile_job job;
+    int node;
+    int64_t cand_id;
+} tn_work;
+
+static void tn_env_release(tn_env *e)
+{
+    kevo_gpu_stop(e->gpu);
+    e->gpu = NULL;
+    kevo_spaces_free(e->spaces, e->nspaces);
+    e->spaces = NULL;
+    free(e->abi);
+    e->abi = NULL;
+    kevo_db_close(e->db);
+    e->db = NULL;
+}
+
+/* Op, shape, dtype, arch, the op's files and template families. */
+static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, const char *dtype, const char *arch,
+                               const char *data_dir, kevo_err *err)
+{
+    memset(e, 0, sizeof *e);
+    e->op = kevo_op_find(op);
+    if (!e->op)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s' (known: ikbo_lce)", op);
+    kevo_status st = e->op->parse_shape(shape, &e->shape, err);
+    if (st)
+        return st;
+    e->op->shape_str(&e->shape, e->shape_txt, sizeof e->shape_txt);
+    if (!kevo_dtype_parse(dtype, &e->dt))
+        return kevo_err_set(err, KEVO_ERR_ARG, "unknown dtype '%s' (fp16 or bf16)", dtype);
+    if ((st = kevo_limits_for_arch(arch, &e->lim, err)))
+        return st;
+    snprintf(e->arch, sizeof e->arch, "%s", arch);
+    char path[PATH_MAX + 64];
+    snprintf(e->kernels_dir, sizeof e->kernels_dir, "%s/kernels", data_dir);
+    snprintf(path, sizeof path, "%s/%s", e->kernels_dir, e->op->abi_header);
+    if ((st = kv_read_file(path, &e->abi, NULL, err)))
+        return st;
+    snprintf(path, sizeof path, "%s/templates", data_dir);
+    return kevo_spaces_load_dir(path, e->op->name, &e->spaces, &e->nspaces, err);
+}
+
+/* Keep the families named in `list` (all when NULL) that support arch and
+ * shape; say why each other one is left out. */
+static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, kevo_err *err)
+{
+    if (list) {
+        /* every name must exist */
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", list);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            if (!kevo_spaces_find(e->spaces, e->nspaces, tok))
+                return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown template family '%s' for op '%s'", tok,
+                                    e->op->name);
+    }
+    int kept = 0;
+    kevo_err why;
+    for (int i = 0; i < e->nspaces; i++) {
+        kevo_space *s = e->spaces[i];
+        bool keep = true;
+        if (list) {
+            char pat[80];
+            snprintf(pat, sizeof pat, ",%s,", s->family);
+            kv_buf l;
+            kv_buf_init(&l);
+            kv_buf_printf(&l, ",%s,", list);
+            keep = l.data && strstr(l.data, pat) != NULL;
+            kv_buf_release(&l);
+        }
+        if (keep && !kevo_space_has_arch(s, e->arch)) {
+            if (!quiet)
+                fprintf(stderr, "kevo: family '%s' does not target %s; left out\n", s->family, e->arch);
+            keep = false;
+        }
+        if (keep && kevo_space_supports(s, &e->shape, &e->lim, e->dt, &why)) {
+            if (!quiet)
+                fprintf(stderr, "kevo: %s; left out\n", why.msg);
+            keep = false;
+        }
+        if (keep)
+            e->spaces[kept++] = s;
+        else
+            kevo_space_free(s);
+    }
+    e->nspaces = kept;
+    if (kept == 0)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "no template family of op '%s' supports %s at %s",
+                            e->op->name, e->arch, e->shape_txt);
+    return KEVO_OK;
+}
+
+/* Fill a compile job from a cache row. */
+static void tn_job_from_row(kevo_compile_job *j, kevo_binary_row *b)
+{
+    j->cached = true;
+    j->cubin = b->cubin;
+    j->cubin_size = b->cubin_size;
+    j->log = b->log;
+    b->cubin = NULL;
+    b->log = NULL;
+    kevo_fail f = KEVO_FAIL_NONE;
+    if (b->fail[0])
+        kevo_fail_parse(b->fail, &f);
+    j->fail = f;
+    j->regs = b->regs;
+    j->spill_bytes = b->spill_bytes;
+    j->smem_static = b->smem_static;
+    j->stack_bytes = b->stack_bytes;
+    j->seconds = b->compile_s;
+}
+
+/* Store a fresh compile result (and its source) in the cache.  Timeouts are
+ * not cached: they depend on the machine's load. */
+static kevo_status tn_cache_put(tn_env *e, const kevo_compile_job *j, const char *source_hash, kevo_err *err)
+{
+    if (j->cached || j->fail == KEVO_FAIL_COMPILE_TIMEOUT)
+        return KEVO_OK;
+    kevo_binary_row b;
+    kevo_binary_row_init(&b);
+    snprintf(b.key, sizeof b.key, "%s", j->key);
+    snprintf(b.arch, sizeof b.arch, "%s", j->arch);
+    kevo_nvrtc_version(b.nvrtc_version, sizeof b.nvrtc_version);
+    snprintf(b.source_hash, sizeof b.source_hash, "%s", source_hash);
+    kv_buf opts;
+    kv_buf_init(&opts);
+    for (int i = 0; i < j->nopts; i++)
+        kv_buf_printf(&opts, "%s%s", i ? "\n" : "", j->opts[i]);
+    b.options = opts.data;
+    b.cubin = j->cubin;
+    b.cubin_size = j->cubin_size;
+    b.log = j->log;
+    snprintf(b.fail, sizeof b.fail, "%s", j->fail == KEVO_FAIL_NONE ? "" : kevo_fail_name(j->fail));
+    b.regs = j->regs;
+    b.spill_bytes = j->spill_bytes;
+    b.smem_static = j->smem_static;
+    b.stack_bytes = j->stack_bytes;
+    b.compile_s = j->seconds;
+    kevo_status st = kevo_db_binary_put(e->db, &b, err);
+    kv_buf_release(&opts);
+    return st;
+}
+
+/* Compile (or fetch from the cache) every job of a batch. */
+static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
+{
+    kevo_compile_job *jobs = calloc((size_t)n, sizeof *jobs);
+    if (!jobs)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        kevo_binary_row b;
+        kevo_binary_row_init(&b);
+        if (kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
+            tn_job_from_row(&w[i].job, &b);
+        kevo_binary_row_release(&b);
+        jobs[i] = w[i].job;
+    }
+    kevo_status st = kevo_compile_run(jobs, n, e->jobs, e->compile_timeout, err);
+    for (int i = 0; i < n; i++)
+        w[i].job = jobs[i];
+    free(jobs);
+    for (int i = 0; i < n && !st; i++) {
+        st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
+        if (!st)
+            st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
+    }
+    return st;
+}
+
+/* Render, plan and key one candidate. */
+static kevo_status tn_prepare(tn_env *e, int family, const kevo_config *cfg, tn_work *w, kevo_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->family = family;
+    w->space = e->spaces[family];
+    w->cfg = *cfg;
+    kv_buf_init(&w->source);
+    kevo_status st = kevo_space_render(w->space, cfg, e->dt, e->abi, &w->source, err);
+    if (!st)
+        st = kevo_space_plan(w->space, &e->shape, &e->lim, e->dt, cfg, &w->plan, err);
+    if (!st)
+        st = kevo_compile_job_init(&w->job, w->space->source_name, w->source.data, e->arch, err);
+    if (st)
+        return st;
+    const void *bufs[] = {w->source.data};
+    size_t lens[] = {w->source.len};
+    kv_sha256_hex(bufs, lens, 1, w->source_hash);
+    kevo_compile_key(&w->job);
+    return KEVO_OK;
+}
+
+static void tn_work_release(tn_work *w)
+{
+    kv_buf_release(&w->source);
+    kevo_compile_job_release(&w->job);
+}
+
+/* The op's reference module for the dtype, through the cache. */
+static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
+{
+    memset(w, 0, sizeof *w);
+    kv_buf_init(&w->source);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", e->kernels_dir, e->op->ref_source);
+    char *text = NULL;
+    kevo_status st = kv_read_file(path, &text, NULL, err);
+    if (st)
+        return st;
+    kv_buf_printf(&w->source, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s", e->dt == KEVO_DTYPE_BF16, e->abi,
+                  e->op->ref_source, text);
+    free(text);
+    if (!w->source.data)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if ((st = kevo_compile_job_init(&w->job, e->op->ref_source, w->source.data, e->arch, err)))
+        return st;
+    const void *bufs[] = {w->source.data};
+    size_t lens[] = {w->source.len};
+    kv_sha256_hex(bufs, lens, 1, w->source_hash);
+    kevo_compile_key(&w->job);
+    if ((st = tn_compile(e, w, 1, err)))
+        return st;
+    if (w->job.fail != KEVO_FAIL_NONE)
+        return kevo_err_set(err, KEVO_ERR_NVRTC, "the reference module '%s' did not compile for %s: %.400s",
+                            e->op->ref_source, e->arch, w->job.log ? w->job.log : "");
+    return KEVO_OK;
+}
+
+/* Start the GPU worker with the reference module; fills e->info. */
+static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int warmup, int reps, double timeout,
+                                uint64_t seed, bool baseline, bool ceilings, kevo_err *err)
+{
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    gc.op = e->op;
+    gc.shape = e->shape;
+    gc.dtype = e->dt;
+    gc.device = device;
+    gc.warmup = warmup;
+    gc.reps = reps;
+    gc.timeout_s = timeout;
+    gc.seed = seed;
+    gc.baseline = baseline;
+    gc.ceilings = ceilings;
+    gc.ref_cubin = ref->job.cubin;
+    gc.ref_cubin_size = ref->job.cubin_size;
+    kevo_status st = kevo_gpu_start(&gc, &e->gpu, &e->info, err);
+    if (st)
+        return st;
+    /* the device's own limits replace the arch table's */
+    e->lim.num_sms = e->info.sm_count;
+    if (e->info.max_smem_optin > 0)
+        e->lim.max_smem = e->info.max_smem_optin;
+    int sm = e->info.cc_major * 10 + e->info.cc_minor;
+    if (sm < e->lim.sm)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s (compute capability %d.%d) cannot run code for %s",
+                            e->info.name, e->info.cc_major, e->info.cc_minor, e->arch);
+    return KEVO_OK;
+}
+
+/* ---- progress output ---- */
+
+typedef struct tn_progress {
+    int mode; /* 0 quiet, 1 lines, 2 lines + live bar */
+    int64_t budget;
+    double t0;
+    bool bar_drawn;
+} tn_progress;
+
+static void tn_bar_clear(tn_progress *p)
+{
+    if (p->bar_drawn) {
+        fputs("\r\033[K", stdout);
+        p->bar_drawn = false;
+    }
+}
+
+static void tn_bar(tn_progress *p, int64_t done, double best, const char *what)
+{
+    if (p->mode < 2)
+        return;
+    tn_bar_clear(p);
+    int width = 30, fill = p->budget > 0 ? (int)(width * done / p->budget) : 0;
+    char bar[40];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    int secs = (int)(kv_now() - p->t0);
+    printf("[%s] %lld/%lld", bar, (long long)done, (long long)p->budget);
+    if (best > 0)
+        printf("  best %.2fx", best);
+    printf("  %d:%02d  %s", secs / 60, secs % 60, what);
+    fflush(stdout);
+    p->bar_drawn = true;
+}
+
+static void tn_line(tn_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tn_line(tn_progress *p, const char *fmt, ...)
+{
+    if (p->mode < 1)
+        return;
+    tn_bar_clear(p);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+/* First line of a log, for one-line messages. */
+static void tn_first_line(const char *s, char *out, size_t n)
+{
+    if (!s) {
+        snprintf(out, n, "(no message)");
+        return;
+    }
+    /* skip ptxas info lines; NVRTC errors carry "error" */
+    const char *e = strstr(s, "error");
+    const char *start = s;
+    if (e) {
+        while (e > s && e[-1] != '\n')
+            e--;
+        start = e;
+    }
+    size_t len = strcspn(start, "\n");
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, start, len);
+    out[len] = '\0';
+}
+
+/* ---- tune ---- */
+
+/* Evaluate one prepared candidate and store its row (one transaction). */
+static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool compile_only, uint64_t seed,
+                                 unsigned maps, double *fitness, kevo_cand_row *row, kevo_err *err)
+{
+    row->regs = w->job.regs;
+    row->spill_bytes = w->job.spill_bytes;
+    row->smem_static = w->job.smem_static;
+    int smem_dyn = 0;
+    for (int i = 0; i < w->plan.nlaunches; i++)
+        if ((int)w->plan.launches[i].smem > smem_dyn)
+            smem_dyn = (int)w->plan.launches[i].smem;
+    row->smem_dynamic = smem_dyn;
+    row->compile_s = w->job.seconds;
+    snprintf(row->binary_key, sizeof row->binary_key, "%s", w->job.key);
+    *fitness = 0.0;
+    if (w->job.fail != KEVO_FAIL_NONE) {
+        char line[300];
+        tn_first_line(w->job.log, line, sizeof line);
+        snprintf(row->status, sizeof row->status, "failed");
+        snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(w->job.fail));
+        row->fail_msg = kv_strdup(line);
+    } else if (compile_only) {
+        snprintf(row->status, sizeof row->status, "compiled");
+        *fitness = NAN;
+    } else {
+        kevo_gpu_request rq;
+        memset(&rq, 0, sizeof rq);
+        rq.candidate_id = w->cand_id;
+        rq.cubin = w->job.cubin;
+        rq.cubin_size = w->job.cubin_size;
+        rq.plan = w->plan;
+        rq.maps = maps;
+        rq.time = true;
+        rq.seed = seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull;
+        kevo_gpu_result res;
+        kevo_status st = kevo_gpu_eval(e->gpu, &rq, &res, err);
+        if (st)
+            return st;
+        row->checks = res.checks;
+        row->rel_err = res.checks ? res.rel_err : NAN;
+        row->max_abs_err = res.checks ? res.max_abs_err : NAN;
+        if (res.fail != KEVO_FAIL_NONE) {
+            snprintf(row->status, sizeof row->status, "failed");
+            snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(res.fail));
+            row->fail_msg = kv_strdup(res.msg);
+            row->speedup = 0.0;
+        } else {
+            snprintf(row->status, sizeof row->status, "ok");
+            row->median_ms = res.median_ms;
+            row->min_ms = res.min_ms;
+            row->speedup = run->baseline_ms / res.median_ms;
+            row->tflops = run->flops / (res.median_ms * 1e-3) / 1e12;
+            *fitness = row->speedup;
+        }
+    }
+    return kevo_db_cand_update(e->db, row, err);
+}
+
+kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
+{
+    *run_id = 0;
+    if (o->budget < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
+    if (o->jobs < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--jobs must be at least 1");
+    if (o->reps < 1 || o->reps > 1000 || o->warmup < 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--reps must be 1..1000 and --warmup non-negative");
+    const kevo_policy *policy = kevo_policy_find(o->policy);
+    if (!policy) {
+        int n;
+        const kevo_policy *const *all = kevo_policy_list(&n);
+        kv_buf names;
+        kv_buf_init(&names);
+        for (int i = 0; i < n; i++)
+            kv_buf_printf(&names, "%s%s", i ? ", " : "", all[i]->name);
+        kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s' (known: %s)", o->policy, names.data);
+        kv_buf_release(&names);
+        return KEVO_ERR_NOT_FOUND;
+    }
+    tn_env e;
+    kevo_status st = tn_env_open(&e, o->op, o->shape, o->dtype, o->arch, o->data_dir, err);
+    if (!st)
+        st = tn_select_families(&e, o->families, o->progress == 0, err);
+    if (!st)
+        st = kevo_db_open(o->db_path, true, &e.db, err);
+    if (st) {
+        tn_env_release(&e);
+        return st;
+    }
+    e.jobs = o->jobs;
+    e.compile_timeout = o->compile_timeout;
+
+    tn_progress prog = {.mode = o->progress, .budget = o->budget, .t0 = kv_now()};
+    tn_work ref;
+    memset(&ref, 0, sizeof ref);
+    if (!o->compile_only) {
+        tn_line(&prog, "kevo: compiling the %s reference module for %s", e.op->name, e.arch);
+        st = tn_ref_module(&e, &ref, err);
+        if (!st) {
+            tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
+            st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, true, true, err);
+        }
+        if (st) {
+            tn_work_release(&ref);
+            tn_env_release(&e);
+            return st;
+        }
+    }
+
+    kevo_run_row run;
+    kevo_run_row_init(&run);
+    snprintf(run.op, sizeof run.op, "%s", e.op->name);
+    snprintf(run.shape, sizeof run.shape, "%s", e.shape_txt);
+    snprintf(run.dtype, sizeof run.dtype, "%s", kevo_dtype_name(e.dt));
+    snprintf(run.arch, sizeof run.arch, "%s", e.arch);
+    snprintf(run.policy, sizeof run.policy, "%s", policy->name);
+    kv_buf fams;
+    kv_buf_init(&fams);
+    for (int i = 0; i < e.nspaces; i++)
+        kv_buf_printf(&fams, "%s%s", i ? "," : "", e.spaces[i]->family);
+    snprintf(run.families, sizeof run.families, "%s", fams.data ? fams.data : "");
+    kv_buf_release(&fams);
+    run.seed = (int64_t)o->seed;
+    run.budget = o->budget;
+    run.compile_only = o->compile_only;
+    snprintf(run.status, sizeof run.status, "running");
+    run.flops = e.op->flops(&e.shape);
+    run.bytes = e.op->bytes(&e.shape, e.dt);
+    run.pid = (int64_t)getpid();
+    if (!o->compile_only) {
+        snprintf(run.device, sizeof run.device, "%s", e.info.name);
+        run.driver_version = e.info.driver_version;
+        run.sm_count = e.info.sm_count;
+        run.sm_clock_mhz = e.info.sm_clock_mhz;
+        run.mem_clock_mhz = e.info.mem_clock_mhz;
+        run.baseline_ms = e.info.baseline_ms;
+        run.baseline_bcast_ms = e.info.baseline_bcast_ms;
+        run.peak_tflops = e.info.peak_tflops;
+        run.copy_tbps = e.info.copy_tbps;
+    }
+    st = kevo_db_run_insert(e.db, &run, err);
+    if (st) {
+        tn_work_release(&ref);
+        tn_env_release(&e);
+        return st;
+    }
+    *run_id = run.id;
+    tn_line(&prog, "run %lld: %s %s %s %s, policy %s, budget %lld, seed %llu, families %s%s", (long long)run.id,
+            run.op, run.shape, run.dtype, run.arch, run.policy, (long long)run.budget, (unsigned long long)o->seed,
+            run.families, o->compile_only ? ", compile-only" : "");
+    if (!o->compile_only)
+        tn_line(&prog,
+                "device %s (%d SMs, driver %d); stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
+                "cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s",
+                e.info.name, e.info.sm_count, e.info.driver_version, e.info.baseline_ms, e.info.baseline_bcast_ms,
+                e.info.peak_tflops, e.info.copy_tbps);
+
+    kevo_search s;
+    st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, o->seed, err);
+    int64_t done = 0;
+    double best = 0;
+    const char *stop = "budget";
+    int batch_cap = o->compile_only ? 2 * o->jobs : (o->jobs > 4 ? o->jobs : 4);
+    kevo_proposal *props = calloc((size_t)batch_cap, sizeof *props);
+    tn_work *works = calloc((size_t)batch_cap, sizeof *works);
+    if (!st && (!props || !works))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    while (!st && done < o->budget) {
+        int want = (int)(o->budget - done < batch_cap ? o->budget - done : batch_cap);
+        int n = policy->propose(&s, props, want);
+        if (n == 0) {
+            stop = "exhausted";
+            break;
+        }
+        /* prepare and register every proposal before compiling the batch */
+        int ready = 0;
+        for (int i = 0; i < n && !st; i++) {
+            tn_work *w = &works[ready];
+            st = tn_prepare(&e, props[i].family, &props[i].cfg, w, err);
+            if (st)
+                break;
+            w->node = kevo_search_add(&s, &props[i]);
+            if (w->node < 0) {
+                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+                tn_work_release(w);
+                break;
+            }
+            kevo_cand_row row;
+            kevo_cand_row_init(&row);
+            row.run_id = run.id;
+            row.seq = done + ready + 1;
+            snprintf(row.family, sizeof row.family, "%s", w->space->family);
+            kv_buf pj, plj;
+            kv_buf_init(&pj);
+            kv_buf_init(&plj);
+            kevo_config_json(w->space, &w->cfg, &pj);
+            kevo_plan_json(&w->plan, &plj);
+            row.params = kv_buf_take(&pj);
+            row.plan = kv_buf_take(&plj);
+            snprintf(row.source_hash, sizeof row.source_hash, "%s", w->source_hash);
+            snprintf(row.status, sizeof row.status, "pending");
+            st = kevo_db_cand_insert(e.db, &row, err);
+            w->cand_id = row.id;
+            s.nodes[w->node].cand_id = row.id;
+            kevo_cand_row_release(&row);
+            if (!st && props[i].parent >= 0)
+                st = kevo_db_edge_insert(e.db, run.id, s.nodes[props[i].parent].cand_id, w->cand_id, props[i].op,
+                                         err);
+            ready++;
+        }
+        if (!st) {
+            char what[64];
+            snprintf(what, sizeof what, "compiling %d", ready);
+            tn_bar(&prog, done, best, what);
+            st = tn_compile(&e, works, ready, err);
+        }
+        for (int i = 0; i < ready && !st; i++) {
+            tn_work *w = &works[i];
+            tn_bar(&prog, done, best, o->compile_only ? "storing" : "verifying and timing");
+            kevo_cand_row row;
+            st = kevo_db_cand_get(e.db, w->cand_id, &row, err);
+            double fit = 0;
+            if (!st) {
+                st = kevo_db_begin(e.db, err);
+                if (!st)
+                    st = tn_finish_one(&e, &run, w, o->compile_only, o->seed, o->maps, &fit, &row, err);
+                if (!st)
+                    st = kevo_db_commit(e.db, err);
+                else
+                    kevo_db_rollback(e.db);
+            }
+            if (st) {
+                kevo_cand_row_release(&row);
+                break;
+            }
+            kevo_search_observe(&s, w->node, fit);
+            done++;
+            if (!isnan(fit) && fit > best)
+                best = fit;
+            char cfgs[256];
+            kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
+            const kevo_node *nd = &s.nodes[w->node];
+            char from[48] = "";
+            if (nd->parent >= 0)
+                snprintf(from, sizeof from, " <-%s #%lld", nd->op, (long long)s.nodes[nd->parent].cand_id);
+            if (strcmp(row.status, "failed") == 0)
+                tn_line(&prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s", (long long)done, (long long)o->budget,
+                        (long long)w->cand_id, w->space->family, cfgs, from, row.fail,
+                        row.fail_msg ? row.fail_msg : "");
+            else if (o->compile_only)
+                tn_line(&prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem",
+                        (long long)done, (long long)o->budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                        w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
+                        row.smem_dynamic / 1024);
+            else
+                tn_line(&prog, "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx %6.1f TFLOP/s rel %.1e | best %.2fx",
+                        (long long)done, (long long)o->budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                        row.median_ms, row.speedup, row.tflops, row.rel_err, best);
+            kevo_cand_row_release(&row);
+        }
+        for (int i = 0; i < ready; i++)
+            tn_work_release(&works[i]);
+    }
+    tn_bar_clear(&prog);
+    free(props);
+    free(works);
+    kevo_search_release(&s);
+
+    snprintf(run.status, sizeof run.status, "%s", st ? "failed" : "done");
+    snprintf(run.stop_reason, sizeof run.stop_reason, "%s", st ? "error" : stop);
+    kv_utc_iso(run.finished_at);
+    kevo_err err2;
+    kevo_status st2 = kevo_db_run_update(e.db, &run, &err2);
+    if (!st && st2) {
+        st = st2;
+        *err = err2;
+    }
+    if (!st) {
+        int evaluated, compiled, failed, ok;
+        kevo_db_run_counts(e.db, run.id, &evaluated, &compiled, &failed, &ok, NULL);
+        tn_line(&prog, "run %lld %s (%s): %d candidates, %d compiled, %d verified, %d failed", (long long)run.id,
+                run.status, run.stop_reason, evaluated, compiled, ok, failed);
+        kevo_cand_row b;
+        if (!o->compile_only && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
+            tn_line(&prog, "best #%lld %s %s: %.4f ms, %.2fx the stage-0 baseline (%.3f ms), %.1f TFLOP/s",
+                    (long long)b.id, b.family, b.params, b.median_ms, b.speedup, run.baseline_ms, b.tflops);
+            kevo_cand_row_release(&b);
+        }
+    }
+    tn_work_release(&ref);
+    tn_env_release(&e);
+    return st;
+}
+
+/* ---- verify ---- */
+
+/* The candidate to verify: explicit id, else the best of run_id, else of the last run. */
+static kevo_status tn_pick_candidate(kevo_db *db, const kevo_verify_opts *o, kevo_cand_row *c, kevo_err *err)
+{
+    if (o->candidate_id > 0)
+        return kevo_db_cand_get(db, o->candidate_id, c, err);
+    int64_t run = o->run_id;
+    if (run <= 0) {
+        int64_t *ids = NULL;
+        int n = 0;
+        kevo_status st = kevo_db_run_ids(db, &ids, &n, err);
+        if (st)
+            return st;
+        run = n > 0 ? ids[n - 1] : 0;
+        free(ids);
+        if (run <= 0)
+            return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "'%s' holds no run", o->db_path);
+    }
+    kevo_status st = kevo_db_cand_best(db, run, c, err);
+    if (st == KEVO_ERR_NOT_FOUND)
+        kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld has no verified candidate", (long long)run);
+    return st;
+}
+
+kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
+{
+    *passed = false;
+    kevo_db *db = NULL;
+    kevo_status st = kevo_db_open(o->db_path, false, &db, err);
+    if (st)
+        return st;
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    kevo_run_row run;
+    st = tn_pick_candidate(db, o, &c, err);
+    if (!st)
+        st = kevo_db_run_get(db, c.run_id, &run, err);
+    kevo_db_close(db);
+    if (st) {
+        kevo_cand_row_release(&c);
+        return st;
+    }
+    tn_env e;
+    st = tn_env_open(&e, run.op, o->shape ? o->shape : run.shape, o->dtype ? o->dtype : run.dtype,
+                     o->arch ? o->arch : run.arch, o->data_dir, err);
+    if (!st)
+        st = tn_select_families(&e, c.family, true, err);
+    if (!st)
+        st = kevo_db_open(o->db_path, false, &e.db, err);
+    kevo_config cfg;
+    if (!st)
+        st = kevo_config_parse_json(e.spaces[0], c.params, &cfg, err);
+    tn_work ref, w;
+    memset(&ref, 0, sizeof ref);
+    memset(&w, 0, sizeof w);
+    e.jobs = 2;
+    e.compile_timeout = o->compile_timeout;
+    if (!st)
+        st = tn_ref_module(&e, &ref, err);
+    if (!st)
+        st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, false, err);
+    char why[256];
+    if (!st && kevo_space_check(e.spaces[0], &e.shape, &e.lim, e.dt, &cfg, why, sizeof why) != 1)
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s %s) is not valid at %s: %s",
+                          (long long)c.id, c.family, c.params, e.shape_txt, why);
+    if (!st)
+        st = tn_prepare(&e, 0, &cfg, &w, err);
+    if (!st)
+        st = tn_compile(&e, &w, 1, err);
+    if (!st && w.job.fail != KEVO_FAIL_NONE) {
+        char line[300];
+        tn_first_line(w.job.log, line, sizeof line);
+        st = kevo_err_set(err, KEVO_ERR_NVRTC, "candidate %lld does not compile for %s %s: %s", (long long)c.id,
+                          e.arch, kevo_dtype_name(e.dt), line);
+    }
+    kevo_gpu_result res;
+    if (!st) {
+        kevo_gpu_request rq;
+        memset(&rq, 0, sizeof rq);
+        rq.candidate_id = c.id;
+        rq.cubin = w.job.cubin;
+        rq.cubin_size = w.job.cubin_size;
+        rq.plan = w.plan;
+        rq.maps = o->maps;
+        rq.time = o->time;
+        rq.seed = o->seed;
+        st = kevo_gpu_eval(e.gpu, &rq, &res, err);
+    }
+    if (!st) {
+        kv_buf maps;
+        kv_buf_init(&maps);
+        for (int k = 0; k < 3; k++)
+            if (o->maps & (1u << k))
+                kv_buf_printf(&maps, "%s%s", maps.len ? "," : "", kevo_map_name((kevo_map_kind)k));
+        double rel_bound, rtol;
+        kevo_tolerance(e.dt, &rel_bound, &rtol);
+        *passed = res.fail == KEVO_FAIL_NONE;
+        printf("verify #%lld %s %s\n  at %s %s %s, maps %s: %s", (long long)c.id, c.family, c.params, e.shape_txt,
+               kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", *passed ? "ok" : "FAILED");
+        if (*passed)
+            printf(", %d checks, rel_err %.2e (bound %.1e), max |d| %.3e\n", res.checks, res.rel_err, rel_bound,
+                   res.max_abs_err);
+        else
+            printf(" %s: %s\n", kevo_fail_name(res.fail), res.msg);
+        if (*passed && o->time) {
+            double fl = e.op->flops(&e.shape);
+            printf("  device %s: %.4f ms, %.1f TFLOP/s; stage-0 baseline %.4f ms -> speedup %.2fx\n", e.info.name,
+                   res.median_ms, fl / (res.median_ms * 1e-3) / 1e12, e.info.baseline_ms,
+                   e.info.baseline_ms / res.median_ms);
+        }
+        /* keep the figure with the candidate */
+        char name[400];
+        snprintf(name, sizeof name, "verify %s %s %s %s rel_err", e.shape_txt, kevo_dtype_name(e.dt), e.arch,
+                 maps.data ? maps.data : "");
+        kevo_db_measure_put(e.db, c.id, name, *passed ? res.rel_err : NAN, NULL);
+        if (*passed && o->time) {
+            snprintf(name, sizeof name, "verify %s %s %s speedup", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
+            kevo_db_measure_put(e.db, c.id, name, e.info.baseline_ms / res.median_ms, NULL);
+        }
+        kv_buf_release(&maps);
+    }
+    tn_work_release(&w);
+    tn_work_release(&ref);
+    tn_env_release(&e);
+    kevo_cand_row_release(&c);
+    return st;
+}

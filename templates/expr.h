@@ -1,0 +1,61 @@
+/* expr.h — integer expressions over named symbols, used by template space
+ * files for constraints, derived values and launch plans.
+ *
+ * Grammar (C precedence and semantics on int64):
+ *   expr    := cond
+ *   cond    := or ( '?' expr ':' cond )?
+ *   or      := and ( '||' and )*          and := cmp ( '&&' cmp )*
+ *   cmp     := add ( ('=='|'!='|'<'|'<='|'>'|'>=') add )*
+ *   add     := mul ( ('+'|'-') mul )*      mul := unary ( ('*'|'/'|'%') unary )*
+ *   unary   := ('-'|'!'|'+') unary | primary
+ *   primary := INT | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
+ * Functions: cdiv(a,b) (ceil division), min, max (2 or more args),
+ * round_up(a,b), log2(a) (floor; a > 0), is_pow2(a).
+ * Errors (division by zero, overflow, unknown symbol or function, bad syntax,
+ * nesting deeper than 64, text longer than 4096) are reported, never crash.
+ */
+#ifndef KEVO_EXPR_H
+#define KEVO_EXPR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kevo.h"
+
+#define KEVO_SYM_NAME_MAX 32
+#define KEVO_SYMS_MAX 96
+
+/* A set of named int64 values: shape symbols, template parameters, derived
+ * values, device limits.  Plain value type; copy freely. */
+typedef struct kevo_syms {
+    int n;
+    char name[KEVO_SYMS_MAX][KEVO_SYM_NAME_MAX];
+    int64_t value[KEVO_SYMS_MAX];
+} kevo_syms;
+
+void kevo_syms_init(kevo_syms *s);
+/* Add or replace.  Errors: KEVO_ERR_ARG (name empty or too long), KEVO_ERR_NOMEM (full). */
+kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value);
+/* True and *value set when name is bound. */
+bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value);
+
+/* A parsed expression; opaque. */
+typedef struct kevo_expr kevo_expr;
+
+/* Parse text.  On success *out owns a tree the caller frees with
+ * kevo_expr_free().  Errors: KEVO_ERR_PARSE with the position in err. */
+kevo_status kevo_expr_parse(const char *text, kevo_expr **out, kevo_err *err);
+
+/* Evaluate against syms.  Errors: KEVO_ERR_ARG (unknown symbol, division by
+ * zero, overflow, bad function arity or domain), message names the cause. */
+kevo_status kevo_expr_eval(const kevo_expr *e, const kevo_syms *syms, int64_t *out, kevo_err *err);
+
+/* The text the expression was parsed from (owned by e). */
+const char *kevo_expr_text(const kevo_expr *e);
+
+void kevo_expr_free(kevo_expr *e);
+
+/* Parse and evaluate in one call. */
+kevo_status kevo_expr_eval_text(const char *text, const kevo_syms *syms, int64_t *out, kevo_err *err);
+
+#endif /* KEVO_EXPR_H */

@@ -1,0 +1,735 @@
+/* space.c — load template families (space file + CUDA source), bind and check
+ * configurations, evaluate launch plans, render sources. */
+#define _POSIX_C_SOURCE 200809L
+#include "templates/space.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Device limits per arch, for runs that have no device to ask (compile-only).
+ * num_sms are the data-center parts' counts (A100, H100 SXM, B200). */
+static const struct {
+    const char *arch;
+    kevo_limits lim;
+} sp_arch_table[] = {
+    {"sm_80", {80, 108, 166912, 255}},  {"sm_86", {86, 84, 101376, 255}},   {"sm_89", {89, 128, 101376, 255}},
+    {"sm_90", {90, 132, 232448, 255}},  {"sm_90a", {90, 132, 232448, 255}}, {"sm_100a", {100, 148, 232448, 255}},
+};
+
+kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *err)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++) {
+        if (strcmp(sp_arch_table[i].arch, arch) == 0) {
+            *out = sp_arch_table[i].lim;
+            return KEVO_OK;
+        }
+    }
+    kv_buf names;
+    kv_buf_init(&names);
+    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++)
+        kv_buf_printf(&names, "%s%s", i ? ", " : "", sp_arch_table[i].arch);
+    kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown arch '%s' (known: %s)", arch, names.data ? names.data : "");
+    kv_buf_release(&names);
+    return KEVO_ERR_NOT_FOUND;
+}
+
+/* Expression from a JSON number or string; field names the place for errors. */
+static kevo_status sp_expr(const cJSON *j, const char *path, const char *field, kevo_expr **out, kevo_err *err)
+{
+    char num[64];
+    const char *text = NULL;
+    if (cJSON_IsNumber(j)) {
+        snprintf(num, sizeof num, "%lld", (long long)j->valuedouble);
+        text = num;
+    } else if (cJSON_IsString(j)) {
+        text = j->valuestring;
+    } else {
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s must be a number or an expression string", path, field);
+    }
+    kevo_status s = kevo_expr_parse(text, out, err);
+    if (s)
+        kevo_err_prefix(err, "'%s': %s", path, field);
+    return s;
+}
+
+static kevo_status sp_copy_str(const cJSON *obj, const char *key, char *dst, size_t n, bool required,
+                               const char *path, kevo_err *err)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!j) {
+        if (required)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': missing \"%s\"", path, key);
+        dst[0] = '\0';
+        return KEVO_OK;
+    }
+    if (!cJSON_IsString(j) || strlen(j->valuestring) >= n)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"%s\" must be a string shorter than %zu", path, key, n);
+    memcpy(dst, j->valuestring, strlen(j->valuestring) + 1);
+    return KEVO_OK;
+}
+
+static bool sp_is_ident(const char *s)
+{
+    if (!s || !*s || strlen(s) >= KEVO_SYM_NAME_MAX)
+        return false;
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    for (const char *p = s + 1; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
+    if (!cJSON_IsArray(params) || cJSON_GetArraySize(params) == 0)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"params\" must be a non-empty array", path);
+    if (cJSON_GetArraySize(params) > KEVO_MAX_PARAMS)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': more than %d params", path, KEVO_MAX_PARAMS);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, params)
+    {
+        kevo_param *kp = &s->params[s->nparams];
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
+        const cJSON *values = cJSON_GetObjectItemCaseSensitive(p, "values");
+        const cJSON *def = cJSON_GetObjectItemCaseSensitive(p, "default");
+        if (!cJSON_IsString(name) || !sp_is_ident(name->valuestring))
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param %d needs an identifier \"name\"", path,
+                                s->nparams + 1);
+        snprintf(kp->name, sizeof kp->name, "%s", name->valuestring);
+        if (kevo_space_param_index(s, kp->name) >= 0)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' given twice", path, kp->name);
+        if (!cJSON_IsArray(values) || cJSON_GetArraySize(values) == 0 ||
+            cJSON_GetArraySize(values) > KEVO_MAX_VALUES)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' needs 1..%d \"values\"", path, kp->name,
+                                KEVO_MAX_VALUES);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, values)
+        {
+            if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+                v->valuedouble < -1e15 || v->valuedouble > 1e15)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' values must be integers", path,
+                                    kp->name);
+            int64_t iv = (int64_t)v->valuedouble;
+            for (int i = 0; i < kp->nvalues; i++)
+                if (kp->values[i] == iv)
+                    return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' repeats value %lld", path, kp->name,
+                                        (long long)iv);
+            kp->values[kp->nvalues++] = iv;
+        }
+        kp->def = kp->values[0];
+        if (def) {
+            bool found = false;
+            if (cJSON_IsNumber(def))
+                for (int i = 0; i < kp->nvalues; i++)
+                    found |= kp->values[i] == (int64_t)def->valuedouble;
+            if (!found)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' default is not one of its values", path,
+                                    kp->name);
+            kp->def = (int64_t)def->valuedouble;
+        }
+        s->nparams++;
+    }
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *axes = cJSON_GetObjectItemCaseSensitive(root, "axes");
+    if (!axes)
+        return KEVO_OK;
+    if (!cJSON_IsObject(axes))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"axes\" must be an object", path);
+    const cJSON *a;
+    cJSON_ArrayForEach(a, axes)
+    {
+        if (s->naxes >= KEVO_MAX_AXES)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': more than %d axes", path, KEVO_MAX_AXES);
+        kevo_axis *ax = &s->axes[s->naxes];
+        if (!sp_is_ident(a->string) || !cJSON_IsArray(a) || cJSON_GetArraySize(a) == 0)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' must map a name to an array of params", path,
+                                a->string ? a->string : "");
+        snprintf(ax->op, sizeof ax->op, "%s", a->string);
+        const cJSON *pn;
+        cJSON_ArrayForEach(pn, a)
+        {
+            int idx = cJSON_IsString(pn) ? kevo_space_param_index(s, pn->valuestring) : -1;
+            if (idx < 0 || ax->nparams >= KEVO_MAX_PARAMS)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names an unknown param", path, ax->op);
+            ax->params[ax->nparams++] = idx;
+        }
+        s->naxes++;
+    }
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_rules(const cJSON *root, const char *key, kevo_rule *rules, int *n, const char *path,
+                                  kevo_err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!arr)
+        return KEVO_OK;
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > KEVO_MAX_RULES)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"%s\" must be an array of at most %d rules", path, key,
+                            KEVO_MAX_RULES);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, arr)
+    {
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(r, "why");
+        kevo_status st = sp_expr(cJSON_GetObjectItemCaseSensitive(r, "expr"), path, key, &rules[*n].expr, err);
+        if (st)
+            return st;
+        snprintf(rules[*n].why, sizeof rules[*n].why, "%s",
+                 cJSON_IsString(why) ? why->valuestring : kevo_expr_text(rules[*n].expr));
+        (*n)++;
+    }
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_lets(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *lets = cJSON_GetObjectItemCaseSensitive(root, "let");
+    if (!lets)
+        return KEVO_OK;
+    if (!cJSON_IsArray(lets) || cJSON_GetArraySize(lets) > KEVO_MAX_RULES)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"let\" must be an array of [name, expr] pairs", path);
+    const cJSON *l;
+    cJSON_ArrayForEach(l, lets)
+    {
+        const cJSON *name = cJSON_GetArrayItem(l, 0);
+        if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 2 || !cJSON_IsString(name) ||
+            !sp_is_ident(name->valuestring))
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"let\" entries must be [name, expr]", path);
+        kevo_let *kl = &s->lets[s->nlets];
+        snprintf(kl->name, sizeof kl->name, "%s", name->valuestring);
+        kevo_status st = sp_expr(cJSON_GetArrayItem(l, 1), path, kl->name, &kl->expr, err);
+        if (st)
+            return st;
+        s->nlets++;
+    }
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_dim3(const cJSON *l, const char *key, kevo_expr *out[3], const char *path,
+                                 kevo_err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(l, key);
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != 3)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': launch \"%s\" must be an array of 3", path, key);
+    for (int i = 0; i < 3; i++) {
+        kevo_status st = sp_expr(cJSON_GetArrayItem(arr, i), path, key, &out[i], err);
+        if (st)
+            return st;
+    }
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_launches(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(root, "launches");
+    if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) == 0 || cJSON_GetArraySize(ls) > KEVO_MAX_LAUNCHES)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"launches\" must be an array of 1..%d launches", path,
+                            KEVO_MAX_LAUNCHES);
+    const cJSON *l;
+    cJSON_ArrayForEach(l, ls)
+    {
+        kevo_launch_tpl *lt = &s->launches[s->nlaunches];
+        kevo_status st = sp_copy_str(l, "entry", lt->entry, sizeof lt->entry, true, path, err);
+        if (!st && !sp_is_ident(lt->entry))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': launch entry '%s' is not an identifier", path, lt->entry);
+        if (!st && cJSON_GetObjectItemCaseSensitive(l, "when"))
+            st = sp_expr(cJSON_GetObjectItemCaseSensitive(l, "when"), path, "when", &lt->when, err);
+        if (!st)
+            st = sp_parse_dim3(l, "grid", lt->grid, path, err);
+        if (!st)
+            st = sp_parse_dim3(l, "block", lt->block, path, err);
+        if (!st)
+            st = sp_expr(cJSON_GetObjectItemCaseSensitive(l, "smem"), path, "smem", &lt->smem, err);
+        s->nlaunches++; /* count it even when partial, so free releases what was parsed */
+        if (st)
+            return st;
+    }
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "archs");
+    if (!cJSON_IsArray(archs) || cJSON_GetArraySize(archs) == 0 || cJSON_GetArraySize(archs) > KEVO_MAX_ARCHS)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"archs\" must be an array of 1..%d names", path,
+                            KEVO_MAX_ARCHS);
+    const cJSON *a;
+    cJSON_ArrayForEach(a, archs)
+    {
+        if (!cJSON_IsString(a) || strlen(a->valuestring) >= sizeof s->archs[0])
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': bad arch name", path);
+        snprintf(s->archs[s->narchs++], sizeof s->archs[0], "%s", a->valuestring);
+    }
+    return KEVO_OK;
+}
+
+/* Parse a loaded JSON document into s (already zeroed, path set). */
+static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
+{
+    const char *path = s->path;
+    if (!cJSON_IsObject(root))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': not a JSON object", path);
+    kevo_status st;
+    char source[256];
+    if ((st = sp_copy_str(root, "family", s->family, sizeof s->family, true, path, err)) ||
+        (st = sp_copy_str(root, "op", s->op, sizeof s->op, true, path, err)) ||
+        (st = sp_copy_str(root, "description", s->description, sizeof s->description, false, path, err)) ||
+        (st = sp_copy_str(root, "source", source, sizeof source, true, path, err)))
+        return st;
+    if (!sp_is_ident(s->family))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': family '%s' is not an identifier", path, s->family);
+    if (strchr(source, '/') || source[0] == '.')
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': source '%s' must be a file beside the space file", path,
+                            source);
+    if ((st = sp_parse_archs(s, root, path, err)) || (st = sp_parse_params(s, root, path, err)) ||
+        (st = sp_parse_axes(s, root, path, err)) || (st = sp_parse_lets(s, root, path, err)) ||
+        (st = sp_parse_rules(root, "requires", s->requires, &s->nrequires, path, err)) ||
+        (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||
+        (st = sp_parse_launches(s, root, path, err)))
+        return st;
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_k");
+    if (pad && (st = sp_expr(pad, path, "pad_k", &s->pad_k, err)))
+        return st;
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workspace");
+    if (ws && (st = sp_expr(ws, path, "workspace", &s->workspace, err)))
+        return st;
+
+    char dir[PATH_MAX], full[PATH_MAX + 300];
+    kv_dirname(path, dir, sizeof dir);
+    snprintf(full, sizeof full, "%s/%s", dir, source);
+    s->source_name = kv_strdup(source);
+    if (!s->source_name)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    return kv_read_file(full, &s->source, NULL, err);
+}
+
+kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    kevo_status st = kv_read_file(json_path, &text, NULL, err);
+    if (st)
+        return st;
+    kevo_space *s = calloc(1, sizeof *s);
+    if (!s) {
+        free(text);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    s->path = kv_strdup(json_path);
+    cJSON *root = cJSON_Parse(text);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': malformed JSON near offset %ld", json_path,
+                          at ? (long)(at - text) : -1L);
+    } else {
+        st = s->path ? sp_parse(s, root, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    cJSON_Delete(root);
+    free(text);
+    if (st) {
+        kevo_space_free(s);
+        return st;
+    }
+    *out = s;
+    return KEVO_OK;
+}
+
+void kevo_space_free(kevo_space *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nlets; i++)
+        kevo_expr_free(s->lets[i].expr);
+    for (int i = 0; i < s->nrequires; i++)
+        kevo_expr_free(s->requires[i].expr);
+    for (int i = 0; i < s->nconstraints; i++)
+        kevo_expr_free(s->constraints[i].expr);
+    for (int i = 0; i < s->nlaunches; i++) {
+        kevo_launch_tpl *l = &s->launches[i];
+        kevo_expr_free(l->when);
+        kevo_expr_free(l->smem);
+        for (int d = 0; d < 3; d++) {
+            kevo_expr_free(l->grid[d]);
+            kevo_expr_free(l->block[d]);
+        }
+    }
+    kevo_expr_free(s->pad_k);
+    kevo_expr_free(s->workspace);
+    free(s->path);
+    free(s->source_name);
+    free(s->source);
+    free(s);
+}
+
+static int sp_cmp_family(const void *a, const void *b)
+{
+    const kevo_space *x = *(const kevo_space *const *)a, *y = *(const kevo_space *const *)b;
+    return strcmp(x->family, y->family);
+}
+
+kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***out, int *n, kevo_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to open template directory '%s'", dir);
+    kevo_space **arr = NULL;
+    int cnt = 0;
+    kevo_status st = KEVO_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0 || e->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        kevo_space *s = NULL;
+        if ((st = kevo_space_load(path, &s, err)))
+            break;
+        if (op && strcmp(s->op, op) != 0) {
+            kevo_space_free(s);
+            continue;
+        }
+        if (kevo_spaces_find(arr, cnt, s->family)) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' defined twice in '%s'", s->family, dir);
+            kevo_space_free(s);
+            break;
+        }
+        kevo_space **grown = realloc(arr, (size_t)(cnt + 1) * sizeof *arr);
+        if (!grown) {
+            kevo_space_free(s);
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        arr = grown;
+        arr[cnt++] = s;
+    }
+    closedir(d);
+    if (st) {
+        kevo_spaces_free(arr, cnt);
+        return st;
+    }
+    if (cnt > 1)
+        qsort(arr, (size_t)cnt, sizeof *arr, sp_cmp_family);
+    *out = arr;
+    *n = cnt;
+    return KEVO_OK;
+}
+
+void kevo_spaces_free(kevo_space **s, int n)
+{
+    for (int i = 0; i < n; i++)
+        kevo_space_free(s[i]);
+    free(s);
+}
+
+kevo_space *kevo_spaces_find(kevo_space **s, int n, const char *family)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s[i]->family, family) == 0)
+            return s[i];
+    return NULL;
+}
+
+int kevo_space_param_index(const kevo_space *s, const char *name)
+{
+    for (int i = 0; i < s->nparams; i++)
+        if (strcmp(s->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+bool kevo_space_has_arch(const kevo_space *s, const char *arch)
+{
+    for (int i = 0; i < s->narchs; i++)
+        if (strcmp(s->archs[i], arch) == 0)
+            return true;
+    return false;
+}
+
+void kevo_space_default(const kevo_space *s, kevo_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < s->nparams; i++)
+        cfg->v[i] = s->params[i].def;
+}
+
+/* Shape, limits and dtype: what `requires` sees. */
+static kevo_status sp_bind_base(const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt, kevo_syms *out)
+{
+    *out = *shape;
+    kevo_status st = KEVO_OK;
+    st = st ? st : kevo_syms_set(out, "sm", lim->sm);
+    st = st ? st : kevo_syms_set(out, "num_sms", lim->num_sms);
+    st = st ? st : kevo_syms_set(out, "max_smem", lim->max_smem);
+    st = st ? st : kevo_syms_set(out, "max_regs_per_thread", lim->max_regs);
+    st = st ? st : kevo_syms_set(out, "dtype_bytes", 2);
+    st = st ? st : kevo_syms_set(out, "dtype_bf16", dt == KEVO_DTYPE_BF16);
+    return st;
+}
+
+kevo_status kevo_space_bind(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                            const kevo_config *cfg, kevo_syms *out, kevo_err *err)
+{
+    if (sp_bind_base(shape, lim, dt, out))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols binding '%s'", s->family);
+    for (int i = 0; i < s->nparams; i++)
+        if (kevo_syms_set(out, s->params[i].name, cfg->v[i]))
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols binding '%s'", s->family);
+    for (int i = 0; i < s->nlets; i++) {
+        int64_t v;
+        kevo_status st = kevo_expr_eval(s->lets[i].expr, out, &v, err);
+        if (st) {
+            kevo_err_prefix(err, "%s: let %s", s->family, s->lets[i].name);
+            return st;
+        }
+        if (kevo_syms_set(out, s->lets[i].name, v))
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols binding '%s'", s->family);
+    }
+    return KEVO_OK;
+}
+
+kevo_status kevo_space_supports(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                                kevo_err *err)
+{
+    kevo_syms b;
+    if (sp_bind_base(shape, lim, dt, &b))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols");
+    for (int i = 0; i < s->nrequires; i++) {
+        int64_t v;
+        kevo_status st = kevo_expr_eval(s->requires[i].expr, &b, &v, err);
+        if (st) {
+            kevo_err_prefix(err, "%s: requires '%s'", s->family, kevo_expr_text(s->requires[i].expr));
+            return KEVO_ERR_UNSUPPORTED;
+        }
+        if (!v)
+            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "family '%s' does not support this shape: %s", s->family,
+                                s->requires[i].why);
+    }
+    return KEVO_OK;
+}
+
+int kevo_space_check(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                     const kevo_config *cfg, char *why, size_t whylen)
+{
+    kevo_err err;
+    kevo_syms b;
+    for (int i = 0; i < s->nparams; i++) {
+        bool in_domain = false;
+        for (int j = 0; j < s->params[i].nvalues; j++)
+            in_domain |= s->params[i].values[j] == cfg->v[i];
+        if (!in_domain) {
+            snprintf(why, whylen, "%s=%lld is not in its domain", s->params[i].name, (long long)cfg->v[i]);
+            return 0;
+        }
+    }
+    if (kevo_space_bind(s, shape, lim, dt, cfg, &b, &err)) {
+        snprintf(why, whylen, "%s", err.msg);
+        return -1;
+    }
+    for (int i = 0; i < s->nconstraints; i++) {
+        int64_t v;
+        if (kevo_expr_eval(s->constraints[i].expr, &b, &v, &err)) {
+            snprintf(why, whylen, "%s", err.msg);
+            return -1;
+        }
+        if (!v) {
+            snprintf(why, whylen, "%s", s->constraints[i].why);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Evaluate e as a launch dimension in [lo, hi]. */
+static kevo_status sp_eval_dim(const kevo_expr *e, const kevo_syms *b, int64_t lo, int64_t hi, const char *what,
+                               const char *entry, uint32_t *out, kevo_err *err)
+{
+    int64_t v;
+    kevo_status st = kevo_expr_eval(e, b, &v, err);
+    if (st) {
+        kevo_err_prefix(err, "launch '%s' %s", entry, what);
+        return st;
+    }
+    if (v < lo || v > hi)
+        return kevo_err_set(err, KEVO_ERR_ARG, "launch '%s' %s = %lld outside [%lld, %lld]", entry, what,
+                            (long long)v, (long long)lo, (long long)hi);
+    *out = (uint32_t)v;
+    return KEVO_OK;
+}
+
+kevo_status kevo_space_plan(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                            const kevo_config *cfg, kevo_plan *plan, kevo_err *err)
+{
+    memset(plan, 0, sizeof *plan);
+    kevo_syms b;
+    kevo_status st = kevo_space_bind(s, shape, lim, dt, cfg, &b, err);
+    if (st)
+        return st;
+    static const int64_t grid_max[3] = {2147483647LL, 65535, 65535};
+    static const int64_t block_max[3] = {1024, 1024, 64};
+    for (int i = 0; i < s->nlaunches; i++) {
+        const kevo_launch_tpl *lt = &s->launches[i];
+        if (lt->when) {
+            int64_t w;
+            if ((st = kevo_expr_eval(lt->when, &b, &w, err)))
+                return st;
+            if (!w)
+                continue;
+        }
+        kevo_launch *l = &plan->launches[plan->nlaunches++];
+        snprintf(l->entry, sizeof l->entry, "%s", lt->entry);
+        for (int d = 0; d < 3; d++) {
+            if ((st = sp_eval_dim(lt->grid[d], &b, 1, grid_max[d], "grid", lt->entry, &l->grid[d], err)) ||
+                (st = sp_eval_dim(lt->block[d], &b, 1, block_max[d], "block", lt->entry, &l->block[d], err)))
+                return st;
+        }
+        if ((uint64_t)l->block[0] * l->block[1] * l->block[2] > 1024)
+            return kevo_err_set(err, KEVO_ERR_ARG, "launch '%s' block over 1024 threads", lt->entry);
+        if ((st = sp_eval_dim(lt->smem, &b, 0, 1 << 30, "smem", lt->entry, &l->smem, err)))
+            return st;
+    }
+    if (plan->nlaunches == 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "family '%s': no launch applies to this configuration", s->family);
+    int64_t v = 0;
+    if (s->pad_k && (st = kevo_expr_eval(s->pad_k, &b, &v, err)))
+        return st;
+    plan->pad_k = v != 0;
+    v = 0;
+    if (s->workspace && (st = kevo_expr_eval(s->workspace, &b, &v, err)))
+        return st;
+    if (v < 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "family '%s': negative workspace", s->family);
+    plan->workspace_bytes = (uint64_t)v;
+    return KEVO_OK;
+}
+
+kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_dtype dt, const char *abi_header,
+                              kv_buf *src, kevo_err *err)
+{
+    kevo_status st = kv_buf_printf(src, "// kevo: family %s, generated from %s; do not edit\n", s->family,
+                                   s->source_name);
+    for (int i = 0; i < s->nparams && !st; i++)
+        st = kv_buf_printf(src, "#define %s %lld\n", s->params[i].name, (long long)cfg->v[i]);
+    if (!st)
+        st = kv_buf_printf(src, "#define DTYPE_BF16 %d\n", dt == KEVO_DTYPE_BF16);
+    if (!st && abi_header)
+        st = kv_buf_printf(src, "%s\n", abi_header);
+    if (!st)
+        st = kv_buf_printf(src, "#line 1 \"%s\"\n%s", s->source_name, s->source);
+    if (st)
+        return kevo_err_set(err, st, "out of memory rendering '%s'", s->family);
+    return KEVO_OK;
+}
+
+kevo_status kevo_config_json(const kevo_space *s, const kevo_config *cfg, kv_buf *out)
+{
+    kevo_status st = kv_buf_puts(out, "{");
+    for (int i = 0; i < s->nparams && !st; i++)
+        st = kv_buf_printf(out, "%s\"%s\":%lld", i ? "," : "", s->params[i].name, (long long)cfg->v[i]);
+    return st ? st : kv_buf_puts(out, "}");
+}
+
+kevo_status kevo_config_parse_json(const kevo_space *s, const char *json, kevo_config *cfg, kevo_err *err)
+{
+    cJSON *root = cJSON_Parse(json);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return kevo_err_set(err, KEVO_ERR_PARSE, "params of family '%s' are not a JSON object", s->family);
+    }
+    memset(cfg, 0, sizeof *cfg);
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < s->nparams; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, s->params[i].name);
+        if (!cJSON_IsNumber(v)) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "params of family '%s' lack '%s'", s->family, s->params[i].name);
+            break;
+        }
+        cfg->v[i] = (int64_t)v->valuedouble;
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+void kevo_config_str(const kevo_space *s, const kevo_config *cfg, char *out, size_t n)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < s->nparams && used < n; i++) {
+        int w = snprintf(out + used, n - used, "%s%s=%lld", i ? " " : "", s->params[i].name, (long long)cfg->v[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+kevo_status kevo_plan_json(const kevo_plan *p, kv_buf *out)
+{
+    kevo_status st = kv_buf_printf(out, "{\"workspace_bytes\":%llu,\"pad_k\":%d,\"launches\":[",
+                                   (unsigned long long)p->workspace_bytes, p->pad_k);
+    for (int i = 0; i < p->nlaunches && !st; i++) {
+        const kevo_launch *l = &p->launches[i];
+        st = kv_buf_printf(out, "%s{\"entry\":\"%s\",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u}",
+                           i ? "," : "", l->entry, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                           l->block[2], l->smem);
+    }
+    return st ? st : kv_buf_puts(out, "]}");
+}
+
+static bool sp_u32_array(const cJSON *arr, uint32_t out[3])
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != 3)
+        return false;
+    for (int i = 0; i < 3; i++) {
+        const cJSON *v = cJSON_GetArrayItem(arr, i);
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+            return false;
+        out[i] = (uint32_t)v->valuedouble;
+    }
+    return true;
+}
+
+kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err)
+{
+    memset(p, 0, sizeof *p);
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(root, "launches");
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "workspace_bytes");
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_k");
+    kevo_status st = KEVO_OK;
+    if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) > KEVO_MAX_LAUNCHES || !cJSON_IsNumber(ws) ||
+        !cJSON_IsNumber(pad)) {
+        st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed launch plan");
+    } else {
+        p->workspace_bytes = (uint64_t)ws->valuedouble;
+        p->pad_k = pad->valueint != 0;
+        const cJSON *l;
+        cJSON_ArrayForEach(l, ls)
+        {
+            kevo_launch *kl = &p->launches[p->nlaunches++];
+            const cJSON *entry = cJSON_GetObjectItemCaseSensitive(l, "entry");
+            const cJSON *smem = cJSON_GetObjectItemCaseSensitive(l, "smem");
+            if (!cJSON_IsString(entry) || strlen(entry->valuestring) >= sizeof kl->entry ||
+                !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "grid"), kl->grid) ||
+                !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "block"), kl->block) || !cJSON_IsNumber(smem)) {
+                st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed launch in plan");
+                break;
+            }
+            snprintf(kl->entry, sizeof kl->entry, "%s", entry->valuestring);
+            kl->smem = (uint32_t)smem->valuedouble;
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}

@@ -1,0 +1,188 @@
+/* space.h — template families: a parameterized CUDA source plus the space
+ * file beside it (templates/<family>.json) that gives parameter domains,
+ * search axes, constraints and the launch plan.
+ *
+ * Space file (JSON):
+ *   family, op, source (path relative to the space file), description,
+ *   archs: ["sm_80", "sm_90a", ...]
+ *   params: [{"name": "BM", "values": [64, 128], "default": 64}, ...]
+ *   axes: {"retile": ["BM", "BN"], "stages": ["STAGES"], ...}  operator name -> params
+ *   let: [["threads", "32*WARPS_M*WARPS_N"], ...]   derived values, in order
+ *   requires: [{"expr": "N % 8 == 0", "why": "..."}]   on the shape alone
+ *   constraints: [{"expr": "smem <= max_smem", "why": "..."}]   on shape + params
+ *   pad_k: expr (nonzero: the kernels read W with rows padded to 8 elements)
+ *   workspace: expr (bytes)
+ *   launches: [{"entry": "name", "when": expr?, "grid": [e, e, e],
+ *               "block": [e, e, e], "smem": e}, ...]
+ * Expressions (templates/expr.h) see the op's shape symbols, the params, the
+ * lets, and the device limits num_sms, max_smem (bytes a block may opt into),
+ * max_regs_per_thread, sm (e.g. 90), and dtype_bytes.
+ *
+ * Rendering prepends "#define NAME VALUE" for each param and the dtype, the
+ * op's ABI header, then "#line 1 \"<family>.cu\"", so compiler errors point
+ * at the template's own lines (as Kernel Tuner does).
+ */
+#ifndef KEVO_SPACE_H
+#define KEVO_SPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/op.h"
+#include "templates/expr.h"
+#include "util/util.h"
+
+#define KEVO_MAX_PARAMS 16
+#define KEVO_MAX_VALUES 32
+#define KEVO_MAX_AXES 12
+#define KEVO_MAX_LAUNCHES 8
+#define KEVO_MAX_RULES 32
+#define KEVO_MAX_ARCHS 12
+
+typedef struct kevo_param {
+    char name[KEVO_SYM_NAME_MAX];
+    int nvalues;
+    int64_t values[KEVO_MAX_VALUES]; /* in search order (neighbours are adjacent) */
+    int64_t def;
+} kevo_param;
+
+typedef struct kevo_axis {
+    char op[KEVO_SYM_NAME_MAX]; /* operator name: retile, stages, align, fuse, ... */
+    int nparams;
+    int params[KEVO_MAX_PARAMS]; /* indices into kevo_space.params */
+} kevo_axis;
+
+typedef struct kevo_rule {
+    kevo_expr *expr;
+    char why[160];
+} kevo_rule;
+
+typedef struct kevo_let {
+    char name[KEVO_SYM_NAME_MAX];
+    kevo_expr *expr;
+} kevo_let;
+
+typedef struct kevo_launch_tpl {
+    char entry[64];
+    kevo_expr *when; /* NULL: always */
+    kevo_expr *grid[3], *block[3], *smem;
+} kevo_launch_tpl;
+
+/* A loaded family; owns everything it points to. */
+typedef struct kevo_space {
+    char family[64];
+    char op[32];
+    char description[256];
+    char *path;        /* the space file */
+    char *source_name; /* e.g. "lce_mma.cu" */
+    char *source;      /* template text */
+    int narchs;
+    char archs[KEVO_MAX_ARCHS][16];
+    int nparams;
+    kevo_param params[KEVO_MAX_PARAMS];
+    int naxes;
+    kevo_axis axes[KEVO_MAX_AXES];
+    int nlets;
+    kevo_let lets[KEVO_MAX_RULES];
+    int nrequires;
+    kevo_rule requires[KEVO_MAX_RULES];
+    int nconstraints;
+    kevo_rule constraints[KEVO_MAX_RULES];
+    kevo_expr *pad_k;
+    kevo_expr *workspace;
+    int nlaunches;
+    kevo_launch_tpl launches[KEVO_MAX_LAUNCHES];
+} kevo_space;
+
+/* A configuration: one value per param, in kevo_space.params order. */
+typedef struct kevo_config {
+    int64_t v[KEVO_MAX_PARAMS];
+} kevo_config;
+
+/* One concrete launch. */
+typedef struct kevo_launch {
+    char entry[64];
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t smem; /* dynamic shared memory, bytes */
+} kevo_launch;
+
+/* A launch plan: launches run in order on one stream. */
+typedef struct kevo_plan {
+    int nlaunches;
+    kevo_launch launches[KEVO_MAX_LAUNCHES];
+    uint64_t workspace_bytes;
+    int pad_k;
+} kevo_plan;
+
+/* Device limits that expressions see (a compile-only run takes the arch's
+ * table values; a GPU run reads the device). */
+typedef struct kevo_limits {
+    int sm;            /* 90 for sm_90a */
+    int num_sms;       /* 132 on H100 SXM / H200 */
+    int max_smem;      /* opt-in dynamic shared memory per block, bytes */
+    int max_regs;      /* per thread */
+} kevo_limits;
+
+/* Limits from the arch name ("sm_90a"); Errors: KEVO_ERR_NOT_FOUND. */
+kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *err);
+
+/* Load one space file and its source.  Errors: KEVO_ERR_IO, KEVO_ERR_PARSE
+ * naming the file and field.  *out is freed with kevo_space_free(). */
+kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err);
+void kevo_space_free(kevo_space *s);
+
+/* Load every *.json family under dir whose op matches (op NULL: all), sorted
+ * by family name.  *out is an array of n spaces; free with kevo_spaces_free(). */
+kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***out, int *n, kevo_err *err);
+void kevo_spaces_free(kevo_space **s, int n);
+
+/* Find a family by name in an array; NULL when absent. */
+kevo_space *kevo_spaces_find(kevo_space **s, int n, const char *family);
+
+/* Index of a param by name, or -1. */
+int kevo_space_param_index(const kevo_space *s, const char *name);
+
+/* Whether the family lists this arch. */
+bool kevo_space_has_arch(const kevo_space *s, const char *arch);
+
+/* The default configuration (each param's default). */
+void kevo_space_default(const kevo_space *s, kevo_config *cfg);
+
+/* Bind shape + limits + dtype + params + lets into out.
+ * Errors: KEVO_ERR_ARG when a let cannot be evaluated. */
+kevo_status kevo_space_bind(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                            const kevo_config *cfg, kevo_syms *out, kevo_err *err);
+
+/* Check the family's `requires` against a shape.  KEVO_OK, or
+ * KEVO_ERR_UNSUPPORTED with the rule's why in err. */
+kevo_status kevo_space_supports(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                                kevo_err *err);
+
+/* Check a configuration's constraints.  Returns 1 when valid, 0 when
+ * rejected (why[] names the first failing rule), -1 on an evaluation error
+ * (why[] holds the message). */
+int kevo_space_check(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                     const kevo_config *cfg, char *why, size_t whylen);
+
+/* Evaluate the launch plan for a valid configuration. */
+kevo_status kevo_space_plan(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                            const kevo_config *cfg, kevo_plan *plan, kevo_err *err);
+
+/* Render the CUDA source for a configuration into src (appended).
+ * abi_header is the op's ABI header text, inlined. */
+kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_dtype dt, const char *abi_header,
+                              kv_buf *src, kevo_err *err);
+
+/* Params as a JSON object text {"BM":128,...} into out (appended). */
+kevo_status kevo_config_json(const kevo_space *s, const kevo_config *cfg, kv_buf *out);
+/* Parse params JSON back; every param must be present.  Errors: KEVO_ERR_PARSE. */
+kevo_status kevo_config_parse_json(const kevo_space *s, const char *json, kevo_config *cfg, kevo_err *err);
+/* Short text "BM=128 BN=64 ..." into out (truncated to n). */
+void kevo_config_str(const kevo_space *s, const kevo_config *cfg, char *out, size_t n);
+
+/* Plan <-> JSON text (stored in the DB with each candidate). */
+kevo_status kevo_plan_json(const kevo_plan *p, kv_buf *out);
+kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err);
+
+#endif /* KEVO_SPACE_H */

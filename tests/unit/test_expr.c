@@ -1,0 +1,508 @@
+/* test_expr.c — unit tests for templates/expr.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "templates/expr.h"
+
+/* Evaluate text against syms (may be NULL), asserting success. */
+static int64_t ev_s(const char *text, const kevo_syms *syms)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    int64_t v = -12345;
+    kevo_status st = kevo_expr_eval_text(text, syms, &v, &err);
+    if (st != KEVO_OK)
+        print_error("unexpected failure for '%s': %s\n", text, err.msg);
+    assert_int_equal(st, KEVO_OK);
+    return v;
+}
+
+static int64_t ev(const char *text)
+{
+    return ev_s(text, NULL);
+}
+
+/* Evaluate text expecting failure with status want; the message is left in err. */
+static void ev_fail_s(const char *text, const kevo_syms *syms, kevo_status want, kevo_err *err)
+{
+    kevo_err_clear(err);
+    int64_t v = -12345;
+    kevo_status st = kevo_expr_eval_text(text, syms, &v, err);
+    if (st != want)
+        print_error("'%s': status %d, want %d (%s)\n", text, (int)st, (int)want, err->msg);
+    assert_int_equal(st, want);
+    assert_int_equal(err->status, want);
+    assert_int_equal(v, -12345); /* *out untouched on failure */
+    assert_true(err->msg[0] != '\0');
+}
+
+static void ev_fail(const char *text, kevo_status want, kevo_err *err)
+{
+    ev_fail_s(text, NULL, want, err);
+}
+
+/* Assert that parsing fails with KEVO_ERR_PARSE and leaves *out NULL. */
+static void parse_fails(const char *text, kevo_err *err)
+{
+    kevo_expr *e = (kevo_expr *)(uintptr_t)1;
+    kevo_err_clear(err);
+    kevo_status st = kevo_expr_parse(text, &e, err);
+    if (st != KEVO_ERR_PARSE)
+        print_error("'%.60s': status %d, want parse error\n", text, (int)st);
+    assert_int_equal(st, KEVO_ERR_PARSE);
+    assert_null(e);
+    assert_true(strstr(err->msg, "at column") != NULL || strstr(err->msg, "longer than") != NULL);
+}
+
+/* A string of n copies of open, then mid, then n copies of close. */
+static char *nest(int n, const char *open, const char *mid, const char *close)
+{
+    size_t lo = strlen(open), lm = strlen(mid), lc = strlen(close);
+    char *s = malloc((size_t)n * (lo + lc) + lm + 1);
+    assert_non_null(s);
+    char *q = s;
+    for (int i = 0; i < n; i++, q += lo)
+        memcpy(q, open, lo);
+    memcpy(q, mid, lm);
+    q += lm;
+    for (int i = 0; i < n; i++, q += lc)
+        memcpy(q, close, lc);
+    *q = '\0';
+    return s;
+}
+
+static void test_literals_and_whitespace(void **state)
+{
+    (void)state;
+    assert_int_equal(ev("0"), 0);
+    assert_int_equal(ev("42"), 42);
+    assert_int_equal(ev("0x10"), 16);
+    assert_int_equal(ev("0XfF"), 255);
+    assert_int_equal(ev("0x7fffffffffffffff"), INT64_MAX);
+    assert_int_equal(ev("9223372036854775807"), INT64_MAX);
+    assert_int_equal(ev(" \t1\n+\r2 \f*\v3 "), 7);
+    assert_int_equal(ev("( 1 )"), 1);
+    assert_int_equal(ev("-9223372036854775807-1"), INT64_MIN);
+}
+
+static void test_precedence(void **state)
+{
+    (void)state;
+    assert_int_equal(ev("2+3*4"), 14);
+    assert_int_equal(ev("2*3+4"), 10);
+    assert_int_equal(ev("(2+3)*4"), 20);
+    assert_int_equal(ev("2*3%4"), 2);
+    assert_int_equal(ev("2*(3%4)"), 6);
+    assert_int_equal(ev("10-4-3"), 3);
+    assert_int_equal(ev("100/10/5"), 2);
+    assert_int_equal(ev("-2*-3"), 6);
+    assert_int_equal(ev("- -5"), 5);
+    assert_int_equal(ev("+5"), 5);
+    assert_int_equal(ev("!0"), 1);
+    assert_int_equal(ev("!7"), 0);
+    assert_int_equal(ev("!!7"), 1);
+    assert_int_equal(ev("-!0"), -1);
+    assert_int_equal(ev("1<2==1"), 1);
+    assert_int_equal(ev("3>2>1"), 0); /* (3>2)>1 */
+    assert_int_equal(ev("1+1==2"), 1);
+    assert_int_equal(ev("2<=2"), 1);
+    assert_int_equal(ev("2>=3"), 0);
+    assert_int_equal(ev("2!=3"), 1);
+    assert_int_equal(ev("1<2 && 3<2 || 1"), 1);
+    assert_int_equal(ev("1 || 0 && 0"), 1); /* && binds tighter */
+    /* C truncating division and remainder */
+    assert_int_equal(ev("7/2"), 3);
+    assert_int_equal(ev("-7/2"), -3);
+    assert_int_equal(ev("7/-2"), -3);
+    assert_int_equal(ev("-7%3"), -1);
+    assert_int_equal(ev("7%-3"), 1);
+}
+
+static void test_ternary(void **state)
+{
+    (void)state;
+    assert_int_equal(ev("1?2:3"), 2);
+    assert_int_equal(ev("0?2:3"), 3);
+    assert_int_equal(ev("0?1:0?2:3"), 3); /* 0?1:(0?2:3) */
+    assert_int_equal(ev("0?1:1?2:3"), 2);
+    assert_int_equal(ev("1?2:0?3:4"), 2);
+    assert_int_equal(ev("1?0?4:5:6"), 5); /* nested in the middle */
+    assert_int_equal(ev("0?0?4:5:6"), 6);
+    assert_int_equal(ev("1+1 ? 2*3 : 4"), 6);
+    assert_int_equal(ev("(0 ? 1 : 2) + 10"), 12);
+
+    kevo_syms s;
+    kevo_syms_init(&s);
+    assert_int_equal(kevo_syms_set(&s, "FUSE", 0), KEVO_OK);
+    assert_int_equal(ev_s("FUSE==0 ? 1 : 0", &s), 1);
+    assert_int_equal(kevo_syms_set(&s, "FUSE", 1), KEVO_OK);
+    assert_int_equal(ev_s("FUSE==0 ? 1 : 0", &s), 0);
+}
+
+static void test_short_circuit(void **state)
+{
+    (void)state;
+    kevo_err err;
+    assert_int_equal(ev("0 && 1/0"), 0);
+    assert_int_equal(ev("1 || x"), 1);
+    assert_int_equal(ev("0 && x && 1/0"), 0);
+    assert_int_equal(ev("0 || 0 || 5"), 1);
+    assert_int_equal(ev("0 || 0"), 0);
+    assert_int_equal(ev("2 && 3"), 1);
+    assert_int_equal(ev("2 && 0"), 0);
+    assert_int_equal(ev("0 ? 1/0 : 7"), 7);
+    assert_int_equal(ev("1 ? 7 : x"), 7);
+    ev_fail("1 && 1/0", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "division by zero"));
+    ev_fail("0 || x", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "'x'"));
+}
+
+static void test_functions(void **state)
+{
+    (void)state;
+    kevo_err err;
+    assert_int_equal(ev("cdiv(7,2)"), 4);
+    assert_int_equal(ev("cdiv(8,2)"), 4);
+    assert_int_equal(ev("cdiv(0,5)"), 0);
+    assert_int_equal(ev("cdiv(1,1)"), 1);
+    assert_int_equal(ev("cdiv(-7,2)"), -3); /* ceiling of -3.5 */
+    assert_int_equal(ev("cdiv(9223372036854775807,2)"), 4611686018427387904LL);
+    ev_fail("cdiv(1,0)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "'cdiv'"));
+    ev_fail("cdiv(1,-2)", KEVO_ERR_ARG, &err);
+
+    assert_int_equal(ev("min(3,1,2)"), 1);
+    assert_int_equal(ev("max(3,1,2)"), 3);
+    assert_int_equal(ev("min(-1,1)"), -1);
+    assert_int_equal(ev("max(5,5)"), 5);
+    assert_int_equal(ev("max(1,2,3,4,5,6,7,8,9,10)"), 10);
+    assert_int_equal(ev("min(max(1,2),3)"), 2);
+
+    assert_int_equal(ev("round_up(5,4)"), 8);
+    assert_int_equal(ev("round_up(8,4)"), 8);
+    assert_int_equal(ev("round_up(0,4)"), 0);
+    assert_int_equal(ev("round_up(-5,4)"), -4);
+    ev_fail("round_up(5,0)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "'round_up'"));
+    ev_fail("round_up(9223372036854775807,2)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "overflow"));
+
+    assert_int_equal(ev("log2(1)"), 0);
+    assert_int_equal(ev("log2(2)"), 1);
+    assert_int_equal(ev("log2(1023)"), 9);
+    assert_int_equal(ev("log2(1024)"), 10);
+    assert_int_equal(ev("log2(9223372036854775807)"), 62);
+    ev_fail("log2(0)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "'log2'"));
+    ev_fail("log2(-4)", KEVO_ERR_ARG, &err);
+
+    assert_int_equal(ev("is_pow2(1)"), 1);
+    assert_int_equal(ev("is_pow2(64)"), 1);
+    assert_int_equal(ev("is_pow2(96)"), 0);
+    assert_int_equal(ev("is_pow2(0)"), 0);
+    assert_int_equal(ev("is_pow2(-8)"), 0);
+    assert_int_equal(ev("is_pow2(0x4000000000000000)"), 1);
+    assert_int_equal(ev("is_pow2(-9223372036854775807-1)"), 0);
+
+    /* errors inside arguments propagate */
+    ev_fail("max(1, 2/0)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "division by zero"));
+}
+
+static void test_function_errors(void **state)
+{
+    (void)state;
+    kevo_err err;
+    static const struct {
+        const char *text, *name;
+    } bad[] = {
+        {"cdiv(1)", "'cdiv'"},       {"cdiv(1,2,3)", "'cdiv'"}, {"min(1)", "'min'"},
+        {"max(1)", "'max'"},         {"round_up(1)", "'round_up'"}, {"round_up(1,2,3)", "'round_up'"},
+        {"log2(1,2)", "'log2'"},     {"is_pow2(1,2)", "'is_pow2'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ev_fail(bad[i].text, KEVO_ERR_ARG, &err);
+        assert_non_null(strstr(err.msg, bad[i].name));
+        assert_non_null(strstr(err.msg, "argument"));
+    }
+    ev_fail("cdiv(1)", KEVO_ERR_ARG, &err);
+    assert_string_equal(err.msg, "function 'cdiv' takes 2 arguments, got 1 at column 1 in 'cdiv(1)'");
+
+    /* unknown function: a parse error that names it */
+    parse_fails("1 + foo(2)", &err);
+    assert_string_equal(err.msg, "unknown function 'foo' at column 5 in '1 + foo(2)'");
+    /* no arguments at all is bad syntax */
+    parse_fails("is_pow2()", &err);
+    /* a function name not followed by '(' is an ordinary symbol */
+    kevo_syms s;
+    kevo_syms_init(&s);
+    assert_int_equal(kevo_syms_set(&s, "min", 5), KEVO_OK);
+    assert_int_equal(ev_s("min + 1", &s), 6);
+}
+
+static void test_symbols(void **state)
+{
+    (void)state;
+    kevo_syms s;
+    kevo_syms_init(&s);
+    assert_int_equal(kevo_syms_set(&s, "M", 1000), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "N", 512), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "BM", 128), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "BN", 64), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "BK", 32), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "B", 3), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "STAGES", 4), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "max_smem", 232448), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "_x9", -7), KEVO_OK);
+
+    assert_int_equal(ev_s("cdiv(M,BM)*cdiv(N,BN)*B", &s), 8 * 8 * 3);
+    assert_int_equal(ev_s("STAGES*(BM*BK+BK*BN)*2", &s), 49152);
+    assert_int_equal(ev_s("STAGES*(BM*BK+BK*BN)*2 <= max_smem", &s), 1);
+    assert_int_equal(ev_s("_x9 * 2", &s), -14);
+
+    /* parse once, evaluate many times */
+    kevo_err err;
+    kevo_expr *e = NULL;
+    const char *text = "cdiv(M, BM) * BM";
+    assert_int_equal(kevo_expr_parse(text, &e, &err), KEVO_OK);
+    assert_non_null(e);
+    assert_string_equal(kevo_expr_text(e), text);
+    int64_t v = 0;
+    assert_int_equal(kevo_expr_eval(e, &s, &v, &err), KEVO_OK);
+    assert_int_equal(v, 1024);
+    assert_int_equal(kevo_syms_set(&s, "M", 1025), KEVO_OK);
+    assert_int_equal(kevo_expr_eval(e, &s, &v, &err), KEVO_OK);
+    assert_int_equal(v, 1152);
+    /* unbound now: fails and names it */
+    kevo_syms empty;
+    kevo_syms_init(&empty);
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_expr_eval(e, &empty, &v, &err), KEVO_ERR_ARG);
+    assert_string_equal(err.msg, "unknown symbol 'M' at column 6 in 'cdiv(M, BM) * BM'");
+    assert_int_equal(kevo_expr_eval(e, NULL, &v, &err), KEVO_ERR_ARG);
+    kevo_expr_free(e);
+
+    ev_fail_s("M + nope", &s, KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "unknown symbol 'nope'"));
+
+    /* names of 31 characters are fine; 32 are a parse error */
+    const char *n31 = "abcdefghijklmnopqrstuvwxyz01234";
+    assert_int_equal(strlen(n31), 31);
+    assert_int_equal(kevo_syms_set(&s, n31, 11), KEVO_OK);
+    assert_int_equal(ev_s("abcdefghijklmnopqrstuvwxyz01234 + 1", &s), 12);
+    parse_fails("abcdefghijklmnopqrstuvwxyz012345 + 1", &err);
+}
+
+static void test_division_by_zero(void **state)
+{
+    (void)state;
+    kevo_err err;
+    ev_fail("1/0", KEVO_ERR_ARG, &err);
+    assert_string_equal(err.msg, "division by zero at column 2 in '1/0'");
+    ev_fail("1%0", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "modulo by zero"));
+    ev_fail("5 / (3 - 3)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "division by zero"));
+    ev_fail("0 % 0", KEVO_ERR_ARG, &err);
+}
+
+static void test_overflow(void **state)
+{
+    (void)state;
+    kevo_err err;
+    ev_fail("9223372036854775807+1", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "overflow"));
+    ev_fail("-9223372036854775807-2", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "overflow"));
+    ev_fail("(-9223372036854775807-1)/-1", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "overflow"));
+    assert_int_equal(ev("(-9223372036854775807-1)%-1"), 0);
+    ev_fail("-(-9223372036854775807-1)", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "overflow"));
+    ev_fail("4294967296*4294967296", KEVO_ERR_ARG, &err);
+    assert_non_null(strstr(err.msg, "overflow"));
+    ev_fail("3037000500*3037000500", KEVO_ERR_ARG, &err);
+    assert_int_equal(ev("3037000499*3037000499"), 9223372030926249001LL);
+    ev_fail("-4294967296*4294967296*2", KEVO_ERR_ARG, &err);
+
+    kevo_syms s;
+    kevo_syms_init(&s);
+    assert_int_equal(kevo_syms_set(&s, "big", INT64_MAX / 2 + 1), KEVO_OK);
+    ev_fail_s("big*2", &s, KEVO_ERR_ARG, &err);
+    assert_int_equal(ev_s("(big-1)*2+1", &s), INT64_MAX);
+
+    /* out-of-range literals are parse errors */
+    parse_fails("9223372036854775808", &err);
+    assert_non_null(strstr(err.msg, "out of range"));
+    parse_fails("0x8000000000000000", &err);
+    parse_fails("1 + 99999999999999999999999999", &err);
+    assert_non_null(strstr(err.msg, "column 5"));
+}
+
+static void test_nesting_depth(void **state)
+{
+    (void)state;
+    kevo_err err;
+    char *s;
+
+    s = nest(64, "(", "1", ")");
+    assert_int_equal(ev(s), 1);
+    free(s);
+    s = nest(65, "(", "1", ")");
+    parse_fails(s, &err);
+    assert_non_null(strstr(err.msg, "nesting"));
+    free(s);
+    s = nest(2000, "(", "1", ")");
+    parse_fails(s, &err);
+    free(s);
+    s = nest(3000, "(", "", "");
+    parse_fails(s, &err);
+    free(s);
+
+    s = nest(64, "-", "1", "");
+    assert_int_equal(ev(s), 1);
+    free(s);
+    s = nest(63, "-", "1", "");
+    assert_int_equal(ev(s), -1);
+    free(s);
+    s = nest(65, "-", "1", "");
+    parse_fails(s, &err);
+    assert_non_null(strstr(err.msg, "nesting"));
+    free(s);
+    s = nest(4000, "!", "1", "");
+    parse_fails(s, &err);
+    free(s);
+    s = nest(64, "+", "7", "");
+    assert_int_equal(ev(s), 7);
+    free(s);
+    s = nest(65, "+", "7", "");
+    parse_fails(s, &err);
+    free(s);
+
+    s = nest(64, "max(1,", "2", ")");
+    assert_int_equal(ev(s), 2);
+    free(s);
+    s = nest(65, "max(1,", "2", ")");
+    parse_fails(s, &err);
+    free(s);
+
+    s = nest(64, "0?1:", "5", "");
+    assert_int_equal(ev(s), 5);
+    free(s);
+    s = nest(65, "0?1:", "5", "");
+    parse_fails(s, &err);
+    free(s);
+    s = nest(64, "1?", "5", ":0");
+    assert_int_equal(ev(s), 5);
+    free(s);
+    s = nest(65, "1?", "5", ":0");
+    parse_fails(s, &err);
+    free(s);
+
+    /* a long flat chain is not nesting */
+    s = nest(2047, "1+", "1", "");
+    assert_int_equal(strlen(s), 4095);
+    assert_int_equal(ev(s), 2048);
+    free(s);
+}
+
+static void test_length_limit(void **state)
+{
+    (void)state;
+    kevo_err err;
+    char *s = malloc(4098);
+    assert_non_null(s);
+    memset(s, ' ', 4095);
+    strcpy(s + 4095, "1");
+    assert_int_equal(strlen(s), 4096);
+    assert_int_equal(ev(s), 1);
+    memset(s, ' ', 4096);
+    strcpy(s + 4096, "1");
+    assert_int_equal(strlen(s), 4097);
+    parse_fails(s, &err);
+    assert_non_null(strstr(err.msg, "4096"));
+    free(s);
+}
+
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    kevo_err err;
+    static const char *const bad[] = {
+        "",   "   ", "1 +",   "(1",    "1)",     "cdiv(1,", "@",       "1 2",  "1 = 2", "1 & 2",
+        "1 | 2", "0x", "0xg", "012",  "1 ? 2", "1 ? 2 :", "()",     "min(1,)", ",",   "cdiv 1",
+        "12abc", "*1", "1 ** 2", "a b", "#",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        parse_fails(bad[i], &err);
+
+    /* the column points at the offending token */
+    parse_fails("cdiv(M,BM", &err);
+    assert_string_equal(err.msg, "expected ',' or ')' at column 10 in 'cdiv(M,BM'");
+    parse_fails("1 2", &err);
+    assert_string_equal(err.msg, "expected operator or end of text at column 3 in '1 2'");
+    parse_fails("1 +", &err);
+    assert_string_equal(err.msg, "expected expression at column 4 in '1 +'");
+    parse_fails("", &err);
+    assert_string_equal(err.msg, "expected expression at column 1 in ''");
+    parse_fails("(1 + 2", &err);
+    assert_string_equal(err.msg, "expected ')' at column 7 in '(1 + 2'");
+    parse_fails("1 ? 2 3", &err);
+    assert_string_equal(err.msg, "expected ':' at column 7 in '1 ? 2 3'");
+    parse_fails("  @", &err);
+    assert_string_equal(err.msg, "expected expression at column 3 in '  @'");
+}
+
+static void test_api_edges(void **state)
+{
+    (void)state;
+    kevo_err err;
+    kevo_expr *e = NULL;
+    int64_t v;
+    assert_int_equal(kevo_expr_parse(NULL, &e, &err), KEVO_ERR_ARG);
+    assert_null(e);
+    assert_int_equal(kevo_expr_parse("1", NULL, &err), KEVO_ERR_ARG);
+    assert_int_equal(kevo_expr_eval(NULL, NULL, &v, &err), KEVO_ERR_ARG);
+    /* a NULL error buffer is allowed */
+    assert_int_equal(kevo_expr_parse("1 +", &e, NULL), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_expr_eval_text("1/0", NULL, &v, NULL), KEVO_ERR_ARG);
+    kevo_expr_free(NULL);
+
+    /* the text is a copy the expression owns */
+    char buf[16];
+    strcpy(buf, " 6 * 7 ");
+    assert_int_equal(kevo_expr_parse(buf, &e, &err), KEVO_OK);
+    strcpy(buf, "garbage");
+    assert_string_equal(kevo_expr_text(e), " 6 * 7 ");
+    assert_int_equal(kevo_expr_eval(e, NULL, &v, &err), KEVO_OK);
+    assert_int_equal(v, 42);
+    kevo_expr_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_literals_and_whitespace),
+        cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_ternary),
+        cmocka_unit_test(test_short_circuit),
+        cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_function_errors),
+        cmocka_unit_test(test_symbols),
+        cmocka_unit_test(test_division_by_zero),
+        cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_nesting_depth),
+        cmocka_unit_test(test_length_limit),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_api_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

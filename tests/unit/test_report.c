@@ -1,0 +1,518 @@
+/* test_report.c — the JSON and table reports of a measured run and of a
+ * compile-only run, built with the store API in a temporary database. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db/report.h"
+#include "db/store.h"
+#include "util/util.h"
+
+#define LONG_MSG "error: identifier \"cp_async_wait\" is undefined in lce_mma.cu line 212"
+
+typedef struct fixture {
+    char path[64];
+    kevo_db *db;
+    int64_t measured, compile_only;
+    int64_t best_id, mid_id, low_id, failed_id;
+    int64_t co_first, co_second;
+} fixture;
+
+static void tmp_cleanup(const char *path)
+{
+    char side[96];
+    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(sfx); i++) {
+        snprintf(side, sizeof side, "%s%s", path, sfx[i]);
+        unlink(side);
+    }
+}
+
+static void put_binary(kevo_db *db, const char *key, bool with_cubin)
+{
+    kevo_binary_row b;
+    kevo_binary_row_init(&b);
+    snprintf(b.key, sizeof b.key, "%s", key);
+    static const char bytes[] = "\x7f" "ELF";
+    if (with_cubin) {
+        b.cubin = (void *)bytes;
+        b.cubin_size = 4;
+    } else {
+        snprintf(b.fail, sizeof b.fail, "compile_error");
+    }
+    kevo_err err;
+    assert_int_equal(kevo_db_binary_put(db, &b, &err), KEVO_OK);
+}
+
+typedef struct cand_spec {
+    int64_t seq;
+    const char *params;
+    const char *status;
+    const char *fail;
+    const char *fail_msg;
+    const char *bin;
+    double median, speedup, tflops, rel_err;
+    int regs, spill, smem_static, smem_dynamic;
+} cand_spec;
+
+static int64_t put_cand(kevo_db *db, int64_t run, const cand_spec *s)
+{
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    c.run_id = run;
+    c.seq = s->seq;
+    snprintf(c.family, sizeof c.family, "lce_mma");
+    c.params = (char *)s->params;
+    snprintf(c.status, sizeof c.status, "%s", s->status);
+    snprintf(c.fail, sizeof c.fail, "%s", s->fail ? s->fail : "");
+    c.fail_msg = (char *)s->fail_msg;
+    snprintf(c.binary_key, sizeof c.binary_key, "%s", s->bin ? s->bin : "");
+    c.median_ms = s->median;
+    c.speedup = s->speedup;
+    c.tflops = s->tflops;
+    c.rel_err = s->rel_err;
+    c.regs = s->regs;
+    c.spill_bytes = s->spill;
+    c.smem_static = s->smem_static;
+    c.smem_dynamic = s->smem_dynamic;
+    kevo_err err;
+    kevo_status st = kevo_db_cand_insert(db, &c, &err);
+    if (st)
+        fail_msg("insert: %s", err.msg);
+    return c.id;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    snprintf(f->path, sizeof f->path, "/tmp/kevo_report_XXXXXX");
+    int fd = mkstemp(f->path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(f->path);
+    kevo_err err;
+    assert_int_equal(kevo_db_open(f->path, true, &f->db, &err), KEVO_OK);
+
+    /* run 1: measured on a device */
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    snprintf(r.op, sizeof r.op, "ikbo_lce");
+    snprintf(r.shape, sizeof r.shape, "B=1024,M=433,N=128");
+    snprintf(r.dtype, sizeof r.dtype, "fp16");
+    snprintf(r.arch, sizeof r.arch, "sm_90a");
+    snprintf(r.policy, sizeof r.policy, "greedy");
+    r.seed = 1;
+    r.budget = 60;
+    snprintf(r.status, sizeof r.status, "done");
+    snprintf(r.stop_reason, sizeof r.stop_reason, "budget");
+    snprintf(r.device, sizeof r.device, "NVIDIA H200");
+    r.driver_version = 13000;
+    r.sm_count = 132;
+    r.baseline_ms = 1.985;
+    r.baseline_bcast_ms = 2.679;
+    r.peak_tflops = 761.0;
+    r.copy_tbps = 4.25;
+    assert_int_equal(kevo_db_run_insert(f->db, &r, &err), KEVO_OK);
+    f->measured = r.id;
+
+    put_binary(f->db, "kA", true);
+    put_binary(f->db, "kB", true);
+    put_binary(f->db, "kD", true);
+    put_binary(f->db, "kC", false);
+    cand_spec a = {1, "{\"BM\":128,\"BN\":256,\"STAGES\":3}", "ok", NULL, NULL, "kA",
+                   0.582, 3.41, 500.3, 1.2e-3, 168, 0, 98304, 0};
+    cand_spec b = {2, "{\"BM\":64,\"BN\":128,\"STAGES\":2}", "ok", NULL, NULL, "kB",
+                   1.323, 1.5, 220.0, 2.5e-3, 96, -1, -1, -1};
+    cand_spec c = {3, "{\"BM\":256,\"BN\":256,\"STAGES\":4}", "failed", "compile_error", LONG_MSG, "kC",
+                   NAN, NAN, NAN, NAN, -1, -1, -1, -1};
+    cand_spec d = {4, "{\"BM\":64,\"BN\":64,\"STAGES\":2}", "ok", NULL, NULL, "kD",
+                   0.902, 2.2, 330.0, 9.5e-4, 80, 8, 4096, 45056};
+    f->best_id = put_cand(f->db, f->measured, &a);
+    f->low_id = put_cand(f->db, f->measured, &b);
+    f->failed_id = put_cand(f->db, f->measured, &c);
+    f->mid_id = put_cand(f->db, f->measured, &d);
+
+    /* run 2: compile only, no device */
+    kevo_run_row_init(&r);
+    snprintf(r.op, sizeof r.op, "ikbo_lce");
+    snprintf(r.shape, sizeof r.shape, "B=8,M=16,N=32");
+    snprintf(r.dtype, sizeof r.dtype, "fp16");
+    snprintf(r.arch, sizeof r.arch, "sm_90a");
+    snprintf(r.policy, sizeof r.policy, "exhaustive");
+    r.seed = 2;
+    r.compile_only = true;
+    snprintf(r.status, sizeof r.status, "done");
+    snprintf(r.stop_reason, sizeof r.stop_reason, "exhausted");
+    assert_int_equal(kevo_db_run_insert(f->db, &r, &err), KEVO_OK);
+    f->compile_only = r.id;
+    /* inserted out of seq order; the table lists them by seq (the failed
+     * one first); a stray timing still shows as "-" in a compile-only run */
+    cand_spec p = {3, "{\"BM\":32,\"BN\":32}", "compiled", NULL, NULL, "kB", 0.5, 1.1, NAN, NAN, 40, 0, 1024, -1};
+    cand_spec q = {2, "{\"BM\":16,\"BN\":16}", "compiled", NULL, NULL, "kA", NAN, NAN, NAN, NAN, 32, 0, -1, -1};
+    cand_spec x = {1, "{\"BM\":8,\"BN\":8}", "failed", "compile_error", "bad", "kC", NAN, NAN, NAN, NAN,
+                   -1, -1, -1, -1};
+    f->co_second = put_cand(f->db, f->compile_only, &p);
+    f->co_first = put_cand(f->db, f->compile_only, &q);
+    put_cand(f->db, f->compile_only, &x);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    kevo_db_close(f->db);
+    tmp_cleanup(f->path);
+    free(f);
+    return 0;
+}
+
+/* The run object with the given id in a parsed report. */
+static const cJSON *find_run(const cJSON *root, int64_t id)
+{
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    assert_true(cJSON_IsArray(runs));
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs)
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "id");
+        if (cJSON_IsNumber(v) && (int64_t)v->valuedouble == id)
+            return r;
+    }
+    fail_msg("run %lld not in report", (long long)id);
+    return NULL;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v)
+        fail_msg("no key '%s'", key);
+    return v;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    assert_true(cJSON_IsString(v));
+    return v->valuestring;
+}
+
+static void test_json_all_runs(void **state)
+{
+    fixture *f = *state;
+    kv_buf out;
+    kv_buf_init(&out);
+    kevo_err err;
+    assert_int_equal(kevo_report_json(f->db, 0, &out, &err), KEVO_OK);
+    cJSON *root = cJSON_Parse(out.data);
+    assert_non_null(root);
+    assert_int_equal(cJSON_GetArraySize(get(root, "runs")), 2);
+
+    /* the measured run */
+    const cJSON *m = find_run(root, f->measured);
+    static const char *keys[] = {"id",         "op",          "shape",       "dtype",      "arch",
+                                 "device",     "policy",      "status",      "stop_reason", "compile_only",
+                                 "evaluated",  "failed",      "compiled",    "verified",   "baseline_ms",
+                                 "baseline_bcast_ms", "peak_tflops", "copy_tbps", "best"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
+        get(m, keys[i]);
+    assert_int_equal(cJSON_GetArraySize(m), KV_ARRAY_LEN(keys));
+    assert_string_equal(str(m, "op"), "ikbo_lce");
+    assert_string_equal(str(m, "shape"), "B=1024,M=433,N=128");
+    assert_string_equal(str(m, "dtype"), "fp16");
+    assert_string_equal(str(m, "arch"), "sm_90a");
+    assert_string_equal(str(m, "device"), "NVIDIA H200");
+    assert_string_equal(str(m, "policy"), "greedy");
+    assert_string_equal(str(m, "status"), "done");
+    assert_string_equal(str(m, "stop_reason"), "budget");
+    assert_true(cJSON_IsFalse(get(m, "compile_only")));
+    assert_true(num(m, "evaluated") == 4);
+    assert_true(num(m, "failed") == 1);
+    assert_true(num(m, "compiled") == 3);
+    assert_true(num(m, "verified") == 3);
+    assert_true(num(m, "baseline_ms") == 1.985);
+    assert_true(num(m, "baseline_bcast_ms") == 2.679);
+    assert_true(num(m, "peak_tflops") == 761.0);
+    assert_true(num(m, "copy_tbps") == 4.25);
+    const cJSON *best = get(m, "best");
+    assert_true(cJSON_IsObject(best));
+    assert_true(num(best, "candidate_id") == (double)f->best_id);
+    assert_string_equal(str(best, "template"), "lce_mma");
+    const cJSON *params = get(best, "params");
+    assert_true(cJSON_IsObject(params));
+    assert_true(num(params, "BM") == 128);
+    assert_true(num(params, "BN") == 256);
+    assert_true(num(params, "STAGES") == 3);
+    assert_true(num(best, "median_ms") == 0.582);
+    assert_true(num(best, "speedup") == 3.41);
+    assert_true(num(best, "tflops") == 500.3);
+    assert_true(num(best, "rel_err") == 1.2e-3);
+
+    /* the compile-only run: nothing measured */
+    const cJSON *c = find_run(root, f->compile_only);
+    assert_true(cJSON_IsTrue(get(c, "compile_only")));
+    assert_true(cJSON_IsNull(get(c, "device")));
+    assert_true(cJSON_IsNull(get(c, "baseline_ms")));
+    assert_true(cJSON_IsNull(get(c, "baseline_bcast_ms")));
+    assert_true(cJSON_IsNull(get(c, "peak_tflops")));
+    assert_true(cJSON_IsNull(get(c, "copy_tbps")));
+    assert_true(cJSON_IsNull(get(c, "best")));
+    assert_string_equal(str(c, "stop_reason"), "exhausted");
+    assert_true(num(c, "evaluated") == 3);
+    assert_true(num(c, "compiled") == 2);
+    assert_true(num(c, "failed") == 1);
+    assert_true(num(c, "verified") == 0);
+    cJSON_Delete(root);
+
+    /* formatted (cJSON_Print) output ends in a newline */
+    assert_non_null(strstr(out.data, "{\n\t\"runs\":"));
+    assert_int_equal(out.data[out.len - 1], '\n');
+    kv_buf_release(&out);
+}
+
+static void test_json_one_run_and_unknown(void **state)
+{
+    fixture *f = *state;
+    kv_buf out;
+    kv_buf_init(&out);
+    kevo_err err;
+    assert_int_equal(kevo_report_json(f->db, f->compile_only, &out, &err), KEVO_OK);
+    cJSON *root = cJSON_Parse(out.data);
+    assert_non_null(root);
+    const cJSON *runs = get(root, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 1);
+    assert_true(num(cJSON_GetArrayItem(runs, 0), "id") == (double)f->compile_only);
+    cJSON_Delete(root);
+    kv_buf_release(&out);
+
+    assert_int_equal(kevo_report_json(f->db, 999, &out, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(err.status, KEVO_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "999"));
+    assert_int_equal(out.len, 0);
+    assert_int_equal(kevo_report_table(f->db, 999, 0, &out, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(out.len, 0);
+    kv_buf_release(&out);
+}
+
+static void test_json_params_not_json(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_get(f->db, f->best_id, &c, &err), KEVO_OK);
+    free(c.params);
+    c.params = kv_strdup("BM=128 (not json");
+    assert_int_equal(kevo_db_cand_update(f->db, &c, &err), KEVO_OK);
+    kevo_cand_row_release(&c);
+    kv_buf out;
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_json(f->db, f->measured, &out, &err), KEVO_OK);
+    cJSON *root = cJSON_Parse(out.data);
+    assert_non_null(root);
+    const cJSON *best = get(find_run(root, f->measured), "best");
+    assert_string_equal(str(best, "params"), "BM=128 (not json");
+    cJSON_Delete(root);
+    kv_buf_release(&out);
+}
+
+/* The line of text containing needle (copied to line[n]); its offset in
+ * text, or -1. */
+static long line_with(const char *text, const char *needle, char *line, size_t n)
+{
+    const char *p = strstr(text, needle);
+    if (!p)
+        return -1;
+    const char *s = p;
+    while (s > text && s[-1] != '\n')
+        s--;
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (len >= n)
+        len = n - 1;
+    memcpy(line, s, len);
+    line[len] = '\0';
+    return (long)(s - text);
+}
+
+/* Column of a whole heading word in the table heading line. */
+static long col_of(const char *heading, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(heading, word); p; p = strstr(p + 1, word))
+        if ((p == heading || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return (long)(p - heading);
+    fail_msg("no column '%s'", word);
+    return -1;
+}
+
+static void test_table_measured(void **state)
+{
+    fixture *f = *state;
+    kv_buf out;
+    kv_buf_init(&out);
+    kevo_err err;
+    assert_int_equal(kevo_report_table(f->db, f->measured, 0, &out, &err), KEVO_OK);
+    const char *t = out.data;
+    char l1[512], l2[512], l3[512];
+    assert_int_equal(sscanf(t, "%511[^\n]\n%511[^\n]\n%511[^\n]\n", l1, l2, l3), 3);
+    assert_string_equal(l1, "run 1  ikbo_lce  B=1024,M=433,N=128  fp16  sm_90a  policy greedy  seed 1  "
+                            "status done (budget)");
+    assert_string_equal(l2, "device NVIDIA H200 (driver 13000, 132 SMs)   baseline 1.985 ms "
+                            "(with broadcast 2.679 ms)   peak 761 TFLOP/s");
+    assert_string_equal(l3, "candidates 4  compiled 3  verified 3  failed 1");
+
+    /* rows best first, failed last */
+    long pa = line_with(t, "BM=128 BN=256 STAGES=3", l1, sizeof l1);
+    long pd = line_with(t, "BM=64 BN=64 STAGES=2", l1, sizeof l1);
+    long pb = line_with(t, "BM=64 BN=128 STAGES=2", l1, sizeof l1);
+    long pc = line_with(t, "BM=256 BN=256 STAGES=4", l1, sizeof l1);
+    assert_true(pa > 0 && pd > pa && pb > pd && pc > pb);
+
+    char head[512], row[512];
+    assert_true(line_with(t, "rank", head, sizeof head) > 0);
+    assert_true(strncmp(head, "rank  id  family", 16) == 0);
+    long c_status = col_of(head, "status"), c_fail = col_of(head, "fail"), c_params = col_of(head, "params");
+    long c_speed_end = col_of(head, "speedup") + 7, c_smem_end = col_of(head, "smem(KB)") + 8;
+
+    /* the best row: every column */
+    line_with(t, "BM=128 BN=256 STAGES=3", row, sizeof row);
+    assert_true(strlen(row) > (size_t)c_fail);
+    assert_true(strncmp(row + c_params, "BM=128 BN=256 STAGES=3", 22) == 0);
+    assert_true(strncmp(row + c_status, "ok ", 3) == 0);
+    assert_true(strncmp(row + c_speed_end - 5, "3.41x", 5) == 0);
+    assert_true(strncmp(row + c_smem_end - 4, "96.0", 4) == 0);
+    assert_string_equal(row + c_fail, "-");
+    assert_int_equal(row[col_of(head, "rank") + 3], '1'); /* rank right-aligned */
+    assert_non_null(strstr(row, "  0.582  "));
+    assert_non_null(strstr(row, "  500.3  1.2e-03   168      0      96.0  -"));
+    char idtxt[32];
+    snprintf(idtxt, sizeof idtxt, "  %lld  lce_mma", (long long)f->best_id);
+    assert_non_null(strstr(row, idtxt));
+
+    /* the failed row: no rank, kind and the first 40 bytes of the message */
+    line_with(t, "BM=256 BN=256 STAGES=4", row, sizeof row);
+    assert_true(strncmp(row + c_status, "failed", 6) == 0);
+    char want[128];
+    snprintf(want, sizeof want, "compile_error: %.40s", LONG_MSG);
+    assert_string_equal(row + c_fail, want);
+    assert_int_equal(row[col_of(head, "rank") + 3], '-');
+    assert_true(strncmp(row + c_speed_end - 1, "-", 1) == 0);
+
+    /* the mid row: 4096 + 45056 bytes of shared memory, 8 bytes spilled */
+    line_with(t, "BM=64 BN=64 STAGES=2", row, sizeof row);
+    assert_true(strncmp(row + c_smem_end - 4, "48.0", 4) == 0);
+    assert_true(strncmp(row + c_speed_end - 5, "2.20x", 5) == 0);
+    assert_int_equal(row[col_of(head, "rank") + 3], '2');
+    /* the low row: smem and spill unknown */
+    line_with(t, "BM=64 BN=128 STAGES=2", row, sizeof row);
+    assert_int_equal(row[c_smem_end - 1], '-');
+    assert_int_equal(row[col_of(head, "spill") + 4], '-');
+    kv_buf_release(&out);
+
+    /* top limits the rows */
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_table(f->db, f->measured, 2, &out, &err), KEVO_OK);
+    assert_non_null(strstr(out.data, "BM=128 BN=256 STAGES=3"));
+    assert_non_null(strstr(out.data, "BM=64 BN=64 STAGES=2"));
+    assert_null(strstr(out.data, "BM=64 BN=128 STAGES=2"));
+    assert_null(strstr(out.data, "BM=256 BN=256 STAGES=4"));
+    kv_buf_release(&out);
+}
+
+static void test_table_compile_only(void **state)
+{
+    fixture *f = *state;
+    kv_buf out;
+    kv_buf_init(&out);
+    kevo_err err;
+    assert_int_equal(kevo_report_table(f->db, f->compile_only, 0, &out, &err), KEVO_OK);
+    const char *t = out.data;
+    char l1[512], l2[512], l3[512];
+    assert_int_equal(sscanf(t, "%511[^\n]\n%511[^\n]\n%511[^\n]\n", l1, l2, l3), 3);
+    assert_string_equal(l1, "run 2  ikbo_lce  B=8,M=16,N=32  fp16  sm_90a  policy exhaustive  seed 2  "
+                            "status done (exhausted)  compile-only");
+    assert_string_equal(l2, "device -   baseline -   peak -");
+    assert_string_equal(l3, "candidates 3  compiled 2  verified 0  failed 1");
+    /* seq order, not insertion order; ms and speedup are "-" */
+    long p0 = strstr(t, "BM=8 BN=8") ? (long)(strstr(t, "BM=8 BN=8") - t) : -1;
+    long p1 = strstr(t, "BM=16 BN=16") ? (long)(strstr(t, "BM=16 BN=16") - t) : -1;
+    long p2 = strstr(t, "BM=32 BN=32") ? (long)(strstr(t, "BM=32 BN=32") - t) : -1;
+    assert_true(p0 > 0 && p1 > p0 && p2 > p1);
+    char head[512], row[512];
+    line_with(t, "rank", head, sizeof head);
+    line_with(t, "BM=32 BN=32", row, sizeof row);
+    assert_int_equal(row[col_of(head, "ms") + 1], '-');
+    assert_int_equal(row[col_of(head, "speedup") + 6], '-');
+    assert_true(strncmp(row + col_of(head, "status"), "compiled", 8) == 0);
+    assert_int_equal(row[col_of(head, "regs") + 2], '4');
+    assert_int_equal(row[col_of(head, "regs") + 3], '0');
+    assert_true(strncmp(row + col_of(head, "smem(KB)") + 5, "1.0", 3) == 0);
+    kv_buf_release(&out);
+
+    /* every run: both, separated by a blank line, measured first */
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_table(f->db, 0, 0, &out, &err), KEVO_OK);
+    const char *r1 = strstr(out.data, "run 1  ");
+    const char *r2 = strstr(out.data, "\n\nrun 2  ");
+    assert_true(r1 == out.data && r2 && r2 > r1);
+    kv_buf_release(&out);
+}
+
+static void test_empty_db(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/kevo_report_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK); /* an empty file is new */
+    kv_buf out;
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_json(db, 0, &out, &err), KEVO_OK);
+    cJSON *root = cJSON_Parse(out.data);
+    assert_non_null(root);
+    assert_true(cJSON_IsArray(get(root, "runs")));
+    assert_int_equal(cJSON_GetArraySize(get(root, "runs")), 0);
+    cJSON_Delete(root);
+    kv_buf_release(&out);
+    assert_int_equal(kevo_report_table(db, 0, 0, &out, &err), KEVO_OK);
+    assert_string_equal(out.data, "no runs\n");
+    kv_buf_release(&out);
+    kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_json_all_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_one_run_and_unknown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_params_not_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_measured, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_compile_only, setup, teardown),
+        cmocka_unit_test(test_empty_db),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,837 @@
+/* test_store.c — the SQLite store: open/identify, every row kind, counts,
+ * transactions, and refusal of files that are not kevo's. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "db/store.h"
+#include "util/util.h"
+
+/* ---- helpers ---- */
+
+/* A fresh unique path under /tmp that does not exist yet. */
+static void tmp_path(char out[64])
+{
+    snprintf(out, 64, "/tmp/kevo_store_XXXXXX");
+    int fd = mkstemp(out);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+}
+
+/* Remove a database and its side files. */
+static void tmp_cleanup(const char *path)
+{
+    char side[96];
+    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(sfx); i++) {
+        snprintf(side, sizeof side, "%s%s", path, sfx[i]);
+        unlink(side);
+    }
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Whole file contents (caller frees). */
+static char *slurp(const char *path, size_t *len)
+{
+    char *data = NULL;
+    kevo_err err;
+    assert_int_equal(kv_read_file(path, &data, len, &err), KEVO_OK);
+    return data;
+}
+
+/* First column of the first row of sql on a separate raw connection, or
+ * -999 for NULL / no row. */
+static int64_t raw_int(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    int64_t v = -999;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+/* Run statements on a raw connection (creating the file when missing). */
+static void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fail_msg("raw exec: %s", msg ? msg : "?");
+    sqlite3_free(msg);
+    sqlite3_close(h);
+}
+
+typedef struct fixture {
+    char path[64];
+    kevo_db *db;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    tmp_path(f->path);
+    kevo_err err;
+    assert_int_equal(kevo_db_open(f->path, true, &f->db, &err), KEVO_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    kevo_db_close(f->db);
+    tmp_cleanup(f->path);
+    free(f);
+    return 0;
+}
+
+static int64_t add_run(kevo_db *db, const char *op)
+{
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    snprintf(r.op, sizeof r.op, "%s", op);
+    snprintf(r.shape, sizeof r.shape, "B=8,M=16");
+    snprintf(r.status, sizeof r.status, "running");
+    kevo_err err;
+    assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    return r.id;
+}
+
+/* Insert a candidate; params is copied. */
+static int64_t add_cand(kevo_db *db, int64_t run, int64_t seq, const char *family, const char *params,
+                        const char *status, const char *fail, double speedup, double median, const char *bin)
+{
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    c.run_id = run;
+    c.seq = seq;
+    snprintf(c.family, sizeof c.family, "%s", family);
+    c.params = kv_strdup(params);
+    snprintf(c.status, sizeof c.status, "%s", status);
+    snprintf(c.fail, sizeof c.fail, "%s", fail);
+    snprintf(c.binary_key, sizeof c.binary_key, "%s", bin);
+    c.speedup = speedup;
+    c.median_ms = median;
+    kevo_err err;
+    kevo_status s = kevo_db_cand_insert(db, &c, &err);
+    if (s)
+        fail_msg("cand insert: %s", err.msg);
+    kevo_cand_row_release(&c);
+    return c.id;
+}
+
+/* ---- open and identity ---- */
+
+static void test_create_reopen(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t id = add_run(db, "ikbo_lce");
+    assert_int_equal(id, 1);
+    kevo_db_close(db);
+
+    assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                                   "('runs','sources','binaries','candidates','edges','measurements')"),
+                     6);
+
+    db = NULL;
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    kevo_run_row r;
+    assert_int_equal(kevo_db_run_get(db, 1, &r, &err), KEVO_OK);
+    assert_string_equal(r.op, "ikbo_lce");
+    assert_string_equal(r.shape, "B=8,M=16");
+    kevo_db_close(db);
+
+    /* the journal mode is persistent WAL */
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    tmp_cleanup(path);
+}
+
+static void test_open_missing(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = (kevo_db *)1;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_IO);
+    assert_null(db);
+    assert_int_equal(err.status, KEVO_ERR_IO);
+    char want[128];
+    snprintf(want, sizeof want, "no such database '%s'", path);
+    assert_string_equal(err.msg, want);
+    assert_false(file_exists(path));
+}
+
+static void test_open_foreign_sqlite(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    raw_exec(path, "CREATE TABLE t(x); INSERT INTO t VALUES(42);");
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp(path, &n0);
+    kevo_db *db = NULL;
+    kevo_err err;
+    char want[128];
+    snprintf(want, sizeof want, "'%s' is not a kevo database", path);
+    for (int create = 0; create < 2; create++) {
+        assert_int_equal(kevo_db_open(path, create, &db, &err), KEVO_ERR_DB);
+        assert_null(db);
+        assert_string_equal(err.msg, want);
+    }
+    char *after = slurp(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    char side[96];
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_false(file_exists(side));
+    assert_int_equal(raw_int(path, "PRAGMA application_id"), 0);
+    assert_int_equal(raw_int(path, "SELECT x FROM t"), 42);
+    free(before);
+    free(after);
+    tmp_cleanup(path);
+}
+
+static void test_open_other_app_id(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    raw_exec(path, "PRAGMA application_id=42;");
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp(path, &n0);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_ERR_DB);
+    assert_non_null(strstr(err.msg, "is not a kevo database"));
+    char *after = slurp(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    tmp_cleanup(path);
+}
+
+static void test_open_newer_schema(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db_close(db);
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=2;");
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp(path, &n0);
+    db = NULL;
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
+    assert_null(db);
+    char want[128];
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 2)", path);
+    assert_string_equal(err.msg, want);
+    char *after = slurp(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    tmp_cleanup(path);
+}
+
+static void test_open_garbage(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_err err;
+    assert_int_equal(kv_write_file(path, "hello world", 11, &err), KEVO_OK);
+    kevo_db *db = NULL;
+    char want[128];
+    snprintf(want, sizeof want, "'%s' is not a kevo database or is corrupt", path);
+    for (int create = 0; create < 2; create++) {
+        assert_int_equal(kevo_db_open(path, create, &db, &err), KEVO_ERR_DB);
+        assert_null(db);
+        assert_string_equal(err.msg, want);
+    }
+    size_t n = 0;
+    char *after = slurp(path, &n);
+    assert_int_equal(n, 11);
+    assert_memory_equal(after, "hello world", 11);
+    free(after);
+    char side[96];
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_false(file_exists(side));
+    tmp_cleanup(path);
+}
+
+static void test_open_unwritable(void **state)
+{
+    (void)state;
+    kevo_db *db = NULL;
+    kevo_err err;
+    /* a directory that does not exist: nobody can create a file in it */
+    char dir[64], path[128];
+    tmp_path(dir);
+    snprintf(path, sizeof path, "%s/sub/k.db", dir);
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, path));
+    assert_false(file_exists(dir));
+
+    if (geteuid() == 0)
+        return; /* root ignores permissions */
+    snprintf(dir, sizeof dir, "/tmp/kevo_ro_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chmod(dir, 0555), 0);
+    snprintf(path, sizeof path, "%s/k.db", dir);
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, path));
+    assert_false(file_exists(path));
+    /* an existing database that may not be written */
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db_close(db);
+    raw_exec(path, "PRAGMA journal_mode=DELETE;");
+    assert_int_equal(chmod(path, 0444), 0);
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, path));
+    tmp_cleanup(path);
+    rmdir(dir);
+}
+
+/* ---- runs ---- */
+
+static void test_run_roundtrip(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    assert_true(isnan(r.baseline_ms) && isnan(r.peak_tflops) && isnan(r.copy_tbps));
+    snprintf(r.op, sizeof r.op, "ikbo_lce");
+    snprintf(r.shape, sizeof r.shape, "B=1024,M=433,N=128,K=64");
+    snprintf(r.dtype, sizeof r.dtype, "fp16");
+    snprintf(r.arch, sizeof r.arch, "sm_90a");
+    snprintf(r.policy, sizeof r.policy, "greedy");
+    snprintf(r.families, sizeof r.families, "lce_mma,lce_simt");
+    r.seed = 7;
+    r.budget = 60;
+    r.compile_only = false;
+    snprintf(r.status, sizeof r.status, "running");
+    snprintf(r.device, sizeof r.device, "NVIDIA H200");
+    r.driver_version = 13000;
+    r.sm_count = 132;
+    r.sm_clock_mhz = 1980;
+    r.mem_clock_mhz = 3201;
+    r.baseline_ms = 1.985;
+    r.peak_tflops = 761.5;
+    r.flops = 1.5e12;
+    r.bytes = 3.25e9;
+    r.pid = 4242;
+    assert_int_equal(kevo_db_run_insert(f->db, &r, &err), KEVO_OK);
+    assert_int_equal(r.id, 1);
+    assert_int_equal(strlen(r.created_at), 20); /* filled in: YYYY-MM-DDTHH:MM:SSZ */
+
+    /* NaN and empty optional text are stored as NULL */
+    assert_int_equal(raw_int(f->path, "SELECT baseline_bcast_ms IS NULL AND copy_tbps IS NULL AND "
+                                      "stop_reason IS NULL AND finished_at IS NULL FROM runs WHERE id=1"),
+                     1);
+    assert_int_equal(raw_int(f->path, "SELECT baseline_ms IS NOT NULL FROM runs WHERE id=1"), 1);
+
+    kevo_run_row g;
+    assert_int_equal(kevo_db_run_get(f->db, 1, &g, &err), KEVO_OK);
+    assert_int_equal(g.id, 1);
+    assert_string_equal(g.op, "ikbo_lce");
+    assert_string_equal(g.shape, "B=1024,M=433,N=128,K=64");
+    assert_string_equal(g.dtype, "fp16");
+    assert_string_equal(g.arch, "sm_90a");
+    assert_string_equal(g.policy, "greedy");
+    assert_string_equal(g.families, "lce_mma,lce_simt");
+    assert_int_equal(g.seed, 7);
+    assert_int_equal(g.budget, 60);
+    assert_false(g.compile_only);
+    assert_string_equal(g.status, "running");
+    assert_string_equal(g.stop_reason, "");
+    assert_string_equal(g.device, "NVIDIA H200");
+    assert_int_equal(g.driver_version, 13000);
+    assert_int_equal(g.sm_count, 132);
+    assert_int_equal(g.sm_clock_mhz, 1980);
+    assert_int_equal(g.mem_clock_mhz, 3201);
+    assert_true(g.baseline_ms == 1.985);
+    assert_true(isnan(g.baseline_bcast_ms));
+    assert_true(g.peak_tflops == 761.5);
+    assert_true(isnan(g.copy_tbps));
+    assert_true(g.flops == 1.5e12);
+    assert_true(g.bytes == 3.25e9);
+    assert_int_equal(g.pid, 4242);
+    assert_string_equal(g.created_at, r.created_at);
+    assert_string_equal(g.finished_at, "");
+
+    /* update writes every field */
+    snprintf(g.status, sizeof g.status, "done");
+    snprintf(g.stop_reason, sizeof g.stop_reason, "budget");
+    snprintf(g.finished_at, sizeof g.finished_at, "2025-01-02T03:04:05Z");
+    g.baseline_bcast_ms = 2.679;
+    g.baseline_ms = NAN;
+    g.compile_only = true;
+    assert_int_equal(kevo_db_run_update(f->db, &g, &err), KEVO_OK);
+    kevo_run_row h;
+    assert_int_equal(kevo_db_run_get(f->db, 1, &h, &err), KEVO_OK);
+    assert_string_equal(h.status, "done");
+    assert_string_equal(h.stop_reason, "budget");
+    assert_string_equal(h.finished_at, "2025-01-02T03:04:05Z");
+    assert_true(h.baseline_bcast_ms == 2.679);
+    assert_true(isnan(h.baseline_ms));
+    assert_true(h.compile_only);
+    assert_string_equal(h.op, "ikbo_lce");
+
+    /* unknown ids */
+    assert_int_equal(kevo_db_run_get(f->db, 99, &h, &err), KEVO_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "no run 99"));
+    h.id = 99;
+    assert_int_equal(kevo_db_run_update(f->db, &h, &err), KEVO_ERR_NOT_FOUND);
+}
+
+static void test_run_text_truncated(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    raw_exec(f->path, "INSERT INTO runs(id, op, dtype, status) VALUES(5, "
+                      "'abcdefghijklmnopqrstuvwxyz0123456789', 'float16-extra', 'done')");
+    kevo_run_row r;
+    assert_int_equal(kevo_db_run_get(f->db, 5, &r, &err), KEVO_OK);
+    assert_string_equal(r.op, "abcdefghijklmnopqrstuvwxyz01234"); /* 31 chars + NUL */
+    assert_string_equal(r.dtype, "float16");
+    assert_string_equal(r.status, "done");
+    assert_int_equal(r.sm_count, 0);
+    assert_true(isnan(r.baseline_ms));
+}
+
+static void test_run_ids(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t *ids = NULL;
+    int n = -1;
+    assert_int_equal(kevo_db_run_ids(f->db, &ids, &n, &err), KEVO_OK);
+    assert_int_equal(n, 0);
+    free(ids);
+    add_run(f->db, "a");
+    add_run(f->db, "b");
+    add_run(f->db, "c");
+    assert_int_equal(kevo_db_run_ids(f->db, &ids, &n, &err), KEVO_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    assert_int_equal(ids[2], 3);
+    free(ids);
+}
+
+/* ---- candidates ---- */
+
+static void test_cand_roundtrip(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t c3 = add_cand(f->db, run, 3, "lce_mma", "{\"BM\":64}", "pending", "", NAN, NAN, "");
+    int64_t c1 = add_cand(f->db, run, 1, "lce_mma", "{\"BM\":128}", "pending", "", NAN, NAN, "");
+    int64_t c2 = add_cand(f->db, run, 2, "lce_simt", "{\"BM\":128}", "pending", "", NAN, NAN, "");
+
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_get(f->db, c1, &c, &err), KEVO_OK);
+    assert_int_equal(c.id, c1);
+    assert_int_equal(c.run_id, run);
+    assert_int_equal(c.seq, 1);
+    assert_string_equal(c.family, "lce_mma");
+    assert_string_equal(c.params, "{\"BM\":128}");
+    assert_null(c.plan);
+    assert_null(c.fail_msg);
+    assert_string_equal(c.source_hash, "");
+    assert_string_equal(c.binary_key, "");
+    assert_string_equal(c.status, "pending");
+    assert_string_equal(c.fail, "");
+    assert_int_equal(c.regs, -1);
+    assert_int_equal(c.spill_bytes, -1);
+    assert_int_equal(c.smem_static, -1);
+    assert_int_equal(c.smem_dynamic, -1);
+    assert_true(isnan(c.compile_s) && isnan(c.median_ms) && isnan(c.speedup) && isnan(c.rel_err));
+    assert_int_equal(c.checks, 0);
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT fail IS NULL AND source_hash IS NULL AND binary_key IS NULL AND regs IS NULL "
+             "AND median_ms IS NULL AND created_at IS NOT NULL FROM candidates WHERE id=%lld",
+             (long long)c1);
+    assert_int_equal(raw_int(f->path, sql), 1);
+
+    /* update every field and read it back */
+    c.plan = kv_strdup("{\"grid\":[4,1,1]}");
+    snprintf(c.source_hash, sizeof c.source_hash, "%064d", 7);
+    snprintf(c.binary_key, sizeof c.binary_key, "%064d", 9);
+    snprintf(c.status, sizeof c.status, "ok");
+    c.regs = 168;
+    c.spill_bytes = 0;
+    c.smem_static = 1024;
+    c.smem_dynamic = 98304;
+    c.compile_s = 1.25;
+    c.median_ms = 0.5;
+    c.min_ms = 0.49;
+    c.rel_err = 1e-3;
+    c.max_abs_err = 0.0625;
+    c.tflops = 512.5;
+    c.speedup = 3.97;
+    c.checks = 3;
+    assert_int_equal(kevo_db_cand_update(f->db, &c, &err), KEVO_OK);
+    kevo_cand_row_release(&c);
+    kevo_cand_row g;
+    assert_int_equal(kevo_db_cand_get(f->db, c1, &g, &err), KEVO_OK);
+    assert_string_equal(g.plan, "{\"grid\":[4,1,1]}");
+    assert_string_equal(g.source_hash, "0000000000000000000000000000000000000000000000000000000000000007");
+    assert_string_equal(g.binary_key, "0000000000000000000000000000000000000000000000000000000000000009");
+    assert_string_equal(g.status, "ok");
+    assert_int_equal(g.regs, 168);
+    assert_int_equal(g.spill_bytes, 0);
+    assert_int_equal(g.smem_static, 1024);
+    assert_int_equal(g.smem_dynamic, 98304);
+    assert_true(g.compile_s == 1.25 && g.median_ms == 0.5 && g.min_ms == 0.49);
+    assert_true(g.rel_err == 1e-3 && g.max_abs_err == 0.0625 && g.tflops == 512.5 && g.speedup == 3.97);
+    assert_int_equal(g.checks, 3);
+
+    /* a failure with a message, then cleared again */
+    snprintf(g.status, sizeof g.status, "failed");
+    snprintf(g.fail, sizeof g.fail, "wrong_result");
+    g.fail_msg = kv_strdup("max err 0.5 at (3, 7)");
+    assert_int_equal(kevo_db_cand_update(f->db, &g, &err), KEVO_OK);
+    kevo_cand_row_release(&g);
+    assert_int_equal(kevo_db_cand_get(f->db, c1, &g, &err), KEVO_OK);
+    assert_string_equal(g.fail, "wrong_result");
+    assert_string_equal(g.fail_msg, "max err 0.5 at (3, 7)");
+    kevo_cand_row_release(&g);
+
+    /* list in seq order */
+    kevo_cand_row *rows = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_cand_list(f->db, run, &rows, &n, &err), KEVO_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(rows[0].id, c1);
+    assert_int_equal(rows[1].id, c2);
+    assert_int_equal(rows[2].id, c3);
+    assert_int_equal(rows[2].seq, 3);
+    assert_string_equal(rows[1].family, "lce_simt");
+    assert_string_equal(rows[2].params, "{\"BM\":64}");
+    kevo_cand_rows_free(rows, n);
+
+    /* unknown ids */
+    assert_int_equal(kevo_db_cand_get(f->db, 999, &g, &err), KEVO_ERR_NOT_FOUND);
+    kevo_cand_row_release(&g);
+    kevo_cand_row u;
+    kevo_cand_row_init(&u);
+    u.id = 999;
+    u.params = "{}";
+    assert_int_equal(kevo_db_cand_update(f->db, &u, &err), KEVO_ERR_NOT_FOUND);
+    /* a list of an empty run */
+    assert_int_equal(kevo_db_cand_list(f->db, 77, &rows, &n, &err), KEVO_OK);
+    assert_int_equal(n, 0);
+    kevo_cand_rows_free(rows, n);
+}
+
+static void test_cand_duplicate(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t run2 = add_run(f->db, "ikbo_lce");
+    add_cand(f->db, run, 1, "lce_mma", "{\"BM\":128}", "pending", "", NAN, NAN, "");
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    c.run_id = run;
+    c.seq = 2;
+    snprintf(c.family, sizeof c.family, "lce_mma");
+    c.params = "{\"BM\":128}";
+    assert_int_equal(kevo_db_cand_insert(f->db, &c, &err), KEVO_ERR_ARG);
+    assert_string_equal(err.msg, "candidate already in run 1: lce_mma {\"BM\":128}");
+    /* same params in another family or another run are different nodes */
+    snprintf(c.family, sizeof c.family, "lce_simt");
+    assert_int_equal(kevo_db_cand_insert(f->db, &c, &err), KEVO_OK);
+    snprintf(c.family, sizeof c.family, "lce_mma");
+    c.run_id = run2;
+    assert_int_equal(kevo_db_cand_insert(f->db, &c, &err), KEVO_OK);
+    /* a candidate of an unknown run */
+    c.run_id = 55;
+    assert_int_equal(kevo_db_cand_insert(f->db, &c, &err), KEVO_ERR_DB);
+    assert_non_null(strstr(err.msg, "FOREIGN KEY"));
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM candidates"), 3);
+}
+
+static void test_cand_best(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t other = add_run(f->db, "ikbo_lce");
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_best(f->db, run, &c, &err), KEVO_ERR_NOT_FOUND);
+    kevo_cand_row_release(&c);
+    add_cand(f->db, run, 1, "f", "{\"a\":1}", "ok", "", 2.0, 1.0, "");
+    add_cand(f->db, run, 2, "f", "{\"a\":2}", "ok", "", 3.0, 0.7, "");
+    int64_t want = add_cand(f->db, run, 3, "f", "{\"a\":3}", "ok", "", 3.0, 0.6, "");
+    add_cand(f->db, run, 4, "f", "{\"a\":4}", "failed", "wrong_result", 9.0, 0.1, "");
+    add_cand(f->db, run, 5, "f", "{\"a\":5}", "ok", "", NAN, 0.05, "");
+    add_cand(f->db, run, 6, "f", "{\"a\":6}", "compiled", "", 8.0, 0.1, "");
+    add_cand(f->db, other, 1, "f", "{\"a\":1}", "ok", "", 50.0, 0.01, "");
+    assert_int_equal(kevo_db_cand_best(f->db, run, &c, &err), KEVO_OK);
+    assert_int_equal(c.id, want);
+    assert_string_equal(c.params, "{\"a\":3}");
+    assert_true(c.speedup == 3.0);
+    assert_true(c.median_ms == 0.6);
+    kevo_cand_row_release(&c);
+}
+
+/* ---- edges, binaries, sources, measurements ---- */
+
+static void test_edges(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t p = add_cand(f->db, run, 1, "f", "{\"a\":1}", "ok", "", 1.0, 1.0, "");
+    int64_t c = add_cand(f->db, run, 2, "f", "{\"a\":2}", "ok", "", 1.0, 1.0, "");
+    assert_int_equal(kevo_db_edge_insert(f->db, run, p, c, "retile", &err), KEVO_OK);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM edges WHERE operator='retile'"), 1);
+    assert_int_equal(kevo_db_edge_insert(f->db, run, p, c, "retile", &err), KEVO_ERR_ARG);
+    assert_int_equal(kevo_db_edge_insert(f->db, run, p, 12345, "stages", &err), KEVO_ERR_DB);
+    assert_non_null(strstr(err.msg, "FOREIGN KEY"));
+    assert_non_null(strstr(err.msg, f->path));
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM edges"), 1);
+}
+
+static void test_binaries(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    static const unsigned char cubin[] = {0x7f, 'E', 'L', 'F', 0, 0, 1, 0, 0xff, 0};
+    kevo_binary_row b;
+    kevo_binary_row_init(&b);
+    snprintf(b.key, sizeof b.key, "%064d", 1);
+    snprintf(b.arch, sizeof b.arch, "sm_90a");
+    snprintf(b.nvrtc_version, sizeof b.nvrtc_version, "12.8");
+    b.options = "-arch=sm_90a\n-std=c++17";
+    snprintf(b.source_hash, sizeof b.source_hash, "%064d", 2);
+    b.cubin = (void *)cubin;
+    b.cubin_size = sizeof cubin;
+    b.log = "";
+    b.regs = 128;
+    b.spill_bytes = 0;
+    b.smem_static = 2048;
+    b.stack_bytes = 16;
+    b.compile_s = 2.5;
+    assert_int_equal(kevo_db_binary_put(f->db, &b, &err), KEVO_OK);
+
+    /* a second put of the same key keeps the first row */
+    kevo_binary_row b2 = b;
+    static const unsigned char other[] = {1, 2, 3};
+    b2.cubin = (void *)other;
+    b2.cubin_size = sizeof other;
+    b2.regs = 64;
+    assert_int_equal(kevo_db_binary_put(f->db, &b2, &err), KEVO_OK);
+
+    kevo_binary_row g;
+    assert_int_equal(kevo_db_binary_get(f->db, b.key, &g, &err), KEVO_OK);
+    assert_string_equal(g.key, b.key);
+    assert_string_equal(g.arch, "sm_90a");
+    assert_string_equal(g.nvrtc_version, "12.8");
+    assert_string_equal(g.options, "-arch=sm_90a\n-std=c++17");
+    assert_string_equal(g.source_hash, b.source_hash);
+    assert_int_equal(g.cubin_size, sizeof cubin);
+    assert_memory_equal(g.cubin, cubin, sizeof cubin);
+    assert_string_equal(g.log, "");
+    assert_string_equal(g.fail, "");
+    assert_int_equal(g.regs, 128);
+    assert_int_equal(g.spill_bytes, 0);
+    assert_int_equal(g.smem_static, 2048);
+    assert_int_equal(g.stack_bytes, 16);
+    assert_true(g.compile_s == 2.5);
+    kevo_binary_row_release(&g);
+
+    /* a failed compile: no cubin, a log and a failure kind */
+    kevo_binary_row fb;
+    kevo_binary_row_init(&fb);
+    snprintf(fb.key, sizeof fb.key, "%064d", 3);
+    fb.log = "error: expected ';'";
+    snprintf(fb.fail, sizeof fb.fail, "compile_error");
+    assert_int_equal(kevo_db_binary_put(f->db, &fb, &err), KEVO_OK);
+    assert_int_equal(kevo_db_binary_get(f->db, fb.key, &g, &err), KEVO_OK);
+    assert_null(g.cubin);
+    assert_int_equal(g.cubin_size, 0);
+    assert_null(g.options);
+    assert_string_equal(g.log, "error: expected ';'");
+    assert_string_equal(g.fail, "compile_error");
+    assert_int_equal(g.regs, -1);
+    assert_int_equal(g.stack_bytes, -1);
+    assert_true(isnan(g.compile_s));
+    kevo_binary_row_release(&g);
+
+    assert_int_equal(kevo_db_binary_get(f->db, "nope", &g, &err), KEVO_ERR_NOT_FOUND);
+    kevo_binary_row_release(&g);
+}
+
+static void test_sources(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    const char *h = "ab12";
+    assert_int_equal(kevo_db_source_put(f->db, h, "__global__ void k() {}\n", &err), KEVO_OK);
+    assert_int_equal(kevo_db_source_put(f->db, h, "other", &err), KEVO_OK); /* keeps the first */
+    char *text = NULL;
+    assert_int_equal(kevo_db_source_get(f->db, h, &text, &err), KEVO_OK);
+    assert_string_equal(text, "__global__ void k() {}\n");
+    free(text);
+    assert_int_equal(kevo_db_source_get(f->db, "cd34", &text, &err), KEVO_ERR_NOT_FOUND);
+    assert_null(text);
+}
+
+static void test_measurements(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t c = add_cand(f->db, run, 1, "f", "{}", "ok", "", 1.0, 1.0, "");
+    assert_int_equal(kevo_db_measure_put(f->db, c, "rel_err.shuffled", 0.25, &err), KEVO_OK);
+    assert_int_equal(kevo_db_measure_put(f->db, c, "rel_err.shuffled", 0.5, &err), KEVO_OK); /* replaces */
+    assert_int_equal(kevo_db_measure_put(f->db, c, "ms.p90", NAN, &err), KEVO_OK);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM measurements"), 2);
+    assert_int_equal(raw_int(f->path, "SELECT value*1000 FROM measurements WHERE name='rel_err.shuffled'"), 500);
+    assert_int_equal(raw_int(f->path, "SELECT value IS NULL FROM measurements WHERE name='ms.p90'"), 1);
+    assert_int_equal(kevo_db_measure_put(f->db, 4242, "x", 1.0, &err), KEVO_ERR_DB);
+    assert_non_null(strstr(err.msg, "FOREIGN KEY"));
+}
+
+static void test_run_counts(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    kevo_binary_row b;
+    kevo_binary_row_init(&b);
+    static const char bytes[] = "cubin";
+    snprintf(b.key, sizeof b.key, "k1");
+    b.cubin = (void *)bytes;
+    b.cubin_size = 5;
+    assert_int_equal(kevo_db_binary_put(f->db, &b, &err), KEVO_OK);
+    kevo_binary_row_init(&b);
+    snprintf(b.key, sizeof b.key, "k2");
+    snprintf(b.fail, sizeof b.fail, "compile_error");
+    assert_int_equal(kevo_db_binary_put(f->db, &b, &err), KEVO_OK);
+
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t other = add_run(f->db, "ikbo_lce");
+    int e = -1, c = -1, fl = -1, ok = -1;
+    assert_int_equal(kevo_db_run_counts(f->db, run, &e, &c, &fl, &ok, &err), KEVO_OK);
+    assert_int_equal(e, 0);
+    assert_int_equal(c, 0);
+    assert_int_equal(fl, 0);
+    assert_int_equal(ok, 0);
+
+    add_cand(f->db, run, 1, "f", "{\"a\":1}", "pending", "", NAN, NAN, "");
+    add_cand(f->db, run, 2, "f", "{\"a\":2}", "compiled", "", NAN, NAN, "k1");
+    add_cand(f->db, run, 3, "f", "{\"a\":3}", "ok", "", 2.0, 1.0, "k1");
+    add_cand(f->db, run, 4, "f", "{\"a\":4}", "failed", "compile_error", NAN, NAN, "k2");
+    add_cand(f->db, run, 5, "f", "{\"a\":5}", "failed", "wrong_result", NAN, NAN, "k1");
+    add_cand(f->db, run, 6, "f", "{\"a\":6}", "compiled", "", NAN, NAN, "kmissing");
+    add_cand(f->db, other, 1, "f", "{\"a\":1}", "ok", "", 2.0, 1.0, "k1");
+    assert_int_equal(kevo_db_run_counts(f->db, run, &e, &c, &fl, &ok, &err), KEVO_OK);
+    assert_int_equal(e, 5);
+    assert_int_equal(c, 3);
+    assert_int_equal(fl, 2);
+    assert_int_equal(ok, 1);
+    assert_int_equal(kevo_db_run_counts(f->db, other, &e, &c, &fl, &ok, &err), KEVO_OK);
+    assert_int_equal(e, 1);
+    assert_int_equal(c, 1);
+    assert_int_equal(fl, 0);
+    assert_int_equal(ok, 1);
+}
+
+static void test_transactions(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    assert_int_equal(kevo_db_begin(f->db, &err), KEVO_OK);
+    add_run(f->db, "a");
+    add_run(f->db, "b");
+    kevo_db_rollback(f->db);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM runs"), 0);
+    assert_int_equal(kevo_db_begin(f->db, &err), KEVO_OK);
+    add_run(f->db, "c");
+    assert_int_equal(kevo_db_commit(f->db, &err), KEVO_OK);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM runs"), 1);
+    /* commit without a transaction is an error naming the file */
+    assert_int_equal(kevo_db_commit(f->db, &err), KEVO_ERR_DB);
+    assert_non_null(strstr(err.msg, f->path));
+    kevo_db_rollback(f->db); /* harmless without a transaction */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_reopen),
+        cmocka_unit_test(test_open_missing),
+        cmocka_unit_test(test_open_foreign_sqlite),
+        cmocka_unit_test(test_open_other_app_id),
+        cmocka_unit_test(test_open_newer_schema),
+        cmocka_unit_test(test_open_garbage),
+        cmocka_unit_test(test_open_unwritable),
+        cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_text_truncated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cand_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cand_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cand_best, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sources, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_measurements, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

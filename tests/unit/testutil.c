@@ -1,0 +1,66 @@
+/* testutil.c — helpers shared by kevo's tests. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "evaluator/cudrv.h"
+#include "testutil.h"
+#include "util/util.h"
+
+char *tu_read_src(const char *rel)
+{
+    /* KEVO_HOME first, so a build folder carried to another machine finds its sources */
+    const char *home = getenv("KEVO_HOME");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", home && *home ? home : KEVO_SOURCE_DIR, rel);
+    char *t = NULL;
+    kevo_err err;
+    assert_int_equal(kv_read_file(path, &t, NULL, &err), KEVO_OK);
+    return t;
+}
+
+bool tu_have_gpu(void)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        kv_cu cu;
+        kevo_err err;
+        int count = 0;
+        if (kv_cu_load(&cu, &err) != KEVO_OK || cu.cuInit(0) != CUDA_SUCCESS || cu.cuDeviceGetCount(&count) ||
+            count == 0)
+            _exit(1);
+        _exit(0);
+    }
+    int ws = 0;
+    if (p < 0 || waitpid(p, &ws, 0) != p)
+        return false;
+    return WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+}
+
+void tu_compile(kevo_compile_job *job, const char *name, const char *src)
+{
+    kevo_err err;
+    assert_int_equal(kevo_compile_job_init(job, name, src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_run(job, 1, 1, 300, &err), KEVO_OK);
+    if (job->fail != KEVO_FAIL_NONE)
+        fprintf(stderr, "%s\n", job->log ? job->log : "");
+    assert_int_equal(job->fail, KEVO_FAIL_NONE);
+}
+
+char *tu_ref_source(kevo_dtype dt, const char *abi)
+{
+    char *ref = tu_read_src("kernels/ikbo_lce_ref.cu");
+    kv_buf b;
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "#define DTYPE_BF16 %d\n%s\n#line 1 \"ikbo_lce_ref.cu\"\n%s", dt == KEVO_DTYPE_BF16, abi, ref);
+    free(ref);
+    return kv_buf_take(&b);
+}

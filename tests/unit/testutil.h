@@ -1,0 +1,24 @@
+/* testutil.h — helpers shared by kevo's tests. */
+#ifndef KEVO_TESTUTIL_H
+#define KEVO_TESTUTIL_H
+
+#include <stdbool.h>
+
+#include "evaluator/compile.h"
+#include "kernels/op.h"
+
+/* Read a file of the source tree (KEVO_SOURCE_DIR); aborts the test on failure.
+ * Caller frees. */
+char *tu_read_src(const char *rel);
+
+/* Whether a CUDA driver and device exist, found out in a child process so that
+ * this process never initialises CUDA (its forked workers could not use it). */
+bool tu_have_gpu(void);
+
+/* Compile source for sm_90a in a child; asserts success.  The job owns the cubin. */
+void tu_compile(kevo_compile_job *job, const char *name, const char *src);
+
+/* The op's reference module source for a dtype, ABI inlined.  Caller frees. */
+char *tu_ref_source(kevo_dtype dt, const char *abi);
+
+#endif

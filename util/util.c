@@ -1,0 +1,290 @@
+/* util.c — status text, error buffers, buffers, files, hashing, clocks. */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *kevo_status_str(kevo_status s)
+{
+    switch (s) {
+    case KEVO_OK: return "ok";
+    case KEVO_ERR_ARG: return "bad argument";
+    case KEVO_ERR_NOMEM: return "out of memory";
+    case KEVO_ERR_IO: return "i/o error";
+    case KEVO_ERR_DB: return "database error";
+    case KEVO_ERR_PARSE: return "parse error";
+    case KEVO_ERR_NOT_FOUND: return "not found";
+    case KEVO_ERR_UNSUPPORTED: return "unsupported";
+    case KEVO_ERR_NO_GPU: return "no gpu";
+    case KEVO_ERR_CUDA: return "cuda error";
+    case KEVO_ERR_NVRTC: return "nvrtc error";
+    case KEVO_ERR_WORKER: return "worker failure";
+    case KEVO_ERR_BUSY: return "busy";
+    case KEVO_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+void kevo_err_clear(kevo_err *err)
+{
+    if (err) {
+        err->status = KEVO_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+kevo_status kevo_err_set(kevo_err *err, kevo_status s, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->status = s;
+    }
+    return s;
+}
+
+void kevo_err_prefix(kevo_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    char head[512], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    /* head, ": ", old, truncated to the buffer */
+    size_t cap = sizeof err->msg - 1, n = 0;
+    const char *parts[3] = {head, ": ", old};
+    for (int i = 0; i < 3; i++) {
+        size_t len = strlen(parts[i]);
+        if (len > cap - n)
+            len = cap - n;
+        memcpy(err->msg + n, parts[i], len);
+        n += len;
+    }
+    err->msg[n] = '\0';
+}
+
+void kv_buf_init(kv_buf *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+void kv_buf_release(kv_buf *b)
+{
+    free(b->data);
+    kv_buf_init(b);
+}
+
+static kevo_status buf_reserve(kv_buf *b, size_t extra)
+{
+    if (extra > SIZE_MAX - b->len - 1)
+        return KEVO_ERR_NOMEM;
+    size_t need = b->len + extra + 1;
+    if (b->limit && need > b->limit)
+        return KEVO_ERR_NOMEM;
+    if (need <= b->cap)
+        return KEVO_OK;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return KEVO_ERR_NOMEM;
+    b->data = p;
+    b->cap = cap;
+    return KEVO_OK;
+}
+
+kevo_status kv_buf_append(kv_buf *b, const void *p, size_t n)
+{
+    kevo_status s = buf_reserve(b, n);
+    if (s)
+        return s;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return KEVO_OK;
+}
+
+kevo_status kv_buf_puts(kv_buf *b, const char *s)
+{
+    return kv_buf_append(b, s, strlen(s));
+}
+
+kevo_status kv_buf_printf(kv_buf *b, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        va_end(ap2);
+        return KEVO_ERR_INTERNAL;
+    }
+    kevo_status s = buf_reserve(b, (size_t)n);
+    if (s) {
+        va_end(ap2);
+        return s;
+    }
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->len += (size_t)n;
+    return KEVO_OK;
+}
+
+char *kv_buf_take(kv_buf *b)
+{
+    char *p = b->data;
+    if (!p)
+        p = calloc(1, 1);
+    kv_buf_init(b);
+    return p;
+}
+
+kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to open '%s': %s", path, strerror(errno));
+    kv_buf b;
+    kv_buf_init(&b);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (kv_buf_append(&b, chunk, n)) {
+            fclose(f);
+            kv_buf_release(&b);
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading '%s'", path);
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        kv_buf_release(&b);
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to read '%s'", path);
+    }
+    if (len)
+        *len = b.len;
+    *out = kv_buf_take(&b);
+    return KEVO_OK;
+}
+
+kevo_status kv_write_file(const char *path, const void *data, size_t len, kevo_err *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return kevo_err_set(err, KEVO_ERR_ARG, "path too long '%s'", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to create '%s': %s", tmp, strerror(errno));
+    size_t w = len ? fwrite(data, 1, len, f) : 0;
+    int bad = (w != len) | (fclose(f) != 0);
+    if (bad || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to write '%s': %s", path, strerror(e));
+    }
+    return KEVO_OK;
+}
+
+void kv_sha256_hex(const void *const *bufs, const size_t *lens, int n, char hex[65])
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    for (int i = 0; i < n; i++)
+        EVP_DigestUpdate(ctx, bufs[i], lens[i]);
+    EVP_DigestFinal_ex(ctx, md, &mdlen);
+    EVP_MD_CTX_free(ctx);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    hex[64] = '\0';
+}
+
+double kv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void kv_utc_iso(char out[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+char *kv_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+void kv_dirname(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(out, n, ".");
+        return;
+    }
+    size_t len = (size_t)(slash - path);
+    if (len == 0)
+        len = 1;
+    snprintf(out, n, "%.*s", (int)len, path);
+}
+
+bool kv_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0')
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+uint64_t kv_rand_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t kv_rand_below(uint64_t *state, uint64_t n)
+{
+    if (n == 0)
+        return 0;
+    /* rejection sampling keeps the draw uniform */
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do
+        r = kv_rand_next(state);
+    while (r >= limit);
+    return r % n;
+}

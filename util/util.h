@@ -1,0 +1,67 @@
+/* util.h — small helpers every kevo module uses: growable buffers, files,
+ * hashing, clocks. */
+#ifndef KEVO_UTIL_H
+#define KEVO_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kevo.h"
+
+/* Growable byte buffer; always NUL-terminated when len > 0 or after any
+ * append, so text can be read through .data.  Owns .data. */
+typedef struct kv_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t limit; /* 0: no limit; else appends past it fail with KEVO_ERR_NOMEM */
+} kv_buf;
+
+void kv_buf_init(kv_buf *b);
+void kv_buf_release(kv_buf *b);
+kevo_status kv_buf_append(kv_buf *b, const void *p, size_t n);
+kevo_status kv_buf_puts(kv_buf *b, const char *s);
+kevo_status kv_buf_printf(kv_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Give up ownership of the data (caller frees); b is left empty. */
+char *kv_buf_take(kv_buf *b);
+
+/* Read a whole file into *out (NUL-terminated, caller frees).
+ * Errors: KEVO_ERR_IO with the path quoted in err. */
+kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *err);
+
+/* Write a whole file atomically (temp file + rename). */
+kevo_status kv_write_file(const char *path, const void *data, size_t len, kevo_err *err);
+
+/* SHA-256 of the concatenation of n buffers, as 64 lower-case hex digits
+ * plus NUL in hex[65].  Uses OpenSSL's EVP interface. */
+void kv_sha256_hex(const void *const *bufs, const size_t *lens, int n, char hex[65]);
+
+/* Monotonic clock in seconds. */
+double kv_now(void);
+
+/* Wall-clock time as "YYYY-MM-DDTHH:MM:SSZ" in out[32]. */
+void kv_utc_iso(char out[32]);
+
+/* strdup that reports failure through NULL only. */
+char *kv_strdup(const char *s);
+
+/* Directory part of a path ("a/b/c.json" -> "a/b", "c" -> ".") in out. */
+void kv_dirname(const char *path, char *out, size_t n);
+
+/* Parse a decimal int64 with no trailing junk; false on junk or overflow. */
+bool kv_parse_i64(const char *s, int64_t *out);
+
+/* splitmix64: a small seeded generator for reproducible host-side choices
+ * (Steele, Lea, Flood 2014). */
+uint64_t kv_rand_next(uint64_t *state);
+/* Uniform integer in [0, n). */
+uint64_t kv_rand_below(uint64_t *state, uint64_t n);
+
+#define KV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* KEVO_UTIL_H */
