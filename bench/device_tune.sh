@@ -26,6 +26,19 @@ for args in "--shape B=2048,ratio=70 --time" "--shape B=1024,ratio=10 --time" "-
   build/kevo verify --db "$OUT/kevo.db" $args >>"$OUT/verify.log" 2>&1
   echo "rc=$?" >>"$OUT/verify.log"
 done
+# the best candidate's SASS: which tensor-core instructions it uses
+python3 - "$OUT/kevo.db" "$OUT/best.cubin" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+row = db.execute("select b.cubin from candidates c join binaries b on b.key = c.binary_key "
+                 "where c.status = 'ok' order by c.speedup desc limit 1").fetchone()
+if row:
+    open(sys.argv[2], "wb").write(row[0])
+PY
+if [ -f "$OUT/best.cubin" ]; then
+  cuobjdump -sass "$OUT/best.cubin" >"$OUT/best.sass" 2>&1
+  echo "best SASS:" $(grep -oE "HGMMA|HMMA|UTMALDG|USETMAXREG|LDSM" "$OUT/best.sass" | sort | uniq -c)
+fi
 tail -4 "$OUT/tune.log"
 cat "$OUT/verify.log"
 head -30 "$OUT/report.txt"

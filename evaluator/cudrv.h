@@ -30,9 +30,11 @@
     X(cuMemFree)                                                                                                       \
     X(cuMemcpyHtoD)                                                                                                    \
     X(cuMemcpyDtoH)                                                                                                    \
+    X(cuMemcpyHtoDAsync)                                                                                               \
+    X(cuMemcpyDtoHAsync)                                                                                               \
     X(cuMemcpyDtoDAsync)                                                                                               \
-    X(cuMemsetD8)                                                                                                      \
-    X(cuMemsetD16)                                                                                                     \
+    X(cuMemsetD8Async)                                                                                                 \
+    X(cuMemsetD16Async)                                                                                                \
     X(cuMemsetD32Async)                                                                                                \
     X(cuModuleLoadData)                                                                                                \
     X(cuModuleUnload)                                                                                                  \
@@ -47,7 +49,8 @@
     X(cuEventDestroy)                                                                                                  \
     X(cuEventRecord)                                                                                                   \
     X(cuEventSynchronize)                                                                                              \
-    X(cuEventElapsedTime)
+    X(cuEventElapsedTime)                                                                                              \
+    X(cuTensorMapEncodeTiled)
 
 #define KV_CUBLAS_FUNCS(X)                                                                                             \
     X(cublasCreate_v2)                                                                                                 \

@@ -60,8 +60,9 @@ static CUresult lce_fill(wk_ctx *w, uint64_t seed, kevo_map_kind kind)
     LCE_TRY(lce_gen_padded(w, s->w_user_pad, (int)s->M, (int)s->Ku, (int)s->Kup, seed, 0));
     LCE_TRY(lce_gen_padded(w, s->w_cand_pad, (int)s->M, (int)s->Kc, (int)s->Kcp, seed, 1));
     kevo_lce_make_map(kind, s->B, s->U, s->ratio, seed ^ 0x5eedull, s->host_map);
-    LCE_TRY(w->cu.cuStreamSynchronize(w->stream));
-    return w->cu.cuMemcpyHtoD(s->map, s->host_map, (size_t)s->B * sizeof(int32_t));
+    /* the host map is rewritten by the next fill: finish the copy first */
+    LCE_TRY(w->cu.cuMemcpyHtoDAsync(s->map, s->host_map, (size_t)s->B * sizeof(int32_t), w->stream));
+    return w->cu.cuStreamSynchronize(w->stream);
 }
 
 /* The kernel argument struct over the current buffers. */
@@ -87,6 +88,66 @@ static kevo_lce_args lce_args(const lce_state *s, bool padded)
     return a;
 }
 
+/* Encode the plan's TMA descriptors into a (see ikbo_lce_abi.h for the
+ * tensor shapes).  Returns false with why[] set when one cannot be made. */
+static bool lce_encode_tmaps(wk_ctx *w, const kevo_plan *pl, kevo_lce_args *a, char *why, size_t n)
+{
+    lce_state *s = w->op_state;
+    for (int i = 0; i < pl->ntmaps; i++) {
+        const kevo_tmap_spec *t = &pl->tmaps[i];
+        cuuint64_t dims[3], strides[2];
+        cuuint32_t box[3], estr[3] = {1, 1, 1};
+        const void *base;
+        kevo_tmap *dst;
+        cuuint32_t rank;
+        bool is_w = strncmp(t->tensor, "w_", 2) == 0, user = strcmp(t->tensor + 2, "user") == 0;
+        if (strcmp(t->tensor, "w_user") && strcmp(t->tensor, "w_cand") && strcmp(t->tensor, "e_user") &&
+            strcmp(t->tensor, "e_cand")) {
+            snprintf(why, n, "plan asks for a tensor map of unknown tensor '%s'", t->tensor);
+            return false;
+        }
+        if (is_w) {
+            int ld = user ? a->ldw_user : a->ldw_cand;
+            rank = 2;
+            base = user ? a->w_user : a->w_cand;
+            dims[0] = (cuuint64_t)ld;
+            dims[1] = (cuuint64_t)s->M;
+            strides[0] = (cuuint64_t)ld * 2;
+            dst = user ? &a->tm_w_user : &a->tm_w_cand;
+        } else {
+            int64_t K = user ? s->Ku : s->Kc, batch = user ? s->U : s->B;
+            rank = 3;
+            base = user ? a->e_user : a->e_cand;
+            dims[0] = (cuuint64_t)s->N;
+            dims[1] = (cuuint64_t)K;
+            dims[2] = (cuuint64_t)batch;
+            strides[0] = (cuuint64_t)s->N * 2;
+            strides[1] = (cuuint64_t)(K * s->N) * 2;
+            dst = user ? &a->tm_e_user : &a->tm_e_cand;
+        }
+        for (cuuint32_t d = 0; d < rank; d++)
+            box[d] = t->box[d];
+        CUtensorMapSwizzle swz = t->swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                 : t->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                 : t->swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                    : CU_TENSOR_MAP_SWIZZLE_NONE;
+        CUtensorMapDataType dt =
+            w->cfg.dtype == KEVO_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+        CUresult r = w->cu.cuTensorMapEncodeTiled((CUtensorMap *)dst, dt, rank, (void *)base, dims, strides, box,
+                                                  estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swz,
+                                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) {
+            char buf[200];
+            snprintf(why, n, "tensor map for '%s' (box %u,%u,%u, swizzle %d%s): %s", t->tensor, t->box[0], t->box[1],
+                     t->box[2], t->swizzle, is_w && !pl->pad_k ? ", rows not 16-byte aligned: needs pad_k" : "",
+                     kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+            return false;
+        }
+    }
+    return true;
+}
+
 /* ref = the fp32 reference of the current inputs; *ref_sumsq = sum ref^2. */
 static CUresult lce_reference(wk_ctx *w, double *ref_sumsq)
 {
@@ -95,12 +156,12 @@ static CUresult lce_reference(wk_ctx *w, double *ref_sumsq)
     void *p[] = {&a, &s->ref};
     LCE_TRY(wk_launch(w, s->f_ref, (unsigned)((s->N + 63) / 64), (unsigned)((s->M + 63) / 64), (unsigned)s->B, 16, 16,
                       1, 0, p));
-    LCE_TRY(w->cu.cuMemsetD8(s->stats, 0, 8 * sizeof(double)));
+    LCE_TRY(w->cu.cuMemsetD8Async(s->stats, 0, 8 * sizeof(double), w->stream));
     unsigned long long n = (unsigned long long)(s->B * s->M * s->N);
     void *q[] = {&s->ref, &n, &s->stats};
     LCE_TRY(wk_launch(w, s->f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, q));
-    LCE_TRY(w->cu.cuStreamSynchronize(w->stream));
-    return w->cu.cuMemcpyDtoH(ref_sumsq, s->stats, sizeof(double));
+    LCE_TRY(w->cu.cuMemcpyDtoHAsync(ref_sumsq, s->stats, sizeof(double), w->stream));
+    return w->cu.cuStreamSynchronize(w->stream);
 }
 
 /* Compare `out` with ref.  stats: d2, max|d|, elements over the bound, non-finite. */
@@ -111,12 +172,12 @@ static CUresult lce_compare(wk_ctx *w, CUdeviceptr out, double ref_sumsq, double
     kevo_tolerance(w->cfg.dtype, &rel_bound, &rtol);
     unsigned long long n = (unsigned long long)(s->B * s->M * s->N);
     float frtol = (float)rtol, fatol = (float)(rtol * sqrt(ref_sumsq / (double)n));
-    LCE_TRY(w->cu.cuMemsetD8(s->stats, 0, 8 * sizeof(double)));
+    LCE_TRY(w->cu.cuMemsetD8Async(s->stats, 0, 8 * sizeof(double), w->stream));
     void *p[] = {&out, &s->ref, &n, &frtol, &fatol, &s->stats};
     LCE_TRY(wk_launch(w, s->f_compare, wk_blocks(n), 1, 1, 256, 1, 1, 0, p));
-    LCE_TRY(w->cu.cuStreamSynchronize(w->stream));
     double h[5];
-    LCE_TRY(w->cu.cuMemcpyDtoH(h, s->stats, sizeof h));
+    LCE_TRY(w->cu.cuMemcpyDtoHAsync(h, s->stats, sizeof h, w->stream));
+    LCE_TRY(w->cu.cuStreamSynchronize(w->stream));
     st[0] = h[1];
     st[1] = h[2];
     st[2] = h[3];
@@ -177,6 +238,12 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
         return;
     }
     lce_run_arg ra = {.c = c};
+    ra.a = lce_args(s, req->plan.pad_k != 0);
+    ra.a.num_sms = w->info.sm_count;
+    if (!lce_encode_tmaps(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
+        res->fail = KEVO_FAIL_LOAD_ERROR;
+        return;
+    }
     size_t out_elems = (size_t)(s->B * s->M * s->N);
     res->rel_err = 0.0;
     res->max_abs_err = 0.0;
@@ -192,15 +259,13 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
             return;
         }
         /* poison: NaN in every output element and every workspace byte */
-        r = w->cu.cuMemsetD16(s->out, 0xFFFF, out_elems);
+        r = w->cu.cuMemsetD16Async(s->out, 0xFFFF, out_elems, w->stream);
         if (r == CUDA_SUCCESS)
-            r = w->cu.cuMemsetD8(s->ws, 0xFF, s->ws_cap);
+            r = w->cu.cuMemsetD8Async(s->ws, 0xFF, s->ws_cap, w->stream);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "poisoning the output", sticky);
             return;
         }
-        ra.a = lce_args(s, req->plan.pad_k != 0);
-        ra.a.num_sms = w->info.sm_count;
         r = lce_run_plan(w, &ra);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "launch", sticky);
@@ -302,7 +367,7 @@ static kevo_status lce_baseline(wk_ctx *w, kevo_err *err)
     b.a = lce_args(s, false);
     b.with_broadcast = true;
     if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemsetD16(s->out, 0xFFFF, (size_t)(s->B * s->M * s->N));
+        r = w->cu.cuMemsetD16Async(s->out, 0xFFFF, (size_t)(s->B * s->M * s->N), w->stream);
     if (r == CUDA_SUCCESS)
         r = lce_base_run(w, &b);
     if (r == CUDA_SUCCESS)

@@ -19,7 +19,19 @@
 #ifndef KEVO_IKBO_LCE_ABI_H
 #define KEVO_IKBO_LCE_ABI_H
 
-#define KEVO_LCE_ABI_VERSION 1
+#define KEVO_LCE_ABI_VERSION 2
+
+#if defined(__cplusplus)
+#define KEVO_ALIGN64 alignas(64)
+#else
+#define KEVO_ALIGN64 _Alignas(64)
+#endif
+
+/* A TMA descriptor (the driver's CUtensorMap: 128 bytes, 64-byte aligned),
+ * encoded by the evaluator from the plan's tensor-map specs. */
+typedef struct kevo_tmap {
+    KEVO_ALIGN64 unsigned long long opaque[16];
+} kevo_tmap;
 
 typedef struct kevo_lce_args {
     const void *w_user;
@@ -33,6 +45,10 @@ typedef struct kevo_lce_args {
     int ldw_user, ldw_cand; /* row strides of the W tensors, in elements */
     int num_sms;            /* multiprocessors of the device, for persistent grids */
     int reserved;
+    /* Filled only for plans that ask for them (TMA families; K padded):
+     *   tm_w_*: 2-D {K padded, M}, tm_e_*: 3-D {N, K, batch}; box and swizzle
+     *   from the plan; out-of-bounds boxes read zeros. */
+    kevo_tmap tm_w_user, tm_w_cand, tm_e_user, tm_e_cand;
 } kevo_lce_args;
 
 #endif /* KEVO_IKBO_LCE_ABI_H */

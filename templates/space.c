@@ -257,6 +257,33 @@ static kevo_status sp_parse_launches(kevo_space *s, const cJSON *root, const cha
     return KEVO_OK;
 }
 
+static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(root, "tmaps");
+    if (!ts)
+        return KEVO_OK;
+    if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) > KEVO_MAX_TMAPS)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"tmaps\" must be an array of at most %d maps", path,
+                            KEVO_MAX_TMAPS);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, ts)
+    {
+        kevo_tmap_tpl *tt = &s->tmaps[s->ntmaps];
+        kevo_status st = sp_copy_str(t, "tensor", tt->tensor, sizeof tt->tensor, true, path, err);
+        s->ntmaps++; /* counted even when partial, so free releases what was parsed */
+        if (!st)
+            st = sp_parse_dim3(t, "box", tt->box, path, err);
+        if (st)
+            return st;
+        const cJSON *sw = cJSON_GetObjectItemCaseSensitive(t, "swizzle");
+        tt->swizzle = cJSON_IsNumber(sw) ? sw->valueint : 0;
+        if (tt->swizzle != 0 && tt->swizzle != 32 && tt->swizzle != 64 && tt->swizzle != 128)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': tmap '%s' swizzle must be 0, 32, 64 or 128", path,
+                                tt->tensor);
+    }
+    return KEVO_OK;
+}
+
 static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "archs");
@@ -295,7 +322,7 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
         (st = sp_parse_axes(s, root, path, err)) || (st = sp_parse_lets(s, root, path, err)) ||
         (st = sp_parse_rules(root, "requires", s->requires, &s->nrequires, path, err)) ||
         (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||
-        (st = sp_parse_launches(s, root, path, err)))
+        (st = sp_parse_launches(s, root, path, err)) || (st = sp_parse_tmaps(s, root, path, err)))
         return st;
     const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_k");
     if (pad && (st = sp_expr(pad, path, "pad_k", &s->pad_k, err)))
@@ -363,6 +390,9 @@ void kevo_space_free(kevo_space *s)
             kevo_expr_free(l->block[d]);
         }
     }
+    for (int i = 0; i < s->ntmaps; i++)
+        for (int d = 0; d < 3; d++)
+            kevo_expr_free(s->tmaps[i].box[d]);
     kevo_expr_free(s->pad_k);
     kevo_expr_free(s->workspace);
     free(s->path);
@@ -612,6 +642,14 @@ kevo_status kevo_space_plan(const kevo_space *s, const kevo_syms *shape, const k
     if (v < 0)
         return kevo_err_set(err, KEVO_ERR_ARG, "family '%s': negative workspace", s->family);
     plan->workspace_bytes = (uint64_t)v;
+    for (int i = 0; i < s->ntmaps; i++) {
+        kevo_tmap_spec *t = &plan->tmaps[plan->ntmaps++];
+        snprintf(t->tensor, sizeof t->tensor, "%s", s->tmaps[i].tensor);
+        t->swizzle = s->tmaps[i].swizzle;
+        for (int d = 0; d < 3; d++)
+            if ((st = sp_eval_dim(s->tmaps[i].box[d], &b, 1, 256, "tmap box", s->tmaps[i].tensor, &t->box[d], err)))
+                return st;
+    }
     return KEVO_OK;
 }
 
@@ -684,6 +722,13 @@ kevo_status kevo_plan_json(const kevo_plan *p, kv_buf *out)
                            i ? "," : "", l->entry, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
                            l->block[2], l->smem);
     }
+    if (!st)
+        st = kv_buf_puts(out, "],\"tmaps\":[");
+    for (int i = 0; i < p->ntmaps && !st; i++) {
+        const kevo_tmap_spec *t = &p->tmaps[i];
+        st = kv_buf_printf(out, "%s{\"tensor\":\"%s\",\"box\":[%u,%u,%u],\"swizzle\":%d}", i ? "," : "",
+                           t->tensor, t->box[0], t->box[1], t->box[2], t->swizzle);
+    }
     return st ? st : kv_buf_puts(out, "]}");
 }
 
@@ -728,6 +773,26 @@ kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err)
             }
             snprintf(kl->entry, sizeof kl->entry, "%s", entry->valuestring);
             kl->smem = (uint32_t)smem->valuedouble;
+        }
+    }
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(root, "tmaps");
+    if (!st && ts) {
+        const cJSON *t;
+        if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) > KEVO_MAX_TMAPS)
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed tensor maps in plan");
+        else
+            cJSON_ArrayForEach(t, ts)
+        {
+            kevo_tmap_spec *kt = &p->tmaps[p->ntmaps++];
+            const cJSON *tensor = cJSON_GetObjectItemCaseSensitive(t, "tensor");
+            const cJSON *sw = cJSON_GetObjectItemCaseSensitive(t, "swizzle");
+            if (!cJSON_IsString(tensor) || strlen(tensor->valuestring) >= sizeof kt->tensor ||
+                !sp_u32_array(cJSON_GetObjectItemCaseSensitive(t, "box"), kt->box) || !cJSON_IsNumber(sw)) {
+                st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed tensor map in plan");
+                break;
+            }
+            snprintf(kt->tensor, sizeof kt->tensor, "%s", tensor->valuestring);
+            kt->swizzle = sw->valueint;
         }
     }
     cJSON_Delete(root);

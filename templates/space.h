@@ -14,6 +14,8 @@
  *   workspace: expr (bytes)
  *   launches: [{"entry": "name", "when": expr?, "grid": [e, e, e],
  *               "block": [e, e, e], "smem": e}, ...]
+ *   tmaps: [{"tensor": "w_cand", "box": [e, e, e], "swizzle": 128}, ...]
+ *          TMA descriptors the evaluator encodes into the op's arguments
  * Expressions (templates/expr.h) see the op's shape symbols, the params, the
  * lets, and the device limits num_sms, max_smem (bytes a block may opt into),
  * max_regs_per_thread, sm (e.g. 90), and dtype_bytes.
@@ -38,6 +40,7 @@
 #define KEVO_MAX_LAUNCHES 8
 #define KEVO_MAX_RULES 32
 #define KEVO_MAX_ARCHS 12
+#define KEVO_MAX_TMAPS 8
 
 typedef struct kevo_param {
     char name[KEVO_SYM_NAME_MAX];
@@ -61,6 +64,12 @@ typedef struct kevo_let {
     char name[KEVO_SYM_NAME_MAX];
     kevo_expr *expr;
 } kevo_let;
+
+typedef struct kevo_tmap_tpl {
+    char tensor[24];
+    kevo_expr *box[3];
+    int swizzle;
+} kevo_tmap_tpl;
 
 typedef struct kevo_launch_tpl {
     char entry[64];
@@ -92,6 +101,8 @@ typedef struct kevo_space {
     kevo_expr *workspace;
     int nlaunches;
     kevo_launch_tpl launches[KEVO_MAX_LAUNCHES];
+    int ntmaps;
+    kevo_tmap_tpl tmaps[KEVO_MAX_TMAPS];
 } kevo_space;
 
 /* A configuration: one value per param, in kevo_space.params order. */
@@ -107,12 +118,23 @@ typedef struct kevo_launch {
     uint32_t smem; /* dynamic shared memory, bytes */
 } kevo_launch;
 
+/* A TMA descriptor the kernels need: which op tensor, the box (innermost
+ * first; as many entries as the tensor's rank are used) and the swizzle in
+ * bytes (0, 32, 64, 128). */
+typedef struct kevo_tmap_spec {
+    char tensor[24];
+    uint32_t box[3];
+    int swizzle;
+} kevo_tmap_spec;
+
 /* A launch plan: launches run in order on one stream. */
 typedef struct kevo_plan {
     int nlaunches;
     kevo_launch launches[KEVO_MAX_LAUNCHES];
     uint64_t workspace_bytes;
     int pad_k;
+    int ntmaps;
+    kevo_tmap_spec tmaps[KEVO_MAX_TMAPS];
 } kevo_plan;
 
 /* Device limits that expressions see (a compile-only run takes the arch's

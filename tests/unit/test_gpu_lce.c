@@ -1,6 +1,7 @@
 /* test_gpu_lce.c — GPU check (ctest label gpu; exits 77 without a GPU):
  * every stage of the lce_mma family (decomposed / K-aligned / fused, both
- * epilogues, both BK, fp16 and bf16) passes the worker's verification on
+ * epilogues, both BK, fp16 and bf16) and the lce_wgmma family (TMA + WGMMA,
+ * one or two consumers, every BN) passes the worker's verification on
  * shapes that are not multiples of any tile, and a planted defect (the
  * padded-K kernel fed the natural layout) is caught as a wrong result. */
 #define _POSIX_C_SOURCE 200809L
@@ -24,19 +25,20 @@
 #include "util/util.h"
 
 static char *abi_text;
-static kevo_space *mma;
+static kevo_space *mma, *wgmma;
 
 /* ---- 2 and 3. the template family through the worker ---- */
 
-static void set_param(kevo_config *cfg, const char *name, int64_t v)
+static void set_param(const kevo_space *sp, kevo_config *cfg, const char *name, int64_t v)
 {
-    int i = kevo_space_param_index(mma, name);
+    int i = kevo_space_param_index(sp, name);
     assert_true(i >= 0);
     cfg->v[i] = v;
 }
 
 /* Evaluate one configuration at shape; flip_pad plants the layout defect. */
-static kevo_gpu_result run_config(kevo_dtype dt, const char *shape_txt, const char *params, bool flip_pad)
+static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const char *shape_txt, const char *params,
+                                   bool flip_pad)
 {
     kevo_err err;
     const kevo_op *op = kevo_op_find("ikbo_lce");
@@ -45,7 +47,7 @@ static kevo_gpu_result run_config(kevo_dtype dt, const char *shape_txt, const ch
     kevo_limits lim;
     assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
     kevo_config cfg;
-    kevo_space_default(mma, &cfg);
+    kevo_space_default(sp, &cfg);
     /* params: "BM=64,BN=64,..." */
     char buf[256];
     snprintf(buf, sizeof buf, "%s", params);
@@ -53,22 +55,22 @@ static kevo_gpu_result run_config(kevo_dtype dt, const char *shape_txt, const ch
         char *eq = strchr(tok, '=');
         assert_non_null(eq);
         *eq = '\0';
-        set_param(&cfg, tok, atoll(eq + 1));
+        set_param(sp, &cfg, tok, atoll(eq + 1));
     }
     char why[256];
-    int ok = kevo_space_check(mma, &shape, &lim, dt, &cfg, why, sizeof why);
+    int ok = kevo_space_check(sp, &shape, &lim, dt, &cfg, why, sizeof why);
     if (ok != 1)
         fprintf(stderr, "config %s rejected: %s\n", params, why);
     assert_int_equal(ok, 1);
     kv_buf src;
     kv_buf_init(&src);
-    assert_int_equal(kevo_space_render(mma, &cfg, dt, abi_text, &src, &err), KEVO_OK);
+    assert_int_equal(kevo_space_render(sp, &cfg, dt, abi_text, &src, &err), KEVO_OK);
     kevo_plan plan;
-    assert_int_equal(kevo_space_plan(mma, &shape, &lim, dt, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(kevo_space_plan(sp, &shape, &lim, dt, &cfg, &plan, &err), KEVO_OK);
     if (flip_pad)
         plan.pad_k = !plan.pad_k;
     kevo_compile_job job;
-    tu_compile(&job, "lce_mma.cu", src.data);
+    tu_compile(&job, sp->source_name, src.data);
 
     char *rs = tu_ref_source(dt, abi_text);
     kevo_compile_job rj;
@@ -100,7 +102,7 @@ static kevo_gpu_result run_config(kevo_dtype dt, const char *shape_txt, const ch
     rq.seed = 1234;
     kevo_gpu_result res;
     assert_int_equal(kevo_gpu_eval(g, &rq, &res, &err), KEVO_OK);
-    printf("  %-5s %-40s %-64s %s rel %.2e %s\n", kevo_dtype_name(dt), shape_txt, params,
+    printf("  %-9s %-5s %-34s %-64s %s rel %.2e %s\n", sp->family, kevo_dtype_name(dt), shape_txt, params,
            res.fail ? kevo_fail_name(res.fail) : "ok", res.rel_err, res.fail ? res.msg : "");
     kevo_gpu_stop(g);
     kevo_compile_job_release(&rj);
@@ -133,7 +135,7 @@ static void test_family_fp16(void **state)
     (void)state;
     for (size_t s = 0; s < KV_ARRAY_LEN(odd_shapes); s++)
         for (size_t i = 0; i < KV_ARRAY_LEN(stages); i++) {
-            kevo_gpu_result r = run_config(KEVO_DTYPE_F16, odd_shapes[s], stages[i], false);
+            kevo_gpu_result r = run_config(mma, KEVO_DTYPE_F16, odd_shapes[s], stages[i], false);
             assert_int_equal(r.fail, KEVO_FAIL_NONE);
             assert_int_equal(r.checks, 3);
             assert_true(r.median_ms > 0);
@@ -144,16 +146,41 @@ static void test_family_bf16(void **state)
 {
     (void)state;
     for (size_t i = 0; i < KV_ARRAY_LEN(stages); i++) {
-        kevo_gpu_result r = run_config(KEVO_DTYPE_BF16, odd_shapes[1], stages[i], false);
+        kevo_gpu_result r = run_config(mma, KEVO_DTYPE_BF16, odd_shapes[1], stages[i], false);
         assert_int_equal(r.fail, KEVO_FAIL_NONE);
         assert_int_equal(r.checks, 3);
     }
 }
 
+/* Hopper family: every tail comes from TMA's zero fill. */
+static const struct {
+    const char *shape;
+    const char *params;
+} hopper[] = {
+    {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=64,CONSUMERS=1,STAGES=2,EPI=0,RASTER=0"},
+    {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=128,CONSUMERS=1,STAGES=4,EPI=1,RASTER=1"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=256,CONSUMERS=2,STAGES=3,EPI=1,RASTER=0"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=192,CONSUMERS=2,STAGES=2,EPI=0,RASTER=0"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=64,CONSUMERS=2,STAGES=8,EPI=1,RASTER=1"},
+    {"B=9,M=133,N=200,Ku=330,Kc=266,U=4", "BN=128,CONSUMERS=2,STAGES=3,EPI=1,RASTER=0"},
+};
+
+static void test_hopper_family(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < KV_ARRAY_LEN(hopper); i++)
+        for (int d = 0; d < 2; d++) {
+            kevo_gpu_result r =
+                run_config(wgmma, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, hopper[i].shape, hopper[i].params, false);
+            assert_int_equal(r.fail, KEVO_FAIL_NONE);
+            assert_int_equal(r.checks, 3);
+        }
+}
+
 static void test_planted_defect_caught(void **state)
 {
     (void)state;
-    kevo_gpu_result r = run_config(KEVO_DTYPE_F16, odd_shapes[1], stages[2], true);
+    kevo_gpu_result r = run_config(mma, KEVO_DTYPE_F16, odd_shapes[1], stages[2], true);
     assert_true(r.fail == KEVO_FAIL_WRONG_RESULT || r.fail == KEVO_FAIL_NAN_OUTPUT);
     assert_true(r.median_ms != r.median_ms); /* not timed after a failed check */
 }
@@ -166,7 +193,10 @@ static int setup(void **state)
     char path[1024];
     snprintf(path, sizeof path, "%s/templates/lce_mma.json", home && *home ? home : KEVO_SOURCE_DIR);
     kevo_err err;
-    return kevo_space_load(path, &mma, &err) == KEVO_OK ? 0 : -1;
+    if (kevo_space_load(path, &mma, &err) != KEVO_OK)
+        return -1;
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home && *home ? home : KEVO_SOURCE_DIR);
+    return kevo_space_load(path, &wgmma, &err) == KEVO_OK ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -174,6 +204,7 @@ static int teardown(void **state)
     (void)state;
     free(abi_text);
     kevo_space_free(mma);
+    kevo_space_free(wgmma);
     return 0;
 }
 
@@ -186,6 +217,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_family_fp16),
         cmocka_unit_test(test_family_bf16),
+        cmocka_unit_test(test_hopper_family),
         cmocka_unit_test(test_planted_defect_caught),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -30,6 +30,7 @@ static void check_reference(kevo_dtype dt, const char *shape_txt)
     kv_cu cu;
     kevo_err err;
     assert_int_equal(kv_cu_load(&cu, &err), KEVO_OK);
+    assert_int_equal(cu.cuInit(0), CUDA_SUCCESS);
     CUdevice dev;
     CUcontext ctx;
     assert_int_equal(cu.cuDeviceGet(&dev, 0), CUDA_SUCCESS);
