@@ -37,12 +37,21 @@ kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *e
     return KEVO_ERR_NOT_FOUND;
 }
 
+/* A JSON number that is a whole number of modest size. */
+static bool sp_is_int(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= -1e15 && v->valuedouble <= 1e15 &&
+           v->valuedouble == (double)(int64_t)v->valuedouble;
+}
+
 /* Expression from a JSON number or string; field names the place for errors. */
 static kevo_status sp_expr(const cJSON *j, const char *path, const char *field, kevo_expr **out, kevo_err *err)
 {
     char num[64];
     const char *text = NULL;
     if (cJSON_IsNumber(j)) {
+        if (!sp_is_int(j))
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s must be a whole number", path, field);
         snprintf(num, sizeof num, "%lld", (long long)j->valuedouble);
         text = num;
     } else if (cJSON_IsString(j)) {
@@ -111,8 +120,7 @@ static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char 
         const cJSON *v;
         cJSON_ArrayForEach(v, values)
         {
-            if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-                v->valuedouble < -1e15 || v->valuedouble > 1e15)
+            if (!sp_is_int(v))
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' values must be integers", path,
                                     kp->name);
             int64_t iv = (int64_t)v->valuedouble;
@@ -125,7 +133,7 @@ static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char 
         kp->def = kp->values[0];
         if (def) {
             bool found = false;
-            if (cJSON_IsNumber(def))
+            if (sp_is_int(def))
                 for (int i = 0; i < kp->nvalues; i++)
                     found |= kp->values[i] == (int64_t)def->valuedouble;
             if (!found)
@@ -155,12 +163,19 @@ static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *p
             return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' must map a name to an array of params", path,
                                 a->string ? a->string : "");
         snprintf(ax->op, sizeof ax->op, "%s", a->string);
+        for (int i = 0; i < s->naxes; i++)
+            if (strcmp(s->axes[i].op, ax->op) == 0)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' given twice", path, ax->op);
         const cJSON *pn;
         cJSON_ArrayForEach(pn, a)
         {
             int idx = cJSON_IsString(pn) ? kevo_space_param_index(s, pn->valuestring) : -1;
             if (idx < 0 || ax->nparams >= KEVO_MAX_PARAMS)
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names an unknown param", path, ax->op);
+            for (int i = 0; i < ax->nparams; i++)
+                if (ax->params[i] == idx)
+                    return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names param '%s' twice", path,
+                                        ax->op, s->params[idx].name);
             ax->params[ax->nparams++] = idx;
         }
         s->naxes++;
@@ -276,7 +291,7 @@ static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *
         if (st)
             return st;
         const cJSON *sw = cJSON_GetObjectItemCaseSensitive(t, "swizzle");
-        tt->swizzle = cJSON_IsNumber(sw) ? sw->valueint : 0;
+        tt->swizzle = sw ? (sp_is_int(sw) ? (int)sw->valuedouble : -1) : 0;
         if (tt->swizzle != 0 && tt->swizzle != 32 && tt->swizzle != 64 && tt->swizzle != 128)
             return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': tmap '%s' swizzle must be 0, 32, 64 or 128", path,
                                 tt->tensor);
@@ -296,6 +311,36 @@ static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *
         if (!cJSON_IsString(a) || strlen(a->valuestring) >= sizeof s->archs[0])
             return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': bad arch name", path);
         snprintf(s->archs[s->narchs++], sizeof s->archs[0], "%s", a->valuestring);
+    }
+    return KEVO_OK;
+}
+
+/* Names every expression sees besides the params and lets. */
+static const char *const sp_reserved[] = {"sm", "num_sms", "max_smem", "max_regs_per_thread", "dtype_bytes",
+                                          "dtype_bf16", "DTYPE_BF16"};
+
+/* A param or let may not shadow the op's shape symbols, the device limits,
+ * a param, or an earlier let: expressions would see another value than the
+ * one the source is rendered with. */
+static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_err *err)
+{
+    const kevo_op *op = kevo_op_find(s->op); /* NULL: an op this build lacks, never searched */
+    int n = s->nparams + s->nlets;
+    for (int i = 0; i < n; i++) {
+        const char *name = i < s->nparams ? s->params[i].name : s->lets[i - s->nparams].name;
+        const char *what = i < s->nparams ? "param" : "let";
+        for (int k = 0; op && k < op->nsymbols; k++)
+            if (strcmp(name, op->symbols[k]) == 0)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' shadows a shape symbol of %s", path, what,
+                                    name, op->name);
+        for (size_t k = 0; k < KV_ARRAY_LEN(sp_reserved); k++)
+            if (strcmp(name, sp_reserved[k]) == 0)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' shadows a device limit", path, what, name);
+        for (int j = 0; j < i; j++) {
+            const char *other = j < s->nparams ? s->params[j].name : s->lets[j - s->nparams].name;
+            if (strcmp(name, other) == 0)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' is defined twice", path, what, name);
+        }
     }
     return KEVO_OK;
 }
@@ -324,6 +369,8 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
         (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||
         (st = sp_parse_launches(s, root, path, err)) || (st = sp_parse_tmaps(s, root, path, err)))
         return st;
+    if ((st = sp_check_names(s, path, err)))
+        return st;
     const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_k");
     if (pad && (st = sp_expr(pad, path, "pad_k", &s->pad_k, err)))
         return st;
@@ -340,19 +387,14 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
     return kv_read_file(full, &s->source, NULL, err);
 }
 
-kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err)
+kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_space **out, kevo_err *err)
 {
     *out = NULL;
-    char *text = NULL;
-    kevo_status st = kv_read_file(json_path, &text, NULL, err);
-    if (st)
-        return st;
     kevo_space *s = calloc(1, sizeof *s);
-    if (!s) {
-        free(text);
+    if (!s)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
     s->path = kv_strdup(json_path);
+    kevo_status st;
     cJSON *root = cJSON_Parse(text);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
@@ -362,13 +404,24 @@ kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *e
         st = s->path ? sp_parse(s, root, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
     cJSON_Delete(root);
-    free(text);
     if (st) {
         kevo_space_free(s);
         return st;
     }
     *out = s;
     return KEVO_OK;
+}
+
+kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    kevo_status st = kv_read_file(json_path, &text, NULL, err);
+    if (st)
+        return st;
+    st = kevo_space_load_text(text, json_path, out, err);
+    free(text);
+    return st;
 }
 
 void kevo_space_free(kevo_space *s)

@@ -153,6 +153,8 @@ kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *e
  * naming the file and field.  *out is freed with kevo_space_free(). */
 kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err);
 void kevo_space_free(kevo_space *s);
+/* The same from JSON text; json_path names it in messages and locates the source. */
+kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_space **out, kevo_err *err);
 
 /* Load every *.json family under dir whose op matches (op NULL: all), sorted
  * by family name.  *out is an array of n spaces; free with kevo_spaces_free(). */

@@ -1,0 +1,535 @@
+/* test_cli.c — the kevo command line, run as a separate process (the binary
+ * named by KEVO_BINARY) in a temporary folder: usage errors (exit 2), failed
+ * commands (exit 1, one "kevo: " line), the no-GPU behaviour of tune and
+ * verify, and a compile-only tune read back through report. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "util/util.h"
+
+static char tmpdir[64];
+static bool have_gpu;
+
+typedef struct result {
+    int status; /* exit status; -1 when killed by a signal */
+    char *out, *err;
+} result;
+
+static void result_release(result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+static char *slurp(const char *path)
+{
+    char *t = NULL;
+    kevo_err err;
+    if (kv_read_file(path, &t, NULL, &err) != KEVO_OK)
+        return kv_strdup("");
+    return t;
+}
+
+/* Run kevo with args (NULL-terminated) in tmpdir. */
+static result run_argv(const char *const *args)
+{
+    char outp[PATH_MAX], errp[PATH_MAX];
+    snprintf(outp, sizeof outp, "%s/.stdout", tmpdir);
+    snprintf(errp, sizeof errp, "%s/.stderr", tmpdir);
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)KEVO_BINARY;
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || chdir(tmpdir) != 0)
+            _exit(127);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(KEVO_BINARY, argv);
+        _exit(127);
+    }
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0)
+        ;
+    result r;
+    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    r.out = slurp(outp);
+    r.err = slurp(errp);
+    unlink(outp);
+    unlink(errp);
+    return r;
+}
+
+#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+
+static void expect(result *r, int status, const char *err_part)
+{
+    if (r->status != status || (err_part && !strstr(r->err, err_part)))
+        print_error("exit %d (want %d)\n--- stdout\n%s--- stderr\n%s--- want in stderr: %s\n", r->status, status,
+                    r->out, r->err, err_part ? err_part : "(anything)");
+    assert_int_equal(r->status, status);
+    if (err_part)
+        assert_non_null(strstr(r->err, err_part));
+}
+
+/* A failed command: exit 1, stderr is one line starting "kevo: ". */
+static void expect_fail_line(result *r, const char *err_part)
+{
+    expect(r, 1, err_part);
+    assert_int_equal(strncmp(r->err, "kevo: ", 6), 0);
+    char *nl = strchr(r->err, '\n');
+    assert_non_null(nl);
+    assert_int_equal(nl[1], '\0');
+}
+
+static bool exists(const char *name)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* No kevo.db (the default --db) nor its side files in tmpdir. */
+static void assert_no_default_db(void)
+{
+    assert_false(exists("kevo.db"));
+    assert_false(exists("kevo.db-wal"));
+    assert_false(exists("kevo.db-shm"));
+    assert_false(exists("kevo.db-journal"));
+}
+
+/* ---- usage ---- */
+
+static void test_help(void **state)
+{
+    (void)state;
+    result r = RUN("--help");
+    expect(&r, 0, NULL);
+    static const char *const cmds[] = {"tune", "report", "verify", "list"};
+    for (int i = 0; i < 4; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "\n  %s ", cmds[i]);
+        assert_non_null(strstr(r.out, line));
+    }
+    assert_string_equal(r.err, "");
+    result_release(&r);
+
+    r = run_argv((const char *const[]){NULL});
+    expect(&r, 2, "usage: kevo COMMAND");
+    assert_string_equal(r.out, "");
+    result_release(&r);
+
+    r = RUN("x");
+    expect(&r, 2, "unknown command 'x'");
+    result_release(&r);
+
+    r = RUN("tune", "--help");
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "--compile-only"));
+    result_release(&r);
+
+    r = RUN("--version");
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "kevo "));
+    result_release(&r);
+
+    r = RUN("list");
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "ikbo_lce"));
+    assert_non_null(strstr(r.out, "lce_mma"));
+    assert_non_null(strstr(r.out, "lce_wgmma"));
+    assert_non_null(strstr(r.out, "greedy"));
+    result_release(&r);
+}
+
+static void test_tune_usage(void **state)
+{
+    (void)state;
+    result r = RUN("tune");
+    expect(&r, 2, "--op is required");
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--budget", "0");
+    expect(&r, 2, "--budget");
+    assert_non_null(strstr(r.err, "'0'"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--budget", "abc");
+    expect(&r, 2, "--budget");
+    assert_non_null(strstr(r.err, "'abc'"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--jobs", "0");
+    expect(&r, 2, "--jobs");
+    assert_non_null(strstr(r.err, "'0'"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--maps", "nope");
+    expect(&r, 2, "--maps");
+    assert_non_null(strstr(r.err, "'nope'"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--frobnicate");
+    expect(&r, 2, "'--frobnicate'");
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "stray");
+    expect(&r, 2, "'stray'");
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-timeout", "0");
+    expect(&r, 2, "--compile-timeout");
+    result_release(&r);
+    assert_no_default_db();
+}
+
+/* An unknown short option grouped with another ("-xy"): getopt has not moved
+ * optind past it when it reports it. */
+static void test_unknown_short_option(void **state)
+{
+    (void)state;
+    result r = RUN("tune", "--op", "ikbo_lce", "-x");
+    expect(&r, 2, "'-x'");
+    result_release(&r);
+    r = RUN("tune", "--op", "ikbo_lce", "-xy");
+    /* regression: a grouped short option once was reported by argv[optind - 1],
+     * which still named the previous argument ("option 'ikbo_lce'") */
+    expect(&r, 2, "-x");
+    assert_null(strstr(r.err, "'ikbo_lce'"));
+    result_release(&r);
+}
+
+/* `kevo help COMMAND` for a command that does not exist. */
+static void test_help_unknown_command(void **state)
+{
+    (void)state;
+    result r = RUN("help", "tune");
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "usage: kevo tune"));
+    result_release(&r);
+    r = RUN("help", "nope");
+    /* regression: `kevo help nope` once exited 0 with no output */
+    expect(&r, 2, "'nope'");
+    result_release(&r);
+}
+
+/* Bad values that only the library can judge: exit 1, nothing written. */
+static void test_tune_bad_values(void **state)
+{
+    (void)state;
+    result r = RUN("tune", "--op", "nope", "--compile-only");
+    expect_fail_line(&r, "unknown op 'nope'");
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--shape", "B=0");
+    expect_fail_line(&r, "'B'");
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--shape", "B=x");
+    expect_fail_line(&r, "'B'");
+    assert_non_null(strstr(r.err, "'x'"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--policy", "nope");
+    expect_fail_line(&r, "unknown policy 'nope'");
+    assert_non_null(strstr(r.err, "greedy"));
+    assert_non_null(strstr(r.err, "exhaustive"));
+    assert_non_null(strstr(r.err, "random"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--arch", "sm_99");
+    expect_fail_line(&r, "'sm_99'");
+    assert_non_null(strstr(r.err, "sm_90a"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "nope");
+    expect_fail_line(&r, "'nope'");
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--dtype", "fp64");
+    expect_fail_line(&r, "'fp64'");
+    result_release(&r);
+    assert_no_default_db();
+}
+
+static void test_report_usage(void **state)
+{
+    (void)state;
+    result r = RUN("report");
+    expect(&r, 2, "--db is required");
+    result_release(&r);
+
+    r = RUN("report", "--db", "x.db", "--format", "xml");
+    expect(&r, 2, "'xml'");
+    result_release(&r);
+    assert_false(exists("x.db"));
+
+    r = RUN("report", "--db", "missing.db");
+    expect_fail_line(&r, "missing.db");
+    result_release(&r);
+    assert_false(exists("missing.db"));
+    assert_false(exists("missing.db-wal"));
+    assert_false(exists("missing.db-shm"));
+    assert_false(exists("missing.db-journal"));
+
+    /* a file that is not a database is refused and left as it was */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/notes.txt", tmpdir);
+    const char *text = "these are my notes, not a database\n";
+    kevo_err err;
+    assert_int_equal(kv_write_file(p, text, strlen(text), &err), KEVO_OK);
+    r = RUN("report", "--db", "notes.txt");
+    expect_fail_line(&r, "not a kevo database");
+    result_release(&r);
+    char *after = slurp(p);
+    assert_string_equal(after, text);
+    free(after);
+    assert_false(exists("notes.txt-wal"));
+    assert_false(exists("notes.txt-shm"));
+    assert_false(exists("notes.txt-journal"));
+    unlink(p);
+
+    /* tune refuses it as well, before writing anything */
+    assert_int_equal(kv_write_file(p, text, strlen(text), &err), KEVO_OK);
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--db", "notes.txt");
+    expect_fail_line(&r, "not a kevo database");
+    result_release(&r);
+    after = slurp(p);
+    assert_string_equal(after, text);
+    free(after);
+    assert_false(exists("notes.txt-wal"));
+    unlink(p);
+
+    r = RUN("verify");
+    expect(&r, 2, "--db is required");
+    result_release(&r);
+}
+
+/* ---- no GPU ---- */
+
+static void test_tune_without_gpu(void **state)
+{
+    (void)state;
+    if (have_gpu) {
+        printf("a GPU is present: the no-GPU behaviour is not checked here\n");
+        skip();
+    }
+    result r = RUN("tune", "--op", "ikbo_lce", "--budget", "2", "--db", "nogpu.db");
+    expect_fail_line(&r, "no CUDA driver");
+    assert_non_null(strstr(r.err, "needs a GPU"));
+    result_release(&r);
+    /* a run that could not start leaves no database behind */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/nogpu.db", tmpdir);
+    struct stat sb;
+    assert_int_not_equal(stat(path, &sb), 0);
+}
+
+/* ---- a compile-only run ---- */
+
+static cJSON *report_json(const char *db)
+{
+    result r = RUN("report", "--db", db, "--format", "json");
+    expect(&r, 0, NULL);
+    assert_string_equal(r.err, "");
+    cJSON *j = cJSON_Parse(r.out);
+    if (!j)
+        print_error("not JSON:\n%s\n", r.out);
+    assert_non_null(j);
+    result_release(&r);
+    return j;
+}
+
+static const cJSON *field(const cJSON *o, const char *k)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!f)
+        print_error("no field '%s'\n", k);
+    assert_non_null(f);
+    return f;
+}
+
+static void check_run_json(const cJSON *run, int id)
+{
+    assert_int_equal((int)field(run, "id")->valuedouble, id);
+    assert_string_equal(field(run, "op")->valuestring, "ikbo_lce");
+    assert_string_equal(field(run, "shape")->valuestring, "B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70,U=15");
+    assert_string_equal(field(run, "dtype")->valuestring, "fp16");
+    assert_string_equal(field(run, "arch")->valuestring, "sm_90a");
+    assert_string_equal(field(run, "policy")->valuestring, "greedy");
+    assert_string_equal(field(run, "status")->valuestring, "done");
+    assert_string_equal(field(run, "stop_reason")->valuestring, "budget");
+    assert_true(cJSON_IsTrue(field(run, "compile_only")));
+    assert_true(field(run, "compiled")->valuedouble >= 4);
+    assert_int_equal((int)field(run, "evaluated")->valuedouble, 4);
+    assert_int_equal((int)field(run, "failed")->valuedouble, 0);
+    assert_int_equal((int)field(run, "verified")->valuedouble, 0);
+    assert_true(cJSON_IsNull(field(run, "device")));
+    assert_true(cJSON_IsNull(field(run, "baseline_ms")));
+    assert_true(cJSON_IsNull(field(run, "best")));
+}
+
+/* Candidate lines of a tune's progress output ("[  1/4] #..."). */
+static int candidate_lines(const char *out, int *cached)
+{
+    int n = 0;
+    *cached = 0;
+    for (const char *p = out; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > 0 && p[0] == '[') {
+            n++;
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), p);
+            if (strstr(line, "| compiled (cached)"))
+                (*cached)++;
+            else
+                assert_non_null(strstr(line, "| compiled "));
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static void test_compile_only(void **state)
+{
+    (void)state;
+    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "4", "--jobs", "2", "--db", "T.db");
+    expect(&r, 0, NULL);
+    printf("%s", r.out);
+    assert_non_null(strstr(r.out, "compile-only"));
+    int cached = 0;
+    assert_int_equal(candidate_lines(r.out, &cached), 4);
+    assert_int_equal(cached, 0); /* a fresh DB has nothing cached */
+    result_release(&r);
+    assert_true(exists("T.db"));
+    assert_no_default_db();
+
+    cJSON *j = report_json("T.db");
+    const cJSON *runs = field(j, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 1);
+    check_run_json(cJSON_GetArrayItem(runs, 0), 1);
+    cJSON_Delete(j);
+
+    r = RUN("report", "--db", "T.db");
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "compile-only"));
+    assert_non_null(strstr(r.out, "lce_mma"));
+    assert_non_null(strstr(r.out, "lce_wgmma"));
+    result_release(&r);
+
+    /* verify needs a verified candidate (and a GPU): neither here */
+    r = RUN("verify", "--db", "T.db");
+    expect_fail_line(&r, NULL);
+    result_release(&r);
+
+    /* the same search again: the same candidates, from the compile cache */
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "4", "--jobs", "2", "--db", "T.db");
+    expect(&r, 0, NULL);
+    printf("%s", r.out);
+    assert_int_equal(candidate_lines(r.out, &cached), 4);
+    assert_int_equal(cached, 4);
+    assert_non_null(strstr(r.out, "run 2 done (budget): 4 candidates, 4 compiled, 0 verified, 0 failed"));
+    result_release(&r);
+
+    j = report_json("T.db");
+    runs = field(j, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 2);
+    check_run_json(cJSON_GetArrayItem(runs, 0), 1);
+    check_run_json(cJSON_GetArrayItem(runs, 1), 2);
+    cJSON_Delete(j);
+
+    /* --run picks one */
+    r = RUN("report", "--db", "T.db", "--format", "json", "--run", "2");
+    expect(&r, 0, NULL);
+    j = cJSON_Parse(r.out);
+    assert_non_null(j);
+    assert_int_equal(cJSON_GetArraySize(field(j, "runs")), 1);
+    check_run_json(cJSON_GetArrayItem(field(j, "runs"), 0), 2);
+    cJSON_Delete(j);
+    result_release(&r);
+    r = RUN("report", "--db", "T.db", "--run", "9");
+    expect_fail_line(&r, "9");
+    result_release(&r);
+}
+
+/* ---- setup ---- */
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0)
+            rm_tree(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    /* the binary finds templates/ and kernels/ through KEVO_HOME (ctest sets it) */
+    setenv("KEVO_HOME", KEVO_SOURCE_DIR, 0);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo_test_cli_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    have_gpu = tu_have_gpu();
+    return access(KEVO_BINARY, X_OK) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    rm_tree(tmpdir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_tune_usage),
+        cmocka_unit_test(test_unknown_short_option),
+        cmocka_unit_test(test_help_unknown_command),
+        cmocka_unit_test(test_tune_bad_values),
+        cmocka_unit_test(test_report_usage),
+        cmocka_unit_test(test_tune_without_gpu),
+        cmocka_unit_test(test_compile_only),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,559 @@
+/* test_compile.c — NVRTC compiles in child processes (no GPU needed): every
+ * template family and the op's reference module for sm_90a, compile errors,
+ * the compile time limit, a pool of jobs, the cache key and the ptxas report
+ * parser. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluator/compile.h"
+#include "kernels/op.h"
+#include "templates/space.h"
+#include "testutil.h"
+#include "util/util.h"
+
+static char *abi;
+static kevo_space *mma, *wg;
+
+static const char *home(void)
+{
+    const char *h = getenv("KEVO_HOME");
+    return h && *h ? h : KEVO_SOURCE_DIR;
+}
+
+static bool has_bytes(const void *hay, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    const char *h = hay;
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(h + i, needle, k) == 0)
+            return true;
+    return false;
+}
+
+/* ---- 1. every family and the reference module ---- */
+
+typedef struct tcase {
+    const kevo_space *sp; /* NULL: the reference module */
+    const char *params;
+    kevo_dtype dt;
+    kv_buf src;
+    kevo_plan plan;
+    char name[32];
+} tcase;
+
+static void set_params(const kevo_space *sp, const char *params, kevo_config *cfg)
+{
+    kevo_space_default(sp, cfg);
+    if (!params)
+        return;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", params);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        int i = kevo_space_param_index(sp, tok);
+        assert_true(i >= 0);
+        cfg->v[i] = atoll(eq + 1);
+    }
+}
+
+static void test_families_and_ref(void **state)
+{
+    (void)state;
+    static const char *const ref_entries[] = {"kv_gen", "kv_gen_padded", "kv_ref", "kv_sumsq",
+                                              "kv_compare", "kv_cat_e", "kv_cat_w"};
+    tcase cases[10];
+    int n = 0;
+    for (int dt = 0; dt < 2; dt++) {
+        cases[n++] = (tcase){.sp = mma, .params = NULL, .dt = (kevo_dtype)dt};
+        cases[n++] = (tcase){.sp = mma, .params = "FUSE=1,ALIGN=1,EPI=1", .dt = (kevo_dtype)dt};
+        cases[n++] = (tcase){.sp = wg, .params = NULL, .dt = (kevo_dtype)dt};
+        cases[n++] = (tcase){.sp = wg, .params = "BN=128,CONSUMERS=1,EPI=0", .dt = (kevo_dtype)dt};
+        cases[n++] = (tcase){.sp = NULL, .params = NULL, .dt = (kevo_dtype)dt};
+    }
+    kevo_syms shape;
+    kevo_limits lim;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(NULL, &shape, &err), KEVO_OK);
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+
+    kevo_compile_job jobs[10];
+    for (int i = 0; i < n; i++) {
+        tcase *c = &cases[i];
+        kv_buf_init(&c->src);
+        if (c->sp) {
+            kevo_config cfg;
+            set_params(c->sp, c->params, &cfg);
+            char why[256];
+            int ok = kevo_space_check(c->sp, &shape, &lim, c->dt, &cfg, why, sizeof why);
+            if (ok != 1)
+                print_error("%s %s: %s\n", c->sp->family, c->params ? c->params : "default", why);
+            assert_int_equal(ok, 1);
+            assert_int_equal(kevo_space_render(c->sp, &cfg, c->dt, abi, &c->src, &err), KEVO_OK);
+            assert_int_equal(kevo_space_plan(c->sp, &shape, &lim, c->dt, &cfg, &c->plan, &err), KEVO_OK);
+            snprintf(c->name, sizeof c->name, "%s", c->sp->source_name);
+        } else {
+            char *t = tu_ref_source(c->dt, abi);
+            kv_buf_puts(&c->src, t);
+            free(t);
+            snprintf(c->name, sizeof c->name, "ikbo_lce_ref.cu");
+        }
+        assert_int_equal(kevo_compile_job_init(&jobs[i], c->name, c->src.data, "sm_90a", &err), KEVO_OK);
+        assert_int_equal(jobs[i].fail, KEVO_FAIL_NONE);
+        assert_null(jobs[i].cubin);
+        assert_int_equal(jobs[i].regs, -1);
+    }
+    double t0 = kv_now();
+    assert_int_equal(kevo_compile_run(jobs, n, 2, 300, &err), KEVO_OK);
+    printf("%d compiles with 2 at a time: %.1f s\n", n, kv_now() - t0);
+    for (int i = 0; i < n; i++) {
+        tcase *c = &cases[i];
+        kevo_compile_job *j = &jobs[i];
+        printf("  %-10s %-26s %s: %.1f s, %d regs, %d B spill, %d B smem, %d B stack, %zu B cubin\n",
+               c->sp ? c->sp->family : "reference", c->params ? c->params : "default", kevo_dtype_name(c->dt),
+               j->seconds, j->regs, j->spill_bytes, j->smem_static, j->stack_bytes, j->cubin_size);
+        if (j->fail != KEVO_FAIL_NONE)
+            print_error("%s failed (%s):\n%s\n", c->name, kevo_fail_name(j->fail), j->log ? j->log : "");
+        assert_int_equal(j->fail, KEVO_FAIL_NONE);
+        assert_non_null(j->cubin);
+        assert_true(j->cubin_size > 1000);
+        assert_memory_equal(j->cubin, "\177ELF", 4);
+        assert_false(j->cached);
+        assert_true(j->seconds > 0 && j->seconds < 300);
+        assert_true(j->regs > 0 && j->regs <= 255);
+        assert_int_equal(j->spill_bytes, 0);
+        assert_true(j->smem_static >= 0);
+        assert_true(j->stack_bytes >= 0);
+        /* the fields are the ptxas report in the log, parsed */
+        assert_non_null(j->log);
+        assert_non_null(strstr(j->log, "ptxas info"));
+        kevo_compile_job p;
+        memset(&p, 0, sizeof p);
+        kevo_compile_parse_ptxas(&p, j->log);
+        assert_int_equal(p.regs, j->regs);
+        assert_int_equal(p.spill_bytes, j->spill_bytes);
+        assert_int_equal(p.smem_static, j->smem_static);
+        assert_int_equal(p.stack_bytes, j->stack_bytes);
+        /* every entry the plan launches is in the cubin and the report */
+        if (c->sp) {
+            for (int l = 0; l < c->plan.nlaunches; l++) {
+                char line[128];
+                snprintf(line, sizeof line, "Compiling entry function '%s' for 'sm_90a'", c->plan.launches[l].entry);
+                assert_non_null(strstr(j->log, line));
+                assert_true(has_bytes(j->cubin, j->cubin_size, c->plan.launches[l].entry));
+            }
+        } else {
+            for (size_t e = 0; e < KV_ARRAY_LEN(ref_entries); e++) {
+                char line[128];
+                snprintf(line, sizeof line, "Compiling entry function '%s' for 'sm_90a'", ref_entries[e]);
+                assert_non_null(strstr(j->log, line));
+            }
+        }
+        kevo_compile_job_release(j);
+        assert_null(j->cubin);
+        assert_null(j->log);
+        assert_int_equal(j->cubin_size, 0);
+        kv_buf_release(&c->src);
+    }
+}
+
+/* ---- 2. failures ---- */
+
+static const char bad_src[] = "extern \"C\" __global__ void k(float *p)\n"
+                              "{\n"
+                              "    int x = ;\n"
+                              "    p[0] = 1.0f;\n"
+                              "}\n";
+
+static void test_compile_error(void **state)
+{
+    (void)state;
+    kevo_compile_job j;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_compile_job_init(&j, "bad.cu", bad_src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_run(&j, 1, 1, 300, &err), KEVO_OK); /* a failed job is not an error */
+    assert_int_equal(j.fail, KEVO_FAIL_COMPILE_ERROR);
+    assert_null(j.cubin);
+    assert_int_equal(j.cubin_size, 0);
+    assert_non_null(j.log);
+    if (!strstr(j.log, "bad.cu(3): error"))
+        print_error("log:\n%s\n", j.log);
+    assert_non_null(strstr(j.log, "bad.cu(3): error"));
+    assert_int_equal(j.regs, -1);
+    assert_int_equal(j.spill_bytes, -1);
+    kevo_compile_job_release(&j);
+
+    /* an arch NVRTC does not know: a compile error with NVRTC's message */
+    assert_int_equal(kevo_compile_job_init(&j, "k.cu", "extern \"C\" __global__ void k() {}\n", "sm_12", &err),
+                     KEVO_OK);
+    assert_int_equal(kevo_compile_run(&j, 1, 1, 300, &err), KEVO_OK);
+    assert_int_equal(j.fail, KEVO_FAIL_COMPILE_ERROR);
+    assert_non_null(j.log);
+    assert_true(strlen(j.log) > 0);
+    assert_null(j.cubin);
+    kevo_compile_job_release(&j);
+
+    /* arch names that are not sm_*: refused before any compile */
+    assert_int_equal(kevo_compile_job_init(&j, "k.cu", "", "gfx90a", &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "'gfx90a'"));
+    assert_int_equal(kevo_compile_job_init(&j, "k.cu", "", "sm_90a_and_much_more", &err), KEVO_ERR_ARG);
+}
+
+/* About 2.5 s of ptxas on an idle core: 2500 dependent steps, inlined. */
+static const char slow_src[] =
+    "template <int N> struct Chain {\n"
+    "    static __device__ __forceinline__ float run(float x) { return Chain<N - N / 2>::run(Chain<N / 2>::run(x)); }\n"
+    "};\n"
+    "template <> struct Chain<1> {\n"
+    "    static __device__ __forceinline__ float run(float x) { return x * 1.0001f + __sinf(x) * __cosf(x * 0.5f); }\n"
+    "};\n"
+    "extern \"C\" __global__ void slow(float *p) { p[threadIdx.x] = Chain<2500>::run(p[threadIdx.x]); }\n";
+
+static void test_compile_timeout(void **state)
+{
+    (void)state;
+    kevo_compile_job j;
+    kevo_err err;
+    kevo_err_clear(&err);
+    /* without a tight limit it compiles, and takes over a second */
+    assert_int_equal(kevo_compile_job_init(&j, "slow.cu", slow_src, "sm_90a", &err), KEVO_OK);
+    double t0 = kv_now();
+    assert_int_equal(kevo_compile_run(&j, 1, 1, 300, &err), KEVO_OK);
+    double full = kv_now() - t0;
+    printf("slow source: %.2f s without a limit\n", full);
+    assert_int_equal(j.fail, KEVO_FAIL_NONE);
+    assert_true(full > 1.0);
+    kevo_compile_job_release(&j);
+
+    /* with 0.05 s it is killed, promptly */
+    assert_int_equal(kevo_compile_job_init(&j, "slow.cu", slow_src, "sm_90a", &err), KEVO_OK);
+    t0 = kv_now();
+    assert_int_equal(kevo_compile_run(&j, 1, 1, 0.05, &err), KEVO_OK);
+    double killed = kv_now() - t0;
+    printf("slow source: killed after %.2f s\n", killed);
+    assert_int_equal(j.fail, KEVO_FAIL_COMPILE_TIMEOUT);
+    assert_null(j.cubin);
+    assert_non_null(j.log);
+    assert_non_null(strstr(j.log, "time limit"));
+    assert_true(killed < 0.9);
+    kevo_compile_job_release(&j);
+}
+
+/* A child past its limit is killed without disturbing the others in the pool. */
+static void test_timeout_in_pool(void **state)
+{
+    (void)state;
+    const char *good = "extern \"C\" __global__ void fine(float *p) { p[threadIdx.x] *= 2.0f; }\n";
+    kevo_compile_job jobs[4];
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_compile_job_init(&jobs[0], "slow.cu", slow_src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&jobs[1], "good1.cu", good, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&jobs[2], "bad.cu", bad_src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&jobs[3], "good2.cu", good, "sm_90a", &err), KEVO_OK);
+    double t0 = kv_now();
+    assert_int_equal(kevo_compile_run(jobs, 4, 2, 0.5, &err), KEVO_OK);
+    double wall = kv_now() - t0;
+    assert_true(wall < 2.0);
+    assert_int_equal(jobs[0].fail, KEVO_FAIL_COMPILE_TIMEOUT);
+    assert_null(jobs[0].cubin);
+    assert_int_equal(jobs[1].fail, KEVO_FAIL_NONE);
+    assert_non_null(jobs[1].cubin);
+    assert_int_equal(jobs[2].fail, KEVO_FAIL_COMPILE_ERROR);
+    assert_non_null(strstr(jobs[2].log, "bad.cu(3): error"));
+    assert_int_equal(jobs[3].fail, KEVO_FAIL_NONE);
+    assert_non_null(jobs[3].cubin);
+    /* same source, same options: the same cubin */
+    assert_int_equal(jobs[1].cubin_size, jobs[3].cubin_size);
+    for (int i = 0; i < 4; i++)
+        kevo_compile_job_release(&jobs[i]);
+}
+
+/* ---- 3. a pool of jobs ---- */
+
+static void test_parallel(void **state)
+{
+    (void)state;
+    enum { N = 7 };
+    char srcs[N][512], names[N][16];
+    bool good[N];
+    int err_line[N];
+    kevo_compile_job jobs[N];
+    kevo_err err;
+    kevo_err_clear(&err);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "job%d.cu", i);
+        good[i] = i % 3 != 1;
+        err_line[i] = 0;
+        if (good[i]) {
+            /* entry entry_<i>, using i floats of shared memory */
+            snprintf(srcs[i], sizeof srcs[i],
+                     "extern \"C\" __global__ void entry_%d(float *p)\n"
+                     "{\n"
+                     "    __shared__ float s[%d];\n"
+                     "    s[threadIdx.x %% %d] = p[threadIdx.x];\n"
+                     "    __syncthreads();\n"
+                     "    p[threadIdx.x] = s[(threadIdx.x + 1) %% %d];\n"
+                     "}\n",
+                     i, 64 * (i + 1), 64 * (i + 1), 64 * (i + 1));
+        } else {
+            /* a syntax error on line 2 + i */
+            kv_buf b;
+            kv_buf_init(&b);
+            kv_buf_printf(&b, "extern \"C\" __global__ void broken_%d(float *p)\n{\n", i);
+            for (int k = 0; k < i; k++)
+                kv_buf_puts(&b, "    p[0] += 1.0f;\n");
+            kv_buf_puts(&b, "    p[0] = ;\n}\n");
+            snprintf(srcs[i], sizeof srcs[i], "%s", b.data);
+            kv_buf_release(&b);
+            err_line[i] = 3 + i;
+        }
+        assert_int_equal(kevo_compile_job_init(&jobs[i], names[i], srcs[i], "sm_90a", &err), KEVO_OK);
+    }
+    /* a job filled from the cache is left alone */
+    jobs[N - 1].cached = true;
+    assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
+    for (int i = 0; i < N; i++) {
+        kevo_compile_job *j = &jobs[i];
+        if (i == N - 1) {
+            assert_true(j->cached);
+            assert_int_equal(j->fail, KEVO_FAIL_NONE);
+            assert_null(j->cubin);
+            assert_null(j->log);
+            assert_int_equal(j->regs, -1);
+            continue;
+        }
+        if (good[i]) {
+            if (j->fail != KEVO_FAIL_NONE)
+                print_error("%s: %s\n", names[i], j->log ? j->log : "");
+            assert_int_equal(j->fail, KEVO_FAIL_NONE);
+            assert_non_null(j->cubin);
+            char entry[32];
+            snprintf(entry, sizeof entry, "entry_%d", i);
+            assert_true(has_bytes(j->cubin, j->cubin_size, entry));
+            for (int k = 0; k < N; k++) {
+                char other[32];
+                snprintf(other, sizeof other, "entry_%d", k);
+                if (k != i)
+                    assert_false(has_bytes(j->cubin, j->cubin_size, other));
+            }
+            char line[96];
+            snprintf(line, sizeof line, "Compiling entry function '%s'", entry);
+            assert_non_null(strstr(j->log, line));
+            assert_int_equal(j->smem_static, 64 * (i + 1) * 4);
+            assert_int_equal(j->spill_bytes, 0);
+        } else {
+            assert_int_equal(j->fail, KEVO_FAIL_COMPILE_ERROR);
+            assert_null(j->cubin);
+            char line[64];
+            snprintf(line, sizeof line, "job%d.cu(%d): error", i, err_line[i]);
+            if (!strstr(j->log, line))
+                print_error("want '%s' in:\n%s\n", line, j->log);
+            assert_non_null(strstr(j->log, line));
+            assert_null(strstr(j->log, "entry_"));
+        }
+        kevo_compile_job_release(j);
+    }
+
+    /* more slots than jobs; no jobs at all */
+    assert_int_equal(kevo_compile_job_init(&jobs[0], "one.cu", srcs[0], "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_run(jobs, 1, 16, 300, &err), KEVO_OK);
+    assert_int_equal(jobs[0].fail, KEVO_FAIL_NONE);
+    kevo_compile_job_release(&jobs[0]);
+    assert_int_equal(kevo_compile_run(jobs, 0, 2, 300, &err), KEVO_OK);
+}
+
+/* ---- 4. the cache key ---- */
+
+static void key_of(kevo_compile_job *j, const char *src, const char *arch, char out[65])
+{
+    kevo_err err;
+    assert_int_equal(kevo_compile_job_init(j, "k.cu", src, arch, &err), KEVO_OK);
+    kevo_compile_key(j);
+    assert_int_equal(strlen(j->key), 64);
+    for (int i = 0; i < 64; i++)
+        assert_non_null(strchr("0123456789abcdef", j->key[i]));
+    memcpy(out, j->key, 65);
+}
+
+static void test_key(void **state)
+{
+    (void)state;
+    const char *src = "extern \"C\" __global__ void k(float *p) { p[0] = 1.0f; }\n";
+    kevo_compile_job j;
+    char base[65], k2[65];
+    key_of(&j, src, "sm_90a", base);
+    /* stable */
+    key_of(&j, src, "sm_90a", k2);
+    assert_string_equal(base, k2);
+    kevo_compile_key(&j);
+    assert_string_equal(j.key, base);
+    /* the program name is not part of it */
+    kevo_err err;
+    assert_int_equal(kevo_compile_job_init(&j, "other_name.cu", src, "sm_90a", &err), KEVO_OK);
+    kevo_compile_key(&j);
+    assert_string_equal(j.key, base);
+
+    /* the source */
+    key_of(&j, "extern \"C\" __global__ void k(float *p) { p[0] = 2.0f; }\n", "sm_90a", k2);
+    assert_string_not_equal(base, k2);
+    /* the arch */
+    key_of(&j, src, "sm_90", k2);
+    assert_string_not_equal(base, k2);
+    key_of(&j, src, "sm_80", k2);
+    assert_string_not_equal(base, k2);
+    /* an option more */
+    key_of(&j, src, "sm_90a", k2);
+    snprintf(j.opts[j.nopts++], sizeof j.opts[0], "-DEXTRA=1");
+    kevo_compile_key(&j);
+    assert_string_not_equal(base, j.key);
+    /* an option changed */
+    key_of(&j, src, "sm_90a", k2);
+    for (int i = 0; i < j.nopts; i++)
+        if (!strcmp(j.opts[i], "-lineinfo"))
+            snprintf(j.opts[i], sizeof j.opts[0], "-G");
+    kevo_compile_key(&j);
+    assert_string_not_equal(base, j.key);
+
+    /* -I paths are not part of it: two jobs that differ only there */
+    kevo_compile_job a, b;
+    key_of(&a, src, "sm_90a", k2);
+    key_of(&b, src, "sm_90a", k2);
+    int ni = 0;
+    for (int i = 0; i < b.nopts; i++)
+        if (!strncmp(b.opts[i], "-I", 2)) {
+            snprintf(b.opts[i], sizeof b.opts[0], "-I/some/other/machine/cuda-13.0/include%d", i);
+            ni++;
+        }
+    assert_true(ni >= 1);
+    assert_string_not_equal(a.opts[a.nopts - 1], b.opts[b.nopts - 1]);
+    kevo_compile_key(&a);
+    kevo_compile_key(&b);
+    assert_string_equal(a.key, b.key);
+    assert_string_equal(a.key, base);
+    /* nor is one more -I */
+    snprintf(b.opts[b.nopts++], sizeof b.opts[0], "-I/opt/extra");
+    kevo_compile_key(&b);
+    assert_string_equal(b.key, base);
+}
+
+/* ---- 5. the ptxas report ---- */
+
+static void test_parse_ptxas(void **state)
+{
+    (void)state;
+    const char *log = "ptxas info    : 16 bytes gmem\n"
+                      "ptxas info    : Compiling entry function 'first' for 'sm_90a'\n"
+                      "ptxas info    : Function properties for first\n"
+                      "ptxas         .     32 bytes stack frame, 8 bytes spill stores, 0 bytes spill loads\n"
+                      "ptxas info    : Used 40 registers, used 1 barriers, 32 bytes cumulative stack size, "
+                      "1024 bytes smem\n"
+                      "ptxas info    : Compile time = 1.965 ms\n"
+                      "ptxas info    : Compiling entry function 'second' for 'sm_90a'\n"
+                      "ptxas info    : Function properties for second\n"
+                      "ptxas         .     16 bytes stack frame, 0 bytes spill stores, 16 bytes spill loads\n"
+                      "ptxas info    : Used 168 registers, used 0 barriers, 16 bytes cumulative stack size\n"
+                      "ptxas info    : Compile time = 2.5 ms\n";
+    kevo_compile_job j;
+    memset(&j, 0, sizeof j);
+    kevo_compile_parse_ptxas(&j, log);
+    assert_int_equal(j.regs, 168);
+    assert_int_equal(j.spill_bytes, 24);
+    assert_int_equal(j.smem_static, 1024);
+    assert_int_equal(j.stack_bytes, 32);
+
+    /* one entry, no smem field: static smem is 0 */
+    const char *one = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                      "ptxas info    : Function properties for k\n"
+                      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                      "ptxas info    : Used 8 registers, used 0 barriers\n";
+    memset(&j, 0x11, sizeof j);
+    kevo_compile_parse_ptxas(&j, one);
+    assert_int_equal(j.regs, 8);
+    assert_int_equal(j.spill_bytes, 0);
+    assert_int_equal(j.smem_static, 0);
+    assert_int_equal(j.stack_bytes, 0);
+
+    /* no report: all unknown */
+    kevo_compile_parse_ptxas(&j, "job.cu(3): error: expected an expression\n");
+    assert_int_equal(j.regs, -1);
+    assert_int_equal(j.spill_bytes, -1);
+    assert_int_equal(j.smem_static, -1);
+    assert_int_equal(j.stack_bytes, -1);
+
+    /* NULL: left alone */
+    j.regs = 5;
+    kevo_compile_parse_ptxas(&j, NULL);
+    assert_int_equal(j.regs, 5);
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    char v[16];
+    kevo_nvrtc_version(v, sizeof v);
+    int major = 0, minor = -1;
+    assert_int_equal(sscanf(v, "%d.%d", &major, &minor), 2);
+    assert_true(major >= 13);
+    assert_true(minor >= 0);
+    const char *inc = kevo_cuda_include_dir();
+    assert_non_null(inc);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/cuda_fp16.h", inc);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    fclose(f);
+}
+
+/* ---- setup ---- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    char path[PATH_MAX];
+    kevo_err err;
+    snprintf(path, sizeof path, "%s/kernels/ikbo_lce_abi.h", home());
+    if (kv_read_file(path, &abi, NULL, &err))
+        return -1;
+    snprintf(path, sizeof path, "%s/templates/lce_mma.json", home());
+    if (kevo_space_load(path, &mma, &err))
+        return -1;
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home());
+    return kevo_space_load(path, &wg, &err) == KEVO_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    free(abi);
+    kevo_space_free(mma);
+    kevo_space_free(wg);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_ptxas),
+        cmocka_unit_test(test_key),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_compile_error),
+        cmocka_unit_test(test_parallel),
+        cmocka_unit_test(test_compile_timeout),
+        cmocka_unit_test(test_timeout_in_pool),
+        cmocka_unit_test(test_families_and_ref),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

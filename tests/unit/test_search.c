@@ -1,0 +1,736 @@
+/* test_search.c — the search graph and its policies, driven the way
+ * search/tune.c drives them (propose a batch, add each, observe each) on a
+ * synthetic fitness over the real lce_mma space at the default ikbo_lce shape
+ * with the sm_90a limits, and on a small space of our own. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/op.h"
+#include "search/search.h"
+#include "templates/space.h"
+#include "util/util.h"
+
+#define BATCH 8
+
+static kevo_space *mma;   /* templates/lce_mma.json */
+static kevo_space *wg;    /* templates/lce_wgmma.json */
+static kevo_space *small; /* 3 params of 3 values, written to a temp dir */
+static kevo_syms shape;
+static kevo_limits lim;
+static char tmpdir[64];
+
+static const char *home(void)
+{
+    const char *h = getenv("KEVO_HOME");
+    return h && *h ? h : KEVO_SOURCE_DIR;
+}
+
+static int vidx(const kevo_param *p, int64_t v)
+{
+    for (int i = 0; i < p->nvalues; i++)
+        if (p->values[i] == v)
+            return i;
+    return -1;
+}
+
+static bool same_cfg(const kevo_space *sp, const kevo_config *a, const kevo_config *b)
+{
+    return memcmp(a->v, b->v, (size_t)sp->nparams * sizeof a->v[0]) == 0;
+}
+
+/* ---- synthetic fitness: 10 - L1 distance (in value indices) to a target ---- */
+
+static kevo_config target;
+
+static double fitness(const kevo_space *sp, const kevo_config *cfg)
+{
+    int d = 0;
+    for (int i = 0; i < sp->nparams; i++)
+        d += abs(vidx(&sp->params[i], cfg->v[i]) - vidx(&sp->params[i], target.v[i]));
+    return 10.0 - d;
+}
+
+/* What the driver saw. */
+typedef struct trace {
+    int n;
+    kevo_proposal p[20000];
+    int first_hit; /* evaluations until the target was evaluated; 0: never */
+} trace;
+
+static trace tr; /* large: static */
+
+static void search_init(kevo_search *s, kevo_space **spaces, int n, const char *policy, uint64_t seed)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    const kevo_policy *p = kevo_policy_find(policy);
+    assert_non_null(p);
+    kevo_status st = kevo_search_init(s, spaces, n, &shape, &lim, KEVO_DTYPE_F16, p, seed, &err);
+    if (st)
+        print_error("search init: %s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+}
+
+/* Run the policy until it stops or budget evaluations; returns evaluations.
+ * Every proposal must be new and valid (checked here).  Like search/tune.c:
+ * propose up to a batch, add each proposal, then observe each. */
+static int drive(kevo_search *s, int budget, trace *t)
+{
+    t->n = 0;
+    t->first_hit = 0;
+    int done = 0;
+    kevo_proposal props[BATCH];
+    while (done < budget) {
+        int want = budget - done < BATCH ? budget - done : BATCH;
+        memset(props, 0, sizeof props);
+        int n = s->policy->propose(s, props, want);
+        assert_true(n >= 0 && n <= want);
+        if (n == 0)
+            break;
+        int nodes[BATCH];
+        for (int i = 0; i < n; i++) {
+            assert_true(props[i].family >= 0 && props[i].family < s->nspaces);
+            char why[256] = "";
+            int v = kevo_search_valid(s, props[i].family, &props[i].cfg, why, sizeof why);
+            if (v != 1)
+                print_error("proposal %d (%s) invalid: %s\n", t->n, props[i].op, why);
+            assert_int_equal(v, 1);
+            /* never a configuration already in the graph (nor twice in a batch) */
+            assert_int_equal(kevo_search_find(s, props[i].family, &props[i].cfg), -1);
+            nodes[i] = kevo_search_add(s, &props[i]);
+            assert_int_equal(nodes[i], s->nnodes - 1);
+            assert_true(t->n < (int)KV_ARRAY_LEN(t->p));
+            t->p[t->n++] = props[i];
+        }
+        for (int i = 0; i < n; i++) {
+            const kevo_node *nd = &s->nodes[nodes[i]];
+            double f = nd->family == 0 && s->spaces[0] == mma ? fitness(mma, &nd->cfg) : 0.0;
+            kevo_search_observe(s, nodes[i], f);
+            done++;
+            if (!t->first_hit && s->spaces[nd->family] == mma && same_cfg(mma, &nd->cfg, &target))
+                t->first_hit = done;
+        }
+    }
+    return done;
+}
+
+/* ---- setup ---- */
+
+static kevo_space *load(const char *path)
+{
+    kevo_space *s = NULL;
+    kevo_err err;
+    kevo_err_clear(&err);
+    if (kevo_space_load(path, &s, &err) != KEVO_OK) {
+        fprintf(stderr, "load '%s': %s\n", path, err.msg);
+        return NULL;
+    }
+    return s;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/templates/lce_mma.json", home());
+    mma = load(path);
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home());
+    wg = load(path);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo_test_search_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(path, sizeof path, "%s/small.cu", tmpdir);
+    write_text(path, "// nothing\n");
+    snprintf(path, sizeof path, "%s/small.json", tmpdir);
+    write_text(path, "{\"family\": \"small\", \"op\": \"ikbo_lce\", \"source\": \"small.cu\", \"archs\": [\"sm_90a\"],\n"
+                     " \"params\": [{\"name\": \"X\", \"values\": [1, 2, 3]},\n"
+                     "            {\"name\": \"Y\", \"values\": [1, 2, 3]},\n"
+                     "            {\"name\": \"Z\", \"values\": [1, 2, 3]}],\n"
+                     " \"axes\": {\"xy\": [\"X\", \"Y\"], \"z\": [\"Z\"]},\n"
+                     " \"constraints\": [{\"expr\": \"X * Y * Z <= 12\", \"why\": \"product over 12\"}],\n"
+                     " \"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}]}\n");
+    small = load(path);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/small.cu", tmpdir);
+    unlink(path);
+    rmdir(tmpdir);
+    kevo_err err;
+    if (!mma || !wg || !small || kevo_op_find("ikbo_lce")->parse_shape(NULL, &shape, &err) ||
+        kevo_limits_for_arch("sm_90a", &lim, &err))
+        return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    kevo_space_free(mma);
+    kevo_space_free(wg);
+    kevo_space_free(small);
+    return 0;
+}
+
+/* ---- policies table ---- */
+
+static void test_policy_find(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"greedy", "exhaustive", "random"};
+    for (int i = 0; i < 3; i++) {
+        const kevo_policy *p = kevo_policy_find(names[i]);
+        assert_non_null(p);
+        assert_string_equal(p->name, names[i]);
+        assert_non_null(p->summary);
+        assert_non_null(p->propose);
+    }
+    assert_null(kevo_policy_find("nope"));
+    assert_null(kevo_policy_find(""));
+    assert_null(kevo_policy_find("Greedy"));
+    int n = 0;
+    const kevo_policy *const *all = kevo_policy_list(&n);
+    assert_int_equal(n, 3);
+    assert_ptr_equal(all[0], kevo_policy_find("greedy"));
+    assert_ptr_equal(all[1], kevo_policy_find("exhaustive"));
+    assert_ptr_equal(all[2], kevo_policy_find("random"));
+}
+
+/* ---- graph ---- */
+
+static void test_find_add(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma, wg};
+    kevo_search s;
+    search_init(&s, spaces, 2, "greedy", 1);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    assert_non_null(vs);
+    assert_true(vs->n > 1000);
+    assert_int_equal(s.nnodes, 0);
+    assert_int_equal(kevo_search_find(&s, 0, &vs->cfgs[0]), -1);
+
+    /* every valid configuration in turn (the hash grows several times) */
+    for (int i = 0; i < vs->n; i++) {
+        kevo_proposal p = {.family = 0, .cfg = vs->cfgs[i], .parent = i - 1};
+        snprintf(p.op, sizeof p.op, "op%d", i % 7);
+        assert_int_equal(kevo_search_add(&s, &p), i);
+    }
+    assert_int_equal(s.nnodes, vs->n);
+    for (int i = 0; i < vs->n; i++) {
+        assert_int_equal(kevo_search_find(&s, 0, &vs->cfgs[i]), i);
+        const kevo_node *n = &s.nodes[i];
+        assert_int_equal(n->family, 0);
+        assert_true(same_cfg(mma, &n->cfg, &vs->cfgs[i]));
+        assert_int_equal(n->parent, i - 1);
+        char op[8];
+        snprintf(op, sizeof op, "op%d", i % 7);
+        assert_string_equal(n->op, op);
+        assert_false(n->done);
+        assert_true(isnan(n->fitness));
+        assert_int_equal(n->expansions, 0);
+        assert_int_equal(n->cand_id, 0);
+    }
+    /* the same values under the other family are another node */
+    kevo_config wcfg;
+    kevo_space_default(wg, &wcfg);
+    assert_int_equal(kevo_search_find(&s, 1, &wcfg), -1);
+    kevo_proposal p = {.family = 1, .cfg = wcfg, .parent = -1};
+    snprintf(p.op, sizeof p.op, "seed");
+    int wi = kevo_search_add(&s, &p);
+    assert_int_equal(wi, vs->n);
+    assert_int_equal(kevo_search_find(&s, 1, &wcfg), wi);
+    /* a configuration of family 0 laid out like wcfg is not found */
+    kevo_config odd = wcfg;
+    assert_int_equal(kevo_search_find(&s, 0, &odd), -1);
+    /* an invalid configuration was never added */
+    kevo_config bad;
+    kevo_space_default(mma, &bad);
+    bad.v[0] = 100;
+    assert_int_equal(kevo_search_find(&s, 0, &bad), -1);
+
+    kevo_search_observe(&s, 3, 2.5);
+    assert_true(s.nodes[3].done);
+    assert_true(s.nodes[3].fitness == 2.5);
+    assert_true(kevo_search_rank(&s.nodes[3]) == 2.5);
+    assert_true(kevo_search_rank(&s.nodes[4]) == 0.0); /* NaN ranks as 0 */
+    kevo_search_observe(&s, 4, NAN);
+    assert_true(s.nodes[4].done);
+    assert_true(kevo_search_rank(&s.nodes[4]) == 0.0);
+    kevo_search_release(&s);
+    assert_null(s.nodes);
+}
+
+static void test_valid_set(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma};
+    kevo_search s;
+    search_init(&s, spaces, 1, "exhaustive", 1);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    assert_non_null(vs);
+    assert_true(vs->ready);
+    /* brute force over the whole product: same set, same (mixed-radix) order */
+    int total = 1;
+    for (int i = 0; i < mma->nparams; i++)
+        total *= mma->params[i].nvalues;
+    int k = 0;
+    for (int code = 0; code < total; code++) {
+        kevo_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        int c = code;
+        for (int i = mma->nparams - 1; i >= 0; i--) {
+            cfg.v[i] = mma->params[i].values[c % mma->params[i].nvalues];
+            c /= mma->params[i].nvalues;
+        }
+        char why[256];
+        if (kevo_space_check(mma, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why) == 1) {
+            assert_true(k < vs->n);
+            assert_memory_equal(vs->cfgs[k].v, cfg.v, sizeof cfg.v);
+            k++;
+        }
+    }
+    assert_int_equal(k, vs->n);
+    printf("lce_mma at the default shape: %d valid of %d configurations\n", vs->n, total);
+    /* a second call returns the same set */
+    assert_ptr_equal(kevo_search_valid_set(&s, 0), vs);
+    kevo_search_release(&s);
+}
+
+/* Expected neighbours by brute force: for each axis, every combination of
+ * -1/0/+1 steps of its params (not all 0), in range, valid, not in the graph. */
+static int brute_neighbours(kevo_search *s, int node, kevo_proposal *out, int max)
+{
+    const kevo_node *n = &s->nodes[node];
+    const kevo_space *sp = s->spaces[n->family];
+    int count = 0;
+    for (int a = 0; a < sp->naxes; a++) {
+        const kevo_axis *ax = &sp->axes[a];
+        int combos = 1;
+        for (int i = 0; i < ax->nparams; i++)
+            combos *= 3;
+        for (int c = 0; c < combos; c++) {
+            kevo_config cfg = n->cfg;
+            int code = c, moved = 0;
+            bool ok = true;
+            for (int i = 0; i < ax->nparams; i++) {
+                int d = code % 3 - 1;
+                code /= 3;
+                const kevo_param *p = &sp->params[ax->params[i]];
+                int vi = vidx(p, cfg.v[ax->params[i]]) + d;
+                if (vi < 0 || vi >= p->nvalues) {
+                    ok = false;
+                    break;
+                }
+                cfg.v[ax->params[i]] = p->values[vi];
+                moved += d != 0;
+            }
+            char why[256];
+            if (!ok || !moved || kevo_search_find(s, n->family, &cfg) >= 0 ||
+                kevo_search_valid(s, n->family, &cfg, why, sizeof why) != 1)
+                continue;
+            bool dup = false;
+            for (int j = 0; j < count; j++)
+                dup |= same_cfg(sp, &out[j].cfg, &cfg);
+            if (dup)
+                continue;
+            assert_true(count < max);
+            out[count].cfg = cfg;
+            snprintf(out[count].op, sizeof out[count].op, "%s", ax->op);
+            count++;
+        }
+    }
+    return count;
+}
+
+/* p differs from its parent only in the params of axis `op`, each by at most
+ * one step, at least one of them. */
+static void check_step(const kevo_space *sp, const kevo_config *parent, const kevo_proposal *p)
+{
+    const kevo_axis *ax = NULL;
+    for (int a = 0; a < sp->naxes; a++)
+        if (strcmp(sp->axes[a].op, p->op) == 0)
+            ax = &sp->axes[a];
+    if (!ax)
+        print_error("op '%s' is not an axis of %s\n", p->op, sp->family);
+    assert_non_null(ax);
+    int moved = 0;
+    for (int i = 0; i < sp->nparams; i++) {
+        bool on_axis = false;
+        for (int j = 0; j < ax->nparams; j++)
+            on_axis |= ax->params[j] == i;
+        int d = vidx(&sp->params[i], p->cfg.v[i]) - vidx(&sp->params[i], parent->v[i]);
+        if (!on_axis) {
+            if (d != 0)
+                print_error("op %s moved %s\n", p->op, sp->params[i].name);
+            assert_int_equal(d, 0);
+        } else {
+            assert_true(d >= -1 && d <= 1);
+            moved += d != 0;
+        }
+    }
+    assert_true(moved >= 1);
+}
+
+static void test_neighbours(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma};
+    kevo_search s;
+    search_init(&s, spaces, 1, "greedy", 1);
+    kevo_proposal seed;
+    assert_int_equal(kevo_search_seeds(&s, &seed, 1), 1);
+    kevo_config def;
+    kevo_space_default(mma, &def);
+    assert_true(same_cfg(mma, &seed.cfg, &def)); /* the default is valid: it is the seed */
+    assert_int_equal(seed.parent, -1);
+    assert_string_equal(seed.op, "seed");
+    assert_int_equal(kevo_search_add(&s, &seed), 0);
+    assert_int_equal(kevo_search_seeds(&s, &seed, 1), 0); /* already in the graph */
+
+    static kevo_proposal got[4096], want[4096];
+    int n = kevo_search_neighbours(&s, 0, got, 4096);
+    int m = brute_neighbours(&s, 0, want, 4096);
+    printf("neighbours of the default: %d\n", n);
+    assert_true(n > 10);
+    assert_int_equal(n, m);
+    for (int i = 0; i < n; i++) {
+        char why[256];
+        assert_int_equal(got[i].family, 0);
+        assert_int_equal(got[i].parent, 0);
+        assert_int_equal(kevo_search_valid(&s, 0, &got[i].cfg, why, sizeof why), 1);
+        assert_int_equal(kevo_search_find(&s, 0, &got[i].cfg), -1);
+        check_step(mma, &def, &got[i]);
+        int found = 0;
+        for (int j = 0; j < m; j++)
+            if (same_cfg(mma, &got[i].cfg, &want[j].cfg)) {
+                found++;
+                assert_string_equal(got[i].op, want[j].op);
+            }
+        assert_int_equal(found, 1);
+        for (int j = 0; j < i; j++)
+            assert_false(same_cfg(mma, &got[i].cfg, &got[j].cfg));
+    }
+    /* max limits the count */
+    kevo_proposal few[3];
+    assert_int_equal(kevo_search_neighbours(&s, 0, few, 3), 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(same_cfg(mma, &few[i].cfg, &got[i].cfg));
+
+    /* neighbours already in the graph are left out */
+    for (int i = 0; i < n; i += 2)
+        assert_true(kevo_search_add(&s, &got[i]) >= 0);
+    int n2 = kevo_search_neighbours(&s, 0, want, 4096);
+    assert_int_equal(n2, n - (n + 1) / 2);
+    for (int i = 0; i < n2; i++)
+        assert_int_equal(kevo_search_find(&s, 0, &want[i].cfg), -1);
+    kevo_search_release(&s);
+}
+
+/* ---- exhaustive ---- */
+
+static void test_exhaustive(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma};
+    kevo_search s;
+    search_init(&s, spaces, 1, "exhaustive", 1);
+    kevo_space_default(mma, &target);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    int nvalid = vs->n;
+    int done = drive(&s, 1000000, &tr);
+    assert_int_equal(done, nvalid);
+    assert_int_equal(tr.n, nvalid);
+    assert_int_equal(s.nnodes, nvalid);
+    for (int i = 0; i < tr.n; i++) {
+        assert_int_equal(tr.p[i].parent, -1);
+        assert_string_equal(tr.p[i].op, "enumerate");
+        assert_true(same_cfg(mma, &tr.p[i].cfg, &vs->cfgs[i])); /* in order */
+    }
+    /* every valid configuration is in the graph once; nothing more comes */
+    for (int i = 0; i < vs->n; i++)
+        assert_int_equal(kevo_search_find(&s, 0, &vs->cfgs[i]), i);
+    kevo_proposal p[BATCH];
+    assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
+    kevo_search_release(&s);
+
+    /* two families: the first's set, then the second's */
+    kevo_space *both[] = {mma, wg};
+    search_init(&s, both, 2, "exhaustive", 1);
+    int n0 = kevo_search_valid_set(&s, 0)->n, n1 = kevo_search_valid_set(&s, 1)->n;
+    assert_true(n1 > 10);
+    done = drive(&s, 1000000, &tr);
+    assert_int_equal(done, n0 + n1);
+    for (int i = 0; i < done; i++)
+        assert_int_equal(tr.p[i].family, i < n0 ? 0 : 1);
+    assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
+    kevo_search_release(&s);
+}
+
+/* ---- random ---- */
+
+static void test_random_small(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {small};
+    kevo_search s;
+    /* the expected valid set: X*Y*Z <= 12 over {1,2,3}^3 leaves out the three
+     * orders of (2,3,3) and (3,3,3) */
+    int expect = 0;
+    for (int x = 1; x <= 3; x++)
+        for (int y = 1; y <= 3; y++)
+            for (int z = 1; z <= 3; z++)
+                expect += x * y * z <= 12;
+    assert_int_equal(expect, 23);
+
+    static kevo_proposal seq1[64], seq2[64];
+    int n1 = 0, n2 = 0;
+    for (int run = 0; run < 3; run++) {
+        search_init(&s, spaces, 1, "random", run < 2 ? 42 : 43);
+        assert_int_equal(kevo_search_valid_set(&s, 0)->n, 23);
+        int done = drive(&s, 1000, &tr);
+        assert_int_equal(done, 23); /* ends when the set is exhausted */
+        kevo_proposal p[BATCH];
+        assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
+        for (int i = 0; i < tr.n; i++) {
+            assert_int_equal(tr.p[i].parent, -1);
+            assert_string_equal(tr.p[i].op, "random");
+            assert_true(tr.p[i].cfg.v[0] * tr.p[i].cfg.v[1] * tr.p[i].cfg.v[2] <= 12);
+            for (int j = 0; j < i; j++)
+                assert_false(same_cfg(small, &tr.p[i].cfg, &tr.p[j].cfg));
+        }
+        if (run == 0) {
+            memcpy(seq1, tr.p, 23 * sizeof seq1[0]);
+            n1 = tr.n;
+        } else if (run == 1) {
+            /* same seed: the same sequence */
+            assert_int_equal(tr.n, n1);
+            for (int i = 0; i < tr.n; i++)
+                assert_true(same_cfg(small, &tr.p[i].cfg, &seq1[i].cfg));
+        } else {
+            memcpy(seq2, tr.p, 23 * sizeof seq2[0]);
+            n2 = tr.n;
+        }
+        kevo_search_release(&s);
+    }
+    /* another seed: another order */
+    assert_int_equal(n2, n1);
+    int differ = 0;
+    for (int i = 0; i < n1; i++)
+        differ += !same_cfg(small, &seq1[i].cfg, &seq2[i].cfg);
+    assert_true(differ > 0);
+    /* and not merely the enumeration order */
+    kevo_search e;
+    search_init(&e, spaces, 1, "exhaustive", 1);
+    const kevo_valid_set *vs = kevo_search_valid_set(&e, 0);
+    int same_as_enum = 0;
+    for (int i = 0; i < 23; i++)
+        same_as_enum += same_cfg(small, &seq1[i].cfg, &vs->cfgs[i]);
+    assert_true(same_as_enum < 23);
+    kevo_search_release(&e);
+
+    /* a run stops at its budget */
+    search_init(&s, spaces, 1, "random", 42);
+    assert_int_equal(drive(&s, 5, &tr), 5);
+    assert_int_equal(s.nnodes, 5);
+    kevo_search_release(&s);
+}
+
+static void test_random_real(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma, wg};
+    kevo_search s;
+    static kevo_proposal first[200];
+    for (int run = 0; run < 2; run++) {
+        search_init(&s, spaces, 2, "random", 7);
+        kevo_space_default(mma, &target);
+        assert_int_equal(drive(&s, 200, &tr), 200);
+        int fam1 = 0;
+        for (int i = 0; i < 200; i++) {
+            assert_string_equal(tr.p[i].op, "random");
+            fam1 += tr.p[i].family == 1;
+            if (run == 0)
+                first[i] = tr.p[i];
+            else {
+                assert_int_equal(tr.p[i].family, first[i].family);
+                assert_true(same_cfg(s.spaces[first[i].family], &tr.p[i].cfg, &first[i].cfg));
+            }
+        }
+        /* uniform over the union: lce_wgmma's share is small but the draw is
+         * over both families */
+        if (run == 0)
+            printf("random: %d of 200 draws from lce_wgmma (%d of %d valid)\n", fam1,
+                   kevo_search_valid_set(&s, 1)->n, kevo_search_valid_set(&s, 0)->n + kevo_search_valid_set(&s, 1)->n);
+        kevo_search_release(&s);
+    }
+}
+
+/* ---- greedy ---- */
+
+static void test_greedy(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma};
+    kevo_search s;
+    search_init(&s, spaces, 1, "greedy", 1);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    int nvalid = vs->n;
+    target = vs->cfgs[nvalid / 2];
+    char tstr[256];
+    kevo_config_str(mma, &target, tstr, sizeof tstr);
+    kevo_config def;
+    kevo_space_default(mma, &def);
+    assert_false(same_cfg(mma, &def, &target));
+    assert_true(fitness(mma, &def) < 10.0);
+    assert_true(fitness(mma, &target) == 10.0);
+
+    int done = drive(&s, 300, &tr);
+    printf("greedy: target %s (fitness 10, default %.0f) evaluated after %d evaluations; valid set %d\n", tstr,
+           fitness(mma, &def), tr.first_hit, nvalid);
+    assert_true(nvalid >= 1000);
+    assert_true(tr.first_hit > 0);
+    assert_true(tr.first_hit <= 300);
+    assert_true(done <= 300);
+
+    /* the first proposal is the seed: the default configuration */
+    assert_string_equal(tr.p[0].op, "seed");
+    assert_int_equal(tr.p[0].parent, -1);
+    assert_true(same_cfg(mma, &tr.p[0].cfg, &def));
+    int seeds = 0, restarts = 0, steps = 0;
+    for (int i = 0; i < tr.n; i++) {
+        const kevo_proposal *p = &tr.p[i];
+        if (!strcmp(p->op, "seed") || !strcmp(p->op, "restart")) {
+            assert_int_equal(p->parent, -1);
+            seeds += !strcmp(p->op, "seed");
+            restarts += !strcmp(p->op, "restart");
+            continue;
+        }
+        steps++;
+        assert_true(p->parent >= 0 && p->parent < i);
+        /* the parent was evaluated before this was proposed */
+        check_step(mma, &s.nodes[p->parent].cfg, p);
+    }
+    assert_int_equal(seeds, 1);
+    assert_true(steps > 0);
+    printf("greedy: %d seeds, %d restarts, %d operator steps\n", seeds, restarts, steps);
+
+    /* best-first: the fittest node found is the target, and greedy kept
+     * improving: the running best never decreases and reaches 10 */
+    double best = -1e9;
+    for (int i = 0; i < s.nnodes; i++)
+        if (s.nodes[i].done && s.nodes[i].fitness > best)
+            best = s.nodes[i].fitness;
+    assert_true(best == 10.0);
+    kevo_search_release(&s);
+
+    /* same seed, same search */
+    static kevo_proposal again[300];
+    int n_first = tr.n;
+    memcpy(again, tr.p, (size_t)n_first * sizeof again[0]);
+    search_init(&s, spaces, 1, "greedy", 1);
+    drive(&s, 300, &tr);
+    assert_int_equal(tr.n, n_first);
+    for (int i = 0; i < tr.n; i++) {
+        assert_true(same_cfg(mma, &tr.p[i].cfg, &again[i].cfg));
+        assert_string_equal(tr.p[i].op, again[i].op);
+        assert_int_equal(tr.p[i].parent, again[i].parent);
+    }
+    kevo_search_release(&s);
+}
+
+/* Greedy on the small space runs to exhaustion: restarts cover what the
+ * neighbourhoods cannot reach, and it ends with 0. */
+static void test_greedy_exhausts(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {small};
+    kevo_search s;
+    search_init(&s, spaces, 1, "greedy", 3);
+    int done = drive(&s, 1000, &tr);
+    assert_int_equal(done, 23);
+    kevo_proposal p[BATCH];
+    assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
+    for (int i = 0; i < tr.n; i++) {
+        if (tr.p[i].parent >= 0)
+            check_step(small, &s.nodes[tr.p[i].parent].cfg, &tr.p[i]);
+        else
+            assert_true(!strcmp(tr.p[i].op, "seed") || !strcmp(tr.p[i].op, "restart"));
+    }
+    assert_string_equal(tr.p[0].op, "seed");
+    /* X=1,Y=1,Z=1: the default (first values) */
+    assert_int_equal(tr.p[0].cfg.v[0], 1);
+    assert_int_equal(tr.p[0].cfg.v[1], 1);
+    assert_int_equal(tr.p[0].cfg.v[2], 1);
+    kevo_search_release(&s);
+}
+
+/* Seeds: a family whose default is invalid for the shape starts from its
+ * first valid configuration. */
+static void test_seeds_invalid_default(void **state)
+{
+    (void)state;
+    kevo_syms tiny;
+    kevo_err err;
+    /* M=16: BM=128 is far larger than M, so the default is invalid */
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("M=16", &tiny, &err), KEVO_OK);
+    kevo_space *spaces[] = {mma, wg};
+    kevo_search s;
+    assert_int_equal(kevo_search_init(&s, spaces, 2, &tiny, &lim, KEVO_DTYPE_F16, kevo_policy_find("greedy"), 1,
+                                      &err),
+                     KEVO_OK);
+    kevo_proposal p[4];
+    int n = kevo_search_seeds(&s, p, 4);
+    assert_int_equal(n, 2);
+    const kevo_valid_set *v0 = kevo_search_valid_set(&s, 0);
+    assert_true(v0->n > 0);
+    assert_int_equal(p[0].family, 0);
+    assert_true(same_cfg(mma, &p[0].cfg, &v0->cfgs[0]));
+    assert_int_equal(p[1].family, 1);
+    char why[256];
+    assert_int_equal(kevo_search_valid(&s, 1, &p[1].cfg, why, sizeof why), 1);
+    /* max 1: only the first family's seed */
+    assert_int_equal(kevo_search_seeds(&s, p, 1), 1);
+    assert_int_equal(p[0].family, 0);
+    kevo_search_release(&s);
+
+    /* no family */
+    assert_int_equal(kevo_search_init(&s, spaces, 0, &tiny, &lim, KEVO_DTYPE_F16, kevo_policy_find("greedy"), 1,
+                                      &err),
+                     KEVO_ERR_ARG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_policy_find),
+        cmocka_unit_test(test_find_add),
+        cmocka_unit_test(test_valid_set),
+        cmocka_unit_test(test_neighbours),
+        cmocka_unit_test(test_exhaustive),
+        cmocka_unit_test(test_random_small),
+        cmocka_unit_test(test_random_real),
+        cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_greedy_exhausts),
+        cmocka_unit_test(test_seeds_invalid_default),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,1064 @@
+/* test_space.c — template families: loading the real space files, limits,
+ * shape support, constraints, launch plans, plan and config JSON, rendering,
+ * malformed space files and directory loading. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels/op.h"
+#include "templates/space.h"
+#include "util/util.h"
+
+static const char *home(void)
+{
+    const char *h = getenv("KEVO_HOME");
+    return h && *h ? h : KEVO_SOURCE_DIR;
+}
+
+static kevo_space *load_family(const char *family)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/templates/%s.json", home(), family);
+    kevo_space *s = NULL;
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_space_load(path, &s, &err);
+    if (st != KEVO_OK)
+        print_error("load '%s': %s\n", path, err.msg);
+    assert_int_equal(st, KEVO_OK);
+    assert_non_null(s);
+    return s;
+}
+
+static void shape_of(const char *text, kevo_syms *out)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    assert_non_null(op);
+    kevo_status st = op->parse_shape(text, out, &err);
+    if (st)
+        print_error("shape '%s': %s\n", text ? text : "(default)", err.msg);
+    assert_int_equal(st, KEVO_OK);
+}
+
+static kevo_limits h100(void)
+{
+    kevo_limits lim;
+    kevo_err err;
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+    return lim;
+}
+
+static void set_param(const kevo_space *s, kevo_config *cfg, const char *name, int64_t v)
+{
+    int i = kevo_space_param_index(s, name);
+    if (i < 0)
+        print_error("no param '%s' in %s\n", name, s->family);
+    assert_true(i >= 0);
+    cfg->v[i] = v;
+}
+
+/* cfg = default with "K=V,K=V" applied. */
+static void config_of(const kevo_space *s, const char *params, kevo_config *cfg)
+{
+    kevo_space_default(s, cfg);
+    if (!params)
+        return;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", params);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        set_param(s, cfg, tok, atoll(eq + 1));
+    }
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* ---- the real families ---- */
+
+static void test_load_lce_mma(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_mma");
+    assert_string_equal(s->family, "lce_mma");
+    assert_string_equal(s->op, "ikbo_lce");
+    assert_string_equal(s->source_name, "lce_mma.cu");
+    assert_non_null(s->source);
+    assert_non_null(strstr(s->source, "lce_user_gemm"));
+    assert_true(strlen(s->description) > 0);
+
+    static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+    assert_int_equal(s->narchs, 5);
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(s->archs[i], archs[i]);
+    assert_true(kevo_space_has_arch(s, "sm_90a"));
+    assert_true(kevo_space_has_arch(s, "sm_80"));
+    assert_false(kevo_space_has_arch(s, "sm_100a"));
+    assert_false(kevo_space_has_arch(s, "sm_9"));
+
+    static const char *const names[] = {"BM", "BN", "BK", "WARPS_M", "WARPS_N",
+                                        "STAGES", "ALIGN", "FUSE", "EPI", "RASTER"};
+    static const int nvalues[] = {7, 3, 2, 3, 4, 5, 2, 2, 2, 2};
+    assert_int_equal(s->nparams, 10);
+    for (int i = 0; i < 10; i++) {
+        assert_string_equal(s->params[i].name, names[i]);
+        assert_int_equal(s->params[i].nvalues, nvalues[i]);
+        assert_int_equal(kevo_space_param_index(s, names[i]), i);
+    }
+    assert_int_equal(kevo_space_param_index(s, "NOPE"), -1);
+    assert_int_equal(kevo_space_param_index(s, "bm"), -1);
+    static const int64_t bm[] = {64, 96, 112, 128, 192, 224, 256};
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(s->params[0].values[i], bm[i]);
+
+    static const char *const axes[] = {"retile", "bk", "stages", "align", "fuse", "epilogue", "swizzle"};
+    static const int axis_n[] = {4, 1, 1, 1, 1, 1, 1};
+    assert_int_equal(s->naxes, 7);
+    for (int i = 0; i < 7; i++) {
+        assert_string_equal(s->axes[i].op, axes[i]);
+        assert_int_equal(s->axes[i].nparams, axis_n[i]);
+    }
+    /* retile = BM, BN, WARPS_M, WARPS_N */
+    assert_int_equal(s->axes[0].params[0], 0);
+    assert_int_equal(s->axes[0].params[1], 1);
+    assert_int_equal(s->axes[0].params[2], 3);
+    assert_int_equal(s->axes[0].params[3], 4);
+    assert_int_equal(s->axes[2].params[0], 5); /* stages -> STAGES */
+    assert_int_equal(s->axes[6].params[0], 9); /* swizzle -> RASTER */
+
+    assert_int_equal(s->nlets, 5);
+    assert_string_equal(s->lets[0].name, "threads");
+    assert_string_equal(s->lets[4].name, "smem");
+    assert_int_equal(s->nrequires, 2);
+    assert_int_equal(s->nconstraints, 8);
+    assert_string_equal(s->constraints[0].why, "warp tile rows must be a multiple of 16");
+    assert_int_equal(s->nlaunches, 3);
+    assert_string_equal(s->launches[0].entry, "lce_user_gemm");
+    assert_string_equal(s->launches[1].entry, "lce_cand_gemm");
+    assert_string_equal(s->launches[2].entry, "lce_bcast_add");
+    assert_null(s->launches[0].when);
+    assert_non_null(s->launches[2].when);
+    assert_int_equal(s->ntmaps, 0);
+    assert_non_null(s->pad_k);
+    assert_non_null(s->workspace);
+
+    kevo_config cfg;
+    memset(&cfg, 0x5a, sizeof cfg);
+    kevo_space_default(s, &cfg);
+    static const int64_t def[] = {128, 128, 32, 2, 2, 2, 0, 0, 0, 0};
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(cfg.v[i], def[i]);
+    for (int i = 10; i < KEVO_MAX_PARAMS; i++)
+        assert_int_equal(cfg.v[i], 0); /* unused slots zeroed */
+    char str[256];
+    kevo_config_str(s, &cfg, str, sizeof str);
+    assert_string_equal(str, "BM=128 BN=128 BK=32 WARPS_M=2 WARPS_N=2 STAGES=2 ALIGN=0 FUSE=0 EPI=0 RASTER=0");
+    kevo_space_free(s);
+}
+
+static void test_load_lce_wgmma(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_wgmma");
+    assert_string_equal(s->family, "lce_wgmma");
+    assert_string_equal(s->op, "ikbo_lce");
+    assert_string_equal(s->source_name, "lce_wgmma.cu");
+    assert_int_equal(s->narchs, 1);
+    assert_string_equal(s->archs[0], "sm_90a");
+    assert_false(kevo_space_has_arch(s, "sm_90"));
+
+    static const char *const names[] = {"BN", "CONSUMERS", "STAGES", "EPI", "RASTER"};
+    static const int nvalues[] = {4, 2, 7, 2, 2};
+    assert_int_equal(s->nparams, 5);
+    for (int i = 0; i < 5; i++) {
+        assert_string_equal(s->params[i].name, names[i]);
+        assert_int_equal(s->params[i].nvalues, nvalues[i]);
+    }
+    static const char *const axes[] = {"retile", "stages", "epilogue", "swizzle"};
+    static const int axis_n[] = {2, 1, 1, 1};
+    assert_int_equal(s->naxes, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(s->axes[i].op, axes[i]);
+        assert_int_equal(s->axes[i].nparams, axis_n[i]);
+    }
+    assert_int_equal(s->nlets, 6);
+    assert_string_equal(s->lets[0].name, "BM");
+    assert_int_equal(s->nrequires, 3);
+    assert_int_equal(s->nconstraints, 4);
+    assert_int_equal(s->nlaunches, 2);
+    assert_int_equal(s->ntmaps, 4);
+    assert_string_equal(s->tmaps[0].tensor, "w_user");
+    assert_string_equal(s->tmaps[1].tensor, "w_cand");
+    assert_string_equal(s->tmaps[2].tensor, "e_user");
+    assert_string_equal(s->tmaps[3].tensor, "e_cand");
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(s->tmaps[i].swizzle, 128);
+
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    static const int64_t def[] = {256, 2, 3, 1, 0};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(cfg.v[i], def[i]);
+    kevo_space_free(s);
+}
+
+/* ---- limits ---- */
+
+static void test_limits(void **state)
+{
+    (void)state;
+    kevo_limits lim;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+    assert_int_equal(lim.sm, 90);
+    assert_int_equal(lim.num_sms, 132);
+    assert_int_equal(lim.max_smem, 232448);
+    assert_int_equal(lim.max_regs, 255);
+    assert_int_equal(kevo_limits_for_arch("sm_80", &lim, &err), KEVO_OK);
+    assert_int_equal(lim.sm, 80);
+    assert_int_equal(lim.num_sms, 108);
+    assert_int_equal(lim.max_smem, 166912);
+
+    memset(&lim, 0x77, sizeof lim);
+    kevo_limits before = lim;
+    assert_int_equal(kevo_limits_for_arch("sm_99", &lim, &err), KEVO_ERR_NOT_FOUND);
+    assert_memory_equal(&lim, &before, sizeof lim); /* untouched */
+    assert_int_equal(err.status, KEVO_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "'sm_99'"));
+    assert_non_null(strstr(err.msg, "sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a"));
+    assert_int_equal(kevo_limits_for_arch("", &lim, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_limits_for_arch("SM_90A", &lim, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_limits_for_arch("sm_90ab", &lim, NULL), KEVO_ERR_NOT_FOUND);
+}
+
+/* ---- shape support ---- */
+
+static void test_supports(void **state)
+{
+    (void)state;
+    kevo_space *mma = load_family("lce_mma");
+    kevo_space *wg = load_family("lce_wgmma");
+    kevo_limits lim = h100();
+    kevo_syms shape;
+    kevo_err err;
+    kevo_err_clear(&err);
+
+    shape_of(NULL, &shape);
+    assert_int_equal(kevo_space_supports(mma, &shape, &lim, KEVO_DTYPE_F16, &err), KEVO_OK);
+    assert_int_equal(kevo_space_supports(wg, &shape, &lim, KEVO_DTYPE_F16, &err), KEVO_OK);
+    assert_int_equal(kevo_space_supports(mma, &shape, &lim, KEVO_DTYPE_BF16, &err), KEVO_OK);
+
+    shape_of("N=100", &shape);
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_supports(mma, &shape, &lim, KEVO_DTYPE_F16, &err), KEVO_ERR_UNSUPPORTED);
+    assert_int_equal(err.status, KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "'lce_mma'"));
+    assert_non_null(strstr(err.msg, "N must be a multiple of 8"));
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_supports(wg, &shape, &lim, KEVO_DTYPE_F16, &err), KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "N must be a multiple of 8"));
+
+    /* lce_wgmma needs sm >= 90: the sm_80 limits reject it, lce_mma is fine */
+    shape_of(NULL, &shape);
+    kevo_limits a100;
+    assert_int_equal(kevo_limits_for_arch("sm_80", &a100, &err), KEVO_OK);
+    assert_int_equal(kevo_space_supports(mma, &shape, &a100, KEVO_DTYPE_F16, &err), KEVO_OK);
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_supports(wg, &shape, &a100, KEVO_DTYPE_F16, &err), KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "WGMMA and TMA need sm_90a"));
+
+    kevo_space_free(mma);
+    kevo_space_free(wg);
+}
+
+/* ---- constraints ---- */
+
+static void expect_rejected(const kevo_space *s, const kevo_syms *shape, const char *params, const char *why_part)
+{
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    config_of(s, params, &cfg);
+    char why[256] = "";
+    int r = kevo_space_check(s, shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why);
+    if (r != 0 || !strstr(why, why_part))
+        print_error("%s {%s}: check %d '%s', want 0 '%s'\n", s->family, params, r, why, why_part);
+    assert_int_equal(r, 0);
+    assert_non_null(strstr(why, why_part));
+}
+
+static void expect_valid(const kevo_space *s, const kevo_syms *shape, const char *params)
+{
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    config_of(s, params, &cfg);
+    char why[256] = "";
+    int r = kevo_space_check(s, shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why);
+    if (r != 1)
+        print_error("%s {%s}: check %d '%s', want valid\n", s->family, params ? params : "default", r, why);
+    assert_int_equal(r, 1);
+}
+
+static void test_check(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_mma");
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+
+    expect_valid(s, &shape, NULL);
+    /* bf16 too */
+    {
+        kevo_limits lim = h100();
+        kevo_config cfg;
+        kevo_space_default(s, &cfg);
+        char why[256];
+        assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_BF16, &cfg, why, sizeof why), 1);
+    }
+    /* BM=64 with 4 warps down M gives 16-row warp tiles: allowed (the brief's
+     * example of a rule-1 violation is in fact valid) */
+    expect_valid(s, &shape, "BM=64,WARPS_M=4");
+    /* BM=96 with 4 warps: 24-row warp tiles */
+    expect_rejected(s, &shape, "BM=96,WARPS_M=4", "warp tile rows must be a multiple of 16");
+    expect_rejected(s, &shape, "BM=112,WARPS_M=2", "warp tile rows must be a multiple of 16");
+    /* BN=64 with 8 warps across N: 8-column warp tiles */
+    expect_rejected(s, &shape, "BN=64,WARPS_N=8", "warp tile columns must be a multiple of 16");
+    /* 64x64 tile over 8 warps: 16 accumulators per thread */
+    expect_rejected(s, &shape, "BM=64,BN=64,WARPS_N=4", "accumulators per thread outside 32..128");
+    /* 256x256 over 4 warps: 512 accumulators */
+    expect_rejected(s, &shape, "BM=256,BN=256", "accumulators per thread outside 32..128");
+    /* 256x256 over 16 warps: 128 accumulators but 512 x (128 + 96) registers > 64K */
+    expect_rejected(s, &shape, "BM=256,BN=256,WARPS_M=4,WARPS_N=4", "register file");
+    /* BM=256,BN=256,BK=64,STAGES=6 never reaches the shared-memory rule (the
+     * register-file rule fails first for any warp layout: BM*BN alone is 64K);
+     * 128x256 tiles over 8 warps do: 6 * (128*64 + 64*256) * 2 = 294912 > 232448 */
+    expect_rejected(s, &shape, "BM=256,BN=256,BK=64,STAGES=6,WARPS_M=4,WARPS_N=8", "register file");
+    expect_rejected(s, &shape, "BM=128,BN=256,BK=64,STAGES=6,WARPS_M=2,WARPS_N=4",
+                    "shared memory over the device's per-block limit");
+    /* one stage fewer: 5 * 49152 = 245760 still over; 4 stages 196608 fits */
+    expect_rejected(s, &shape, "BM=128,BN=256,BK=64,STAGES=5,WARPS_M=2,WARPS_N=4", "shared memory over");
+    expect_valid(s, &shape, "BM=128,BN=256,BK=64,STAGES=4,WARPS_M=2,WARPS_N=4");
+    /* values outside the domain */
+    expect_rejected(s, &shape, "BM=100", "BM=100 is not in its domain");
+    expect_rejected(s, &shape, "STAGES=7", "STAGES=7 is not in its domain");
+    expect_rejected(s, &shape, "FUSE=2", "FUSE=2 is not in its domain");
+
+    /* shape-dependent rules */
+    kevo_syms small;
+    shape_of("M=16", &small);
+    expect_rejected(s, &small, NULL, "BM far larger than M wastes the tile");
+    expect_valid(s, &small, "BM=64,WARPS_M=1,BN=128,WARPS_N=2"); /* 64 <= 16 + 48 */
+    shape_of("N=64", &small);
+    expect_rejected(s, &small, NULL, "BN larger than N wastes the tile");
+
+    /* a tiny why buffer truncates, never overflows */
+    {
+        kevo_limits lim = h100();
+        kevo_config cfg;
+        config_of(s, "BM=96,WARPS_M=4", &cfg);
+        char why[8];
+        memset(why, 'x', sizeof why);
+        assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, 6), 0);
+        assert_string_equal(why, "warp ");
+        assert_int_equal(why[6], 'x');
+    }
+    kevo_space_free(s);
+
+    kevo_space *w = load_family("lce_wgmma");
+    expect_valid(w, &shape, NULL);
+    expect_valid(w, &shape, "BN=128,CONSUMERS=1,EPI=0");
+    /* BN=256, 8 stages: 8 * 384 * 64 * 2 = 393216 */
+    expect_rejected(w, &shape, "STAGES=8", "shared memory over the device's per-block limit");
+    expect_rejected(w, &shape, "BN=96", "BN=96 is not in its domain");
+    shape_of("N=64", &small);
+    expect_rejected(w, &small, "BN=128", "BN larger than N wastes the tile");
+    kevo_space_free(w);
+}
+
+/* ---- plans ---- */
+
+static void check_launch(const kevo_launch *l, const char *entry, int64_t grid, int64_t block, int64_t smem)
+{
+    assert_string_equal(l->entry, entry);
+    assert_int_equal(l->grid[0], grid);
+    assert_int_equal(l->grid[1], 1);
+    assert_int_equal(l->grid[2], 1);
+    assert_int_equal(l->block[0], block);
+    assert_int_equal(l->block[1], 1);
+    assert_int_equal(l->block[2], 1);
+    assert_int_equal(l->smem, smem);
+}
+
+static void test_plan_mma(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_mma");
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_plan plan;
+    kevo_config cfg;
+    const int64_t B = 1024, M = 433, N = 256, U = 15;
+
+    /* default: FUSE=0, BM=BN=128, BK=32, 2x2 warps, 2 stages */
+    config_of(s, NULL, &cfg);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 3);
+    const int64_t smem = 2 * (128 * 32 + 32 * 128) * 2; /* 32768 */
+    check_launch(&plan.launches[0], "lce_user_gemm", cdiv(M, 128) * cdiv(N, 128) * U, 128, smem);
+    check_launch(&plan.launches[1], "lce_cand_gemm", cdiv(M, 128) * cdiv(N, 128) * B, 128, smem);
+    check_launch(&plan.launches[2], "lce_bcast_add", cdiv(B * M * N / 8, 256), 256, 0);
+    assert_int_equal(plan.launches[0].grid[0], 120);
+    assert_int_equal(plan.launches[1].grid[0], 8192);
+    assert_int_equal(plan.launches[2].grid[0], 55424);
+    assert_int_equal(plan.workspace_bytes, 15 * 433 * 256 * 4);
+    assert_int_equal(plan.workspace_bytes, 6650880);
+    assert_int_equal(plan.pad_k, 0);
+    assert_int_equal(plan.ntmaps, 0);
+
+    /* another tile, ALIGN=1: pad_k follows */
+    config_of(s, "BM=192,BN=64,WARPS_M=4,WARPS_N=2,STAGES=3,BK=64,ALIGN=1", &cfg);
+    char why[256];
+    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 3);
+    const int64_t smem2 = 3 * (192 * 64 + 64 * 64) * 2; /* 98304 */
+    check_launch(&plan.launches[0], "lce_user_gemm", cdiv(M, 192) * cdiv(N, 64) * U, 256, smem2);
+    check_launch(&plan.launches[1], "lce_cand_gemm", cdiv(M, 192) * cdiv(N, 64) * B, 256, smem2);
+    check_launch(&plan.launches[2], "lce_bcast_add", cdiv(B * M * N / 8, 256), 256, 0);
+    assert_int_equal(plan.pad_k, 1);
+
+    /* FUSE=1: no broadcast-add launch; EPI=1: epilogue smem may dominate */
+    config_of(s, "FUSE=1,EPI=1", &cfg);
+    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 2);
+    const int64_t epi = 128 * (128 + 8) * 4; /* 69632 > 32768 */
+    check_launch(&plan.launches[0], "lce_user_gemm", 120, 128, epi);
+    check_launch(&plan.launches[1], "lce_cand_gemm", 8192, 128, epi);
+    assert_int_equal(plan.workspace_bytes, 6650880);
+    assert_int_equal(plan.pad_k, 0);
+
+    /* another shape */
+    kevo_syms other;
+    shape_of("B=8,M=40,N=24,Ku=10,Kc=20,U=3", &other);
+    config_of(s, "BM=64,BN=64,WARPS_M=1,WARPS_N=2", &cfg);
+    assert_int_equal(kevo_space_check(s, &other, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(s, &other, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 3);
+    check_launch(&plan.launches[0], "lce_user_gemm", 3, 64, 2 * (64 * 32 + 32 * 64) * 2);
+    check_launch(&plan.launches[1], "lce_cand_gemm", 8, 64, 2 * (64 * 32 + 32 * 64) * 2);
+    check_launch(&plan.launches[2], "lce_bcast_add", cdiv(8 * 40 * 24 / 8, 256), 256, 0);
+    assert_int_equal(plan.workspace_bytes, 3 * 40 * 24 * 4);
+    kevo_space_free(s);
+}
+
+static void test_plan_wgmma(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_wgmma");
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_plan plan;
+    kevo_config cfg;
+
+    /* default: BN=256, 2 consumers (BM=128), 3 stages, EPI=1 */
+    config_of(s, NULL, &cfg);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 2);
+    const int64_t smem = 3 * (128 + 256) * 64 * 2 + 16 * 3 + 1024; /* pipe 147456 > epi 135168 */
+    check_launch(&plan.launches[0], "lce_user_gemm", cdiv(433, 128) * cdiv(256, 256) * 15, 384, smem);
+    check_launch(&plan.launches[1], "lce_cand_gemm", cdiv(433, 128) * cdiv(256, 256) * 1024, 384, smem);
+    assert_int_equal(plan.workspace_bytes, 15 * 433 * 256 * 4);
+    assert_int_equal(plan.pad_k, 1);
+    assert_int_equal(plan.ntmaps, 4);
+    static const char *const tensors[] = {"w_user", "w_cand", "e_user", "e_cand"};
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(plan.tmaps[i].tensor, tensors[i]);
+        assert_int_equal(plan.tmaps[i].swizzle, 128);
+        assert_int_equal(plan.tmaps[i].box[0], 64);
+        assert_int_equal(plan.tmaps[i].box[1], i < 2 ? 128 : 64); /* w_*: {64, BM, 1}, e_*: {64, 64, 1} */
+        assert_int_equal(plan.tmaps[i].box[2], 1);
+    }
+
+    /* one consumer: BM = 64 */
+    config_of(s, "BN=128,CONSUMERS=1,EPI=0,STAGES=4", &cfg);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_BF16, &cfg, &plan, &err), KEVO_OK);
+    const int64_t smem1 = 4 * (64 + 128) * 64 * 2 + 16 * 4 + 1024;
+    check_launch(&plan.launches[0], "lce_user_gemm", cdiv(433, 64) * 2 * 15, 256, smem1);
+    check_launch(&plan.launches[1], "lce_cand_gemm", cdiv(433, 64) * 2 * 1024, 256, smem1);
+    assert_int_equal(plan.tmaps[0].box[1], 64);
+    assert_int_equal(plan.tmaps[1].box[1], 64);
+    assert_int_equal(plan.tmaps[2].box[1], 64);
+    kevo_space_free(s);
+}
+
+static void plan_round_trip(const kevo_plan *p)
+{
+    kv_buf j;
+    kv_buf_init(&j);
+    assert_int_equal(kevo_plan_json(p, &j), KEVO_OK);
+    kevo_plan q;
+    memset(&q, 0x33, sizeof q);
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_plan_parse_json(j.data, &q, &err);
+    if (st)
+        print_error("parse '%s': %s\n", j.data, err.msg);
+    assert_int_equal(st, KEVO_OK);
+    assert_int_equal(q.nlaunches, p->nlaunches);
+    for (int i = 0; i < p->nlaunches; i++) {
+        assert_string_equal(q.launches[i].entry, p->launches[i].entry);
+        for (int d = 0; d < 3; d++) {
+            assert_int_equal(q.launches[i].grid[d], p->launches[i].grid[d]);
+            assert_int_equal(q.launches[i].block[d], p->launches[i].block[d]);
+        }
+        assert_int_equal(q.launches[i].smem, p->launches[i].smem);
+    }
+    assert_int_equal(q.workspace_bytes, p->workspace_bytes);
+    assert_int_equal(q.pad_k, p->pad_k);
+    assert_int_equal(q.ntmaps, p->ntmaps);
+    for (int i = 0; i < p->ntmaps; i++) {
+        assert_string_equal(q.tmaps[i].tensor, p->tmaps[i].tensor);
+        for (int d = 0; d < 3; d++)
+            assert_int_equal(q.tmaps[i].box[d], p->tmaps[i].box[d]);
+        assert_int_equal(q.tmaps[i].swizzle, p->tmaps[i].swizzle);
+    }
+    /* and the text is stable */
+    kv_buf k;
+    kv_buf_init(&k);
+    assert_int_equal(kevo_plan_json(&q, &k), KEVO_OK);
+    assert_string_equal(j.data, k.data);
+    kv_buf_release(&j);
+    kv_buf_release(&k);
+}
+
+static void test_plan_json(void **state)
+{
+    (void)state;
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_err err;
+    kevo_plan plan;
+    kevo_config cfg;
+    static const char *const fams[] = {"lce_mma", "lce_wgmma"};
+    for (int f = 0; f < 2; f++) {
+        kevo_space *s = load_family(fams[f]);
+        config_of(s, NULL, &cfg);
+        assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+        plan_round_trip(&plan);
+        if (f == 0) {
+            config_of(s, "FUSE=1,ALIGN=1", &cfg);
+            assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+            plan_round_trip(&plan);
+        }
+        kevo_space_free(s);
+    }
+    /* exact text of a small plan */
+    kevo_plan p;
+    memset(&p, 0, sizeof p);
+    p.nlaunches = 1;
+    snprintf(p.launches[0].entry, sizeof p.launches[0].entry, "k");
+    p.launches[0].grid[0] = 4000000000u;
+    p.launches[0].grid[1] = p.launches[0].grid[2] = 1;
+    p.launches[0].block[0] = 32;
+    p.launches[0].block[1] = p.launches[0].block[2] = 1;
+    p.launches[0].smem = 7;
+    p.workspace_bytes = 5000000000ull;
+    p.pad_k = 1;
+    kv_buf j;
+    kv_buf_init(&j);
+    assert_int_equal(kevo_plan_json(&p, &j), KEVO_OK);
+    assert_string_equal(j.data, "{\"workspace_bytes\":5000000000,\"pad_k\":1,\"launches\":[{\"entry\":\"k\","
+                                "\"grid\":[4000000000,1,1],\"block\":[32,1,1],\"smem\":7}],\"tmaps\":[]}");
+    kv_buf_release(&j);
+    plan_round_trip(&p);
+
+    /* malformed plans */
+    assert_int_equal(kevo_plan_parse_json("nope", &p, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_plan_parse_json(NULL, &p, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_plan_parse_json("{\"workspace_bytes\":0,\"pad_k\":0}", &p, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_plan_parse_json("{\"workspace_bytes\":0,\"pad_k\":0,\"launches\":[{\"entry\":\"k\","
+                                          "\"grid\":[1,1],\"block\":[1,1,1],\"smem\":0}]}",
+                                          &p, &err),
+                     KEVO_ERR_PARSE);
+}
+
+static void test_config_json(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_mma");
+    kevo_config cfg, back;
+    config_of(s, "BM=192,BN=64,WARPS_M=4,STAGES=5,ALIGN=1,RASTER=1", &cfg);
+    kv_buf j;
+    kv_buf_init(&j);
+    assert_int_equal(kevo_config_json(s, &cfg, &j), KEVO_OK);
+    assert_string_equal(j.data, "{\"BM\":192,\"BN\":64,\"BK\":32,\"WARPS_M\":4,\"WARPS_N\":2,\"STAGES\":5,"
+                                "\"ALIGN\":1,\"FUSE\":0,\"EPI\":0,\"RASTER\":1}");
+    kevo_err err;
+    kevo_err_clear(&err);
+    memset(&back, 0x44, sizeof back);
+    assert_int_equal(kevo_config_parse_json(s, j.data, &back, &err), KEVO_OK);
+    assert_memory_equal(back.v, cfg.v, sizeof cfg.v);
+
+    /* key order does not matter; extra keys are ignored */
+    assert_int_equal(kevo_config_parse_json(s,
+                                            "{\"RASTER\":1,\"EPI\":0,\"FUSE\":0,\"ALIGN\":1,\"STAGES\":5,"
+                                            "\"WARPS_N\":2,\"WARPS_M\":4,\"BK\":32,\"BN\":64,\"BM\":192,\"X\":3}",
+                                            &back, &err),
+                     KEVO_OK);
+    assert_memory_equal(back.v, cfg.v, sizeof cfg.v);
+
+    /* lacking a param */
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_config_parse_json(s,
+                                            "{\"BM\":192,\"BN\":64,\"BK\":32,\"WARPS_M\":4,\"WARPS_N\":2,"
+                                            "\"STAGES\":5,\"ALIGN\":1,\"FUSE\":0,\"EPI\":0}",
+                                            &back, &err),
+                     KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'RASTER'"));
+    /* a param that is not a number */
+    assert_int_equal(kevo_config_parse_json(s,
+                                            "{\"BM\":\"192\",\"BN\":64,\"BK\":32,\"WARPS_M\":4,\"WARPS_N\":2,"
+                                            "\"STAGES\":5,\"ALIGN\":1,\"FUSE\":0,\"EPI\":0,\"RASTER\":0}",
+                                            &back, &err),
+                     KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'BM'"));
+    assert_int_equal(kevo_config_parse_json(s, "[1,2]", &back, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_config_parse_json(s, "{", &back, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_config_parse_json(s, "", &back, &err), KEVO_ERR_PARSE);
+    kv_buf_release(&j);
+
+    /* the wgmma family too */
+    kevo_space *w = load_family("lce_wgmma");
+    config_of(w, "BN=192,CONSUMERS=1,STAGES=7", &cfg);
+    kv_buf_init(&j);
+    assert_int_equal(kevo_config_json(w, &cfg, &j), KEVO_OK);
+    assert_string_equal(j.data, "{\"BN\":192,\"CONSUMERS\":1,\"STAGES\":7,\"EPI\":1,\"RASTER\":0}");
+    memset(&back, 0, sizeof back);
+    assert_int_equal(kevo_config_parse_json(w, j.data, &back, &err), KEVO_OK);
+    assert_memory_equal(back.v, cfg.v, 5 * sizeof cfg.v[0]);
+    kv_buf_release(&j);
+    kevo_space_free(w);
+    kevo_space_free(s);
+}
+
+/* ---- render ---- */
+
+static void test_render(void **state)
+{
+    (void)state;
+    static const char *const fams[] = {"lce_mma", "lce_wgmma"};
+    const char *abi = "/* ABI TEXT 12345 */\nstruct abi_marker { int x; };";
+    for (int f = 0; f < 2; f++) {
+        kevo_space *s = load_family(fams[f]);
+        for (int dt = 0; dt < 2; dt++) {
+            kevo_config cfg;
+            kevo_space_default(s, &cfg);
+            if (f == 0)
+                config_of(s, "BM=192,STAGES=4", &cfg);
+            kv_buf src;
+            kv_buf_init(&src);
+            kevo_err err;
+            assert_int_equal(kevo_space_render(s, &cfg, (kevo_dtype)dt, abi, &src, &err), KEVO_OK);
+            char first[160];
+            snprintf(first, sizeof first, "// kevo: family %s, generated from %s.cu; do not edit\n", fams[f],
+                     fams[f]);
+            assert_int_equal(strncmp(src.data, first, strlen(first)), 0);
+            for (int i = 0; i < s->nparams; i++) {
+                char line[96];
+                snprintf(line, sizeof line, "\n#define %s %lld\n", s->params[i].name, (long long)cfg.v[i]);
+                if (!strstr(src.data, line))
+                    print_error("missing '%s'\n", line + 1);
+                assert_non_null(strstr(src.data, line));
+            }
+            if (f == 0) {
+                assert_non_null(strstr(src.data, "\n#define BM 192\n"));
+                assert_non_null(strstr(src.data, "\n#define STAGES 4\n"));
+                assert_non_null(strstr(src.data, "\n#define BN 128\n"));
+            } else {
+                assert_non_null(strstr(src.data, "\n#define BN 256\n"));
+                assert_non_null(strstr(src.data, "\n#define CONSUMERS 2\n"));
+            }
+            assert_non_null(strstr(src.data, dt ? "\n#define DTYPE_BF16 1\n" : "\n#define DTYPE_BF16 0\n"));
+            const char *a = strstr(src.data, abi);
+            assert_non_null(a);
+            char line[64];
+            snprintf(line, sizeof line, "\n#line 1 \"%s.cu\"\n", fams[f]);
+            const char *l = strstr(src.data, line);
+            assert_non_null(l);
+            assert_true(a < l); /* ABI before the template */
+            /* the template text follows the #line directive unchanged */
+            assert_string_equal(l + strlen(line), s->source);
+            kv_buf_release(&src);
+        }
+        kevo_space_free(s);
+    }
+}
+
+/* ---- malformed space files ---- */
+
+static char tmpdir[64];
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0)
+            rm_tree(p); /* a folder a failed test left behind */
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int make_tmpdir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo_test_space_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    write_text(tmpdir, "dummy.cu", "extern \"C\" __global__ void k() {}\n");
+    return 0;
+}
+
+static int remove_tmpdir(void **state)
+{
+    (void)state;
+    rm_tree(tmpdir);
+    return 0;
+}
+
+/* A minimal valid space file with one piece replaced. */
+#define SP_HEAD "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": [\"sm_90a\"],\n"
+#define SP_PARAMS "\"params\": [{\"name\": \"A\", \"values\": [1, 2, 3], \"default\": 2}],\n"
+#define SP_LAUNCH "\"launches\": [{\"entry\": \"k\", \"grid\": [\"A\", 1, 1], \"block\": [32, 1, 1], \"smem\": 0}]"
+
+static kevo_status load_text(const char *name, const char *text, kevo_space **out, kevo_err *err)
+{
+    write_text(tmpdir, name, text);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    kevo_err_clear(err);
+    *out = (kevo_space *)(uintptr_t)1; /* must be reset */
+    kevo_status st = kevo_space_load(path, out, err);
+    unlink(path);
+    return st;
+}
+
+static void expect_load_error(const char *text, kevo_status want, const char *msg_part)
+{
+    kevo_space *s;
+    kevo_err err;
+    kevo_status st = load_text("bad.json", text, &s, &err);
+    if (st != want || !strstr(err.msg, msg_part))
+        print_error("load -> %d '%s', want %d '%s'\n--- %s\n", (int)st, err.msg, (int)want, msg_part, text);
+    assert_int_equal(st, want);
+    assert_null(s);
+    assert_int_equal(err.status, want);
+    assert_non_null(strstr(err.msg, msg_part));
+    /* a parse error names the space file; an I/O error names the file it could not read */
+    if (want == KEVO_ERR_PARSE)
+        assert_non_null(strstr(err.msg, "bad.json"));
+}
+
+static void test_minimal_space(void **state)
+{
+    (void)state;
+    kevo_space *s;
+    kevo_err err;
+    assert_int_equal(load_text("ok.json", SP_HEAD SP_PARAMS SP_LAUNCH "}", &s, &err), KEVO_OK);
+    assert_non_null(s);
+    assert_string_equal(s->family, "fam");
+    assert_int_equal(s->nparams, 1);
+    assert_int_equal(s->params[0].def, 2);
+    assert_int_equal(s->naxes, 0);
+    assert_null(s->pad_k);
+    assert_null(s->workspace);
+    assert_string_equal(s->source, "extern \"C\" __global__ void k() {}\n");
+    /* plan without pad_k and workspace: zeros */
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    kevo_plan plan;
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 1);
+    assert_int_equal(plan.launches[0].grid[0], 2);
+    assert_int_equal(plan.workspace_bytes, 0);
+    assert_int_equal(plan.pad_k, 0);
+    kevo_space_free(s);
+    /* no default: the first value */
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [7, 2, 3]}],\n" SP_LAUNCH "}", &s,
+                               &err),
+                     KEVO_OK);
+    assert_int_equal(s->params[0].def, 7);
+    kevo_space_free(s);
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    expect_load_error("this is not json", KEVO_ERR_PARSE, "malformed JSON");
+    expect_load_error("[1, 2]", KEVO_ERR_PARSE, "not a JSON object");
+    expect_load_error("{\"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": [\"sm_90a\"],\n" SP_PARAMS
+                      SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "missing \"family\"");
+    expect_load_error(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [1, 2, 1]}],\n" SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "param 'A' repeats value 1");
+    expect_load_error(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [1, 2, 3], \"default\": 4}],\n" SP_LAUNCH
+                      "}",
+                      KEVO_ERR_PARSE, "param 'A' default is not one of its values");
+    expect_load_error(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [1, 2.5]}],\n" SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "values must be integers");
+    expect_load_error(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [1]}, {\"name\": \"A\", \"values\": [2]}],\n"
+                      SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "param 'A' given twice");
+    expect_load_error(SP_HEAD "\"params\": [],\n" SP_LAUNCH "}", KEVO_ERR_PARSE, "\"params\" must be a non-empty");
+    expect_load_error(SP_HEAD SP_PARAMS "\"axes\": {\"grow\": [\"A\", \"Z\"]},\n" SP_LAUNCH "}", KEVO_ERR_PARSE,
+                      "axis 'grow' names an unknown param");
+    expect_load_error(SP_HEAD SP_PARAMS "\"constraints\": [{\"expr\": \"A + * 2\", \"why\": \"w\"}],\n" SP_LAUNCH
+                      "}",
+                      KEVO_ERR_PARSE, "constraints");
+    expect_load_error(SP_HEAD SP_PARAMS "\"let\": [[\"x\", \"A +\"]],\n" SP_LAUNCH "}", KEVO_ERR_PARSE, "x");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH
+                      ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": 100}]}",
+                      KEVO_ERR_PARSE, "swizzle must be 0, 32, 64 or 128");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64]}]}",
+                      KEVO_ERR_PARSE, "\"box\" must be an array of 3");
+    expect_load_error("{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"sub/dummy.cu\", \"archs\": "
+                      "[\"sm_90a\"],\n" SP_PARAMS SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "must be a file beside the space file");
+    expect_load_error("{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"../dummy.cu\", \"archs\": "
+                      "[\"sm_90a\"],\n" SP_PARAMS SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "must be a file beside the space file");
+    expect_load_error("{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"absent.cu\", \"archs\": "
+                      "[\"sm_90a\"],\n" SP_PARAMS SP_LAUNCH "}",
+                      KEVO_ERR_IO, "absent.cu");
+    expect_load_error("{\"family\": \"not-ident\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": "
+                      "[\"sm_90a\"],\n" SP_PARAMS SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "is not an identifier");
+    expect_load_error("{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": [],\n" SP_PARAMS
+                      SP_LAUNCH "}",
+                      KEVO_ERR_PARSE, "\"archs\"");
+    expect_load_error(SP_HEAD SP_PARAMS "\"launches\": []}", KEVO_ERR_PARSE, "\"launches\"");
+    expect_load_error(SP_HEAD SP_PARAMS "\"launches\": [{\"entry\": \"k\", \"grid\": [\"A\", 1, 1], \"block\": "
+                                        "[32, 1, \"1 +\"], \"smem\": 0}]}",
+                      KEVO_ERR_PARSE, "block");
+    expect_load_error(SP_HEAD SP_PARAMS "\"launches\": [{\"entry\": \"k\", \"grid\": [\"A\", 1, 1], \"block\": "
+                                        "[32, 1, 1]}]}",
+                      KEVO_ERR_PARSE, "smem");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"pad_k\": \"((\"}", KEVO_ERR_PARSE, "pad_k");
+
+    /* a missing space file */
+    kevo_space *s = (kevo_space *)(uintptr_t)1;
+    kevo_err err;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/absent.json", tmpdir);
+    assert_int_equal(kevo_space_load(path, &s, &err), KEVO_ERR_IO);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "absent.json"));
+}
+
+/* ---- loader gaps: inputs the loader should refuse but accepts ---- */
+
+/* Load text that must be refused with KEVO_ERR_PARSE; frees what loaded. */
+static void expect_refused(const char *text, const char *what)
+{
+    kevo_space *s = NULL;
+    kevo_err err;
+    kevo_status st = load_text("gap.json", text, &s, &err);
+    if (st != KEVO_ERR_PARSE)
+        print_error("%s: loaded (status %d), want KEVO_ERR_PARSE\n", what, (int)st);
+    kevo_space_free(s);
+    assert_int_equal(st, KEVO_ERR_PARSE);
+}
+
+static void test_default_not_integer(void **state)
+{
+    (void)state;
+    /* regression: a fractional default (2.5 over [1, 2, 3]) was once taken as 2 */
+    expect_refused(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [1, 2, 3], \"default\": 2.5}],\n" SP_LAUNCH
+                   "}",
+                   "default 2.5");
+}
+
+static void test_swizzle_not_number(void **state)
+{
+    (void)state;
+    /* regression: a swizzle given as a string once read as 0 (no swizzle) and
+     * 128.5 as 128 */
+    expect_refused(SP_HEAD SP_PARAMS SP_LAUNCH
+                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"128\"}]}",
+                   "swizzle \"128\"");
+}
+
+static void test_axis_repeats_param(void **state)
+{
+    (void)state;
+    /* regression: an axis naming a param twice was once accepted, and the
+     * neighbourhood then moved that param two steps in one operator */
+    expect_refused(SP_HEAD SP_PARAMS "\"axes\": {\"grow\": [\"A\", \"A\"]},\n" SP_LAUNCH "}", "axis [A, A]");
+}
+
+static void test_names_shadow_symbols(void **state)
+{
+    (void)state;
+    /* regression: params and lets were once allowed to shadow shape symbols,
+     * device limits and params (a param "N" replaced the shape's N in every
+     * expression; a let "A" changed what constraints saw, not the source) */
+    expect_refused(SP_HEAD "\"params\": [{\"name\": \"N\", \"values\": [1, 2]}],\n" SP_LAUNCH "}",
+                   "param named like the shape symbol N");
+    expect_refused(SP_HEAD "\"params\": [{\"name\": \"num_sms\", \"values\": [1, 2]}],\n" SP_LAUNCH "}",
+                   "param named like the limit num_sms");
+    expect_refused(SP_HEAD SP_PARAMS "\"let\": [[\"A\", \"5\"]],\n" SP_LAUNCH "}", "let named like param A");
+}
+
+/* ---- directories ---- */
+
+static void test_load_dir(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/templates", home());
+    kevo_space **sp = NULL;
+    int n = -1;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_spaces_load_dir(dir, "ikbo_lce", &sp, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(sp[0]->family, "lce_mma");
+    assert_string_equal(sp[1]->family, "lce_wgmma");
+    assert_ptr_equal(kevo_spaces_find(sp, n, "lce_wgmma"), sp[1]);
+    assert_ptr_equal(kevo_spaces_find(sp, n, "lce_mma"), sp[0]);
+    assert_null(kevo_spaces_find(sp, n, "nope"));
+    kevo_spaces_free(sp, n);
+
+    assert_int_equal(kevo_spaces_load_dir(dir, NULL, &sp, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    kevo_spaces_free(sp, n);
+
+    assert_int_equal(kevo_spaces_load_dir(dir, "other_op", &sp, &n, &err), KEVO_OK);
+    assert_int_equal(n, 0);
+    kevo_spaces_free(sp, n);
+
+    char missing[PATH_MAX];
+    snprintf(missing, sizeof missing, "%s/nope", tmpdir);
+    assert_int_equal(kevo_spaces_load_dir(missing, NULL, &sp, &n, &err), KEVO_ERR_IO);
+    assert_null(sp);
+    assert_int_equal(n, 0);
+
+    /* our own directory: sorted by family name, not by file name */
+    char d2[PATH_MAX];
+    snprintf(d2, sizeof d2, "%s/dir", tmpdir);
+    assert_int_equal(mkdir(d2, 0700), 0);
+    write_text(d2, "dummy.cu", "// k\n");
+    write_text(d2, "a.json",
+               "{\"family\": \"zeta\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": [\"sm_90a\"],\n" SP_PARAMS
+                   SP_LAUNCH "}");
+    write_text(d2, "b.json",
+               "{\"family\": \"alpha\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": [\"sm_90a\"],\n" SP_PARAMS
+                   SP_LAUNCH "}");
+    write_text(d2, "c.json",
+               "{\"family\": \"mid\", \"op\": \"other\", \"source\": \"dummy.cu\", \"archs\": [\"sm_90a\"],\n" SP_PARAMS
+                   SP_LAUNCH "}");
+    write_text(d2, "notes.txt", "not a space file");
+    assert_int_equal(kevo_spaces_load_dir(d2, "ikbo_lce", &sp, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(sp[0]->family, "alpha");
+    assert_string_equal(sp[1]->family, "zeta");
+    kevo_spaces_free(sp, n);
+    assert_int_equal(kevo_spaces_load_dir(d2, NULL, &sp, &n, &err), KEVO_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(sp[0]->family, "alpha");
+    assert_string_equal(sp[1]->family, "mid");
+    assert_string_equal(sp[2]->family, "zeta");
+    kevo_spaces_free(sp, n);
+
+    /* a duplicate family name */
+    write_text(d2, "d.json",
+               "{\"family\": \"zeta\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": [\"sm_90a\"],\n" SP_PARAMS
+                   SP_LAUNCH "}");
+    kevo_err_clear(&err);
+    sp = (kevo_space **)(uintptr_t)1;
+    n = 99;
+    assert_int_equal(kevo_spaces_load_dir(d2, "ikbo_lce", &sp, &n, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "family 'zeta' defined twice"));
+    assert_null(sp);
+    assert_int_equal(n, 0);
+
+    /* a malformed file in the directory fails the load */
+    char d2d[PATH_MAX + 16];
+    snprintf(d2d, sizeof d2d, "%s/d.json", d2);
+    unlink(d2d);
+    write_text(d2, "e.json", "{ nope");
+    assert_int_equal(kevo_spaces_load_dir(d2, "ikbo_lce", &sp, &n, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "e.json"));
+    assert_null(sp);
+    rm_tree(d2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_lce_mma),
+        cmocka_unit_test(test_load_lce_wgmma),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_supports),
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_plan_mma),
+        cmocka_unit_test(test_plan_wgmma),
+        cmocka_unit_test(test_plan_json),
+        cmocka_unit_test(test_config_json),
+        cmocka_unit_test(test_render),
+        cmocka_unit_test(test_minimal_space),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_load_dir),
+        cmocka_unit_test(test_default_not_integer),
+        cmocka_unit_test(test_swizzle_not_number),
+        cmocka_unit_test(test_axis_repeats_param),
+        cmocka_unit_test(test_names_shadow_symbols),
+    };
+    return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
+}
