@@ -39,12 +39,16 @@ static const struct {
      "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch sm_90a] [--policy P]\n"
      "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
      "          [--jobs N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
-     "          [--device N] [--maps sorted,uneven,shuffled] [--quiet] [--no-bar]\n"
+     "          [--device N] [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
+     "kevo tune --resume RUN_ID --db FILE [--jobs N] [...]\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
      "  --policy   greedy (default), exhaustive, random\n"
      "  --budget   candidates to evaluate (default 60)\n"
-     "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"},
+     "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
+     "  --templates     also search the template families in DIR\n"
+     "  --resume   continue a run (after a crash or kill -9) with its stored settings:\n"
+     "             nothing finished is redone, the proposals are the uninterrupted run's\n"},
     {"report", cmd_report, "print the runs of a DB as a table or as JSON",
      "kevo report --db FILE [--run ID] [--format table|json] [--top N]\n"},
     {"verify", cmd_verify, "re-check a stored candidate at another shape, dtype or map (GPU)",
@@ -68,6 +72,18 @@ static int cli_fail(kevo_status st, const kevo_err *err)
 {
     fprintf(stderr, "kevo: %s\n", err->msg[0] ? err->msg : kevo_status_str(st));
     return 1;
+}
+
+/* The option getopt_long just refused (a short option is named by optopt:
+ * for "-xy" argv[optind - 1] is still the previous argument). */
+static const char *cli_bad_option(char **argv)
+{
+    static char buf[8];
+    if (optopt > 0 && optopt < 128) {
+        snprintf(buf, sizeof buf, "-%c", optopt);
+        return buf;
+    }
+    return argv[optind - 1];
 }
 
 static int cli_bad_usage(const char *cmd, const char *fmt, const char *arg)
@@ -161,16 +177,20 @@ static bool cli_help_asked(int argc, char **argv)
 
 static int cli_print_help(const char *cmd)
 {
-    for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
-        if (strcmp(cli_cmds[i].name, cmd) == 0)
+    for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++) {
+        if (strcmp(cli_cmds[i].name, cmd) == 0) {
             printf("%s: %s\n\nusage: %s", cli_cmds[i].name, cli_cmds[i].summary, cli_cmds[i].usage);
-    return 0;
+            return 0;
+        }
+    }
+    fprintf(stderr, "kevo: unknown command '%s' (try 'kevo --help')\n", cmd);
+    return 2;
 }
 
 enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
-    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME,
+    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES,
 };
 
 static int cmd_tune(int argc, char **argv)
@@ -197,6 +217,8 @@ static int cmd_tune(int argc, char **argv)
         {"maps", required_argument, 0, OPT_MAPS},
         {"quiet", no_argument, 0, OPT_QUIET},
         {"no-bar", no_argument, 0, OPT_NOBAR},
+        {"resume", required_argument, 0, OPT_RESUME},
+        {"templates", required_argument, 0, OPT_TEMPLATES},
         {0, 0, 0, 0},
     };
     kevo_tune_opts o;
@@ -207,6 +229,7 @@ static int cmd_tune(int argc, char **argv)
     int64_t v;
     int c;
     opterr = 0;
+    optopt = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -220,6 +243,12 @@ static int cmd_tune(int argc, char **argv)
         case OPT_COMPILE_ONLY: o.compile_only = true; break;
         case OPT_QUIET: quiet = true; break;
         case OPT_NOBAR: nobar = true; break;
+        case OPT_TEMPLATES: o.extra_templates = optarg; break;
+        case OPT_RESUME:
+            if (!cli_int(optarg, 1, INT64_MAX, &v))
+                return cli_bad_usage("tune", "--resume takes a run id, not '%s'", optarg);
+            o.resume_run = v;
+            break;
         case OPT_BUDGET:
             if (!cli_int(optarg, 1, 1000000, &v))
                 return cli_bad_usage("tune", "--budget takes a whole number from 1 to 1000000, not '%s'", optarg);
@@ -263,13 +292,15 @@ static int cmd_tune(int argc, char **argv)
                 return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
             break;
         default:
-            return cli_bad_usage("tune", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_bad_usage("tune", "unknown or incomplete option '%s'", cli_bad_option(argv));
         }
     }
     if (optind < argc)
         return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
-    if (!o.op)
+    if (!o.op && !o.resume_run)
         return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
+    if (o.resume_run && (o.op || o.shape || o.families))
+        return cli_bad_usage("tune", "%s", "--resume takes the run's own op, shape and families");
     o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
     int64_t run_id = 0;
     kevo_err err;
@@ -295,6 +326,7 @@ static int cmd_report(int argc, char **argv)
     int64_t run = 0, top = 20;
     int c;
     opterr = 0;
+    optopt = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -309,7 +341,7 @@ static int cmd_report(int argc, char **argv)
                 return cli_bad_usage("report", "--top takes a whole number (0: all), not '%s'", optarg);
             break;
         default:
-            return cli_bad_usage("report", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_bad_usage("report", "unknown or incomplete option '%s'", cli_bad_option(argv));
         }
     }
     if (optind < argc)
@@ -354,6 +386,7 @@ static int cmd_verify(int argc, char **argv)
         {"reps", required_argument, 0, OPT_REPS},
         {"device", required_argument, 0, OPT_DEVICE},
         {"seed", required_argument, 0, OPT_SEED},
+        {"templates", required_argument, 0, OPT_TEMPLATES},
         {0, 0, 0, 0},
     };
     kevo_verify_opts o;
@@ -363,6 +396,7 @@ static int cmd_verify(int argc, char **argv)
     int64_t v;
     int c;
     opterr = 0;
+    optopt = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -371,6 +405,7 @@ static int cmd_verify(int argc, char **argv)
         case OPT_DTYPE: o.dtype = optarg; break;
         case OPT_ARCH: o.arch = optarg; break;
         case OPT_TIME: o.time = true; break;
+        case OPT_TEMPLATES: o.extra_templates = optarg; break;
         case OPT_CAND:
             if (!cli_int(optarg, 1, INT64_MAX, &o.candidate_id))
                 return cli_bad_usage("verify", "--candidate takes a candidate id, not '%s'", optarg);
@@ -399,7 +434,7 @@ static int cmd_verify(int argc, char **argv)
             o.seed = (uint64_t)v;
             break;
         default:
-            return cli_bad_usage("verify", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_bad_usage("verify", "unknown or incomplete option '%s'", cli_bad_option(argv));
         }
     }
     if (optind < argc)

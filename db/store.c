@@ -586,6 +586,49 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
     return s;
 }
 
+kevo_status kevo_db_edge_list(kevo_db *db, int64_t run_id, kevo_edge_row **rows, int *n, kevo_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT parent_id, child_id, operator FROM edges WHERE run_id = ? "
+                               "ORDER BY child_id, parent_id",
+                               &st, err, "edge list");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    kevo_edge_row *v = NULL;
+    int len = 0, cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (len == cap) {
+            int nc = cap ? cap * 2 : 64;
+            kevo_edge_row *p = realloc(v, (size_t)nc * sizeof *v);
+            if (!p) {
+                free(v);
+                sqlite3_finalize(st);
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory listing edges in '%s'", db->path);
+            }
+            v = p;
+            cap = nc;
+        }
+        v[len].parent_id = sqlite3_column_int64(st, 0);
+        v[len].child_id = sqlite3_column_int64(st, 1);
+        st_col_text(st, 2, v[len].op, sizeof v[len].op);
+        len++;
+    }
+    if (rc != SQLITE_DONE) {
+        s = st_fail(db, err, rc, "list edges of run %lld", (long long)run_id);
+        free(v);
+        sqlite3_finalize(st);
+        return s;
+    }
+    sqlite3_finalize(st);
+    *rows = v;
+    *n = len;
+    return KEVO_OK;
+}
+
 kevo_status kevo_db_run_ids(kevo_db *db, int64_t **ids, int *n, kevo_err *err)
 {
     *ids = NULL;

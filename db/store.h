@@ -105,6 +105,15 @@ kevo_status kevo_db_cand_best(kevo_db *db, int64_t run_id, kevo_cand_row *c, kev
 kevo_status kevo_db_edge_insert(kevo_db *db, int64_t run_id, int64_t parent_id, int64_t child_id, const char *op,
                                 kevo_err *err);
 
+/* One edge of a run's graph. */
+typedef struct kevo_edge_row {
+    int64_t parent_id, child_id;
+    char op[32];
+} kevo_edge_row;
+
+/* A run's edges ordered by child then parent; *rows malloc'd (caller frees). */
+kevo_status kevo_db_edge_list(kevo_db *db, int64_t run_id, kevo_edge_row **rows, int *n, kevo_err *err);
+
 /* Source texts by sha256. */
 kevo_status kevo_db_source_put(kevo_db *db, const char *hash, const char *text, kevo_err *err);
 /* *text malloc'd; KEVO_ERR_NOT_FOUND when absent. */

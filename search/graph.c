@@ -88,6 +88,7 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
     s->limits = *lim;
     s->dtype = dt;
     s->policy = policy;
+    s->seed = seed;
     s->rng = seed;
     s->valid = calloc((size_t)nspaces, sizeof *s->valid);
     if (!s->valid || !sg_hash_grow(s)) {
@@ -130,6 +131,12 @@ int kevo_search_add(kevo_search *s, const kevo_proposal *p)
     n->fitness = NAN;
     sg_hash_insert(s, s->nnodes);
     return s->nnodes++;
+}
+
+void kevo_search_reseed(kevo_search *s)
+{
+    s->rng = s->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(s->nnodes + 1));
+    kv_rand_next(&s->rng);
 }
 
 void kevo_search_observe(kevo_search *s, int node, double fitness)

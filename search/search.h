@@ -62,6 +62,7 @@ struct kevo_search {
     kevo_limits limits;
     kevo_dtype dtype;
     const kevo_policy *policy;
+    uint64_t seed;
     uint64_t rng;
     kevo_node *nodes;
     int nnodes, cap;
@@ -88,6 +89,10 @@ int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg);
 
 /* Add a node (must not exist); returns its index or -1 on allocation failure. */
 int kevo_search_add(kevo_search *s, const kevo_proposal *p);
+
+/* Reseed the policy's generator from the run's seed and the graph's size, so
+ * that a run rebuilt from the DB draws what the uninterrupted run drew. */
+void kevo_search_reseed(kevo_search *s);
 
 /* Record a node's result. */
 void kevo_search_observe(kevo_search *s, int node, double fitness);

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
+#include <errno.h>
 
 #include "db/store.h"
 #include "evaluator/compile.h"
@@ -104,7 +106,7 @@ static void tn_env_release(tn_env *e)
 
 /* Op, shape, dtype, arch, the op's files and template families. */
 static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, const char *dtype, const char *arch,
-                               const char *data_dir, kevo_err *err)
+                               const char *data_dir, const char *extra_templates, kevo_err *err)
 {
     memset(e, 0, sizeof *e);
     e->op = kevo_op_find(op);
@@ -125,7 +127,31 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
     if ((st = kv_read_file(path, &e->abi, NULL, err)))
         return st;
     snprintf(path, sizeof path, "%s/templates", data_dir);
-    return kevo_spaces_load_dir(path, e->op->name, &e->spaces, &e->nspaces, err);
+    if ((st = kevo_spaces_load_dir(path, e->op->name, &e->spaces, &e->nspaces, err)) || !extra_templates)
+        return st;
+    /* families from another folder join the built-in ones; names stay unique */
+    kevo_space **more = NULL;
+    int nmore = 0;
+    if ((st = kevo_spaces_load_dir(extra_templates, e->op->name, &more, &nmore, err)))
+        return st;
+    kevo_space **all = realloc(e->spaces, (size_t)(e->nspaces + nmore + 1) * sizeof *all);
+    if (!all) {
+        kevo_spaces_free(more, nmore);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    e->spaces = all;
+    for (int i = 0; i < nmore; i++) {
+        if (kevo_spaces_find(e->spaces, e->nspaces, more[i]->family)) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' in '%s' is already defined", more[i]->family,
+                              extra_templates);
+            kevo_spaces_free(more + i, nmore - i);
+            more = NULL;
+            break;
+        }
+        e->spaces[e->nspaces++] = more[i];
+    }
+    free(more);
+    return st;
 }
 
 /* Keep the families named in `list` (all when NULL) that support arch and
@@ -237,7 +263,7 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     for (int i = 0; i < n; i++) {
         kevo_binary_row b;
         kevo_binary_row_init(&b);
-        if (kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
+        if (e->db && kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
             tn_job_from_row(&w[i].job, &b);
         kevo_binary_row_release(&b);
         jobs[i] = w[i].job;
@@ -246,7 +272,7 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     for (int i = 0; i < n; i++)
         w[i].job = jobs[i];
     free(jobs);
-    for (int i = 0; i < n && !st; i++) {
+    for (int i = 0; i < n && !st && e->db; i++) {
         st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
         if (!st)
             st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
@@ -416,6 +442,30 @@ static void tn_first_line(const char *s, char *out, size_t n)
     out[len] = '\0';
 }
 
+/* One progress line for a finished candidate. */
+static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_work *w, const kevo_cand_row *row,
+                            int64_t done, int64_t budget, double best, bool compile_only)
+{
+    char cfgs[256];
+    kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
+    const kevo_node *nd = &s->nodes[w->node];
+    char from[48] = "";
+    if (nd->parent >= 0)
+        snprintf(from, sizeof from, " <-%s #%lld", nd->op, (long long)s->nodes[nd->parent].cand_id);
+    if (strcmp(row->status, "failed") == 0)
+        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s", (long long)done, (long long)budget,
+                (long long)w->cand_id, w->space->family, cfgs, from, row->fail, row->fail_msg ? row->fail_msg : "");
+    else if (compile_only)
+        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem",
+                (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
+                row->smem_dynamic / 1024);
+    else
+        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx %6.1f TFLOP/s rel %.1e | best %.2fx",
+                (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                row->median_ms, row->speedup, row->tflops, row->rel_err, best);
+}
+
 /* ---- tune ---- */
 
 /* Evaluate one prepared candidate and store its row (one transaction). */
@@ -476,50 +526,245 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
     return kevo_db_cand_update(e->db, row, err);
 }
 
+/* Whether a process with this pid runs on this machine (a zombie, killed
+ * but not yet reaped, does not). */
+static bool tn_pid_alive(int64_t pid)
+{
+    if (pid <= 0 || pid > INT32_MAX)
+        return false;
+    if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
+        return false;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* "pid (comm) S ..." */
+    return !(paren && paren[1] == ' ' && paren[2] == 'Z');
+}
+
+/* Rebuild the graph of a stored run: every candidate in seq order with its
+ * parent edge and fitness; candidates a killed process left pending go to
+ * left[] (node indices) to be evaluated first. */
+static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **left, int *nleft, int64_t *done,
+                              double *best, kevo_err *err)
+{
+    kevo_cand_row *rows = NULL;
+    kevo_edge_row *edges = NULL;
+    int n = 0, ne = 0;
+    *left = NULL;
+    *nleft = 0;
+    *done = 0;
+    kevo_status st = kevo_db_cand_list(e->db, run_id, &rows, &n, err);
+    if (!st)
+        st = kevo_db_edge_list(e->db, run_id, &edges, &ne, err);
+    if (!st && n > 0 && !(*left = malloc((size_t)n * sizeof **left)))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n && !st; i++) {
+        kevo_proposal p;
+        memset(&p, 0, sizeof p);
+        p.parent = -1;
+        snprintf(p.op, sizeof p.op, "root");
+        kevo_space *sp = kevo_spaces_find(s->spaces, s->nspaces, rows[i].family);
+        if (!sp) {
+            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld searched family '%s', which is not loaded",
+                              (long long)run_id, rows[i].family);
+            break;
+        }
+        for (p.family = 0; s->spaces[p.family] != sp; p.family++)
+            ;
+        if ((st = kevo_config_parse_json(sp, rows[i].params, &p.cfg, err)))
+            break;
+        for (int k = 0; k < ne; k++) {
+            if (edges[k].child_id != rows[i].id)
+                continue;
+            for (int m = 0; m < s->nnodes; m++)
+                if (s->nodes[m].cand_id == edges[k].parent_id)
+                    p.parent = m;
+            snprintf(p.op, sizeof p.op, "%s", edges[k].op);
+            break;
+        }
+        int node = kevo_search_add(s, &p);
+        if (node < 0) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        s->nodes[node].cand_id = rows[i].id;
+        if (strcmp(rows[i].status, "pending") == 0) {
+            (*left)[(*nleft)++] = node;
+            continue;
+        }
+        double fit = strcmp(rows[i].status, "ok") == 0 ? rows[i].speedup
+                     : strcmp(rows[i].status, "failed") == 0 ? 0.0
+                                                              : NAN;
+        kevo_search_observe(s, node, fit);
+        (*done)++;
+        if (!isnan(fit) && fit > *best)
+            *best = fit;
+    }
+    kevo_cand_rows_free(rows, n);
+    free(edges);
+    return st;
+}
+
+/* Register a batch of proposals: render, plan, and insert every row and
+ * edge in one transaction, so that a kill leaves all of the batch or none. */
+static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_t seq0, const kevo_proposal *props,
+                               int n, tn_work *works, int *ready, kevo_err *err)
+{
+    *ready = 0;
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < n && !st; i++) {
+        st = tn_prepare(e, props[i].family, &props[i].cfg, &works[i], err);
+        if (!st)
+            (*ready)++;
+    }
+    if (!st)
+        st = kevo_db_begin(e->db, err);
+    if (st)
+        return st;
+    for (int i = 0; i < n && !st; i++) {
+        tn_work *w = &works[i];
+        kevo_cand_row row;
+        kevo_cand_row_init(&row);
+        row.run_id = run_id;
+        row.seq = seq0 + i + 1;
+        snprintf(row.family, sizeof row.family, "%s", w->space->family);
+        kv_buf pj, plj;
+        kv_buf_init(&pj);
+        kv_buf_init(&plj);
+        kevo_config_json(w->space, &w->cfg, &pj);
+        kevo_plan_json(&w->plan, &plj);
+        row.params = kv_buf_take(&pj);
+        row.plan = kv_buf_take(&plj);
+        snprintf(row.source_hash, sizeof row.source_hash, "%s", w->source_hash);
+        snprintf(row.status, sizeof row.status, "pending");
+        st = kevo_db_cand_insert(e->db, &row, err);
+        w->cand_id = row.id;
+        kevo_cand_row_release(&row);
+        if (!st && props[i].parent >= 0)
+            st = kevo_db_edge_insert(e->db, run_id, s->nodes[props[i].parent].cand_id, w->cand_id, props[i].op, err);
+    }
+    if (st) {
+        kevo_db_rollback(e->db);
+        return st;
+    }
+    if ((st = kevo_db_commit(e->db, err)))
+        return st;
+    for (int i = 0; i < n; i++) {
+        works[i].node = kevo_search_add(s, &props[i]);
+        if (works[i].node < 0)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        s->nodes[works[i].node].cand_id = works[i].cand_id;
+    }
+    return KEVO_OK;
+}
+
+/* Fill the run row's settings from the options (a new run). */
+static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_opts *o, const char *policy)
+{
+    snprintf(run->op, sizeof run->op, "%s", e->op->name);
+    snprintf(run->shape, sizeof run->shape, "%s", e->shape_txt);
+    snprintf(run->dtype, sizeof run->dtype, "%s", kevo_dtype_name(e->dt));
+    snprintf(run->arch, sizeof run->arch, "%s", e->arch);
+    snprintf(run->policy, sizeof run->policy, "%s", policy);
+    kv_buf fams;
+    kv_buf_init(&fams);
+    for (int i = 0; i < e->nspaces; i++)
+        kv_buf_printf(&fams, "%s%s", i ? "," : "", e->spaces[i]->family);
+    snprintf(run->families, sizeof run->families, "%s", fams.data ? fams.data : "");
+    kv_buf_release(&fams);
+    run->seed = (int64_t)o->seed;
+    run->budget = o->budget;
+    run->compile_only = o->compile_only;
+    run->flops = e->op->flops(&e->shape);
+    run->bytes = e->op->bytes(&e->shape, e->dt);
+}
+
+static kevo_status tn_policy(const char *name, const kevo_policy **out, kevo_err *err)
+{
+    *out = kevo_policy_find(name);
+    if (*out)
+        return KEVO_OK;
+    int n;
+    const kevo_policy *const *all = kevo_policy_list(&n);
+    kv_buf names;
+    kv_buf_init(&names);
+    for (int i = 0; i < n; i++)
+        kv_buf_printf(&names, "%s%s", i ? ", " : "", all[i]->name);
+    kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s' (known: %s)", name, names.data);
+    kv_buf_release(&names);
+    return KEVO_ERR_NOT_FOUND;
+}
+
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 {
     *run_id = 0;
-    if (o->budget < 1)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
     if (o->jobs < 1)
         return kevo_err_set(err, KEVO_ERR_ARG, "--jobs must be at least 1");
     if (o->reps < 1 || o->reps > 1000 || o->warmup < 0)
         return kevo_err_set(err, KEVO_ERR_ARG, "--reps must be 1..1000 and --warmup non-negative");
-    const kevo_policy *policy = kevo_policy_find(o->policy);
-    if (!policy) {
-        int n;
-        const kevo_policy *const *all = kevo_policy_list(&n);
-        kv_buf names;
-        kv_buf_init(&names);
-        for (int i = 0; i < n; i++)
-            kv_buf_printf(&names, "%s%s", i ? ", " : "", all[i]->name);
-        kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s' (known: %s)", o->policy, names.data);
-        kv_buf_release(&names);
-        return KEVO_ERR_NOT_FOUND;
-    }
+    kevo_run_row run;
+    kevo_run_row_init(&run);
     tn_env e;
-    kevo_status st = tn_env_open(&e, o->op, o->shape, o->dtype, o->arch, o->data_dir, err);
+    memset(&e, 0, sizeof e);
+    kevo_status st = KEVO_OK;
+    kevo_tune_opts ro = *o; /* a resumed run takes its settings from the DB */
+    if (o->resume_run > 0) {
+        if ((st = kevo_db_open(o->db_path, false, &e.db, err)))
+            return st;
+        st = kevo_db_run_get(e.db, o->resume_run, &run, err);
+        if (!st && strcmp(run.status, "running") == 0 && run.pid != (int64_t)getpid() && tn_pid_alive(run.pid))
+            st = kevo_err_set(err, KEVO_ERR_BUSY, "run %lld is held by process %lld, which is still running",
+                              (long long)run.id, (long long)run.pid);
+        kevo_db_close(e.db);
+        e.db = NULL;
+        if (st)
+            return st;
+        ro.op = run.op;
+        ro.shape = run.shape;
+        ro.dtype = run.dtype;
+        ro.arch = run.arch;
+        ro.policy = run.policy;
+        ro.families = run.families;
+        ro.seed = (uint64_t)run.seed;
+        ro.budget = run.budget;
+        ro.compile_only = run.compile_only;
+    }
+    if (ro.budget < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
+    const kevo_policy *policy;
+    if ((st = tn_policy(ro.policy, &policy, err)))
+        return st;
+    st = tn_env_open(&e, ro.op, ro.shape, ro.dtype, ro.arch, ro.data_dir, ro.extra_templates, err);
     if (!st)
-        st = tn_select_families(&e, o->families, o->progress == 0, err);
-    if (!st)
-        st = kevo_db_open(o->db_path, true, &e.db, err);
+        st = tn_select_families(&e, ro.families, ro.progress == 0, err);
+    /* a new GPU run opens (creates) its DB only once the GPU answered */
+    if (!st && (ro.compile_only || o->resume_run > 0))
+        st = kevo_db_open(ro.db_path, true, &e.db, err);
     if (st) {
         tn_env_release(&e);
         return st;
     }
-    e.jobs = o->jobs;
-    e.compile_timeout = o->compile_timeout;
+    e.jobs = ro.jobs;
+    e.compile_timeout = ro.compile_timeout;
 
-    tn_progress prog = {.mode = o->progress, .budget = o->budget, .t0 = kv_now()};
+    tn_progress prog = {.mode = ro.progress, .budget = ro.budget, .t0 = kv_now()};
     tn_work ref;
     memset(&ref, 0, sizeof ref);
-    if (!o->compile_only) {
+    if (!ro.compile_only) {
         tn_line(&prog, "kevo: compiling the %s reference module for %s", e.op->name, e.arch);
         st = tn_ref_module(&e, &ref, err);
         if (!st) {
             tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
-            st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, true, true, err);
+            st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true,
+                              o->resume_run <= 0, err);
         }
+        if (!st && !e.db)
+            st = kevo_db_open(ro.db_path, true, &e.db, err);
         if (st) {
             tn_work_release(&ref);
             tn_env_release(&e);
@@ -527,106 +772,86 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         }
     }
 
-    kevo_run_row run;
-    kevo_run_row_init(&run);
-    snprintf(run.op, sizeof run.op, "%s", e.op->name);
-    snprintf(run.shape, sizeof run.shape, "%s", e.shape_txt);
-    snprintf(run.dtype, sizeof run.dtype, "%s", kevo_dtype_name(e.dt));
-    snprintf(run.arch, sizeof run.arch, "%s", e.arch);
-    snprintf(run.policy, sizeof run.policy, "%s", policy->name);
-    kv_buf fams;
-    kv_buf_init(&fams);
-    for (int i = 0; i < e.nspaces; i++)
-        kv_buf_printf(&fams, "%s%s", i ? "," : "", e.spaces[i]->family);
-    snprintf(run.families, sizeof run.families, "%s", fams.data ? fams.data : "");
-    kv_buf_release(&fams);
-    run.seed = (int64_t)o->seed;
-    run.budget = o->budget;
-    run.compile_only = o->compile_only;
-    snprintf(run.status, sizeof run.status, "running");
-    run.flops = e.op->flops(&e.shape);
-    run.bytes = e.op->bytes(&e.shape, e.dt);
-    run.pid = (int64_t)getpid();
-    if (!o->compile_only) {
-        snprintf(run.device, sizeof run.device, "%s", e.info.name);
-        run.driver_version = e.info.driver_version;
-        run.sm_count = e.info.sm_count;
-        run.sm_clock_mhz = e.info.sm_clock_mhz;
-        run.mem_clock_mhz = e.info.mem_clock_mhz;
+    if (o->resume_run <= 0) {
+        tn_run_settings(&run, &e, &ro, policy->name);
+        if (!ro.compile_only) {
+            snprintf(run.device, sizeof run.device, "%s", e.info.name);
+            run.driver_version = e.info.driver_version;
+            run.sm_count = e.info.sm_count;
+            run.sm_clock_mhz = e.info.sm_clock_mhz;
+            run.mem_clock_mhz = e.info.mem_clock_mhz;
+            run.baseline_ms = e.info.baseline_ms;
+            run.baseline_bcast_ms = e.info.baseline_bcast_ms;
+            run.peak_tflops = e.info.peak_tflops;
+            run.copy_tbps = e.info.copy_tbps;
+        }
+    } else if (!ro.compile_only && isnan(run.baseline_ms)) {
         run.baseline_ms = e.info.baseline_ms;
         run.baseline_bcast_ms = e.info.baseline_bcast_ms;
-        run.peak_tflops = e.info.peak_tflops;
-        run.copy_tbps = e.info.copy_tbps;
     }
-    st = kevo_db_run_insert(e.db, &run, err);
+    snprintf(run.status, sizeof run.status, "running");
+    run.stop_reason[0] = '\0';
+    run.finished_at[0] = '\0';
+    run.pid = (int64_t)getpid();
+    st = o->resume_run > 0 ? kevo_db_run_update(e.db, &run, err) : kevo_db_run_insert(e.db, &run, err);
     if (st) {
         tn_work_release(&ref);
         tn_env_release(&e);
         return st;
     }
     *run_id = run.id;
-    tn_line(&prog, "run %lld: %s %s %s %s, policy %s, budget %lld, seed %llu, families %s%s", (long long)run.id,
-            run.op, run.shape, run.dtype, run.arch, run.policy, (long long)run.budget, (unsigned long long)o->seed,
-            run.families, o->compile_only ? ", compile-only" : "");
-    if (!o->compile_only)
+    tn_line(&prog, "run %lld%s: %s %s %s %s, policy %s, budget %lld, seed %llu, families %s%s", (long long)run.id,
+            o->resume_run > 0 ? " resumed" : "", run.op, run.shape, run.dtype, run.arch, run.policy,
+            (long long)run.budget, (unsigned long long)ro.seed, run.families, ro.compile_only ? ", compile-only" : "");
+    if (!ro.compile_only)
         tn_line(&prog,
                 "device %s (%d SMs, driver %d); stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
                 "cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s",
-                e.info.name, e.info.sm_count, e.info.driver_version, e.info.baseline_ms, e.info.baseline_bcast_ms,
-                e.info.peak_tflops, e.info.copy_tbps);
+                e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
+                run.peak_tflops, run.copy_tbps);
 
     kevo_search s;
-    st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, o->seed, err);
+    st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, ro.seed, err);
     int64_t done = 0;
     double best = 0;
+    int *left = NULL, nleft = 0;
+    if (!st && o->resume_run > 0) {
+        st = tn_rebuild(&e, &s, run.id, &left, &nleft, &done, &best, err);
+        if (!st)
+            tn_line(&prog, "resumed with %lld candidates done, %d left pending by the last process", (long long)done,
+                    nleft);
+    }
     const char *stop = "budget";
-    int batch_cap = o->compile_only ? 2 * o->jobs : (o->jobs > 4 ? o->jobs : 4);
+    int batch_cap = ro.compile_only ? 2 * ro.jobs : (ro.jobs > 4 ? ro.jobs : 4);
+    if (batch_cap < nleft)
+        batch_cap = nleft;
     kevo_proposal *props = calloc((size_t)batch_cap, sizeof *props);
     tn_work *works = calloc((size_t)batch_cap, sizeof *works);
     if (!st && (!props || !works))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    while (!st && done < o->budget) {
-        int want = (int)(o->budget - done < batch_cap ? o->budget - done : batch_cap);
-        int n = policy->propose(&s, props, want);
-        if (n == 0) {
-            stop = "exhausted";
-            break;
-        }
-        /* prepare and register every proposal before compiling the batch */
+    while (!st && done < ro.budget) {
         int ready = 0;
-        for (int i = 0; i < n && !st; i++) {
-            tn_work *w = &works[ready];
-            st = tn_prepare(&e, props[i].family, &props[i].cfg, w, err);
-            if (st)
-                break;
-            w->node = kevo_search_add(&s, &props[i]);
-            if (w->node < 0) {
-                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-                tn_work_release(w);
+        if (nleft > 0) {
+            /* what a killed process registered but never finished */
+            for (int i = 0; i < nleft && !st; i++) {
+                const kevo_node *nd = &s.nodes[left[i]];
+                st = tn_prepare(&e, nd->family, &nd->cfg, &works[ready], err);
+                if (!st) {
+                    works[ready].node = left[i];
+                    works[ready].cand_id = nd->cand_id;
+                    ready++;
+                }
+            }
+            nleft = 0;
+        } else {
+            int want = (int)(ro.budget - done < batch_cap ? ro.budget - done : batch_cap);
+            kevo_search_reseed(&s);
+            int n = policy->propose(&s, props, want);
+            if (n == 0) {
+                stop = "exhausted";
                 break;
             }
-            kevo_cand_row row;
-            kevo_cand_row_init(&row);
-            row.run_id = run.id;
-            row.seq = done + ready + 1;
-            snprintf(row.family, sizeof row.family, "%s", w->space->family);
-            kv_buf pj, plj;
-            kv_buf_init(&pj);
-            kv_buf_init(&plj);
-            kevo_config_json(w->space, &w->cfg, &pj);
-            kevo_plan_json(&w->plan, &plj);
-            row.params = kv_buf_take(&pj);
-            row.plan = kv_buf_take(&plj);
-            snprintf(row.source_hash, sizeof row.source_hash, "%s", w->source_hash);
-            snprintf(row.status, sizeof row.status, "pending");
-            st = kevo_db_cand_insert(e.db, &row, err);
-            w->cand_id = row.id;
-            s.nodes[w->node].cand_id = row.id;
-            kevo_cand_row_release(&row);
-            if (!st && props[i].parent >= 0)
-                st = kevo_db_edge_insert(e.db, run.id, s.nodes[props[i].parent].cand_id, w->cand_id, props[i].op,
-                                         err);
-            ready++;
+            st = tn_register(&e, &s, run.id, (int64_t)s.nnodes, props, n, works, &ready, err);
         }
         if (!st) {
             char what[64];
@@ -636,14 +861,14 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         }
         for (int i = 0; i < ready && !st; i++) {
             tn_work *w = &works[i];
-            tn_bar(&prog, done, best, o->compile_only ? "storing" : "verifying and timing");
+            tn_bar(&prog, done, best, ro.compile_only ? "storing" : "verifying and timing");
             kevo_cand_row row;
             st = kevo_db_cand_get(e.db, w->cand_id, &row, err);
             double fit = 0;
             if (!st) {
                 st = kevo_db_begin(e.db, err);
                 if (!st)
-                    st = tn_finish_one(&e, &run, w, o->compile_only, o->seed, o->maps, &fit, &row, err);
+                    st = tn_finish_one(&e, &run, w, ro.compile_only, ro.seed, ro.maps, &fit, &row, err);
                 if (!st)
                     st = kevo_db_commit(e.db, err);
                 else
@@ -657,25 +882,7 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
             done++;
             if (!isnan(fit) && fit > best)
                 best = fit;
-            char cfgs[256];
-            kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
-            const kevo_node *nd = &s.nodes[w->node];
-            char from[48] = "";
-            if (nd->parent >= 0)
-                snprintf(from, sizeof from, " <-%s #%lld", nd->op, (long long)s.nodes[nd->parent].cand_id);
-            if (strcmp(row.status, "failed") == 0)
-                tn_line(&prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s", (long long)done, (long long)o->budget,
-                        (long long)w->cand_id, w->space->family, cfgs, from, row.fail,
-                        row.fail_msg ? row.fail_msg : "");
-            else if (o->compile_only)
-                tn_line(&prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem",
-                        (long long)done, (long long)o->budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                        w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
-                        row.smem_dynamic / 1024);
-            else
-                tn_line(&prog, "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx %6.1f TFLOP/s rel %.1e | best %.2fx",
-                        (long long)done, (long long)o->budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                        row.median_ms, row.speedup, row.tflops, row.rel_err, best);
+            tn_print_result(&prog, &s, w, &row, done, ro.budget, best, ro.compile_only);
             kevo_cand_row_release(&row);
         }
         for (int i = 0; i < ready; i++)
@@ -684,6 +891,7 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     tn_bar_clear(&prog);
     free(props);
     free(works);
+    free(left);
     kevo_search_release(&s);
 
     snprintf(run.status, sizeof run.status, "%s", st ? "failed" : "done");
@@ -701,7 +909,7 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         tn_line(&prog, "run %lld %s (%s): %d candidates, %d compiled, %d verified, %d failed", (long long)run.id,
                 run.status, run.stop_reason, evaluated, compiled, ok, failed);
         kevo_cand_row b;
-        if (!o->compile_only && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
+        if (!ro.compile_only && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
             tn_line(&prog, "best #%lld %s %s: %.4f ms, %.2fx the stage-0 baseline (%.3f ms), %.1f TFLOP/s",
                     (long long)b.id, b.family, b.params, b.median_ms, b.speedup, run.baseline_ms, b.tflops);
             kevo_cand_row_release(&b);
@@ -757,7 +965,7 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     }
     tn_env e;
     st = tn_env_open(&e, run.op, o->shape ? o->shape : run.shape, o->dtype ? o->dtype : run.dtype,
-                     o->arch ? o->arch : run.arch, o->data_dir, err);
+                     o->arch ? o->arch : run.arch, o->data_dir, o->extra_templates, err);
     if (!st)
         st = tn_select_families(&e, c.family, true, err);
     if (!st)

@@ -28,13 +28,18 @@ typedef struct kevo_tune_opts {
     int device;
     unsigned maps;          /* cand_to_user kinds every candidate is verified on */
     int progress;           /* 1 lines, 2 lines and a live bar, 0 quiet */
+    const char *extra_templates; /* another folder of template families, or NULL */
+    int64_t resume_run;     /* > 0: continue this run of db_path with its stored settings */
 } kevo_tune_opts;
 
 /* Defaults for every field. */
 void kevo_tune_opts_init(kevo_tune_opts *o);
 
-/* Run a search; *run_id receives the run.  Candidate failures are rows, not
- * errors.  Errors: bad options (KEVO_ERR_ARG, KEVO_ERR_NOT_FOUND,
+/* Run a search, or with resume_run continue a stored one (a killed run:
+ * candidates it left pending are evaluated first, nothing finished is redone,
+ * and the proposals are those an uninterrupted run with the same seed would
+ * have made).  *run_id receives the run.  Candidate failures are rows, not
+ * errors.  KEVO_ERR_BUSY when the run is held by a live process.  Errors: bad options (KEVO_ERR_ARG, KEVO_ERR_NOT_FOUND,
  * KEVO_ERR_UNSUPPORTED), no GPU (KEVO_ERR_NO_GPU), DB and I/O errors. */
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
 
@@ -57,6 +62,7 @@ typedef struct kevo_verify_opts {
     double eval_timeout;
     double compile_timeout;
     uint64_t seed;
+    const char *extra_templates;
 } kevo_verify_opts;
 
 void kevo_verify_opts_init(kevo_verify_opts *o);
