@@ -196,6 +196,10 @@ static void cp_child(const kevo_compile_job *job, int fd)
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, job->source, job->name, 0, NULL, NULL);
     if (r == NVRTC_SUCCESS) {
+        /* fault injection for the tests: a compiler that dies mid-compile */
+        const char *inject = getenv("KEVO_FAULT_INJECT");
+        if (inject && strcmp(inject, "1") == 0 && strstr(job->source, "kevo-fault-inject: compile-crash"))
+            raise(SIGSEGV);
         r = nvrtcCompileProgram(prog, job->nopts, opts);
         if (nvrtcGetProgramLogSize(prog, &log_len) == NVRTC_SUCCESS && log_len > 0) {
             log = malloc(log_len);
