@@ -9,16 +9,15 @@ mkdir -p "$OUT"
 export KEVO_HOME=$PWD
 BUDGET=${1:-60}
 POLICY=${2:-greedy}
+# the card as found (nothing here changes it)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
-  --format=csv >"$OUT/gpu.txt" 2>&1
-cat "$OUT/gpu.txt"
+  --format=csv 2>&1 | tee "$OUT/tune.log.gpu"
 { build/tests/test_gpu_ref; echo "test_gpu_ref rc=$?"; build/tests/test_gpu_lce; echo "test_gpu_lce rc=$?"; } \
   >"$OUT/gpu_tests.log" 2>&1
 grep -E "rc=|FAILED|PASSED|rel_err|ERROR" "$OUT/gpu_tests.log" | tail -20
 build/kevo tune --op ikbo_lce --budget "$BUDGET" --policy "$POLICY" --db "$OUT/kevo.db" --no-bar >"$OUT/tune.log" 2>&1
 echo "tune rc=$?"
 build/kevo report --db "$OUT/kevo.db" --top 15 >"$OUT/report.txt" 2>&1
-build/kevo report --db "$OUT/kevo.db" --format json >"$OUT/report.json" 2>&1
 : >"$OUT/verify.log"
 for args in "--shape B=2048,ratio=70 --time" "--shape B=1024,ratio=10 --time" "--shape B=1024,ratio=1000 --time" \
             "--dtype bf16 --time" "--maps shuffled"; do
