@@ -196,16 +196,17 @@ static void cp_child(const kevo_compile_job *job, int fd)
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, job->source, job->name, 0, NULL, NULL);
     if (r == NVRTC_SUCCESS) {
-        /* fault injection for the tests: a compiler that dies mid-compile */
-        const char *inject = getenv("KEVO_FAULT_INJECT");
-        if (inject && strcmp(inject, "1") == 0 && strstr(job->source, "kevo-fault-inject: compile-crash"))
-            raise(SIGSEGV);
         r = nvrtcCompileProgram(prog, job->nopts, opts);
         if (nvrtcGetProgramLogSize(prog, &log_len) == NVRTC_SUCCESS && log_len > 0) {
             log = malloc(log_len);
             if (!log || nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
                 log_len = 0;
         }
+        /* fault injection for the tests: a source that says, through the
+         * preprocessor (#pragma message), that its compiler should die */
+        const char *inject = getenv("KEVO_FAULT_INJECT");
+        if (inject && strcmp(inject, "1") == 0 && log_len && strstr(log, "kevo-fault-inject: compile-crash"))
+            raise(SIGSEGV);
         if (r == NVRTC_SUCCESS && nvrtcGetCUBINSize(prog, &cubin_len) == NVRTC_SUCCESS && cubin_len > 0) {
             cubin = malloc(cubin_len);
             if (!cubin || nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS)

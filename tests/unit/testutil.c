@@ -7,7 +7,10 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "evaluator/cudrv.h"
@@ -63,4 +66,49 @@ char *tu_ref_source(kevo_dtype dt, const char *abi)
     kv_buf_printf(&b, "#define DTYPE_BF16 %d\n%s\n#line 1 \"ikbo_lce_ref.cu\"\n%s", dt == KEVO_DTYPE_BF16, abi, ref);
     free(ref);
     return kv_buf_take(&b);
+}
+
+int tu_spawn(const char *log, char *const args[])
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        setpgid(0, 0);
+        if (!freopen(log, "w", stdout))
+            _exit(126);
+        dup2(fileno(stdout), 2);
+        execv(KEVO_BINARY, args);
+        _exit(127);
+    }
+    setpgid(p, p);
+    return (int)p;
+}
+
+int tu_wait(int pid)
+{
+    int ws = 0;
+    while (waitpid((pid_t)pid, &ws, 0) < 0)
+        ;
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+long long tu_query_int(const char *db, const char *sql)
+{
+    sqlite3 *h = NULL;
+    long long v = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(h, 2000);
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return v;
+}
+
+void tu_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
 }

@@ -21,4 +21,16 @@ void tu_compile(kevo_compile_job *job, const char *name, const char *src);
 /* The op's reference module source for a dtype, ABI inlined.  Caller frees. */
 char *tu_ref_source(kevo_dtype dt, const char *abi);
 
+/* Start the kevo binary with args (argv[0] included, NULL-terminated) in its
+ * own process group, stdout and stderr into log.  Returns the pid. */
+int tu_spawn(const char *log, char *const args[]);
+
+/* Wait for a process; its exit status, or 128 + signal. */
+int tu_wait(int pid);
+
+/* One integer from a SQL query on db (read-only), -1 when it cannot be read. */
+long long tu_query_int(const char *db, const char *sql);
+
+void tu_sleep_ms(int ms);
+
 #endif

@@ -1,0 +1,96 @@
+/* test_gpu_faults.c — GPU faults (ctest labels gpu and faults; exits 77
+ * without a GPU): a real tuning run over the planted-fault family records
+ * each defect with the right kind while the worker dies, hangs and is
+ * restarted under it, and the run finishes. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "util/util.h"
+
+static char tmpdir[64];
+
+static void test_planted_gpu_faults(void **state)
+{
+    (void)state;
+    char db[128], log[128], templates[512];
+    snprintf(db, sizeof db, "%s/gpu_faults.db", tmpdir);
+    snprintf(log, sizeof log, "%s/gpu_faults.log", tmpdir);
+    const char *home = getenv("KEVO_HOME");
+    snprintf(templates, sizeof templates, "%s/tests/fixtures/faults", home && *home ? home : KEVO_SOURCE_DIR);
+    setenv("KEVO_FAULT_INJECT", "1", 1);
+    char *args[] = {"kevo", "tune", "--op", "ikbo_lce", "--shape", "B=64,M=100,N=128,Ku=96,Kc=72,ratio=8",
+                    "--templates", templates, "--family", "lce_faults", "--policy", "exhaustive", "--budget", "11",
+                    "--compile-timeout", "3", "--eval-timeout", "15", "--reps", "3", "--db", db, "--no-bar", NULL};
+    int rc = tu_wait(tu_spawn(log, args));
+    unsetenv("KEVO_FAULT_INJECT");
+    char *text = NULL;
+    kevo_err err;
+    if (kv_read_file(log, &text, NULL, &err) == KEVO_OK) {
+        printf("%s", text);
+        free(text);
+    }
+    assert_int_equal(rc, 0);
+    struct {
+        int fault;
+        const char *status, *fail;
+    } want[] = {
+        {0, "ok", ""},
+        {1, "failed", "compile_error"},
+        {2, "failed", "compile_crash"},
+        {3, "failed", "eval_timeout"},
+        {4, "failed", "illegal_address"},
+        {5, "failed", "wrong_result"},
+        {6, "failed", "nan_output"},
+        {7, "failed", "resource_exceeded"},
+        {8, "failed", "compile_timeout"},
+        {9, "failed", "load_error"},
+        {10, "failed", "launch_error"},
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(want); i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM candidates WHERE json_extract(params, '$.FAULT') = %d AND status = '%s' AND "
+                 "coalesce(fail, '') = '%s'",
+                 want[i].fault, want[i].status, want[i].fail);
+        if (tu_query_int(db, sql) != 1) {
+            fprintf(stderr, "FAULT=%d: expected %s %s\n", want[i].fault, want[i].status, want[i].fail);
+            wrong++;
+        }
+    }
+    assert_int_equal(wrong, 0);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo-gpufaults-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    if (!tu_have_gpu()) {
+        printf("skipped: no CUDA driver or device\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_planted_gpu_faults)};
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
