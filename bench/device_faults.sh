@@ -23,7 +23,7 @@ for j in 1 8; do
   build/kevo tune --op ikbo_lce --compile-only --policy random --seed 3 --budget 48 --jobs $j \
     --db "$OUT/j$j.db" --quiet >>"$log" 2>&1
   t1=$(now)
-  echo "jobs $j: 48 compiles in $(echo "$t1 - $t0" | bc) s" | tee -a "$log"
+  echo "jobs $j: 48 compiles in $(python3 -c "print(round($t1 - $t0, 2))") s" | tee -a "$log"
 done
 
 build/kevo tune --op ikbo_lce --family lce_wgmma --policy exhaustive --budget 1000 \
