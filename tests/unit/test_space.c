@@ -147,7 +147,7 @@ static void test_load_lce_mma(void **state)
     assert_string_equal(s->lets[0].name, "threads");
     assert_string_equal(s->lets[4].name, "smem");
     assert_int_equal(s->nrequires, 2);
-    assert_int_equal(s->nconstraints, 8);
+    assert_int_equal(s->nconstraints, 9);
     assert_string_equal(s->constraints[0].why, "warp tile rows must be a multiple of 16");
     assert_int_equal(s->nlaunches, 3);
     assert_string_equal(s->launches[0].entry, "lce_user_gemm");
@@ -201,7 +201,7 @@ static void test_load_lce_wgmma(void **state)
     assert_int_equal(s->nlets, 6);
     assert_string_equal(s->lets[0].name, "BM");
     assert_int_equal(s->nrequires, 3);
-    assert_int_equal(s->nconstraints, 4);
+    assert_int_equal(s->nconstraints, 5);
     assert_int_equal(s->nlaunches, 2);
     assert_int_equal(s->ntmaps, 4);
     assert_string_equal(s->tmaps[0].tensor, "w_user");
