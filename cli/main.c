@@ -15,6 +15,7 @@
 #include "db/report.h"
 #include "db/store.h"
 #include "kernels/op.h"
+#include "search/replay.h"
 #include "search/search.h"
 #include "search/tune.h"
 #include "templates/space.h"
@@ -28,6 +29,7 @@ static int cmd_tune(int argc, char **argv);
 static int cmd_report(int argc, char **argv);
 static int cmd_verify(int argc, char **argv);
 static int cmd_list(int argc, char **argv);
+static int cmd_replay(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -40,10 +42,15 @@ static const struct {
      "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
      "          [--jobs N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
      "          [--device N] [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
+     "          [--where EXPR] [--time-limit S] [--plateau N] [--target SPEEDUP]\n"
      "kevo tune --resume RUN_ID --db FILE [--jobs N] [...]\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
-     "  --policy   greedy (default), exhaustive, random\n"
+     "  --policy   greedy (default), exhaustive, random, ucb, evolve\n"
+     "  --where    keep configurations where EXPR (over params, lets, shape) is true,\n"
+     "             e.g. 'STAGES <= 4 && ALIGN == 1'\n"
+     "  --time-limit, --plateau, --target  stop after S seconds, after N candidates\n"
+     "             without a better one, or once a candidate reaches SPEEDUP\n"
      "  --budget   candidates to evaluate (default 60)\n"
      "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
      "  --templates     also search the template families in DIR\n"
@@ -55,6 +62,11 @@ static const struct {
      "kevo verify --db FILE [--candidate ID | --run ID] [--shape K=V,...] [--dtype fp16|bf16]\n"
      "            [--arch A] [--maps sorted,uneven,shuffled] [--time] [--reps N] [--device N]\n"
      "  without --candidate: the best candidate of --run (default: the last run)\n"},
+    {"replay", cmd_replay, "run a policy against fitness already measured in a DB (no GPU)",
+     "kevo replay --db LANDSCAPE.db --policy P [--run ID] [--seeds K] [--target 0.95] [--batch N]\n"
+     "            [--format table|json]\n"
+     "  prints the policy's median evaluations to a candidate within (1 - target) of the\n"
+     "  landscape's best, over K seeds, beside the exhaustive order's and random's\n"},
     {"list", cmd_list, "list ops, template families and search policies", "kevo list [ops|families|policies]\n"},
 };
 
@@ -190,7 +202,8 @@ static int cli_print_help(const char *cmd)
 enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
-    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES,
+    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
+    OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH,
 };
 
 static int cmd_tune(int argc, char **argv)
@@ -219,6 +232,10 @@ static int cmd_tune(int argc, char **argv)
         {"no-bar", no_argument, 0, OPT_NOBAR},
         {"resume", required_argument, 0, OPT_RESUME},
         {"templates", required_argument, 0, OPT_TEMPLATES},
+        {"where", required_argument, 0, OPT_WHERE},
+        {"time-limit", required_argument, 0, OPT_TIME_LIMIT},
+        {"plateau", required_argument, 0, OPT_PLATEAU},
+        {"target", required_argument, 0, OPT_TARGET},
         {0, 0, 0, 0},
     };
     kevo_tune_opts o;
@@ -244,6 +261,19 @@ static int cmd_tune(int argc, char **argv)
         case OPT_QUIET: quiet = true; break;
         case OPT_NOBAR: nobar = true; break;
         case OPT_TEMPLATES: o.extra_templates = optarg; break;
+        case OPT_WHERE: o.where = optarg; break;
+        case OPT_TIME_LIMIT:
+            if (!cli_double(optarg, 0.001, &o.time_limit))
+                return cli_bad_usage("tune", "--time-limit takes seconds (> 0), not '%s'", optarg);
+            break;
+        case OPT_PLATEAU:
+            if (!cli_int(optarg, 1, 1000000, &o.plateau))
+                return cli_bad_usage("tune", "--plateau takes a whole number from 1, not '%s'", optarg);
+            break;
+        case OPT_TARGET:
+            if (!cli_double(optarg, 0.000001, &o.target))
+                return cli_bad_usage("tune", "--target takes a speedup (> 0), not '%s'", optarg);
+            break;
         case OPT_RESUME:
             if (!cli_int(optarg, 1, INT64_MAX, &v))
                 return cli_bad_usage("tune", "--resume takes a run id, not '%s'", optarg);
@@ -299,8 +329,8 @@ static int cmd_tune(int argc, char **argv)
         return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
     if (!o.op && !o.resume_run)
         return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
-    if (o.resume_run && (o.op || o.shape || o.families))
-        return cli_bad_usage("tune", "%s", "--resume takes the run's own op, shape and families");
+    if (o.resume_run && (o.op || o.shape || o.families || o.where))
+        return cli_bad_usage("tune", "%s", "--resume takes the run's own op, shape, families and --where");
     o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
     int64_t run_id = 0;
     kevo_err err;
@@ -448,6 +478,89 @@ static int cmd_verify(int argc, char **argv)
     if (st)
         return cli_fail(st, &err);
     return passed ? 0 : 1;
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("replay");
+    static const struct option opts[] = {
+        {"db", required_argument, 0, OPT_DB},
+        {"run", required_argument, 0, OPT_RUN},
+        {"policy", required_argument, 0, OPT_POLICY},
+        {"seeds", required_argument, 0, OPT_SEEDS},
+        {"target", required_argument, 0, OPT_TARGET},
+        {"batch", required_argument, 0, OPT_BATCH},
+        {"format", required_argument, 0, OPT_FORMAT},
+        {"templates", required_argument, 0, OPT_TEMPLATES},
+        {0, 0, 0, 0},
+    };
+    kevo_replay_opts o;
+    kevo_replay_opts_init(&o);
+    o.data_dir = cli_data_dir();
+    const char *format = "table";
+    int64_t v;
+    int c;
+    opterr = 0;
+    optopt = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DB: o.db_path = optarg; break;
+        case OPT_POLICY: o.policy = optarg; break;
+        case OPT_FORMAT: format = optarg; break;
+        case OPT_TEMPLATES: o.extra_templates = optarg; break;
+        case OPT_RUN:
+            if (!cli_int(optarg, 1, INT64_MAX, &o.run_id))
+                return cli_bad_usage("replay", "--run takes a run id, not '%s'", optarg);
+            break;
+        case OPT_SEEDS:
+            if (!cli_int(optarg, 1, 10000, &v))
+                return cli_bad_usage("replay", "--seeds takes a whole number from 1 to 10000, not '%s'", optarg);
+            o.seeds = (int)v;
+            break;
+        case OPT_BATCH:
+            if (!cli_int(optarg, 1, 256, &v))
+                return cli_bad_usage("replay", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
+            o.batch = (int)v;
+            break;
+        case OPT_TARGET:
+            if (!cli_double(optarg, 0.000001, &o.target) || o.target > 1)
+                return cli_bad_usage("replay", "--target takes a fraction of the best in (0, 1], not '%s'", optarg);
+            break;
+        default:
+            return cli_bad_usage("replay", "unknown or incomplete option '%s'", cli_bad_option(argv));
+        }
+    }
+    if (optind < argc)
+        return cli_bad_usage("replay", "unexpected argument '%s'", argv[optind]);
+    if (!o.db_path)
+        return cli_bad_usage("replay", "%s", "--db is required");
+    bool json = strcmp(format, "json") == 0;
+    if (!json && strcmp(format, "table") != 0)
+        return cli_bad_usage("replay", "--format takes table or json, not '%s'", format);
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_replay_result r;
+    kevo_status st = kevo_replay(&o, &r, &err);
+    if (st)
+        return cli_fail(st, &err);
+    if (json) {
+        printf("{\"policy\": \"%s\", \"seeds\": %d, \"median_evals_to_target\": %g, \"exhaustive_evals\": %g, "
+               "\"random_median_evals\": %g, \"landscape\": %d, \"target\": %g, \"best_speedup\": %.4f, "
+               "\"reached\": %d}\n",
+               o.policy, o.seeds, r.median_evals, r.exhaustive_evals, r.random_median_evals, r.landscape, o.target,
+               r.best, r.reached);
+    } else {
+        printf("landscape: %d measured candidates, best %.3fx; target: within %.0f%% of it\n", r.landscape, r.best,
+               (1 - o.target) * 100);
+        printf("%-12s %s\n", "policy", "median evaluations to target");
+        printf("%-12s %g (reached in %d of %d seeds)\n", o.policy, r.median_evals, r.reached, o.seeds);
+        printf("%-12s %g\n", "random", r.random_median_evals);
+        printf("%-12s %g\n", "exhaustive", r.exhaustive_evals);
+    }
+    free(r.evals);
+    return 0;
 }
 
 static int cmd_list(int argc, char **argv)

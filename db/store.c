@@ -16,7 +16,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 1
+#define ST_SCHEMA_VERSION 2
 
 struct kevo_db {
     sqlite3 *h;
@@ -29,7 +29,7 @@ static const char st_schema_sql[] =
     " seed INTEGER, budget INTEGER, compile_only INTEGER, status TEXT, stop_reason TEXT, device TEXT,"
     " driver_version INTEGER, sm_count INTEGER, sm_clock_mhz INTEGER, mem_clock_mhz INTEGER,"
     " baseline_ms REAL, baseline_bcast_ms REAL, peak_tflops REAL, copy_tbps REAL, flops REAL, bytes REAL,"
-    " pid INTEGER, created_at TEXT, finished_at TEXT);"
+    " pid INTEGER, created_at TEXT, finished_at TEXT, filter TEXT);"
     "CREATE TABLE sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
     "CREATE TABLE binaries("
     " key TEXT PRIMARY KEY, arch TEXT, nvrtc_version TEXT, options TEXT, source_hash TEXT, cubin BLOB,"
@@ -300,7 +300,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=1", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=2", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -314,7 +314,26 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 1, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 2, "user_version literal in st_create_schema");
+
+/* Schema 1 -> 2: runs gained the configuration filter (--where). */
+static kevo_status st_migrate_v1(kevo_db *db, kevo_err *err)
+{
+    int rc = sqlite3_exec(db->h,
+                          "BEGIN IMMEDIATE;"
+                          "ALTER TABLE runs ADD COLUMN filter TEXT;"
+                          "PRAGMA user_version=2;"
+                          "COMMIT;",
+                          NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        kevo_status s = kevo_err_set(err, st_open_status(rc), "cannot upgrade '%s' to schema 2: %s", db->path,
+                                     sqlite3_errmsg(db->h));
+        if (!sqlite3_get_autocommit(db->h))
+            sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        return s;
+    }
+    return KEVO_OK;
+}
 
 /* Open the SQLite handle and set connection options; nothing is read or
  * written to the file here. */
@@ -371,6 +390,8 @@ kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err 
             s = st_create_schema(db, err);
         else
             s = st_check_identity(db, app, ver, err);
+        if (s == KEVO_OK && ver == 1)
+            s = st_migrate_v1(db, err);
     }
     if (s == KEVO_OK) {
         /* journal_mode answers with the mode it got; a file system without
@@ -456,9 +477,9 @@ void kevo_run_row_init(kevo_run_row *r)
 #define ST_RUN_COLS                                                                                          \
     "op, shape, dtype, arch, policy, families, seed, budget, compile_only, status, stop_reason, device, "   \
     "driver_version, sm_count, sm_clock_mhz, mem_clock_mhz, baseline_ms, baseline_bcast_ms, peak_tflops, " \
-    "copy_tbps, flops, bytes, pid, created_at, finished_at"
+    "copy_tbps, flops, bytes, pid, created_at, finished_at, filter"
 
-/* Bind the 25 columns of ST_RUN_COLS in order.  Device figures of 0 and
+/* Bind the 26 columns of ST_RUN_COLS in order.  Device figures of 0 and
  * empty stop_reason/device/finished_at are stored as NULL. */
 static void st_bind_run(st_binder *b, const kevo_run_row *r)
 {
@@ -487,6 +508,7 @@ static void st_bind_run(st_binder *b, const kevo_run_row *r)
     st_b_i64(b, r->pid);
     st_b_text(b, r->created_at);
     st_b_text_opt(b, r->finished_at);
+    st_b_text_opt(b, r->filter);
 }
 
 kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
@@ -496,7 +518,7 @@ kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(
         db,
-        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         &st, err, "run insert");
     if (s)
         return s;
@@ -519,7 +541,7 @@ kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err
                                "budget=?, compile_only=?, status=?, stop_reason=?, device=?, driver_version=?, "
                                "sm_count=?, sm_clock_mhz=?, mem_clock_mhz=?, baseline_ms=?, baseline_bcast_ms=?, "
                                "peak_tflops=?, copy_tbps=?, flops=?, bytes=?, pid=?, created_at=?, "
-                               "finished_at=? WHERE id=?",
+                               "finished_at=?, filter=? WHERE id=?",
                                &st, err, "run update");
     if (s)
         return s;
@@ -576,6 +598,7 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
         r->pid = sqlite3_column_int64(st, i++);
         st_col_text(st, i++, r->created_at, sizeof r->created_at);
         st_col_text(st, i++, r->finished_at, sizeof r->finished_at);
+        st_col_text(st, i++, r->filter, sizeof r->filter);
         s = KEVO_OK;
     } else if (rc == SQLITE_DONE) {
         s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)id, db->path);

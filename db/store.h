@@ -24,8 +24,7 @@ kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err 
 void kevo_db_close(kevo_db *db);
 
 /* A run: one `kevo tune` invocation and its settings and device figures.
- * Text fields are owned by the caller on input and by the row on output
- * (kevo_db_run_release frees them). */
+ * Text fields are fixed arrays, truncated safely. */
 typedef struct kevo_run_row {
     int64_t id;
     char op[32];
@@ -54,6 +53,7 @@ typedef struct kevo_run_row {
     int64_t pid;
     char created_at[32];
     char finished_at[32];
+    char filter[512]; /* --where expression over the params, "" for none */
 } kevo_run_row;
 
 void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */

@@ -98,8 +98,27 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
     return KEVO_OK;
 }
 
+kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *err)
+{
+    kevo_expr_free(s->filter);
+    s->filter = NULL;
+    if (!where || !*where)
+        return KEVO_OK;
+    kevo_status st = kevo_expr_parse(where, &s->filter, err);
+    if (st)
+        kevo_err_prefix(err, "--where");
+    return st;
+}
+
+void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx)
+{
+    s->member = member;
+    s->member_ctx = ctx;
+}
+
 void kevo_search_release(kevo_search *s)
 {
+    kevo_expr_free(s->filter);
     if (s->valid)
         for (int i = 0; i < s->nspaces; i++)
             free(s->valid[i].cfgs);
@@ -127,6 +146,7 @@ int kevo_search_add(kevo_search *s, const kevo_proposal *p)
     n->family = p->family;
     n->cfg = p->cfg;
     n->parent = p->parent;
+    n->parent2 = p->parent2;
     snprintf(n->op, sizeof n->op, "%s", p->op);
     n->fitness = NAN;
     sg_hash_insert(s, s->nnodes);
@@ -152,7 +172,26 @@ double kevo_search_rank(const kevo_node *n)
 
 int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n)
 {
-    return kevo_space_check(s->spaces[family], &s->shape, &s->limits, s->dtype, cfg, why, n);
+    const kevo_space *sp = s->spaces[family];
+    int ok = kevo_space_check(sp, &s->shape, &s->limits, s->dtype, cfg, why, n);
+    if (ok != 1)
+        return ok;
+    if (s->member && !s->member(s->member_ctx, sp, cfg)) {
+        snprintf(why, n, "not in the landscape");
+        return 0;
+    }
+    if (s->filter) {
+        kevo_syms b;
+        kevo_err err;
+        int64_t v = 0;
+        /* a name the family lacks counts as excluded */
+        if (kevo_space_bind(sp, &s->shape, &s->limits, s->dtype, cfg, &b, &err) ||
+            kevo_expr_eval(s->filter, &b, &v, &err) || !v) {
+            snprintf(why, n, "excluded by --where '%s'", kevo_expr_text(s->filter));
+            return 0;
+        }
+    }
+    return 1;
 }
 
 const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
@@ -240,6 +279,7 @@ int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max
             out[count].family = n->family;
             out[count].cfg = cfg;
             out[count].parent = node;
+            out[count].parent2 = -1;
             snprintf(out[count].op, sizeof out[count].op, "%s", ax->op);
             count++;
         }
@@ -262,7 +302,7 @@ int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max)
         }
         if (kevo_search_find(s, f, &cfg) >= 0)
             continue;
-        out[count] = (kevo_proposal){.family = f, .cfg = cfg, .parent = -1};
+        out[count] = (kevo_proposal){.family = f, .cfg = cfg, .parent = -1, .parent2 = -1};
         snprintf(out[count].op, sizeof out[count].op, "seed");
         count++;
     }
@@ -294,7 +334,7 @@ int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *
                 if (taken)
                     continue;
                 if (r-- == 0) {
-                    out[count] = (kevo_proposal){.family = f, .cfg = vs->cfgs[i], .parent = -1};
+                    out[count] = (kevo_proposal){.family = f, .cfg = vs->cfgs[i], .parent = -1, .parent2 = -1};
                     snprintf(out[count].op, sizeof out[count].op, "%s", op);
                     count++;
                     placed = true;
@@ -304,4 +344,66 @@ int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *
         left--;
     }
     return count;
+}
+
+bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg)
+{
+    for (int j = 0; j < n; j++)
+        if (out[j].family == family && memcmp(out[j].cfg.v, cfg->v, sizeof cfg->v) == 0)
+            return true;
+    return false;
+}
+
+bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int n, kevo_proposal *p)
+{
+    /* all neighbours, then one at random that the batch does not hold */
+    enum { SG_MAX_NB = 1024 };
+    kevo_proposal *nb = malloc(SG_MAX_NB * sizeof *nb);
+    if (!nb)
+        return false;
+    int found = kevo_search_neighbours(s, node, nb, SG_MAX_NB), free_count = 0;
+    for (int i = 0; i < found; i++)
+        if (!kevo_search_in_batch(out, n, nb[i].family, &nb[i].cfg))
+            nb[free_count++] = nb[i];
+    bool ok = free_count > 0;
+    if (ok)
+        *p = nb[kv_rand_below(&s->rng, (uint64_t)free_count)];
+    free(nb);
+    return ok;
+}
+
+bool kevo_search_crossover(kevo_search *s, int a, int b, const kevo_proposal *out, int n, kevo_proposal *p)
+{
+    const kevo_node *na = &s->nodes[a], *nbn = &s->nodes[b];
+    if (na->family != nbn->family || a == b)
+        return false;
+    const kevo_space *sp = s->spaces[na->family];
+    for (int attempt = 0; attempt < 8; attempt++) {
+        kevo_config cfg = na->cfg;
+        /* each axis (a group of params that belong together) from either parent */
+        for (int x = 0; x < sp->naxes; x++) {
+            if (kv_rand_below(&s->rng, 2) == 0)
+                continue;
+            for (int i = 0; i < sp->axes[x].nparams; i++)
+                cfg.v[sp->axes[x].params[i]] = nbn->cfg.v[sp->axes[x].params[i]];
+        }
+        char why[256];
+        if (kevo_search_find(s, na->family, &cfg) >= 0 || kevo_search_in_batch(out, n, na->family, &cfg) ||
+            kevo_search_valid(s, na->family, &cfg, why, sizeof why) != 1)
+            continue;
+        *p = (kevo_proposal){.family = na->family, .cfg = cfg, .parent = a, .parent2 = b};
+        snprintf(p->op, sizeof p->op, "crossover");
+        return true;
+    }
+    return false;
+}
+
+static const kevo_operator sg_crossover = {"crossover", "a child with each axis from one of two parents", true};
+static const kevo_operator sg_llm = {"llm", "an LLM rewrite of a parent's source (not built yet)", false};
+static const kevo_operator *const sg_operators[] = {&sg_crossover, &sg_llm};
+
+const kevo_operator *const *kevo_operator_list(int *n)
+{
+    *n = (int)KV_ARRAY_LEN(sg_operators);
+    return sg_operators;
 }

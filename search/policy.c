@@ -7,11 +7,15 @@
 extern const kevo_policy kevo_policy_exhaustive;
 extern const kevo_policy kevo_policy_greedy;
 extern const kevo_policy kevo_policy_random;
+extern const kevo_policy kevo_policy_ucb;
+extern const kevo_policy kevo_policy_evolve;
 
 static const kevo_policy *const sp_policies[] = {
     &kevo_policy_greedy,
     &kevo_policy_exhaustive,
     &kevo_policy_random,
+    &kevo_policy_ucb,
+    &kevo_policy_evolve,
 };
 
 const kevo_policy *kevo_policy_find(const char *name)

@@ -14,7 +14,7 @@ static int ex_propose(kevo_search *s, kevo_proposal *out, int max)
         for (int i = 0; i < vs->n && count < max; i++) {
             if (kevo_search_find(s, f, &vs->cfgs[i]) >= 0)
                 continue;
-            out[count] = (kevo_proposal){.family = f, .cfg = vs->cfgs[i], .parent = -1};
+            out[count] = (kevo_proposal){.family = f, .cfg = vs->cfgs[i], .parent = -1, .parent2 = -1};
             snprintf(out[count].op, sizeof out[count].op, "enumerate");
             count++;
         }

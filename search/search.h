@@ -20,7 +20,8 @@ typedef struct kevo_node {
     int family;       /* index into kevo_search.spaces */
     kevo_config cfg;
     int parent;       /* node index, -1 for roots */
-    char op[32];      /* operator that made it: seed, retile, ..., enumerate, random */
+    int parent2;      /* second parent of a crossover, else -1 */
+    char op[32];      /* operator that made it: seed, retile, ..., crossover, enumerate, random */
     bool done;        /* evaluated (successfully or not) */
     double fitness;   /* speedup; 0 failed; NaN unknown */
     int expansions;   /* times a policy expanded it */
@@ -31,9 +32,13 @@ typedef struct kevo_node {
 typedef struct kevo_proposal {
     int family;
     kevo_config cfg;
-    int parent;
+    int parent;  /* -1 for roots */
+    int parent2; /* crossover's second parent, else -1 */
     char op[32];
 } kevo_proposal;
+
+/* Restricts the space to a set of configurations (replay: those measured). */
+typedef bool (*kevo_member_fn)(void *ctx, const kevo_space *family, const kevo_config *cfg);
 
 /* The valid configurations of one family for the run's shape (enumerated
  * lazily, in mixed-radix order of the params). */
@@ -70,7 +75,9 @@ struct kevo_search {
     int *hash_vals;
     int hash_cap;
     kevo_valid_set *valid; /* per family */
-    int cursor;            /* exhaustive: next valid index, over families in order */
+    kevo_expr *filter;     /* --where, owned; NULL: none */
+    kevo_member_fn member; /* NULL: every configuration */
+    void *member_ctx;
 };
 
 /* Look up a policy; NULL when unknown. */
@@ -83,6 +90,14 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
                              const kevo_limits *lim, kevo_dtype dt, const kevo_policy *policy, uint64_t seed,
                              kevo_err *err);
 void kevo_search_release(kevo_search *s);
+
+/* Keep only configurations for which `where` (an expression over the params,
+ * lets and shape, e.g. "STAGES <= 4 && ALIGN == 1") is nonzero.  Call before
+ * any proposal.  Errors: KEVO_ERR_PARSE. */
+kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *err);
+
+/* Keep only configurations member() accepts.  Call before any proposal. */
+void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx);
 
 /* Node index of (family, cfg), or -1. */
 int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg);
@@ -118,5 +133,28 @@ int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max);
 
 /* Up to max random valid configurations not in the graph. */
 int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *op);
+
+/* Whether a proposal's configuration is already in out[0..n). */
+bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg);
+
+/* One random valid neighbour of a node not in the graph nor in out[0..n),
+ * along a random axis; false when it has none.  Used by mutation. */
+bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int n, kevo_proposal *p);
+
+/* Crossover (uniform over axes): a child taking each axis's params from one
+ * of two evaluated parents of the same family; false when no new valid child
+ * comes out of a few tries. */
+bool kevo_search_crossover(kevo_search *s, int a, int b, const kevo_proposal *out, int n, kevo_proposal *p);
+
+/* Operators that make edges.  The axes of a family's space are operators
+ * (retile, stages, align, fuse, ...); these are the others. */
+typedef struct kevo_operator {
+    const char *name;
+    const char *summary;
+    bool available; /* false: a slot a later capability fills */
+} kevo_operator;
+
+/* The table of non-axis operators: crossover, and the LLM rewrite slot. */
+const kevo_operator *const *kevo_operator_list(int *n);
 
 #endif /* KEVO_SEARCH_H */

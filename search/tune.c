@@ -127,31 +127,7 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
     if ((st = kv_read_file(path, &e->abi, NULL, err)))
         return st;
     snprintf(path, sizeof path, "%s/templates", data_dir);
-    if ((st = kevo_spaces_load_dir(path, e->op->name, &e->spaces, &e->nspaces, err)) || !extra_templates)
-        return st;
-    /* families from another folder join the built-in ones; names stay unique */
-    kevo_space **more = NULL;
-    int nmore = 0;
-    if ((st = kevo_spaces_load_dir(extra_templates, e->op->name, &more, &nmore, err)))
-        return st;
-    kevo_space **all = realloc(e->spaces, (size_t)(e->nspaces + nmore + 1) * sizeof *all);
-    if (!all) {
-        kevo_spaces_free(more, nmore);
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
-    e->spaces = all;
-    for (int i = 0; i < nmore; i++) {
-        if (kevo_spaces_find(e->spaces, e->nspaces, more[i]->family)) {
-            st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' in '%s' is already defined", more[i]->family,
-                              extra_templates);
-            kevo_spaces_free(more + i, nmore - i);
-            more = NULL;
-            break;
-        }
-        e->spaces[e->nspaces++] = more[i];
-    }
-    free(more);
-    return st;
+    return kevo_spaces_load_dirs(path, extra_templates, e->op->name, &e->spaces, &e->nspaces, err);
 }
 
 /* Keep the families named in `list` (all when NULL) that support arch and
@@ -449,8 +425,11 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
     char cfgs[256];
     kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
     const kevo_node *nd = &s->nodes[w->node];
-    char from[48] = "";
-    if (nd->parent >= 0)
+    char from[64] = "";
+    if (nd->parent >= 0 && nd->parent2 >= 0)
+        snprintf(from, sizeof from, " <-%s #%lld #%lld", nd->op, (long long)s->nodes[nd->parent].cand_id,
+                 (long long)s->nodes[nd->parent2].cand_id);
+    else if (nd->parent >= 0)
         snprintf(from, sizeof from, " <-%s #%lld", nd->op, (long long)s->nodes[nd->parent].cand_id);
     if (strcmp(row->status, "failed") == 0)
         tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s", (long long)done, (long long)budget,
@@ -566,7 +545,7 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
     for (int i = 0; i < n && !st; i++) {
         kevo_proposal p;
         memset(&p, 0, sizeof p);
-        p.parent = -1;
+        p.parent = p.parent2 = -1;
         snprintf(p.op, sizeof p.op, "root");
         kevo_space *sp = kevo_spaces_find(s->spaces, s->nspaces, rows[i].family);
         if (!sp) {
@@ -578,14 +557,20 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
             ;
         if ((st = kevo_config_parse_json(sp, rows[i].params, &p.cfg, err)))
             break;
+        /* the first parent has the lower candidate id (edges come sorted) */
         for (int k = 0; k < ne; k++) {
             if (edges[k].child_id != rows[i].id)
                 continue;
-            for (int m = 0; m < s->nnodes; m++)
-                if (s->nodes[m].cand_id == edges[k].parent_id)
-                    p.parent = m;
+            int m = 0;
+            while (m < s->nnodes && s->nodes[m].cand_id != edges[k].parent_id)
+                m++;
+            if (m == s->nnodes)
+                continue;
+            if (p.parent < 0)
+                p.parent = m;
+            else
+                p.parent2 = m;
             snprintf(p.op, sizeof p.op, "%s", edges[k].op);
-            break;
         }
         int node = kevo_search_add(s, &p);
         if (node < 0) {
@@ -647,6 +632,9 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
         kevo_cand_row_release(&row);
         if (!st && props[i].parent >= 0)
             st = kevo_db_edge_insert(e->db, run_id, s->nodes[props[i].parent].cand_id, w->cand_id, props[i].op, err);
+        if (!st && props[i].parent2 >= 0)
+            st = kevo_db_edge_insert(e->db, run_id, s->nodes[props[i].parent2].cand_id, w->cand_id, props[i].op,
+                                     err);
     }
     if (st) {
         kevo_db_rollback(e->db);
@@ -679,6 +667,7 @@ static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_
     kv_buf_release(&fams);
     run->seed = (int64_t)o->seed;
     run->budget = o->budget;
+    snprintf(run->filter, sizeof run->filter, "%s", o->where ? o->where : "");
     run->compile_only = o->compile_only;
     run->flops = e->op->flops(&e->shape);
     run->bytes = e->op->bytes(&e->shape, e->dt);
@@ -733,7 +722,10 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         ro.seed = (uint64_t)run.seed;
         ro.budget = run.budget;
         ro.compile_only = run.compile_only;
+        ro.where = run.filter[0] ? run.filter : NULL;
     }
+    if (ro.where && strlen(ro.where) >= sizeof run.filter)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--where is longer than %zu characters", sizeof run.filter - 1);
     if (ro.budget < 1)
         return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
     const kevo_policy *policy;
@@ -812,7 +804,9 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 
     kevo_search s;
     st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, ro.seed, err);
-    int64_t done = 0;
+    if (!st)
+        st = kevo_search_set_filter(&s, ro.where, err);
+    int64_t done = 0, last_gain = 0;
     double best = 0;
     int *left = NULL, nleft = 0;
     if (!st && o->resume_run > 0) {
@@ -820,6 +814,7 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         if (!st)
             tn_line(&prog, "resumed with %lld candidates done, %d left pending by the last process", (long long)done,
                     nleft);
+        last_gain = done;
     }
     const char *stop = "budget";
     int batch_cap = ro.compile_only ? 2 * ro.jobs : (ro.jobs > 4 ? ro.jobs : 4);
@@ -830,6 +825,19 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     if (!st && (!props || !works))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     while (!st && done < ro.budget) {
+        /* termination other than the budget, checked between batches */
+        if (ro.time_limit > 0 && kv_now() - prog.t0 >= ro.time_limit) {
+            stop = "time_limit";
+            break;
+        }
+        if (ro.target > 0 && best >= ro.target) {
+            stop = "target";
+            break;
+        }
+        if (ro.plateau > 0 && done - last_gain >= ro.plateau) {
+            stop = "plateau";
+            break;
+        }
         int ready = 0;
         if (nleft > 0) {
             /* what a killed process registered but never finished */
@@ -880,8 +888,10 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
             }
             kevo_search_observe(&s, w->node, fit);
             done++;
-            if (!isnan(fit) && fit > best)
+            if (!isnan(fit) && fit > best) {
                 best = fit;
+                last_gain = done;
+            }
             tn_print_result(&prog, &s, w, &row, done, ro.budget, best, ro.compile_only);
             kevo_cand_row_release(&row);
         }

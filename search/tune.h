@@ -30,6 +30,11 @@ typedef struct kevo_tune_opts {
     int progress;           /* 1 lines, 2 lines and a live bar, 0 quiet */
     const char *extra_templates; /* another folder of template families, or NULL */
     int64_t resume_run;     /* > 0: continue this run of db_path with its stored settings */
+    const char *where;      /* expression over params the configurations must satisfy, or NULL */
+    /* termination besides the budget and an exhausted space (0: off) */
+    double time_limit;      /* seconds of wall time */
+    int64_t plateau;        /* stop after this many candidates without a better one */
+    double target;          /* stop once a candidate reaches this speedup */
 } kevo_tune_opts;
 
 /* Defaults for every field. */

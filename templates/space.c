@@ -510,6 +510,43 @@ kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***
     return KEVO_OK;
 }
 
+kevo_status kevo_spaces_load_dirs(const char *dir, const char *extra_dir, const char *op, kevo_space ***out, int *n,
+                                  kevo_err *err)
+{
+    kevo_status st = kevo_spaces_load_dir(dir, op, out, n, err);
+    if (st || !extra_dir)
+        return st;
+    /* families from another folder join; names stay unique */
+    kevo_space **more = NULL;
+    int nmore = 0;
+    if ((st = kevo_spaces_load_dir(extra_dir, op, &more, &nmore, err)))
+        goto fail;
+    kevo_space **all = realloc(*out, (size_t)(*n + nmore + 1) * sizeof *all);
+    if (!all) {
+        kevo_spaces_free(more, nmore);
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    *out = all;
+    for (int i = 0; i < nmore; i++) {
+        if (kevo_spaces_find(*out, *n, more[i]->family)) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' in '%s' is already defined", more[i]->family,
+                              extra_dir);
+            kevo_spaces_free(more + i, nmore - i);
+            free(more);
+            goto fail;
+        }
+        (*out)[(*n)++] = more[i];
+    }
+    free(more);
+    return KEVO_OK;
+fail:
+    kevo_spaces_free(*out, *n);
+    *out = NULL;
+    *n = 0;
+    return st;
+}
+
 void kevo_spaces_free(kevo_space **s, int n)
 {
     for (int i = 0; i < n; i++)

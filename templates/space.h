@@ -160,6 +160,10 @@ kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_s
  * by family name.  *out is an array of n spaces; free with kevo_spaces_free(). */
 kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***out, int *n, kevo_err *err);
 void kevo_spaces_free(kevo_space **s, int n);
+/* The same over dir and then extra_dir (NULL: none); a family defined in both
+ * is an error (KEVO_ERR_PARSE). */
+kevo_status kevo_spaces_load_dirs(const char *dir, const char *extra_dir, const char *op, kevo_space ***out, int *n,
+                                  kevo_err *err);
 
 /* Find a family by name in an array; NULL when absent. */
 kevo_space *kevo_spaces_find(kevo_space **s, int n, const char *family);

@@ -160,7 +160,7 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 2);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements')"),
                      6);
@@ -251,6 +251,31 @@ static void test_open_other_app_id(void **state)
     tmp_cleanup(path);
 }
 
+/* A schema-1 file (no runs.filter) is upgraded in place and keeps its rows. */
+static void test_migrate_v1(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    snprintf(r.op, sizeof r.op, "ikbo_lce");
+    snprintf(r.status, sizeof r.status, "done");
+    assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    kevo_db_close(db);
+    raw_exec(path, "ALTER TABLE runs DROP COLUMN filter; PRAGMA user_version=1;");
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"), 0);
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    kevo_db_close(db);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"), 1);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM runs WHERE op = 'ikbo_lce'"), 1);
+    tmp_cleanup(path);
+}
+
 static void test_open_newer_schema(void **state)
 {
     (void)state;
@@ -260,14 +285,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=2;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=3;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 2)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 3)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -817,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_open_missing),
         cmocka_unit_test(test_open_foreign_sqlite),
         cmocka_unit_test(test_open_other_app_id),
+        cmocka_unit_test(test_migrate_v1),
         cmocka_unit_test(test_open_newer_schema),
         cmocka_unit_test(test_open_garbage),
         cmocka_unit_test(test_open_unwritable),

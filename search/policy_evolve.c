@@ -1,0 +1,94 @@
+/* policy_evolve.c — a steady-state evolutionary search: the population is
+ * the EVO_POP fittest evaluated candidates (elitism: the best are never
+ * lost); each proposal is a crossover of two tournament winners of one family
+ * (probability EVO_CROSS) or a mutation (one random operator step) of one.
+ * Until EVO_INIT candidates exist, the population is seeded with the
+ * families' defaults and uniform random configurations.  The population is
+ * derived from the graph at each call, so a resumed run proposes what the
+ * uninterrupted one did. */
+#include <stdlib.h>
+
+#include "search/search.h"
+#include "util/util.h"
+
+#define EVO_POP 16
+#define EVO_INIT 8
+#define EVO_TOURNAMENT 3
+#define EVO_CROSS 0.3
+
+/* Population: the fittest evaluated nodes, best first (ties to the older). */
+static int evo_population(const kevo_search *s, int *pop)
+{
+    int n = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        if (!s->nodes[i].done)
+            continue;
+        double r = kevo_search_rank(&s->nodes[i]);
+        int at = n < EVO_POP ? n : EVO_POP;
+        while (at > 0 && kevo_search_rank(&s->nodes[pop[at - 1]]) < r)
+            at--;
+        if (at >= EVO_POP)
+            continue;
+        for (int j = (n < EVO_POP ? n : EVO_POP - 1); j > at; j--)
+            pop[j] = pop[j - 1];
+        pop[at] = i;
+        if (n < EVO_POP)
+            n++;
+    }
+    return n;
+}
+
+/* Tournament: the fittest of EVO_TOURNAMENT random members (family >= 0:
+ * members of that family only; -1 when none is drawn). */
+static int evo_tournament(kevo_search *s, const int *pop, int n, int family)
+{
+    int best = -1, drawn = 0;
+    for (int tries = 0; tries < 64 && drawn < EVO_TOURNAMENT; tries++) {
+        int c = pop[kv_rand_below(&s->rng, (uint64_t)n)];
+        if (family >= 0 && s->nodes[c].family != family)
+            continue;
+        drawn++;
+        if (best < 0 || kevo_search_rank(&s->nodes[c]) > kevo_search_rank(&s->nodes[best]))
+            best = c;
+    }
+    return best;
+}
+
+/* One uniform random configuration new to the graph and the batch. */
+static bool evo_newcomer(kevo_search *s, const kevo_proposal *out, int count, kevo_proposal *p)
+{
+    return kevo_search_random(s, p, 1, "random") == 1 && !kevo_search_in_batch(out, count, p->family, &p->cfg);
+}
+
+static int evo_propose(kevo_search *s, kevo_proposal *out, int max)
+{
+    int count = 0;
+    if (s->nnodes == 0)
+        count = kevo_search_seeds(s, out, max);
+    while (count < max && s->nnodes + count < EVO_INIT && evo_newcomer(s, out, count, &out[count]))
+        count++;
+    int pop[EVO_POP];
+    int n = evo_population(s, pop);
+    while (count < max && n > 0) {
+        int a = evo_tournament(s, pop, n, -1);
+        bool made = false;
+        if (kv_rand_below(&s->rng, 1000) < (uint64_t)(EVO_CROSS * 1000)) {
+            int b = evo_tournament(s, pop, n, s->nodes[a].family);
+            if (b >= 0 && b != a)
+                made = kevo_search_crossover(s, a, b, out, count, &out[count]);
+        }
+        if (!made)
+            made = kevo_search_mutate(s, a, out, count, &out[count]);
+        /* the parent's neighbourhood is spent: a random newcomer */
+        if (!made && !evo_newcomer(s, out, count, &out[count]))
+            break;
+        count++;
+    }
+    return count;
+}
+
+const kevo_policy kevo_policy_evolve = {
+    .name = "evolve",
+    .summary = "evolutionary: tournament selection, elitism, mutation and crossover",
+    .propose = evo_propose,
+};

@@ -1,0 +1,252 @@
+/* replay.c — policies against a measured landscape, without a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include "search/replay.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/store.h"
+#include "kernels/op.h"
+#include "search/search.h"
+#include "templates/space.h"
+#include "util/util.h"
+
+void kevo_replay_opts_init(kevo_replay_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->policy = "ucb";
+    o->seeds = 20;
+    o->target = 0.95;
+    o->batch = 4;
+}
+
+/* The landscape: fitness by (family, configuration), open addressing. */
+typedef struct rp_entry {
+    const kevo_space *family;
+    kevo_config cfg;
+    double fitness;
+    bool used;
+} rp_entry;
+
+typedef struct rp_land {
+    rp_entry *slots;
+    size_t cap;
+    int n;
+    double best;
+} rp_land;
+
+static uint64_t rp_hash(const kevo_space *f, const kevo_config *c)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)f;
+    for (int i = 0; i < f->nparams; i++) {
+        h ^= (uint64_t)c->v[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 31);
+}
+
+static rp_entry *rp_find(const rp_land *l, const kevo_space *f, const kevo_config *c, bool *found)
+{
+    size_t i = (size_t)(rp_hash(f, c) % l->cap);
+    for (;; i = (i + 1) % l->cap) {
+        rp_entry *e = &l->slots[i];
+        if (!e->used) {
+            *found = false;
+            return e;
+        }
+        if (e->family == f && memcmp(e->cfg.v, c->v, (size_t)f->nparams * sizeof c->v[0]) == 0) {
+            *found = true;
+            return e;
+        }
+    }
+}
+
+static bool rp_member(void *ctx, const kevo_space *f, const kevo_config *c)
+{
+    bool found;
+    rp_find(ctx, f, c, &found);
+    return found;
+}
+
+/* One replay: evaluations until the target is reached (n + 1: never). */
+static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, double goal, int batch)
+{
+    kevo_proposal *props = calloc((size_t)batch, sizeof *props);
+    if (!props)
+        return l->n + 1;
+    s->policy = pol;
+    int evals = 0, result = l->n + 1;
+    while (evals < l->n && result > l->n) {
+        kevo_search_reseed(s);
+        int n = pol->propose(s, props, batch);
+        if (n == 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            int node = kevo_search_add(s, &props[i]);
+            if (node < 0)
+                break;
+            bool found;
+            const rp_entry *e = rp_find(l, s->spaces[props[i].family], &props[i].cfg, &found);
+            double fit = found ? e->fitness : 0.0;
+            kevo_search_observe(s, node, fit);
+            evals++;
+            if (fit >= goal && result > l->n)
+                result = evals;
+        }
+    }
+    free(props);
+    return result;
+}
+
+static int rp_cmp_int(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static double rp_median(int *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, rp_cmp_int);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (o->seeds < 1 || o->batch < 1 || !(o->target > 0 && o->target <= 1))
+        return kevo_err_set(err, KEVO_ERR_ARG, "replay needs seeds >= 1, batch >= 1 and a target in (0, 1]");
+    const kevo_policy *pol = kevo_policy_find(o->policy);
+    if (!pol)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s'", o->policy);
+    kevo_db *db = NULL;
+    kevo_status st = kevo_db_open(o->db_path, false, &db, err);
+    if (st)
+        return st;
+    kevo_run_row run;
+    int64_t run_id = o->run_id;
+    if (run_id <= 0) {
+        int64_t *ids = NULL;
+        int n = 0;
+        st = kevo_db_run_ids(db, &ids, &n, err);
+        run_id = n > 0 ? ids[n - 1] : 0;
+        free(ids);
+        if (!st && run_id <= 0)
+            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "'%s' holds no run", o->db_path);
+    }
+    if (!st)
+        st = kevo_db_run_get(db, run_id, &run, err);
+    kevo_cand_row *rows = NULL;
+    int nrows = 0;
+    if (!st)
+        st = kevo_db_cand_list(db, run_id, &rows, &nrows, err);
+    kevo_db_close(db);
+    if (st)
+        return st;
+
+    const kevo_op *op = kevo_op_find(run.op);
+    kevo_syms shape;
+    kevo_dtype dt;
+    kevo_limits lim;
+    kevo_space **spaces = NULL;
+    int nspaces = 0;
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/templates", o->data_dir);
+    if (!op)
+        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld is of unknown op '%s'", (long long)run_id, run.op);
+    if (!st)
+        st = op->parse_shape(run.shape, &shape, err);
+    if (!st && !kevo_dtype_parse(run.dtype, &dt))
+        st = kevo_err_set(err, KEVO_ERR_ARG, "run %lld has unknown dtype '%s'", (long long)run_id, run.dtype);
+    if (!st)
+        st = kevo_limits_for_arch(run.arch, &lim, err);
+    if (!st)
+        st = kevo_spaces_load_dirs(dir, o->extra_templates, run.op, &spaces, &nspaces, err);
+
+    /* keep the run's families, in the run's order of names */
+    kevo_space **fam = calloc((size_t)(nspaces + 1), sizeof *fam);
+    int nfam = 0;
+    rp_land land = {.cap = (size_t)(2 * nrows + 16)};
+    land.slots = calloc(land.cap, sizeof *land.slots);
+    if (!st && (!fam || !land.slots))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nspaces && !st; i++) {
+        char pat[80];
+        snprintf(pat, sizeof pat, ",%s,", spaces[i]->family);
+        char list[300];
+        snprintf(list, sizeof list, ",%s,", run.families);
+        if (strstr(list, pat))
+            fam[nfam++] = spaces[i];
+    }
+    for (int i = 0; i < nrows && !st; i++) {
+        kevo_space *sp = kevo_spaces_find(fam, nfam, rows[i].family);
+        bool measured = strcmp(rows[i].status, "ok") == 0 || strcmp(rows[i].status, "failed") == 0;
+        kevo_config cfg;
+        if (!sp || !measured || kevo_config_parse_json(sp, rows[i].params, &cfg, NULL))
+            continue;
+        bool found;
+        rp_entry *e = rp_find(&land, sp, &cfg, &found);
+        if (found)
+            continue;
+        *e = (rp_entry){.family = sp, .cfg = cfg, .used = true};
+        e->fitness = strcmp(rows[i].status, "ok") == 0 && !isnan(rows[i].speedup) ? rows[i].speedup : 0.0;
+        if (e->fitness > land.best)
+            land.best = e->fitness;
+        land.n++;
+    }
+    kevo_cand_rows_free(rows, nrows);
+    if (!st && (land.n == 0 || land.best <= 0))
+        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld of '%s' has no measured landscape", (long long)run_id,
+                          o->db_path);
+
+    double goal = o->target * land.best;
+    int *rnd = calloc((size_t)o->seeds, sizeof *rnd);
+    r->evals = calloc((size_t)o->seeds, sizeof *r->evals);
+    if (!st && (!rnd || !r->evals))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    /* each replay starts from an empty graph with its own seed */
+    for (int k = 0; k < o->seeds + 1 && !st; k++) {
+        for (int which = 0; which < 2 && !st; which++) {
+            const kevo_policy *p = which == 0 ? pol : kevo_policy_find(k == o->seeds ? "exhaustive" : "random");
+            if (k == o->seeds && which == 0)
+                continue; /* the extra round is the exhaustive order alone */
+            kevo_search s;
+            st = kevo_search_init(&s, fam, nfam, &shape, &lim, dt, p, (uint64_t)k + 1, err);
+            if (!st)
+                st = kevo_search_set_filter(&s, run.filter[0] ? run.filter : NULL, err);
+            if (st)
+                break;
+            kevo_search_set_member(&s, rp_member, &land);
+            int evals = rp_run(&s, p, &land, goal, o->batch);
+            kevo_search_release(&s);
+            if (k == o->seeds)
+                r->exhaustive_evals = evals;
+            else if (which == 0)
+                r->evals[k] = evals;
+            else
+                rnd[k] = evals;
+        }
+    }
+    if (!st) {
+        r->landscape = land.n;
+        r->best = land.best;
+        for (int k = 0; k < o->seeds; k++)
+            r->reached += r->evals[k] <= land.n;
+        int *copy = malloc((size_t)o->seeds * sizeof *copy);
+        if (copy) {
+            memcpy(copy, r->evals, (size_t)o->seeds * sizeof *copy);
+            r->median_evals = rp_median(copy, o->seeds);
+            free(copy);
+        }
+        r->random_median_evals = rp_median(rnd, o->seeds);
+    } else {
+        free(r->evals);
+        r->evals = NULL;
+    }
+    free(rnd);
+    free(land.slots);
+    free(fam);
+    kevo_spaces_free(spaces, nspaces);
+    return st;
+}

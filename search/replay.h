@@ -1,0 +1,41 @@
+/* replay.h — run a policy against fitness values already measured on a GPU
+ * (a landscape: one run of a DB that evaluated the whole space, or a large
+ * sample of it), with no GPU.  The space is restricted to the landscape's
+ * configurations and its --where filter; each "evaluation" looks the fitness
+ * up.  A replay reaches the target once it has evaluated a candidate within
+ * (1 - target) of the landscape's best. */
+#ifndef KEVO_REPLAY_H
+#define KEVO_REPLAY_H
+
+#include <stdint.h>
+
+#include "kevo.h"
+
+typedef struct kevo_replay_opts {
+    const char *db_path;
+    const char *data_dir;        /* templates/ and kernels/ */
+    const char *extra_templates; /* or NULL */
+    int64_t run_id;              /* 0: the DB's last run */
+    const char *policy;
+    int seeds;                   /* replays of the policy (and of random), seeds 1..seeds */
+    double target;               /* fraction of the best fitness, e.g. 0.95 */
+    int batch;                   /* proposals per policy call, as in tune (default 4) */
+} kevo_replay_opts;
+
+typedef struct kevo_replay_result {
+    int landscape;             /* configurations with a measured fitness */
+    double best;               /* the landscape's best fitness */
+    double median_evals;       /* the policy's median evaluations to the target */
+    double exhaustive_evals;   /* evaluations the exhaustive order needs */
+    double random_median_evals;
+    int reached;               /* replays of the policy that reached the target */
+    int *evals;                /* per seed (landscape + 1: not reached); malloc'd, caller frees */
+} kevo_replay_result;
+
+void kevo_replay_opts_init(kevo_replay_opts *o);
+
+/* Errors: the DB's and the policy's; KEVO_ERR_NOT_FOUND when the run has no
+ * verified candidate. */
+kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err);
+
+#endif /* KEVO_REPLAY_H */
