@@ -56,8 +56,10 @@ static const struct {
      "  --templates     also search the template families in DIR\n"
      "  --resume   continue a run (after a crash or kill -9) with its stored settings:\n"
      "             nothing finished is redone, the proposals are the uninterrupted run's\n"},
-    {"report", cmd_report, "print the runs of a DB as a table or as JSON",
-     "kevo report --db FILE [--run ID] [--format table|json] [--top N]\n"},
+    {"report", cmd_report, "print the runs of a DB as a table or as JSON, or draw them",
+     "kevo report --db FILE [--run ID] [--format table|json] [--top N] [--svg OUT.svg]\n"
+     "  --svg  write best speedup against evaluations (a line per run) and the search tree\n"
+     "         of the run (default: the last), coloured by speedup and failure\n"},
     {"verify", cmd_verify, "re-check a stored candidate at another shape, dtype or map (GPU)",
      "kevo verify --db FILE [--candidate ID | --run ID] [--shape K=V,...] [--dtype fp16|bf16]\n"
      "            [--arch A] [--maps sorted,uneven,shuffled] [--time] [--reps N] [--device N]\n"
@@ -350,9 +352,10 @@ static int cmd_report(int argc, char **argv)
         {"format", required_argument, 0, OPT_FORMAT},
         {"run", required_argument, 0, OPT_RUN},
         {"top", required_argument, 0, OPT_TOP},
+        {"svg", required_argument, 0, OPT_SVG},
         {0, 0, 0, 0},
     };
-    const char *db_path = NULL, *format = "table";
+    const char *db_path = NULL, *format = "table", *svg = NULL;
     int64_t run = 0, top = 20;
     int c;
     opterr = 0;
@@ -362,6 +365,7 @@ static int cmd_report(int argc, char **argv)
         switch (c) {
         case OPT_DB: db_path = optarg; break;
         case OPT_FORMAT: format = optarg; break;
+        case OPT_SVG: svg = optarg; break;
         case OPT_RUN:
             if (!cli_int(optarg, 1, INT64_MAX, &run))
                 return cli_bad_usage("report", "--run takes a run id, not '%s'", optarg);
@@ -389,6 +393,17 @@ static int cmd_report(int argc, char **argv)
         return cli_fail(st, &err);
     kv_buf out;
     kv_buf_init(&out);
+    if (svg) {
+        st = kevo_report_svg(db, run, &out, &err);
+        if (!st)
+            st = kv_write_file(svg, out.data, out.len, &err);
+        kevo_db_close(db);
+        kv_buf_release(&out);
+        if (st)
+            return cli_fail(st, &err);
+        printf("wrote %s\n", svg);
+        return 0;
+    }
     st = json ? kevo_report_json(db, run, &out, &err) : kevo_report_table(db, run, (int)top, &out, &err);
     kevo_db_close(db);
     if (st) {

@@ -23,4 +23,10 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
  * when top <= 0), best first; compile-only runs list candidates in order. */
 kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err);
 
+/* SVG picture appended to out: best speedup against evaluations (one line
+ * per run with timed candidates; only run_id when > 0) and the search tree of
+ * run_id (0: the last run), nodes coloured by speedup, failures marked.
+ * Errors: KEVO_ERR_NOT_FOUND (no run), KEVO_ERR_DB. */
+kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
+
 #endif /* KEVO_REPORT_H */

@@ -1,5 +1,6 @@
 /* graph.c — the search graph: nodes, lookup, valid sets, neighbourhoods. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,23 @@ void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx)
 {
     s->member = member;
     s->member_ctx = ctx;
+}
+
+bool kevo_search_copy_valid(kevo_search *dst, const kevo_search *src)
+{
+    for (int f = 0; f < dst->nspaces && f < src->nspaces; f++) {
+        const kevo_valid_set *from = &src->valid[f];
+        kevo_valid_set *to = &dst->valid[f];
+        if (!from->ready || to->ready)
+            continue;
+        to->cfgs = malloc((size_t)(from->n ? from->n : 1) * sizeof *to->cfgs);
+        if (!to->cfgs)
+            return false;
+        memcpy(to->cfgs, from->cfgs, (size_t)from->n * sizeof *to->cfgs);
+        to->n = from->n;
+        to->ready = true;
+    }
+    return true;
 }
 
 void kevo_search_release(kevo_search *s)
@@ -354,20 +372,64 @@ bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kev
     return false;
 }
 
+int kevo_search_children_by(const kevo_search *s, int node, const char *op)
+{
+    int n = 0;
+    for (int i = node + 1; i < s->nnodes; i++)
+        if ((s->nodes[i].parent == node || s->nodes[i].parent2 == node) && (!op || strcmp(s->nodes[i].op, op) == 0))
+            n++;
+    return n;
+}
+
 bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int n, kevo_proposal *p)
 {
-    /* all neighbours, then one at random that the batch does not hold */
+    /* pick an operator first (an axis, the least applied at this node), then
+     * one of its moves: a wide axis (retile) must not crowd out the
+     * single-step ones (align, fuse, ...) */
     enum { SG_MAX_NB = 1024 };
     kevo_proposal *nb = malloc(SG_MAX_NB * sizeof *nb);
     if (!nb)
         return false;
-    int found = kevo_search_neighbours(s, node, nb, SG_MAX_NB), free_count = 0;
+    int found = kevo_search_neighbours(s, node, nb, SG_MAX_NB), avail = 0;
     for (int i = 0; i < found; i++)
         if (!kevo_search_in_batch(out, n, nb[i].family, &nb[i].cfg))
-            nb[free_count++] = nb[i];
-    bool ok = free_count > 0;
-    if (ok)
-        *p = nb[kv_rand_below(&s->rng, (uint64_t)free_count)];
+            nb[avail++] = nb[i];
+    const kevo_space *sp = s->spaces[s->nodes[node].family];
+    int least = INT32_MAX, naxes = 0, axes[KEVO_MAX_AXES];
+    for (int x = 0; x < sp->naxes; x++) {
+        bool has = false;
+        for (int i = 0; i < avail && !has; i++)
+            has = strcmp(nb[i].op, sp->axes[x].op) == 0;
+        if (!has)
+            continue;
+        /* applications so far: children in the graph and in this batch */
+        int used = kevo_search_children_by(s, node, sp->axes[x].op);
+        for (int j = 0; j < n; j++)
+            used += out[j].parent == node && strcmp(out[j].op, sp->axes[x].op) == 0;
+        if (used < least) {
+            least = used;
+            naxes = 0;
+        }
+        if (used == least)
+            axes[naxes++] = x;
+    }
+    bool ok = naxes > 0;
+    if (ok) {
+        /* the space lists its axes most promising first: weight 1/(1+position) */
+        double total = 0, w[KEVO_MAX_AXES];
+        for (int i = 0; i < naxes; i++)
+            total += (w[i] = 1.0 / (1.0 + axes[i]));
+        double r = (double)kv_rand_below(&s->rng, 1u << 30) / (double)(1u << 30) * total;
+        int k = 0;
+        while (k < naxes - 1 && r >= w[k])
+            r -= w[k++];
+        const char *op = sp->axes[axes[k]].op;
+        int m = 0;
+        for (int i = 0; i < avail; i++)
+            if (strcmp(nb[i].op, op) == 0)
+                nb[m++] = nb[i];
+        *p = nb[kv_rand_below(&s->rng, (uint64_t)m)];
+    }
     free(nb);
     return ok;
 }

@@ -1,7 +1,9 @@
 /* policy_evolve.c — a steady-state evolutionary search: the population is
  * the EVO_POP fittest evaluated candidates (elitism: the best are never
- * lost); each proposal is a crossover of two tournament winners of one family
- * (probability EVO_CROSS) or a mutation (one random operator step) of one.
+ * lost); each proposal is, with probability EVO_CROSS each, a crossover of
+ * the fittest node with the next fittest one that yields a new child (two
+ * improvements found apart get combined) or of two tournament winners of one
+ * family, and otherwise a mutation (one operator step) of a tournament winner.
  * Until EVO_INIT candidates exist, the population is seeded with the
  * families' defaults and uniform random configurations.  The population is
  * derived from the graph at each call, so a resumed run proposes what the
@@ -12,9 +14,9 @@
 #include "util/util.h"
 
 #define EVO_POP 16
-#define EVO_INIT 8
+#define EVO_INIT 1
 #define EVO_TOURNAMENT 3
-#define EVO_CROSS 0.3
+#define EVO_CROSS 0.2
 
 /* Population: the fittest evaluated nodes, best first (ties to the older). */
 static int evo_population(const kevo_search *s, int *pop)
@@ -60,6 +62,17 @@ static bool evo_newcomer(kevo_search *s, const kevo_proposal *out, int count, ke
     return kevo_search_random(s, p, 1, "random") == 1 && !kevo_search_in_batch(out, count, p->family, &p->cfg);
 }
 
+/* Crossover of the fittest node with the next fittest one of its family that
+ * gives a new child: two improving moves found separately get combined. */
+static bool evo_combine(kevo_search *s, const int *pop, int n, const kevo_proposal *out, int count, kevo_proposal *p)
+{
+    for (int j = 1; j < n; j++)
+        if (s->nodes[pop[j]].family == s->nodes[pop[0]].family &&
+            kevo_search_crossover(s, pop[0], pop[j], out, count, p))
+            return true;
+    return false;
+}
+
 static int evo_propose(kevo_search *s, kevo_proposal *out, int max)
 {
     int count = 0;
@@ -70,15 +83,18 @@ static int evo_propose(kevo_search *s, kevo_proposal *out, int max)
     int pop[EVO_POP];
     int n = evo_population(s, pop);
     while (count < max && n > 0) {
-        int a = evo_tournament(s, pop, n, -1);
         bool made = false;
-        if (kv_rand_below(&s->rng, 1000) < (uint64_t)(EVO_CROSS * 1000)) {
+        uint64_t r = kv_rand_below(&s->rng, 1000);
+        if (r < (uint64_t)(EVO_CROSS * 1000)) {
+            made = evo_combine(s, pop, n, out, count, &out[count]);
+        } else if (r < (uint64_t)(2 * EVO_CROSS * 1000)) {
+            int a = evo_tournament(s, pop, n, -1);
             int b = evo_tournament(s, pop, n, s->nodes[a].family);
             if (b >= 0 && b != a)
                 made = kevo_search_crossover(s, a, b, out, count, &out[count]);
         }
         if (!made)
-            made = kevo_search_mutate(s, a, out, count, &out[count]);
+            made = kevo_search_mutate(s, evo_tournament(s, pop, n, -1), out, count, &out[count]);
         /* the parent's neighbourhood is spent: a random newcomer */
         if (!made && !evo_newcomer(s, out, count, &out[count]))
             break;

@@ -3,6 +3,7 @@
  * unevaluated neighbours (one operator step away).  When every evaluated
  * node is fully expanded, restart from a random valid configuration. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "search/search.h"
 #include "util/util.h"
@@ -52,16 +53,37 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
         return kevo_search_random(s, out, max, "restart");
     }
     s->nodes[node].expansions++;
-    /* a seeded shuffle, so that a partial batch favours no axis */
+    /* a seeded shuffle, then axes in turn: a partial batch covers as many
+     * operators as it can instead of mostly the widest axis */
     for (int i = found - 1; i > 0; i--) {
         int j = (int)kv_rand_below(&s->rng, (uint64_t)i + 1);
         kevo_proposal t = all[i];
         all[i] = all[j];
         all[j] = t;
     }
-    int n = found < max ? found : max;
-    for (int i = 0; i < n; i++)
-        out[i] = all[i];
+    int n = 0;
+    unsigned char *taken = calloc((size_t)found, sizeof *taken); /* 2: taken this round */
+    if (!taken) {
+        free(all);
+        return 0;
+    }
+    while (n < max && n < found) {
+        for (int i = 0; i < found && n < max; i++) {
+            if (taken[i])
+                continue;
+            bool op_in_round = false; /* one per operator per round */
+            for (int j = 0; j < found && !op_in_round; j++)
+                op_in_round = taken[j] == 2 && strcmp(all[j].op, all[i].op) == 0;
+            if (op_in_round)
+                continue;
+            taken[i] = 2;
+            out[n++] = all[i];
+        }
+        for (int i = 0; i < found; i++)
+            if (taken[i] == 2)
+                taken[i] = 1;
+    }
+    free(taken);
     free(all);
     return n;
 }

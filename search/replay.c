@@ -20,7 +20,7 @@ void kevo_replay_opts_init(kevo_replay_opts *o)
     o->policy = "ucb";
     o->seeds = 20;
     o->target = 0.95;
-    o->batch = 4;
+    o->batch = 1;
 }
 
 /* The landscape: fitness by (family, configuration), open addressing. */
@@ -93,6 +93,11 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, doub
             double fit = found ? e->fitness : 0.0;
             kevo_search_observe(s, node, fit);
             evals++;
+            if (getenv("KEVO_REPLAY_TRACE")) {
+                char c[200];
+                kevo_config_str(s->spaces[props[i].family], &props[i].cfg, c, sizeof c);
+                fprintf(stderr, "%3d %-10s p=%-3d %.3f  %s\n", evals, props[i].op, props[i].parent, fit, c);
+            }
             if (fit >= goal && result > l->n)
                 result = evals;
         }
@@ -205,6 +210,18 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
     r->evals = calloc((size_t)o->seeds, sizeof *r->evals);
     if (!st && (!rnd || !r->evals))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    /* the valid sets, enumerated once for every replay */
+    kevo_search proto;
+    memset(&proto, 0, sizeof proto);
+    if (!st)
+        st = kevo_search_init(&proto, fam, nfam, &shape, &lim, dt, pol, 1, err);
+    if (!st)
+        st = kevo_search_set_filter(&proto, run.filter[0] ? run.filter : NULL, err);
+    if (!st) {
+        kevo_search_set_member(&proto, rp_member, &land);
+        for (int f = 0; f < nfam; f++)
+            kevo_search_valid_set(&proto, f);
+    }
     /* each replay starts from an empty graph with its own seed */
     for (int k = 0; k < o->seeds + 1 && !st; k++) {
         for (int which = 0; which < 2 && !st; which++) {
@@ -218,6 +235,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             if (st)
                 break;
             kevo_search_set_member(&s, rp_member, &land);
+            kevo_search_copy_valid(&s, &proto);
             int evals = rp_run(&s, p, &land, goal, o->batch);
             kevo_search_release(&s);
             if (k == o->seeds)
@@ -244,6 +262,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
         free(r->evals);
         r->evals = NULL;
     }
+    kevo_search_release(&proto);
     free(rnd);
     free(land.slots);
     free(fam);

@@ -3,7 +3,8 @@
  * sample of it), with no GPU.  The space is restricted to the landscape's
  * configurations and its --where filter; each "evaluation" looks the fitness
  * up.  A replay reaches the target once it has evaluated a candidate within
- * (1 - target) of the landscape's best. */
+ * (1 - target) of the landscape's best.  KEVO_REPLAY_TRACE=1 in the
+ * environment prints every evaluation to stderr. */
 #ifndef KEVO_REPLAY_H
 #define KEVO_REPLAY_H
 
@@ -19,7 +20,7 @@ typedef struct kevo_replay_opts {
     const char *policy;
     int seeds;                   /* replays of the policy (and of random), seeds 1..seeds */
     double target;               /* fraction of the best fitness, e.g. 0.95 */
-    int batch;                   /* proposals per policy call, as in tune (default 4) */
+    int batch;                   /* proposals per policy call (default 1: each sees every earlier result) */
 } kevo_replay_opts;
 
 typedef struct kevo_replay_result {

@@ -99,6 +99,11 @@ kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *
 /* Keep only configurations member() accepts.  Call before any proposal. */
 void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx);
 
+/* Copy the valid sets another search over the same spaces, filter and
+ * membership has enumerated (saves enumerating them again).  false on
+ * allocation failure, when they are simply enumerated later. */
+bool kevo_search_copy_valid(kevo_search *dst, const kevo_search *src);
+
 /* Node index of (family, cfg), or -1. */
 int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg);
 
@@ -137,8 +142,15 @@ int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *
 /* Whether a proposal's configuration is already in out[0..n). */
 bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg);
 
-/* One random valid neighbour of a node not in the graph nor in out[0..n),
- * along a random axis; false when it has none.  Used by mutation. */
+/* Children of a node made by operator op (NULL: by any). */
+int kevo_search_children_by(const kevo_search *s, int node, const char *op);
+
+/* A mutation of a node: first an operator (an axis of its family, among the
+ * least applied at this node so far, counting out[0..n); the space lists its
+ * axes most promising first and the k-th is drawn with weight 1/(1+k)), then
+ * a random move
+ * along it to a valid configuration new to the graph and to out; false when
+ * the node has no such neighbour. */
 bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int n, kevo_proposal *p);
 
 /* Crossover (uniform over axes): a child taking each axis's params from one

@@ -6,7 +6,8 @@
  *   family, op, source (path relative to the space file), description,
  *   archs: ["sm_80", "sm_90a", ...]
  *   params: [{"name": "BM", "values": [64, 128], "default": 64}, ...]
- *   axes: {"retile": ["BM", "BN"], "stages": ["STAGES"], ...}  operator name -> params
+ *   axes: {"align": ["ALIGN"], "retile": ["BM", "BN"], ...}  operator name -> params,
+ *         most promising first (mutation draws the k-th with weight 1/(1+k))
  *   let: [["threads", "32*WARPS_M*WARPS_N"], ...]   derived values, in order
  *   requires: [{"expr": "N % 8 == 0", "why": "..."}]   on the shape alone
  *   constraints: [{"expr": "smem <= max_smem", "why": "..."}]   on shape + params

@@ -66,9 +66,11 @@ typedef struct trace {
     int n;
     kevo_proposal p[20000];
     int first_hit; /* evaluations until the target was evaluated; 0: never */
+    int nbatches;
+    int batch_end[4000]; /* proposals made when each propose call returned */
 } trace;
 
-static trace tr; /* large: static */
+static trace tr, tr2; /* large: static */
 
 static void search_init(kevo_search *s, kevo_space **spaces, int n, const char *policy, uint64_t seed)
 {
@@ -89,11 +91,13 @@ static int drive(kevo_search *s, int budget, trace *t)
 {
     t->n = 0;
     t->first_hit = 0;
+    t->nbatches = 0;
     int done = 0;
     kevo_proposal props[BATCH];
     while (done < budget) {
         int want = budget - done < BATCH ? budget - done : BATCH;
         memset(props, 0, sizeof props);
+        kevo_search_reseed(s); /* as search/tune.c does before every call */
         int n = s->policy->propose(s, props, want);
         assert_true(n >= 0 && n <= want);
         if (n == 0)
@@ -113,6 +117,8 @@ static int drive(kevo_search *s, int budget, trace *t)
             assert_true(t->n < (int)KV_ARRAY_LEN(t->p));
             t->p[t->n++] = props[i];
         }
+        if (t->nbatches < (int)KV_ARRAY_LEN(t->batch_end))
+            t->batch_end[t->nbatches++] = t->n;
         for (int i = 0; i < n; i++) {
             const kevo_node *nd = &s->nodes[nodes[i]];
             double f = nd->family == 0 && s->spaces[0] == mma ? fitness(mma, &nd->cfg) : 0.0;
@@ -123,6 +129,48 @@ static int drive(kevo_search *s, int budget, trace *t)
         }
     }
     return done;
+}
+
+/* ---- resume ---- */
+
+static bool same_proposal(const kevo_proposal *a, const kevo_proposal *b)
+{
+    return a->family == b->family && same_cfg(mma, &a->cfg, &b->cfg) && a->parent == b->parent &&
+           a->parent2 == b->parent2 && strcmp(a->op, b->op) == 0;
+}
+
+/* Every policy is a function of the graph and the reseeded generator: a
+ * search rebuilt from the first k proposals of a run (k at a batch boundary,
+ * where a killed tune leaves its DB) continues with the run's own proposals. */
+static void test_resume_equivalence(void **state)
+{
+    (void)state;
+    static const char *const policies[] = {"greedy", "exhaustive", "random", "ucb", "evolve"};
+    for (size_t p = 0; p < KV_ARRAY_LEN(policies); p++) {
+        kevo_search a;
+        search_init(&a, &mma, 1, policies[p], 11);
+        int total = drive(&a, 48, &tr);
+        assert_true(total >= 40);
+        kevo_search_release(&a);
+        for (int cut = 1; cut < tr.nbatches - 1; cut += 2) {
+            int k = tr.batch_end[cut - 1];
+            kevo_search b;
+            search_init(&b, &mma, 1, policies[p], 11);
+            for (int i = 0; i < k; i++) {
+                int node = kevo_search_add(&b, &tr.p[i]);
+                assert_int_equal(node, i);
+                kevo_search_observe(&b, node, fitness(mma, &tr.p[i].cfg));
+            }
+            drive(&b, total - k, &tr2);
+            assert_int_equal(tr2.n, total - k);
+            for (int i = 0; i < tr2.n; i++) {
+                if (!same_proposal(&tr2.p[i], &tr.p[k + i]))
+                    print_error("%s: resumed at %d, proposal %d differs\n", policies[p], k, k + i);
+                assert_true(same_proposal(&tr2.p[i], &tr.p[k + i]));
+            }
+            kevo_search_release(&b);
+        }
+    }
 }
 
 /* ---- setup ---- */
@@ -195,8 +243,8 @@ static int group_teardown(void **state)
 static void test_policy_find(void **state)
 {
     (void)state;
-    static const char *const names[] = {"greedy", "exhaustive", "random"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const names[] = {"greedy", "exhaustive", "random", "ucb", "evolve"};
+    for (int i = 0; i < 5; i++) {
         const kevo_policy *p = kevo_policy_find(names[i]);
         assert_non_null(p);
         assert_string_equal(p->name, names[i]);
@@ -208,10 +256,12 @@ static void test_policy_find(void **state)
     assert_null(kevo_policy_find("Greedy"));
     int n = 0;
     const kevo_policy *const *all = kevo_policy_list(&n);
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 5);
     assert_ptr_equal(all[0], kevo_policy_find("greedy"));
     assert_ptr_equal(all[1], kevo_policy_find("exhaustive"));
     assert_ptr_equal(all[2], kevo_policy_find("random"));
+    assert_ptr_equal(all[3], kevo_policy_find("ucb"));
+    assert_ptr_equal(all[4], kevo_policy_find("evolve"));
 }
 
 /* ---- graph ---- */
@@ -722,6 +772,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy_find),
+        cmocka_unit_test(test_resume_equivalence),
         cmocka_unit_test(test_find_add),
         cmocka_unit_test(test_valid_set),
         cmocka_unit_test(test_neighbours),

@@ -128,19 +128,19 @@ static void test_load_lce_mma(void **state)
     for (int i = 0; i < 7; i++)
         assert_int_equal(s->params[0].values[i], bm[i]);
 
-    static const char *const axes[] = {"retile", "bk", "stages", "align", "fuse", "epilogue", "swizzle"};
-    static const int axis_n[] = {4, 1, 1, 1, 1, 1, 1};
+    static const char *const axes[] = {"align", "fuse", "epilogue", "stages", "retile", "bk", "swizzle"};
+    static const int axis_n[] = {1, 1, 1, 1, 4, 1, 1};
     assert_int_equal(s->naxes, 7);
     for (int i = 0; i < 7; i++) {
         assert_string_equal(s->axes[i].op, axes[i]);
         assert_int_equal(s->axes[i].nparams, axis_n[i]);
     }
     /* retile = BM, BN, WARPS_M, WARPS_N */
-    assert_int_equal(s->axes[0].params[0], 0);
-    assert_int_equal(s->axes[0].params[1], 1);
-    assert_int_equal(s->axes[0].params[2], 3);
-    assert_int_equal(s->axes[0].params[3], 4);
-    assert_int_equal(s->axes[2].params[0], 5); /* stages -> STAGES */
+    assert_int_equal(s->axes[4].params[0], 0);
+    assert_int_equal(s->axes[4].params[1], 1);
+    assert_int_equal(s->axes[4].params[2], 3);
+    assert_int_equal(s->axes[4].params[3], 4);
+    assert_int_equal(s->axes[3].params[0], 5); /* stages -> STAGES */
     assert_int_equal(s->axes[6].params[0], 9); /* swizzle -> RASTER */
 
     assert_int_equal(s->nlets, 5);
@@ -191,8 +191,8 @@ static void test_load_lce_wgmma(void **state)
         assert_string_equal(s->params[i].name, names[i]);
         assert_int_equal(s->params[i].nvalues, nvalues[i]);
     }
-    static const char *const axes[] = {"retile", "stages", "epilogue", "swizzle"};
-    static const int axis_n[] = {2, 1, 1, 1};
+    static const char *const axes[] = {"stages", "retile", "epilogue", "swizzle"};
+    static const int axis_n[] = {1, 2, 1, 1};
     assert_int_equal(s->naxes, 4);
     for (int i = 0; i < 4; i++) {
         assert_string_equal(s->axes[i].op, axes[i]);

@@ -1,0 +1,200 @@
+/* test_replay.c — policies replayed on landscapes measured on an H200
+ * (the DBs in tests/fixtures/landscape/, slimmed runs of bench/device_search.sh).
+ *
+ * The acceptance of the search: over 20 seeds on the lce_mma landscape (672
+ * configurations measured), ucb and evolve reach a candidate within 5% of the
+ * best in a median of at most 25% of the evaluations the exhaustive order
+ * needs, and in fewer than random's median.  The exhaustive figure is
+ * checked against the DB independently. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/op.h"
+#include "search/replay.h"
+#include "search/search.h"
+#include "templates/space.h"
+#include "testutil.h"
+#include "util/util.h"
+
+static const char *home(void)
+{
+    const char *h = getenv("KEVO_HOME");
+    return h && *h ? h : KEVO_SOURCE_DIR;
+}
+
+static void land_path(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/tests/fixtures/landscape/%s", home(), name);
+}
+
+static kevo_replay_result replay(const char *land, const char *policy)
+{
+    char path[1024];
+    land_path(path, sizeof path, land);
+    kevo_replay_opts o;
+    kevo_replay_opts_init(&o);
+    o.db_path = path;
+    o.data_dir = home();
+    o.policy = policy;
+    o.seeds = 20;
+    o.target = 0.95;
+    kevo_replay_result r;
+    kevo_err err;
+    kevo_status st = kevo_replay(&o, &r, &err);
+    if (st)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+    printf("  %-22s %-10s median %5.1f  exhaustive %5.1f  random %5.1f  reached %d/20  (landscape %d, best %.3fx)\n",
+           land, policy, r.median_evals, r.exhaustive_evals, r.random_median_evals, r.reached, r.landscape, r.best);
+    return r;
+}
+
+/* The acceptance, on the lce_mma landscape. */
+static void test_ucb_evolve_beat_exhaustive_and_random(void **state)
+{
+    (void)state;
+    static const char *const pols[] = {"ucb", "evolve"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(pols); i++) {
+        kevo_replay_result r = replay("lce_mma_h200.db", pols[i]);
+        assert_int_equal(r.landscape, 672);
+        assert_int_equal(r.reached, 20);
+        assert_true(r.median_evals <= 0.25 * r.exhaustive_evals);
+        assert_true(r.median_evals < r.random_median_evals);
+        free(r.evals);
+    }
+}
+
+/* Every policy replays and reaches the target on both landscapes; the
+ * exhaustive policy's own median is its deterministic figure. */
+static void test_every_policy(void **state)
+{
+    (void)state;
+    static const char *const pols[] = {"greedy", "exhaustive", "random", "ucb", "evolve"};
+    static const char *const lands[] = {"lce_mma_h200.db", "lce_wgmma_h200.db"};
+    for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
+        for (size_t i = 0; i < KV_ARRAY_LEN(pols); i++) {
+            kevo_replay_result r = replay(lands[l], pols[i]);
+            assert_int_equal(r.reached, 20);
+            for (int k = 0; k < 20; k++)
+                assert_true(r.evals[k] >= 1 && r.evals[k] <= r.landscape);
+            if (strcmp(pols[i], "exhaustive") == 0)
+                assert_true(r.median_evals == r.exhaustive_evals);
+            if (strcmp(pols[i], "random") == 0)
+                assert_true(r.median_evals == r.random_median_evals);
+            free(r.evals);
+        }
+    }
+}
+
+/* The exhaustive order's figure, computed here from the DB and the space:
+ * position (in the space's valid order, --where applied) of the first
+ * configuration within 5% of the best measured one. */
+static void test_exhaustive_figure(void **state)
+{
+    (void)state;
+    char path[1024], tpl[1024];
+    land_path(path, sizeof path, "lce_mma_h200.db");
+    snprintf(tpl, sizeof tpl, "%s/templates/lce_mma.json", home());
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT filter, shape FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    char where[512], shape_txt[256];
+    snprintf(where, sizeof where, "%s", (const char *)sqlite3_column_text(st, 0));
+    snprintf(shape_txt, sizeof shape_txt, "%s", (const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    double best;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT max(speedup) FROM candidates WHERE status = 'ok'", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    best = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+
+    kevo_space *sp;
+    kevo_err err;
+    assert_int_equal(kevo_space_load(tpl, &sp, &err), KEVO_OK);
+    kevo_syms shape;
+    kevo_limits lim;
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(shape_txt, &shape, &err), KEVO_OK);
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+    kevo_search s;
+    assert_int_equal(kevo_search_init(&s, &sp, 1, &shape, &lim, KEVO_DTYPE_F16, kevo_policy_find("exhaustive"), 1,
+                                      &err),
+                     KEVO_OK);
+    assert_int_equal(kevo_search_set_filter(&s, where, &err), KEVO_OK);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    assert_non_null(vs);
+    assert_int_equal(vs->n, 672); /* the landscape is the whole filtered space */
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT speedup FROM candidates WHERE params = ?", -1, &st, NULL),
+                     SQLITE_OK);
+    int pos = 0;
+    for (int i = 0; i < vs->n && !pos; i++) {
+        kv_buf j;
+        kv_buf_init(&j);
+        kevo_config_json(sp, &vs->cfgs[i], &j);
+        sqlite3_bind_text(st, 1, j.data, -1, SQLITE_TRANSIENT);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        if (sqlite3_column_double(st, 0) >= 0.95 * best)
+            pos = i + 1;
+        sqlite3_reset(st);
+        kv_buf_release(&j);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    kevo_replay_result r = replay("lce_mma_h200.db", "exhaustive");
+    assert_true(pos > 0);
+    assert_true(r.exhaustive_evals == pos);
+    free(r.evals);
+    kevo_search_release(&s);
+    kevo_space_free(sp);
+}
+
+/* kevo replay --format json prints the five documented keys. */
+static void test_cli_json(void **state)
+{
+    (void)state;
+    char path[1024], log[64];
+    land_path(path, sizeof path, "lce_mma_h200.db");
+    snprintf(log, sizeof log, "/tmp/kevo-replay-%d.json", (int)getpid());
+    char *args[] = {"kevo", "replay", "--db", path, "--policy", "evolve", "--seeds", "5", "--target", "0.95",
+                    "--format", "json", NULL};
+    assert_int_equal(tu_wait(tu_spawn(log, args)), 0);
+    char *text = NULL;
+    kevo_err err;
+    assert_int_equal(kv_read_file(log, &text, NULL, &err), KEVO_OK);
+    remove(log);
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "policy")->valuestring, "evolve");
+    assert_int_equal(cJSON_GetObjectItem(j, "seeds")->valueint, 5);
+    const char *nums[] = {"median_evals_to_target", "exhaustive_evals", "random_median_evals"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(nums); i++) {
+        cJSON *v = cJSON_GetObjectItem(j, nums[i]);
+        assert_true(cJSON_IsNumber(v));
+        assert_true(v->valuedouble >= 1);
+    }
+    cJSON_Delete(j);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ucb_evolve_beat_exhaustive_and_random),
+        cmocka_unit_test(test_every_policy),
+        cmocka_unit_test(test_exhaustive_figure),
+        cmocka_unit_test(test_cli_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
