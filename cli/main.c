@@ -15,6 +15,7 @@
 #include "db/report.h"
 #include "db/store.h"
 #include "kernels/op.h"
+#include "export/export.h"
 #include "search/replay.h"
 #include "search/search.h"
 #include "search/tune.h"
@@ -30,6 +31,7 @@ static int cmd_report(int argc, char **argv);
 static int cmd_verify(int argc, char **argv);
 static int cmd_list(int argc, char **argv);
 static int cmd_replay(int argc, char **argv);
+static int cmd_export(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -69,6 +71,11 @@ static const struct {
      "            [--format table|json]\n"
      "  prints the policy's median evaluations to a candidate within (1 - target) of the\n"
      "  landscape's best, over K seeds, beside the exhaustive order's and random's\n"},
+    {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
+     "kevo export --db FILE --out DIR [--op ikbo_lce] [--arch sm_90a,...] [--name NAME] [--top N]\n"
+     "  the fastest N (default 3) distinct verified kernels of each run, plus its fastest one\n"
+     "  for unpadded weights, with their cubins and launch plans; NAME (default kevo_tuned)\n"
+     "  prefixes every symbol; the library links only the CUDA driver\n"},
     {"list", cmd_list, "list ops, template families and search policies", "kevo list [ops|families|policies]\n"},
 };
 
@@ -205,7 +212,7 @@ enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
-    OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH,
+    OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
 };
 
 static int cmd_tune(int argc, char **argv)
@@ -575,6 +582,59 @@ static int cmd_replay(int argc, char **argv)
         printf("%-12s %g\n", "exhaustive", r.exhaustive_evals);
     }
     free(r.evals);
+    return 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("export");
+    static const struct option opts[] = {
+        {"db", required_argument, 0, OPT_DB},
+        {"out", required_argument, 0, OPT_OUT},
+        {"op", required_argument, 0, OPT_OP},
+        {"arch", required_argument, 0, OPT_ARCH},
+        {"name", required_argument, 0, OPT_NAME},
+        {"top", required_argument, 0, OPT_TOP},
+        {"templates", required_argument, 0, OPT_TEMPLATES},
+        {0, 0, 0, 0},
+    };
+    kevo_export_opts o;
+    kevo_export_opts_init(&o);
+    o.data_dir = cli_data_dir();
+    int64_t v;
+    int c;
+    opterr = 0;
+    optopt = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DB: o.db_path = optarg; break;
+        case OPT_OUT: o.out_dir = optarg; break;
+        case OPT_OP: o.op = optarg; break;
+        case OPT_ARCH: o.archs = optarg; break;
+        case OPT_NAME: o.name = optarg; break;
+        case OPT_TEMPLATES: o.extra_templates = optarg; break;
+        case OPT_TOP:
+            if (!cli_int(optarg, 1, 100, &v))
+                return cli_bad_usage("export", "--top takes a whole number from 1 to 100, not '%s'", optarg);
+            o.top = (int)v;
+            break;
+        default:
+            return cli_bad_usage("export", "unknown or incomplete option '%s'", cli_bad_option(argv));
+        }
+    }
+    if (optind < argc)
+        return cli_bad_usage("export", "unexpected argument '%s'", argv[optind]);
+    if (!o.db_path || !o.out_dir)
+        return cli_bad_usage("export", "%s", "--db and --out are required");
+    kevo_err err;
+    kevo_err_clear(&err);
+    int nk = 0, nt = 0;
+    kevo_status st = kevo_export(&o, &nk, &nt, &err);
+    if (st)
+        return cli_fail(st, &err);
+    printf("wrote %s: library %s, %d kernels, %d tuned shapes\n", o.out_dir, o.name, nk, nt);
     return 0;
 }
 

@@ -13,6 +13,8 @@
  */
 #include "templates/expr.h"
 
+#include "util/util.h"
+
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -768,4 +770,91 @@ kevo_status kevo_expr_eval_text(const char *text, const kevo_syms *syms, int64_t
     st = kevo_expr_eval(e, syms, out, err);
     kevo_expr_free(e);
     return st;
+}
+
+/* ---------------------------------------------------------------- C emitter */
+
+/* Emit node idx as C (every operator parenthesized; functions as x_* helpers
+ * the caller defines: x_cdiv, x_round_up, x_min, x_max, x_log2, x_is_pow2,
+ * x_div, x_mod). */
+static kevo_status ex_to_c(const kevo_expr *e, int idx, kv_buf *out, kevo_expr_sym_fn sym, void *ctx, kevo_err *err)
+{
+    const ex_node *n = &e->nodes[idx];
+    const ex_kid *k = (n->kind == EXN_NUM || n->kind == EXN_SYM) ? NULL : e->kids + n->first;
+    kevo_status st = KEVO_OK;
+    switch (n->kind) {
+    case EXN_NUM:
+        return kv_buf_printf(out, "INT64_C(%" PRId64 ")", n->num);
+    case EXN_SYM: {
+        char name[KEVO_SYM_NAME_MAX];
+        memcpy(name, e->text + n->first, (size_t)n->n);
+        name[n->n] = '\0';
+        return sym(ctx, name, out, err);
+    }
+    case EXN_UNARY:
+        kv_buf_puts(out, n->op == EX_NOT ? "(!" : "(-");
+        if ((st = ex_to_c(e, k[0].node, out, sym, ctx, err)))
+            return st;
+        return kv_buf_puts(out, ")");
+    case EXN_COND:
+        kv_buf_puts(out, "(");
+        for (int i = 0; i < 3 && !st; i++) {
+            if (i)
+                kv_buf_puts(out, i == 1 ? " ? " : " : ");
+            st = ex_to_c(e, k[i].node, out, sym, ctx, err);
+        }
+        return st ? st : kv_buf_puts(out, ")");
+    case EXN_CALL: {
+        const char *name = ex_funcs[n->op].name;
+        int lo = ex_funcs[n->op].min_args, hi = ex_funcs[n->op].max_args;
+        if (n->n < lo || n->n > hi)
+            return ex_eval_fail(e, n->col, err, "function '%s' has the wrong number of arguments", name);
+        /* min and max of more than two fold into nested pairs */
+        for (int i = 0; i < (n->n > 2 ? n->n - 2 : 0); i++)
+            kv_buf_printf(out, "x_%s(", name);
+        kv_buf_printf(out, "x_%s(", name);
+        for (int i = 0; i < n->n && !st; i++) {
+            if (i)
+                kv_buf_puts(out, i >= 2 ? "), " : ", ");
+            st = ex_to_c(e, k[i].node, out, sym, ctx, err);
+        }
+        return st ? st : kv_buf_puts(out, ")");
+    }
+    case EXN_CHAIN: {
+        /* left to right, each step parenthesized, / and % as x_div, x_mod */
+        kv_buf acc, rhs, next;
+        kv_buf_init(&acc);
+        kv_buf_init(&rhs);
+        kv_buf_init(&next);
+        st = ex_to_c(e, k[0].node, &acc, sym, ctx, err);
+        for (int i = 1; i < n->n && !st; i++) {
+            int op = n->op == EX_OR || n->op == EX_AND ? n->op : k[i].op;
+            rhs.len = 0;
+            if ((st = ex_to_c(e, k[i].node, &rhs, sym, ctx, err)))
+                break;
+            next.len = 0;
+            if (op == EX_DIV || op == EX_MOD)
+                st = kv_buf_printf(&next, "x_%s(%s, %s)", op == EX_DIV ? "div" : "mod", acc.data, rhs.data);
+            else
+                st = kv_buf_printf(&next, "(%s %s %s)", acc.data, ex_op_text[op], rhs.data);
+            kv_buf t = acc;
+            acc = next;
+            next = t;
+        }
+        if (!st)
+            st = kv_buf_append(out, acc.data, acc.len);
+        kv_buf_release(&acc);
+        kv_buf_release(&rhs);
+        kv_buf_release(&next);
+        return st;
+    }
+    }
+    return kevo_err_set(err, KEVO_ERR_INTERNAL, "bad node kind %d in '%s'", n->kind, e->text);
+}
+
+kevo_status kevo_expr_to_c(const kevo_expr *e, kv_buf *out, kevo_expr_sym_fn sym, void *ctx, kevo_err *err)
+{
+    if (!e || !out || !sym)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no expression, output or symbol function");
+    return ex_to_c(e, e->root, out, sym, ctx, err);
 }

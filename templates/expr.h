@@ -22,6 +22,8 @@
 
 #include "kevo.h"
 
+struct kv_buf; /* util/util.h */
+
 #define KEVO_SYM_NAME_MAX 32
 #define KEVO_SYMS_MAX 96
 
@@ -54,6 +56,15 @@ kevo_status kevo_expr_eval(const kevo_expr *e, const kevo_syms *syms, int64_t *o
 const char *kevo_expr_text(const kevo_expr *e);
 
 void kevo_expr_free(kevo_expr *e);
+
+/* Writes the C text of a symbol into out; KEVO_ERR_ARG when unknown. */
+typedef kevo_status (*kevo_expr_sym_fn)(void *ctx, const char *name, struct kv_buf *out, kevo_err *err);
+
+/* Append the expression as C over int64_t: every operator parenthesized,
+ * symbols through sym(), functions and / % as calls of x_cdiv, x_round_up,
+ * x_min, x_max (2 arguments), x_log2, x_is_pow2, x_div, x_mod, which the
+ * generated code defines (kevo export).  Errors: those of sym(). */
+kevo_status kevo_expr_to_c(const kevo_expr *e, struct kv_buf *out, kevo_expr_sym_fn sym, void *ctx, kevo_err *err);
 
 /* Parse and evaluate in one call. */
 kevo_status kevo_expr_eval_text(const char *text, const kevo_syms *syms, int64_t *out, kevo_err *err);
