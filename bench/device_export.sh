@@ -39,10 +39,8 @@ keep = set()
 for (run,) in db.execute("select id from runs"):
     rows = db.execute("select binary_key, plan from candidates where run_id = ? and status = 'ok' "
                       "order by speedup desc, median_ms, id", (run,)).fetchall()
-    keep.update(k for k, _ in rows[:4])
-    keep.update(k for k, p in rows if '"pad_k":0' in p and k not in keep and not any(
-        '"pad_k":0' in q for kk, q in rows if kk in keep) or False)
-    natural = [k for k, p in rows if '"pad_k":0' in p]
+    keep.update(k for k, _ in rows[:4])  # what kevo export takes: the fastest distinct ones
+    natural = [k for k, p in rows if '"pad_k":0' in p]  # and the fastest on unpadded weights
     if natural:
         keep.add(natural[0])
 db.execute("create temp table keep(k text primary key)")
