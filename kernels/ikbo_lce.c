@@ -190,9 +190,7 @@ static kevo_status lce_parse_shape(const char *text, kevo_syms *out, kevo_err *e
     if (given[LCE_U] && v[LCE_U] > B)
         return kevo_err_set(err, KEVO_ERR_ARG, "value '%" PRId64 "' for shape key 'U' exceeds B '%" PRId64 "'",
                             v[LCE_U], B);
-    if (given[LCE_RATIO] && v[LCE_RATIO] > B)
-        return kevo_err_set(err, KEVO_ERR_ARG, "value '%" PRId64 "' for shape key 'ratio' exceeds B '%" PRId64 "'",
-                            v[LCE_RATIO], B);
+    /* a ratio above B is one user owning every candidate (U = 1) */
     if (given[LCE_U] && given[LCE_RATIO]) {
         ratio = v[LCE_RATIO];
         U = v[LCE_U];
@@ -207,7 +205,7 @@ static kevo_status lce_parse_shape(const char *text, kevo_syms *out, kevo_err *e
         ratio = lce_cdiv(B, U);
     } else {
         ratio = given[LCE_RATIO] ? v[LCE_RATIO] : dv[LCE_RATIO];
-        if (ratio > B) /* only the default can still be too large here */
+        if (!given[LCE_RATIO] && ratio > B) /* the default does not fit: ask for ratio or U */
             return kevo_err_set(err, KEVO_ERR_ARG,
                                 "default ratio '%" PRId64 "' exceeds B '%" PRId64 "' (give ratio or U)", ratio, B);
         U = lce_cdiv(B, ratio);

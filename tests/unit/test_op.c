@@ -150,6 +150,10 @@ static void test_parse_ratio_and_u(void **state)
     assert_int_equal(sym(&s, "ratio"), 2);
     assert_int_equal(sym(&s, "U"), 6);
 
+    parse_ok("B=512,ratio=1000", &s); /* more candidates per user than B: one user */
+    assert_int_equal(sym(&s, "ratio"), 1000);
+    assert_int_equal(sym(&s, "U"), 1);
+
     /* the largest accepted value */
     parse_ok("B=2147483647,M=1,N=1,Ku=1,Kc=1,ratio=2147483647", &s);
     assert_int_equal(sym(&s, "B"), 2147483647);
@@ -168,7 +172,7 @@ static void test_shape_str_round_trip(void **state)
 
     static const char *const shapes[] = {
         NULL, "B=2048,ratio=10", "B=1024,U=16", "U=15", "B=10,U=6", "B=3,M=2,N=8,Ku=3,Kc=5,U=2",
-        "B=3072,ratio=1000", "B=1000,U=999", "B=2147483647,M=1,N=1,Ku=1,Kc=1,ratio=3",
+        "B=3072,ratio=1000", "B=512,ratio=1000", "B=1000,U=999", "B=2147483647,M=1,N=1,Ku=1,Kc=1,ratio=3",
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         parse_ok(shapes[i], &s);
@@ -236,7 +240,6 @@ static void test_parse_errors(void **state)
     check_parse_error("N=2147483648", "'2147483648'");
     check_parse_error("N=99999999999999999999999", "'99999999999999999999999'");
     check_parse_error("B=10,U=11", "'11'");
-    check_parse_error("B=10,ratio=11", "'11'");
     check_parse_error("B=64", "'70'"); /* the default ratio exceeds B */
     check_parse_error("B=1024,ratio=70,U=3", "'3'");
     check_parse_error("B=1024,ratio=70,U=16", "'16'");
