@@ -19,6 +19,7 @@ typedef struct lce_state {
     CUdeviceptr w_user, w_cand, w_user_pad, w_cand_pad, e_user, e_cand, map, out, ref, stats;
     CUdeviceptr ws;
     size_t ws_cap;
+    int launch_seq; /* last tag handed to a plan run: one counter for every candidate on this workspace */
     int32_t *host_map;
     CUfunction f_gen, f_gen_padded, f_ref, f_sumsq, f_compare, f_cat_e, f_cat_w;
 } lce_state;
@@ -102,11 +103,20 @@ static bool lce_encode_tmaps(wk_ctx *w, const kevo_plan *pl, kevo_lce_args *a, c
         cuuint32_t rank;
         bool is_w = strncmp(t->tensor, "w_", 2) == 0, user = strcmp(t->tensor + 2, "user") == 0;
         if (strcmp(t->tensor, "w_user") && strcmp(t->tensor, "w_cand") && strcmp(t->tensor, "e_user") &&
-            strcmp(t->tensor, "e_cand")) {
+            strcmp(t->tensor, "e_cand") && strcmp(t->tensor, "out")) {
             snprintf(why, n, "plan asks for a tensor map of unknown tensor '%s'", t->tensor);
             return false;
         }
-        if (is_w) {
+        if (strcmp(t->tensor, "out") == 0) {
+            rank = 3;
+            base = a->out;
+            dims[0] = (cuuint64_t)s->N;
+            dims[1] = (cuuint64_t)s->M;
+            dims[2] = (cuuint64_t)s->B;
+            strides[0] = (cuuint64_t)s->N * 2;
+            strides[1] = (cuuint64_t)(s->M * s->N) * 2;
+            dst = &a->tm_out;
+        } else if (is_w) {
             int ld = user ? a->ldw_user : a->ldw_cand;
             rank = 2;
             base = user ? a->w_user : a->w_cand;
@@ -194,7 +204,13 @@ typedef struct lce_run_arg {
 static CUresult lce_run_plan(wk_ctx *w, void *arg)
 {
     lce_run_arg *ra = arg;
+    lce_state *s = w->op_state;
     const kevo_plan *pl = ra->c->plan;
+    /* a new tag for flags the kernels keep in the workspace, never reused
+     * by a later candidate on the same workspace; never -1 (the poison) */
+    if (++s->launch_seq <= 0)
+        s->launch_seq = 1;
+    ra->a.launch_seq = s->launch_seq;
     void *p[] = {&ra->a};
     for (int i = 0; i < pl->nlaunches; i++) {
         const kevo_launch *l = &pl->launches[i];
@@ -247,6 +263,7 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
     size_t out_elems = (size_t)(s->B * s->M * s->N);
     res->rel_err = 0.0;
     res->max_abs_err = 0.0;
+    bool first = true;
     for (int kind = 0; kind < 3; kind++) {
         if (!(req->maps & (1u << kind)))
             continue;
@@ -258,10 +275,15 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
             wk_result_cuda(w, res, r, "preparing a check (reference side)", sticky);
             return;
         }
-        /* poison: NaN in every output element and every workspace byte */
+        /* poison: NaN in every output element; NaN in every workspace byte
+         * before the first check only.  The later checks (new inputs) find
+         * the workspace as the previous run left it, as a library caller's
+         * reused workspace is: a kernel that trusts stale flags or partial
+         * results there reads the previous inputs' values and fails. */
         r = w->cu.cuMemsetD16Async(s->out, 0xFFFF, out_elems, w->stream);
-        if (r == CUDA_SUCCESS)
+        if (r == CUDA_SUCCESS && first)
             r = w->cu.cuMemsetD8Async(s->ws, 0xFF, s->ws_cap, w->stream);
+        first = false;
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "poisoning the output", sticky);
             return;

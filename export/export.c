@@ -361,8 +361,8 @@ static kevo_status xp_emit_plan(kv_buf *b, const xp_state *x, int ki, kevo_err *
 
 static int xp_tensor_index(const char *t)
 {
-    static const char *const names[] = {"w_user", "w_cand", "e_user", "e_cand"};
-    for (int i = 0; i < 4; i++)
+    static const char *const names[] = {"w_user", "w_cand", "e_user", "e_cand", "out"};
+    for (int i = 0; i < 5; i++)
         if (strcmp(names[i], t) == 0)
             return i;
     return -1;

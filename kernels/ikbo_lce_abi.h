@@ -19,7 +19,7 @@
 #ifndef KEVO_IKBO_LCE_ABI_H
 #define KEVO_IKBO_LCE_ABI_H
 
-#define KEVO_LCE_ABI_VERSION 2
+#define KEVO_LCE_ABI_VERSION 3
 
 #if defined(__cplusplus)
 #define KEVO_ALIGN64 alignas(64)
@@ -44,11 +44,13 @@ typedef struct kevo_lce_args {
     int B, M, N, Ku, Kc, U;
     int ldw_user, ldw_cand; /* row strides of the W tensors, in elements */
     int num_sms;            /* multiprocessors of the device, for persistent grids */
-    int reserved;
+    int launch_seq;         /* differs between consecutive runs of a plan on one workspace
+                               (the runner counts from 1): tags flags kept in the workspace */
     /* Filled only for plans that ask for them (TMA families; K padded):
-     *   tm_w_*: 2-D {K padded, M}, tm_e_*: 3-D {N, K, batch}; box and swizzle
-     *   from the plan; out-of-bounds boxes read zeros. */
-    kevo_tmap tm_w_user, tm_w_cand, tm_e_user, tm_e_cand;
+     *   tm_w_*: 2-D {K padded, M}, tm_e_*: 3-D {N, K, batch}, tm_out: 3-D
+     *   {N, M, B}; box and swizzle from the plan; out-of-bounds boxes read
+     *   zeros and are not written. */
+    kevo_tmap tm_w_user, tm_w_cand, tm_e_user, tm_e_cand, tm_out;
 } kevo_lce_args;
 
 #endif /* KEVO_IKBO_LCE_ABI_H */
