@@ -673,6 +673,9 @@ static int cmd_list(int argc, char **argv)
             for (int a = 0; a < sp[i]->naxes; a++)
                 printf(" %s", sp[i]->axes[a].op);
             printf("\n");
+            for (int e = 0; e < sp[i]->nentries; e++)
+                printf("               entered from %s by '%s': %s\n", sp[i]->entries[e].from, sp[i]->entries[e].op,
+                       sp[i]->entries[e].why);
         }
         kevo_spaces_free(sp, n);
     }

@@ -76,6 +76,15 @@ static bool sg_hash_grow(kevo_search *s)
     return true;
 }
 
+/* Index of the searched family named name, or -1. */
+static int sg_family_index(const kevo_search *s, const char *name)
+{
+    for (int f = 0; f < s->nspaces; f++)
+        if (strcmp(s->spaces[f]->family, name) == 0)
+            return f;
+    return -1;
+}
+
 kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, const kevo_syms *shape,
                              const kevo_limits *lim, kevo_dtype dt, const kevo_policy *policy, uint64_t seed,
                              kevo_err *err)
@@ -96,6 +105,22 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
         kevo_search_release(s);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
+    /* a move between two searched families must evaluate: try it on the
+     * source's default configuration, so a typo fails the run up front */
+    for (int t = 0; t < nspaces; t++)
+        for (int e = 0; e < spaces[t]->nentries; e++) {
+            int f = sg_family_index(s, spaces[t]->entries[e].from);
+            if (f < 0)
+                continue;
+            kevo_config src, dst;
+            char why[256];
+            kevo_err e2;
+            kevo_space_default(spaces[f], &src);
+            if (kevo_space_enter(spaces[t], e, spaces[f], shape, lim, dt, &src, &dst, why, sizeof why, &e2) < 0) {
+                kevo_search_release(s);
+                return kevo_err_set(err, e2.status, "%s", e2.msg);
+            }
+        }
     return KEVO_OK;
 }
 
@@ -302,13 +327,50 @@ int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max
             count++;
         }
     }
+    /* moves into other families that enter from this one */
+    for (int t = 0; t < s->nspaces && count < max; t++) {
+        const kevo_space *to = s->spaces[t];
+        for (int e = 0; e < to->nentries && count < max; e++) {
+            if (t == n->family || strcmp(to->entries[e].from, sp->family) != 0)
+                continue;
+            kevo_config cfg;
+            char why[256];
+            kevo_err err;
+            if (kevo_space_enter(to, e, sp, &s->shape, &s->limits, s->dtype, &n->cfg, &cfg, why, sizeof why, &err) !=
+                    1 ||
+                kevo_search_find(s, t, &cfg) >= 0 || kevo_search_valid(s, t, &cfg, why, sizeof why) != 1 ||
+                kevo_search_in_batch(out, count, t, &cfg))
+                continue;
+            out[count] = (kevo_proposal){.family = t, .cfg = cfg, .parent = node, .parent2 = -1};
+            snprintf(out[count].op, sizeof out[count].op, "%s", to->entries[e].op);
+            count++;
+        }
+    }
     return count;
+}
+
+/* Whether family f is entered by a move from another searched family that
+ * has a valid configuration (then it is reached through that move, not seeded). */
+static bool sg_entered(kevo_search *s, int f)
+{
+    const kevo_space *to = s->spaces[f];
+    for (int e = 0; e < to->nentries; e++) {
+        int from = sg_family_index(s, to->entries[e].from);
+        if (from < 0)
+            continue;
+        const kevo_valid_set *vs = kevo_search_valid_set(s, from);
+        if (vs && vs->n > 0)
+            return true;
+    }
+    return false;
 }
 
 int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max)
 {
     int count = 0;
     for (int f = 0; f < s->nspaces && count < max; f++) {
+        if (sg_entered(s, f))
+            continue;
         kevo_config cfg;
         kevo_space_default(s->spaces[f], &cfg);
         char why[256];
@@ -394,36 +456,51 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
     for (int i = 0; i < found; i++)
         if (!kevo_search_in_batch(out, n, nb[i].family, &nb[i].cfg))
             nb[avail++] = nb[i];
+    /* the operators: moves into other families first (a new family is the
+     * largest step), then this family's axes in the space's order */
+    const char *ops[KEVO_MAX_AXES + KEVO_MAX_ENTRIES * 8];
+    int nops = 0;
+    for (int i = 0; i < avail && nops < KEVO_MAX_ENTRIES * 8; i++)
+        if (nb[i].family != s->nodes[node].family) {
+            bool seen = false;
+            for (int k = 0; k < nops && !seen; k++)
+                seen = strcmp(ops[k], nb[i].op) == 0;
+            if (!seen)
+                ops[nops++] = nb[i].op;
+        }
     const kevo_space *sp = s->spaces[s->nodes[node].family];
-    int least = INT32_MAX, naxes = 0, axes[KEVO_MAX_AXES];
-    for (int x = 0; x < sp->naxes; x++) {
+    for (int x = 0; x < sp->naxes; x++)
+        ops[nops++] = sp->axes[x].op;
+    int least = INT32_MAX, nleast = 0, pick[KEVO_MAX_AXES + KEVO_MAX_ENTRIES * 8];
+    for (int x = 0; x < nops; x++) {
         bool has = false;
         for (int i = 0; i < avail && !has; i++)
-            has = strcmp(nb[i].op, sp->axes[x].op) == 0;
+            has = strcmp(nb[i].op, ops[x]) == 0;
         if (!has)
             continue;
         /* applications so far: children in the graph and in this batch */
-        int used = kevo_search_children_by(s, node, sp->axes[x].op);
+        int used = kevo_search_children_by(s, node, ops[x]);
         for (int j = 0; j < n; j++)
-            used += out[j].parent == node && strcmp(out[j].op, sp->axes[x].op) == 0;
+            used += out[j].parent == node && strcmp(out[j].op, ops[x]) == 0;
         if (used < least) {
             least = used;
-            naxes = 0;
+            nleast = 0;
         }
         if (used == least)
-            axes[naxes++] = x;
+            pick[nleast++] = x;
     }
-    bool ok = naxes > 0;
+    bool ok = nleast > 0;
     if (ok) {
-        /* the space lists its axes most promising first: weight 1/(1+position) */
-        double total = 0, w[KEVO_MAX_AXES];
-        for (int i = 0; i < naxes; i++)
-            total += (w[i] = 1.0 / (1.0 + axes[i]));
+        /* operators most promising first: weight 1/(1+position) */
+        double total = 0, w[KEVO_MAX_AXES + KEVO_MAX_ENTRIES * 8];
+        for (int i = 0; i < nleast; i++)
+            total += (w[i] = 1.0 / (1.0 + pick[i]));
         double r = (double)kv_rand_below(&s->rng, 1u << 30) / (double)(1u << 30) * total;
         int k = 0;
-        while (k < naxes - 1 && r >= w[k])
+        while (k < nleast - 1 && r >= w[k])
             r -= w[k++];
-        const char *op = sp->axes[axes[k]].op;
+        char op[32]; /* ops[] may point into nb, which the loop below rewrites */
+        snprintf(op, sizeof op, "%s", ops[pick[k]]);
         int m = 0;
         for (int i = 0; i < avail; i++)
             if (strcmp(nb[i].op, op) == 0)

@@ -431,18 +431,22 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
                  (long long)s->nodes[nd->parent2].cand_id);
     else if (nd->parent >= 0)
         snprintf(from, sizeof from, " <-%s #%lld", nd->op, (long long)s->nodes[nd->parent].cand_id);
+    /* ptxas's warning that it serialized the wgmmas (C7514/C7515: a silent slowdown) */
+    const char *warn = w->job.log && strstr(w->job.log, "wgmma.mma_async instructions are serialized")
+                           ? " | ptxas: wgmma serialized"
+                           : "";
     if (strcmp(row->status, "failed") == 0)
         tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s", (long long)done, (long long)budget,
                 (long long)w->cand_id, w->space->family, cfgs, from, row->fail, row->fail_msg ? row->fail_msg : "");
     else if (compile_only)
-        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem",
+        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem%s",
                 (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
                 w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
-                row->smem_dynamic / 1024);
+                row->smem_dynamic / 1024, warn);
     else
-        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx %6.1f TFLOP/s rel %.1e | best %.2fx",
+        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx %6.1f TFLOP/s rel %.1e | best %.2fx%s",
                 (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                row->median_ms, row->speedup, row->tflops, row->rel_err, best);
+                row->median_ms, row->speedup, row->tflops, row->rel_err, best, warn);
 }
 
 /* ---- tune ---- */
@@ -991,7 +995,7 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     if (!st)
         st = tn_ref_module(&e, &ref, err);
     if (!st)
-        st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, false, err);
+        st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, o->time, err);
     char why[256];
     if (!st && kevo_space_check(e.spaces[0], &e.shape, &e.lim, e.dt, &cfg, why, sizeof why) != 1)
         st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s %s) is not valid at %s: %s",
@@ -1036,10 +1040,11 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         else
             printf(" %s: %s\n", kevo_fail_name(res.fail), res.msg);
         if (*passed && o->time) {
-            double fl = e.op->flops(&e.shape);
-            printf("  device %s: %.4f ms, %.1f TFLOP/s; stage-0 baseline %.4f ms -> speedup %.2fx\n", e.info.name,
-                   res.median_ms, fl / (res.median_ms * 1e-3) / 1e12, e.info.baseline_ms,
-                   e.info.baseline_ms / res.median_ms);
+            double fl = e.op->flops(&e.shape), tf = fl / (res.median_ms * 1e-3) / 1e12;
+            printf("  device %s: %.4f ms, %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s); stage-0 baseline "
+                   "%.4f ms -> speedup %.2fx\n",
+                   e.info.name, res.median_ms, tf, e.info.peak_tflops > 0 ? 100.0 * tf / e.info.peak_tflops : 0.0,
+                   e.info.peak_tflops, e.info.baseline_ms, e.info.baseline_ms / res.median_ms);
         }
         /* keep the figure with the candidate */
         char name[400];

@@ -345,6 +345,87 @@ static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_er
     return KEVO_OK;
 }
 
+/* The template text: each "include" (headers beside the space file that
+ * families share), then the source, each behind a #line marker so compiler
+ * messages name the right file.  The rendered text stays self-contained: the
+ * compile cache key covers everything NVRTC sees. */
+static kevo_status sp_read_sources(kevo_space *s, const cJSON *root, const char *dir, const char *source,
+                                   kevo_err *err)
+{
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(root, "include");
+    if (inc && !cJSON_IsArray(inc))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"include\" must be an array of file names", s->path);
+    int ninc = inc ? cJSON_GetArraySize(inc) : 0;
+    kv_buf text;
+    kv_buf_init(&text);
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i <= ninc && !st; i++) {
+        const char *name = source;
+        if (i < ninc) {
+            const cJSON *it = cJSON_GetArrayItem(inc, i);
+            name = cJSON_IsString(it) ? it->valuestring : NULL;
+            if (!name || !*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 200) {
+                st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': include %d must name a file beside the space file",
+                                  s->path, i);
+                break;
+            }
+        }
+        char full[PATH_MAX + 300], *body = NULL;
+        snprintf(full, sizeof full, "%s/%s", dir, name);
+        st = kv_read_file(full, &body, NULL, err);
+        if (!st && kv_buf_printf(&text, "#line 1 \"%s\"\n%s\n", name, body))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        free(body);
+    }
+    if (st) {
+        kv_buf_release(&text);
+        return st;
+    }
+    s->source = kv_buf_take(&text);
+    return KEVO_OK;
+}
+
+static kevo_status sp_parse_entries(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "enter_from");
+    if (!arr)
+        return KEVO_OK;
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > KEVO_MAX_ENTRIES)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"enter_from\" must be an array of at most %d moves", path,
+                            KEVO_MAX_ENTRIES);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, arr)
+    {
+        kevo_entry *e = &s->entries[s->nentries++]; /* counted first, so free releases a partial one */
+        kevo_status st;
+        if ((st = sp_copy_str(m, "family", e->from, sizeof e->from, true, path, err)) ||
+            (st = sp_copy_str(m, "op", e->op, sizeof e->op, true, path, err)) ||
+            (st = sp_copy_str(m, "why", e->why, sizeof e->why, false, path, err)))
+            return st;
+        if (!sp_is_ident(e->from) || !sp_is_ident(e->op) || strcmp(e->from, s->family) == 0)
+            return kevo_err_set(err, KEVO_ERR_PARSE,
+                                "'%s': enter_from needs another family's name and an operator name", path);
+        for (int i = 0; i < s->naxes; i++)
+            if (strcmp(s->axes[i].op, e->op) == 0)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': enter_from op '%s' is also an axis", path, e->op);
+        const cJSON *set = cJSON_GetObjectItemCaseSensitive(m, "set");
+        if (!cJSON_IsObject(set) || cJSON_GetArraySize(set) != s->nparams)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': enter_from '%s' must \"set\" each of the %d params once",
+                                path, e->op, s->nparams);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, set)
+        {
+            int idx = kevo_space_param_index(s, v->string);
+            if (idx < 0 || e->set[idx])
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': enter_from '%s' sets '%s', not a param (or twice)",
+                                    path, e->op, v->string ? v->string : "");
+            if ((st = sp_expr(v, path, "enter_from", &e->set[idx], err)))
+                return st;
+        }
+    }
+    return KEVO_OK;
+}
+
 /* Parse a loaded JSON document into s (already zeroed, path set). */
 static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
 {
@@ -367,7 +448,8 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
         (st = sp_parse_axes(s, root, path, err)) || (st = sp_parse_lets(s, root, path, err)) ||
         (st = sp_parse_rules(root, "requires", s->requires, &s->nrequires, path, err)) ||
         (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||
-        (st = sp_parse_launches(s, root, path, err)) || (st = sp_parse_tmaps(s, root, path, err)))
+        (st = sp_parse_launches(s, root, path, err)) || (st = sp_parse_tmaps(s, root, path, err)) ||
+        (st = sp_parse_entries(s, root, path, err)))
         return st;
     if ((st = sp_check_names(s, path, err)))
         return st;
@@ -378,13 +460,12 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
     if (ws && (st = sp_expr(ws, path, "workspace", &s->workspace, err)))
         return st;
 
-    char dir[PATH_MAX], full[PATH_MAX + 300];
+    char dir[PATH_MAX];
     kv_dirname(path, dir, sizeof dir);
-    snprintf(full, sizeof full, "%s/%s", dir, source);
     s->source_name = kv_strdup(source);
     if (!s->source_name)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    return kv_read_file(full, &s->source, NULL, err);
+    return sp_read_sources(s, root, dir, source, err);
 }
 
 kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_space **out, kevo_err *err)
@@ -446,6 +527,9 @@ void kevo_space_free(kevo_space *s)
     for (int i = 0; i < s->ntmaps; i++)
         for (int d = 0; d < 3; d++)
             kevo_expr_free(s->tmaps[i].box[d]);
+    for (int i = 0; i < s->nentries; i++)
+        for (int p = 0; p < KEVO_MAX_PARAMS; p++)
+            kevo_expr_free(s->entries[i].set[p]);
     kevo_expr_free(s->pad_k);
     kevo_expr_free(s->workspace);
     free(s->path);
@@ -743,6 +827,33 @@ kevo_status kevo_space_plan(const kevo_space *s, const kevo_syms *shape, const k
     return KEVO_OK;
 }
 
+int kevo_space_enter(const kevo_space *to, int e, const kevo_space *from, const kevo_syms *shape,
+                     const kevo_limits *lim, kevo_dtype dt, const kevo_config *src, kevo_config *out, char *why,
+                     size_t n, kevo_err *err)
+{
+    const kevo_entry *en = &to->entries[e];
+    kevo_syms b;
+    if (kevo_space_bind(from, shape, lim, dt, src, &b, err))
+        return -1;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < to->nparams; i++) {
+        int64_t v;
+        if (kevo_expr_eval(en->set[i], &b, &v, err)) {
+            kevo_err_prefix(err, "family '%s': enter_from '%s' param %s", to->family, en->op, to->params[i].name);
+            return -1;
+        }
+        bool member = false;
+        for (int k = 0; k < to->params[i].nvalues && !member; k++)
+            member = to->params[i].values[k] == v;
+        if (!member) {
+            snprintf(why, n, "%s: %s=%lld is not among its values", en->op, to->params[i].name, (long long)v);
+            return 0;
+        }
+        out->v[i] = v;
+    }
+    return 1;
+}
+
 kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_dtype dt, const char *abi_header,
                               kv_buf *src, kevo_err *err)
 {
@@ -755,7 +866,7 @@ kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_
     if (!st && abi_header)
         st = kv_buf_printf(src, "%s\n", abi_header);
     if (!st)
-        st = kv_buf_printf(src, "#line 1 \"%s\"\n%s", s->source_name, s->source);
+        st = kv_buf_printf(src, "%s", s->source);
     if (st)
         return kevo_err_set(err, st, "out of memory rendering '%s'", s->family);
     return KEVO_OK;

@@ -17,13 +17,22 @@
  *               "block": [e, e, e], "smem": e}, ...]
  *   tmaps: [{"tensor": "w_cand", "box": [e, e, e], "swizzle": 128}, ...]
  *          TMA descriptors the evaluator encodes into the op's arguments
+ *   include: ["hopper.cuh", ...]   headers beside the space file, inlined
+ *          ahead of the source in order
+ *   enter_from: [{"family": "lce_wgmma", "op": "persistent", "why": "...",
+ *                 "set": {"BN": "BN", "FUSE": "0", ...}}, ...]
+ *          moves into this family from another: one expression per param
+ *          of this family over the source configuration's params, lets and
+ *          shape; a search holding the source family reaches this one
+ *          through them instead of seeding it
  * Expressions (templates/expr.h) see the op's shape symbols, the params, the
  * lets, and the device limits num_sms, max_smem (bytes a block may opt into),
  * max_regs_per_thread, sm (e.g. 90), and dtype_bytes.
  *
  * Rendering prepends "#define NAME VALUE" for each param and the dtype, the
- * op's ABI header, then "#line 1 \"<family>.cu\"", so compiler errors point
- * at the template's own lines (as Kernel Tuner does).
+ * op's ABI header, then the includes and the source, each behind
+ * "#line 1 \"<file>\"", so compiler errors point at the template's own lines
+ * (as Kernel Tuner does).
  */
 #ifndef KEVO_SPACE_H
 #define KEVO_SPACE_H
@@ -42,6 +51,7 @@
 #define KEVO_MAX_RULES 32
 #define KEVO_MAX_ARCHS 12
 #define KEVO_MAX_TMAPS 8
+#define KEVO_MAX_ENTRIES 4
 
 typedef struct kevo_param {
     char name[KEVO_SYM_NAME_MAX];
@@ -71,6 +81,14 @@ typedef struct kevo_tmap_tpl {
     kevo_expr *box[3];
     int swizzle;
 } kevo_tmap_tpl;
+
+/* A move into this family from another ("enter_from"). */
+typedef struct kevo_entry {
+    char from[64];                   /* source family */
+    char op[KEVO_SYM_NAME_MAX];      /* operator name on the edge */
+    char why[160];
+    kevo_expr *set[KEVO_MAX_PARAMS]; /* in params order, over the source's bindings */
+} kevo_entry;
 
 typedef struct kevo_launch_tpl {
     char entry[64];
@@ -104,6 +122,8 @@ typedef struct kevo_space {
     kevo_launch_tpl launches[KEVO_MAX_LAUNCHES];
     int ntmaps;
     kevo_tmap_tpl tmaps[KEVO_MAX_TMAPS];
+    int nentries;
+    kevo_entry entries[KEVO_MAX_ENTRIES];
 } kevo_space;
 
 /* A configuration: one value per param, in kevo_space.params order. */
@@ -182,6 +202,14 @@ void kevo_space_default(const kevo_space *s, kevo_config *cfg);
  * Errors: KEVO_ERR_ARG when a let cannot be evaluated. */
 kevo_status kevo_space_bind(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
                             const kevo_config *cfg, kevo_syms *out, kevo_err *err);
+
+/* Map a configuration of `from` through entry e of `to` (to->entries[e],
+ * whose source must be from's family) into *out.  Returns 1 mapped, 0 when a
+ * mapped value is not among the param's values (why says which), -1 when an
+ * expression fails (err says why: a name the source lacks, ...). */
+int kevo_space_enter(const kevo_space *to, int e, const kevo_space *from, const kevo_syms *shape,
+                     const kevo_limits *lim, kevo_dtype dt, const kevo_config *src, kevo_config *out, char *why,
+                     size_t n, kevo_err *err);
 
 /* Check the family's `requires` against a shape.  KEVO_OK, or
  * KEVO_ERR_UNSUPPORTED with the rule's why in err. */

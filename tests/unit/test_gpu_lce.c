@@ -1,8 +1,11 @@
 /* test_gpu_lce.c — GPU check (ctest label gpu; exits 77 without a GPU):
  * every stage of the lce_mma family (decomposed / K-aligned / fused, both
  * epilogues, both BK, fp16 and bf16) and the lce_wgmma family (TMA + WGMMA,
- * one or two consumers, every BN) passes the worker's verification on
- * shapes that are not multiples of any tile, and a planted defect (a
+ * one or two consumers, every BN) and the lce_ws family (persistent, fused
+ * or two launches, ping-pong or cooperative, clusters, both epilogues,
+ * user_res in fp32 or the storage dtype)
+ * passes the worker's verification on shapes that are not multiples of any
+ * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
  * result. */
 #define _POSIX_C_SOURCE 200809L
@@ -26,7 +29,7 @@
 #include "util/util.h"
 
 static char *abi_text;
-static kevo_space *mma, *wgmma;
+static kevo_space *mma, *wgmma, *ws;
 
 /* ---- 2 and 3. the template family through the worker ---- */
 
@@ -83,7 +86,7 @@ static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const cha
     gc.dtype = dt;
     gc.warmup = 1;
     gc.reps = 3;
-    gc.timeout_s = 60;
+    gc.timeout_s = 30; /* a hung persistent kernel fails its config in 30 s */
     gc.seed = 99;
     gc.ref_cubin = rj.cubin;
     gc.ref_cubin_size = rj.cubin_size;
@@ -122,7 +125,7 @@ static const char *const stages[] = {
     /* stage 1: decomposed, natural K */
     "BM=64,BN=64,BK=32,WARPS_M=2,WARPS_N=2,STAGES=2,ALIGN=0,FUSE=0,EPI=0,RASTER=0",
     /* stage 2: K aligned */
-    "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=3,ALIGN=1,FUSE=0,EPI=0,RASTER=1",
+    "BM=64,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=3,ALIGN=1,FUSE=0,EPI=0,RASTER=1",
     /* stage 3: fused epilogue, staged stores, deep ring */
     "BM=128,BN=128,BK=64,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
     /* fused, direct stores, 112-row tiles, 8 warps */
@@ -159,7 +162,7 @@ static const struct {
     const char *params;
 } hopper[] = {
     {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=64,CONSUMERS=1,STAGES=2,EPI=0,RASTER=0"},
-    {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=128,CONSUMERS=1,STAGES=4,EPI=1,RASTER=1"},
+    {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=128,CONSUMERS=1,STAGES=4,EPI=1,RASTER=0"},
     {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=256,CONSUMERS=2,STAGES=3,EPI=1,RASTER=0"},
     {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=192,CONSUMERS=2,STAGES=2,EPI=0,RASTER=0"},
     {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=64,CONSUMERS=2,STAGES=8,EPI=1,RASTER=1"},
@@ -173,6 +176,35 @@ static void test_hopper_family(void **state)
         for (int d = 0; d < 2; d++) {
             kevo_gpu_result r =
                 run_config(wgmma, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, hopper[i].shape, hopper[i].params, false);
+            assert_int_equal(r.fail, KEVO_FAIL_NONE);
+            assert_int_equal(r.checks, 3);
+        }
+}
+
+/* Persistent family: M, N and K tails, fewer items than SMs and many per
+ * SM, several users per cluster of work, one k-tile, the default shape's
+ * M=433 and Kc=866 unpadded. */
+static const struct {
+    const char *shape;
+    const char *params;
+} persistent[] = {
+    {"B=40,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=1,RASTER=0"},
+    {"B=64,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=3,CLUSTER=2,FUSE=1,EPI=0,RASTER=1"},
+    {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=2,CLUSTER=1,FUSE=0,EPI=1,RASTER=0"},
+    {"B=300,M=97,N=136,Ku=330,Kc=266,ratio=7", "BN=192,CONSUMERS=2,PINGPONG=0,STAGES=4,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=33,M=200,N=512,Ku=64,Kc=8,U=33", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=3,CLUSTER=2,FUSE=0,EPI=0,RASTER=1"},
+    /* cooperative: the last tile's second warp group has no row below M */
+    {"B=40,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=1,RASTER=0"},
+};
+
+static void test_persistent_family(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < KV_ARRAY_LEN(persistent); i++)
+        for (int d = 0; d < 2; d++) {
+            kevo_gpu_result r = run_config(ws, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, persistent[i].shape,
+                                           persistent[i].params, false);
             assert_int_equal(r.fail, KEVO_FAIL_NONE);
             assert_int_equal(r.checks, 3);
         }
@@ -200,7 +232,10 @@ static int setup(void **state)
     if (kevo_space_load(path, &mma, &err) != KEVO_OK)
         return -1;
     snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home && *home ? home : KEVO_SOURCE_DIR);
-    return kevo_space_load(path, &wgmma, &err) == KEVO_OK ? 0 : -1;
+    if (kevo_space_load(path, &wgmma, &err) != KEVO_OK)
+        return -1;
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home && *home ? home : KEVO_SOURCE_DIR);
+    return kevo_space_load(path, &ws, &err) == KEVO_OK ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -209,19 +244,67 @@ static int teardown(void **state)
     free(abi_text);
     kevo_space_free(mma);
     kevo_space_free(wgmma);
+    kevo_space_free(ws);
     return 0;
+}
+
+/* Every configuration above is valid at its shape: checked without a GPU
+ * too, so a constraint change cannot quietly retire a GPU case. */
+static int check_one(const kevo_space *sp, const char *shape_txt, const char *params)
+{
+    kevo_err err;
+    kevo_syms shape;
+    kevo_limits lim;
+    kevo_config cfg;
+    char buf[256], why[256] = "";
+    if (kevo_op_find("ikbo_lce")->parse_shape(shape_txt, &shape, &err) || kevo_limits_for_arch("sm_90a", &lim, &err))
+        return 1;
+    kevo_space_default(sp, &cfg);
+    snprintf(buf, sizeof buf, "%s", params);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        int i = eq ? (*eq = '\0', kevo_space_param_index(sp, tok)) : -1;
+        if (i < 0)
+            return 1;
+        cfg.v[i] = atoll(eq + 1);
+    }
+    if (kevo_space_check(sp, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why) != 1) {
+        fprintf(stderr, "%s at %s: %s is not valid: %s\n", sp->family, shape_txt, params, why);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_configs(void)
+{
+    int bad = 0;
+    for (size_t s = 0; s < KV_ARRAY_LEN(odd_shapes); s++)
+        for (size_t i = 0; i < KV_ARRAY_LEN(stages); i++)
+            bad += check_one(mma, odd_shapes[s], stages[i]);
+    for (size_t i = 0; i < KV_ARRAY_LEN(hopper); i++)
+        bad += check_one(wgmma, hopper[i].shape, hopper[i].params);
+    for (size_t i = 0; i < KV_ARRAY_LEN(persistent); i++)
+        bad += check_one(ws, persistent[i].shape, persistent[i].params);
+    return bad;
 }
 
 int main(void)
 {
+    if (setup(NULL) || check_configs()) {
+        fprintf(stderr, "test configurations do not load or are not valid\n");
+        return 1;
+    }
+    teardown(NULL);
     if (!tu_have_gpu()) {
-        printf("skipped: no CUDA driver or device\n");
+        printf("skipped: no CUDA driver or device (the %zu configurations are valid)\n",
+               KV_ARRAY_LEN(odd_shapes) * KV_ARRAY_LEN(stages) + KV_ARRAY_LEN(hopper) + KV_ARRAY_LEN(persistent));
         return 77;
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_family_fp16),
         cmocka_unit_test(test_family_bf16),
         cmocka_unit_test(test_hopper_family),
+        cmocka_unit_test(test_persistent_family),
         cmocka_unit_test(test_planted_defect_caught),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

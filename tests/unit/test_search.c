@@ -25,6 +25,7 @@
 
 static kevo_space *mma;   /* templates/lce_mma.json */
 static kevo_space *wg;    /* templates/lce_wgmma.json */
+static kevo_space *wsf;   /* templates/lce_ws.json: entered from lce_wgmma */
 static kevo_space *small; /* 3 params of 3 values, written to a temp dir */
 static kevo_syms shape;
 static kevo_limits lim;
@@ -204,6 +205,8 @@ static int group_setup(void **state)
     mma = load(path);
     snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home());
     wg = load(path);
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
+    wsf = load(path);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo_test_search_XXXXXX");
     if (!mkdtemp(tmpdir))
         return -1;
@@ -223,7 +226,7 @@ static int group_setup(void **state)
     unlink(path);
     rmdir(tmpdir);
     kevo_err err;
-    if (!mma || !wg || !small || kevo_op_find("ikbo_lce")->parse_shape(NULL, &shape, &err) ||
+    if (!mma || !wg || !wsf || !small || kevo_op_find("ikbo_lce")->parse_shape(NULL, &shape, &err) ||
         kevo_limits_for_arch("sm_90a", &lim, &err))
         return -1;
     return 0;
@@ -234,6 +237,7 @@ static int group_teardown(void **state)
     (void)state;
     kevo_space_free(mma);
     kevo_space_free(wg);
+    kevo_space_free(wsf);
     kevo_space_free(small);
     return 0;
 }
@@ -768,6 +772,74 @@ static void test_seeds_invalid_default(void **state)
                      KEVO_ERR_ARG);
 }
 
+/* A family with enter_from is reached through its move, not seeded, while
+ * its source family is searched; the move maps the source configuration
+ * and competes with the source's axes as one more operator. */
+static void test_enter_moves(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {wg, wsf};
+    kevo_search s;
+    search_init(&s, spaces, 2, "ucb", 3);
+    kevo_proposal seeds[4];
+    assert_int_equal(kevo_search_seeds(&s, seeds, 4), 1);
+    assert_int_equal(seeds[0].family, 0);
+    assert_int_equal(kevo_search_add(&s, &seeds[0]), 0);
+    kevo_search_observe(&s, 0, 3.0);
+
+    static kevo_proposal nb[4096];
+    int n = kevo_search_neighbours(&s, 0, nb, 4096), moves = 0;
+    for (int i = 0; i < n; i++) {
+        if (nb[i].family != 1)
+            continue;
+        moves++;
+        assert_string_equal(nb[i].op, "persistent");
+        assert_int_equal(nb[i].parent, 0);
+        /* the source's tile and pipeline, on the persistent grid, two launches */
+        static const char *const kept[] = {"BN", "CONSUMERS", "STAGES", "EPI", "RASTER"};
+        for (size_t k = 0; k < KV_ARRAY_LEN(kept); k++)
+            assert_int_equal(nb[i].cfg.v[kevo_space_param_index(wsf, kept[k])],
+                             seeds[0].cfg.v[kevo_space_param_index(wg, kept[k])]);
+        assert_int_equal(nb[i].cfg.v[kevo_space_param_index(wsf, "PINGPONG")], 0);
+        assert_int_equal(nb[i].cfg.v[kevo_space_param_index(wsf, "FUSE")], 0);
+        assert_int_equal(nb[i].cfg.v[kevo_space_param_index(wsf, "CLUSTER")], 1);
+        assert_int_equal(nb[i].cfg.v[kevo_space_param_index(wsf, "URES")], 0);
+    }
+    assert_int_equal(moves, 1);
+
+    /* mutations of the seed take each operator once before any twice: the
+     * move among the first as many as there are operators with a move */
+    int nops = 0;
+    for (int i = 0; i < n; i++) {
+        bool first = true;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(nb[j].op, nb[i].op) != 0;
+        nops += first;
+    }
+    assert_true(nops >= 3);
+    int seen_move = 0;
+    for (int k = 0; k < nops; k++) {
+        kevo_proposal p;
+        assert_true(kevo_search_mutate(&s, 0, NULL, 0, &p));
+        assert_int_equal(kevo_search_children_by(&s, 0, p.op), 0);
+        seen_move += strcmp(p.op, "persistent") == 0;
+        int node = kevo_search_add(&s, &p);
+        assert_true(node > 0);
+        kevo_search_observe(&s, node, 1.0);
+    }
+    assert_int_equal(seen_move, 1);
+    kevo_search_release(&s);
+
+    /* alone, the family is seeded with its default */
+    kevo_space *alone[] = {wsf};
+    search_init(&s, alone, 1, "greedy", 1);
+    assert_int_equal(kevo_search_seeds(&s, seeds, 4), 1);
+    kevo_config def;
+    kevo_space_default(wsf, &def);
+    assert_true(same_cfg(wsf, &seeds[0].cfg, &def));
+    kevo_search_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -782,6 +854,7 @@ int main(void)
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_greedy_exhausts),
         cmocka_unit_test(test_seeds_invalid_default),
+        cmocka_unit_test(test_enter_moves),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

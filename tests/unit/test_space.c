@@ -515,6 +515,63 @@ static void test_plan_wgmma(void **state)
     kevo_space_free(s);
 }
 
+/* The persistent family's plan: one launch of at most num_sms CTAs (two
+ * when FUSE=0), whole clusters, the out tensor map, flags after user_res. */
+static void test_plan_ws(void **state)
+{
+    (void)state;
+    kevo_space *s = load_family("lce_ws");
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_plan plan;
+    kevo_config cfg;
+
+    /* default: ping-pong BN=256, 4 stages, fused, TMA store */
+    config_of(s, NULL, &cfg);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 1);
+    const int64_t smem = 4 * (64 + 256) * 64 * 2 + 2 * 2 * 64 * 128 + (16 * 4 + 16 * 4 + 8 * 4) + 1024;
+    check_launch(&plan.launches[0], "lce_ws_fused", lim.num_sms, 384, smem);
+    const int64_t tiles = cdiv(433, 64) * cdiv(256, 256);
+    /* user_res by CTA tile (7 tiles of 64 x 256 per user, fp32), counters, flags */
+    assert_int_equal(plan.workspace_bytes, 15 * tiles * 64 * 256 * 4 + 128 + 4 * 15 * tiles);
+    config_of(s, "URES=1", &cfg); /* user_res in the storage dtype: half the bytes */
+    kevo_plan half;
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_BF16, &cfg, &half, &err), KEVO_OK);
+    assert_int_equal(half.workspace_bytes, 15 * tiles * 64 * 256 * 2 + 128 + 4 * 15 * tiles);
+    assert_int_equal(plan.ntmaps, 5);
+    assert_string_equal(plan.tmaps[4].tensor, "out");
+    assert_int_equal(plan.tmaps[4].box[0], 64);
+    assert_int_equal(plan.tmaps[4].box[1], 64);
+    assert_int_equal(plan.tmaps[1].box[1], 64); /* W box rows: one warp group's tile */
+
+    /* cooperative, cluster of two, two launches; few items: the grid shrinks to them */
+    config_of(s, "PINGPONG=0,CLUSTER=2,FUSE=0,STAGES=3", &cfg);
+    kevo_syms small;
+    shape_of("B=3,M=200,N=256,Ku=64,Kc=64,U=1", &small);
+    assert_int_equal(kevo_space_plan(s, &small, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.nlaunches, 2);
+    const int64_t items_m = cdiv(200, 256); /* cluster tiles of 2 x 128 rows */
+    check_launch(&plan.launches[0], "lce_ws_user", 1 * items_m * 2, 384,
+                 3 * (128 + 256) * 64 * 2 + 2 * 2 * 64 * 128 + (16 * 3 + 16 * 4 + 8 * 4) + 1024);
+    check_launch(&plan.launches[1], "lce_ws_cand", 3 * items_m * 2, 384, plan.launches[0].smem);
+    assert_int_equal(plan.tmaps[1].box[1], 128);
+
+    /* a cluster of two needs an even number of E boxes; ping-pong two consumers */
+    char why[256];
+    config_of(s, "BN=192,CLUSTER=2", &cfg);
+    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    config_of(s, "CONSUMERS=1,PINGPONG=1", &cfg);
+    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    /* 5 cooperative stages of 48 KB do not fit */
+    config_of(s, "PINGPONG=0,STAGES=5", &cfg);
+    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    kevo_space_free(s);
+}
+
 static void plan_round_trip(const kevo_plan *p)
 {
     kv_buf j;
@@ -711,8 +768,21 @@ static void test_render(void **state)
             const char *l = strstr(src.data, line);
             assert_non_null(l);
             assert_true(a < l); /* ABI before the template */
-            /* the template text follows the #line directive unchanged */
-            assert_string_equal(l + strlen(line), s->source);
+            /* the template text follows the #line directive unchanged (after
+             * the headers the family includes, each behind its own) */
+            assert_true(l + 1 >= src.data + src.len - strlen(s->source));
+            assert_string_equal(src.data + src.len - strlen(s->source), s->source);
+            char *body = NULL;
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/templates/%s.cu", home(), fams[f]);
+            assert_int_equal(kv_read_file(path, &body, NULL, &err), KEVO_OK);
+            assert_non_null(strstr(l + strlen(line), body));
+            free(body);
+            if (f == 1) { /* lce_wgmma includes hopper.cuh, ahead of its source */
+                const char *h = strstr(src.data, "\n#line 1 \"hopper.cuh\"\n");
+                assert_non_null(h);
+                assert_true(a < h && h < l);
+            }
             kv_buf_release(&src);
         }
         kevo_space_free(s);
@@ -814,7 +884,7 @@ static void test_minimal_space(void **state)
     assert_int_equal(s->naxes, 0);
     assert_null(s->pad_k);
     assert_null(s->workspace);
-    assert_string_equal(s->source, "extern \"C\" __global__ void k() {}\n");
+    assert_string_equal(s->source, "#line 1 \"dummy.cu\"\nextern \"C\" __global__ void k() {}\n\n");
     /* plan without pad_k and workspace: zeros */
     kevo_syms shape;
     shape_of(NULL, &shape);
@@ -835,6 +905,62 @@ static void test_minimal_space(void **state)
                      KEVO_OK);
     assert_int_equal(s->params[0].def, 7);
     kevo_space_free(s);
+}
+
+/* Includes are inlined ahead of the source; enter_from maps a source
+ * configuration param by param (0 when a value falls outside the list). */
+static void test_include_and_entry(void **state)
+{
+    (void)state;
+    write_text(tmpdir, "common.cuh", "#define COMMON 1\n");
+    kevo_space *s, *src;
+    kevo_err err;
+    assert_int_equal(load_text("src.json",
+                               "{\"family\": \"src\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", "
+                               "\"archs\": [\"sm_90a\"],\n"
+                               "\"params\": [{\"name\": \"S\", \"values\": [1, 2, 3]}],\n"
+                               "\"let\": [[\"twice\", \"2 * S\"]],\n" SP_LAUNCH "}",
+                               &src, &err),
+                     KEVO_OK);
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": [\"common.cuh\"],\n"
+                                                           "\"enter_from\": [{\"family\": \"src\", \"op\": "
+                                                           "\"go\", \"why\": \"w\", \"set\": {\"A\": \"twice - 1\"}}]}",
+                               &s, &err),
+                     KEVO_OK);
+    assert_string_equal(s->source, "#line 1 \"common.cuh\"\n#define COMMON 1\n\n"
+                                   "#line 1 \"dummy.cu\"\nextern \"C\" __global__ void k() {}\n\n");
+    assert_int_equal(s->nentries, 1);
+    assert_string_equal(s->entries[0].from, "src");
+    assert_string_equal(s->entries[0].op, "go");
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_config in, out;
+    char why[256];
+    kevo_space_default(src, &in);
+    in.v[0] = 2; /* twice - 1 = 3 */
+    assert_int_equal(kevo_space_enter(s, 0, src, &shape, &lim, KEVO_DTYPE_F16, &in, &out, why, sizeof why, &err), 1);
+    assert_int_equal(out.v[0], 3);
+    in.v[0] = 3; /* 5: not a value of A */
+    assert_int_equal(kevo_space_enter(s, 0, src, &shape, &lim, KEVO_DTYPE_F16, &in, &out, why, sizeof why, &err), 0);
+    assert_non_null(strstr(why, "A=5"));
+    /* the mapping reads the source's names: through the target it fails */
+    assert_int_equal(kevo_space_enter(s, 0, s, &shape, &lim, KEVO_DTYPE_F16, &in, &out, why, sizeof why, &err), -1);
+    assert_non_null(strstr(err.msg, "twice"));
+    kv_buf src_text;
+    kv_buf_init(&src_text);
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    assert_int_equal(kevo_space_render(s, &cfg, KEVO_DTYPE_F16, NULL, &src_text, &err), KEVO_OK);
+    assert_non_null(strstr(src_text.data, "#define A 2\n"));
+    assert_true(strstr(src_text.data, "#define COMMON 1") < strstr(src_text.data, "__global__"));
+    kv_buf_release(&src_text);
+    kevo_space_free(s);
+    kevo_space_free(src);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/common.cuh", tmpdir);
+    unlink(path);
 }
 
 static void test_malformed(void **state)
@@ -890,6 +1016,25 @@ static void test_malformed(void **state)
                                         "[32, 1, 1]}]}",
                       KEVO_ERR_PARSE, "smem");
     expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"pad_k\": \"((\"}", KEVO_ERR_PARSE, "pad_k");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": \"hopper.cuh\"}", KEVO_ERR_PARSE,
+                      "\"include\" must be an array");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": [\"../x.cuh\"]}", KEVO_ERR_PARSE,
+                      "include 0 must name a file beside");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": [\"absent.cuh\"]}", KEVO_ERR_IO, "absent.cuh");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"enter_from\": [{\"family\": \"src\", \"op\": \"go\"}]}",
+                      KEVO_ERR_PARSE, "must \"set\" each of the 1 params");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH
+                      ", \"enter_from\": [{\"family\": \"src\", \"op\": \"go\", \"set\": {\"B\": 1}}]}",
+                      KEVO_ERR_PARSE, "sets 'B', not a param");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH
+                      ", \"enter_from\": [{\"family\": \"fam\", \"op\": \"go\", \"set\": {\"A\": 1}}]}",
+                      KEVO_ERR_PARSE, "another family's name");
+    expect_load_error(SP_HEAD SP_PARAMS "\"axes\": {\"go\": [\"A\"]},\n" SP_LAUNCH
+                      ", \"enter_from\": [{\"family\": \"src\", \"op\": \"go\", \"set\": {\"A\": 1}}]}",
+                      KEVO_ERR_PARSE, "op 'go' is also an axis");
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH
+                      ", \"enter_from\": [{\"family\": \"src\", \"op\": \"go\", \"set\": {\"A\": \"X +\"}}]}",
+                      KEVO_ERR_PARSE, "enter_from");
 
     /* a missing space file */
     kevo_space *s = (kevo_space *)(uintptr_t)1;
@@ -967,16 +1112,17 @@ static void test_load_dir(void **state)
     kevo_err err;
     kevo_err_clear(&err);
     assert_int_equal(kevo_spaces_load_dir(dir, "ikbo_lce", &sp, &n, &err), KEVO_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     assert_string_equal(sp[0]->family, "lce_mma");
     assert_string_equal(sp[1]->family, "lce_wgmma");
+    assert_string_equal(sp[2]->family, "lce_ws");
     assert_ptr_equal(kevo_spaces_find(sp, n, "lce_wgmma"), sp[1]);
     assert_ptr_equal(kevo_spaces_find(sp, n, "lce_mma"), sp[0]);
     assert_null(kevo_spaces_find(sp, n, "nope"));
     kevo_spaces_free(sp, n);
 
     assert_int_equal(kevo_spaces_load_dir(dir, NULL, &sp, &n, &err), KEVO_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     kevo_spaces_free(sp, n);
 
     assert_int_equal(kevo_spaces_load_dir(dir, "other_op", &sp, &n, &err), KEVO_OK);
@@ -1049,10 +1195,12 @@ int main(void)
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_plan_mma),
         cmocka_unit_test(test_plan_wgmma),
+        cmocka_unit_test(test_plan_ws),
         cmocka_unit_test(test_plan_json),
         cmocka_unit_test(test_config_json),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_minimal_space),
+        cmocka_unit_test(test_include_and_entry),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_default_not_integer),

@@ -1,0 +1,540 @@
+// lce_ws.cu — ikbo_lce on Hopper (sm_90a): warp-specialized, persistent.
+//
+// One launch computes the user tiles (user_res[u] = W_user @ E_user[u], fp32,
+// into the workspace) and the candidate tiles (out[b] = W_cand @ E_cand[b] +
+// user_res[cand_to_user[b]]); FUSE=0 splits them into two launches.
+//
+//   scheduler: the grid is persistent (at most one CTA, or cluster, per SM).
+//     The leader producer of each cluster claims work items from a counter
+//     in the workspace — user tiles first, then candidate tiles — and hands
+//     them to its roles through a small mbarrier-gated queue in shared memory
+//     (copied to the peer CTA when CLUSTER=2).  A candidate tile's epilogue
+//     waits on the readiness flag of the user tile it adds; that tile was
+//     claimed earlier by a running CTA whose own waits are on tiles claimed
+//     earlier still, so no wait depends on a CTA that is not resident.
+//   producer (warp group 0, one thread, 40 registers): for each item, its
+//     k-tiles into a STAGES-deep ring: TMA loads of W (K-major, 128-byte
+//     swizzle) and E (N-major, 64-column boxes; with CLUSTER=2 each CTA
+//     loads half of the boxes and multicasts them to both).
+//   consumers (warp groups 1..CONSUMERS, 232/240 registers): BK/16
+//     wgmma.m64nBNk16 per k-tile from shared memory; PINGPONG=1: each warp
+//     group owns alternate items (64-row tiles), so one's epilogue runs under
+//     the other's MMAs; PINGPONG=0: the warp groups split one 128-row tile.
+//   broadcast-add: a candidate tile's accumulators start as its block of
+//     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
+//     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
+//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0).
+//
+// Workspace: user_res by CTA tile in fragment order (fp32, or the storage
+// dtype with URES=1) | 128 bytes: claim counters | flags
+// [U][tiles_n][tiles_m][CLUSTER] int.  Counters and flags carry the run's
+// launch_seq, so stale values from earlier runs (or poison) never count.
+// Needs the padded-K layout (TMA rows of 16-byte multiples); K and M tails
+// come from TMA's zero fill and its clipped stores.
+
+// ---- tunables (kevo defines them; these defaults make a standalone compile) ----
+#ifndef BN
+#define BN 256
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef PINGPONG
+#define PINGPONG 1
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef EPI
+#define EPI 1
+#endif
+#ifndef RASTER
+#define RASTER 0
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef FUSE
+#define FUSE 1
+#endif
+#ifndef URES
+#define URES 0 // user_res kept as fp32 (0) or rounded to the storage dtype (1), as the decomposed form does
+#endif
+
+#ifndef KEVO_HOPPER_CUH
+#include "hopper.cuh" // kevo inlines it ahead of this file (space "include")
+#endif
+#include <cuda/atomic>
+
+constexpr int BK = 64;                                   // one 128-byte swizzle row
+constexpr int TILE_M = PINGPONG ? 64 : 64 * CONSUMERS;   // rows of a CTA's tile
+constexpr int CL_M = TILE_M * CLUSTER;                   // rows of a cluster's tile
+constexpr int NT = 128 * (CONSUMERS + 1);
+constexpr int A_BYTES = TILE_M * BK * 2;                 // W per stage
+constexpr int B_BYTES = BN * BK * 2;                     // E per stage: BN/64 boxes of [BK][64]
+constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int NACC = BN / 2;                             // fp32 accumulators per consumer thread
+constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
+constexpr int STAGING_BYTES = CONSUMERS * 2 * BOX_BYTES; // two boxes per consumer warp group
+constexpr int QN = 4;                                    // work queue depth
+constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
+constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+
+static_assert(BN % 64 == 0 && BN >= 64 && BN <= 256, "BN must be 64, 128, 192 or 256");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warp groups");
+static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
+static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
+static_assert(CLUSTER == 1 || (CLUSTER == 2 && (BN / 64) % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
+static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "stages must keep 1024-byte swizzle atoms aligned");
+
+enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
+
+// user_res is stored in the accumulator fragment order of the tile that
+// wrote it (a user tile has the candidate tiles' geometry): each consumer
+// thread's NACC values are 16-byte vectors, vector v of thread t at
+// v * 128 + t in its warp group's block, so the accumulator init is a few
+// fully coalesced 16-byte loads per thread.
+#if URES
+constexpr int UVEC = 8; // values per 16-byte vector: the storage dtype
+__device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
+{
+    union { uint4 v; elem2_t h[4]; } u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        u.h[i] = pack2(acc[UVEC * v + 2 * i], acc[UVEC * v + 2 * i + 1]);
+    return u.v;
+}
+__device__ __forceinline__ void uvec_unpack(const uint4 *p, bool load, float (&acc)[NACC], int v)
+{
+    union { uint4 v; elem2_t h[4]; } u;
+    u.v = load ? __ldcg(p) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 f = unpack2(u.h[i]);
+        acc[UVEC * v + 2 * i] = f.x;
+        acc[UVEC * v + 2 * i + 1] = f.y;
+    }
+}
+#else
+constexpr int UVEC = 4; // fp32 (through float4: a uint4 round trip makes ptxas serialize the wgmmas, C7514)
+__device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
+{
+    union { uint4 u; float4 f; } x;
+    x.f = make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]);
+    return x.u;
+}
+__device__ __forceinline__ void uvec_unpack(const uint4 *p, bool load, float (&acc)[NACC], int v)
+{
+    const float4 x = load ? __ldcg(reinterpret_cast<const float4 *>(p)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    acc[4 * v] = x.x;
+    acc[4 * v + 1] = x.y;
+    acc[4 * v + 2] = x.z;
+    acc[4 * v + 3] = x.w;
+}
+#endif
+constexpr int UVECS = NACC / UVEC;     // vectors per consumer thread
+constexpr int UBLOCK = 128 * UVECS;    // vectors per warp group's 64 x BN block
+
+// Shared memory, from a 1024-byte aligned base (the plan asks 1 KiB extra).
+struct alignas(8) ws_ctl {
+    unsigned long long full[STAGES], empty[STAGES]; // ring
+    unsigned long long qfull[QN], qempty[QN];       // work queue
+    int q_item[QN], q_pos[QN];                      // item id (-1: no more), its first ring position
+};
+constexpr int SMEM_CTL = STAGES * STAGE_BYTES + STAGING_BYTES;
+
+// One work item decoded for this CTA.
+struct ws_item {
+    bool user;
+    int bb;     // user index (user tiles) or candidate index
+    int tm, tn; // cluster tile coordinates
+    int m0, n0; // this CTA's first row and column
+    int kt;     // k-tiles
+};
+
+struct ws_geom {
+    int tiles_m, tiles_n, per, user_items, lo, count;
+};
+
+template <int PHASE>
+__device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
+{
+    ws_geom g;
+    g.tiles_m = (a.M + CL_M - 1) / CL_M;
+    g.tiles_n = (a.N + BN - 1) / BN;
+    g.per = g.tiles_m * g.tiles_n;
+    g.user_items = a.U * g.per;
+    g.lo = PHASE == PHASE_CAND ? g.user_items : 0;
+    g.count = PHASE == PHASE_USER ? g.user_items : PHASE == PHASE_CAND ? a.B * g.per : g.user_items + a.B * g.per;
+    return g;
+}
+
+__device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_geom &g, int item, unsigned rank)
+{
+    ws_item it;
+    it.user = item < g.user_items;
+    const int rest = it.user ? item : item - g.user_items;
+    it.bb = rest / g.per;
+    const int t = rest % g.per;
+#if RASTER == 0
+    it.tm = t % g.tiles_m;
+    it.tn = t / g.tiles_m;
+#else
+    it.tn = t % g.tiles_n;
+    it.tm = t / g.tiles_n;
+#endif
+    it.m0 = (it.tm * CLUSTER + (int)rank) * TILE_M;
+    it.n0 = it.tn * BN;
+    it.kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
+    return it;
+}
+
+// Workspace regions (see the header comment).
+// A CTA tile of user u: its flag, and its blocks of user_res.
+__device__ __forceinline__ size_t ws_cta_tile(const ws_geom &g, int u, int tm, int tn, unsigned rank)
+{
+    return (((size_t)u * g.tiles_n + tn) * g.tiles_m + tm) * CLUSTER + rank;
+}
+__device__ __forceinline__ size_t ws_sched_offset(const kevo_lce_args &a, const ws_geom &g)
+{
+    const size_t res = ws_cta_tile(g, a.U, 0, 0, 0) * (TILE_M / 64) * UBLOCK * 16;
+    return (res + 255) & ~(size_t)255;
+}
+__device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
+                                        unsigned rank)
+{
+    int *flags = reinterpret_cast<int *>(static_cast<char *>(a.workspace) + ws_sched_offset(a, g) + 128);
+    return flags + ws_cta_tile(g, u, tm, tn, rank);
+}
+// This thread's vectors of the user_res block of the 64-row slice `slice`.
+__device__ __forceinline__ uint4 *ws_ures(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
+                                          unsigned rank, int slice, int tid)
+{
+    return static_cast<uint4 *>(a.workspace) + (ws_cta_tile(g, u, tm, tn, rank) * (TILE_M / 64) + slice) * UBLOCK + tid;
+}
+
+// Arrive on barrier `bar` of every CTA in the cluster (the ring's empty
+// slots: a multicast may write only once both CTAs have released the slot).
+__device__ __forceinline__ void arrive_all_ranks(unsigned long long *bar)
+{
+    if constexpr (CLUSTER == 1) {
+        cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(bar));
+    } else {
+#pragma unroll
+        for (unsigned r = 0; r < CLUSTER; ++r)
+            mbar_arrive_remote(cluster_smem_addr(bar, r));
+    }
+}
+// Arrive on the leader CTA's copy of a queue barrier (the entry is read).
+__device__ __forceinline__ void arrive_leader(unsigned long long *bar)
+{
+    if constexpr (CLUSTER == 1)
+        cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(bar));
+    else
+        mbar_arrive_remote(cluster_smem_addr(bar, 0));
+}
+__device__ __forceinline__ void queue_wait(unsigned long long *bar, unsigned parity)
+{
+    if constexpr (CLUSTER == 1)
+        mbar_wait(bar, parity);
+    else
+        mbar_wait_cluster(bar, parity);
+}
+
+// The leader's producer: publish item (with its first ring position) as
+// queue entry i in every CTA of the cluster.
+__device__ __forceinline__ void queue_push(ws_ctl *ctl, int i, int item, int pos)
+{
+    const int slot = i % QN;
+    mbar_wait(&ctl->qempty[slot], ((i / QN) & 1) ^ 1);
+    if constexpr (CLUSTER == 1) {
+        ctl->q_item[slot] = item;
+        ctl->q_pos[slot] = pos;
+        cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(&ctl->qfull[slot]));
+    } else {
+#pragma unroll
+        for (unsigned r = 0; r < CLUSTER; ++r) {
+            st_cluster_u32(cluster_smem_addr(&ctl->q_item[slot], r), (unsigned)item);
+            st_cluster_u32(cluster_smem_addr(&ctl->q_pos[slot], r), (unsigned)pos);
+            mbar_arrive_cluster(cluster_smem_addr(&ctl->qfull[slot], r));
+        }
+    }
+}
+
+// Claim counter: (launch_seq << 32) | next ticket.  The first claimant of a
+// run replaces a stale value (earlier run, poison) by (seq << 32).
+__device__ __forceinline__ void sched_start(unsigned long long *ctr, unsigned seq)
+{
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*ctr);
+    unsigned long long cur = c.load(cuda::memory_order_relaxed);
+    while ((unsigned)(cur >> 32) != seq) {
+        if (c.compare_exchange_strong(cur, (unsigned long long)seq << 32, cuda::memory_order_relaxed))
+            break;
+    }
+}
+__device__ __forceinline__ int sched_claim(unsigned long long *ctr)
+{
+    return (int)(unsigned)atomicAdd(ctr, 1ull);
+}
+
+template <int PHASE>
+__device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
+{
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+    unsigned char *smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
+    ws_ctl *ctl = reinterpret_cast<ws_ctl *>(smem + SMEM_CTL);
+    unsigned char *staging = smem + STAGES * STAGE_BYTES;
+
+    const unsigned rank = CLUSTER > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
+    const ws_geom g = ws_geometry<PHASE>(a);
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->full[s]), 1);
+            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->empty[s]), ITEM_WARPS * CLUSTER);
+        }
+        for (int i = 0; i < QN; ++i) {
+            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->qfull[i]), 1);
+            // readers of an entry: its consumer warps and the producer, in every CTA
+            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->qempty[i]), (ITEM_WARPS + 1) * CLUSTER);
+        }
+        cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    }
+    if constexpr (CLUSTER > 1) {
+        cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+        cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+    } else {
+        __syncthreads();
+    }
+
+    if (wg == 0) {
+        // ---- producer ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (tid == 0) {
+            unsigned long long *ctr = reinterpret_cast<unsigned long long *>(
+                static_cast<char *>(a.workspace) + ws_sched_offset(a, g) + 8 * PHASE);
+            int next = 0, pos = 0, pushed = 0;
+            if (rank == 0) {
+                sched_start(ctr, (unsigned)a.launch_seq);
+                next = sched_claim(ctr);
+            }
+            for (int i = 0;; ++i) {
+                if (rank == 0 && i == pushed) {
+                    // publish the claimed item; claim the following one now so
+                    // the atomic's latency hides behind this item's loads
+                    const int item = next < g.count ? g.lo + next : -1;
+                    queue_push(ctl, pushed++, item, pos);
+                    if (item >= 0) {
+                        pos += ws_decode(a, g, item, 0).kt;
+                        next = sched_claim(ctr);
+                    } else if (PINGPONG) {
+                        queue_push(ctl, pushed++, -1, pos); // the other consumer's end
+                    }
+                }
+                const int slot = i % QN;
+                queue_wait(&ctl->qfull[slot], (i / QN) & 1);
+                const int item = ctl->q_item[slot], p0 = ctl->q_pos[slot];
+                arrive_leader(&ctl->qempty[slot]);
+                if (item < 0)
+                    break;
+                const ws_item it = ws_decode(a, g, item, rank);
+                const void *tm_w = it.user ? (const void *)&a.tm_w_user : (const void *)&a.tm_w_cand;
+                const void *tm_e = it.user ? (const void *)&a.tm_e_user : (const void *)&a.tm_e_cand;
+                for (int k = 0; k < it.kt; ++k) {
+                    const int p = p0 + k, s = p % STAGES;
+                    mbar_wait(&ctl->empty[s], ((p / STAGES) & 1) ^ 1);
+                    uint64_t *bar = reinterpret_cast<uint64_t *>(&ctl->full[s]);
+                    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                         cuda::ptx::space_shared, bar, STAGE_BYTES);
+                    unsigned char *as = smem + s * STAGE_BYTES;
+                    unsigned char *bs = as + A_BYTES;
+                    const int32_t ca[2] = {k * BK, it.m0};
+                    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, as, tm_w, ca,
+                                                    bar);
+#pragma unroll
+                    for (int j = 0; j < BN / 64; ++j) {
+                        const int32_t cb[3] = {it.n0 + 64 * j, k * BK, it.bb};
+                        if constexpr (CLUSTER == 1) {
+                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                            bs + j * (BK * 128), tm_e, cb, bar);
+                        } else if (j % CLUSTER == (int)rank) {
+                            // both CTAs compute rows of the same (b, columns): one load, two copies
+                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                            bs + j * (BK * 128), tm_e, cb, bar,
+                                                            (uint16_t)((1u << CLUSTER) - 1));
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        // ---- consumers ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+        const int c = wg - 1, warp = tid / 32, lane = tid % 32;
+        const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+        const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of W
+        const int seq = a.launch_seq;
+        float acc[NACC];
+        int boxes = 0; // staged boxes so far (alternates the two staging buffers)
+        for (int i = PINGPONG ? c : 0;; i += PINGPONG ? 2 : 1) {
+            const int slot = i % QN;
+            queue_wait(&ctl->qfull[slot], (i / QN) & 1);
+            const int item = ctl->q_item[slot], p0 = ctl->q_pos[slot];
+            __syncwarp();
+            if (lane == 0)
+                arrive_leader(&ctl->qempty[slot]);
+            if (item < 0)
+                break;
+            const ws_item it = ws_decode(a, g, item, rank);
+            const int M = a.M, N = a.N;
+            const int row0 = it.m0 + (PINGPONG ? 0 : c * 64);
+            const int fr = warp * 16 + (lane >> 2), fc = 2 * (lane & 3); // fragment row / column
+
+            // ---- accumulators: 0 for a user tile; user_res[cand_to_user[b]] for a
+            // candidate tile, so the broadcast-add costs no epilogue loads: all
+            // the float2 loads are in flight at once, under the other warp
+            // group's MMAs (ping-pong) or the producer's first loads.  One
+            // predicated path defines them (no branch): ptxas serializes the
+            // wgmmas when accumulators merge from two paths (C7515). ----
+            const int u = it.user ? 0 : __ldg(a.cand_to_user + it.bb);
+            if constexpr (PHASE == PHASE_BOTH) {
+                if (!it.user) {
+                    if (tid == 0) {
+                        cuda::atomic_ref<int, cuda::thread_scope_device> f(*ws_flag(a, g, u, it.tm, it.tn, rank));
+                        while (f.load(cuda::memory_order_acquire) != seq)
+                            __nanosleep(64);
+                    }
+                    wg_sync(1 + c);
+                }
+            }
+            const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : c, tid);
+            const bool add = !it.user && row0 < M;
+#pragma unroll
+            for (int v = 0; v < UVECS; ++v)
+                uvec_unpack(res + v * 128, add, acc, v);
+
+            // ---- main loop: one wgmma group in flight, the previous slot released ----
+            for (int k = 0; k < it.kt; ++k) {
+                const int p = p0 + k, s = p % STAGES;
+                mbar_wait(&ctl->full[s], (p / STAGES) & 1);
+                const unsigned as = base + s * STAGE_BYTES + a_off;
+                const unsigned bs = base + s * STAGE_BYTES + A_BYTES;
+                fence_acc(acc);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    const unsigned long long da = sw128_desc(as + kk * 32, 16, 1024);
+                    const unsigned long long db = sw128_desc(bs + kk * 16 * 128, BK * 128, 1024);
+                    wgmma_ss<BN>(acc, da, db, 1);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();
+                fence_acc(acc);
+                if (k > 0 && lane == 0)
+                    arrive_all_ranks(&ctl->empty[(p - 1) % STAGES]);
+            }
+            wgmma_wait<0>();
+            fence_acc(acc);
+            if (lane == 0)
+                arrive_all_ranks(&ctl->empty[(p0 + it.kt - 1) % STAGES]);
+
+            if (it.user) {
+                // ---- user tile: user_res (fragment order), then its readiness flag ----
+                uint4 *res = ws_ures(a, g, it.bb, it.tm, it.tn, rank, PINGPONG ? 0 : c, tid);
+#pragma unroll
+                for (int v = 0; v < UVECS; ++v)
+                    __stcg(res + v * 128, uvec_pack(acc, v));
+                if constexpr (PHASE == PHASE_BOTH) {
+                    // every thread that wrote part of this CTA tile is past its stores
+                    if constexpr (PINGPONG)
+                        wg_sync(1 + c);
+                    else
+                        asm volatile("barrier.sync 3, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
+                    if (tid == 0 && (PINGPONG || c == 0)) {
+                        __threadfence();
+                        cuda::atomic_ref<int, cuda::thread_scope_device> f(*ws_flag(a, g, it.bb, it.tm, it.tn, rank));
+                        f.store(seq, cuda::memory_order_release);
+                    }
+                }
+                continue;
+            }
+
+            // ---- candidate tile: rounded, staged, stored ----
+#pragma unroll
+            for (int box = 0; box < BN / 64; ++box) {
+                unsigned char *buf = staging + (c * 2 + (boxes & 1)) * BOX_BYTES;
+                if constexpr (EPI == 1) {
+                    // the TMA store that last read this buffer is done reading it
+                    if (tid == 0)
+                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>());
+                    wg_sync(1 + c);
+                }
+#pragma unroll
+                for (int q = 0; q < 16; ++q) {
+                    const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
+                    const int j = 8 * box + unit;
+                    const elem2_t v = pack2(acc[4 * j + 2 * (q & 1)], acc[4 * j + 2 * (q & 1) + 1]);
+                    *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
+                }
+                if constexpr (EPI == 1) {
+                    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+                    wg_sync(1 + c);
+                    if (tid == 0) {
+                        const int32_t co[3] = {it.n0 + 64 * box, row0, it.bb};
+                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, &a.tm_out,
+                                                        co, buf);
+                        cuda::ptx::cp_async_bulk_commit_group();
+                    }
+                } else {
+                    wg_sync(1 + c);
+                    elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * N;
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const int idx = tid + 128 * q, r = idx / 8, unit = idx % 8;
+                        const int gm = row0 + r, gn = it.n0 + 64 * box + 8 * unit;
+                        if (gm < M && gn < N)
+                            *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
+                                *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
+                    }
+                }
+                ++boxes;
+            }
+        }
+        if constexpr (EPI == 1) {
+            if (tid == 0)
+                cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>());
+        }
+    }
+    if constexpr (CLUSTER > 1) {
+        // the peer may still arrive on this CTA's barriers or multicast into it
+        cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+        cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+    }
+}
+
+#if CLUSTER > 1
+#define WS_KERNEL(name) extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(NT, 1) name
+#else
+#define WS_KERNEL(name) extern "C" __global__ void __launch_bounds__(NT, 1) name
+#endif
+
+#if FUSE
+// User and candidate tiles in one launch.
+WS_KERNEL(lce_ws_fused)(const __grid_constant__ kevo_lce_args a)
+{
+    ws_kernel<PHASE_BOTH>(a);
+}
+#else
+// user_res[u] = W_user @ E_user[u] (first launch).
+WS_KERNEL(lce_ws_user)(const __grid_constant__ kevo_lce_args a)
+{
+    ws_kernel<PHASE_USER>(a);
+}
+// out[b] = W_cand @ E_cand[b] + user_res[cand_to_user[b]] (second launch).
+WS_KERNEL(lce_ws_cand)(const __grid_constant__ kevo_lce_args a)
+{
+    ws_kernel<PHASE_CAND>(a);
+}
+#endif
