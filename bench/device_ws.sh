@@ -5,6 +5,8 @@
 #                                 landscape of lce_ws at the default shape
 #   bench/device_ws.sh ncu WHERE...  Nsight Compute sections for one launch of
 #                                 each configuration WHERE selects
+#   bench/device_ws.sh point SHAPE DTYPE WHERE  lce_ws tuned (exhaustive over WHERE)
+#                                 at one shape
 #   bench/device_ws.sh main [N]   the main job (all families, greedy, budget N),
 #                                 then its best verified and timed over the sweep
 #                                 B x candidates-per-user x dtype, as a table
@@ -71,6 +73,17 @@ if [ "$MODE" = ncu ]; then
     echo "== ncu $i rc=$? ($where)"
     grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|L1/TEX Cache Throughput|Shared|Tensor|Issue Slots|Stall|Warp Cycles|ERR|==PROF==" "$OUT/ncu$i.txt" | head -40
   done
+  exit 0
+fi
+
+if [ "$MODE" = point ]; then
+  # the family tuned at one sweep point: bench/device_ws.sh point SHAPE DTYPE WHERE
+  tag=$(echo "$2_$3" | tr ',=' '__')
+  timeout 200 build/kevo tune --op ikbo_lce --shape "$2" --dtype "$3" --family lce_ws --policy exhaustive \
+    --budget 100 --where "$4" --db "$OUT/point_$tag.db" --no-bar >"$OUT/point_$tag.log" 2>&1
+  echo "point $2 $3 rc=$?"
+  tail -1 "$OUT/point_$tag.log"
+  slim "$OUT/point_$tag.db" "$OUT/point_${tag}_slim.db" && rm -f "$OUT/point_$tag.db"
   exit 0
 fi
 

@@ -377,6 +377,12 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
         const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of W
         const int seq = a.launch_seq;
         float acc[NACC];
+#if URES
+        uint4 pre[UVECS]; // this tile's user_res, storage dtype, fragment order
+#pragma unroll
+        for (int i = 0; i < NACC; ++i)
+            acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
+#endif
         int boxes = 0; // staged boxes so far (alternates the two staging buffers)
         for (int i = PINGPONG ? c : 0;; i += PINGPONG ? 2 : 1) {
             const int slot = i % QN;
@@ -411,9 +417,17 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             }
             const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : c, tid);
             const bool add = !it.user && row0 < M;
+#if URES
+            // storage-dtype user_res: loaded now into registers of its own, added
+            // in the epilogue, so the loads fly under the whole main loop
+#pragma unroll
+            for (int v = 0; v < UVECS; ++v)
+                pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
+#else
 #pragma unroll
             for (int v = 0; v < UVECS; ++v)
                 uvec_unpack(res + v * 128, add, acc, v);
+#endif
 
             // ---- main loop: one wgmma group in flight, the previous slot released ----
             for (int k = 0; k < it.kt; ++k) {
@@ -427,7 +441,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 for (int kk = 0; kk < BK / 16; ++kk) {
                     const unsigned long long da = sw128_desc(as + kk * 32, 16, 1024);
                     const unsigned long long db = sw128_desc(bs + kk * 16 * 128, BK * 128, 1024);
-                    wgmma_ss<BN>(acc, da, db, 1);
+                    wgmma_ss<BN>(acc, da, db, URES ? (k | kk) != 0 : 1); // URES: the first overwrites
                 }
                 wgmma_commit();
                 wgmma_wait<1>();
@@ -475,7 +489,13 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 for (int q = 0; q < 16; ++q) {
                     const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
                     const int j = 8 * box + unit;
-                    const elem2_t v = pack2(acc[4 * j + 2 * (q & 1)], acc[4 * j + 2 * (q & 1) + 1]);
+                    const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
+#if URES
+                    const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
+                    const elem2_t v = pack2(acc[e] + ur.x, acc[e + 1] + ur.y);
+#else
+                    const elem2_t v = pack2(acc[e], acc[e + 1]);
+#endif
                     *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
                 }
                 if constexpr (EPI == 1) {
