@@ -25,7 +25,7 @@ echo "planted rc=$?"
 python3 - "$OUT" <<'PY'
 import sqlite3, sys
 out = sys.argv[1]
-# slim copies: no sources, no cubins; what replay and reports read stays
+# a summary of each DB, then slim copies (bench/slim_db.py)
 for name in ("landscape", "clean", "planted", "ucb"):
     db = sqlite3.connect(f"{out}/{name}.db")
     n, ok, failed = db.execute("select count(*), sum(status='ok'), sum(status='failed') from candidates").fetchone()
@@ -39,12 +39,7 @@ for name in ("landscape", "clean", "planted", "ucb"):
         for row in db.execute("select json_extract(params,'$.FAULT'), status, coalesce(fail,'') from candidates "
                               "where family='lce_faults' order by 1"):
             print("   FAULT=%-2s %-7s %s" % row)
-    db.execute("update candidates set binary_key = null, source_hash = null")
-    db.execute("delete from binaries")
-    db.execute("delete from sources")
-    db.commit()
-    db.execute("pragma journal_mode=delete")
-    db.execute("vacuum")
     db.close()
 PY
+for name in landscape clean planted ucb; do python3 bench/slim_db.py "$OUT/$name.db"; done
 ls -la "$OUT"

@@ -18,20 +18,7 @@ export KEVO_HOME=$PWD
 MODE=${1:-check}
 
 # slim copies (no sources, no cubins) small enough to come back
-slim() {
-  python3 - "$1" "$2" <<'PY'
-import shutil, sqlite3, sys
-shutil.copyfile(sys.argv[1], sys.argv[2])
-db = sqlite3.connect(sys.argv[2])
-db.execute("update candidates set binary_key = null, source_hash = null")
-db.execute("delete from binaries")
-db.execute("delete from sources")
-db.commit()
-db.execute("pragma journal_mode=delete")
-db.execute("vacuum")
-db.close()
-PY
-}
+slim() { python3 bench/slim_db.py "$1" "$2"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
 
 if [ "$MODE" = check ]; then

@@ -1,32 +1,15 @@
 // hopper.cuh — Hopper (sm_90a) building blocks the TMA/WGMMA families share:
-// element types, WGMMA from shared-memory descriptors, mbarrier waits, named
-// and cluster barriers.  kevo inlines it ahead of a family's source (the
-// family's space file lists it under "include"); a standalone compile finds
-// it beside the source.
+// WGMMA from shared-memory descriptors, mbarrier waits, named and cluster
+// barriers.  kevo inlines it (after dtype.cuh) ahead of a family's source (the
+// family's space file lists both under "include"); a standalone compile finds
+// them beside the source.
 #ifndef KEVO_HOPPER_CUH
 #define KEVO_HOPPER_CUH
 
-#ifndef DTYPE_BF16
-#define DTYPE_BF16 0
+#ifndef KEVO_DTYPE_CUH
+#include "dtype.cuh"
 #endif
-
 #include <cuda/ptx>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#if DTYPE_BF16
-typedef __nv_bfloat16 elem_t;
-typedef __nv_bfloat162 elem2_t;
-#define MMA_AB "bf16"
-__device__ __forceinline__ elem2_t pack2(float x, float y) { return __floats2bfloat162_rn(x, y); }
-__device__ __forceinline__ float2 unpack2(elem2_t v) { return __bfloat1622float2(v); }
-#else
-typedef __half elem_t;
-typedef __half2 elem2_t;
-#define MMA_AB "f16"
-__device__ __forceinline__ elem2_t pack2(float x, float y) { return __floats2half2_rn(x, y); }
-__device__ __forceinline__ float2 unpack2(elem2_t v) { return __half22float2(v); }
-#endif
 
 // ---- WGMMA: no CUDA wrapper exists, so inline PTX (sm_90a) ----
 // Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix

@@ -46,12 +46,10 @@
 #ifndef RASTER
 #define RASTER 0
 #endif
-#ifndef DTYPE_BF16
-#define DTYPE_BF16 0
-#endif
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#ifndef KEVO_DTYPE_CUH
+#include "dtype.cuh" // kevo inlines it ahead of this file (space "include")
+#endif
 #include <cuda_pipeline.h>
 
 constexpr int NT = WARPS_M * WARPS_N * 32;   // threads per block
@@ -68,19 +66,6 @@ static_assert(BN >= 64 && BN % 64 == 0, "BN must be a multiple of 64");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(MI * NI * 4 <= 128, "accumulators exceed the register budget");
 
-#if DTYPE_BF16
-typedef __nv_bfloat16 elem_t;
-typedef __nv_bfloat162 elem2_t;
-#define MMA_AB "bf16"
-__device__ __forceinline__ elem2_t pack2(float x, float y) { return __floats2bfloat162_rn(x, y); }
-__device__ __forceinline__ float2 unpack2(elem2_t v) { return __bfloat1622float2(v); }
-#else
-typedef __half elem_t;
-typedef __half2 elem2_t;
-#define MMA_AB "f16"
-__device__ __forceinline__ elem2_t pack2(float x, float y) { return __floats2half2_rn(x, y); }
-__device__ __forceinline__ float2 unpack2(elem2_t v) { return __half22float2(v); }
-#endif
 
 // ---- shared-memory layout: element offset of the 16-byte chunk (row, chunk) ----
 // A tile [BM][BK]: rows of 64 or 128 bytes; XOR the chunk with the 128-byte

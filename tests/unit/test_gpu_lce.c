@@ -156,11 +156,26 @@ static void test_family_bf16(void **state)
     }
 }
 
-/* Hopper family: every tail comes from TMA's zero fill. */
-static const struct {
+/* A configuration at a shape. */
+typedef struct gpu_case {
     const char *shape;
     const char *params;
-} hopper[] = {
+} gpu_case;
+
+/* Every case in fp16 and bf16: verified on all three maps. */
+static void run_cases(const kevo_space *sp, const gpu_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (int d = 0; d < 2; d++) {
+            kevo_gpu_result r =
+                run_config(sp, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, cases[i].shape, cases[i].params, false);
+            assert_int_equal(r.fail, KEVO_FAIL_NONE);
+            assert_int_equal(r.checks, 3);
+        }
+}
+
+/* Hopper family: every tail comes from TMA's zero fill. */
+static const gpu_case hopper[] = {
     {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=64,CONSUMERS=1,STAGES=2,EPI=0,RASTER=0"},
     {"B=5,M=37,N=72,Ku=45,Kc=29,U=2", "BN=128,CONSUMERS=1,STAGES=4,EPI=1,RASTER=0"},
     {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=256,CONSUMERS=2,STAGES=3,EPI=1,RASTER=0"},
@@ -172,22 +187,13 @@ static const struct {
 static void test_hopper_family(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < KV_ARRAY_LEN(hopper); i++)
-        for (int d = 0; d < 2; d++) {
-            kevo_gpu_result r =
-                run_config(wgmma, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, hopper[i].shape, hopper[i].params, false);
-            assert_int_equal(r.fail, KEVO_FAIL_NONE);
-            assert_int_equal(r.checks, 3);
-        }
+    run_cases(wgmma, hopper, KV_ARRAY_LEN(hopper));
 }
 
 /* Persistent family: M, N and K tails, fewer items than SMs and many per
  * SM, several users per cluster of work, one k-tile, the default shape's
  * M=433 and Kc=866 unpadded. */
-static const struct {
-    const char *shape;
-    const char *params;
-} persistent[] = {
+static const gpu_case persistent[] = {
     {"B=40,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=1,RASTER=0"},
     {"B=64,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1"},
     {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=3,CLUSTER=2,FUSE=1,EPI=0,RASTER=1,URES=1"},
@@ -201,13 +207,7 @@ static const struct {
 static void test_persistent_family(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < KV_ARRAY_LEN(persistent); i++)
-        for (int d = 0; d < 2; d++) {
-            kevo_gpu_result r = run_config(ws, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, persistent[i].shape,
-                                           persistent[i].params, false);
-            assert_int_equal(r.fail, KEVO_FAIL_NONE);
-            assert_int_equal(r.checks, 3);
-        }
+    run_cases(ws, persistent, KV_ARRAY_LEN(persistent));
 }
 
 /* The decomposed plan without its broadcast-add launch computes only the

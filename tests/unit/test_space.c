@@ -515,32 +515,43 @@ static void test_plan_wgmma(void **state)
     kevo_space_free(s);
 }
 
+/* What a plan test starts from: a family, the default shape, H100 limits. */
+typedef struct plan_fx {
+    kevo_space *s;
+    kevo_syms shape;
+    kevo_limits lim;
+    kevo_err err;
+} plan_fx;
+
+static plan_fx plan_fx_of(const char *family)
+{
+    plan_fx f = {.s = load_family(family), .lim = h100()};
+    shape_of(NULL, &f.shape);
+    kevo_err_clear(&f.err);
+    return f;
+}
+
 /* The persistent family's plan: one launch of at most num_sms CTAs (two
  * when FUSE=0), whole clusters, the out tensor map, flags after user_res. */
 static void test_plan_ws(void **state)
 {
     (void)state;
-    kevo_space *s = load_family("lce_ws");
-    kevo_syms shape;
-    shape_of(NULL, &shape);
-    kevo_limits lim = h100();
-    kevo_err err;
-    kevo_err_clear(&err);
+    plan_fx f = plan_fx_of("lce_ws");
     kevo_plan plan;
     kevo_config cfg;
 
     /* default: ping-pong BN=256, 4 stages, fused, TMA store */
-    config_of(s, NULL, &cfg);
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    config_of(f.s, NULL, &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 1);
     const int64_t smem = 4 * (64 + 256) * 64 * 2 + 2 * 2 * 64 * 128 + (16 * 4 + 16 * 4 + 8 * 4) + 1024;
-    check_launch(&plan.launches[0], "lce_ws_fused", lim.num_sms, 384, smem);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 384, smem);
     const int64_t tiles = cdiv(433, 64) * cdiv(256, 256);
     /* user_res by CTA tile (7 tiles of 64 x 256 per user, fp32), counters, flags */
     assert_int_equal(plan.workspace_bytes, 15 * tiles * 64 * 256 * 4 + 128 + 4 * 15 * tiles);
-    config_of(s, "URES=1", &cfg); /* user_res in the storage dtype: half the bytes */
+    config_of(f.s, "URES=1", &cfg); /* user_res in the storage dtype: half the bytes */
     kevo_plan half;
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_BF16, &cfg, &half, &err), KEVO_OK);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_BF16, &cfg, &half, &f.err), KEVO_OK);
     assert_int_equal(half.workspace_bytes, 15 * tiles * 64 * 256 * 2 + 128 + 4 * 15 * tiles);
     assert_int_equal(plan.ntmaps, 5);
     assert_string_equal(plan.tmaps[4].tensor, "out");
@@ -549,10 +560,10 @@ static void test_plan_ws(void **state)
     assert_int_equal(plan.tmaps[1].box[1], 64); /* W box rows: one warp group's tile */
 
     /* cooperative, cluster of two, two launches; few items: the grid shrinks to them */
-    config_of(s, "PINGPONG=0,CLUSTER=2,FUSE=0,STAGES=3", &cfg);
+    config_of(f.s, "PINGPONG=0,CLUSTER=2,FUSE=0,STAGES=3", &cfg);
     kevo_syms small;
     shape_of("B=3,M=200,N=256,Ku=64,Kc=64,U=1", &small);
-    assert_int_equal(kevo_space_plan(s, &small, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(kevo_space_plan(f.s, &small, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 2);
     const int64_t items_m = cdiv(200, 256); /* cluster tiles of 2 x 128 rows */
     check_launch(&plan.launches[0], "lce_ws_user", 1 * items_m * 2, 384,
@@ -562,14 +573,14 @@ static void test_plan_ws(void **state)
 
     /* a cluster of two needs an even number of E boxes; ping-pong two consumers */
     char why[256];
-    config_of(s, "BN=192,CLUSTER=2", &cfg);
-    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
-    config_of(s, "CONSUMERS=1,PINGPONG=1", &cfg);
-    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    config_of(f.s, "BN=192,CLUSTER=2", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    config_of(f.s, "CONSUMERS=1,PINGPONG=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
     /* 5 cooperative stages of 48 KB do not fit */
-    config_of(s, "PINGPONG=0,STAGES=5", &cfg);
-    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
-    kevo_space_free(s);
+    config_of(f.s, "PINGPONG=0,STAGES=5", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    kevo_space_free(f.s);
 }
 
 static void plan_round_trip(const kevo_plan *p)
