@@ -92,8 +92,9 @@ enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
 // user_res is stored in the accumulator fragment order of the tile that
 // wrote it (a user tile has the candidate tiles' geometry): each consumer
 // thread's NACC values are 16-byte vectors, vector v of thread t at
-// v * 128 + t in its warp group's block, so the accumulator init is a few
-// fully coalesced 16-byte loads per thread.
+// v * 128 + t in its warp group's block, so reading it back is a few fully
+// coalesced 16-byte loads per thread: into the accumulators (fp32,
+// uvec_unpack) or into registers of their own (URES=1, added in the epilogue).
 #if URES
 constexpr int UVEC = 8; // values per 16-byte vector: the storage dtype
 __device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
@@ -103,17 +104,6 @@ __device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
     for (int i = 0; i < 4; ++i)
         u.h[i] = pack2(acc[UVEC * v + 2 * i], acc[UVEC * v + 2 * i + 1]);
     return u.v;
-}
-__device__ __forceinline__ void uvec_unpack(const uint4 *p, bool load, float (&acc)[NACC], int v)
-{
-    union { uint4 v; elem2_t h[4]; } u;
-    u.v = load ? __ldcg(p) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const float2 f = unpack2(u.h[i]);
-        acc[UVEC * v + 2 * i] = f.x;
-        acc[UVEC * v + 2 * i + 1] = f.y;
-    }
 }
 #else
 constexpr int UVEC = 4; // fp32 (through float4: a uint4 round trip makes ptxas serialize the wgmmas, C7514)
