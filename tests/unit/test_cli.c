@@ -482,24 +482,6 @@ static void test_compile_only(void **state)
 
 /* ---- setup ---- */
 
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0)
-            rm_tree(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -515,7 +497,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    rm_tree(tmpdir);
+    tu_rm_tree(tmpdir);
     return 0;
 }
 

@@ -50,23 +50,6 @@ typedef struct tcase {
     char name[32];
 } tcase;
 
-static void set_params(const kevo_space *sp, const char *params, kevo_config *cfg)
-{
-    kevo_space_default(sp, cfg);
-    if (!params)
-        return;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", params);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        assert_non_null(eq);
-        *eq = '\0';
-        int i = kevo_space_param_index(sp, tok);
-        assert_true(i >= 0);
-        cfg->v[i] = atoll(eq + 1);
-    }
-}
-
 static void test_families_and_ref(void **state)
 {
     (void)state;
@@ -96,7 +79,7 @@ static void test_families_and_ref(void **state)
         kv_buf_init(&c->src);
         if (c->sp) {
             kevo_config cfg;
-            set_params(c->sp, c->params, &cfg);
+            assert_true(tu_config_of(c->sp, c->params, &cfg));
             char why[256];
             int ok = kevo_space_check(c->sp, &shape, &lim, c->dt, &cfg, why, sizeof why);
             if (ok != 1)

@@ -21,6 +21,7 @@
 #include "export/export.h"
 #include "kernels/op.h"
 #include "templates/space.h"
+#include "testutil.h"
 #include "util/util.h"
 
 static char tmp[64];
@@ -267,7 +268,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return sh("rm -rf '%s'", tmp) == 0 ? 0 : -1;
+    return tu_rm_tree(tmp);
 }
 
 int main(void)

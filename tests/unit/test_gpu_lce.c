@@ -33,13 +33,6 @@ static kevo_space *mma, *wgmma, *ws;
 
 /* ---- 2 and 3. the template family through the worker ---- */
 
-static void set_param(const kevo_space *sp, kevo_config *cfg, const char *name, int64_t v)
-{
-    int i = kevo_space_param_index(sp, name);
-    assert_true(i >= 0);
-    cfg->v[i] = v;
-}
-
 /* Evaluate one configuration at shape; flip_pad plants the layout defect. */
 static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const char *shape_txt, const char *params,
                                    bool drop_last_launch)
@@ -51,16 +44,7 @@ static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const cha
     kevo_limits lim;
     assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
     kevo_config cfg;
-    kevo_space_default(sp, &cfg);
-    /* params: "BM=64,BN=64,..." */
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", params);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        assert_non_null(eq);
-        *eq = '\0';
-        set_param(sp, &cfg, tok, atoll(eq + 1));
-    }
+    assert_true(tu_config_of(sp, params, &cfg)); /* "BM=64,BN=64,..." */
     char why[256];
     int ok = kevo_space_check(sp, &shape, &lim, dt, &cfg, why, sizeof why);
     if (ok != 1)
@@ -256,18 +240,10 @@ static int check_one(const kevo_space *sp, const char *shape_txt, const char *pa
     kevo_syms shape;
     kevo_limits lim;
     kevo_config cfg;
-    char buf[256], why[256] = "";
-    if (kevo_op_find("ikbo_lce")->parse_shape(shape_txt, &shape, &err) || kevo_limits_for_arch("sm_90a", &lim, &err))
+    char why[256] = "";
+    if (kevo_op_find("ikbo_lce")->parse_shape(shape_txt, &shape, &err) ||
+        kevo_limits_for_arch("sm_90a", &lim, &err) || !tu_config_of(sp, params, &cfg))
         return 1;
-    kevo_space_default(sp, &cfg);
-    snprintf(buf, sizeof buf, "%s", params);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        int i = eq ? (*eq = '\0', kevo_space_param_index(sp, tok)) : -1;
-        if (i < 0)
-            return 1;
-        cfg.v[i] = atoll(eq + 1);
-    }
     if (kevo_space_check(sp, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why) != 1) {
         fprintf(stderr, "%s at %s: %s is not valid: %s\n", sp->family, shape_txt, params, why);
         return 1;

@@ -18,6 +18,7 @@
 
 #include "kernels/op.h"
 #include "templates/space.h"
+#include "testutil.h"
 #include "util/util.h"
 
 static const char *home(void)
@@ -61,29 +62,10 @@ static kevo_limits h100(void)
     return lim;
 }
 
-static void set_param(const kevo_space *s, kevo_config *cfg, const char *name, int64_t v)
-{
-    int i = kevo_space_param_index(s, name);
-    if (i < 0)
-        print_error("no param '%s' in %s\n", name, s->family);
-    assert_true(i >= 0);
-    cfg->v[i] = v;
-}
-
 /* cfg = default with "K=V,K=V" applied. */
 static void config_of(const kevo_space *s, const char *params, kevo_config *cfg)
 {
-    kevo_space_default(s, cfg);
-    if (!params)
-        return;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", params);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        assert_non_null(eq);
-        *eq = '\0';
-        set_param(s, cfg, tok, atoll(eq + 1));
-    }
+    assert_true(tu_config_of(s, params, cfg));
 }
 
 static int64_t cdiv(int64_t a, int64_t b)
@@ -406,22 +388,33 @@ static void check_launch(const kevo_launch *l, const char *entry, int64_t grid, 
     assert_int_equal(l->smem, smem);
 }
 
+/* What a plan test starts from: a family, the default shape, H100 limits. */
+typedef struct plan_fx {
+    kevo_space *s;
+    kevo_syms shape;
+    kevo_limits lim;
+    kevo_err err;
+} plan_fx;
+
+static plan_fx plan_fx_of(const char *family)
+{
+    plan_fx f = {.s = load_family(family), .lim = h100()};
+    shape_of(NULL, &f.shape);
+    kevo_err_clear(&f.err);
+    return f;
+}
+
 static void test_plan_mma(void **state)
 {
     (void)state;
-    kevo_space *s = load_family("lce_mma");
-    kevo_syms shape;
-    shape_of(NULL, &shape);
-    kevo_limits lim = h100();
-    kevo_err err;
-    kevo_err_clear(&err);
+    plan_fx f = plan_fx_of("lce_mma");
     kevo_plan plan;
     kevo_config cfg;
     const int64_t B = 1024, M = 433, N = 256, U = 15;
 
     /* default: FUSE=0, BM=BN=128, BK=32, 2x2 warps, 2 stages */
-    config_of(s, NULL, &cfg);
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    config_of(f.s, NULL, &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 3);
     const int64_t smem = 2 * (128 * 32 + 32 * 128) * 2; /* 32768 */
     check_launch(&plan.launches[0], "lce_user_gemm", cdiv(M, 128) * cdiv(N, 128) * U, 128, smem);
@@ -436,10 +429,10 @@ static void test_plan_mma(void **state)
     assert_int_equal(plan.ntmaps, 0);
 
     /* another tile, ALIGN=1: pad_k follows */
-    config_of(s, "BM=192,BN=64,WARPS_M=4,WARPS_N=2,STAGES=3,BK=64,ALIGN=1", &cfg);
+    config_of(f.s, "BM=192,BN=64,WARPS_M=4,WARPS_N=2,STAGES=3,BK=64,ALIGN=1", &cfg);
     char why[256];
-    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 3);
     const int64_t smem2 = 3 * (192 * 64 + 64 * 64) * 2; /* 98304 */
     check_launch(&plan.launches[0], "lce_user_gemm", cdiv(M, 192) * cdiv(N, 64) * U, 256, smem2);
@@ -448,9 +441,9 @@ static void test_plan_mma(void **state)
     assert_int_equal(plan.pad_k, 1);
 
     /* FUSE=1: no broadcast-add launch; EPI=1: epilogue smem may dominate */
-    config_of(s, "FUSE=1,EPI=1", &cfg);
-    assert_int_equal(kevo_space_check(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    config_of(f.s, "FUSE=1,EPI=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 2);
     const int64_t epi = 128 * (128 + 8) * 4; /* 69632 > 32768 */
     check_launch(&plan.launches[0], "lce_user_gemm", 120, 128, epi);
@@ -461,32 +454,27 @@ static void test_plan_mma(void **state)
     /* another shape */
     kevo_syms other;
     shape_of("B=8,M=40,N=24,Ku=10,Kc=20,U=3", &other);
-    config_of(s, "BM=64,BN=64,WARPS_M=1,WARPS_N=2", &cfg);
-    assert_int_equal(kevo_space_check(s, &other, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
-    assert_int_equal(kevo_space_plan(s, &other, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    config_of(f.s, "BM=64,BN=64,WARPS_M=1,WARPS_N=2", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &other, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(f.s, &other, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 3);
     check_launch(&plan.launches[0], "lce_user_gemm", 3, 64, 2 * (64 * 32 + 32 * 64) * 2);
     check_launch(&plan.launches[1], "lce_cand_gemm", 8, 64, 2 * (64 * 32 + 32 * 64) * 2);
     check_launch(&plan.launches[2], "lce_bcast_add", cdiv(8 * 40 * 24 / 8, 256), 256, 0);
     assert_int_equal(plan.workspace_bytes, 3 * 40 * 24 * 4);
-    kevo_space_free(s);
+    kevo_space_free(f.s);
 }
 
 static void test_plan_wgmma(void **state)
 {
     (void)state;
-    kevo_space *s = load_family("lce_wgmma");
-    kevo_syms shape;
-    shape_of(NULL, &shape);
-    kevo_limits lim = h100();
-    kevo_err err;
-    kevo_err_clear(&err);
+    plan_fx f = plan_fx_of("lce_wgmma");
     kevo_plan plan;
     kevo_config cfg;
 
     /* default: BN=256, 2 consumers (BM=128), 3 stages, EPI=1 */
-    config_of(s, NULL, &cfg);
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    config_of(f.s, NULL, &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
     assert_int_equal(plan.nlaunches, 2);
     const int64_t smem = 3 * (128 + 256) * 64 * 2 + 16 * 3 + 1024; /* pipe 147456 > epi 135168 */
     check_launch(&plan.launches[0], "lce_user_gemm", cdiv(433, 128) * cdiv(256, 256) * 15, 384, smem);
@@ -504,31 +492,15 @@ static void test_plan_wgmma(void **state)
     }
 
     /* one consumer: BM = 64 */
-    config_of(s, "BN=128,CONSUMERS=1,EPI=0,STAGES=4", &cfg);
-    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_BF16, &cfg, &plan, &err), KEVO_OK);
+    config_of(f.s, "BN=128,CONSUMERS=1,EPI=0,STAGES=4", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_BF16, &cfg, &plan, &f.err), KEVO_OK);
     const int64_t smem1 = 4 * (64 + 128) * 64 * 2 + 16 * 4 + 1024;
     check_launch(&plan.launches[0], "lce_user_gemm", cdiv(433, 64) * 2 * 15, 256, smem1);
     check_launch(&plan.launches[1], "lce_cand_gemm", cdiv(433, 64) * 2 * 1024, 256, smem1);
     assert_int_equal(plan.tmaps[0].box[1], 64);
     assert_int_equal(plan.tmaps[1].box[1], 64);
     assert_int_equal(plan.tmaps[2].box[1], 64);
-    kevo_space_free(s);
-}
-
-/* What a plan test starts from: a family, the default shape, H100 limits. */
-typedef struct plan_fx {
-    kevo_space *s;
-    kevo_syms shape;
-    kevo_limits lim;
-    kevo_err err;
-} plan_fx;
-
-static plan_fx plan_fx_of(const char *family)
-{
-    plan_fx f = {.s = load_family(family), .lim = h100()};
-    shape_of(NULL, &f.shape);
-    kevo_err_clear(&f.err);
-    return f;
+    kevo_space_free(f.s);
 }
 
 /* The persistent family's plan: one launch of at most num_sms CTAs (two
@@ -814,24 +786,6 @@ static void write_text(const char *dir, const char *name, const char *text)
     fclose(f);
 }
 
-static void rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0)
-            rm_tree(p); /* a folder a failed test left behind */
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int make_tmpdir(void **state)
 {
     (void)state;
@@ -845,7 +799,7 @@ static int make_tmpdir(void **state)
 static int remove_tmpdir(void **state)
 {
     (void)state;
-    rm_tree(tmpdir);
+    tu_rm_tree(tmpdir);
     return 0;
 }
 
@@ -1193,7 +1147,7 @@ static void test_load_dir(void **state)
     assert_int_equal(kevo_spaces_load_dir(d2, "ikbo_lce", &sp, &n, &err), KEVO_ERR_PARSE);
     assert_non_null(strstr(err.msg, "e.json"));
     assert_null(sp);
-    rm_tree(d2);
+    tu_rm_tree(d2);
 }
 
 int main(void)

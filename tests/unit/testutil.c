@@ -5,9 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <string.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -111,4 +114,41 @@ void tu_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+bool tu_config_of(const kevo_space *sp, const char *params, kevo_config *cfg)
+{
+    kevo_space_default(sp, cfg);
+    if (!params)
+        return true;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", params);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        int i = eq ? (*eq = '\0', kevo_space_param_index(sp, tok)) : -1;
+        if (i < 0) {
+            fprintf(stderr, "'%s' in '%s' is no K=V of a param of %s\n", tok, params, sp->family);
+            return false;
+        }
+        cfg->v[i] = atoll(eq + 1);
+    }
+    return true;
+}
+
+int tu_rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            if (unlink(p) != 0)
+                tu_rm_tree(p); /* a folder */
+        }
+        closedir(d);
+    }
+    return rmdir(dir) == 0 || access(dir, F_OK) != 0 ? 0 : -1;
 }

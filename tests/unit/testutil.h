@@ -6,6 +6,7 @@
 
 #include "evaluator/compile.h"
 #include "kernels/op.h"
+#include "templates/space.h"
 
 /* Read a file of the source tree (KEVO_SOURCE_DIR); aborts the test on failure.
  * Caller frees. */
@@ -32,5 +33,13 @@ int tu_wait(int pid);
 long long tu_query_int(const char *db, const char *sql);
 
 void tu_sleep_ms(int ms);
+
+/* cfg = the family's default with "K=V,K=V,..." applied (params NULL: the
+ * default).  false, with the reason on stderr, for a malformed pair or a name
+ * the family lacks. */
+bool tu_config_of(const kevo_space *sp, const char *params, kevo_config *cfg);
+
+/* Remove a folder and everything below it; 0 when it is gone. */
+int tu_rm_tree(const char *dir);
 
 #endif
