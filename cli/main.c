@@ -97,22 +97,32 @@ static int cli_fail(kevo_status st, const kevo_err *err)
 
 /* The option getopt_long just refused (a short option is named by optopt:
  * for "-xy" argv[optind - 1] is still the previous argument). */
-static const char *cli_bad_option(char **argv)
-{
-    static char buf[8];
-    if (optopt > 0 && optopt < 128) {
-        snprintf(buf, sizeof buf, "-%c", optopt);
-        return buf;
-    }
-    return argv[optind - 1];
-}
-
 static int cli_bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
     fprintf(stderr, "kevo %s: ", cmd);
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(try 'kevo %s --help')\n", cmd);
     return 2;
+}
+
+/* Start a command's getopt_long loop from its first argument, quietly. */
+static void cli_getopt_reset(void)
+{
+    opterr = 0;
+    optopt = 0;
+    optind = 1;
+}
+
+/* The usage error for the option getopt_long just refused. */
+static int cli_bad_option(const char *cmd, char **argv)
+{
+    char buf[8];
+    const char *opt = argv[optind - 1];
+    if (optopt > 0 && optopt < 128) {
+        snprintf(buf, sizeof buf, "-%c", optopt);
+        opt = buf;
+    }
+    return cli_bad_usage(cmd, "unknown or incomplete option '%s'", opt);
 }
 
 static bool cli_has_data(const char *dir)
@@ -254,9 +264,7 @@ static int cmd_tune(int argc, char **argv)
     bool quiet = false, nobar = false;
     int64_t v;
     int c;
-    opterr = 0;
-    optopt = 0;
-    optind = 1;
+    cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_OP: o.op = optarg; break;
@@ -331,7 +339,7 @@ static int cmd_tune(int argc, char **argv)
                 return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
             break;
         default:
-            return cli_bad_usage("tune", "unknown or incomplete option '%s'", cli_bad_option(argv));
+            return cli_bad_option("tune", argv);
         }
     }
     if (optind < argc)
@@ -365,9 +373,7 @@ static int cmd_report(int argc, char **argv)
     const char *db_path = NULL, *format = "table", *svg = NULL;
     int64_t run = 0, top = 20;
     int c;
-    opterr = 0;
-    optopt = 0;
-    optind = 1;
+    cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_DB: db_path = optarg; break;
@@ -382,7 +388,7 @@ static int cmd_report(int argc, char **argv)
                 return cli_bad_usage("report", "--top takes a whole number (0: all), not '%s'", optarg);
             break;
         default:
-            return cli_bad_usage("report", "unknown or incomplete option '%s'", cli_bad_option(argv));
+            return cli_bad_option("report", argv);
         }
     }
     if (optind < argc)
@@ -447,9 +453,7 @@ static int cmd_verify(int argc, char **argv)
     o.data_dir = cli_data_dir();
     int64_t v;
     int c;
-    opterr = 0;
-    optopt = 0;
-    optind = 1;
+    cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_DB: o.db_path = optarg; break;
@@ -486,7 +490,7 @@ static int cmd_verify(int argc, char **argv)
             o.seed = (uint64_t)v;
             break;
         default:
-            return cli_bad_usage("verify", "unknown or incomplete option '%s'", cli_bad_option(argv));
+            return cli_bad_option("verify", argv);
         }
     }
     if (optind < argc)
@@ -523,9 +527,7 @@ static int cmd_replay(int argc, char **argv)
     const char *format = "table";
     int64_t v;
     int c;
-    opterr = 0;
-    optopt = 0;
-    optind = 1;
+    cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_DB: o.db_path = optarg; break;
@@ -551,7 +553,7 @@ static int cmd_replay(int argc, char **argv)
                 return cli_bad_usage("replay", "--target takes a fraction of the best in (0, 1], not '%s'", optarg);
             break;
         default:
-            return cli_bad_usage("replay", "unknown or incomplete option '%s'", cli_bad_option(argv));
+            return cli_bad_option("replay", argv);
         }
     }
     if (optind < argc)
@@ -604,9 +606,7 @@ static int cmd_export(int argc, char **argv)
     o.data_dir = cli_data_dir();
     int64_t v;
     int c;
-    opterr = 0;
-    optopt = 0;
-    optind = 1;
+    cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_DB: o.db_path = optarg; break;
@@ -621,7 +621,7 @@ static int cmd_export(int argc, char **argv)
             o.top = (int)v;
             break;
         default:
-            return cli_bad_usage("export", "unknown or incomplete option '%s'", cli_bad_option(argv));
+            return cli_bad_option("export", argv);
         }
     }
     if (optind < argc)
