@@ -3,7 +3,7 @@
 #  1. a landscape: every lce_mma configuration of a sub-grid at the default
 #     shape (exhaustive), slimmed to fitness rows for tests/fixtures/
 #  2. kevo tune --policy ucb --budget 60 at the default shape
-#  3. the whole lce_wgmma space with and without the planted faults
+#  3. bench/planted_runs.sh: the whole lce_wgmma space with and without the planted faults
 # Logs and DBs go to $OUT; a short table is printed last.
 set -u
 OUT=${OUT:-/tmp/kevo-out}
@@ -15,18 +15,12 @@ build/kevo tune --op ikbo_lce --family lce_mma --policy exhaustive --budget 2000
 echo "landscape rc=$?"
 build/kevo tune --op ikbo_lce --policy ucb --budget 60 --db "$OUT/ucb.db" --no-bar >"$OUT/ucb.log" 2>&1
 echo "ucb rc=$?"
-build/kevo tune --op ikbo_lce --family lce_wgmma --policy exhaustive --budget 1000 \
-  --db "$OUT/clean.db" --no-bar >"$OUT/clean.log" 2>&1
-echo "clean rc=$?"
-KEVO_FAULT_INJECT=1 build/kevo tune --op ikbo_lce --templates tests/fixtures/faults \
-  --family lce_faults,lce_wgmma --policy exhaustive --budget 1000 --eval-timeout 20 --compile-timeout 5 \
-  --db "$OUT/planted.db" --no-bar >"$OUT/planted.log" 2>&1
-echo "planted rc=$?"
+bash bench/planted_runs.sh
 python3 - "$OUT" <<'PY'
 import sqlite3, sys
 out = sys.argv[1]
-# a summary of each DB, then slim copies (bench/slim_db.py)
-for name in ("landscape", "clean", "planted", "ucb"):
+# a summary of the landscape and ucb DBs (planted_runs.sh printed its own), then slim copies
+for name in ("landscape", "ucb"):
     db = sqlite3.connect(f"{out}/{name}.db")
     n, ok, failed = db.execute("select count(*), sum(status='ok'), sum(status='failed') from candidates").fetchone()
     best = db.execute("select family, params, median_ms, speedup from candidates where status='ok' "
@@ -35,10 +29,6 @@ for name in ("landscape", "clean", "planted", "ucb"):
     print(f"{name}: {n} candidates, {ok} ok, {failed} failed, stop {stop}, baseline {base:.4f} ms")
     for b in best:
         print(f"   {b[0]} {b[1]} {b[2]:.4f} ms {b[3]:.2f}x")
-    if name == "planted":
-        for row in db.execute("select json_extract(params,'$.FAULT'), status, coalesce(fail,'') from candidates "
-                              "where family='lce_faults' order by 1"):
-            print("   FAULT=%-2s %-7s %s" % row)
     db.close()
 PY
 for name in landscape clean planted ucb; do python3 bench/slim_db.py "$OUT/$name.db"; done
