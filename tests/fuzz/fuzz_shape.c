@@ -6,14 +6,13 @@
 #include <string.h>
 
 #include "kernels/op.h"
+#include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     const kevo_op *op = kevo_op_find("ikbo_lce");
     kevo_syms a, b;
     kevo_err err;

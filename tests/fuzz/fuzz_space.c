@@ -11,6 +11,7 @@
 
 #include "kernels/op.h"
 #include "templates/space.h"
+#include "tests/fuzz/fuzz.h"
 
 static char dir[64];
 
@@ -33,11 +34,9 @@ static void fz_setup(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_setup();
-    char *text = malloc(size + 1);
+    char *text = fz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     char path[128];
     snprintf(path, sizeof path, "%s/fuzz.json", dir);
     kevo_space *sp = NULL;

@@ -260,11 +260,7 @@ static void test_migrate_v1(void **state)
     kevo_db *db = NULL;
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
-    kevo_run_row r;
-    kevo_run_row_init(&r);
-    snprintf(r.op, sizeof r.op, "ikbo_lce");
-    snprintf(r.status, sizeof r.status, "done");
-    assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    add_run(db, "ikbo_lce");
     kevo_db_close(db);
     raw_exec(path, "ALTER TABLE runs DROP COLUMN filter; PRAGMA user_version=1;");
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"), 0);
