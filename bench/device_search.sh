@@ -16,20 +16,6 @@ echo "landscape rc=$?"
 build/kevo tune --op ikbo_lce --policy ucb --budget 60 --db "$OUT/ucb.db" --no-bar >"$OUT/ucb.log" 2>&1
 echo "ucb rc=$?"
 bash bench/planted_runs.sh
-python3 - "$OUT" <<'PY'
-import sqlite3, sys
-out = sys.argv[1]
-# a summary of the landscape and ucb DBs (planted_runs.sh printed its own), then slim copies
-for name in ("landscape", "ucb"):
-    db = sqlite3.connect(f"{out}/{name}.db")
-    n, ok, failed = db.execute("select count(*), sum(status='ok'), sum(status='failed') from candidates").fetchone()
-    best = db.execute("select family, params, median_ms, speedup from candidates where status='ok' "
-                      "order by speedup desc limit 2").fetchall()
-    stop, base = db.execute("select stop_reason, baseline_ms from runs").fetchone()
-    print(f"{name}: {n} candidates, {ok} ok, {failed} failed, stop {stop}, baseline {base:.4f} ms")
-    for b in best:
-        print(f"   {b[0]} {b[1]} {b[2]:.4f} ms {b[3]:.2f}x")
-    db.close()
-PY
+python3 bench/db_summary.py "$OUT/landscape.db" "$OUT/ucb.db"
 for name in landscape clean planted ucb; do python3 bench/slim_db.py "$OUT/$name.db"; done
 ls -la "$OUT"
