@@ -448,7 +448,8 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
     /* pick an operator first (an axis, the least applied at this node), then
      * one of its moves: a wide axis (retile) must not crowd out the
      * single-step ones (align, fuse, ...) */
-    enum { SG_MAX_NB = 1024 };
+    /* neighbours considered; operators: the axes plus distinct moves into other families */
+    enum { SG_MAX_NB = 1024, SG_MAX_MOVE_OPS = 32, SG_MAX_OPS = KEVO_MAX_AXES + SG_MAX_MOVE_OPS };
     kevo_proposal *nb = malloc(SG_MAX_NB * sizeof *nb);
     if (!nb)
         return false;
@@ -458,9 +459,9 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
             nb[avail++] = nb[i];
     /* the operators: moves into other families first (a new family is the
      * largest step), then this family's axes in the space's order */
-    const char *ops[KEVO_MAX_AXES + KEVO_MAX_ENTRIES * 8];
+    const char *ops[SG_MAX_OPS];
     int nops = 0;
-    for (int i = 0; i < avail && nops < KEVO_MAX_ENTRIES * 8; i++)
+    for (int i = 0; i < avail && nops < SG_MAX_MOVE_OPS; i++)
         if (nb[i].family != s->nodes[node].family) {
             bool seen = false;
             for (int k = 0; k < nops && !seen; k++)
@@ -471,7 +472,7 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
     const kevo_space *sp = s->spaces[s->nodes[node].family];
     for (int x = 0; x < sp->naxes; x++)
         ops[nops++] = sp->axes[x].op;
-    int least = INT32_MAX, nleast = 0, pick[KEVO_MAX_AXES + KEVO_MAX_ENTRIES * 8];
+    int least = INT32_MAX, nleast = 0, pick[SG_MAX_OPS];
     for (int x = 0; x < nops; x++) {
         bool has = false;
         for (int i = 0; i < avail && !has; i++)
@@ -492,7 +493,7 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
     bool ok = nleast > 0;
     if (ok) {
         /* operators most promising first: weight 1/(1+position) */
-        double total = 0, w[KEVO_MAX_AXES + KEVO_MAX_ENTRIES * 8];
+        double total = 0, w[SG_MAX_OPS];
         for (int i = 0; i < nleast; i++)
             total += (w[i] = 1.0 / (1.0 + pick[i]));
         double r = (double)kv_rand_below(&s->rng, 1u << 30) / (double)(1u << 30) * total;
