@@ -16,12 +16,26 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 2
+#define ST_SCHEMA_VERSION 3
 
 struct kevo_db {
     sqlite3 *h;
     char *path;
 };
+
+/* Tables schema 3 added (created by the v2 -> v3 migration too). */
+#define ST_SCHEMA_V3_TABLES                                                                                  \
+    "CREATE TABLE run_shapes("                                                                               \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, shape TEXT NOT NULL, weight REAL,"   \
+    " baseline_ms REAL, baseline_bcast_ms REAL, decomposed_ms REAL, flops REAL, bytes REAL,"                 \
+    " PRIMARY KEY(run_id, idx));"                                                                            \
+    "CREATE TABLE shape_results("                                                                            \
+    " candidate_id INTEGER NOT NULL REFERENCES candidates(id), shape_idx INTEGER NOT NULL, median_ms REAL,"  \
+    " ci_lo_ms REAL, ci_hi_ms REAL, speedup REAL, vs_peer REAL, roofline REAL, rel_err REAL,"                \
+    " PRIMARY KEY(candidate_id, shape_idx));"                                                               \
+    "CREATE TABLE timings("                                                                                  \
+    " candidate_id INTEGER NOT NULL REFERENCES candidates(id), shape_idx INTEGER NOT NULL, label TEXT NOT NULL," \
+    " ms BLOB NOT NULL, PRIMARY KEY(candidate_id, shape_idx, label));"
 
 static const char st_schema_sql[] =
     "CREATE TABLE runs("
@@ -29,7 +43,8 @@ static const char st_schema_sql[] =
     " seed INTEGER, budget INTEGER, compile_only INTEGER, status TEXT, stop_reason TEXT, device TEXT,"
     " driver_version INTEGER, sm_count INTEGER, sm_clock_mhz INTEGER, mem_clock_mhz INTEGER,"
     " baseline_ms REAL, baseline_bcast_ms REAL, peak_tflops REAL, copy_tbps REAL, flops REAL, bytes REAL,"
-    " pid INTEGER, created_at TEXT, finished_at TEXT, filter TEXT);"
+    " pid INTEGER, created_at TEXT, finished_at TEXT, filter TEXT, decomposed_ms REAL, nshapes INTEGER,"
+    " warm_start TEXT, best_id INTEGER);"
     "CREATE TABLE sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
     "CREATE TABLE binaries("
     " key TEXT PRIMARY KEY, arch TEXT, nvrtc_version TEXT, options TEXT, source_hash TEXT, cubin BLOB,"
@@ -41,6 +56,7 @@ static const char st_schema_sql[] =
     " status TEXT NOT NULL, fail TEXT, fail_msg TEXT, regs INTEGER, spill_bytes INTEGER,"
     " smem_static INTEGER, smem_dynamic INTEGER, compile_s REAL, median_ms REAL, min_ms REAL,"
     " rel_err REAL, max_abs_err REAL, tflops REAL, speedup REAL, checks INTEGER, created_at TEXT,"
+    " vs_peer REAL, roofline REAL, ci_lo_ms REAL, ci_hi_ms REAL, model_ms REAL, fitness REAL, tied INTEGER,"
     " UNIQUE(run_id, family, params));"
     "CREATE INDEX candidates_run_seq ON candidates(run_id, seq);"
     "CREATE TABLE edges("
@@ -50,7 +66,7 @@ static const char st_schema_sql[] =
     "CREATE INDEX edges_child ON edges(child_id);"
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
-    " PRIMARY KEY(candidate_id, name));";
+    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES;
 
 /* ---- errors ---- */
 
@@ -141,6 +157,13 @@ static void st_b_int_opt(st_binder *b, int v, int none)
 }
 
 /* A double; NaN (not measured) is stored as NULL. */
+/* An int64 whose value `none` means none: stored as NULL. */
+static void st_b_i64_opt(st_binder *b, int64_t v, int64_t none)
+{
+    b->i++;
+    st_keep(b, v == none ? sqlite3_bind_null(b->st, b->i) : sqlite3_bind_int64(b->st, b->i, v));
+}
+
 static void st_b_double(st_binder *b, double v)
 {
     b->i++;
@@ -300,7 +323,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=2", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=3", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -314,23 +337,45 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 2, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 3, "user_version literal in st_create_schema");
 
-/* Schema 1 -> 2: runs gained the configuration filter (--where). */
-static kevo_status st_migrate_v1(kevo_db *db, kevo_err *err)
+/* Upgrades, one per schema version, each in one transaction:
+ *   1 -> 2: runs gained the configuration filter (--where);
+ *   2 -> 3: the in-run peers (decomposed form), vs_best_peer, roofline
+ *           fraction, confidence intervals, model predictions, ties, every
+ *           repetition's time, shape distributions and warm starts. */
+static const char *const st_migrations[] = {
+    "ALTER TABLE runs ADD COLUMN filter TEXT;"
+    "PRAGMA user_version=2;",
+    "ALTER TABLE runs ADD COLUMN decomposed_ms REAL;"
+    "ALTER TABLE runs ADD COLUMN nshapes INTEGER;"
+    "ALTER TABLE runs ADD COLUMN warm_start TEXT;"
+    "ALTER TABLE runs ADD COLUMN best_id INTEGER;"
+    "ALTER TABLE candidates ADD COLUMN vs_peer REAL;"
+    "ALTER TABLE candidates ADD COLUMN roofline REAL;"
+    "ALTER TABLE candidates ADD COLUMN ci_lo_ms REAL;"
+    "ALTER TABLE candidates ADD COLUMN ci_hi_ms REAL;"
+    "ALTER TABLE candidates ADD COLUMN model_ms REAL;"
+    "ALTER TABLE candidates ADD COLUMN fitness REAL;"
+    "ALTER TABLE candidates ADD COLUMN tied INTEGER;" ST_SCHEMA_V3_TABLES "PRAGMA user_version=3;",
+};
+
+/* Bring a file of schema `ver` up to ST_SCHEMA_VERSION. */
+static kevo_status st_migrate(kevo_db *db, int64_t ver, kevo_err *err)
 {
-    int rc = sqlite3_exec(db->h,
-                          "BEGIN IMMEDIATE;"
-                          "ALTER TABLE runs ADD COLUMN filter TEXT;"
-                          "PRAGMA user_version=2;"
-                          "COMMIT;",
-                          NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-        kevo_status s = kevo_err_set(err, st_open_status(rc), "cannot upgrade '%s' to schema 2: %s", db->path,
-                                     sqlite3_errmsg(db->h));
-        if (!sqlite3_get_autocommit(db->h))
-            sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-        return s;
+    for (int64_t v = ver; v < ST_SCHEMA_VERSION; v++) {
+        int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db->h, st_migrations[v - 1], NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            kevo_status s = kevo_err_set(err, st_open_status(rc), "cannot upgrade '%s' to schema %lld: %s",
+                                         db->path, (long long)v + 1, sqlite3_errmsg(db->h));
+            if (!sqlite3_get_autocommit(db->h))
+                sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+            return s;
+        }
     }
     return KEVO_OK;
 }
@@ -390,8 +435,8 @@ kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err 
             s = st_create_schema(db, err);
         else
             s = st_check_identity(db, app, ver, err);
-        if (s == KEVO_OK && ver == 1)
-            s = st_migrate_v1(db, err);
+        if (s == KEVO_OK && ver >= 1 && ver < ST_SCHEMA_VERSION)
+            s = st_migrate(db, ver, err);
     }
     if (s == KEVO_OK) {
         /* journal_mode answers with the mode it got; a file system without
@@ -472,14 +517,15 @@ void kevo_run_row_init(kevo_run_row *r)
     r->copy_tbps = NAN;
     r->flops = NAN;
     r->bytes = NAN;
+    r->decomposed_ms = NAN;
 }
 
 #define ST_RUN_COLS                                                                                          \
     "op, shape, dtype, arch, policy, families, seed, budget, compile_only, status, stop_reason, device, "   \
     "driver_version, sm_count, sm_clock_mhz, mem_clock_mhz, baseline_ms, baseline_bcast_ms, peak_tflops, " \
-    "copy_tbps, flops, bytes, pid, created_at, finished_at, filter"
+    "copy_tbps, flops, bytes, pid, created_at, finished_at, filter, decomposed_ms, nshapes, warm_start, best_id"
 
-/* Bind the 26 columns of ST_RUN_COLS in order.  Device figures of 0 and
+/* Bind the 30 columns of ST_RUN_COLS in order.  Device figures of 0 and
  * empty stop_reason/device/finished_at are stored as NULL. */
 static void st_bind_run(st_binder *b, const kevo_run_row *r)
 {
@@ -509,6 +555,10 @@ static void st_bind_run(st_binder *b, const kevo_run_row *r)
     st_b_text(b, r->created_at);
     st_b_text_opt(b, r->finished_at);
     st_b_text_opt(b, r->filter);
+    st_b_double(b, r->decomposed_ms);
+    st_b_int_opt(b, r->nshapes, 0);
+    st_b_text_opt(b, r->warm_start);
+    st_b_i64_opt(b, r->best_id, 0);
 }
 
 kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
@@ -518,7 +568,7 @@ kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(
         db,
-        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         &st, err, "run insert");
     if (s)
         return s;
@@ -541,7 +591,8 @@ kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err
                                "budget=?, compile_only=?, status=?, stop_reason=?, device=?, driver_version=?, "
                                "sm_count=?, sm_clock_mhz=?, mem_clock_mhz=?, baseline_ms=?, baseline_bcast_ms=?, "
                                "peak_tflops=?, copy_tbps=?, flops=?, bytes=?, pid=?, created_at=?, "
-                               "finished_at=?, filter=? WHERE id=?",
+                               "finished_at=?, filter=?, decomposed_ms=?, nshapes=?, warm_start=?, best_id=? "
+                               "WHERE id=?",
                                &st, err, "run update");
     if (s)
         return s;
@@ -599,6 +650,10 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
         st_col_text(st, i++, r->created_at, sizeof r->created_at);
         st_col_text(st, i++, r->finished_at, sizeof r->finished_at);
         st_col_text(st, i++, r->filter, sizeof r->filter);
+        r->decomposed_ms = st_col_double(st, i++);
+        r->nshapes = st_col_int_opt(st, i++, 0);
+        st_col_text(st, i++, r->warm_start, sizeof r->warm_start);
+        r->best_id = sqlite3_column_int64(st, i++);
         s = KEVO_OK;
     } else if (rc == SQLITE_DONE) {
         s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)id, db->path);
@@ -697,6 +752,8 @@ void kevo_cand_row_init(kevo_cand_row *c)
     c->regs = c->spill_bytes = c->smem_static = c->smem_dynamic = -1;
     c->compile_s = NAN;
     c->median_ms = c->min_ms = c->rel_err = c->max_abs_err = c->tflops = c->speedup = NAN;
+    c->vs_peer = c->roofline = c->ci_lo_ms = c->ci_hi_ms = c->model_ms = c->fitness = NAN;
+    c->tied = -1;
 }
 
 void kevo_cand_row_release(kevo_cand_row *c)
@@ -721,9 +778,9 @@ void kevo_cand_rows_free(kevo_cand_row *rows, int n)
 #define ST_CAND_COLS                                                                                        \
     "run_id, seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, "          \
     "spill_bytes, smem_static, smem_dynamic, compile_s, median_ms, min_ms, rel_err, max_abs_err, tflops, " \
-    "speedup, checks"
+    "speedup, checks, vs_peer, roofline, ci_lo_ms, ci_hi_ms, model_ms, fitness, tied"
 
-/* Bind the 22 columns of ST_CAND_COLS in order. */
+/* Bind the 29 columns of ST_CAND_COLS in order. */
 static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
 {
     st_b_i64(b, c->run_id);
@@ -748,6 +805,13 @@ static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
     st_b_double(b, c->tflops);
     st_b_double(b, c->speedup);
     st_b_i64(b, c->checks);
+    st_b_double(b, c->vs_peer);
+    st_b_double(b, c->roofline);
+    st_b_double(b, c->ci_lo_ms);
+    st_b_double(b, c->ci_hi_ms);
+    st_b_double(b, c->model_ms);
+    st_b_double(b, c->fitness);
+    st_b_int_opt(b, c->tied, -1);
 }
 
 /* Read a row selected as "id, " ST_CAND_COLS into c (initialized here);
@@ -779,6 +843,13 @@ static bool st_read_cand(sqlite3_stmt *st, kevo_cand_row *c)
     c->tflops = st_col_double(st, i++);
     c->speedup = st_col_double(st, i++);
     c->checks = st_col_int_opt(st, i++, 0);
+    c->vs_peer = st_col_double(st, i++);
+    c->roofline = st_col_double(st, i++);
+    c->ci_lo_ms = st_col_double(st, i++);
+    c->ci_hi_ms = st_col_double(st, i++);
+    c->model_ms = st_col_double(st, i++);
+    c->fitness = st_col_double(st, i++);
+    c->tied = st_col_int_opt(st, i++, -1);
     if (!ok)
         kevo_cand_row_release(c);
     return ok;
@@ -804,7 +875,7 @@ kevo_status kevo_db_cand_insert(kevo_db *db, kevo_cand_row *c, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(db,
                                "INSERT INTO candidates(" ST_CAND_COLS ", created_at) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &st, err, "candidate insert");
     if (s)
         return s;
@@ -836,7 +907,8 @@ kevo_status kevo_db_cand_update(kevo_db *db, const kevo_cand_row *c, kevo_err *e
                                "UPDATE candidates SET run_id=?, seq=?, family=?, params=?, plan=?, source_hash=?, "
                                "binary_key=?, status=?, fail=?, fail_msg=?, regs=?, spill_bytes=?, smem_static=?, "
                                "smem_dynamic=?, compile_s=?, median_ms=?, min_ms=?, rel_err=?, max_abs_err=?, "
-                               "tflops=?, speedup=?, checks=? WHERE id=?",
+                               "tflops=?, speedup=?, checks=?, vs_peer=?, roofline=?, ci_lo_ms=?, ci_hi_ms=?, "
+                               "model_ms=?, fitness=?, tied=? WHERE id=?",
                                &st, err, "candidate update");
     if (s)
         return s;
@@ -896,9 +968,12 @@ kevo_status kevo_db_cand_best(kevo_db *db, int64_t run_id, kevo_cand_row *c, kev
 {
     char nf[64];
     snprintf(nf, sizeof nf, "verified candidate in run %lld", (long long)run_id);
+    /* the winner the run's paired re-timing named, else the fittest */
     return st_cand_one(db,
-                       "SELECT id, " ST_CAND_COLS " FROM candidates WHERE run_id=? AND status='ok' "
-                       "AND speedup IS NOT NULL ORDER BY speedup DESC, median_ms ASC, id ASC LIMIT 1",
+                       "SELECT id, " ST_CAND_COLS " FROM candidates c WHERE run_id=?1 AND status='ok' "
+                       "AND COALESCE(fitness, speedup) IS NOT NULL ORDER BY "
+                       "id = (SELECT best_id FROM runs WHERE id=?1) DESC, COALESCE(fitness, speedup) DESC, "
+                       "median_ms ASC, id ASC LIMIT 1",
                        run_id, c, err, nf);
 }
 
@@ -1045,6 +1120,219 @@ kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, 
     char what[160];
     snprintf(what, sizeof what, "put measurement '%.100s' of candidate %lld", name, (long long)cand_id);
     return st_exec_stmt(db, st, err, what);
+}
+
+/* ---- distributions: shapes of a run, results per shape, repetitions ---- */
+
+kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_shape *v, int n, kevo_err *err)
+{
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "DELETE FROM run_shapes WHERE run_id=?", &st, err, "run shapes delete");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    if ((s = st_exec_stmt(db, st, err, "delete run shapes")))
+        return s;
+    for (int i = 0; i < n && !s; i++) {
+        s = st_prepare(db,
+                       "INSERT INTO run_shapes(run_id, idx, shape, weight, baseline_ms, baseline_bcast_ms, "
+                       "decomposed_ms, flops, bytes) VALUES(?,?,?,?,?,?,?,?,?)",
+                       &st, err, "run shape insert");
+        if (s)
+            break;
+        st_binder b;
+        st_bind_init(&b, st);
+        st_b_i64(&b, run_id);
+        st_b_i64(&b, v[i].idx);
+        st_b_text(&b, v[i].shape);
+        st_b_double(&b, v[i].weight);
+        st_b_double(&b, v[i].baseline_ms);
+        st_b_double(&b, v[i].baseline_bcast_ms);
+        st_b_double(&b, v[i].decomposed_ms);
+        st_b_double(&b, v[i].flops);
+        st_b_double(&b, v[i].bytes);
+        if (b.rc != SQLITE_OK)
+            return st_bind_fail(db, st, b.rc, err, "run shape");
+        s = st_exec_stmt(db, st, err, "insert run shape");
+    }
+    return s;
+}
+
+kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err)
+{
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT idx, shape, weight, baseline_ms, baseline_bcast_ms, decomposed_ms, flops, "
+                               "bytes FROM run_shapes WHERE run_id=? ORDER BY idx",
+                               &st, err, "run shapes read");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            kevo_run_shape *p = realloc(*v, (size_t)cap * sizeof *p);
+            if (!p) {
+                sqlite3_finalize(st);
+                free(*v);
+                *v = NULL;
+                *n = 0;
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading the shapes of run %lld",
+                                    (long long)run_id);
+            }
+            *v = p;
+        }
+        kevo_run_shape *r = &(*v)[(*n)++];
+        r->idx = sqlite3_column_int(st, 0);
+        st_col_text(st, 1, r->shape, sizeof r->shape);
+        r->weight = st_col_double(st, 2);
+        r->baseline_ms = st_col_double(st, 3);
+        r->baseline_bcast_ms = st_col_double(st, 4);
+        r->decomposed_ms = st_col_double(st, 5);
+        r->flops = st_col_double(st, 6);
+        r->bytes = st_col_double(st, 7);
+    }
+    if (rc != SQLITE_DONE) {
+        s = st_fail(db, err, rc, "read the shapes of run %lld", (long long)run_id);
+        free(*v);
+        *v = NULL;
+        *n = 0;
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_shape_result_put(kevo_db *db, int64_t cand_id, const kevo_shape_result *r, kevo_err *err)
+{
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT OR REPLACE INTO shape_results(candidate_id, shape_idx, median_ms, ci_lo_ms, "
+                               "ci_hi_ms, speedup, vs_peer, roofline, rel_err) VALUES(?,?,?,?,?,?,?,?,?)",
+                               &st, err, "shape result insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, cand_id);
+    st_b_i64(&b, r->shape_idx);
+    st_b_double(&b, r->median_ms);
+    st_b_double(&b, r->ci_lo_ms);
+    st_b_double(&b, r->ci_hi_ms);
+    st_b_double(&b, r->speedup);
+    st_b_double(&b, r->vs_peer);
+    st_b_double(&b, r->roofline);
+    st_b_double(&b, r->rel_err);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "shape result");
+    return st_exec_stmt(db, st, err, "insert shape result");
+}
+
+kevo_status kevo_db_shape_results_get(kevo_db *db, int64_t cand_id, kevo_shape_result **v, int *n, kevo_err *err)
+{
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT shape_idx, median_ms, ci_lo_ms, ci_hi_ms, speedup, vs_peer, roofline, rel_err "
+                               "FROM shape_results WHERE candidate_id=? ORDER BY shape_idx",
+                               &st, err, "shape results read");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, cand_id);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            kevo_shape_result *p = realloc(*v, (size_t)cap * sizeof *p);
+            if (!p) {
+                sqlite3_finalize(st);
+                free(*v);
+                *v = NULL;
+                *n = 0;
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading the shape results of candidate %lld",
+                                    (long long)cand_id);
+            }
+            *v = p;
+        }
+        kevo_shape_result *r = &(*v)[(*n)++];
+        r->shape_idx = sqlite3_column_int(st, 0);
+        r->median_ms = st_col_double(st, 1);
+        r->ci_lo_ms = st_col_double(st, 2);
+        r->ci_hi_ms = st_col_double(st, 3);
+        r->speedup = st_col_double(st, 4);
+        r->vs_peer = st_col_double(st, 5);
+        r->roofline = st_col_double(st, 6);
+        r->rel_err = st_col_double(st, 7);
+    }
+    if (rc != SQLITE_DONE) {
+        s = st_fail(db, err, rc, "read the shape results of candidate %lld", (long long)cand_id);
+        free(*v);
+        *v = NULL;
+        *n = 0;
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_timings_put(kevo_db *db, int64_t cand_id, int shape_idx, const char *label, const double *ms,
+                                int n, kevo_err *err)
+{
+    if (!label || !*label || n < 1 || !ms)
+        return kevo_err_set(err, KEVO_ERR_ARG, "timings of candidate %lld without label or values", (long long)cand_id);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT OR REPLACE INTO timings(candidate_id, shape_idx, label, ms) VALUES(?,?,?,?)",
+                               &st, err, "timings insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, cand_id);
+    st_b_i64(&b, shape_idx);
+    st_b_text(&b, label);
+    st_b_blob(&b, ms, (size_t)n * sizeof *ms); /* native doubles: the DB moves with its machine kind */
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "timings");
+    return st_exec_stmt(db, st, err, "insert timings");
+}
+
+kevo_status kevo_db_timings_get(kevo_db *db, int64_t cand_id, int shape_idx, const char *label, double **ms, int *n,
+                                kevo_err *err)
+{
+    *ms = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT ms FROM timings WHERE candidate_id=? AND shape_idx=? AND label=?", &st,
+                               err, "timings read");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, cand_id);
+    sqlite3_bind_int64(st, 2, shape_idx);
+    sqlite3_bind_text(st, 3, label ? label : "", -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        int bytes = sqlite3_column_bytes(st, 0);
+        const void *p = sqlite3_column_blob(st, 0);
+        if (bytes <= 0 || bytes % (int)sizeof(double) != 0 || !p) {
+            s = kevo_err_set(err, KEVO_ERR_DB, "timings of candidate %lld in '%s' are malformed", (long long)cand_id,
+                             db->path);
+        } else if (!(*ms = malloc((size_t)bytes))) {
+            s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading timings");
+        } else {
+            memcpy(*ms, p, (size_t)bytes);
+            *n = bytes / (int)sizeof(double);
+        }
+    } else if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no '%s' timings of candidate %lld", label ? label : "",
+                         (long long)cand_id);
+    } else {
+        s = st_fail(db, err, rc, "read timings of candidate %lld", (long long)cand_id);
+    }
+    sqlite3_finalize(st);
+    return s;
 }
 
 /* ---- binaries ---- */

@@ -54,6 +54,10 @@ typedef struct kevo_run_row {
     char created_at[32];
     char finished_at[32];
     char filter[512]; /* --where expression over the params, "" for none */
+    double decomposed_ms; /* the decomposed peer (K padded, two cuBLAS GEMMs + broadcast-add); NaN when none */
+    int nshapes;          /* shapes of a distribution run (run_shapes rows); 0 for a one-shape run */
+    char warm_start[512]; /* the DB the seeds' warm start read, "" for this DB or none */
+    int64_t best_id;      /* the winner named by the paired re-timing at the end, 0 when none */
 } kevo_run_row;
 
 void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */
@@ -83,6 +87,14 @@ typedef struct kevo_cand_row {
     double compile_s;      /* NaN unknown */
     double median_ms, min_ms, rel_err, max_abs_err, tflops, speedup; /* NaN when none */
     int checks;
+    double vs_peer;        /* best in-run peer's time over median_ms (the faster of baseline and decomposed) */
+    double roofline;       /* max(FLOPs / GEMM peak, bytes / copy bandwidth) over median_ms, both measured */
+    double ci_lo_ms, ci_hi_ms; /* 95% bootstrap confidence interval of the median, ms */
+    double model_ms;       /* the family's cost model's prediction, ms */
+    double fitness;        /* what the search ranked: speedup (one shape) or the weighted geometric mean of
+                              vs_peer over a distribution's shapes; 0 failed; NaN unknown */
+    int tied;              /* after the paired re-timing: 1 cannot be told apart from the winner, 0 separated,
+                              -1 not re-timed */
 } kevo_cand_row;
 
 void kevo_cand_row_init(kevo_cand_row *c);
@@ -140,6 +152,38 @@ void kevo_binary_row_release(kevo_binary_row *b);
 kevo_status kevo_db_binary_put(kevo_db *db, const kevo_binary_row *b, kevo_err *err);
 /* KEVO_ERR_NOT_FOUND when the key is absent. */
 kevo_status kevo_db_binary_get(kevo_db *db, const char *key, kevo_binary_row *b, kevo_err *err);
+
+/* One shape of a distribution run (`kevo tune --shapes`), with its peers. */
+typedef struct kevo_run_shape {
+    int idx;            /* 0.. in the shapes file's order */
+    char shape[256];    /* canonical shape text */
+    double weight;      /* > 0 */
+    double baseline_ms, baseline_bcast_ms, decomposed_ms; /* NaN when not measured */
+    double flops, bytes;
+} kevo_run_shape;
+
+/* Replace the shape rows of a run with v[0..n).  Errors: KEVO_ERR_DB. */
+kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_shape *v, int n, kevo_err *err);
+/* The shape rows of a run by idx; *v malloc'd (caller frees), *n may be 0. */
+kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err);
+
+/* A candidate's figures at one shape of a distribution run. */
+typedef struct kevo_shape_result {
+    int shape_idx;
+    double median_ms, ci_lo_ms, ci_hi_ms, speedup, vs_peer, roofline, rel_err; /* NaN when none */
+} kevo_shape_result;
+
+kevo_status kevo_db_shape_result_put(kevo_db *db, int64_t cand_id, const kevo_shape_result *r, kevo_err *err);
+/* All of a candidate's shape results by shape_idx; *v malloc'd (caller frees). */
+kevo_status kevo_db_shape_results_get(kevo_db *db, int64_t cand_id, kevo_shape_result **v, int *n, kevo_err *err);
+
+/* Every timed repetition of a candidate (ms, in run order) under a label
+ * ("tune", "retime"), at shape_idx (0 for a one-shape run). */
+kevo_status kevo_db_timings_put(kevo_db *db, int64_t cand_id, int shape_idx, const char *label, const double *ms,
+                                int n, kevo_err *err);
+/* *ms malloc'd (caller frees); KEVO_ERR_NOT_FOUND when absent. */
+kevo_status kevo_db_timings_get(kevo_db *db, int64_t cand_id, int shape_idx, const char *label, double **ms, int *n,
+                                kevo_err *err);
 
 /* A named extra figure of a candidate (e.g. "rel_err.shuffled"). */
 kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, double value, kevo_err *err);

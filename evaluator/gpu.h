@@ -56,9 +56,12 @@ typedef struct kevo_gpu_info {
     int max_smem_optin;
     double baseline_ms;       /* stage 0: one cuBLAS strided-batched GEMM on a pre-broadcast E */
     double baseline_bcast_ms; /* the same with the broadcast (gather + concat) in each call */
+    double decomposed_ms;     /* peer: cuBLAS user GEMM (batch U) + candidate GEMM (batch B), K padded to 8,
+                                 then one broadcast-add pass */
     double peak_tflops;       /* cuBLAS fp16/bf16 GEMM 8192^3 */
     double copy_tbps;         /* device-to-device copy, bytes read + written per second / 1e12 */
     double baseline_rel_err;  /* the baseline's own check against the reference */
+    double decomposed_rel_err; /* the decomposed peer's */
 } kevo_gpu_info;
 
 /* One evaluation. */
@@ -72,6 +75,8 @@ typedef struct kevo_gpu_request {
     uint64_t seed;      /* verification seed; each map kind draws from it */
 } kevo_gpu_request;
 
+#define KEVO_GPU_MAX_REPS 1000
+
 typedef struct kevo_gpu_result {
     kevo_fail fail;
     char msg[512];
@@ -81,6 +86,7 @@ typedef struct kevo_gpu_result {
     int64_t bad_elems;  /* elements beyond the elementwise bound, in the failing check */
     double median_ms, min_ms, max_ms;
     int reps;
+    double rep_ms[KEVO_GPU_MAX_REPS]; /* every timed repetition, in run order (reps of them) */
 } kevo_gpu_result;
 
 typedef struct kevo_gpu kevo_gpu;

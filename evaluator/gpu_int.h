@@ -9,7 +9,7 @@
 #include "evaluator/cudrv.h"
 #include "evaluator/gpu.h"
 
-#define WK_MAX_REPS 1000
+#define WK_MAX_REPS KEVO_GPU_MAX_REPS
 
 /* Worker-wide state. */
 typedef struct wk_ctx {
@@ -64,8 +64,9 @@ kevo_status wk_ref_fn(wk_ctx *w, const char *name, CUfunction *f, kevo_err *err)
 unsigned wk_blocks(unsigned long long n);
 
 /* Time `reps` runs of fn(arg) with events, each after an L2 flush, after
- * `warmup` untimed runs.  median/min/max in ms.  Returns the first error. */
+ * `warmup` untimed runs.  median/min/max in ms; all[reps] (NULL: not
+ * wanted) gets every repetition in run order.  Returns the first error. */
 CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int warmup, int reps, double *median,
-                 double *min, double *max);
+                 double *min, double *max, double *all);
 
 #endif /* KEVO_GPU_INT_H */

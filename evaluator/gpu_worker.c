@@ -75,7 +75,7 @@ static int wk_cmp_double(const void *a, const void *b)
 }
 
 CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int warmup, int reps, double *median,
-                 double *min, double *max)
+                 double *min, double *max, double *all)
 {
     if (reps < 1)
         reps = 1;
@@ -107,6 +107,8 @@ CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int war
         float ms = 0;
         r = w->cu.cuEventElapsedTime(&ms, w->ev[2 * i], w->ev[2 * i + 1]);
         t[i] = ms;
+        if (all)
+            all[i] = ms;
     }
     if (r == CUDA_SUCCESS) {
         qsort(t, (size_t)reps, sizeof *t, wk_cmp_double);
@@ -172,7 +174,8 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     size_t mem = 0;
     cu->cuDeviceTotalMem(&mem, w->dev);
     in->mem_bytes = (int64_t)mem;
-    in->baseline_ms = in->baseline_bcast_ms = in->peak_tflops = in->copy_tbps = NAN;
+    in->baseline_ms = in->baseline_bcast_ms = in->decomposed_ms = in->peak_tflops = in->copy_tbps = NAN;
+    in->decomposed_rel_err = NAN;
     in->baseline_rel_err = NAN;
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;

@@ -17,11 +17,12 @@ typedef struct lce_state {
     int64_t B, M, N, Ku, Kc, U, ratio, Kup, Kcp;
     int elem; /* bytes per element */
     CUdeviceptr w_user, w_cand, w_user_pad, w_cand_pad, e_user, e_cand, map, out, ref, stats;
+    CUdeviceptr user_res; /* [U, M, N], the decomposed peer's user GEMM output (peers only) */
     CUdeviceptr ws;
     size_t ws_cap;
     int launch_seq; /* last tag handed to a plan run: one counter for every candidate on this workspace */
     int32_t *host_map;
-    CUfunction f_gen, f_gen_padded, f_ref, f_sumsq, f_compare, f_cat_e, f_cat_w;
+    CUfunction f_gen, f_gen_padded, f_ref, f_sumsq, f_compare, f_cat_e, f_cat_w, f_bcast_add;
 } lce_state;
 
 #define LCE_TRY(call)                                                                                                  \
@@ -330,7 +331,8 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
     /* timing inputs: the run's fixed seed, sorted map, for every candidate alike */
     r = lce_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     if (r == CUDA_SUCCESS)
-        r = wk_time(w, lce_run_plan, &ra, w->cfg.warmup, w->cfg.reps, &res->median_ms, &res->min_ms, &res->max_ms);
+        r = wk_time(w, lce_run_plan, &ra, w->cfg.warmup, w->cfg.reps, &res->median_ms, &res->min_ms, &res->max_ms,
+                    res->rep_ms);
     if (r != CUDA_SUCCESS) {
         wk_result_cuda(w, res, r, "timing", sticky);
         return;
@@ -338,8 +340,27 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
     res->reps = w->cfg.reps;
 }
 
-/* ---- stage-0 baseline ---- */
+/* ---- the peers: stage-0 baseline and the decomposed form ---- */
 
+/* out[b] (M x N) = W (M x K, row stride ldw, shared by the batch) @ E[b]
+ * (K x N), b < batch, in the storage dtype, fp32 accumulation: row-major
+ * as column-major out^T (N x M) = E^T (N x K, ld N) @ W^T (K x M, ld ldw),
+ * W stride 0 (cuBLAS strided-batched GEMM). */
+static CUresult lce_gemm(wk_ctx *w, CUdeviceptr e, int64_t K, CUdeviceptr wt, int64_t ldw, CUdeviceptr out,
+                         int64_t batch)
+{
+    lce_state *s = w->op_state;
+    float alpha = 1.0f, beta = 0.0f;
+    cudaDataType dt = w->cfg.dtype == KEVO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cublasStatus_t cs = w->cb.cublasGemmStridedBatchedEx(
+        w->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)s->N, (int)s->M, (int)K, &alpha, (const void *)(uintptr_t)e, dt,
+        (int)s->N, (long long)K * s->N, (const void *)(uintptr_t)wt, dt, (int)ldw, 0, &beta, (void *)(uintptr_t)out,
+        dt, (int)s->N, (long long)s->M * s->N, (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return cs == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* Stage 0: one GEMM over the pre-broadcast E = cat(E_user[c2u], E_cand)
+ * with W = cat(W_user, W_cand). */
 typedef struct lce_base_arg {
     CUdeviceptr e_full, w_full, out;
     kevo_lce_args a;
@@ -350,7 +371,7 @@ static CUresult lce_base_run(wk_ctx *w, void *arg)
 {
     lce_state *s = w->op_state;
     lce_base_arg *b = arg;
-    int K = (int)(s->Ku + s->Kc);
+    int64_t K = s->Ku + s->Kc;
     if (b->with_broadcast) {
         void *pe[] = {&b->a, &b->e_full};
         LCE_TRY(wk_launch(w, s->f_cat_e, wk_blocks((unsigned long long)(s->B * K * s->N / 8)), 1, 1, 256, 1, 1, 0,
@@ -358,20 +379,44 @@ static CUresult lce_base_run(wk_ctx *w, void *arg)
         void *pw[] = {&b->a, &b->w_full};
         LCE_TRY(wk_launch(w, s->f_cat_w, wk_blocks((unsigned long long)(s->M * K)), 1, 1, 256, 1, 1, 0, pw));
     }
-    float alpha = 1.0f, beta = 0.0f;
-    cudaDataType dt = w->cfg.dtype == KEVO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    /* row-major out[b] (M x N) = W (M x K) @ E[b] (K x N), as column-major
-     * out^T (N x M) = E[b]^T (N x K, ld N) @ W^T (K x M, ld K); W stride 0 */
-    cublasStatus_t cs = w->cb.cublasGemmStridedBatchedEx(
-        w->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)s->N, (int)s->M, K, &alpha, (const void *)(uintptr_t)b->e_full, dt,
-        (int)s->N, (long long)K * s->N, (const void *)(uintptr_t)b->w_full, dt, K, 0, &beta,
-        (void *)(uintptr_t)b->out, dt, (int)s->N, (long long)s->M * s->N, (int)s->B, CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT);
-    return cs == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+    return lce_gemm(w, b->e_full, K, b->w_full, K, b->out, s->B);
 }
 
-/* Time the baseline on the timing inputs, after checking its output. */
-static kevo_status lce_baseline(wk_ctx *w, kevo_err *err)
+/* The decomposed form with K padded to 8 (16-byte W rows), the strongest a
+ * PyTorch user writes without a custom kernel: user_res = bmm(W_user,
+ * E_user) at batch U, out = bmm(W_cand, E_cand) at batch B, then
+ * out += user_res[c2u] in one broadcast-add pass. */
+static CUresult lce_decomposed_run(wk_ctx *w, void *arg)
+{
+    (void)arg;
+    lce_state *s = w->op_state;
+    LCE_TRY(lce_gemm(w, s->e_user, s->Ku, s->w_user_pad, s->Kup, s->user_res, s->U));
+    LCE_TRY(lce_gemm(w, s->e_cand, s->Kc, s->w_cand_pad, s->Kcp, s->out, s->B));
+    int B = (int)s->B, M = (int)s->M, N = (int)s->N;
+    void *p[] = {&s->out, &s->user_res, &s->map, &B, &M, &N};
+    return wk_launch(w, s->f_bcast_add, wk_blocks((unsigned long long)(s->B * s->M * s->N / 8)), 1, 1, 256, 1, 1, 0,
+                     p);
+}
+
+/* Run fn once on the timing inputs with the output poisoned and compare it
+ * with the reference (ref2: sum ref^2); *rel gets its relative error. */
+static CUresult lce_check_peer(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, double ref2, double *rel,
+                               double *nonfinite)
+{
+    lce_state *s = w->op_state;
+    double st[4] = {0};
+    LCE_TRY(w->cu.cuMemsetD16Async(s->out, 0xFFFF, (size_t)(s->B * s->M * s->N), w->stream));
+    LCE_TRY(fn(w, arg));
+    LCE_TRY(w->cu.cuStreamSynchronize(w->stream));
+    LCE_TRY(lce_compare(w, s->out, ref2, st));
+    *rel = ref2 > 0 ? sqrt(st[0] / ref2) : NAN;
+    *nonfinite = st[3];
+    return CUDA_SUCCESS;
+}
+
+/* Check and time both peers on the timing inputs (the run's seed, sorted
+ * map): the baseline without and with its broadcast, the decomposed form. */
+static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
 {
     lce_state *s = w->op_state;
     char buf[256];
@@ -380,8 +425,10 @@ static kevo_status lce_baseline(wk_ctx *w, kevo_err *err)
     CUresult r = w->cu.cuMemAlloc(&b.e_full, (size_t)(s->B * K * s->N) * (size_t)s->elem);
     if (r == CUDA_SUCCESS)
         r = w->cu.cuMemAlloc(&b.w_full, (size_t)(s->M * K) * (size_t)s->elem);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemAlloc(&s->user_res, (size_t)(s->U * s->M * s->N) * (size_t)s->elem);
     b.out = s->out;
-    double ref2 = 0, st[4] = {0};
+    double ref2 = 0, base_nf = 0, dec_nf = 0;
     if (r == CUDA_SUCCESS)
         r = lce_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     if (r == CUDA_SUCCESS)
@@ -389,33 +436,36 @@ static kevo_status lce_baseline(wk_ctx *w, kevo_err *err)
     b.a = lce_args(s, false);
     b.with_broadcast = true;
     if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemsetD16Async(s->out, 0xFFFF, (size_t)(s->B * s->M * s->N), w->stream);
+        r = lce_check_peer(w, lce_base_run, &b, ref2, &w->info.baseline_rel_err, &base_nf);
     if (r == CUDA_SUCCESS)
-        r = lce_base_run(w, &b);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    if (r == CUDA_SUCCESS)
-        r = lce_compare(w, s->out, ref2, st);
+        r = lce_check_peer(w, lce_decomposed_run, NULL, ref2, &w->info.decomposed_rel_err, &dec_nf);
     double lo, hi;
     if (r == CUDA_SUCCESS)
-        r = wk_time(w, lce_base_run, &b, w->cfg.warmup, w->cfg.reps, &w->info.baseline_bcast_ms, &lo, &hi);
+        r = wk_time(w, lce_base_run, &b, w->cfg.warmup, w->cfg.reps, &w->info.baseline_bcast_ms, &lo, &hi, NULL);
     b.with_broadcast = false;
     if (r == CUDA_SUCCESS)
-        r = wk_time(w, lce_base_run, &b, w->cfg.warmup, w->cfg.reps, &w->info.baseline_ms, &lo, &hi);
+        r = wk_time(w, lce_base_run, &b, w->cfg.warmup, w->cfg.reps, &w->info.baseline_ms, &lo, &hi, NULL);
+    if (r == CUDA_SUCCESS)
+        r = wk_time(w, lce_decomposed_run, NULL, w->cfg.warmup, w->cfg.reps, &w->info.decomposed_ms, &lo, &hi,
+                    NULL);
     if (b.e_full)
         w->cu.cuMemFree(b.e_full);
     if (b.w_full)
         w->cu.cuMemFree(b.w_full);
     if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "stage-0 baseline: %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    w->info.baseline_rel_err = ref2 > 0 ? sqrt(st[0] / ref2) : NAN;
+        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers (cuBLAS): %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
     double rel_bound, rtol;
     kevo_tolerance(w->cfg.dtype, &rel_bound, &rtol);
-    if (st[3] > 0 || !(w->info.baseline_rel_err <= rel_bound))
+    if (base_nf > 0 || !(w->info.baseline_rel_err <= rel_bound))
         return kevo_err_set(err, KEVO_ERR_INTERNAL,
                             "the cuBLAS baseline disagrees with the reference (rel_err %.3e, %.0f non-finite): "
                             "the reference or the inputs are wrong",
-                            w->info.baseline_rel_err, st[3]);
+                            w->info.baseline_rel_err, base_nf);
+    if (dec_nf > 0 || !(w->info.decomposed_rel_err <= rel_bound))
+        return kevo_err_set(err, KEVO_ERR_INTERNAL,
+                            "the decomposed cuBLAS peer disagrees with the reference (rel_err %.3e, %.0f "
+                            "non-finite): the reference or the broadcast-add is wrong",
+                            w->info.decomposed_rel_err, dec_nf);
     return KEVO_OK;
 }
 
@@ -460,7 +510,7 @@ static void lce_ceilings(wk_ctx *w)
     if (r == CUDA_SUCCESS)
         r = lce_gen(w, p.b, (unsigned long long)p.n * p.n, 12, 0);
     double med = NAN, lo, hi;
-    if (r == CUDA_SUCCESS && wk_time(w, lce_peak_gemm, &p, 3, 10, &med, &lo, &hi) == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && wk_time(w, lce_peak_gemm, &p, 3, 10, &med, &lo, &hi, NULL) == CUDA_SUCCESS)
         w->info.peak_tflops = 2.0 * p.n * (double)p.n * p.n / (med * 1e-3) / 1e12;
     if (p.a)
         w->cu.cuMemFree(p.a);
@@ -471,7 +521,7 @@ static void lce_ceilings(wk_ctx *w)
     r = w->cu.cuMemAlloc(&p.src, p.copy_bytes);
     if (r == CUDA_SUCCESS)
         r = w->cu.cuMemAlloc(&p.dst, p.copy_bytes);
-    if (r == CUDA_SUCCESS && wk_time(w, lce_peak_copy, &p, 3, 10, &med, &lo, &hi) == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && wk_time(w, lce_peak_copy, &p, 3, 10, &med, &lo, &hi, NULL) == CUDA_SUCCESS)
         w->info.copy_tbps = 2.0 * (double)p.copy_bytes / (med * 1e-3) / 1e12;
     if (p.src)
         w->cu.cuMemFree(p.src);
@@ -503,7 +553,8 @@ static kevo_status lce_init(wk_ctx *w, bool first, kevo_err *err)
     if ((st = wk_ref_fn(w, "kv_gen", &s->f_gen, err)) || (st = wk_ref_fn(w, "kv_gen_padded", &s->f_gen_padded, err)) ||
         (st = wk_ref_fn(w, "kv_ref", &s->f_ref, err)) || (st = wk_ref_fn(w, "kv_sumsq", &s->f_sumsq, err)) ||
         (st = wk_ref_fn(w, "kv_compare", &s->f_compare, err)) || (st = wk_ref_fn(w, "kv_cat_e", &s->f_cat_e, err)) ||
-        (st = wk_ref_fn(w, "kv_cat_w", &s->f_cat_w, err)))
+        (st = wk_ref_fn(w, "kv_cat_w", &s->f_cat_w, err)) ||
+        (st = wk_ref_fn(w, "kv_bcast_add", &s->f_bcast_add, err)))
         return st;
     struct {
         CUdeviceptr *p;
@@ -523,7 +574,7 @@ static kevo_status lce_init(wk_ctx *w, bool first, kevo_err *err)
                                 kv_cu_errstr(&w->cu, r, buf, sizeof buf));
         }
     }
-    if (first && w->cfg.baseline && (st = lce_baseline(w, err)))
+    if (first && w->cfg.baseline && (st = lce_peers(w, err)))
         return st;
     if (first && w->cfg.ceilings)
         lce_ceilings(w);
@@ -536,7 +587,7 @@ static void lce_fini(wk_ctx *w)
     if (!s)
         return;
     CUdeviceptr bufs[] = {s->w_user, s->w_cand, s->w_user_pad, s->w_cand_pad, s->e_user, s->e_cand,
-                          s->map,    s->out,    s->ref,        s->stats,      s->ws};
+                          s->map,    s->out,    s->ref,        s->stats,      s->ws,     s->user_res};
     for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
         if (bufs[i])
             w->cu.cuMemFree(bufs[i]);

@@ -203,3 +203,25 @@ extern "C" __global__ void kv_cat_w(const kevo_lce_args a, elem_t *w_full)
                              : static_cast<const elem_t *>(a.w_cand)[(size_t)m * a.ldw_cand + (k - a.Ku)];
     }
 }
+
+// The decomposed peer's third step, what a PyTorch user writes after two
+// bmm calls: out[b] += user_res[c2u[b]], both [.., M, N] in the storage
+// dtype, the sum in fp32 rounded once.  8 elements (16 bytes) per thread;
+// N % 8 == 0.
+extern "C" __global__ void kv_bcast_add(elem_t *out, const elem_t *user_res, const int *c2u, int B, int M, int N)
+{
+    const unsigned long long per_b = (unsigned long long)M * N / 8;
+    const unsigned long long total = per_b * B;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < total;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long b = i / per_b, off = (i % per_b) * 8;
+        uint4 o = *reinterpret_cast<const uint4 *>(out + b * per_b * 8 + off);
+        const uint4 u = __ldg(reinterpret_cast<const uint4 *>(user_res + (size_t)c2u[b] * per_b * 8 + off));
+        elem_t *ov = reinterpret_cast<elem_t *>(&o);
+        const elem_t *uv = reinterpret_cast<const elem_t *>(&u);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            ov[j] = from_f(to_f(ov[j]) + to_f(uv[j]));
+        *reinterpret_cast<uint4 *>(out + b * per_b * 8 + off) = o;
+    }
+}

@@ -54,7 +54,7 @@ static void test_families_and_ref(void **state)
 {
     (void)state;
     static const char *const ref_entries[] = {"kv_gen", "kv_gen_padded", "kv_ref", "kv_sumsq",
-                                              "kv_compare", "kv_cat_e", "kv_cat_w"};
+                                              "kv_compare", "kv_cat_e", "kv_cat_w", "kv_bcast_add"};
     tcase cases[14];
     int n = 0;
     for (int dt = 0; dt < 2; dt++) {

@@ -160,10 +160,11 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
-                                   "('runs','sources','binaries','candidates','edges','measurements')"),
-                     6);
+                                   "('runs','sources','binaries','candidates','edges','measurements',"
+                                   "'run_shapes','shape_results','timings')"),
+                     9);
 
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
@@ -252,24 +253,64 @@ static void test_open_other_app_id(void **state)
 }
 
 /* A schema-1 file (no runs.filter) is upgraded in place and keeps its rows. */
-static void test_migrate_v1(void **state)
+/* What schema 3 added, undone: a file as schema 2 left it. */
+static const char schema2_sql[] =
+    "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings;"
+    "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"
+    "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"
+    "ALTER TABLE candidates DROP COLUMN vs_peer; ALTER TABLE candidates DROP COLUMN roofline;"
+    "ALTER TABLE candidates DROP COLUMN ci_lo_ms; ALTER TABLE candidates DROP COLUMN ci_hi_ms;"
+    "ALTER TABLE candidates DROP COLUMN model_ms; ALTER TABLE candidates DROP COLUMN fitness;"
+    "ALTER TABLE candidates DROP COLUMN tied; PRAGMA user_version=2;";
+
+/* A file of schema `ver` (1 or 2) with one run and one candidate opens,
+ * is upgraded to schema 3 and keeps its rows. */
+static void check_migrate(int ver)
 {
-    (void)state;
     char path[64];
     tmp_path(path);
     kevo_db *db = NULL;
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
-    add_run(db, "ikbo_lce");
+    int64_t run = add_run(db, "ikbo_lce");
+    add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 2.5, 0.75, "");
     kevo_db_close(db);
-    raw_exec(path, "ALTER TABLE runs DROP COLUMN filter; PRAGMA user_version=1;");
-    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"), 0);
+    raw_exec(path, schema2_sql);
+    if (ver == 1)
+        raw_exec(path, "ALTER TABLE runs DROP COLUMN filter; PRAGMA user_version=1;");
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"),
+                     ver == 1 ? 0 : 1);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('candidates') WHERE name = 'vs_peer'"), 0);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_best(db, run, &c, &err), KEVO_OK);
+    assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
+    kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 2);
-    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"), 1);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                                   "('filter','decomposed_ms','nshapes','warm_start','best_id')"),
+                     5);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('candidates') WHERE name IN "
+                                   "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied')"),
+                     7);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                   "('run_shapes','shape_results','timings')"),
+                     3);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM runs WHERE op = 'ikbo_lce'"), 1);
     tmp_cleanup(path);
+}
+
+static void test_migrate_v1(void **state)
+{
+    (void)state;
+    check_migrate(1);
+}
+
+static void test_migrate_v2(void **state)
+{
+    (void)state;
+    check_migrate(2);
 }
 
 static void test_open_newer_schema(void **state)
@@ -281,14 +322,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=3;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=4;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 3)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 4)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -428,6 +469,10 @@ static void test_run_roundtrip(void **state)
     assert_int_equal(g.pid, 4242);
     assert_string_equal(g.created_at, r.created_at);
     assert_string_equal(g.finished_at, "");
+    assert_true(isnan(g.decomposed_ms));
+    assert_int_equal(g.nshapes, 0);
+    assert_string_equal(g.warm_start, "");
+    assert_int_equal(g.best_id, 0);
 
     /* update writes every field */
     snprintf(g.status, sizeof g.status, "done");
@@ -436,6 +481,10 @@ static void test_run_roundtrip(void **state)
     g.baseline_bcast_ms = 2.679;
     g.baseline_ms = NAN;
     g.compile_only = true;
+    g.decomposed_ms = 0.625;
+    g.nshapes = 3;
+    snprintf(g.warm_start, sizeof g.warm_start, "other.db");
+    g.best_id = 12;
     assert_int_equal(kevo_db_run_update(f->db, &g, &err), KEVO_OK);
     kevo_run_row h;
     assert_int_equal(kevo_db_run_get(f->db, 1, &h, &err), KEVO_OK);
@@ -446,6 +495,10 @@ static void test_run_roundtrip(void **state)
     assert_true(isnan(h.baseline_ms));
     assert_true(h.compile_only);
     assert_string_equal(h.op, "ikbo_lce");
+    assert_true(h.decomposed_ms == 0.625);
+    assert_int_equal(h.nshapes, 3);
+    assert_string_equal(h.warm_start, "other.db");
+    assert_int_equal(h.best_id, 12);
 
     /* unknown ids */
     assert_int_equal(kevo_db_run_get(f->db, 99, &h, &err), KEVO_ERR_NOT_FOUND);
@@ -543,6 +596,13 @@ static void test_cand_roundtrip(void **state)
     c.tflops = 512.5;
     c.speedup = 3.97;
     c.checks = 3;
+    c.vs_peer = 1.5;
+    c.roofline = 0.625;
+    c.ci_lo_ms = 0.495;
+    c.ci_hi_ms = 0.5125;
+    c.model_ms = 0.375;
+    c.fitness = 3.97;
+    c.tied = 1;
     assert_int_equal(kevo_db_cand_update(f->db, &c, &err), KEVO_OK);
     kevo_cand_row_release(&c);
     kevo_cand_row g;
@@ -558,6 +618,9 @@ static void test_cand_roundtrip(void **state)
     assert_true(g.compile_s == 1.25 && g.median_ms == 0.5 && g.min_ms == 0.49);
     assert_true(g.rel_err == 1e-3 && g.max_abs_err == 0.0625 && g.tflops == 512.5 && g.speedup == 3.97);
     assert_int_equal(g.checks, 3);
+    assert_true(g.vs_peer == 1.5 && g.roofline == 0.625 && g.ci_lo_ms == 0.495 && g.ci_hi_ms == 0.5125);
+    assert_true(g.model_ms == 0.375 && g.fitness == 3.97);
+    assert_int_equal(g.tied, 1);
 
     /* a failure with a message, then cleared again */
     snprintf(g.status, sizeof g.status, "failed");
@@ -647,6 +710,89 @@ static void test_cand_best(void **state)
     assert_true(c.speedup == 3.0);
     assert_true(c.median_ms == 0.6);
     kevo_cand_row_release(&c);
+
+    /* a fitness (a distribution's) ranks before the speedup */
+    assert_int_equal(kevo_db_cand_get(f->db, want - 2, &c, &err), KEVO_OK);
+    c.fitness = 4.0;
+    assert_int_equal(kevo_db_cand_update(f->db, &c, &err), KEVO_OK);
+    kevo_cand_row_release(&c);
+    assert_int_equal(kevo_db_cand_best(f->db, run, &c, &err), KEVO_OK);
+    assert_int_equal(c.id, want - 2);
+    kevo_cand_row_release(&c);
+    /* the winner a paired re-timing named comes first */
+    kevo_run_row r;
+    assert_int_equal(kevo_db_run_get(f->db, run, &r, &err), KEVO_OK);
+    r.best_id = want - 1;
+    assert_int_equal(kevo_db_run_update(f->db, &r, &err), KEVO_OK);
+    assert_int_equal(kevo_db_cand_best(f->db, run, &c, &err), KEVO_OK);
+    assert_int_equal(c.id, want - 1);
+    kevo_cand_row_release(&c);
+}
+
+/* ---- distributions and repetitions ---- */
+
+static void test_run_shapes(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    kevo_run_shape v[2] = {
+        {.idx = 0, .shape = "B=512,M=64", .weight = 3, .baseline_ms = 0.5, .baseline_bcast_ms = 0.75,
+         .decomposed_ms = 0.25, .flops = 1e9, .bytes = 2e6},
+        {.idx = 1, .shape = "B=1024,M=64", .weight = 1, .baseline_ms = NAN, .baseline_bcast_ms = NAN,
+         .decomposed_ms = NAN, .flops = 2e9, .bytes = 4e6},
+    };
+    assert_int_equal(kevo_db_run_shapes_put(f->db, run, v, 2, &err), KEVO_OK);
+    assert_int_equal(kevo_db_run_shapes_put(f->db, run, v, 2, &err), KEVO_OK); /* replaced, not added */
+    kevo_run_shape *g = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_run_shapes_get(f->db, run, &g, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].shape, "B=512,M=64");
+    assert_true(g[0].weight == 3 && g[0].baseline_ms == 0.5 && g[0].decomposed_ms == 0.25 && g[0].bytes == 2e6);
+    assert_int_equal(g[1].idx, 1);
+    assert_true(isnan(g[1].baseline_ms) && g[1].flops == 2e9);
+    free(g);
+    assert_int_equal(kevo_db_run_shapes_get(f->db, 99, &g, &n, &err), KEVO_OK);
+    assert_int_equal(n, 0);
+    free(g);
+}
+
+static void test_shape_results_and_timings(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    int64_t c = add_cand(f->db, run, 1, "f", "{\"a\":1}", "ok", "", 2.0, 1.0, "");
+    kevo_shape_result r1 = {.shape_idx = 1, .median_ms = 0.5, .ci_lo_ms = 0.49, .ci_hi_ms = 0.52, .speedup = 4,
+                            .vs_peer = 1.25, .roofline = 0.5, .rel_err = 2e-4};
+    kevo_shape_result r0 = r1;
+    r0.shape_idx = 0;
+    r0.vs_peer = 0.75;
+    assert_int_equal(kevo_db_shape_result_put(f->db, c, &r1, &err), KEVO_OK);
+    assert_int_equal(kevo_db_shape_result_put(f->db, c, &r0, &err), KEVO_OK);
+    kevo_shape_result *v = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_shape_results_get(f->db, c, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].shape_idx, 0);
+    assert_true(v[0].vs_peer == 0.75 && v[1].vs_peer == 1.25 && v[1].ci_hi_ms == 0.52 && v[1].rel_err == 2e-4);
+    free(v);
+
+    double reps[5] = {0.51, 0.5, 0.52, 0.49, 0.5};
+    assert_int_equal(kevo_db_timings_put(f->db, c, 0, "tune", reps, 5, &err), KEVO_OK);
+    double *got = NULL;
+    assert_int_equal(kevo_db_timings_get(f->db, c, 0, "tune", &got, &n, &err), KEVO_OK);
+    assert_int_equal(n, 5);
+    assert_memory_equal(got, reps, sizeof reps);
+    free(got);
+    assert_int_equal(kevo_db_timings_get(f->db, c, 0, "retime", &got, &n, &err), KEVO_ERR_NOT_FOUND);
+    assert_null(got);
+    assert_int_equal(kevo_db_timings_put(f->db, c, 0, "tune", reps, 0, &err), KEVO_ERR_ARG);
+    /* a blob that is not whole doubles is refused, not read past */
+    raw_exec(f->path, "UPDATE timings SET ms = x'0102030405'");
+    assert_int_equal(kevo_db_timings_get(f->db, c, 0, "tune", &got, &n, &err), KEVO_ERR_DB);
+    assert_null(got);
 }
 
 /* ---- edges, binaries, sources, measurements ---- */
@@ -839,6 +985,7 @@ int main(void)
         cmocka_unit_test(test_open_foreign_sqlite),
         cmocka_unit_test(test_open_other_app_id),
         cmocka_unit_test(test_migrate_v1),
+        cmocka_unit_test(test_migrate_v2),
         cmocka_unit_test(test_open_newer_schema),
         cmocka_unit_test(test_open_garbage),
         cmocka_unit_test(test_open_unwritable),
@@ -848,6 +995,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cand_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_duplicate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_best, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_shapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shape_results_and_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sources, setup, teardown),
