@@ -69,8 +69,11 @@ static const struct {
     {"replay", cmd_replay, "run a policy against fitness already measured in a DB (no GPU)",
      "kevo replay --db LANDSCAPE.db --policy P [--run ID] [--seeds K] [--target 0.95] [--batch N]\n"
      "            [--format table|json]\n"
+     "kevo replay --db LANDSCAPE.db --model [--run ID] [--format table|json]\n"
      "  prints the policy's median evaluations to a candidate within (1 - target) of the\n"
-     "  landscape's best, over K seeds, beside the exhaustive order's and random's\n"},
+     "  landscape's best, over K seeds, beside the exhaustive order's and random's;\n"
+     "  --model: how well each family's cost model ranks the measured candidates\n"
+     "  (Spearman's rank correlation of predicted and measured times)\n"},
     {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
      "kevo export --db FILE --out DIR [--op ikbo_lce] [--arch sm_90a,...] [--name NAME] [--top N]\n"
      "  the fastest N (default 3) distinct verified kernels of each run, plus its fastest one\n"
@@ -221,7 +224,7 @@ static int cli_print_help(const char *cmd)
 enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
-    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
+    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
 };
 
@@ -506,6 +509,35 @@ static int cmd_verify(int argc, char **argv)
     return passed ? 0 : 1;
 }
 
+/* `kevo replay --model`: one line (or JSON object) per family. */
+static int cli_replay_model(const kevo_replay_opts *o, bool json)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_model_fit *f = NULL;
+    int n = 0;
+    kevo_status st = kevo_replay_model(o, &f, &n, &err);
+    if (st)
+        return cli_fail(st, &err);
+    if (json)
+        printf("{\"model\": [");
+    else
+        printf("%-12s %6s %9s %12s %14s\n", "family", "n", "spearman", "model's 1st", "best's rank");
+    for (int i = 0; i < n; i++) {
+        if (json)
+            printf("%s{\"family\": \"%s\", \"n\": %d, \"spearman\": %.4f, \"top1_ratio\": %.4f, "
+                   "\"rank_of_best\": %d}",
+                   i ? ", " : "", f[i].family, f[i].n, f[i].spearman, f[i].top1_ratio, f[i].rank_of_best);
+        else
+            printf("%-12s %6d %9.3f %11.1f%% %14d\n", f[i].family, f[i].n, f[i].spearman, 100 * f[i].top1_ratio,
+                   f[i].rank_of_best);
+    }
+    if (json)
+        printf("]}\n");
+    free(f);
+    return 0;
+}
+
 static int cmd_replay(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv))
@@ -519,8 +551,10 @@ static int cmd_replay(int argc, char **argv)
         {"batch", required_argument, 0, OPT_BATCH},
         {"format", required_argument, 0, OPT_FORMAT},
         {"templates", required_argument, 0, OPT_TEMPLATES},
+        {"model", no_argument, 0, OPT_MODEL},
         {0, 0, 0, 0},
     };
+    bool model = false;
     kevo_replay_opts o;
     kevo_replay_opts_init(&o);
     o.data_dir = cli_data_dir();
@@ -534,6 +568,7 @@ static int cmd_replay(int argc, char **argv)
         case OPT_POLICY: o.policy = optarg; break;
         case OPT_FORMAT: format = optarg; break;
         case OPT_TEMPLATES: o.extra_templates = optarg; break;
+        case OPT_MODEL: model = true; break;
         case OPT_RUN:
             if (!cli_int(optarg, 1, INT64_MAX, &o.run_id))
                 return cli_bad_usage("replay", "--run takes a run id, not '%s'", optarg);
@@ -565,6 +600,8 @@ static int cmd_replay(int argc, char **argv)
         return cli_bad_usage("replay", "--format takes table or json, not '%s'", format);
     kevo_err err;
     kevo_err_clear(&err);
+    if (model)
+        return cli_replay_model(&o, json);
     kevo_replay_result r;
     kevo_status st = kevo_replay(&o, &r, &err);
     if (st)

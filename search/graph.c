@@ -100,6 +100,7 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
     s->policy = policy;
     s->seed = seed;
     s->rng = seed;
+    kevo_model_device_init(&s->model, lim, NAN, NAN);
     s->valid = calloc((size_t)nspaces, sizeof *s->valid);
     if (!s->valid || !sg_hash_grow(s)) {
         kevo_search_release(s);
@@ -136,6 +137,37 @@ kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *
     return st;
 }
 
+void kevo_search_set_model(kevo_search *s, const kevo_model_device *d)
+{
+    s->model = *d;
+}
+
+void kevo_search_set_budget(kevo_search *s, int64_t budget)
+{
+    s->budget = budget;
+}
+
+bool kevo_search_add_warm(kevo_search *s, int family, const kevo_config *cfg)
+{
+    kevo_proposal *w = realloc(s->warm, (size_t)(s->nwarm + 1) * sizeof *w);
+    if (!w)
+        return false;
+    s->warm = w;
+    w[s->nwarm] = (kevo_proposal){.family = family, .cfg = *cfg, .parent = -1, .parent2 = -1};
+    snprintf(w[s->nwarm].op, sizeof w[s->nwarm].op, "warm");
+    s->nwarm++;
+    return true;
+}
+
+double kevo_search_predict(const kevo_search *s, int family, const kevo_config *cfg)
+{
+    double t = NAN;
+    kevo_err err;
+    if (kevo_model_predict(s->spaces[family], &s->shape, &s->limits, s->dtype, cfg, &s->model, &t, &err))
+        return NAN;
+    return t;
+}
+
 void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx)
 {
     s->member = member;
@@ -149,10 +181,15 @@ bool kevo_search_copy_valid(kevo_search *dst, const kevo_search *src)
         kevo_valid_set *to = &dst->valid[f];
         if (!from->ready || to->ready)
             continue;
-        to->cfgs = malloc((size_t)(from->n ? from->n : 1) * sizeof *to->cfgs);
-        if (!to->cfgs)
+        size_t n1 = (size_t)(from->n ? from->n : 1);
+        to->cfgs = malloc(n1 * sizeof *to->cfgs);
+        to->pred = malloc(n1 * sizeof *to->pred);
+        to->order = malloc(n1 * sizeof *to->order);
+        if (!to->cfgs || !to->pred || !to->order)
             return false;
         memcpy(to->cfgs, from->cfgs, (size_t)from->n * sizeof *to->cfgs);
+        memcpy(to->pred, from->pred, (size_t)from->n * sizeof *to->pred);
+        memcpy(to->order, from->order, (size_t)from->n * sizeof *to->order);
         to->n = from->n;
         to->ready = true;
     }
@@ -163,9 +200,13 @@ void kevo_search_release(kevo_search *s)
 {
     kevo_expr_free(s->filter);
     if (s->valid)
-        for (int i = 0; i < s->nspaces; i++)
+        for (int i = 0; i < s->nspaces; i++) {
             free(s->valid[i].cfgs);
+            free(s->valid[i].pred);
+            free(s->valid[i].order);
+        }
     free(s->valid);
+    free(s->warm);
     free(s->nodes);
     free(s->hash_keys);
     free(s->hash_vals);
@@ -237,6 +278,43 @@ int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, 
     return 1;
 }
 
+typedef struct sg_keyed {
+    double key;
+    int idx;
+} sg_keyed;
+
+/* Ascending key, then index: a total order, so every sort agrees. */
+static int sg_cmp_keyed(const void *a, const void *b)
+{
+    const sg_keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The model's predictions of a valid set and the order by them (unknown
+ * predictions last, in enumeration order). */
+static bool sg_order_valid(kevo_search *s, int family, kevo_valid_set *vs)
+{
+    size_t n1 = (size_t)(vs->n ? vs->n : 1);
+    vs->pred = malloc(n1 * sizeof *vs->pred);
+    vs->order = malloc(n1 * sizeof *vs->order);
+    sg_keyed *k = malloc(n1 * sizeof *k);
+    if (!vs->pred || !vs->order || !k) {
+        free(k);
+        return false;
+    }
+    for (int i = 0; i < vs->n; i++) {
+        vs->pred[i] = kevo_search_predict(s, family, &vs->cfgs[i]);
+        k[i] = (sg_keyed){.key = isnan(vs->pred[i]) ? INFINITY : vs->pred[i], .idx = i};
+    }
+    qsort(k, (size_t)vs->n, sizeof *k, sg_cmp_keyed);
+    for (int i = 0; i < vs->n; i++)
+        vs->order[i] = k[i].idx;
+    free(k);
+    return true;
+}
+
 const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
 {
     kevo_valid_set *vs = &s->valid[family];
@@ -268,6 +346,8 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
         if (d < 0)
             break;
     }
+    if (!sg_order_valid(s, family, vs))
+        return NULL;
     vs->ready = true;
     return vs;
 }
@@ -368,25 +448,148 @@ static bool sg_entered(kevo_search *s, int f)
 int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max)
 {
     int count = 0;
+    char why[256];
+    for (int i = 0; i < s->nwarm && count < max; i++) {
+        const kevo_proposal *w = &s->warm[i];
+        if (kevo_search_find(s, w->family, &w->cfg) < 0 && !kevo_search_in_batch(out, count, w->family, &w->cfg) &&
+            kevo_search_valid(s, w->family, &w->cfg, why, sizeof why) == 1)
+            out[count++] = *w;
+    }
     for (int f = 0; f < s->nspaces && count < max; f++) {
+        const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+        if (!vs || vs->n == 0)
+            continue;
+        if (kevo_model_has(s->spaces[f])) {
+            /* the model's best few, each predicted apart from the last taken */
+            double last = NAN;
+            int taken = 0;
+            for (int i = 0; i < vs->n && taken < KEVO_SEEDS_PER_FAMILY && count < max; i++) {
+                const kevo_config *cfg = &vs->cfgs[vs->order[i]];
+                double t = vs->pred[vs->order[i]];
+                if (!isnan(last) && !(t > last * 1.005))
+                    continue;
+                last = t;
+                if (kevo_search_find(s, f, cfg) >= 0 || kevo_search_in_batch(out, count, f, cfg))
+                    continue;
+                out[count] = (kevo_proposal){.family = f, .cfg = *cfg, .parent = -1, .parent2 = -1};
+                snprintf(out[count].op, sizeof out[count].op, "seed");
+                count++;
+                taken++;
+            }
+            continue;
+        }
         if (sg_entered(s, f))
             continue;
         kevo_config cfg;
         kevo_space_default(s->spaces[f], &cfg);
-        char why[256];
-        if (kevo_search_valid(s, f, &cfg, why, sizeof why) != 1) {
-            const kevo_valid_set *vs = kevo_search_valid_set(s, f);
-            if (!vs || vs->n == 0)
-                continue;
+        if (kevo_search_valid(s, f, &cfg, why, sizeof why) != 1)
             cfg = vs->cfgs[0];
-        }
-        if (kevo_search_find(s, f, &cfg) >= 0)
+        if (kevo_search_find(s, f, &cfg) >= 0 || kevo_search_in_batch(out, count, f, &cfg))
             continue;
         out[count] = (kevo_proposal){.family = f, .cfg = cfg, .parent = -1, .parent2 = -1};
         snprintf(out[count].op, sizeof out[count].op, "seed");
         count++;
     }
     return count;
+}
+
+/* The best prediction of any family (NaN when none has a model). */
+static double sg_best_prediction(kevo_search *s)
+{
+    double best = NAN;
+    for (int f = 0; f < s->nspaces; f++) {
+        const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+        if (vs && vs->n > 0 && !isnan(vs->pred[vs->order[0]]) && !(vs->pred[vs->order[0]] >= best))
+            best = vs->pred[vs->order[0]];
+    }
+    return best;
+}
+
+/* Prior weight of a prediction t against the best one: (best / t)^4; 1
+ * when either is unknown. */
+static double sg_prior_weight(double best, double t)
+{
+    if (isnan(best) || isnan(t) || !(t > 0))
+        return 1.0;
+    double r = best / t;
+    return r * r * r * r;
+}
+
+int kevo_search_prior_pick(kevo_search *s, const kevo_proposal *batch, int nbatch, kevo_proposal *out, int max,
+                           const char *op)
+{
+    enum { SG_PRIOR_PER_FAMILY = 64 };
+    double best = sg_best_prediction(s);
+    int cap = s->nspaces * SG_PRIOR_PER_FAMILY, n = 0, count = 0;
+    kevo_proposal *pool = malloc((size_t)cap * sizeof *pool);
+    double *w = malloc((size_t)cap * sizeof *w);
+    if (!pool || !w)
+        goto done;
+    /* each family's best unevaluated configurations, by the model */
+    for (int f = 0; f < s->nspaces; f++) {
+        const kevo_valid_set *vs = &s->valid[f];
+        int taken = 0;
+        for (int i = 0; vs->ready && i < vs->n && taken < SG_PRIOR_PER_FAMILY; i++) {
+            const kevo_config *cfg = &vs->cfgs[vs->order[i]];
+            if (kevo_search_find(s, f, cfg) >= 0 || kevo_search_in_batch(batch, nbatch, f, cfg))
+                continue;
+            pool[n] = (kevo_proposal){.family = f, .cfg = *cfg, .parent = -1, .parent2 = -1};
+            snprintf(pool[n].op, sizeof pool[n].op, "%s", op);
+            w[n++] = sg_prior_weight(best, vs->pred[vs->order[i]]);
+            taken++;
+        }
+    }
+    while (count < max && n > 0) {
+        double total = 0;
+        for (int i = 0; i < n; i++)
+            total += w[i];
+        double r = (double)kv_rand_below(&s->rng, 1u << 30) / (double)(1u << 30) * total;
+        int k = 0;
+        while (k < n - 1 && r >= w[k])
+            r -= w[k++];
+        out[count++] = pool[k];
+        pool[k] = pool[n - 1];
+        w[k] = w[n - 1];
+        n--;
+    }
+done:
+    free(pool);
+    free(w);
+    return count;
+}
+
+/* A family's quota (see kevo_search_starved). */
+static int sg_quota(kevo_search *s, int f, double best)
+{
+    const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+    if (!vs || vs->n == 0 || s->budget <= 0)
+        return 0;
+    double share = 1.0, t = vs->pred[vs->order[0]];
+    if (!isnan(best) && !isnan(t) && t > 0)
+        share = (best / t) * (best / t);
+    int q = (int)ceil((double)s->budget / (2.0 * s->nspaces) * share);
+    int seeds = KEVO_SEEDS_PER_FAMILY < vs->n ? KEVO_SEEDS_PER_FAMILY : vs->n;
+    return q > seeds ? q : seeds;
+}
+
+int kevo_search_starved(kevo_search *s, const kevo_proposal *batch, int nbatch)
+{
+    double best = sg_best_prediction(s);
+    int pick = -1, pick_deficit = 0;
+    for (int f = 0; f < s->nspaces; f++) {
+        int have = 0;
+        for (int i = 0; i < s->nnodes; i++)
+            have += s->nodes[i].family == f;
+        for (int i = 0; i < nbatch; i++)
+            have += batch[i].family == f;
+        const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+        int deficit = sg_quota(s, f, best) - have;
+        if (vs && have < vs->n && deficit > pick_deficit) {
+            pick = f;
+            pick_deficit = deficit;
+        }
+    }
+    return pick;
 }
 
 int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *op)
@@ -443,6 +646,29 @@ int kevo_search_children_by(const kevo_search *s, int node, const char *op)
     return n;
 }
 
+/* One of props[0..m) drawn with the model as the prior (uniform when no
+ * prediction exists). */
+static int sg_prior_choice(kevo_search *s, const kevo_proposal *props, int m)
+{
+    double best = NAN, *t = malloc((size_t)m * sizeof *t);
+    if (!t)
+        return (int)kv_rand_below(&s->rng, (uint64_t)m);
+    for (int i = 0; i < m; i++) {
+        t[i] = kevo_search_predict(s, props[i].family, &props[i].cfg);
+        if (!isnan(t[i]) && !(t[i] >= best))
+            best = t[i];
+    }
+    double total = 0;
+    for (int i = 0; i < m; i++)
+        total += (t[i] = sg_prior_weight(best, t[i]));
+    double r = (double)kv_rand_below(&s->rng, 1u << 30) / (double)(1u << 30) * total;
+    int k = 0;
+    while (k < m - 1 && r >= t[k])
+        r -= t[k++];
+    free(t);
+    return k;
+}
+
 bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int n, kevo_proposal *p)
 {
     /* pick an operator first (an axis, the least applied at this node), then
@@ -492,10 +718,23 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
     }
     bool ok = nleast > 0;
     if (ok) {
-        /* operators most promising first: weight 1/(1+position) */
-        double total = 0, w[SG_MAX_OPS];
+        /* operators most promising first, weight 1/(1+position), times the
+         * model's prior for the best move each one offers */
+        double total = 0, w[SG_MAX_OPS], tbest[SG_MAX_OPS], tall = NAN;
+        for (int i = 0; i < nleast; i++) {
+            tbest[i] = NAN;
+            for (int j = 0; j < avail; j++) {
+                if (strcmp(nb[j].op, ops[pick[i]]) != 0)
+                    continue;
+                double t = kevo_search_predict(s, nb[j].family, &nb[j].cfg);
+                if (!isnan(t) && !(t >= tbest[i]))
+                    tbest[i] = t;
+            }
+            if (!isnan(tbest[i]) && !(tbest[i] >= tall))
+                tall = tbest[i];
+        }
         for (int i = 0; i < nleast; i++)
-            total += (w[i] = 1.0 / (1.0 + pick[i]));
+            total += (w[i] = sg_prior_weight(tall, tbest[i]) / (1.0 + pick[i]));
         double r = (double)kv_rand_below(&s->rng, 1u << 30) / (double)(1u << 30) * total;
         int k = 0;
         while (k < nleast - 1 && r >= w[k])
@@ -506,7 +745,7 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
         for (int i = 0; i < avail; i++)
             if (strcmp(nb[i].op, op) == 0)
                 nb[m++] = nb[i];
-        *p = nb[kv_rand_below(&s->rng, (uint64_t)m)];
+        *p = nb[sg_prior_choice(s, nb, m)];
     }
     free(nb);
     return ok;

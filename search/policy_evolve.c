@@ -5,7 +5,9 @@
  * improvements found apart get combined) or of two tournament winners of one
  * family, and otherwise a mutation (one operator step) of a tournament winner.
  * Until EVO_INIT candidates exist, the population is seeded with the
- * families' defaults and uniform random configurations.  The population is
+ * seeds (the model's best of each family, warm starts) and configurations
+ * drawn with the model as the prior; while a family is below its quota of
+ * the budget, mutations start from its members.  The population is
  * derived from the graph at each call, so a resumed run proposes what the
  * uninterrupted one did. */
 #include <stdlib.h>
@@ -56,10 +58,11 @@ static int evo_tournament(kevo_search *s, const int *pop, int n, int family)
     return best;
 }
 
-/* One uniform random configuration new to the graph and the batch. */
+/* One configuration new to the graph and the batch, drawn with the cost
+ * model as the prior. */
 static bool evo_newcomer(kevo_search *s, const kevo_proposal *out, int count, kevo_proposal *p)
 {
-    return kevo_search_random(s, p, 1, "random") == 1 && !kevo_search_in_batch(out, count, p->family, &p->cfg);
+    return kevo_search_prior_pick(s, out, count, p, 1, "random") == 1;
 }
 
 /* Crossover of the fittest node with the next fittest one of its family that
@@ -93,8 +96,14 @@ static int evo_propose(kevo_search *s, kevo_proposal *out, int max)
             if (b >= 0 && b != a)
                 made = kevo_search_crossover(s, a, b, out, count, &out[count]);
         }
-        if (!made)
-            made = kevo_search_mutate(s, evo_tournament(s, pop, n, -1), out, count, &out[count]);
+        if (!made) {
+            int starved = kevo_search_starved(s, out, count), parent = -1;
+            for (int i = 0; starved >= 0 && i < s->nnodes && parent < 0; i++)
+                if (s->nodes[i].family == starved && s->nodes[i].done &&
+                    kevo_search_mutate(s, i, out, count, &out[count]))
+                    parent = i;
+            made = parent >= 0 || kevo_search_mutate(s, evo_tournament(s, pop, n, -1), out, count, &out[count]);
+        }
         /* the parent's neighbourhood is spent: a random newcomer */
         if (!made && !evo_newcomer(s, out, count, &out[count]))
             break;

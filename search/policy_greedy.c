@@ -1,7 +1,13 @@
-/* policy_greedy.c — greedy best-first: start from each family's default,
+/* policy_greedy.c — greedy best-first with the cost model as the prior:
+ * start from the seeds (each family's best under the model, warm starts),
  * then repeatedly expand the fittest evaluated node that still has
- * unevaluated neighbours (one operator step away).  When every evaluated
- * node is fully expanded, restart from a random valid configuration. */
+ * unevaluated neighbours (one operator step away) — the fittest of a family
+ * below its quota of the budget first, so none is starved — proposing its
+ * neighbours the model predicts within GR_SLACK of the best of them, best
+ * first and one per operator per round.  When every evaluated node is fully
+ * expanded, restart from a configuration drawn with the model as the
+ * prior. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,20 +15,20 @@
 #include "util/util.h"
 
 #define GR_SCRATCH 2048
+#define GR_SLACK 1.3 /* neighbours predicted slower than this times the best of them wait */
+#define GR_MIN_TAKE 4
 
-/* The best node that is evaluated and has unexplored neighbours, or -1. */
-static int gr_pick(kevo_search *s, kevo_proposal *scratch, int cap, int *found)
+/* The best node (of `family`, or of any when -1) that is evaluated and has
+ * unexplored neighbours, or -1. */
+static int gr_pick(kevo_search *s, int family, kevo_proposal *scratch, int cap, int *found)
 {
-    int best = -1;
-    double best_rank = -1;
     *found = 0;
-    /* consider nodes best-first; the first with neighbours wins */
     for (;;) {
-        best = -1;
-        best_rank = -1;
+        int best = -1;
+        double best_rank = -1;
         for (int i = 0; i < s->nnodes; i++) {
             const kevo_node *n = &s->nodes[i];
-            if (!n->done || n->expansions < 0)
+            if (!n->done || n->expansions < 0 || (family >= 0 && n->family != family))
                 continue;
             double r = kevo_search_rank(n);
             if (r > best_rank) {
@@ -39,39 +45,57 @@ static int gr_pick(kevo_search *s, kevo_proposal *scratch, int cap, int *found)
     }
 }
 
+typedef struct gr_item {
+    double t;
+    int idx;
+} gr_item;
+
+static int gr_cmp(const void *a, const void *b)
+{
+    const gr_item *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
 static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
 {
     if (s->nnodes == 0)
         return kevo_search_seeds(s, out, max);
     kevo_proposal *all = malloc(GR_SCRATCH * sizeof *all);
-    if (!all)
-        return 0;
-    int found = 0;
-    int node = gr_pick(s, all, GR_SCRATCH, &found);
+    gr_item *it = malloc(GR_SCRATCH * sizeof *it);
+    unsigned char *taken = calloc(GR_SCRATCH, 1); /* 2: taken this round */
+    int n = 0, found = 0;
+    if (!all || !it || !taken)
+        goto done;
+    int starved = kevo_search_starved(s, NULL, 0);
+    int node = starved >= 0 ? gr_pick(s, starved, all, GR_SCRATCH, &found) : -1;
+    if (node < 0)
+        node = gr_pick(s, -1, all, GR_SCRATCH, &found);
     if (node < 0) {
-        free(all);
-        return kevo_search_random(s, out, max, "restart");
+        n = kevo_search_prior_pick(s, NULL, 0, out, max, "restart");
+        goto done;
     }
     s->nodes[node].expansions++;
-    /* a seeded shuffle, then axes in turn: a partial batch covers as many
-     * operators as it can instead of mostly the widest axis */
-    for (int i = found - 1; i > 0; i--) {
-        int j = (int)kv_rand_below(&s->rng, (uint64_t)i + 1);
-        kevo_proposal t = all[i];
-        all[i] = all[j];
-        all[j] = t;
+    /* the neighbours by predicted time (unknown last, in their order) */
+    for (int i = 0; i < found; i++) {
+        double t = kevo_search_predict(s, all[i].family, &all[i].cfg);
+        it[i] = (gr_item){.t = isnan(t) ? INFINITY : t, .idx = i};
     }
-    int n = 0;
-    unsigned char *taken = calloc((size_t)found, sizeof *taken); /* 2: taken this round */
-    if (!taken) {
-        free(all);
-        return 0;
+    qsort(it, (size_t)found, sizeof *it, gr_cmp);
+    int usable = found;
+    if (isfinite(it[0].t)) {
+        usable = 0;
+        while (usable < found && (usable < GR_MIN_TAKE || it[usable].t <= GR_SLACK * it[0].t))
+            usable++;
     }
-    while (n < max && n < found) {
-        for (int i = 0; i < found && n < max; i++) {
+    /* one per operator per round, each round best first */
+    while (n < max && n < usable) {
+        for (int k = 0; k < usable && n < max; k++) {
+            int i = it[k].idx;
             if (taken[i])
                 continue;
-            bool op_in_round = false; /* one per operator per round */
+            bool op_in_round = false;
             for (int j = 0; j < found && !op_in_round; j++)
                 op_in_round = taken[j] == 2 && strcmp(all[j].op, all[i].op) == 0;
             if (op_in_round)
@@ -83,13 +107,15 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
             if (taken[i] == 2)
                 taken[i] = 1;
     }
+done:
     free(taken);
+    free(it);
     free(all);
     return n;
 }
 
 const kevo_policy kevo_policy_greedy = {
     .name = "greedy",
-    .summary = "best-first: expand the fittest node's untried neighbours",
+    .summary = "best-first: expand the fittest node's untried neighbours, the model's likeliest first",
     .propose = gr_propose,
 };

@@ -10,8 +10,10 @@
 
 #include "db/store.h"
 #include "kernels/op.h"
+#include "search/model.h"
 #include "search/search.h"
 #include "templates/space.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 void kevo_replay_opts_init(kevo_replay_opts *o)
@@ -117,19 +119,37 @@ static double rp_median(int *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
+/* A landscape's run, loaded: its row, candidates, shape, and the template
+ * families it searched (in the run's order of names). */
+typedef struct rp_source {
+    kevo_run_row run;
+    kevo_cand_row *rows;
+    int nrows;
+    kevo_syms shape;
+    kevo_dtype dt;
+    kevo_limits lim;
+    kevo_space **spaces; /* every family of the op; owns them */
+    int nspaces;
+    kevo_space **fam;    /* the run's, borrowed from spaces */
+    int nfam;
+} rp_source;
+
+static void rp_source_close(rp_source *src)
 {
-    memset(r, 0, sizeof *r);
-    if (o->seeds < 1 || o->batch < 1 || !(o->target > 0 && o->target <= 1))
-        return kevo_err_set(err, KEVO_ERR_ARG, "replay needs seeds >= 1, batch >= 1 and a target in (0, 1]");
-    const kevo_policy *pol = kevo_policy_find(o->policy);
-    if (!pol)
-        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s'", o->policy);
+    kevo_cand_rows_free(src->rows, src->nrows);
+    free(src->fam);
+    kevo_spaces_free(src->spaces, src->nspaces);
+    memset(src, 0, sizeof *src);
+}
+
+/* Load the run o->run_id (0: the last) of o->db_path. */
+static kevo_status rp_source_open(const kevo_replay_opts *o, rp_source *src, kevo_err *err)
+{
+    memset(src, 0, sizeof *src);
     kevo_db *db = NULL;
     kevo_status st = kevo_db_open(o->db_path, false, &db, err);
     if (st)
         return st;
-    kevo_run_row run;
     int64_t run_id = o->run_id;
     if (run_id <= 0) {
         int64_t *ids = NULL;
@@ -141,49 +161,153 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "'%s' holds no run", o->db_path);
     }
     if (!st)
-        st = kevo_db_run_get(db, run_id, &run, err);
-    kevo_cand_row *rows = NULL;
-    int nrows = 0;
+        st = kevo_db_run_get(db, run_id, &src->run, err);
     if (!st)
-        st = kevo_db_cand_list(db, run_id, &rows, &nrows, err);
+        st = kevo_db_cand_list(db, run_id, &src->rows, &src->nrows, err);
     kevo_db_close(db);
     if (st)
         return st;
-
-    const kevo_op *op = kevo_op_find(run.op);
-    kevo_syms shape;
-    kevo_dtype dt;
-    kevo_limits lim;
-    kevo_space **spaces = NULL;
-    int nspaces = 0;
+    const kevo_op *op = kevo_op_find(src->run.op);
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/templates", o->data_dir);
     if (!op)
-        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld is of unknown op '%s'", (long long)run_id, run.op);
+        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld is of unknown op '%s'", (long long)run_id,
+                          src->run.op);
     if (!st)
-        st = op->parse_shape(run.shape, &shape, err);
-    if (!st && !kevo_dtype_parse(run.dtype, &dt))
-        st = kevo_err_set(err, KEVO_ERR_ARG, "run %lld has unknown dtype '%s'", (long long)run_id, run.dtype);
+        st = op->parse_shape(src->run.shape, &src->shape, err);
+    if (!st && !kevo_dtype_parse(src->run.dtype, &src->dt))
+        st = kevo_err_set(err, KEVO_ERR_ARG, "run %lld has unknown dtype '%s'", (long long)run_id, src->run.dtype);
     if (!st)
-        st = kevo_limits_for_arch(run.arch, &lim, err);
+        st = kevo_limits_for_arch(src->run.arch, &src->lim, err);
+    if (!st && src->run.sm_count > 0)
+        src->lim.num_sms = src->run.sm_count; /* the device the landscape was measured on */
     if (!st)
-        st = kevo_spaces_load_dirs(dir, o->extra_templates, run.op, &spaces, &nspaces, err);
+        st = kevo_spaces_load_dirs(dir, o->extra_templates, src->run.op, &src->spaces, &src->nspaces, err);
+    if (!st && !(src->fam = calloc((size_t)(src->nspaces + 1), sizeof *src->fam)))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < src->nspaces && !st; i++) {
+        char pat[80], list[300];
+        snprintf(pat, sizeof pat, ",%s,", src->spaces[i]->family);
+        snprintf(list, sizeof list, ",%s,", src->run.families);
+        if (strstr(list, pat))
+            src->fam[src->nfam++] = src->spaces[i];
+    }
+    if (st)
+        rp_source_close(src);
+    return st;
+}
 
-    /* keep the run's families, in the run's order of names */
-    kevo_space **fam = calloc((size_t)(nspaces + 1), sizeof *fam);
-    int nfam = 0;
+kevo_status kevo_replay_model(const kevo_replay_opts *o, kevo_model_fit **fits, int *nfits, kevo_err *err)
+{
+    *fits = NULL;
+    *nfits = 0;
+    rp_source src;
+    kevo_status st = rp_source_open(o, &src, err);
+    if (st)
+        return st;
+    kevo_model_device dev;
+    kevo_model_device_init(&dev, &src.lim, src.run.peak_tflops, src.run.copy_tbps);
+    double *pred = calloc((size_t)src.nrows + 1, sizeof *pred), *meas = calloc((size_t)src.nrows + 1, sizeof *meas);
+    const kevo_space **of = calloc((size_t)src.nrows + 1, sizeof *of);
+    kevo_model_fit *v = calloc((size_t)src.nfam + 1, sizeof *v);
+    if (!pred || !meas || !of || !v)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < src.nrows && !st; i++) {
+        const kevo_cand_row *c = &src.rows[i];
+        kevo_space *sp = kevo_spaces_find(src.fam, src.nfam, c->family);
+        kevo_config cfg;
+        if (!sp || strcmp(c->status, "ok") != 0 || !(c->median_ms > 0) ||
+            kevo_config_parse_json(sp, c->params, &cfg, NULL))
+            continue;
+        double t;
+        if ((st = kevo_model_predict(sp, &src.shape, &src.lim, src.dt, &cfg, &dev, &t, err)))
+            break;
+        if (isnan(t))
+            continue;
+        pred[n] = t;
+        meas[n] = c->median_ms;
+        of[n++] = sp;
+    }
+    /* one fit per family with a model, then all of them together (when several) */
+    int nf = 0;
+    for (int f = 0; f <= src.nfam && !st; f++) {
+        const kevo_space *sp = f < src.nfam ? src.fam[f] : NULL;
+        if (!sp && nf < 2)
+            break;
+        double *x = malloc((size_t)n * sizeof *x + 1), *y = malloc((size_t)n * sizeof *y + 1);
+        if (!x || !y) {
+            free(x);
+            free(y);
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        int m = 0, best = -1, first = -1;
+        for (int i = 0; i < n; i++) {
+            if (sp && of[i] != sp)
+                continue;
+            x[m] = pred[i];
+            y[m] = meas[i];
+            if (best < 0 || y[m] < y[best])
+                best = m;
+            if (first < 0 || x[m] < x[first])
+                first = m;
+            m++;
+        }
+        if (m > 0) {
+            kevo_model_fit *fit = &v[nf++];
+            snprintf(fit->family, sizeof fit->family, "%s", sp ? sp->family : "all");
+            fit->n = m;
+            fit->spearman = kv_spearman(x, y, m);
+            fit->top1_ratio = y[best] / y[first];
+            fit->rank_of_best = 1;
+            for (int i = 0; i < m; i++)
+                fit->rank_of_best += x[i] < x[best];
+        }
+        free(x);
+        free(y);
+    }
+    free(pred);
+    free(meas);
+    free(of);
+    rp_source_close(&src);
+    if (!st && nf == 0)
+        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no verified candidate of '%s' has a family with a model",
+                          o->db_path);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *fits = v;
+    *nfits = nf;
+    return KEVO_OK;
+}
+
+kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (o->seeds < 1 || o->batch < 1 || !(o->target > 0 && o->target <= 1))
+        return kevo_err_set(err, KEVO_ERR_ARG, "replay needs seeds >= 1, batch >= 1 and a target in (0, 1]");
+    const kevo_policy *pol = kevo_policy_find(o->policy);
+    if (!pol)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s'", o->policy);
+    rp_source src;
+    kevo_status st = rp_source_open(o, &src, err);
+    if (st)
+        return st;
+    kevo_run_row run = src.run;
+    kevo_cand_row *rows = src.rows;
+    int nrows = src.nrows;
+    kevo_syms shape = src.shape;
+    kevo_dtype dt = src.dt;
+    kevo_limits lim = src.lim;
+    kevo_space **fam = src.fam;
+    int nfam = src.nfam;
+    int64_t run_id = run.id;
     rp_land land = {.cap = (size_t)(2 * nrows + 16)};
     land.slots = calloc(land.cap, sizeof *land.slots);
-    if (!st && (!fam || !land.slots))
+    if (!land.slots)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < nspaces && !st; i++) {
-        char pat[80];
-        snprintf(pat, sizeof pat, ",%s,", spaces[i]->family);
-        char list[300];
-        snprintf(list, sizeof list, ",%s,", run.families);
-        if (strstr(list, pat))
-            fam[nfam++] = spaces[i];
-    }
     for (int i = 0; i < nrows && !st; i++) {
         kevo_space *sp = kevo_spaces_find(fam, nfam, rows[i].family);
         bool measured = strcmp(rows[i].status, "ok") == 0 || strcmp(rows[i].status, "failed") == 0;
@@ -200,7 +324,6 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             land.best = e->fitness;
         land.n++;
     }
-    kevo_cand_rows_free(rows, nrows);
     if (!st && (land.n == 0 || land.best <= 0))
         st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld of '%s' has no measured landscape", (long long)run_id,
                           o->db_path);
@@ -265,7 +388,6 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
     kevo_search_release(&proto);
     free(rnd);
     free(land.slots);
-    free(fam);
-    kevo_spaces_free(spaces, nspaces);
+    rp_source_close(&src);
     return st;
 }

@@ -39,4 +39,20 @@ void kevo_replay_opts_init(kevo_replay_opts *o);
  * verified candidate. */
 kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err);
 
+/* How well a family's cost model ranks a landscape's verified candidates. */
+typedef struct kevo_model_fit {
+    char family[64];     /* "all": every family of the run together */
+    int n;               /* verified candidates with a prediction */
+    double spearman;     /* rank correlation of predicted and measured times */
+    double top1_ratio;   /* best measured time over that of the model's first choice (1: it chose the best) */
+    int rank_of_best;    /* where the measured best stands in the model's order, from 1 */
+} kevo_model_fit;
+
+/* `kevo replay --model`: the model's predictions for the run's verified
+ * candidates (with the run's device: SM count and measured ceilings)
+ * against their measured median times.  *fits malloc'd (caller frees): one
+ * per family with a model, then "all" when there are several.  Errors: the
+ * DB's; KEVO_ERR_NOT_FOUND when no candidate has a prediction. */
+kevo_status kevo_replay_model(const kevo_replay_opts *o, kevo_model_fit **fits, int *nfits, kevo_err *err);
+
 #endif /* KEVO_REPLAY_H */

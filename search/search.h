@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "search/model.h"
 #include "templates/space.h"
 
 typedef struct kevo_node {
@@ -41,11 +42,16 @@ typedef struct kevo_proposal {
 typedef bool (*kevo_member_fn)(void *ctx, const kevo_space *family, const kevo_config *cfg);
 
 /* The valid configurations of one family for the run's shape (enumerated
- * lazily, in mixed-radix order of the params). */
+ * lazily, in mixed-radix order of the params), with the cost model's
+ * prediction of each and their order by it (fastest first; the
+ * enumeration order for a family without a model and among equal
+ * predictions). */
 typedef struct kevo_valid_set {
     bool ready;
     int n;
     kevo_config *cfgs;
+    double *pred; /* seconds, NaN when the family has no model */
+    int *order;   /* indices into cfgs */
 } kevo_valid_set;
 
 typedef struct kevo_search kevo_search;
@@ -78,6 +84,10 @@ struct kevo_search {
     kevo_expr *filter;     /* --where, owned; NULL: none */
     kevo_member_fn member; /* NULL: every configuration */
     void *member_ctx;
+    kevo_model_device model; /* the rates the cost model uses */
+    int64_t budget;          /* evaluations the run may spend (0: unknown), for the families' quotas */
+    kevo_proposal *warm;     /* warm-start seeds (winners of earlier runs), owned */
+    int nwarm;
 };
 
 /* Look up a policy; NULL when unknown. */
@@ -95,6 +105,23 @@ void kevo_search_release(kevo_search *s);
  * lets and shape, e.g. "STAGES <= 4 && ALIGN == 1") is nonzero.  Call before
  * any proposal.  Errors: KEVO_ERR_PARSE. */
 kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *err);
+
+/* The device rates of the cost model (default: the arch's table values).
+ * Call before any proposal. */
+void kevo_search_set_model(kevo_search *s, const kevo_model_device *d);
+
+/* The run's budget: each family's quota of it (kevo_search_starved) is
+ * derived from it.  Call before any proposal. */
+void kevo_search_set_budget(kevo_search *s, int64_t budget);
+
+/* Add a warm-start seed (a configuration that won an earlier run at a
+ * nearby shape): the first proposals include it when it is valid here.
+ * false on allocation failure. */
+bool kevo_search_add_warm(kevo_search *s, int family, const kevo_config *cfg);
+
+/* The cost model's prediction of (family, cfg) at the search's shape, in
+ * seconds; NaN when the family has no model or the model fails. */
+double kevo_search_predict(const kevo_search *s, int family, const kevo_config *cfg);
 
 /* Keep only configurations member() accepts.  Call before any proposal. */
 void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx);
@@ -132,12 +159,30 @@ int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max
 /* Fitness for ordering: NaN (unknown) and failures rank as 0. */
 double kevo_search_rank(const kevo_node *n);
 
-/* The seed proposals: each family's default configuration, or its first
- * valid one when the default is invalid for the shape. */
+/* The seed proposals: the warm starts valid here, then each family's
+ * KEVO_SEEDS_PER_FAMILY best configurations under the cost model (distinct
+ * predictions; a family without a model: its default, or its first valid
+ * configuration, unless another searched family enters it by a move). */
+#define KEVO_SEEDS_PER_FAMILY 2
 int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max);
 
-/* Up to max random valid configurations not in the graph. */
+/* Up to max uniformly random valid configurations not in the graph (the
+ * random policy, the yardstick). */
 int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *op);
+
+/* Up to max new configurations drawn with the cost model as the prior: a
+ * family's k-th best unevaluated configuration is drawn with weight
+ * proportional to (t_best / t_k)^4 over every family (uniform for families
+ * without a model).  Restarts and newcomers of the model-guided policies. */
+int kevo_search_prior_pick(kevo_search *s, const kevo_proposal *batch, int nbatch, kevo_proposal *out, int max,
+                           const char *op);
+
+/* Each family's quota of the budget: ceil(budget / (2 * families) *
+ * (t_min / t_f)^2), where t_f is the family's best prediction and t_min the
+ * best of all (1 for families without a model), at least its seeds.  The
+ * family furthest below its quota (evaluated and pending nodes, plus those
+ * of batch[0..nbatch)) that can still propose, or -1 when none is. */
+int kevo_search_starved(kevo_search *s, const kevo_proposal *batch, int nbatch);
 
 /* Whether a proposal's configuration is already in out[0..n). */
 bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg);
@@ -145,12 +190,13 @@ bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kev
 /* Children of a node made by operator op (NULL: by any). */
 int kevo_search_children_by(const kevo_search *s, int node, const char *op);
 
-/* A mutation of a node: first an operator (an axis of its family, among the
- * least applied at this node so far, counting out[0..n); the space lists its
- * axes most promising first and the k-th is drawn with weight 1/(1+k)), then
- * a random move
- * along it to a valid configuration new to the graph and to out; false when
- * the node has no such neighbour. */
+/* A mutation of a node: first an operator (an axis of its family or a move
+ * into another family, among the least applied at this node so far,
+ * counting out[0..n); the space lists its axes most promising first and the
+ * k-th is drawn with weight 1/(1+k) times the cost model's prior for its
+ * best move), then a move along it to a valid configuration new to the
+ * graph and to out, drawn with the model as the prior; false when the node
+ * has no such neighbour. */
 bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int n, kevo_proposal *p);
 
 /* Crossover (uniform over axes): a child taking each axis's params from one

@@ -22,8 +22,10 @@
 #include "evaluator/compile.h"
 #include "evaluator/gpu.h"
 #include "kernels/op.h"
+#include "search/model.h"
 #include "search/search.h"
 #include "templates/space.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 #define TN_ALL_MAPS ((1u << KEVO_MAP_SORTED) | (1u << KEVO_MAP_UNEVEN) | (1u << KEVO_MAP_SHUFFLED))
@@ -444,9 +446,56 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
                 w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
                 row->smem_dynamic / 1024, warn);
     else
-        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx %6.1f TFLOP/s rel %.1e | best %.2fx%s",
+        tn_line(prog,
+                "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx, %.2fx peer, %5.1f TFLOP/s, %2.0f%% roofline, "
+                "rel %.1e | best %.2fx%s",
                 (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                row->median_ms, row->speedup, row->tflops, row->rel_err, best, warn);
+                row->median_ms, row->speedup, row->vs_peer, row->tflops, 100 * row->roofline, row->rel_err, best,
+                warn);
+}
+
+/* ---- figures of a timed candidate ---- */
+
+#define TN_BOOTSTRAP 2000 /* resamples for a median's confidence interval */
+
+/* The faster in-run peer (stage-0 baseline or decomposed form), ms; NaN
+ * when neither was measured. */
+static double tn_best_peer(double baseline_ms, double decomposed_ms)
+{
+    if (isnan(decomposed_ms) || decomposed_ms <= 0)
+        return baseline_ms;
+    if (isnan(baseline_ms) || baseline_ms <= 0)
+        return decomposed_ms;
+    return baseline_ms < decomposed_ms ? baseline_ms : decomposed_ms;
+}
+
+/* The roofline floor, ms: max(FLOPs / measured GEMM peak, bytes / measured
+ * copy bandwidth); NaN when neither ceiling was measured. */
+static double tn_floor_ms(double flops, double bytes, double peak_tflops, double copy_tbps)
+{
+    double a = peak_tflops > 0 ? flops / (peak_tflops * 1e12) * 1e3 : NAN;
+    double b = copy_tbps > 0 ? bytes / (copy_tbps * 1e12) * 1e3 : NAN;
+    if (isnan(a))
+        return b;
+    return isnan(b) || a > b ? a : b;
+}
+
+/* A timed result's figures against one shape's peers. */
+typedef struct tn_figs {
+    double median_ms, ci_lo_ms, ci_hi_ms, speedup, vs_peer, roofline, tflops;
+} tn_figs;
+
+static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, double baseline_ms, double decomposed_ms,
+                          double flops, double bytes, double peak_tflops, double copy_tbps)
+{
+    tn_figs f;
+    f.median_ms = res->median_ms;
+    kv_median_ci(res->rep_ms, res->reps, seed, TN_BOOTSTRAP, &f.ci_lo_ms, &f.ci_hi_ms);
+    f.speedup = baseline_ms / res->median_ms;
+    f.vs_peer = tn_best_peer(baseline_ms, decomposed_ms) / res->median_ms;
+    f.roofline = tn_floor_ms(flops, bytes, peak_tflops, copy_tbps) / res->median_ms;
+    f.tflops = flops / (res->median_ms * 1e-3) / 1e12;
+    return f;
 }
 
 /* ---- tune ---- */
@@ -498,14 +547,28 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
             row->fail_msg = kv_strdup(res.msg);
             row->speedup = 0.0;
         } else {
+            tn_figs f = tn_figures(&res, (uint64_t)w->cand_id, run->baseline_ms, run->decomposed_ms, run->flops,
+                                   run->bytes, run->peak_tflops, run->copy_tbps);
             snprintf(row->status, sizeof row->status, "ok");
-            row->median_ms = res.median_ms;
+            row->median_ms = f.median_ms;
             row->min_ms = res.min_ms;
-            row->speedup = run->baseline_ms / res.median_ms;
-            row->tflops = run->flops / (res.median_ms * 1e-3) / 1e12;
+            row->ci_lo_ms = f.ci_lo_ms;
+            row->ci_hi_ms = f.ci_hi_ms;
+            row->speedup = f.speedup;
+            row->vs_peer = f.vs_peer;
+            row->roofline = f.roofline;
+            row->tflops = f.tflops;
+            row->fitness = row->speedup;
             *fitness = row->speedup;
+            kevo_status st2 = kevo_db_timings_put(e->db, w->cand_id, 0, "tune", res.rep_ms, res.reps, err);
+            if (st2)
+                return st2;
         }
+        if (res.fail != KEVO_FAIL_NONE)
+            row->fitness = 0.0;
     }
+    if (w->job.fail != KEVO_FAIL_NONE)
+        row->fitness = 0.0;
     return kevo_db_cand_update(e->db, row, err);
 }
 
@@ -631,6 +694,7 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
         row.plan = kv_buf_take(&plj);
         snprintf(row.source_hash, sizeof row.source_hash, "%s", w->source_hash);
         snprintf(row.status, sizeof row.status, "pending");
+        row.model_ms = kevo_search_predict(s, props[i].family, &props[i].cfg) * 1e3;
         st = kevo_db_cand_insert(e->db, &row, err);
         w->cand_id = row.id;
         kevo_cand_row_release(&row);
@@ -778,12 +842,14 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
             run.mem_clock_mhz = e.info.mem_clock_mhz;
             run.baseline_ms = e.info.baseline_ms;
             run.baseline_bcast_ms = e.info.baseline_bcast_ms;
+            run.decomposed_ms = e.info.decomposed_ms;
             run.peak_tflops = e.info.peak_tflops;
             run.copy_tbps = e.info.copy_tbps;
         }
     } else if (!ro.compile_only && isnan(run.baseline_ms)) {
         run.baseline_ms = e.info.baseline_ms;
         run.baseline_bcast_ms = e.info.baseline_bcast_ms;
+        run.decomposed_ms = e.info.decomposed_ms;
     }
     snprintf(run.status, sizeof run.status, "running");
     run.stop_reason[0] = '\0';
@@ -801,15 +867,24 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
             (long long)run.budget, (unsigned long long)ro.seed, run.families, ro.compile_only ? ", compile-only" : "");
     if (!ro.compile_only)
         tn_line(&prog,
-                "device %s (%d SMs, driver %d); stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
-                "cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s",
+                "device %s (%d SMs, driver %d); peers: stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
+                "decomposed (cuBLAS, K padded) %.3f ms; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline "
+                "floor %.3f ms",
                 e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
-                run.peak_tflops, run.copy_tbps);
+                run.decomposed_ms, run.peak_tflops, run.copy_tbps,
+                tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
 
     kevo_search s;
     st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, ro.seed, err);
     if (!st)
         st = kevo_search_set_filter(&s, ro.where, err);
+    if (!st) {
+        /* the model ranks with the run's stored ceilings, so a resumed run ranks as the first process did */
+        kevo_model_device dev;
+        kevo_model_device_init(&dev, &e.lim, run.peak_tflops, run.copy_tbps);
+        kevo_search_set_model(&s, &dev);
+        kevo_search_set_budget(&s, ro.budget);
+    }
     int64_t done = 0, last_gain = 0;
     double best = 0;
     int *left = NULL, nleft = 0;
@@ -924,9 +999,16 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
                 run.status, run.stop_reason, evaluated, compiled, ok, failed);
         kevo_cand_row b;
         if (!ro.compile_only && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
-            tn_line(&prog, "best #%lld %s %s: %.4f ms, %.2fx the stage-0 baseline (%.3f ms), %.1f TFLOP/s",
-                    (long long)b.id, b.family, b.params, b.median_ms, b.speedup, run.baseline_ms, b.tflops);
+            tn_line(&prog, "best #%lld %s %s: %.4f ms [%.4f, %.4f], %.2fx the stage-0 baseline (%.3f ms), %.1f "
+                    "TFLOP/s, %.0f%% of the roofline",
+                    (long long)b.id, b.family, b.params, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, b.speedup,
+                    run.baseline_ms, b.tflops, 100 * b.roofline);
+            char verdict[256];
+            kevo_peer_verdict(b.vs_peer, run.baseline_ms, run.decomposed_ms, verdict, sizeof verdict);
+            tn_line(&prog, "%s", verdict);
             kevo_cand_row_release(&b);
+        } else if (!ro.compile_only) {
+            tn_line(&prog, "no kernel verified at this shape: nothing beats the peers");
         }
     }
     tn_work_release(&ref);
@@ -1039,12 +1121,20 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
                    res.max_abs_err);
         else
             printf(" %s: %s\n", kevo_fail_name(res.fail), res.msg);
+        tn_figs f = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (*passed && o->time) {
-            double fl = e.op->flops(&e.shape), tf = fl / (res.median_ms * 1e-3) / 1e12;
-            printf("  device %s: %.4f ms, %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s); stage-0 baseline "
-                   "%.4f ms -> speedup %.2fx\n",
-                   e.info.name, res.median_ms, tf, e.info.peak_tflops > 0 ? 100.0 * tf / e.info.peak_tflops : 0.0,
-                   e.info.peak_tflops, e.info.baseline_ms, e.info.baseline_ms / res.median_ms);
+            f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.decomposed_ms, e.op->flops(&e.shape),
+                           e.op->bytes(&e.shape, e.dt), e.info.peak_tflops, e.info.copy_tbps);
+            printf("  device %s: %.4f ms [%.4f, %.4f], %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s), "
+                   "%.0f%% of the roofline\n"
+                   "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; decomposed (cuBLAS, K padded) %.4f ms -> "
+                   "vs_best_peer %.2fx\n",
+                   e.info.name, f.median_ms, f.ci_lo_ms, f.ci_hi_ms, f.tflops,
+                   e.info.peak_tflops > 0 ? 100.0 * f.tflops / e.info.peak_tflops : 0.0, e.info.peak_tflops,
+                   100 * f.roofline, e.info.baseline_ms, f.speedup, e.info.decomposed_ms, f.vs_peer);
+            char verdict[256];
+            kevo_peer_verdict(f.vs_peer, e.info.baseline_ms, e.info.decomposed_ms, verdict, sizeof verdict);
+            printf("  %s\n", verdict);
         }
         /* keep the figure with the candidate */
         char name[400];
@@ -1053,7 +1143,9 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         kevo_db_measure_put(e.db, c.id, name, *passed ? res.rel_err : NAN, NULL);
         if (*passed && o->time) {
             snprintf(name, sizeof name, "verify %s %s %s speedup", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
-            kevo_db_measure_put(e.db, c.id, name, e.info.baseline_ms / res.median_ms, NULL);
+            kevo_db_measure_put(e.db, c.id, name, f.speedup, NULL);
+            snprintf(name, sizeof name, "verify %s %s %s vs_peer", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
+            kevo_db_measure_put(e.db, c.id, name, f.vs_peer, NULL);
         }
         kv_buf_release(&maps);
     }
@@ -1062,4 +1154,17 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     tn_env_release(&e);
     kevo_cand_row_release(&c);
     return st;
+}
+
+void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n)
+{
+    bool dec = !isnan(decomposed_ms) && decomposed_ms > 0 && !(baseline_ms <= decomposed_ms);
+    const char *peer = dec ? "decomposed cuBLAS" : "the stage-0 cuBLAS baseline";
+    double peer_ms = dec ? decomposed_ms : baseline_ms;
+    if (isnan(vs_peer))
+        snprintf(out, n, "no in-run peer was measured");
+    else if (vs_peer >= 1.0)
+        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, peer_ms, vs_peer);
+    else
+        snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)", peer, vs_peer, peer_ms);
 }

@@ -426,6 +426,42 @@ static kevo_status sp_parse_entries(kevo_space *s, const cJSON *root, const char
     return KEVO_OK;
 }
 
+const char *const kevo_model_term_names[KEVO_MODEL__COUNT] = {
+    "flops", "mma_eff", "dram_bytes", "l2_bytes", "load_eff", "items", "slots", "inflight", "item_ns", "launches",
+};
+
+/* The optional "model" object: known terms only; flops, dram_bytes, items
+ * and slots are required once the object exists. */
+static kevo_status sp_parse_model(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!m)
+        return KEVO_OK;
+    if (!cJSON_IsObject(m))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': model must be an object", path);
+    for (const cJSON *t = m->child; t; t = t->next) {
+        int k = 0;
+        while (k < KEVO_MODEL__COUNT && strcmp(kevo_model_term_names[k], t->string) != 0)
+            k++;
+        if (k == KEVO_MODEL__COUNT)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': unknown model term '%.64s'", path, t->string);
+        if (s->model[k])
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': model term '%s' given twice", path, t->string);
+        char field[48];
+        snprintf(field, sizeof field, "model.%s", kevo_model_term_names[k]);
+        kevo_status st = sp_expr(t, path, field, &s->model[k], err);
+        if (st)
+            return st;
+    }
+    static const kevo_model_term required[] = {KEVO_MODEL_FLOPS, KEVO_MODEL_DRAM_BYTES, KEVO_MODEL_ITEMS,
+                                               KEVO_MODEL_SLOTS};
+    for (size_t i = 0; i < KV_ARRAY_LEN(required); i++)
+        if (!s->model[required[i]])
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': model lacks the term '%s'", path,
+                                kevo_model_term_names[required[i]]);
+    return KEVO_OK;
+}
+
 /* Parse a loaded JSON document into s (already zeroed, path set). */
 static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
 {
@@ -449,7 +485,7 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
         (st = sp_parse_rules(root, "requires", s->requires, &s->nrequires, path, err)) ||
         (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||
         (st = sp_parse_launches(s, root, path, err)) || (st = sp_parse_tmaps(s, root, path, err)) ||
-        (st = sp_parse_entries(s, root, path, err)))
+        (st = sp_parse_entries(s, root, path, err)) || (st = sp_parse_model(s, root, path, err)))
         return st;
     if ((st = sp_check_names(s, path, err)))
         return st;
@@ -532,6 +568,8 @@ void kevo_space_free(kevo_space *s)
             kevo_expr_free(s->entries[i].set[p]);
     kevo_expr_free(s->pad_k);
     kevo_expr_free(s->workspace);
+    for (int i = 0; i < KEVO_MODEL__COUNT; i++)
+        kevo_expr_free(s->model[i]);
     free(s->path);
     free(s->source_name);
     free(s->source);

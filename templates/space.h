@@ -19,6 +19,9 @@
  *          TMA descriptors the evaluator encodes into the op's arguments
  *   include: ["hopper.cuh", ...]   headers beside the space file, inlined
  *          ahead of the source in order
+ *   model: {"flops": e, "dram_bytes": e, "items": e, "slots": e, ...}
+ *          the cost model's inputs at a configuration (search/model.h
+ *          names each term and its unit); optional
  *   enter_from: [{"family": "lce_wgmma", "op": "persistent", "why": "...",
  *                 "set": {"BN": "BN", "FUSE": "0", ...}}, ...]
  *          moves into this family from another: one expression per param
@@ -96,6 +99,24 @@ typedef struct kevo_launch_tpl {
     kevo_expr *grid[3], *block[3], *smem;
 } kevo_launch_tpl;
 
+/* The cost model's inputs (search/model.h says what each means). */
+typedef enum kevo_model_term {
+    KEVO_MODEL_FLOPS,      /* tensor-core FLOPs executed, tile padding included */
+    KEVO_MODEL_MMA_EFF,    /* per-mille of the device's tensor peak the main loop sustains */
+    KEVO_MODEL_DRAM_BYTES, /* bytes through device memory */
+    KEVO_MODEL_L2_BYTES,   /* bytes the work units load from L2 (re-reads included) */
+    KEVO_MODEL_LOAD_EFF,   /* per-mille of the L2 bandwidth the load path sustains */
+    KEVO_MODEL_ITEMS,      /* work units (CTA tiles) */
+    KEVO_MODEL_SLOTS,      /* work units running at once */
+    KEVO_MODEL_INFLIGHT,   /* bytes one running work unit keeps in flight */
+    KEVO_MODEL_ITEM_NS,    /* time per work unit that overlaps nothing, ns */
+    KEVO_MODEL_LAUNCHES,   /* kernel launches */
+    KEVO_MODEL__COUNT
+} kevo_model_term;
+
+/* Names of the terms in a space file's "model" object, by kevo_model_term. */
+extern const char *const kevo_model_term_names[KEVO_MODEL__COUNT];
+
 /* A loaded family; owns everything it points to. */
 typedef struct kevo_space {
     char family[64];
@@ -124,6 +145,7 @@ typedef struct kevo_space {
     kevo_tmap_tpl tmaps[KEVO_MAX_TMAPS];
     int nentries;
     kevo_entry entries[KEVO_MAX_ENTRIES];
+    kevo_expr *model[KEVO_MODEL__COUNT]; /* NULL: term absent (the family has no model when flops is) */
 } kevo_space;
 
 /* A configuration: one value per param, in kevo_space.params order. */

@@ -1,10 +1,12 @@
 /* test_replay.c — policies replayed on landscapes measured on an H200
  * (the DBs in tests/fixtures/landscape/, slimmed runs of bench/device_search.sh).
  *
- * The acceptance of the search: over 20 seeds on the lce_mma landscape (672
- * configurations measured), ucb and evolve reach a candidate within 5% of the
- * best in a median of at most 25% of the evaluations the exhaustive order
- * needs, and in fewer than random's median.  The exhaustive figure is
+ * With the cost model as their prior, every policy lands at once: over 20
+ * seeds on both landscapes, greedy, ucb and evolve reach a candidate within
+ * 5% of the best in a median of at most 8 evaluations (a quarter of
+ * random's median or less) and the best itself in under a quarter of
+ * random's median.  The model ranks each
+ * landscape with Spearman >= 0.7, and the exhaustive order (the model's) is
  * checked against the DB independently. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "kernels/op.h"
+#include "search/model.h"
 #include "search/replay.h"
 #include "search/search.h"
 #include "templates/space.h"
@@ -37,7 +40,7 @@ static void land_path(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/tests/fixtures/landscape/%s", home(), name);
 }
 
-static kevo_replay_result replay(const char *land, const char *policy)
+static kevo_replay_result replay_to(const char *land, const char *policy, double target)
 {
     char path[1024];
     land_path(path, sizeof path, land);
@@ -47,30 +50,71 @@ static kevo_replay_result replay(const char *land, const char *policy)
     o.data_dir = home();
     o.policy = policy;
     o.seeds = 20;
-    o.target = 0.95;
+    o.target = target;
     kevo_replay_result r;
     kevo_err err;
     kevo_status st = kevo_replay(&o, &r, &err);
     if (st)
         fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(st, KEVO_OK);
-    printf("  %-22s %-10s median %5.1f  exhaustive %5.1f  random %5.1f  reached %d/20  (landscape %d, best %.3fx)\n",
-           land, policy, r.median_evals, r.exhaustive_evals, r.random_median_evals, r.reached, r.landscape, r.best);
+    printf("  %-22s %-10s target %.2f  median %5.1f  exhaustive %5.1f  random %5.1f  reached %d/20  "
+           "(landscape %d, best %.3fx)\n",
+           land, policy, target, r.median_evals, r.exhaustive_evals, r.random_median_evals, r.reached, r.landscape,
+           r.best);
     return r;
 }
 
-/* The acceptance, on the lce_mma landscape. */
-static void test_ucb_evolve_beat_exhaustive_and_random(void **state)
+static kevo_replay_result replay(const char *land, const char *policy)
+{
+    return replay_to(land, policy, 0.95);
+}
+
+/* The model-guided policies land within 5% of the best at once, and on the
+ * best itself in a quarter of random's evaluations, on both landscapes. */
+static void test_guided_policies_land(void **state)
 {
     (void)state;
-    static const char *const pols[] = {"ucb", "evolve"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(pols); i++) {
-        kevo_replay_result r = replay("lce_mma_h200.db", pols[i]);
-        assert_int_equal(r.landscape, 672);
-        assert_int_equal(r.reached, 20);
-        assert_true(r.median_evals <= 0.25 * r.exhaustive_evals);
-        assert_true(r.median_evals < r.random_median_evals);
-        free(r.evals);
+    static const char *const pols[] = {"greedy", "ucb", "evolve"};
+    static const char *const lands[] = {"lce_mma_h200.db", "lce_wgmma_h200.db"};
+    for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++)
+        for (size_t i = 0; i < KV_ARRAY_LEN(pols); i++) {
+            kevo_replay_result r = replay(lands[l], pols[i]);
+            assert_int_equal(r.reached, 20);
+            assert_true(r.median_evals <= 8);
+            assert_true(r.median_evals < r.random_median_evals / 4);
+            free(r.evals);
+            r = replay_to(lands[l], pols[i], 1.0);
+            assert_int_equal(r.reached, 20);
+            assert_true(r.median_evals < r.random_median_evals / 4);
+            free(r.evals);
+        }
+}
+
+/* The cost model ranks each committed landscape: Spearman >= 0.7, and the
+ * measured best among the model's first ten. */
+static void test_model_ranks_landscapes(void **state)
+{
+    (void)state;
+    static const char *const lands[] = {"lce_mma_h200.db", "lce_wgmma_h200.db"};
+    for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
+        char path[1024];
+        land_path(path, sizeof path, lands[l]);
+        kevo_replay_opts o;
+        kevo_replay_opts_init(&o);
+        o.db_path = path;
+        o.data_dir = home();
+        kevo_model_fit *f = NULL;
+        int n = 0;
+        kevo_err err;
+        assert_int_equal(kevo_replay_model(&o, &f, &n, &err), KEVO_OK);
+        assert_int_equal(n, 1);
+        printf("  %-22s model: n %d, spearman %.3f, best at rank %d, model's first %.1f%% of the best\n", lands[l],
+               f[0].n, f[0].spearman, f[0].rank_of_best, 100 * f[0].top1_ratio);
+        assert_true(f[0].n >= 100);
+        assert_true(f[0].spearman >= 0.7);
+        assert_true(f[0].rank_of_best >= 1 && f[0].rank_of_best <= 10);
+        assert_true(f[0].top1_ratio > 0.5 && f[0].top1_ratio <= 1.0);
+        free(f);
     }
 }
 
@@ -97,8 +141,8 @@ static void test_every_policy(void **state)
 }
 
 /* The exhaustive order's figure, computed here from the DB and the space:
- * position (in the space's valid order, --where applied) of the first
- * configuration within 5% of the best measured one. */
+ * position (in the cost model's order of the valid set, --where applied)
+ * of the first configuration within 5% of the best measured one. */
 static void test_exhaustive_figure(void **state)
 {
     (void)state;
@@ -108,11 +152,13 @@ static void test_exhaustive_figure(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT filter, shape FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT filter, shape, peak_tflops, copy_tbps FROM runs", -1, &st, NULL),
+                     SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     char where[512], shape_txt[256];
     snprintf(where, sizeof where, "%s", (const char *)sqlite3_column_text(st, 0));
     snprintf(shape_txt, sizeof shape_txt, "%s", (const char *)sqlite3_column_text(st, 1));
+    double peak = sqlite3_column_double(st, 2), copy = sqlite3_column_double(st, 3);
     sqlite3_finalize(st);
     double best;
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT max(speedup) FROM candidates WHERE status = 'ok'", -1, &st, NULL),
@@ -133,16 +179,33 @@ static void test_exhaustive_figure(void **state)
                                       &err),
                      KEVO_OK);
     assert_int_equal(kevo_search_set_filter(&s, where, &err), KEVO_OK);
+    kevo_model_device dev;
+    kevo_model_device_init(&dev, &lim, peak, copy);
+    kevo_search_set_model(&s, &dev);
     const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
     assert_non_null(vs);
     assert_int_equal(vs->n, 672); /* the landscape is the whole filtered space */
+    /* the model's order, computed here: by prediction, then enumeration */
+    int order[672];
+    double pred[672];
+    for (int i = 0; i < vs->n; i++) {
+        order[i] = i;
+        assert_int_equal(kevo_model_predict(sp, &shape, &lim, KEVO_DTYPE_F16, &vs->cfgs[i], &dev, &pred[i], &err),
+                         KEVO_OK);
+    }
+    for (int i = 1; i < vs->n; i++)
+        for (int j = i; j > 0 && pred[order[j - 1]] > pred[order[j]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT speedup FROM candidates WHERE params = ?", -1, &st, NULL),
                      SQLITE_OK);
     int pos = 0;
     for (int i = 0; i < vs->n && !pos; i++) {
         kv_buf j;
         kv_buf_init(&j);
-        kevo_config_json(sp, &vs->cfgs[i], &j);
+        kevo_config_json(sp, &vs->cfgs[order[i]], &j);
         sqlite3_bind_text(st, 1, j.data, -1, SQLITE_TRANSIENT);
         assert_int_equal(sqlite3_step(st), SQLITE_ROW);
         if (sqlite3_column_double(st, 0) >= 0.95 * best)
@@ -191,7 +254,8 @@ static void test_cli_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ucb_evolve_beat_exhaustive_and_random),
+        cmocka_unit_test(test_guided_policies_land),
+        cmocka_unit_test(test_model_ranks_landscapes),
         cmocka_unit_test(test_every_policy),
         cmocka_unit_test(test_exhaustive_figure),
         cmocka_unit_test(test_cli_json),

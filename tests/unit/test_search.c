@@ -452,13 +452,16 @@ static void test_neighbours(void **state)
     search_init(&s, spaces, 1, "greedy", 1);
     kevo_proposal seed;
     assert_int_equal(kevo_search_seeds(&s, &seed, 1), 1);
-    kevo_config def;
-    kevo_space_default(mma, &def);
-    assert_true(same_cfg(mma, &seed.cfg, &def)); /* the default is valid: it is the seed */
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    kevo_config def = vs->cfgs[vs->order[0]];
+    assert_true(same_cfg(mma, &seed.cfg, &def)); /* the model's first choice is the seed */
     assert_int_equal(seed.parent, -1);
     assert_string_equal(seed.op, "seed");
     assert_int_equal(kevo_search_add(&s, &seed), 0);
-    assert_int_equal(kevo_search_seeds(&s, &seed, 1), 0); /* already in the graph */
+    kevo_proposal second;
+    assert_int_equal(kevo_search_seeds(&s, &second, 1), 1); /* the first is in the graph: the next one */
+    assert_false(same_cfg(mma, &second.cfg, &def));
+    assert_true(kevo_search_predict(&s, 0, &second.cfg) > kevo_search_predict(&s, 0, &def));
 
     static kevo_proposal got[4096], want[4096];
     int n = kevo_search_neighbours(&s, 0, got, 4096);
@@ -517,24 +520,38 @@ static void test_exhaustive(void **state)
     for (int i = 0; i < tr.n; i++) {
         assert_int_equal(tr.p[i].parent, -1);
         assert_string_equal(tr.p[i].op, "enumerate");
-        assert_true(same_cfg(mma, &tr.p[i].cfg, &vs->cfgs[i])); /* in order */
+        assert_true(same_cfg(mma, &tr.p[i].cfg, &vs->cfgs[vs->order[i]])); /* in the model's order */
+        /* which is by predicted time, fastest first, every prediction known */
+        assert_false(isnan(vs->pred[vs->order[i]]));
+        assert_true(vs->pred[vs->order[i]] > 0);
+        if (i > 0)
+            assert_true(vs->pred[vs->order[i - 1]] <= vs->pred[vs->order[i]]);
+        assert_true(vs->pred[vs->order[i]] == kevo_search_predict(&s, 0, &tr.p[i].cfg));
     }
     /* every valid configuration is in the graph once; nothing more comes */
     for (int i = 0; i < vs->n; i++)
-        assert_int_equal(kevo_search_find(&s, 0, &vs->cfgs[i]), i);
+        assert_int_equal(kevo_search_find(&s, 0, &vs->cfgs[vs->order[i]]), i);
     kevo_proposal p[BATCH];
     assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
     kevo_search_release(&s);
 
-    /* two families: the first's set, then the second's */
+    /* two families: merged by predicted time, each in its own order */
     kevo_space *both[] = {mma, wg};
     search_init(&s, both, 2, "exhaustive", 1);
     int n0 = kevo_search_valid_set(&s, 0)->n, n1 = kevo_search_valid_set(&s, 1)->n;
     assert_true(n1 > 10);
     done = drive(&s, 1000000, &tr);
     assert_int_equal(done, n0 + n1);
-    for (int i = 0; i < done; i++)
-        assert_int_equal(tr.p[i].family, i < n0 ? 0 : 1);
+    int k[2] = {0, 0};
+    for (int i = 0; i < done; i++) {
+        const kevo_valid_set *fv = kevo_search_valid_set(&s, tr.p[i].family);
+        assert_true(same_cfg(s.spaces[tr.p[i].family], &tr.p[i].cfg, &fv->cfgs[fv->order[k[tr.p[i].family]++]]));
+        if (i > 0)
+            assert_true(kevo_search_predict(&s, tr.p[i - 1].family, &tr.p[i - 1].cfg) <=
+                        kevo_search_predict(&s, tr.p[i].family, &tr.p[i].cfg));
+    }
+    /* the Hopper family is predicted faster than mma.sync at this shape: it leads */
+    assert_int_equal(tr.p[0].family, 1);
     assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
     kevo_search_release(&s);
 }
@@ -665,10 +682,10 @@ static void test_greedy(void **state)
     assert_true(tr.first_hit <= 300);
     assert_true(done <= 300);
 
-    /* the first proposal is the seed: the default configuration */
+    /* the first proposals are the seeds: the model's first choices */
     assert_string_equal(tr.p[0].op, "seed");
     assert_int_equal(tr.p[0].parent, -1);
-    assert_true(same_cfg(mma, &tr.p[0].cfg, &def));
+    assert_true(same_cfg(mma, &tr.p[0].cfg, &vs->cfgs[vs->order[0]]));
     int seeds = 0, restarts = 0, steps = 0;
     for (int i = 0; i < tr.n; i++) {
         const kevo_proposal *p = &tr.p[i];
@@ -683,7 +700,7 @@ static void test_greedy(void **state)
         /* the parent was evaluated before this was proposed */
         check_step(mma, &s.nodes[p->parent].cfg, p);
     }
-    assert_int_equal(seeds, 1);
+    assert_int_equal(seeds, KEVO_SEEDS_PER_FAMILY);
     assert_true(steps > 0);
     printf("greedy: %d seeds, %d restarts, %d operator steps\n", seeds, restarts, steps);
 
@@ -751,17 +768,22 @@ static void test_seeds_invalid_default(void **state)
     assert_int_equal(kevo_search_init(&s, spaces, 2, &tiny, &lim, KEVO_DTYPE_F16, kevo_policy_find("greedy"), 1,
                                       &err),
                      KEVO_OK);
-    kevo_proposal p[4];
-    int n = kevo_search_seeds(&s, p, 4);
-    assert_int_equal(n, 2);
+    kevo_proposal p[8];
+    int n = kevo_search_seeds(&s, p, 8);
+    assert_int_equal(n, 2 * KEVO_SEEDS_PER_FAMILY);
     const kevo_valid_set *v0 = kevo_search_valid_set(&s, 0);
     assert_true(v0->n > 0);
-    assert_int_equal(p[0].family, 0);
-    assert_true(same_cfg(mma, &p[0].cfg, &v0->cfgs[0]));
-    assert_int_equal(p[1].family, 1);
     char why[256];
-    assert_int_equal(kevo_search_valid(&s, 1, &p[1].cfg, why, sizeof why), 1);
-    /* max 1: only the first family's seed */
+    for (int i = 0; i < n; i++) {
+        /* the family's best under the model, each predicted apart from the one before */
+        assert_int_equal(p[i].family, i / KEVO_SEEDS_PER_FAMILY);
+        assert_int_equal(kevo_search_valid(&s, p[i].family, &p[i].cfg, why, sizeof why), 1);
+        if (i % KEVO_SEEDS_PER_FAMILY)
+            assert_true(kevo_search_predict(&s, p[i].family, &p[i].cfg) >
+                        kevo_search_predict(&s, p[i - 1].family, &p[i - 1].cfg));
+    }
+    assert_true(same_cfg(mma, &p[0].cfg, &v0->cfgs[v0->order[0]]));
+    /* max 1: only the first family's first seed */
     assert_int_equal(kevo_search_seeds(&s, p, 1), 1);
     assert_int_equal(p[0].family, 0);
     kevo_search_release(&s);
@@ -781,9 +803,11 @@ static void test_enter_moves(void **state)
     kevo_space *spaces[] = {wg, wsf};
     kevo_search s;
     search_init(&s, spaces, 2, "ucb", 3);
-    kevo_proposal seeds[4];
-    assert_int_equal(kevo_search_seeds(&s, seeds, 4), 1);
+    /* both families have a model: both are seeded, the persistent one too */
+    kevo_proposal seeds[8];
+    assert_int_equal(kevo_search_seeds(&s, seeds, 8), 2 * KEVO_SEEDS_PER_FAMILY);
     assert_int_equal(seeds[0].family, 0);
+    assert_int_equal(seeds[KEVO_SEEDS_PER_FAMILY].family, 1);
     assert_int_equal(kevo_search_add(&s, &seeds[0]), 0);
     kevo_search_observe(&s, 0, 3.0);
 
@@ -830,14 +854,110 @@ static void test_enter_moves(void **state)
     assert_int_equal(seen_move, 1);
     kevo_search_release(&s);
 
-    /* alone, the family is seeded with its default */
+    /* alone, the family is seeded with the model's first choice */
     kevo_space *alone[] = {wsf};
     search_init(&s, alone, 1, "greedy", 1);
-    assert_int_equal(kevo_search_seeds(&s, seeds, 4), 1);
-    kevo_config def;
-    kevo_space_default(wsf, &def);
-    assert_true(same_cfg(wsf, &seeds[0].cfg, &def));
+    assert_int_equal(kevo_search_seeds(&s, seeds, 4), KEVO_SEEDS_PER_FAMILY);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    assert_true(same_cfg(wsf, &seeds[0].cfg, &vs->cfgs[vs->order[0]]));
     kevo_search_release(&s);
+}
+
+/* Warm starts lead the seeds when valid here; an invalid one is skipped. */
+static void test_warm_seeds(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma, wg};
+    kevo_search s;
+    search_init(&s, spaces, 2, "greedy", 1);
+    const kevo_valid_set *v1 = kevo_search_valid_set(&s, 1);
+    kevo_config warm = v1->cfgs[v1->order[v1->n - 1]]; /* the model's last choice: not a seed by itself */
+    kevo_config bad = warm;
+    bad.v[0] = 12345; /* outside its domain */
+    assert_true(kevo_search_add_warm(&s, 1, &bad));
+    assert_true(kevo_search_add_warm(&s, 1, &warm));
+    kevo_proposal p[8];
+    int n = kevo_search_seeds(&s, p, 8);
+    assert_int_equal(n, 1 + 2 * KEVO_SEEDS_PER_FAMILY);
+    assert_int_equal(p[0].family, 1);
+    assert_true(same_cfg(wg, &p[0].cfg, &warm));
+    assert_string_equal(p[0].op, "warm");
+    for (int i = 1; i < n; i++)
+        assert_string_equal(p[i].op, "seed");
+    kevo_search_release(&s);
+}
+
+/* The quotas: with a budget, the family the model ranks far behind gets
+ * its seeds' worth, the leading one a share; a family below its quota is
+ * named until the batch and graph fill it. */
+static void test_quota(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma, wg};
+    kevo_search s;
+    search_init(&s, spaces, 2, "greedy", 1);
+    assert_int_equal(kevo_search_starved(&s, NULL, 0), -1); /* no budget: no quota */
+    kevo_search_set_budget(&s, 60);
+    int f = kevo_search_starved(&s, NULL, 0);
+    assert_true(f == 0 || f == 1);
+    /* fill both families with proposals until neither is starved */
+    static kevo_proposal batch[200];
+    int n = 0;
+    while ((f = kevo_search_starved(&s, batch, n)) >= 0 && n < 200) {
+        const kevo_valid_set *vs = kevo_search_valid_set(&s, f);
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            k += batch[i].family == f;
+        batch[n] = (kevo_proposal){.family = f, .cfg = vs->cfgs[vs->order[k]], .parent = -1, .parent2 = -1};
+        n++;
+    }
+    int per[2] = {0, 0};
+    for (int i = 0; i < n; i++)
+        per[batch[i].family]++;
+    printf("quotas at budget 60: lce_mma %d, lce_wgmma %d\n", per[0], per[1]);
+    /* wgmma leads under the model: 60 / (2 * 2 families) = 15; mma.sync, predicted slower, gets a smaller
+     * share (at least its seeds) */
+    assert_int_equal(per[1], 15);
+    const kevo_valid_set *v0 = kevo_search_valid_set(&s, 0), *v1 = kevo_search_valid_set(&s, 1);
+    double r = v1->pred[v1->order[0]] / v0->pred[v0->order[0]];
+    assert_true(r < 1);
+    assert_int_equal(per[0], (int)ceil(15 * r * r) > KEVO_SEEDS_PER_FAMILY ? (int)ceil(15 * r * r)
+                                                                            : KEVO_SEEDS_PER_FAMILY);
+    kevo_search_release(&s);
+}
+
+/* The prior draws new configurations, never one in the graph or the batch,
+ * mostly among the model's best, and the same ones for the same seed. */
+static void test_prior_pick(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma, wg};
+    static kevo_proposal a[64], b[64];
+    for (int run = 0; run < 2; run++) {
+        kevo_search s;
+        search_init(&s, spaces, 2, "ucb", 5);
+        const kevo_valid_set *v1 = kevo_search_valid_set(&s, 1);
+        kevo_proposal first = {.family = 1, .cfg = v1->cfgs[v1->order[0]], .parent = -1, .parent2 = -1};
+        snprintf(first.op, sizeof first.op, "seed");
+        assert_int_equal(kevo_search_add(&s, &first), 0);
+        kevo_proposal *out = run ? b : a;
+        int n = kevo_search_prior_pick(&s, NULL, 0, out, 64, "restart");
+        assert_int_equal(n, 64);
+        int top = 0;
+        for (int i = 0; i < n; i++) {
+            assert_string_equal(out[i].op, "restart");
+            assert_int_equal(kevo_search_find(&s, out[i].family, &out[i].cfg), -1);
+            for (int j = 0; j < i; j++)
+                assert_false(out[i].family == out[j].family && same_cfg(s.spaces[out[i].family], &out[i].cfg,
+                                                                        &out[j].cfg));
+            top += kevo_search_predict(&s, out[i].family, &out[i].cfg) <= 1.5 * v1->pred[v1->order[0]];
+        }
+        assert_true(top >= n / 2);
+        if (run)
+            for (int i = 0; i < n; i++)
+                assert_true(a[i].family == b[i].family && same_cfg(s.spaces[a[i].family], &a[i].cfg, &b[i].cfg));
+        kevo_search_release(&s);
+    }
 }
 
 int main(void)
@@ -855,6 +975,9 @@ int main(void)
         cmocka_unit_test(test_greedy_exhausts),
         cmocka_unit_test(test_seeds_invalid_default),
         cmocka_unit_test(test_enter_moves),
+        cmocka_unit_test(test_warm_seeds),
+        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_prior_pick),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,97 @@
+/* model.c — the cost model's formula (see model.h). */
+#include "search/model.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* Round to two significant digits. */
+static double md_round2(double v)
+{
+    if (!(v > 0) || isinf(v))
+        return v;
+    double scale = pow(10.0, floor(log10(v)) - 1.0);
+    return round(v / scale) * scale;
+}
+
+void kevo_model_device_init(kevo_model_device *d, const kevo_limits *lim, double peak_tflops, double copy_tbps)
+{
+    /* table values: an H100 SXM (sm_90), an A100 (sm_80) and a B200 (sm_100) as measured with cuBLAS and a
+     * large copy; the L2 rate is at least 2.5 times the copy rate */
+    double peak = 760e12, bw = 3.0e12, l2 = 10e12;
+    if (lim->sm < 90) {
+        peak = 280e12;
+        bw = 1.7e12;
+        l2 = 5.0e12;
+    } else if (lim->sm >= 100) {
+        peak = 1800e12;
+        bw = 6.5e12;
+        l2 = 20e12;
+    }
+    if (isfinite(peak_tflops) && peak_tflops > 0)
+        peak = md_round2(peak_tflops) * 1e12;
+    if (isfinite(copy_tbps) && copy_tbps > 0) {
+        bw = md_round2(copy_tbps) * 1e12;
+        if (l2 < 2.5 * bw)
+            l2 = 2.5 * bw;
+    }
+    d->peak_flops = peak;
+    d->dram_bw = bw;
+    d->l2_bw = l2;
+    d->latency_s = 1.0e-6;
+    d->launch_s = 3.0e-6;
+}
+
+bool kevo_model_has(const kevo_space *s)
+{
+    return s->model[KEVO_MODEL_FLOPS] != NULL;
+}
+
+kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                               const kevo_config *cfg, const kevo_model_device *d, double *seconds, kevo_err *err)
+{
+    *seconds = NAN;
+    if (!kevo_model_has(s))
+        return KEVO_OK;
+    kevo_syms b;
+    kevo_status st = kevo_space_bind(s, shape, lim, dt, cfg, &b, err);
+    if (st)
+        return st;
+    /* defaults of the optional terms */
+    double v[KEVO_MODEL__COUNT] = {[KEVO_MODEL_MMA_EFF] = 700, [KEVO_MODEL_LOAD_EFF] = 1000, [KEVO_MODEL_LAUNCHES] = 1};
+    v[KEVO_MODEL_L2_BYTES] = NAN;
+    for (int k = 0; k < KEVO_MODEL__COUNT; k++) {
+        if (!s->model[k])
+            continue;
+        int64_t x;
+        if ((st = kevo_expr_eval(s->model[k], &b, &x, err))) {
+            kevo_err_prefix(err, "%s: model.%s", s->family, kevo_model_term_names[k]);
+            return KEVO_ERR_ARG;
+        }
+        v[k] = (double)x;
+    }
+    if (isnan(v[KEVO_MODEL_L2_BYTES]))
+        v[KEVO_MODEL_L2_BYTES] = v[KEVO_MODEL_DRAM_BYTES];
+    double items = v[KEVO_MODEL_ITEMS], slots = v[KEVO_MODEL_SLOTS];
+    if (!(items >= 1) || !(slots >= 1) || !(v[KEVO_MODEL_MMA_EFF] > 0) || !(v[KEVO_MODEL_LOAD_EFF] > 0))
+        return kevo_err_set(err, KEVO_ERR_ARG, "%s: model items, slots, mma_eff and load_eff must be positive",
+                            s->family);
+    double waves = ceil(items / slots);
+    double util = items / (slots * waves);
+    double t_mma = v[KEVO_MODEL_FLOPS] / (d->peak_flops * v[KEVO_MODEL_MMA_EFF] / 1000.0) / util;
+    double t_dram = v[KEVO_MODEL_DRAM_BYTES] / d->dram_bw;
+    double t_l2 = v[KEVO_MODEL_L2_BYTES] / (d->l2_bw * v[KEVO_MODEL_LOAD_EFF] / 1000.0);
+    double running = items < slots ? items : slots;
+    double t_lat = v[KEVO_MODEL_INFLIGHT] > 0
+                       ? v[KEVO_MODEL_L2_BYTES] * d->latency_s / (running * v[KEVO_MODEL_INFLIGHT])
+                       : 0.0;
+    double t = t_mma;
+    if (t_dram > t)
+        t = t_dram;
+    if (t_l2 > t)
+        t = t_l2;
+    if (t_lat > t)
+        t = t_lat;
+    t += waves * v[KEVO_MODEL_ITEM_NS] * 1e-9 + v[KEVO_MODEL_LAUNCHES] * d->launch_s;
+    *seconds = t;
+    return KEVO_OK;
+}

@@ -1,0 +1,54 @@
+/* model.h — the cost model: a prediction of a configuration's time at a
+ * shape, before anything compiles.  It ranks each family's valid set (the
+ * seeds, the exhaustive order, the other policies' prior) and is checked
+ * against measured landscapes (`kevo replay --model`: Spearman's rank
+ * correlation).
+ *
+ * Each family's space file gives the inputs as integer expressions over the
+ * shape, params, lets and device limits (its "model" object, terms in
+ * templates/space.h); this module turns them into a time with the device's
+ * rates.  A roofline with the effects a tile size has on it (after the
+ * usual analytical GPU models: Williams et al. 2009 for the roofline, Volkov
+ * 2016 for latency hiding by bytes in flight):
+ *
+ *   util     = items / (slots * ceil(items / slots))      wave quantization
+ *   t_mma    = flops / (peak * mma_eff/1000) / util       tensor cores busy
+ *   t_dram   = dram_bytes / dram_bw                       device memory
+ *   t_l2     = l2_bytes / (l2_bw * load_eff/1000)         L2 to SMs
+ *   t_lat    = l2_bytes * latency / (min(items, slots) * inflight)
+ *                                                         too few bytes in flight
+ *   t        = max(t_mma, t_dram, t_l2, t_lat)
+ *              + ceil(items / slots) * item_ns + launches * launch
+ */
+#ifndef KEVO_MODEL_H
+#define KEVO_MODEL_H
+
+#include "kevo.h"
+#include "templates/space.h"
+
+/* The device's rates the model uses. */
+typedef struct kevo_model_device {
+    double peak_flops; /* dense fp16/bf16 tensor-core FLOP/s (a large cuBLAS GEMM's rate) */
+    double dram_bw;    /* device-memory bytes/s, read + written */
+    double l2_bw;      /* L2 -> SM bytes/s */
+    double latency_s;  /* a load's round trip, s */
+    double launch_s;   /* one kernel launch, s */
+} kevo_model_device;
+
+/* Rates for an arch (limits from kevo_limits_for_arch or the device), with
+ * the run's measured GEMM peak (TFLOP/s) and copy bandwidth (TB/s) where
+ * they are finite and positive, else the arch's table values.  Measured
+ * figures are rounded to two significant digits, so that two runs on one
+ * device rank configurations alike. */
+void kevo_model_device_init(kevo_model_device *d, const kevo_limits *lim, double peak_tflops, double copy_tbps);
+
+/* Whether the family has a model. */
+bool kevo_model_has(const kevo_space *s);
+
+/* Predicted seconds of cfg at shape into *seconds (NaN when the family has
+ * no model).  Errors: KEVO_ERR_ARG when a term cannot be evaluated (the
+ * message names it). */
+kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                               const kevo_config *cfg, const kevo_model_device *d, double *seconds, kevo_err *err);
+
+#endif /* KEVO_MODEL_H */
