@@ -35,7 +35,10 @@ struct kevo_db {
     " PRIMARY KEY(candidate_id, shape_idx));"                                                               \
     "CREATE TABLE timings("                                                                                  \
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), shape_idx INTEGER NOT NULL, label TEXT NOT NULL," \
-    " ms BLOB NOT NULL, PRIMARY KEY(candidate_id, shape_idx, label));"
+    " ms BLOB NOT NULL, PRIMARY KEY(candidate_id, shape_idx, label));"                                       \
+    "CREATE TABLE warm_seeds("                                                                               \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, family TEXT NOT NULL,"              \
+    " params TEXT NOT NULL, from_run INTEGER, from_shape TEXT, distance REAL, PRIMARY KEY(run_id, idx));"
 
 static const char st_schema_sql[] =
     "CREATE TABLE runs("
@@ -1330,6 +1333,78 @@ kevo_status kevo_db_timings_get(kevo_db *db, int64_t cand_id, int shape_idx, con
                          (long long)cand_id);
     } else {
         s = st_fail(db, err, rc, "read timings of candidate %lld", (long long)cand_id);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- warm-start seeds ---- */
+
+kevo_status kevo_db_warm_put(kevo_db *db, int64_t run_id, const kevo_warm_seed *v, int n, kevo_err *err)
+{
+    kevo_status s = KEVO_OK;
+    for (int i = 0; i < n && !s; i++) {
+        sqlite3_stmt *st;
+        s = st_prepare(db,
+                       "INSERT OR REPLACE INTO warm_seeds(run_id, idx, family, params, from_run, from_shape, distance) "
+                       "VALUES(?,?,?,?,?,?,?)",
+                       &st, err, "warm seed insert");
+        if (s)
+            break;
+        st_binder b;
+        st_bind_init(&b, st);
+        st_b_i64(&b, run_id);
+        st_b_i64(&b, i);
+        st_b_text(&b, v[i].family);
+        st_b_text(&b, v[i].params);
+        st_b_i64(&b, v[i].from_run);
+        st_b_text(&b, v[i].from_shape);
+        st_b_double(&b, v[i].distance);
+        if (b.rc != SQLITE_OK)
+            return st_bind_fail(db, st, b.rc, err, "warm seed");
+        s = st_exec_stmt(db, st, err, "insert warm seed");
+    }
+    return s;
+}
+
+kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, int *n, kevo_err *err)
+{
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT family, params, from_run, from_shape, distance FROM warm_seeds "
+                               "WHERE run_id=? ORDER BY idx",
+                               &st, err, "warm seeds read");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 4;
+            kevo_warm_seed *p = realloc(*v, (size_t)cap * sizeof *p);
+            if (!p) {
+                sqlite3_finalize(st);
+                free(*v);
+                *v = NULL;
+                *n = 0;
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading warm seeds");
+            }
+            *v = p;
+        }
+        kevo_warm_seed *w = &(*v)[(*n)++];
+        st_col_text(st, 0, w->family, sizeof w->family);
+        st_col_text(st, 1, w->params, sizeof w->params);
+        w->from_run = sqlite3_column_int64(st, 2);
+        st_col_text(st, 3, w->from_shape, sizeof w->from_shape);
+        w->distance = st_col_double(st, 4);
+    }
+    if (rc != SQLITE_DONE) {
+        s = st_fail(db, err, rc, "read the warm seeds of run %lld", (long long)run_id);
+        free(*v);
+        *v = NULL;
+        *n = 0;
     }
     sqlite3_finalize(st);
     return s;

@@ -185,6 +185,21 @@ kevo_status kevo_db_timings_put(kevo_db *db, int64_t cand_id, int shape_idx, con
 kevo_status kevo_db_timings_get(kevo_db *db, int64_t cand_id, int shape_idx, const char *label, double **ms, int *n,
                                 kevo_err *err);
 
+/* A warm-start seed of a run: the winner of an earlier run at a nearby
+ * shape, stored when the run starts so that a resume proposes the same. */
+typedef struct kevo_warm_seed {
+    char family[64];
+    char params[512];     /* JSON object */
+    int64_t from_run;     /* the run it won, in the DB it came from */
+    char from_shape[256]; /* that run's shape */
+    double distance;      /* sum over B, M, N, Ku, Kc, U of |ln(this / that)| */
+} kevo_warm_seed;
+
+/* Store a run's warm seeds v[0..n) in order.  Errors: KEVO_ERR_DB. */
+kevo_status kevo_db_warm_put(kevo_db *db, int64_t run_id, const kevo_warm_seed *v, int n, kevo_err *err);
+/* A run's warm seeds in order; *v malloc'd (caller frees), *n may be 0. */
+kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, int *n, kevo_err *err);
+
 /* A named extra figure of a candidate (e.g. "rel_err.shuffled"). */
 kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, double value, kevo_err *err);
 

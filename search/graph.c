@@ -445,51 +445,81 @@ static bool sg_entered(kevo_search *s, int f)
     return false;
 }
 
-int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max)
+/* The whole seed set, whatever the graph holds: the warm starts valid here,
+ * then each family's KEVO_SEEDS_PER_FAMILY best under the model (distinct
+ * predictions), all of those ordered fastest first; a family without a model
+ * adds its default (or first valid) configuration unless it is entered by a
+ * move.  Returns how many went into out[0..max). */
+static int sg_seed_set(kevo_search *s, kevo_proposal *out, int max)
 {
     int count = 0;
     char why[256];
     for (int i = 0; i < s->nwarm && count < max; i++) {
         const kevo_proposal *w = &s->warm[i];
-        if (kevo_search_find(s, w->family, &w->cfg) < 0 && !kevo_search_in_batch(out, count, w->family, &w->cfg) &&
+        if (!kevo_search_in_batch(out, count, w->family, &w->cfg) &&
             kevo_search_valid(s, w->family, &w->cfg, why, sizeof why) == 1)
             out[count++] = *w;
     }
+    int first_model = count;
     for (int f = 0; f < s->nspaces && count < max; f++) {
         const kevo_valid_set *vs = kevo_search_valid_set(s, f);
-        if (!vs || vs->n == 0)
+        if (!vs || vs->n == 0 || !kevo_model_has(s->spaces[f]))
             continue;
-        if (kevo_model_has(s->spaces[f])) {
-            /* the model's best few, each predicted apart from the last taken */
-            double last = NAN;
-            int taken = 0;
-            for (int i = 0; i < vs->n && taken < KEVO_SEEDS_PER_FAMILY && count < max; i++) {
-                const kevo_config *cfg = &vs->cfgs[vs->order[i]];
-                double t = vs->pred[vs->order[i]];
-                if (!isnan(last) && !(t > last * 1.005))
-                    continue;
-                last = t;
-                if (kevo_search_find(s, f, cfg) >= 0 || kevo_search_in_batch(out, count, f, cfg))
-                    continue;
-                out[count] = (kevo_proposal){.family = f, .cfg = *cfg, .parent = -1, .parent2 = -1};
-                snprintf(out[count].op, sizeof out[count].op, "seed");
-                count++;
-                taken++;
-            }
-            continue;
+        double last = NAN;
+        int taken = 0;
+        for (int i = 0; i < vs->n && taken < KEVO_SEEDS_PER_FAMILY && count < max; i++) {
+            const kevo_config *cfg = &vs->cfgs[vs->order[i]];
+            double t = vs->pred[vs->order[i]];
+            if (!isnan(last) && !(t > last * 1.005))
+                continue; /* the same prediction: a variant the model cannot tell apart */
+            last = t;
+            if (kevo_search_in_batch(out, count, f, cfg))
+                continue;
+            out[count] = (kevo_proposal){.family = f, .cfg = *cfg, .parent = -1, .parent2 = -1};
+            snprintf(out[count].op, sizeof out[count].op, "seed");
+            count++;
+            taken++;
         }
-        if (sg_entered(s, f))
+    }
+    /* fastest predicted first (insertion sort: a handful) */
+    for (int i = first_model + 1; i < count; i++) {
+        kevo_proposal p = out[i];
+        double t = kevo_search_predict(s, p.family, &p.cfg);
+        int j = i;
+        while (j > first_model && kevo_search_predict(s, out[j - 1].family, &out[j - 1].cfg) > t) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = p;
+    }
+    for (int f = 0; f < s->nspaces && count < max; f++) {
+        const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+        if (!vs || vs->n == 0 || kevo_model_has(s->spaces[f]) || sg_entered(s, f))
             continue;
         kevo_config cfg;
         kevo_space_default(s->spaces[f], &cfg);
         if (kevo_search_valid(s, f, &cfg, why, sizeof why) != 1)
             cfg = vs->cfgs[0];
-        if (kevo_search_find(s, f, &cfg) >= 0 || kevo_search_in_batch(out, count, f, &cfg))
+        if (kevo_search_in_batch(out, count, f, &cfg))
             continue;
         out[count] = (kevo_proposal){.family = f, .cfg = cfg, .parent = -1, .parent2 = -1};
         snprintf(out[count].op, sizeof out[count].op, "seed");
         count++;
     }
+    return count;
+}
+
+int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max)
+{
+    enum { SG_MAX_SEEDS = 256 };
+    kevo_proposal *all = malloc(SG_MAX_SEEDS * sizeof *all);
+    if (!all)
+        return 0;
+    int n = sg_seed_set(s, all, SG_MAX_SEEDS), count = 0;
+    for (int i = 0; i < n && count < max; i++)
+        if (kevo_search_find(s, all[i].family, &all[i].cfg) < 0)
+            out[count++] = all[i];
+    free(all);
     return count;
 }
 

@@ -78,9 +78,7 @@ static bool evo_combine(kevo_search *s, const int *pop, int n, const kevo_propos
 
 static int evo_propose(kevo_search *s, kevo_proposal *out, int max)
 {
-    int count = 0;
-    if (s->nnodes == 0)
-        count = kevo_search_seeds(s, out, max);
+    int count = kevo_search_seeds(s, out, max);
     while (count < max && s->nnodes + count < EVO_INIT && evo_newcomer(s, out, count, &out[count]))
         count++;
     int pop[EVO_POP];

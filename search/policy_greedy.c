@@ -60,8 +60,9 @@ static int gr_cmp(const void *a, const void *b)
 
 static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
 {
-    if (s->nnodes == 0)
-        return kevo_search_seeds(s, out, max);
+    int seeds = kevo_search_seeds(s, out, max);
+    if (seeds > 0)
+        return seeds;
     kevo_proposal *all = malloc(GR_SCRATCH * sizeof *all);
     gr_item *it = malloc(GR_SCRATCH * sizeof *it);
     unsigned char *taken = calloc(GR_SCRATCH, 1); /* 2: taken this round */

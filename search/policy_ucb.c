@@ -39,8 +39,9 @@ static int ucb_arm(const kevo_search *s, int n, const bool *spent, const int *ex
 
 static int ucb_propose(kevo_search *s, kevo_proposal *out, int max)
 {
-    if (s->nnodes == 0)
-        return kevo_search_seeds(s, out, max);
+    int seeds = kevo_search_seeds(s, out, max);
+    if (seeds > 0)
+        return seeds;
     int n = s->nnodes, count = 0;
     int *expanded = calloc((size_t)n, sizeof *expanded);
     bool *spent = calloc((size_t)n, sizeof *spent);

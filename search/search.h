@@ -159,10 +159,13 @@ int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max
 /* Fitness for ordering: NaN (unknown) and failures rank as 0. */
 double kevo_search_rank(const kevo_node *n);
 
-/* The seed proposals: the warm starts valid here, then each family's
- * KEVO_SEEDS_PER_FAMILY best configurations under the cost model (distinct
- * predictions; a family without a model: its default, or its first valid
- * configuration, unless another searched family enters it by a move). */
+/* The seed proposals not yet in the graph: the warm starts valid here,
+ * then each family's KEVO_SEEDS_PER_FAMILY best configurations under the
+ * cost model (distinct predictions), fastest predicted first; a family
+ * without a model: its default, or its first valid configuration, unless
+ * another searched family enters it by a move.  The set does not depend on
+ * the graph, so a policy calls this first in every batch until it returns
+ * 0 (a batch smaller than the set spreads it over several). */
 #define KEVO_SEEDS_PER_FAMILY 2
 int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max);
 

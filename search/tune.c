@@ -719,6 +719,137 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
     return KEVO_OK;
 }
 
+/* ---- warm start ---- */
+
+#define TN_WARM_RUNS 3 /* nearest earlier runs whose winners seed a new run */
+
+/* How far apart two shapes of an op are: the sum over its symbols of
+ * |ln(a / b)| (a symbol either lacks counts as equal). */
+static double tn_shape_distance(const kevo_op *op, const kevo_syms *a, const kevo_syms *b)
+{
+    double d = 0;
+    for (int i = 0; i < op->nsymbols; i++) {
+        int64_t x, y;
+        if (kevo_syms_get(a, op->symbols[i], &x) && kevo_syms_get(b, op->symbols[i], &y) && x > 0 && y > 0)
+            d += fabs(log((double)x / (double)y));
+    }
+    return d;
+}
+
+/* The winners of the TN_WARM_RUNS runs of db nearest to the run's shape:
+ * same op, dtype and arch, finished, measured on a GPU, one shape, not the
+ * run `self`, and of a family this run searches.  *v malloc'd. */
+static kevo_status tn_warm_collect(const tn_env *e, kevo_db *db, int64_t self, kevo_warm_seed **v, int *n,
+                                   kevo_err *err)
+{
+    *v = NULL;
+    *n = 0;
+    int64_t *ids = NULL;
+    int nids = 0;
+    kevo_status st = kevo_db_run_ids(db, &ids, &nids, err);
+    kevo_warm_seed *w = calloc((size_t)nids + 1, sizeof *w);
+    if (!st && !w)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    int m = 0;
+    for (int i = 0; i < nids && !st; i++) {
+        kevo_run_row r;
+        kevo_syms shape;
+        kevo_err e2;
+        if (ids[i] == self || kevo_db_run_get(db, ids[i], &r, &e2) || strcmp(r.op, e->op->name) ||
+            strcmp(r.dtype, kevo_dtype_name(e->dt)) || strcmp(r.arch, e->arch) || r.compile_only || r.nshapes > 0 ||
+            strcmp(r.status, "done") || e->op->parse_shape(r.shape, &shape, &e2))
+            continue;
+        kevo_cand_row c;
+        if (kevo_db_cand_best(db, r.id, &c, &e2))
+            continue;
+        kevo_config cfg;
+        kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, c.family);
+        if (sp && strlen(c.params) < sizeof w[m].params && !kevo_config_parse_json(sp, c.params, &cfg, &e2)) {
+            snprintf(w[m].family, sizeof w[m].family, "%s", c.family);
+            snprintf(w[m].params, sizeof w[m].params, "%s", c.params);
+            w[m].from_run = r.id;
+            snprintf(w[m].from_shape, sizeof w[m].from_shape, "%s", r.shape);
+            w[m].distance = tn_shape_distance(e->op, &e->shape, &shape);
+            m++;
+        }
+        kevo_cand_row_release(&c);
+    }
+    free(ids);
+    if (st) {
+        free(w);
+        return st;
+    }
+    /* nearest first (ties: the later run), the first TN_WARM_RUNS distinct configurations */
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && (w[j].distance < w[j - 1].distance ||
+                                  (w[j].distance == w[j - 1].distance && w[j].from_run > w[j - 1].from_run));
+             j--) {
+            kevo_warm_seed t = w[j];
+            w[j] = w[j - 1];
+            w[j - 1] = t;
+        }
+    int k = 0;
+    for (int i = 0; i < m && k < TN_WARM_RUNS; i++) {
+        bool dup = false;
+        for (int j = 0; j < k && !dup; j++)
+            dup = strcmp(w[j].family, w[i].family) == 0 && strcmp(w[j].params, w[i].params) == 0;
+        if (!dup)
+            w[k++] = w[i];
+    }
+    *v = w;
+    *n = k;
+    return KEVO_OK;
+}
+
+/* Hand stored warm seeds to the search (those whose family is searched). */
+static void tn_warm_apply(const tn_env *e, kevo_search *s, const kevo_warm_seed *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, v[i].family);
+        kevo_config cfg;
+        kevo_err e2;
+        if (!sp || kevo_config_parse_json(sp, v[i].params, &cfg, &e2))
+            continue;
+        int f = 0;
+        while (s->spaces[f] != sp)
+            f++;
+        kevo_search_add_warm(s, f, &cfg);
+    }
+}
+
+/* The run's warm seeds: a new run collects and stores them (from o->warm_start,
+ * or the run's own DB), a resumed one reads what it stored. */
+static kevo_status tn_warm_start(tn_env *e, kevo_search *s, kevo_run_row *run, const kevo_tune_opts *o, bool resume,
+                                 tn_progress *prog, kevo_err *err)
+{
+    kevo_warm_seed *v = NULL;
+    int n = 0;
+    kevo_status st;
+    if (resume) {
+        st = kevo_db_warm_get(e->db, run->id, &v, &n, err);
+    } else {
+        if (o->warm_start && strcmp(o->warm_start, "none") == 0)
+            return KEVO_OK;
+        kevo_db *src = e->db;
+        if (o->warm_start && (st = kevo_db_open(o->warm_start, false, &src, err))) {
+            kevo_err_prefix(err, "--warm-start");
+            return st;
+        }
+        st = tn_warm_collect(e, src, src == e->db ? run->id : 0, &v, &n, err);
+        if (src != e->db)
+            kevo_db_close(src);
+        if (!st && n > 0)
+            st = kevo_db_warm_put(e->db, run->id, v, n, err);
+        for (int i = 0; i < n && !st; i++)
+            tn_line(prog, "warm start: %s %s, winner of run %lld at %s", v[i].family, v[i].params,
+                    (long long)v[i].from_run, v[i].from_shape);
+    }
+    if (!st)
+        tn_warm_apply(e, s, v, n);
+    free(v);
+    return st;
+}
+
 /* Fill the run row's settings from the options (a new run). */
 static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_opts *o, const char *policy)
 {
@@ -736,6 +867,7 @@ static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_
     run->seed = (int64_t)o->seed;
     run->budget = o->budget;
     snprintf(run->filter, sizeof run->filter, "%s", o->where ? o->where : "");
+    snprintf(run->warm_start, sizeof run->warm_start, "%s", o->warm_start ? o->warm_start : "");
     run->compile_only = o->compile_only;
     run->flops = e->op->flops(&e->shape);
     run->bytes = e->op->bytes(&e->shape, e->dt);
@@ -884,6 +1016,7 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         kevo_model_device_init(&dev, &e.lim, run.peak_tflops, run.copy_tbps);
         kevo_search_set_model(&s, &dev);
         kevo_search_set_budget(&s, ro.budget);
+        st = tn_warm_start(&e, &s, &run, o, o->resume_run > 0, &prog, err);
     }
     int64_t done = 0, last_gain = 0;
     double best = 0;

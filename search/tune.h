@@ -35,6 +35,8 @@ typedef struct kevo_tune_opts {
     double time_limit;      /* seconds of wall time */
     int64_t plateau;        /* stop after this many candidates without a better one */
     double target;          /* stop once a candidate reaches this speedup */
+    const char *warm_start; /* DB whose earlier winners at the nearest shapes seed the run; NULL: db_path
+                               itself; "none": no warm start */
 } kevo_tune_opts;
 
 /* Defaults for every field. */

@@ -774,18 +774,28 @@ static void test_seeds_invalid_default(void **state)
     const kevo_valid_set *v0 = kevo_search_valid_set(&s, 0);
     assert_true(v0->n > 0);
     char why[256];
+    int per[2] = {0, 0};
     for (int i = 0; i < n; i++) {
-        /* the family's best under the model, each predicted apart from the one before */
-        assert_int_equal(p[i].family, i / KEVO_SEEDS_PER_FAMILY);
+        /* each family's best under the model, all of them fastest predicted first */
+        per[p[i].family]++;
         assert_int_equal(kevo_search_valid(&s, p[i].family, &p[i].cfg, why, sizeof why), 1);
-        if (i % KEVO_SEEDS_PER_FAMILY)
-            assert_true(kevo_search_predict(&s, p[i].family, &p[i].cfg) >
+        if (i > 0)
+            assert_true(kevo_search_predict(&s, p[i].family, &p[i].cfg) >=
                         kevo_search_predict(&s, p[i - 1].family, &p[i - 1].cfg));
+        const kevo_valid_set *vs = kevo_search_valid_set(&s, p[i].family);
+        if (per[p[i].family] == 1)
+            assert_true(same_cfg(s.spaces[p[i].family], &p[i].cfg, &vs->cfgs[vs->order[0]]));
     }
-    assert_true(same_cfg(mma, &p[0].cfg, &v0->cfgs[v0->order[0]]));
-    /* max 1: only the first family's first seed */
-    assert_int_equal(kevo_search_seeds(&s, p, 1), 1);
-    assert_int_equal(p[0].family, 0);
+    assert_int_equal(per[0], KEVO_SEEDS_PER_FAMILY);
+    assert_int_equal(per[1], KEVO_SEEDS_PER_FAMILY);
+    /* max 1: the fastest predicted; once it is in the graph, only the others remain */
+    kevo_proposal q[8];
+    assert_int_equal(kevo_search_seeds(&s, q, 1), 1);
+    assert_true(q[0].family == p[0].family && same_cfg(s.spaces[q[0].family], &q[0].cfg, &p[0].cfg));
+    assert_int_equal(kevo_search_add(&s, &q[0]), 0);
+    assert_int_equal(kevo_search_seeds(&s, q, 8), n - 1);
+    for (int i = 0; i < n - 1; i++)
+        assert_true(q[i].family == p[i + 1].family && same_cfg(s.spaces[q[i].family], &q[i].cfg, &p[i + 1].cfg));
     kevo_search_release(&s);
 
     /* no family */
@@ -805,9 +815,16 @@ static void test_enter_moves(void **state)
     search_init(&s, spaces, 2, "ucb", 3);
     /* both families have a model: both are seeded, the persistent one too */
     kevo_proposal seeds[8];
-    assert_int_equal(kevo_search_seeds(&s, seeds, 8), 2 * KEVO_SEEDS_PER_FAMILY);
-    assert_int_equal(seeds[0].family, 0);
-    assert_int_equal(seeds[KEVO_SEEDS_PER_FAMILY].family, 1);
+    int nseeds = kevo_search_seeds(&s, seeds, 8), from_ws = 0;
+    assert_int_equal(nseeds, 2 * KEVO_SEEDS_PER_FAMILY);
+    for (int i = 0; i < nseeds; i++)
+        from_ws += seeds[i].family == 1;
+    assert_int_equal(from_ws, KEVO_SEEDS_PER_FAMILY);
+    /* the lce_wgmma node whose move enters lce_ws */
+    int w = 0;
+    while (seeds[w].family != 0)
+        w++;
+    seeds[0] = seeds[w];
     assert_int_equal(kevo_search_add(&s, &seeds[0]), 0);
     kevo_search_observe(&s, 0, 3.0);
 

@@ -163,8 +163,8 @@ static void test_create_reopen(void **state)
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
-                                   "'run_shapes','shape_results','timings')"),
-                     9);
+                                   "'run_shapes','shape_results','timings','warm_seeds')"),
+                     10);
 
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
@@ -255,7 +255,7 @@ static void test_open_other_app_id(void **state)
 /* A schema-1 file (no runs.filter) is upgraded in place and keeps its rows. */
 /* What schema 3 added, undone: a file as schema 2 left it. */
 static const char schema2_sql[] =
-    "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings;"
+    "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings; DROP TABLE warm_seeds;"
     "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"
     "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"
     "ALTER TABLE candidates DROP COLUMN vs_peer; ALTER TABLE candidates DROP COLUMN roofline;"
@@ -295,8 +295,8 @@ static void check_migrate(int ver)
                                    "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied')"),
                      7);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
-                                   "('run_shapes','shape_results','timings')"),
-                     3);
+                                   "('run_shapes','shape_results','timings','warm_seeds')"),
+                     4);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM runs WHERE op = 'ikbo_lce'"), 1);
     tmp_cleanup(path);
 }
@@ -758,6 +758,31 @@ static void test_run_shapes(void **state)
     free(g);
 }
 
+static void test_warm_seeds(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    kevo_warm_seed v[2] = {
+        {.family = "lce_ws", .params = "{\"BN\":256}", .from_run = 4, .from_shape = "B=512", .distance = 0.5},
+        {.family = "lce_mma", .params = "{\"BM\":64}", .from_run = 2, .from_shape = "B=2048", .distance = 1.25},
+    };
+    assert_int_equal(kevo_db_warm_put(f->db, run, v, 2, &err), KEVO_OK);
+    kevo_warm_seed *g = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_warm_get(f->db, run, &g, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].family, "lce_ws");
+    assert_string_equal(g[1].params, "{\"BM\":64}");
+    assert_int_equal(g[1].from_run, 2);
+    assert_string_equal(g[0].from_shape, "B=512");
+    assert_true(g[1].distance == 1.25);
+    free(g);
+    assert_int_equal(kevo_db_warm_get(f->db, run + 1, &g, &n, &err), KEVO_OK);
+    assert_int_equal(n, 0);
+    free(g);
+}
+
 static void test_shape_results_and_timings(void **state)
 {
     fixture *f = *state;
@@ -997,6 +1022,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cand_best, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_results_and_timings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_seeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sources, setup, teardown),
