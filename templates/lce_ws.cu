@@ -14,8 +14,10 @@
 //     earlier still, so no wait depends on a CTA that is not resident.
 //   producer (warp group 0, one thread, 40 registers): for each item, its
 //     k-tiles into a STAGES-deep ring: TMA loads of W (K-major, 128-byte
-//     swizzle) and E (N-major, 64-column boxes; with CLUSTER=2 each CTA
-//     loads half of the boxes and multicasts them to both).
+//     swizzle) and E (N-major, boxes one swizzle atom wide: 64 columns with
+//     128-byte swizzle, or 32 columns with 64-byte swizzle when BN is an odd
+//     multiple of 32; with CLUSTER=2 each CTA loads half of the boxes and
+//     multicasts them to both).
 //   consumers (warp groups 1..CONSUMERS, 232/240 registers): BK/16
 //     wgmma.m64nBNk16 per k-tile from shared memory; PINGPONG=1: each warp
 //     group owns alternate items (64-row tiles), so one's epilogue runs under
@@ -23,7 +25,9 @@
 //   broadcast-add: a candidate tile's accumulators start as its block of
 //     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
-//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0).
+//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0, the only
+//     choice when BN % 64 == 32: a 64-column store box would write the next
+//     tile's columns).
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
@@ -70,24 +74,44 @@ constexpr int BK = 64;                                   // one 128-byte swizzle
 constexpr int TILE_M = PINGPONG ? 64 : 64 * CONSUMERS;   // rows of a CTA's tile
 constexpr int CL_M = TILE_M * CLUSTER;                   // rows of a cluster's tile
 constexpr int NT = 128 * (CONSUMERS + 1);
+// E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
+// whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
+constexpr int E_COLS = BN % 64 ? 32 : 64;                // columns of an E box
+constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
+constexpr int E_BOXES = BN / E_COLS;                     // E boxes per stage
 constexpr int A_BYTES = TILE_M * BK * 2;                 // W per stage
-constexpr int B_BYTES = BN * BK * 2;                     // E per stage: BN/64 boxes of [BK][64]
+constexpr int B_BYTES = BN * BK * 2;                     // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int NACC = BN / 2;                             // fp32 accumulators per consumer thread
 constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
+constexpr int OUT_BOXES = (BN + 63) / 64;                // output boxes per tile (the last half used when BN % 64)
 constexpr int STAGING_BYTES = CONSUMERS * 2 * BOX_BYTES; // two boxes per consumer warp group
 constexpr int QN = 4;                                    // work queue depth
 constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
 constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
 
-static_assert(BN % 64 == 0 && BN >= 64 && BN <= 256, "BN must be 64, 128, 192 or 256");
+static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warp groups");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
-static_assert(CLUSTER == 1 || (CLUSTER == 2 && (BN / 64) % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
-static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "stages must keep 1024-byte swizzle atoms aligned");
+static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
+static_assert(EPI == 0 || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
+static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
+              "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
+static_assert(NACC % 8 == 0, "user_res moves whole 16-byte vectors of 4 (fp32) or 8 (storage dtype) values");
 
 enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
+
+// WGMMA descriptor of 16 k-rows of a stage's E from `addr` (N-major): atoms
+// of 8 rows x E_ROW bytes, the E_COLS-column atoms a TMA box (BK * E_ROW
+// bytes) apart, groups of 8 rows 8 * E_ROW bytes apart.
+__device__ __forceinline__ unsigned long long e_desc(unsigned addr)
+{
+    if constexpr (E_ROW == 128)
+        return sw128_desc(addr, BK * 128, 1024);
+    else
+        return sw64_desc(addr, BK * 64, 512);
+}
 
 // user_res is stored in the accumulator fragment order of the tile that
 // wrote it (a user tile has the candidate tiles' geometry): each consumer
@@ -344,15 +368,15 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, as, tm_w, ca,
                                                     bar);
 #pragma unroll
-                    for (int j = 0; j < BN / 64; ++j) {
-                        const int32_t cb[3] = {it.n0 + 64 * j, k * BK, it.bb};
+                    for (int j = 0; j < E_BOXES; ++j) {
+                        const int32_t cb[3] = {it.n0 + E_COLS * j, k * BK, it.bb};
                         if constexpr (CLUSTER == 1) {
                             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            bs + j * (BK * 128), tm_e, cb, bar);
+                                                            bs + j * (BK * E_ROW), tm_e, cb, bar);
                         } else if (j % CLUSTER == (int)rank) {
                             // both CTAs compute rows of the same (b, columns): one load, two copies
                             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            bs + j * (BK * 128), tm_e, cb, bar,
+                                                            bs + j * (BK * E_ROW), tm_e, cb, bar,
                                                             (uint16_t)((1u << CLUSTER) - 1));
                         }
                     }
@@ -430,7 +454,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
                     const unsigned long long da = sw128_desc(as + kk * 32, 16, 1024);
-                    const unsigned long long db = sw128_desc(bs + kk * 16 * 128, BK * 128, 1024);
+                    const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
                     wgmma_ss<BN>(acc, da, db, URES ? (k | kk) != 0 : 1); // URES: the first overwrites
                 }
                 wgmma_commit();
@@ -465,9 +489,9 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 continue;
             }
 
-            // ---- candidate tile: rounded, staged, stored ----
+            // ---- candidate tile: rounded, staged, stored (the tile's own columns only) ----
 #pragma unroll
-            for (int box = 0; box < BN / 64; ++box) {
+            for (int box = 0; box < OUT_BOXES; ++box) {
                 unsigned char *buf = staging + (c * 2 + (boxes & 1)) * BOX_BYTES;
                 if constexpr (EPI == 1) {
                     // the TMA store that last read this buffer is done reading it
@@ -479,6 +503,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 for (int q = 0; q < 16; ++q) {
                     const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
                     const int j = 8 * box + unit;
+                    if (BN % 64 != 0 && j >= BN / 8)
+                        continue; // past the tile: the last box of BN % 64 == 32
                     const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
 #if URES
                     const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
@@ -504,7 +530,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     for (int q = 0; q < 4; ++q) {
                         const int idx = tid + 128 * q, r = idx / 8, unit = idx % 8;
                         const int gm = row0 + r, gn = it.n0 + 64 * box + 8 * unit;
-                        if (gm < M && gn < N)
+                        if (gm < M && gn < N && (BN % 64 == 0 || 64 * box + 8 * unit < BN))
                             *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
                                 *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
                     }

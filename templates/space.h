@@ -16,7 +16,9 @@
  *   launches: [{"entry": "name", "when": expr?, "grid": [e, e, e],
  *               "block": [e, e, e], "smem": e}, ...]
  *   tmaps: [{"tensor": "w_cand", "box": [e, e, e], "swizzle": 128}, ...]
- *          TMA descriptors the evaluator encodes into the op's arguments
+ *          TMA descriptors the evaluator encodes into the op's arguments;
+ *          swizzle (bytes) is 0, 32, 64 or 128, given as an integer or an
+ *          expression ("BN % 64 ? 64 : 128") checked when the plan is made
  *   include: ["hopper.cuh", ...]   headers beside the space file, inlined
  *          ahead of the source in order
  *   enter_from: [{"family": "lce_wgmma", "op": "persistent", "why": "...",
@@ -79,7 +81,7 @@ typedef struct kevo_let {
 typedef struct kevo_tmap_tpl {
     char tensor[24];
     kevo_expr *box[3];
-    int swizzle;
+    kevo_expr *swizzle; /* bytes; NULL: 0 (none) */
 } kevo_tmap_tpl;
 
 /* A move into this family from another ("enter_from"). */

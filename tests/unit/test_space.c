@@ -191,7 +191,7 @@ static void test_load_lce_wgmma(void **state)
     assert_string_equal(s->tmaps[2].tensor, "e_user");
     assert_string_equal(s->tmaps[3].tensor, "e_cand");
     for (int i = 0; i < 4; i++)
-        assert_int_equal(s->tmaps[i].swizzle, 128);
+        assert_string_equal(kevo_expr_text(s->tmaps[i].swizzle), "128");
 
     kevo_config cfg;
     kevo_space_default(s, &cfg);
@@ -543,10 +543,36 @@ static void test_plan_ws(void **state)
     check_launch(&plan.launches[1], "lce_ws_cand", 3 * items_m * 2, 384, plan.launches[0].smem);
     assert_int_equal(plan.tmaps[1].box[1], 128);
 
+    /* BN an odd multiple of 32: E boxes of 32 columns, 64-byte swizzle; the
+     * rest as for BN % 64 == 0 */
+    static const int bns[] = {96, 128, 160, 192, 224};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bns); i++) {
+        char p[64];
+        snprintf(p, sizeof p, "BN=%d,EPI=0", bns[i]);
+        config_of(f.s, p, &cfg);
+        assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+        const unsigned cols = bns[i] % 64 ? 32 : 64;
+        for (int t = 0; t < 5; t++) {
+            bool e = t == 2 || t == 3;
+            assert_int_equal(plan.tmaps[t].box[0], e ? cols : 64);
+            assert_int_equal(plan.tmaps[t].box[1], 64); /* BK rows of E, BM rows of W (ping-pong), out's 64 */
+            assert_int_equal(plan.tmaps[t].swizzle, e ? (int)(2 * cols) : 128);
+        }
+        check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 384,
+                     4 * (64 + bns[i]) * 64 * 2 + 2 * 2 * 64 * 128 + (16 * 4 + 16 * 4 + 8 * 4) + 1024);
+    }
+
     /* a cluster of two needs an even number of E boxes; ping-pong two consumers */
     char why[256];
     config_of(f.s, "BN=192,CLUSTER=2", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    config_of(f.s, "BN=160,CLUSTER=2,EPI=0", &cfg); /* five boxes of 32 columns */
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "E boxes"));
+    /* the TMA store's 64-column boxes would cross into the next tile */
+    config_of(f.s, "BN=224,EPI=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "64-column boxes"));
     config_of(f.s, "CONSUMERS=1,PINGPONG=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
     /* 5 cooperative stages of 48 KB do not fit */
@@ -1038,10 +1064,97 @@ static void test_swizzle_not_number(void **state)
 {
     (void)state;
     /* regression: a swizzle given as a string once read as 0 (no swizzle) and
-     * 128.5 as 128 */
+     * 128.5 as 128; a string is now an expression, so "128" must plan as 128 */
     expect_refused(SP_HEAD SP_PARAMS SP_LAUNCH
-                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"128\"}]}",
-                   "swizzle \"128\"");
+                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": 128.5}]}",
+                   "swizzle 128.5");
+    expect_refused(SP_HEAD SP_PARAMS SP_LAUNCH
+                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": true}]}",
+                   "swizzle true");
+    kevo_space *s;
+    kevo_err err;
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS SP_LAUNCH
+                               ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"128\"}]}",
+                               &s, &err),
+                     KEVO_OK);
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    kevo_plan plan;
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.tmaps[0].swizzle, 128);
+    kevo_space_free(s);
+}
+
+/* A swizzle may be an expression over params and lets (lce_ws: 64-byte
+ * swizzle for E boxes of 32 columns); its value is checked when a plan is
+ * made, a missing swizzle is none. */
+static void test_swizzle_expression(void **state)
+{
+    (void)state;
+    kevo_space *s;
+    kevo_err err;
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS "\"let\": [[\"cols\", \"A == 1 ? 32 : 64\"]],\n" SP_LAUNCH
+                               ", \"tmaps\": [{\"tensor\": \"e_user\", \"box\": [\"cols\", 64, 1], "
+                               "\"swizzle\": \"A == 3 ? 100 : 2 * cols\"},\n"
+                               "{\"tensor\": \"out\", \"box\": [64, 64, 1]}]}",
+                               &s, &err),
+                     KEVO_OK);
+    assert_non_null(s->tmaps[0].swizzle);
+    assert_null(s->tmaps[1].swizzle);
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    kevo_plan plan;
+    static const int64_t a[] = {1, 2};
+    static const int want[] = {64, 128};
+    for (int i = 0; i < 2; i++) {
+        kevo_space_default(s, &cfg);
+        cfg.v[0] = a[i];
+        assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+        assert_int_equal(plan.ntmaps, 2);
+        assert_int_equal(plan.tmaps[0].swizzle, want[i]);
+        assert_int_equal(plan.tmaps[0].box[0], want[i] / 2);
+        assert_int_equal(plan.tmaps[1].swizzle, 0);
+        /* the plan's JSON keeps the evaluated value */
+        kv_buf j;
+        kv_buf_init(&j);
+        assert_int_equal(kevo_plan_json(&plan, &j), KEVO_OK);
+        kevo_plan back;
+        assert_int_equal(kevo_plan_parse_json(j.data, &back, &err), KEVO_OK);
+        assert_int_equal(back.tmaps[0].swizzle, want[i]);
+        kv_buf_release(&j);
+    }
+    /* a value TMA has no mode for: refused when the plan is made, saying which */
+    kevo_space_default(s, &cfg);
+    cfg.v[0] = 3;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "tmap 'e_user' swizzle = 100"));
+    assert_non_null(strstr(err.msg, "not 0, 32, 64 or 128"));
+    kevo_space_free(s);
+
+    /* a name the expression does not know: at plan time, naming the map */
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS SP_LAUNCH
+                               ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"NOPE\"}]}",
+                               &s, &err),
+                     KEVO_OK);
+    kevo_space_default(s, &cfg);
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "tmap 'w_user' swizzle"));
+    kevo_space_free(s);
+
+    /* bad syntax: at load */
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH
+                      ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"A ?\"}]}",
+                      KEVO_ERR_PARSE, "tmap 'w_user' swizzle");
 }
 
 static void test_axis_repeats_param(void **state)
@@ -1170,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_default_not_integer),
         cmocka_unit_test(test_swizzle_not_number),
+        cmocka_unit_test(test_swizzle_expression),
         cmocka_unit_test(test_axis_repeats_param),
         cmocka_unit_test(test_names_shadow_symbols),
     };
