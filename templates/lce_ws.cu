@@ -18,10 +18,12 @@
 //     128-byte swizzle, or 32 columns with 64-byte swizzle when BN is an odd
 //     multiple of 32; with CLUSTER=2 each CTA loads half of the boxes and
 //     multicasts them to both).
-//   consumers (warp groups 1..CONSUMERS, 232/240 registers): BK/16
-//     wgmma.m64nBNk16 per k-tile from shared memory; PINGPONG=1: each warp
-//     group owns alternate items (64-row tiles), so one's epilogue runs under
-//     the other's MMAs; PINGPONG=0: the warp groups split one 128-row tile.
+//   consumers (warp groups 1..CONSUMERS, 1 to 4; setmaxnreg to their share
+//     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
+//     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
+//     owns alternate items (64-row tiles), so one's epilogue runs under the
+//     other's MMAs; PINGPONG=0: the warp groups split one 64*CONSUMERS-row
+//     tile (up to 256 rows).
 //   broadcast-add: a candidate tile's accumulators start as its block of
 //     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
@@ -88,10 +90,20 @@ constexpr int OUT_BOXES = (BN + 63) / 64;                // output boxes per til
 constexpr int STAGING_BYTES = CONSUMERS * 2 * BOX_BYTES; // two boxes per consumer warp group
 constexpr int QN = 4;                                    // work queue depth
 constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
-constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+// Registers: the CTA starts with NT threads of the most __launch_bounds__(NT, 1)
+// allows (a multiple of 8); setmaxnreg.inc takes from what the producer's
+// setmaxnreg.dec 40 released, so the consumers share the rest: 240, 232, 152, 104.
+constexpr int LAUNCH_REGS = (65536 / NT < 255 ? 65536 / NT : 255) / 8 * 8;
+constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - 40) / CONSUMERS / 8 * 8;
+constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
+// Named barriers (0 is __syncthreads): 1 + c is consumer warp group c's own,
+// BAR_TILE joins them all (a user tile's flag).  BAR_TILE was 3 before there
+// could be a third consumer; it stays there while 3 is free.
+constexpr int BAR_TILE = CONSUMERS <= 2 ? 3 : CONSUMERS + 1;
 
 static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
-static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warp groups");
+static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
+static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
@@ -99,6 +111,12 @@ static_assert(EPI == 0 || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must b
 static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
               "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
 static_assert(NACC % 8 == 0, "user_res moves whole 16-byte vectors of 4 (fp32) or 8 (storage dtype) values");
+static_assert(NACC + (URES ? NACC / 2 : 0) + 40 <= CONSUMER_REGS,
+              "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
+static_assert(NACC + 32 <= LAUNCH_REGS,
+              "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
+              "setmaxnreg budget (C7602)");
+static_assert(BAR_TILE <= 15, "16 named barriers");
 
 enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
 
@@ -479,7 +497,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     if constexpr (PINGPONG)
                         wg_sync(1 + c);
                     else
-                        asm volatile("barrier.sync 3, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
+                        asm volatile("barrier.sync %0, %1;\n" ::"n"(BAR_TILE), "n"(CONSUMERS * 128) : "memory");
                     if (tid == 0 && (PINGPONG || c == 0)) {
                         __threadfence();
                         cuda::atomic_ref<int, cuda::thread_scope_device> f(*ws_flag(a, g, it.bb, it.tm, it.tn, rank));

@@ -569,6 +569,52 @@ static void test_plan_ws(void **state)
     config_of(f.s, "BN=160,CLUSTER=2,EPI=0", &cfg); /* five boxes of 32 columns */
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
     assert_non_null(strstr(why, "E boxes"));
+    /* three and four consumer warp groups: 192- and 256-row cooperative
+     * tiles; the consumers share what the producer's 40 registers leave of
+     * the launch's (168 x 3, 128 x 4, 96 x 5 at 384, 512, 640 threads) */
+    static const int64_t regs[] = {240, 232, 152, 104};
+    for (int c = 1; c <= 4; c++) {
+        char p[64];
+        snprintf(p, sizeof p, "CONSUMERS=%d,PINGPONG=0,BN=64", c);
+        config_of(f.s, p, &cfg);
+        kevo_syms b;
+        int64_t v;
+        assert_int_equal(kevo_space_bind(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &b, &f.err), KEVO_OK);
+        assert_true(kevo_syms_get(&b, "cons_regs", &v));
+        assert_int_equal(v, regs[c - 1]);
+    }
+    config_of(f.s, "CONSUMERS=3,PINGPONG=0,BN=192,STAGES=3", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 512,
+                 3 * (192 + 192) * 64 * 2 + 3 * 2 * 64 * 128 + (16 * 3 + 16 * 4 + 8 * 4) + 1024);
+    assert_int_equal(plan.tmaps[0].box[1], 192);
+    config_of(f.s, "CONSUMERS=4,PINGPONG=0,BN=128,STAGES=2,EPI=0", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 640,
+                 2 * (256 + 128) * 64 * 2 + 4 * 2 * 64 * 128 + (16 * 2 + 16 * 4 + 8 * 4) + 1024);
+    assert_int_equal(plan.tmaps[1].box[1], 256);
+    static const struct {
+        const char *params;
+        int valid;
+    } fits[] = {
+        {"CONSUMERS=4,PINGPONG=0,BN=128,STAGES=2", 1},        /* 64 + 40 <= 104 */
+        {"CONSUMERS=4,PINGPONG=0,BN=160,STAGES=2,EPI=0", 0},  /* 80 + 40 */
+        {"CONSUMERS=4,PINGPONG=0,BN=64,STAGES=2,URES=1", 1},  /* 32 + 16 + 40 */
+        {"CONSUMERS=4,PINGPONG=0,BN=96,STAGES=2,EPI=0,URES=1", 0},
+        {"CONSUMERS=3,PINGPONG=0,BN=192,STAGES=2", 1},        /* 96 + 40 <= 152 */
+        {"CONSUMERS=3,PINGPONG=0,BN=224,STAGES=2,EPI=0", 0},  /* fits 152, but ptxas wants 138 of the launch's 128 */
+        {"CONSUMERS=3,PINGPONG=0,BN=128,STAGES=2,URES=1", 1}, /* 64 + 32 + 40 */
+        {"CONSUMERS=3,PINGPONG=0,BN=160,STAGES=2,EPI=0,URES=1", 0},
+        {"CONSUMERS=2,PINGPONG=0,BN=256,STAGES=3,URES=1", 1}, /* 128 + 64 + 40 = 232 */
+        {"CONSUMERS=3,PINGPONG=1,BN=64,STAGES=2", 0},         /* ping-pong is for two */
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(fits); i++) {
+        config_of(f.s, fits[i].params, &cfg);
+        int ok = kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why);
+        if (ok != fits[i].valid)
+            print_error("%s: %d (%s)\n", fits[i].params, ok, why);
+        assert_int_equal(ok, fits[i].valid);
+    }
     /* the TMA store's 64-column boxes would cross into the next tile */
     config_of(f.s, "BN=224,EPI=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
