@@ -13,11 +13,12 @@
 //     claimed earlier by a running CTA whose own waits are on tiles claimed
 //     earlier still, so no wait depends on a CTA that is not resident.
 //   producer (warp group 0, one thread, 40 registers): for each item, its
-//     k-tiles into a STAGES-deep ring: TMA loads of W (K-major, 128-byte
-//     swizzle) and E (N-major, boxes one swizzle atom wide: 64 columns with
-//     128-byte swizzle, or 32 columns with 64-byte swizzle when BN is an odd
-//     multiple of 32; with CLUSTER=2 each CTA loads half of the boxes and
-//     multicasts them to both).
+//     BK-deep k-tiles (64 or 128) into a STAGES-deep ring: TMA loads of W
+//     (K-major, 128-byte swizzle: BK/64 boxes of 64 K-columns) and E
+//     (N-major, BK rows, boxes one swizzle atom wide: 64 columns with 128-byte
+//     swizzle, or 32 columns with 64-byte swizzle when BN is an odd multiple
+//     of 32; with CLUSTER=2 each CTA loads half of the boxes and multicasts
+//     them to both).
 //   consumers (warp groups 1..CONSUMERS, 1 to 4; setmaxnreg to their share
 //     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
 //     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
@@ -35,8 +36,10 @@
 // dtype with URES=1) | 128 bytes: claim counters | flags
 // [U][tiles_n][tiles_m][CLUSTER] int.  Counters and flags carry the run's
 // launch_seq, so stale values from earlier runs (or poison) never count.
-// Needs the padded-K layout (TMA rows of 16-byte multiples); K and M tails
-// come from TMA's zero fill and its clipped stores.
+// Needs the padded-K layout (TMA rows of 16-byte multiples); K, M and N
+// tails come from TMA's zero fill (a box wholly past the tensor, such as
+// BK=128's second W box when K % 128 <= 64, reads as zeros and still counts
+// its bytes), its clipped stores and the predicated 16-byte stores.
 
 // ---- tunables (kevo defines them; these defaults make a standalone compile) ----
 #ifndef BN
@@ -50,6 +53,9 @@
 #endif
 #ifndef STAGES
 #define STAGES 4
+#endif
+#ifndef BK
+#define BK 64 // K per stage: one or two W boxes of 64 (a 128-byte swizzle row each)
 #endif
 #ifndef EPI
 #define EPI 1
@@ -72,7 +78,6 @@
 #endif
 #include <cuda/atomic>
 
-constexpr int BK = 64;                                   // one 128-byte swizzle row
 constexpr int TILE_M = PINGPONG ? 64 : 64 * CONSUMERS;   // rows of a CTA's tile
 constexpr int CL_M = TILE_M * CLUSTER;                   // rows of a cluster's tile
 constexpr int NT = 128 * (CONSUMERS + 1);
@@ -81,6 +86,10 @@ constexpr int NT = 128 * (CONSUMERS + 1);
 constexpr int E_COLS = BN % 64 ? 32 : 64;                // columns of an E box
 constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
 constexpr int E_BOXES = BN / E_COLS;                     // E boxes per stage
+// W is K-major with 128-byte swizzle: a box holds 64 K-columns, so BK=128
+// takes two boxes per stage (K at k * BK and k * BK + 64).
+constexpr int W_BOXES = BK / 64;                         // W boxes per stage
+constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
 constexpr int A_BYTES = TILE_M * BK * 2;                 // W per stage
 constexpr int B_BYTES = BN * BK * 2;                     // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
@@ -106,6 +115,7 @@ static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp group
 static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
+static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
 static_assert(EPI == 0 || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
 static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
@@ -382,9 +392,12 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                                                          cuda::ptx::space_shared, bar, STAGE_BYTES);
                     unsigned char *as = smem + s * STAGE_BYTES;
                     unsigned char *bs = as + A_BYTES;
-                    const int32_t ca[2] = {k * BK, it.m0};
-                    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, as, tm_w, ca,
-                                                    bar);
+#pragma unroll
+                    for (int h = 0; h < W_BOXES; ++h) {
+                        const int32_t ca[2] = {k * BK + 64 * h, it.m0};
+                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                        as + h * W_BOX_BYTES, tm_w, ca, bar);
+                    }
 #pragma unroll
                     for (int j = 0; j < E_BOXES; ++j) {
                         const int32_t cb[3] = {it.n0 + E_COLS * j, k * BK, it.bb};
@@ -406,7 +419,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         const int c = wg - 1, warp = tid / 32, lane = tid % 32;
         const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-        const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of W
+        const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of each W box
         const int seq = a.launch_seq;
         float acc[NACC];
 #if URES
@@ -471,7 +484,10 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
-                    const unsigned long long da = sw128_desc(as + kk * 32, 16, 1024);
+                    // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
+                    // fifth starts the second box (BK=128)
+                    const unsigned long long da =
+                        sw128_desc(as + kk * 32 + (kk / 4) * (W_BOX_BYTES - 128), 16, 1024);
                     const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
                     wgmma_ss<BN>(acc, da, db, URES ? (k | kk) != 0 : 1); // URES: the first overwrites
                 }

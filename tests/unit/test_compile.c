@@ -56,13 +56,15 @@ static void test_families_and_ref(void **state)
     static const char *const ref_entries[] = {"kv_gen", "kv_gen_padded", "kv_ref", "kv_sumsq",
                                               "kv_compare", "kv_cat_e", "kv_cat_w"};
     /* lce_ws beyond its default: every BN % 64 == 32 (E with 64-byte swizzle),
-     * three and four consumer warp groups (152 and 104 registers) */
+     * three and four consumer warp groups (152 and 104 registers), BK=128
+     * (two W boxes per stage) with each E swizzle */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
-        "BN=160,CONSUMERS=3,PINGPONG=0,EPI=0,STAGES=3,FUSE=0",
+        "BN=160,CONSUMERS=3,PINGPONG=0,EPI=0,STAGES=2,BK=128,FUSE=0",
         "BN=224,PINGPONG=0,EPI=0,STAGES=3,URES=1",
         "BN=128,CONSUMERS=4,PINGPONG=0,EPI=1,STAGES=2",
+        "BK=128,PINGPONG=0,CLUSTER=2,STAGES=2,URES=1",
     };
     enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
     tcase cases[NCASES];

@@ -4,7 +4,7 @@
  * one or two consumers, every BN) and the lce_ws family (persistent, fused
  * or two launches, ping-pong or cooperative, clusters, both epilogues,
  * user_res in fp32 or the storage dtype, every BN from 64 to 256 in steps
- * of 32, one to four consumer warp groups)
+ * of 32, one to four consumer warp groups, BK 64 and 128)
  * passes the worker's verification on shapes that are not multiples of any
  * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
@@ -203,6 +203,14 @@ static const gpu_case persistent[] = {
     {"B=33,M=200,N=72,Ku=45,Kc=29,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1"},
     {"B=300,M=433,N=200,Ku=331,Kc=267,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1"},
     {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,CLUSTER=2,FUSE=1,EPI=1,RASTER=0"},
+    /* BK=128: two W boxes per stage, the second one wholly past K (K % 128
+     * <= 64: Kc=29, Ku=45, 130) or partly (Ku=200, Kc=331); E boxes of 128
+     * rows in both swizzles */
+    {"B=9,M=133,N=200,Ku=130,Kc=29,U=4", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=128,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=40,M=433,N=200,Ku=200,Kc=331,U=5", "BN=160,CONSUMERS=3,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=0"},
+    {"B=33,M=200,N=72,Ku=45,Kc=130,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1"},
+    {"B=300,M=97,N=136,Ku=1178,Kc=866,ratio=7", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=128,CLUSTER=2,FUSE=1,EPI=1,RASTER=0"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
 };
 
 static void test_persistent_family(void **state)

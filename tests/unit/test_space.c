@@ -615,6 +615,34 @@ static void test_plan_ws(void **state)
             print_error("%s: %d (%s)\n", fits[i].params, ok, why);
         assert_int_equal(ok, fits[i].valid);
     }
+    /* BK=128: a stage holds two W boxes of 64 K-columns and E boxes of 128
+     * rows, so half as many stages fit */
+    config_of(f.s, "BK=128,PINGPONG=0,STAGES=2,URES=1", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 384,
+                 2 * (128 + 256) * 128 * 2 + 2 * 2 * 64 * 128 + (16 * 2 + 16 * 4 + 8 * 4) + 1024);
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(plan.tmaps[t].box[0], 64);        /* W: 64 K-columns; E: 64 columns */
+        assert_int_equal(plan.tmaps[t].box[1], 128);       /* W: BM rows; E: BK rows */
+        assert_int_equal(plan.tmaps[t].swizzle, 128);
+    }
+    config_of(f.s, "BK=128,PINGPONG=0,STAGES=3,URES=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "shared memory"));
+    config_of(f.s, "BK=128,BN=160,EPI=0,STAGES=3", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    assert_int_equal(plan.tmaps[3].box[0], 32);
+    assert_int_equal(plan.tmaps[3].box[1], 128);
+    assert_int_equal(plan.tmaps[3].swizzle, 64);
+    /* with both K at most 64 a 128-deep k-tile is half zeros */
+    kevo_syms shallow;
+    shape_of("B=64,M=433,N=256,Ku=64,Kc=40,U=4", &shallow);
+    config_of(f.s, "BK=128", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &shallow, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "half zeros"));
+    config_of(f.s, "BK=64", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &shallow, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+
     /* the TMA store's 64-column boxes would cross into the next tile */
     config_of(f.s, "BN=224,EPI=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
