@@ -354,6 +354,14 @@ static kevo_status xp_emit_plan(kv_buf *b, const xp_state *x, int ki, kevo_err *
             kv_buf_printf(b, ";\n    if (g < 1 || g > 256)\n        return 0;\n    p->tbox[%d][%d] = (unsigned)g;\n", i,
                           d);
         }
+        kv_buf_puts(b, "    g = ");
+        if (sp->tmaps[i].swizzle)
+            st = st ? st : xp_emit_expr(b, sp->tmaps[i].swizzle, &ctx, err);
+        else
+            kv_buf_puts(b, "0");
+        kv_buf_printf(b, ";\n    if (g != 0 && g != 32 && g != 64 && g != 128)\n        return 0;\n"
+                         "    p->tswizzle[%d] = (int)g;\n",
+                      i);
     }
     kv_buf_puts(b, "    return 1;\n}\n\n");
     return st;
@@ -409,7 +417,7 @@ static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
             if (ti < 0)
                 st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "family '%s' maps unknown tensor '%s'", sp->family,
                                   sp->tmaps[t].tensor);
-            kv_buf_printf(b, "%s{%d, %d}", t ? ", " : "", ti, sp->tmaps[t].swizzle);
+            kv_buf_printf(b, "%s{%d}", t ? ", " : "", ti);
         }
         kv_buf_puts(b, "}, 0, NULL, {0}, {0}},\n");
     }

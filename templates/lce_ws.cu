@@ -13,24 +13,33 @@
 //     claimed earlier by a running CTA whose own waits are on tiles claimed
 //     earlier still, so no wait depends on a CTA that is not resident.
 //   producer (warp group 0, one thread, 40 registers): for each item, its
-//     k-tiles into a STAGES-deep ring: TMA loads of W (K-major, 128-byte
-//     swizzle) and E (N-major, 64-column boxes; with CLUSTER=2 each CTA
-//     loads half of the boxes and multicasts them to both).
-//   consumers (warp groups 1..CONSUMERS, 232/240 registers): BK/16
-//     wgmma.m64nBNk16 per k-tile from shared memory; PINGPONG=1: each warp
-//     group owns alternate items (64-row tiles), so one's epilogue runs under
-//     the other's MMAs; PINGPONG=0: the warp groups split one 128-row tile.
+//     BK-deep k-tiles (64 or 128) into a STAGES-deep ring: TMA loads of W
+//     (K-major, 128-byte swizzle: BK/64 boxes of 64 K-columns) and E
+//     (N-major, BK rows, boxes one swizzle atom wide: 64 columns with 128-byte
+//     swizzle, or 32 columns with 64-byte swizzle when BN is an odd multiple
+//     of 32; with CLUSTER=2 each CTA loads half of the boxes and multicasts
+//     them to both).
+//   consumers (warp groups 1..CONSUMERS, 1 to 4; setmaxnreg to their share
+//     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
+//     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
+//     owns alternate items (64-row tiles), so one's epilogue runs under the
+//     other's MMAs; PINGPONG=0: the warp groups split one 64*CONSUMERS-row
+//     tile (up to 256 rows).
 //   broadcast-add: a candidate tile's accumulators start as its block of
 //     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
-//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0).
+//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0, the only
+//     choice when BN % 64 == 32: a 64-column store box would write the next
+//     tile's columns).
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
 // [U][tiles_n][tiles_m][CLUSTER] int.  Counters and flags carry the run's
 // launch_seq, so stale values from earlier runs (or poison) never count.
-// Needs the padded-K layout (TMA rows of 16-byte multiples); K and M tails
-// come from TMA's zero fill and its clipped stores.
+// Needs the padded-K layout (TMA rows of 16-byte multiples); K, M and N
+// tails come from TMA's zero fill (a box wholly past the tensor, such as
+// BK=128's second W box when K % 128 <= 64, reads as zeros and still counts
+// its bytes), its clipped stores and the predicated 16-byte stores.
 
 // ---- tunables (kevo defines them; these defaults make a standalone compile) ----
 #ifndef BN
@@ -44,6 +53,9 @@
 #endif
 #ifndef STAGES
 #define STAGES 4
+#endif
+#ifndef BK
+#define BK 64 // K per stage: one or two W boxes of 64 (a 128-byte swizzle row each)
 #endif
 #ifndef EPI
 #define EPI 1
@@ -66,28 +78,68 @@
 #endif
 #include <cuda/atomic>
 
-constexpr int BK = 64;                                   // one 128-byte swizzle row
 constexpr int TILE_M = PINGPONG ? 64 : 64 * CONSUMERS;   // rows of a CTA's tile
 constexpr int CL_M = TILE_M * CLUSTER;                   // rows of a cluster's tile
 constexpr int NT = 128 * (CONSUMERS + 1);
+// E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
+// whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
+constexpr int E_COLS = BN % 64 ? 32 : 64;                // columns of an E box
+constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
+constexpr int E_BOXES = BN / E_COLS;                     // E boxes per stage
+// W is K-major with 128-byte swizzle: a box holds 64 K-columns, so BK=128
+// takes two boxes per stage (K at k * BK and k * BK + 64).
+constexpr int W_BOXES = BK / 64;                         // W boxes per stage
+constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
 constexpr int A_BYTES = TILE_M * BK * 2;                 // W per stage
-constexpr int B_BYTES = BN * BK * 2;                     // E per stage: BN/64 boxes of [BK][64]
+constexpr int B_BYTES = BN * BK * 2;                     // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int NACC = BN / 2;                             // fp32 accumulators per consumer thread
 constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
+constexpr int OUT_BOXES = (BN + 63) / 64;                // output boxes per tile (the last half used when BN % 64)
 constexpr int STAGING_BYTES = CONSUMERS * 2 * BOX_BYTES; // two boxes per consumer warp group
 constexpr int QN = 4;                                    // work queue depth
 constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
-constexpr int CONSUMER_REGS = CONSUMERS == 2 ? 232 : 240;
+// Registers: the CTA starts with NT threads of the most __launch_bounds__(NT, 1)
+// allows (a multiple of 8); setmaxnreg.inc takes from what the producer's
+// setmaxnreg.dec 40 released, so the consumers share the rest: 240, 232, 152, 104.
+constexpr int LAUNCH_REGS = (65536 / NT < 255 ? 65536 / NT : 255) / 8 * 8;
+constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - 40) / CONSUMERS / 8 * 8;
+constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
+// Named barriers (0 is __syncthreads): 1 + c is consumer warp group c's own,
+// BAR_TILE joins them all (a user tile's flag).  BAR_TILE was 3 before there
+// could be a third consumer; it stays there while 3 is free.
+constexpr int BAR_TILE = CONSUMERS <= 2 ? 3 : CONSUMERS + 1;
 
-static_assert(BN % 64 == 0 && BN >= 64 && BN <= 256, "BN must be 64, 128, 192 or 256");
-static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warp groups");
+static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
+static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
+static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
-static_assert(CLUSTER == 1 || (CLUSTER == 2 && (BN / 64) % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
-static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "stages must keep 1024-byte swizzle atoms aligned");
+static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
+static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
+static_assert(EPI == 0 || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
+static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
+              "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
+static_assert(NACC % 8 == 0, "user_res moves whole 16-byte vectors of 4 (fp32) or 8 (storage dtype) values");
+static_assert(NACC + (URES ? NACC / 2 : 0) + 40 <= CONSUMER_REGS,
+              "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
+static_assert(NACC + 32 <= LAUNCH_REGS,
+              "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
+              "setmaxnreg budget (C7602)");
+static_assert(BAR_TILE <= 15, "16 named barriers");
 
 enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
+
+// WGMMA descriptor of 16 k-rows of a stage's E from `addr` (N-major): atoms
+// of 8 rows x E_ROW bytes, the E_COLS-column atoms a TMA box (BK * E_ROW
+// bytes) apart, groups of 8 rows 8 * E_ROW bytes apart.
+__device__ __forceinline__ unsigned long long e_desc(unsigned addr)
+{
+    if constexpr (E_ROW == 128)
+        return sw128_desc(addr, BK * 128, 1024);
+    else
+        return sw64_desc(addr, BK * 64, 512);
+}
 
 // user_res is stored in the accumulator fragment order of the tile that
 // wrote it (a user tile has the candidate tiles' geometry): each consumer
@@ -340,19 +392,22 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                                                          cuda::ptx::space_shared, bar, STAGE_BYTES);
                     unsigned char *as = smem + s * STAGE_BYTES;
                     unsigned char *bs = as + A_BYTES;
-                    const int32_t ca[2] = {k * BK, it.m0};
-                    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, as, tm_w, ca,
-                                                    bar);
 #pragma unroll
-                    for (int j = 0; j < BN / 64; ++j) {
-                        const int32_t cb[3] = {it.n0 + 64 * j, k * BK, it.bb};
+                    for (int h = 0; h < W_BOXES; ++h) {
+                        const int32_t ca[2] = {k * BK + 64 * h, it.m0};
+                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                        as + h * W_BOX_BYTES, tm_w, ca, bar);
+                    }
+#pragma unroll
+                    for (int j = 0; j < E_BOXES; ++j) {
+                        const int32_t cb[3] = {it.n0 + E_COLS * j, k * BK, it.bb};
                         if constexpr (CLUSTER == 1) {
                             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            bs + j * (BK * 128), tm_e, cb, bar);
+                                                            bs + j * (BK * E_ROW), tm_e, cb, bar);
                         } else if (j % CLUSTER == (int)rank) {
                             // both CTAs compute rows of the same (b, columns): one load, two copies
                             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            bs + j * (BK * 128), tm_e, cb, bar,
+                                                            bs + j * (BK * E_ROW), tm_e, cb, bar,
                                                             (uint16_t)((1u << CLUSTER) - 1));
                         }
                     }
@@ -364,7 +419,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         const int c = wg - 1, warp = tid / 32, lane = tid % 32;
         const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-        const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of W
+        const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of each W box
         const int seq = a.launch_seq;
         float acc[NACC];
 #if URES
@@ -429,8 +484,11 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
-                    const unsigned long long da = sw128_desc(as + kk * 32, 16, 1024);
-                    const unsigned long long db = sw128_desc(bs + kk * 16 * 128, BK * 128, 1024);
+                    // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
+                    // fifth starts the second box (BK=128)
+                    const unsigned long long da =
+                        sw128_desc(as + kk * 32 + (kk / 4) * (W_BOX_BYTES - 128), 16, 1024);
+                    const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
                     wgmma_ss<BN>(acc, da, db, URES ? (k | kk) != 0 : 1); // URES: the first overwrites
                 }
                 wgmma_commit();
@@ -455,7 +513,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     if constexpr (PINGPONG)
                         wg_sync(1 + c);
                     else
-                        asm volatile("barrier.sync 3, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
+                        asm volatile("barrier.sync %0, %1;\n" ::"n"(BAR_TILE), "n"(CONSUMERS * 128) : "memory");
                     if (tid == 0 && (PINGPONG || c == 0)) {
                         __threadfence();
                         cuda::atomic_ref<int, cuda::thread_scope_device> f(*ws_flag(a, g, it.bb, it.tm, it.tn, rank));
@@ -465,9 +523,9 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 continue;
             }
 
-            // ---- candidate tile: rounded, staged, stored ----
+            // ---- candidate tile: rounded, staged, stored (the tile's own columns only) ----
 #pragma unroll
-            for (int box = 0; box < BN / 64; ++box) {
+            for (int box = 0; box < OUT_BOXES; ++box) {
                 unsigned char *buf = staging + (c * 2 + (boxes & 1)) * BOX_BYTES;
                 if constexpr (EPI == 1) {
                     // the TMA store that last read this buffer is done reading it
@@ -479,6 +537,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 for (int q = 0; q < 16; ++q) {
                     const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
                     const int j = 8 * box + unit;
+                    if (BN % 64 != 0 && j >= BN / 8)
+                        continue; // past the tile: the last box of BN % 64 == 32
                     const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
 #if URES
                     const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
@@ -504,7 +564,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     for (int q = 0; q < 4; ++q) {
                         const int idx = tid + 128 * q, r = idx / 8, unit = idx % 8;
                         const int gm = row0 + r, gn = it.n0 + 64 * box + 8 * unit;
-                        if (gm < M && gn < N)
+                        if (gm < M && gn < N && (BN % 64 == 0 || 64 * box + 8 * unit < BN))
                             *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
                                 *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
                     }

@@ -141,6 +141,19 @@ static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char 
                                     kp->name);
             kp->def = (int64_t)def->valuedouble;
         }
+        /* "absent": the value configurations stored before the param existed had */
+        const cJSON *absent = cJSON_GetObjectItemCaseSensitive(p, "absent");
+        if (absent) {
+            bool found = false;
+            if (sp_is_int(absent))
+                for (int i = 0; i < kp->nvalues; i++)
+                    found |= kp->values[i] == (int64_t)absent->valuedouble;
+            if (!found)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' absent value is not one of its values",
+                                    path, kp->name);
+            kp->has_absent = true;
+            kp->absent = (int64_t)absent->valuedouble;
+        }
         s->nparams++;
     }
     return KEVO_OK;
@@ -272,6 +285,12 @@ static kevo_status sp_parse_launches(kevo_space *s, const cJSON *root, const cha
     return KEVO_OK;
 }
 
+/* The swizzles TMA and WGMMA have: none, 32, 64 or 128 bytes. */
+static bool sp_swizzle_ok(int64_t v)
+{
+    return v == 0 || v == 32 || v == 64 || v == 128;
+}
+
 static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(root, "tmaps");
@@ -290,11 +309,21 @@ static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *
             st = sp_parse_dim3(t, "box", tt->box, path, err);
         if (st)
             return st;
+        /* an integer is checked now; an expression when a plan evaluates it */
         const cJSON *sw = cJSON_GetObjectItemCaseSensitive(t, "swizzle");
-        tt->swizzle = sw ? (sp_is_int(sw) ? (int)sw->valuedouble : -1) : 0;
-        if (tt->swizzle != 0 && tt->swizzle != 32 && tt->swizzle != 64 && tt->swizzle != 128)
+        if (!sw)
+            continue;
+        if (cJSON_IsNumber(sw) && !sp_swizzle_ok(sp_is_int(sw) ? (int64_t)sw->valuedouble : -1))
             return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': tmap '%s' swizzle must be 0, 32, 64 or 128", path,
                                 tt->tensor);
+        if (!cJSON_IsNumber(sw) && !cJSON_IsString(sw))
+            return kevo_err_set(err, KEVO_ERR_PARSE,
+                                "'%s': tmap '%s' swizzle must be 0, 32, 64, 128 or an expression string", path,
+                                tt->tensor);
+        char field[48];
+        snprintf(field, sizeof field, "tmap '%s' swizzle", tt->tensor);
+        if ((st = sp_expr(sw, path, field, &tt->swizzle, err)))
+            return st;
     }
     return KEVO_OK;
 }
@@ -560,9 +589,11 @@ void kevo_space_free(kevo_space *s)
             kevo_expr_free(l->block[d]);
         }
     }
-    for (int i = 0; i < s->ntmaps; i++)
+    for (int i = 0; i < s->ntmaps; i++) {
         for (int d = 0; d < 3; d++)
             kevo_expr_free(s->tmaps[i].box[d]);
+        kevo_expr_free(s->tmaps[i].swizzle);
+    }
     for (int i = 0; i < s->nentries; i++)
         for (int p = 0; p < KEVO_MAX_PARAMS; p++)
             kevo_expr_free(s->entries[i].set[p]);
@@ -857,10 +888,18 @@ kevo_status kevo_space_plan(const kevo_space *s, const kevo_syms *shape, const k
     for (int i = 0; i < s->ntmaps; i++) {
         kevo_tmap_spec *t = &plan->tmaps[plan->ntmaps++];
         snprintf(t->tensor, sizeof t->tensor, "%s", s->tmaps[i].tensor);
-        t->swizzle = s->tmaps[i].swizzle;
         for (int d = 0; d < 3; d++)
             if ((st = sp_eval_dim(s->tmaps[i].box[d], &b, 1, 256, "tmap box", s->tmaps[i].tensor, &t->box[d], err)))
                 return st;
+        v = 0;
+        if (s->tmaps[i].swizzle && (st = kevo_expr_eval(s->tmaps[i].swizzle, &b, &v, err))) {
+            kevo_err_prefix(err, "family '%s': tmap '%s' swizzle", s->family, s->tmaps[i].tensor);
+            return st;
+        }
+        if (!sp_swizzle_ok(v))
+            return kevo_err_set(err, KEVO_ERR_ARG, "family '%s': tmap '%s' swizzle = %lld (%s), not 0, 32, 64 or 128",
+                                s->family, s->tmaps[i].tensor, (long long)v, kevo_expr_text(s->tmaps[i].swizzle));
+        t->swizzle = (int)v;
     }
     return KEVO_OK;
 }
@@ -929,6 +968,10 @@ kevo_status kevo_config_parse_json(const kevo_space *s, const char *json, kevo_c
     kevo_status st = KEVO_OK;
     for (int i = 0; i < s->nparams; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, s->params[i].name);
+        if (!v && s->params[i].has_absent) {
+            cfg->v[i] = s->params[i].absent; /* stored before the param existed */
+            continue;
+        }
         if (!cJSON_IsNumber(v)) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "params of family '%s' lack '%s'", s->family, s->params[i].name);
             break;

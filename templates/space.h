@@ -6,6 +6,9 @@
  *   family, op, source (path relative to the space file), description,
  *   archs: ["sm_80", "sm_90a", ...]
  *   params: [{"name": "BM", "values": [64, 128], "default": 64}, ...]
+ *          a param a family gained later says "absent": V, the value stored
+ *          configurations without it had (they still load); any other
+ *          missing param is an error
  *   axes: {"align": ["ALIGN"], "retile": ["BM", "BN"], ...}  operator name -> params,
  *         most promising first (mutation draws the k-th with weight 1/(1+k))
  *   let: [["threads", "32*WARPS_M*WARPS_N"], ...]   derived values, in order
@@ -16,7 +19,9 @@
  *   launches: [{"entry": "name", "when": expr?, "grid": [e, e, e],
  *               "block": [e, e, e], "smem": e}, ...]
  *   tmaps: [{"tensor": "w_cand", "box": [e, e, e], "swizzle": 128}, ...]
- *          TMA descriptors the evaluator encodes into the op's arguments
+ *          TMA descriptors the evaluator encodes into the op's arguments;
+ *          swizzle (bytes) is 0, 32, 64 or 128, given as an integer or an
+ *          expression ("BN % 64 ? 64 : 128") checked when the plan is made
  *   include: ["hopper.cuh", ...]   headers beside the space file, inlined
  *          ahead of the source in order
  *   model: {"flops": e, "dram_bytes": e, "items": e, "slots": e, ...}
@@ -61,6 +66,8 @@ typedef struct kevo_param {
     int nvalues;
     int64_t values[KEVO_MAX_VALUES]; /* in search order (neighbours are adjacent) */
     int64_t def;
+    bool has_absent; /* the family gained this param: configurations stored without it had `absent` */
+    int64_t absent;
 } kevo_param;
 
 typedef struct kevo_axis {
@@ -82,7 +89,7 @@ typedef struct kevo_let {
 typedef struct kevo_tmap_tpl {
     char tensor[24];
     kevo_expr *box[3];
-    int swizzle;
+    kevo_expr *swizzle; /* bytes; NULL: 0 (none) */
 } kevo_tmap_tpl;
 
 /* A move into this family from another ("enter_from"). */

@@ -55,7 +55,19 @@ static void test_families_and_ref(void **state)
     (void)state;
     static const char *const ref_entries[] = {"kv_gen", "kv_gen_padded", "kv_ref", "kv_sumsq",
                                               "kv_compare", "kv_cat_e", "kv_cat_w", "kv_bcast_add"};
-    tcase cases[14];
+    /* lce_ws beyond its default: every BN % 64 == 32 (E with 64-byte swizzle),
+     * three and four consumer warp groups (152 and 104 registers), BK=128
+     * (two W boxes per stage) with each E swizzle */
+    static const char *const ws_params[] = {
+        "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
+        "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
+        "BN=160,CONSUMERS=3,PINGPONG=0,EPI=0,STAGES=2,BK=128,FUSE=0",
+        "BN=224,PINGPONG=0,EPI=0,STAGES=3,URES=1",
+        "BN=128,CONSUMERS=4,PINGPONG=0,EPI=1,STAGES=2",
+        "BK=128,PINGPONG=0,CLUSTER=2,STAGES=2,URES=1",
+    };
+    enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
+    tcase cases[NCASES];
     int n = 0;
     for (int dt = 0; dt < 2; dt++) {
         cases[n++] = (tcase){.sp = mma, .params = NULL, .dt = (kevo_dtype)dt};
@@ -63,9 +75,11 @@ static void test_families_and_ref(void **state)
         cases[n++] = (tcase){.sp = wg, .params = NULL, .dt = (kevo_dtype)dt};
         cases[n++] = (tcase){.sp = wg, .params = "BN=128,CONSUMERS=1,EPI=0", .dt = (kevo_dtype)dt};
         cases[n++] = (tcase){.sp = ws, .params = NULL, .dt = (kevo_dtype)dt};
-        cases[n++] = (tcase){.sp = ws, .params = "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1", .dt = (kevo_dtype)dt};
+        for (size_t i = 0; i < KV_ARRAY_LEN(ws_params); i++)
+            cases[n++] = (tcase){.sp = ws, .params = ws_params[i], .dt = (kevo_dtype)dt};
         cases[n++] = (tcase){.sp = NULL, .params = NULL, .dt = (kevo_dtype)dt};
     }
+    assert_int_equal(n, NCASES);
     kevo_syms shape;
     kevo_limits lim;
     kevo_err err;
@@ -73,7 +87,7 @@ static void test_families_and_ref(void **state)
     assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(NULL, &shape, &err), KEVO_OK);
     assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
 
-    kevo_compile_job jobs[14];
+    kevo_compile_job jobs[NCASES];
     for (int i = 0; i < n; i++) {
         tcase *c = &cases[i];
         kv_buf_init(&c->src);
@@ -105,7 +119,7 @@ static void test_families_and_ref(void **state)
     for (int i = 0; i < n; i++) {
         tcase *c = &cases[i];
         kevo_compile_job *j = &jobs[i];
-        printf("  %-10s %-26s %s: %.1f s, %d regs, %d B spill, %d B smem, %d B stack, %zu B cubin\n",
+        printf("  %-10s %-50s %s: %.1f s, %d regs, %d B spill, %d B smem, %d B stack, %zu B cubin\n",
                c->sp ? c->sp->family : "reference", c->params ? c->params : "default", kevo_dtype_name(c->dt),
                j->seconds, j->regs, j->spill_bytes, j->smem_static, j->stack_bytes, j->cubin_size);
         if (j->fail != KEVO_FAIL_NONE)

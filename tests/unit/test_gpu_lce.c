@@ -3,7 +3,8 @@
  * epilogues, both BK, fp16 and bf16) and the lce_wgmma family (TMA + WGMMA,
  * one or two consumers, every BN) and the lce_ws family (persistent, fused
  * or two launches, ping-pong or cooperative, clusters, both epilogues,
- * user_res in fp32 or the storage dtype)
+ * user_res in fp32 or the storage dtype, every BN from 64 to 256 in steps
+ * of 32, one to four consumer warp groups, BK 64 and 128)
  * passes the worker's verification on shapes that are not multiples of any
  * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
@@ -186,6 +187,30 @@ static const gpu_case persistent[] = {
     {"B=33,M=200,N=512,Ku=64,Kc=8,U=33", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=3,CLUSTER=2,FUSE=0,EPI=0,RASTER=1"},
     /* cooperative: the last tile's second warp group has no row below M */
     {"B=40,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=1,RASTER=0"},
+    /* BN % 64 == 32: E in 32-column boxes with 64-byte swizzle, stores
+     * predicated on the tile's own columns (the next tile writes the rest of
+     * the last 64-column box) and on N */
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=1"},
+    {"B=40,M=433,N=200,Ku=331,Kc=267,U=5", "BN=160,CONSUMERS=2,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1"},
+    {"B=300,M=37,N=136,Ku=45,Kc=29,ratio=7", "BN=160,CONSUMERS=1,PINGPONG=0,STAGES=5,CLUSTER=1,FUSE=1,EPI=0,RASTER=0"},
+    {"B=33,M=200,N=456,Ku=64,Kc=8,U=33", "BN=224,CONSUMERS=1,PINGPONG=0,STAGES=2,CLUSTER=1,FUSE=0,EPI=0,RASTER=0,URES=1"},
+    {"B=64,M=433,N=224,Ku=1178,Kc=866,U=5", "BN=224,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=1"},
+    /* three and four consumer warp groups (BM 192, 256; setmaxnreg 152, 104;
+     * the user tile's barrier past the warp groups' own ids), warp groups
+     * below no row of M, a cluster whose second CTA has no row at all */
+    {"B=40,M=433,N=200,Ku=1178,Kc=866,U=3", "BN=192,CONSUMERS=3,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=1,RASTER=0"},
+    {"B=9,M=433,N=136,Ku=130,Kc=66,U=4", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=3,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=1"},
+    {"B=33,M=200,N=72,Ku=45,Kc=29,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1"},
+    {"B=300,M=433,N=200,Ku=331,Kc=267,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1"},
+    {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,CLUSTER=2,FUSE=1,EPI=1,RASTER=0"},
+    /* BK=128: two W boxes per stage, the second one wholly past K (K % 128
+     * <= 64: Kc=29, Ku=45, 130) or partly (Ku=200, Kc=331); E boxes of 128
+     * rows in both swizzles */
+    {"B=9,M=133,N=200,Ku=130,Kc=29,U=4", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=128,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=40,M=433,N=200,Ku=200,Kc=331,U=5", "BN=160,CONSUMERS=3,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=0"},
+    {"B=33,M=200,N=72,Ku=45,Kc=130,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1"},
+    {"B=300,M=97,N=136,Ku=1178,Kc=866,ratio=7", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=128,CLUSTER=2,FUSE=1,EPI=1,RASTER=0"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
 };
 
 static void test_persistent_family(void **state)

@@ -191,7 +191,7 @@ static void test_load_lce_wgmma(void **state)
     assert_string_equal(s->tmaps[2].tensor, "e_user");
     assert_string_equal(s->tmaps[3].tensor, "e_cand");
     for (int i = 0; i < 4; i++)
-        assert_int_equal(s->tmaps[i].swizzle, 128);
+        assert_string_equal(kevo_expr_text(s->tmaps[i].swizzle), "128");
 
     kevo_config cfg;
     kevo_space_default(s, &cfg);
@@ -543,10 +543,110 @@ static void test_plan_ws(void **state)
     check_launch(&plan.launches[1], "lce_ws_cand", 3 * items_m * 2, 384, plan.launches[0].smem);
     assert_int_equal(plan.tmaps[1].box[1], 128);
 
+    /* BN an odd multiple of 32: E boxes of 32 columns, 64-byte swizzle; the
+     * rest as for BN % 64 == 0 */
+    static const int bns[] = {96, 128, 160, 192, 224};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bns); i++) {
+        char p[64];
+        snprintf(p, sizeof p, "BN=%d,EPI=0", bns[i]);
+        config_of(f.s, p, &cfg);
+        assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+        const unsigned cols = bns[i] % 64 ? 32 : 64;
+        for (int t = 0; t < 5; t++) {
+            bool e = t == 2 || t == 3;
+            assert_int_equal(plan.tmaps[t].box[0], e ? cols : 64);
+            assert_int_equal(plan.tmaps[t].box[1], 64); /* BK rows of E, BM rows of W (ping-pong), out's 64 */
+            assert_int_equal(plan.tmaps[t].swizzle, e ? (int)(2 * cols) : 128);
+        }
+        check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 384,
+                     4 * (64 + bns[i]) * 64 * 2 + 2 * 2 * 64 * 128 + (16 * 4 + 16 * 4 + 8 * 4) + 1024);
+    }
+
     /* a cluster of two needs an even number of E boxes; ping-pong two consumers */
     char why[256];
     config_of(f.s, "BN=192,CLUSTER=2", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    config_of(f.s, "BN=160,CLUSTER=2,EPI=0", &cfg); /* five boxes of 32 columns */
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "E boxes"));
+    /* three and four consumer warp groups: 192- and 256-row cooperative
+     * tiles; the consumers share what the producer's 40 registers leave of
+     * the launch's (168 x 3, 128 x 4, 96 x 5 at 384, 512, 640 threads) */
+    static const int64_t regs[] = {240, 232, 152, 104};
+    for (int c = 1; c <= 4; c++) {
+        char p[64];
+        snprintf(p, sizeof p, "CONSUMERS=%d,PINGPONG=0,BN=64", c);
+        config_of(f.s, p, &cfg);
+        kevo_syms b;
+        int64_t v;
+        assert_int_equal(kevo_space_bind(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &b, &f.err), KEVO_OK);
+        assert_true(kevo_syms_get(&b, "cons_regs", &v));
+        assert_int_equal(v, regs[c - 1]);
+    }
+    config_of(f.s, "CONSUMERS=3,PINGPONG=0,BN=192,STAGES=3", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 512,
+                 3 * (192 + 192) * 64 * 2 + 3 * 2 * 64 * 128 + (16 * 3 + 16 * 4 + 8 * 4) + 1024);
+    assert_int_equal(plan.tmaps[0].box[1], 192);
+    config_of(f.s, "CONSUMERS=4,PINGPONG=0,BN=128,STAGES=2,EPI=0", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 640,
+                 2 * (256 + 128) * 64 * 2 + 4 * 2 * 64 * 128 + (16 * 2 + 16 * 4 + 8 * 4) + 1024);
+    assert_int_equal(plan.tmaps[1].box[1], 256);
+    static const struct {
+        const char *params;
+        int valid;
+    } fits[] = {
+        {"CONSUMERS=4,PINGPONG=0,BN=128,STAGES=2", 1},        /* 64 + 40 <= 104 */
+        {"CONSUMERS=4,PINGPONG=0,BN=160,STAGES=2,EPI=0", 0},  /* 80 + 40 */
+        {"CONSUMERS=4,PINGPONG=0,BN=64,STAGES=2,URES=1", 1},  /* 32 + 16 + 40 */
+        {"CONSUMERS=4,PINGPONG=0,BN=96,STAGES=2,EPI=0,URES=1", 0},
+        {"CONSUMERS=3,PINGPONG=0,BN=192,STAGES=2", 1},        /* 96 + 40 <= 152 */
+        {"CONSUMERS=3,PINGPONG=0,BN=224,STAGES=2,EPI=0", 0},  /* fits 152, but ptxas wants 138 of the launch's 128 */
+        {"CONSUMERS=3,PINGPONG=0,BN=128,STAGES=2,URES=1", 1}, /* 64 + 32 + 40 */
+        {"CONSUMERS=3,PINGPONG=0,BN=160,STAGES=2,EPI=0,URES=1", 0},
+        {"CONSUMERS=2,PINGPONG=0,BN=256,STAGES=3,URES=1", 1}, /* 128 + 64 + 40 = 232 */
+        {"CONSUMERS=3,PINGPONG=1,BN=64,STAGES=2", 0},         /* ping-pong is for two */
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(fits); i++) {
+        config_of(f.s, fits[i].params, &cfg);
+        int ok = kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why);
+        if (ok != fits[i].valid)
+            print_error("%s: %d (%s)\n", fits[i].params, ok, why);
+        assert_int_equal(ok, fits[i].valid);
+    }
+    /* BK=128: a stage holds two W boxes of 64 K-columns and E boxes of 128
+     * rows, so half as many stages fit */
+    config_of(f.s, "BK=128,PINGPONG=0,STAGES=2,URES=1", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    check_launch(&plan.launches[0], "lce_ws_fused", f.lim.num_sms, 384,
+                 2 * (128 + 256) * 128 * 2 + 2 * 2 * 64 * 128 + (16 * 2 + 16 * 4 + 8 * 4) + 1024);
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(plan.tmaps[t].box[0], 64);        /* W: 64 K-columns; E: 64 columns */
+        assert_int_equal(plan.tmaps[t].box[1], 128);       /* W: BM rows; E: BK rows */
+        assert_int_equal(plan.tmaps[t].swizzle, 128);
+    }
+    config_of(f.s, "BK=128,PINGPONG=0,STAGES=3,URES=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "shared memory"));
+    config_of(f.s, "BK=128,BN=160,EPI=0,STAGES=3", &cfg);
+    assert_int_equal(kevo_space_plan(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    assert_int_equal(plan.tmaps[3].box[0], 32);
+    assert_int_equal(plan.tmaps[3].box[1], 128);
+    assert_int_equal(plan.tmaps[3].swizzle, 64);
+    /* with both K at most 64 a 128-deep k-tile is half zeros */
+    kevo_syms shallow;
+    shape_of("B=64,M=433,N=256,Ku=64,Kc=40,U=4", &shallow);
+    config_of(f.s, "BK=128", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &shallow, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "half zeros"));
+    config_of(f.s, "BK=64", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &shallow, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+
+    /* the TMA store's 64-column boxes would cross into the next tile */
+    config_of(f.s, "BN=224,EPI=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "64-column boxes"));
     config_of(f.s, "CONSUMERS=1,PINGPONG=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
     /* 5 cooperative stages of 48 KB do not fit */
@@ -691,6 +791,25 @@ static void test_config_json(void **state)
     assert_int_equal(kevo_config_parse_json(s, "{", &back, &err), KEVO_ERR_PARSE);
     assert_int_equal(kevo_config_parse_json(s, "", &back, &err), KEVO_ERR_PARSE);
     kv_buf_release(&j);
+
+    /* a param the family gained later: configurations stored without it load with its "absent" value */
+    kevo_space *ws = load_family("lce_ws");
+    int bk = kevo_space_param_index(ws, "BK");
+    assert_true(bk >= 0 && ws->params[bk].has_absent && ws->params[bk].absent == 64);
+    assert_int_equal(kevo_config_parse_json(ws,
+                                            "{\"BN\":256,\"CONSUMERS\":2,\"PINGPONG\":0,\"STAGES\":4,"
+                                            "\"CLUSTER\":2,\"FUSE\":1,\"EPI\":1,\"RASTER\":0,\"URES\":1}",
+                                            &back, &err),
+                     KEVO_OK);
+    assert_int_equal(back.v[bk], 64);
+    /* but not one without an "absent" value */
+    assert_int_equal(kevo_config_parse_json(ws,
+                                            "{\"BN\":256,\"CONSUMERS\":2,\"PINGPONG\":0,\"STAGES\":4,"
+                                            "\"CLUSTER\":2,\"FUSE\":1,\"EPI\":1,\"URES\":1}",
+                                            &back, &err),
+                     KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'RASTER'"));
+    kevo_space_free(ws);
 
     /* the wgmma family too */
     kevo_space *w = load_family("lce_wgmma");
@@ -1038,10 +1157,97 @@ static void test_swizzle_not_number(void **state)
 {
     (void)state;
     /* regression: a swizzle given as a string once read as 0 (no swizzle) and
-     * 128.5 as 128 */
+     * 128.5 as 128; a string is now an expression, so "128" must plan as 128 */
     expect_refused(SP_HEAD SP_PARAMS SP_LAUNCH
-                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"128\"}]}",
-                   "swizzle \"128\"");
+                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": 128.5}]}",
+                   "swizzle 128.5");
+    expect_refused(SP_HEAD SP_PARAMS SP_LAUNCH
+                   ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": true}]}",
+                   "swizzle true");
+    kevo_space *s;
+    kevo_err err;
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS SP_LAUNCH
+                               ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"128\"}]}",
+                               &s, &err),
+                     KEVO_OK);
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    kevo_plan plan;
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+    assert_int_equal(plan.tmaps[0].swizzle, 128);
+    kevo_space_free(s);
+}
+
+/* A swizzle may be an expression over params and lets (lce_ws: 64-byte
+ * swizzle for E boxes of 32 columns); its value is checked when a plan is
+ * made, a missing swizzle is none. */
+static void test_swizzle_expression(void **state)
+{
+    (void)state;
+    kevo_space *s;
+    kevo_err err;
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS "\"let\": [[\"cols\", \"A == 1 ? 32 : 64\"]],\n" SP_LAUNCH
+                               ", \"tmaps\": [{\"tensor\": \"e_user\", \"box\": [\"cols\", 64, 1], "
+                               "\"swizzle\": \"A == 3 ? 100 : 2 * cols\"},\n"
+                               "{\"tensor\": \"out\", \"box\": [64, 64, 1]}]}",
+                               &s, &err),
+                     KEVO_OK);
+    assert_non_null(s->tmaps[0].swizzle);
+    assert_null(s->tmaps[1].swizzle);
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    kevo_config cfg;
+    kevo_plan plan;
+    static const int64_t a[] = {1, 2};
+    static const int want[] = {64, 128};
+    for (int i = 0; i < 2; i++) {
+        kevo_space_default(s, &cfg);
+        cfg.v[0] = a[i];
+        assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_OK);
+        assert_int_equal(plan.ntmaps, 2);
+        assert_int_equal(plan.tmaps[0].swizzle, want[i]);
+        assert_int_equal(plan.tmaps[0].box[0], want[i] / 2);
+        assert_int_equal(plan.tmaps[1].swizzle, 0);
+        /* the plan's JSON keeps the evaluated value */
+        kv_buf j;
+        kv_buf_init(&j);
+        assert_int_equal(kevo_plan_json(&plan, &j), KEVO_OK);
+        kevo_plan back;
+        assert_int_equal(kevo_plan_parse_json(j.data, &back, &err), KEVO_OK);
+        assert_int_equal(back.tmaps[0].swizzle, want[i]);
+        kv_buf_release(&j);
+    }
+    /* a value TMA has no mode for: refused when the plan is made, saying which */
+    kevo_space_default(s, &cfg);
+    cfg.v[0] = 3;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "tmap 'e_user' swizzle = 100"));
+    assert_non_null(strstr(err.msg, "not 0, 32, 64 or 128"));
+    kevo_space_free(s);
+
+    /* a name the expression does not know: at plan time, naming the map */
+    assert_int_equal(load_text("ok.json",
+                               SP_HEAD SP_PARAMS SP_LAUNCH
+                               ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"NOPE\"}]}",
+                               &s, &err),
+                     KEVO_OK);
+    kevo_space_default(s, &cfg);
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &plan, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "tmap 'w_user' swizzle"));
+    kevo_space_free(s);
+
+    /* bad syntax: at load */
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH
+                      ", \"tmaps\": [{\"tensor\": \"w_user\", \"box\": [64, 64, 1], \"swizzle\": \"A ?\"}]}",
+                      KEVO_ERR_PARSE, "tmap 'w_user' swizzle");
 }
 
 static void test_axis_repeats_param(void **state)
@@ -1170,6 +1376,7 @@ int main(void)
         cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_default_not_integer),
         cmocka_unit_test(test_swizzle_not_number),
+        cmocka_unit_test(test_swizzle_expression),
         cmocka_unit_test(test_axis_repeats_param),
         cmocka_unit_test(test_names_shadow_symbols),
     };
