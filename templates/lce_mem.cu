@@ -80,8 +80,6 @@ constexpr int MI = WTM / 16;               // m16 fragments per warp
 constexpr int NI = WTN / 8;                // n8 fragments per warp
 constexpr int CPR = BN / 8;                // 16-byte chunks in a tile row
 constexpr int E_LD = BN + 8;               // ring and staging row stride: CPR + 1 chunks (odd)
-constexpr int UK = 32;                     // k rows per step of the user launch
-constexpr int UW_LD = UK + 8;              // its W row stride: 5 chunks (odd)
 
 static_assert(BM % (16 * WARPS_M) == 0, "warp tile rows must be a multiple of 16");
 static_assert(BN % (16 * WARPS_N) == 0, "warp tile columns must be a multiple of 16");
@@ -434,7 +432,9 @@ extern "C" __global__ void __launch_bounds__(NT, OCC) lce_mem_cand(const __grid_
 }
 
 #if USER
-constexpr int U_SLOT = BM * UW_LD + UK * E_LD; // one slot of the user launch's ring (elements)
+constexpr int UK = 32;                         // k rows per step of the user launch
+constexpr int UW_LD = UK + 8;                  // its W row stride: 5 chunks (odd)
+constexpr int U_SLOT = BM * UW_LD + UK * E_LD; // one slot of its ring (elements)
 
 // One k-step of the user launch: W_user[m0.., k0..k0+32) and
 // E_user[u][k0..k0+32, n0..n0+BN) into a slot; everything past M, Ku
