@@ -173,6 +173,79 @@ static void test_families_and_ref(void **state)
     }
 }
 
+/* The memory-bound family at a short-K shape (the default shape's Kc does not
+ * fit it): both dtypes and both USER forms for sm_90a, and sm_80, which it
+ * also targets; no spills, every launched entry in the cubin. */
+static void test_lce_mem(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *params, *arch;
+        kevo_dtype dt;
+    } cases[] = {
+        {NULL, "sm_90a", KEVO_DTYPE_F16},
+        {NULL, "sm_90a", KEVO_DTYPE_BF16},
+        {"BM=96,BN=64,WARPS_M=2,WARPS_N=4,STAGES=4,OCC=1,USER=0", "sm_90a", KEVO_DTYPE_F16},
+        {"BM=32,BN=64,WARPS_M=1,WARPS_N=2,STAGES=2,OCC=3,USER=0", "sm_90a", KEVO_DTYPE_BF16},
+        {"BM=64,BN=64,WARPS_M=1,WARPS_N=2,STAGES=3,OCC=2,USER=1", "sm_80", KEVO_DTYPE_F16},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    char path[PATH_MAX];
+    kevo_space *sp;
+    kevo_syms shape;
+    kevo_err err;
+    kevo_err_clear(&err);
+    snprintf(path, sizeof path, "%s/templates/lce_mem.json", home());
+    assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=4096,M=96,N=64,Ku=128,Kc=48,U=1", &shape, &err),
+                     KEVO_OK);
+    kevo_compile_job jobs[N];
+    kevo_plan plans[N];
+    kv_buf src[N];
+    for (int i = 0; i < N; i++) {
+        kevo_limits lim;
+        kevo_config cfg;
+        char why[256];
+        assert_int_equal(kevo_limits_for_arch(cases[i].arch, &lim, &err), KEVO_OK);
+        assert_true(tu_config_of(sp, cases[i].params, &cfg));
+        assert_int_equal(kevo_space_supports(sp, &shape, &lim, cases[i].dt, &err), KEVO_OK);
+        int ok = kevo_space_check(sp, &shape, &lim, cases[i].dt, &cfg, why, sizeof why);
+        if (ok != 1)
+            print_error("lce_mem %s: %s\n", cases[i].params ? cases[i].params : "default", why);
+        assert_int_equal(ok, 1);
+        kv_buf_init(&src[i]);
+        assert_int_equal(kevo_space_render(sp, &cfg, cases[i].dt, abi, &src[i], &err), KEVO_OK);
+        assert_int_equal(kevo_space_plan(sp, &shape, &lim, cases[i].dt, &cfg, &plans[i], &err), KEVO_OK);
+        assert_int_equal(plans[i].nlaunches, cfg.v[kevo_space_param_index(sp, "USER")] ? 2 : 1);
+        assert_int_equal(kevo_compile_job_init(&jobs[i], sp->source_name, src[i].data, cases[i].arch, &err), KEVO_OK);
+    }
+    assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
+    for (int i = 0; i < N; i++) {
+        kevo_compile_job *j = &jobs[i];
+        printf("  lce_mem    %-54s %s %-6s: %.1f s, %d regs, %d B spill, plan smem %u B\n",
+               cases[i].params ? cases[i].params : "default", kevo_dtype_name(cases[i].dt), cases[i].arch, j->seconds,
+               j->regs, j->spill_bytes, plans[i].launches[plans[i].nlaunches - 1].smem);
+        if (j->fail != KEVO_FAIL_NONE)
+            print_error("lce_mem failed (%s):\n%s\n", kevo_fail_name(j->fail), j->log ? j->log : "");
+        assert_int_equal(j->fail, KEVO_FAIL_NONE);
+        assert_non_null(j->cubin);
+        assert_memory_equal(j->cubin, "\177ELF", 4);
+        assert_true(j->regs > 0 && j->regs <= 255);
+        assert_int_equal(j->spill_bytes, 0);
+        assert_int_equal(j->smem_static, 0); /* all of it dynamic: the plan's smem is the whole */
+        for (int l = 0; l < plans[i].nlaunches; l++) {
+            char line[128];
+            snprintf(line, sizeof line, "Compiling entry function '%s' for '%s'", plans[i].launches[l].entry,
+                     cases[i].arch);
+            assert_non_null(strstr(j->log, line));
+            assert_true(has_bytes(j->cubin, j->cubin_size, plans[i].launches[l].entry));
+        }
+        kevo_compile_job_release(j);
+        kv_buf_release(&src[i]);
+    }
+    kevo_space_free(sp);
+}
+
 /* ---- 2. failures ---- */
 
 static const char bad_src[] = "extern \"C\" __global__ void k(float *p)\n"
@@ -563,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_compile_timeout),
         cmocka_unit_test(test_timeout_in_pool),
         cmocka_unit_test(test_families_and_ref),
+        cmocka_unit_test(test_lce_mem),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

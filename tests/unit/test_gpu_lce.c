@@ -31,6 +31,7 @@
 
 static char *abi_text;
 static kevo_space *mma, *wgmma, *ws;
+static kevo_space *mem; /* templates/lce_mem.json */
 
 /* ---- 2 and 3. the template family through the worker ---- */
 
@@ -219,6 +220,31 @@ static void test_persistent_family(void **state)
     run_cases(ws, persistent, KV_ARRAY_LEN(persistent));
 }
 
+/* Memory-bound family (lce_mem: persistent candidate loop, the user GEMM per
+ * candidate or from a first launch): M, N and K tails (pad rows of both K segments, the
+ * last n-tile one chunk wide, a tile taller than M), one user and one user
+ * per candidate, B below what the grid would like (every CTA one candidate),
+ * more tiles than CTAs the SMs hold (every CTA loops over all of B), rings
+ * that wrap, every OCC and STAGES, and BN=256. */
+static const gpu_case memory[] = {
+    {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BM=32,BN=64,WARPS_M=2,WARPS_N=1,STAGES=2,OCC=4,USER=0"},
+    {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BM=128,BN=128,WARPS_M=4,WARPS_N=2,STAGES=4,OCC=1,USER=1"},
+    {"B=64,M=37,N=136,Ku=130,Kc=66,U=5", "BM=64,BN=64,WARPS_M=2,WARPS_N=2,STAGES=2,OCC=2,USER=0"},
+    {"B=64,M=37,N=136,Ku=130,Kc=66,U=5", "BM=32,BN=128,WARPS_M=1,WARPS_N=4,STAGES=2,OCC=2,USER=1"},
+    {"B=500,M=96,N=64,Ku=128,Kc=48,U=1", "BM=96,BN=64,WARPS_M=2,WARPS_N=2,STAGES=4,OCC=3,USER=1"},
+    {"B=500,M=96,N=64,Ku=128,Kc=48,U=1", "BM=64,BN=64,WARPS_M=1,WARPS_N=2,STAGES=3,OCC=2,USER=0"},
+    {"B=33,M=200,N=264,Ku=8,Kc=200,U=33", "BM=128,BN=128,WARPS_M=4,WARPS_N=2,STAGES=2,OCC=1,USER=0"},
+    {"B=33,M=200,N=264,Ku=8,Kc=200,U=33", "BM=64,BN=64,WARPS_M=2,WARPS_N=1,STAGES=2,OCC=2,USER=1"},
+    {"B=40,M=50,N=328,Ku=24,Kc=40,U=3", "BM=32,BN=256,WARPS_M=1,WARPS_N=4,STAGES=3,OCC=1,USER=0"},
+    {"B=7,M=600,N=512,Ku=16,Kc=24,U=2", "BM=32,BN=64,WARPS_M=2,WARPS_N=2,STAGES=2,OCC=1,USER=1"},
+};
+
+static void test_memory_family(void **state)
+{
+    (void)state;
+    run_cases(mem, memory, KV_ARRAY_LEN(memory));
+}
+
 /* The decomposed plan without its broadcast-add launch computes only the
  * candidate half: the checks must call it a wrong result. */
 static void test_planted_defect_caught(void **state)
@@ -243,6 +269,9 @@ static int setup(void **state)
     snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home && *home ? home : KEVO_SOURCE_DIR);
     if (kevo_space_load(path, &wgmma, &err) != KEVO_OK)
         return -1;
+    snprintf(path, sizeof path, "%s/templates/lce_mem.json", home && *home ? home : KEVO_SOURCE_DIR);
+    if (kevo_space_load(path, &mem, &err) != KEVO_OK)
+        return -1;
     snprintf(path, sizeof path, "%s/templates/lce_ws.json", home && *home ? home : KEVO_SOURCE_DIR);
     return kevo_space_load(path, &ws, &err) == KEVO_OK ? 0 : -1;
 }
@@ -254,6 +283,7 @@ static int teardown(void **state)
     kevo_space_free(mma);
     kevo_space_free(wgmma);
     kevo_space_free(ws);
+    kevo_space_free(mem);
     return 0;
 }
 
@@ -286,6 +316,8 @@ static int check_configs(void)
         bad += check_one(wgmma, hopper[i].shape, hopper[i].params);
     for (size_t i = 0; i < KV_ARRAY_LEN(persistent); i++)
         bad += check_one(ws, persistent[i].shape, persistent[i].params);
+    for (size_t i = 0; i < KV_ARRAY_LEN(memory); i++)
+        bad += check_one(mem, memory[i].shape, memory[i].params);
     return bad;
 }
 
@@ -298,7 +330,8 @@ int main(void)
     teardown(NULL);
     if (!tu_have_gpu()) {
         printf("skipped: no CUDA driver or device (the %zu configurations are valid)\n",
-               KV_ARRAY_LEN(odd_shapes) * KV_ARRAY_LEN(stages) + KV_ARRAY_LEN(hopper) + KV_ARRAY_LEN(persistent));
+               KV_ARRAY_LEN(odd_shapes) * KV_ARRAY_LEN(stages) + KV_ARRAY_LEN(hopper) + KV_ARRAY_LEN(persistent) +
+                   KV_ARRAY_LEN(memory));
         return 77;
     }
     const struct CMUnitTest tests[] = {
@@ -306,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_family_bf16),
         cmocka_unit_test(test_hopper_family),
         cmocka_unit_test(test_persistent_family),
+        cmocka_unit_test(test_memory_family),
         cmocka_unit_test(test_planted_defect_caught),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

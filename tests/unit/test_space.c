@@ -1283,17 +1283,18 @@ static void test_load_dir(void **state)
     kevo_err err;
     kevo_err_clear(&err);
     assert_int_equal(kevo_spaces_load_dir(dir, "ikbo_lce", &sp, &n, &err), KEVO_OK);
-    assert_int_equal(n, 3);
-    assert_string_equal(sp[0]->family, "lce_mma");
-    assert_string_equal(sp[1]->family, "lce_wgmma");
-    assert_string_equal(sp[2]->family, "lce_ws");
-    assert_ptr_equal(kevo_spaces_find(sp, n, "lce_wgmma"), sp[1]);
-    assert_ptr_equal(kevo_spaces_find(sp, n, "lce_mma"), sp[0]);
+    assert_int_equal(n, 4);
+    assert_string_equal(sp[0]->family, "lce_mem");
+    assert_string_equal(sp[1]->family, "lce_mma");
+    assert_string_equal(sp[2]->family, "lce_wgmma");
+    assert_string_equal(sp[3]->family, "lce_ws");
+    assert_ptr_equal(kevo_spaces_find(sp, n, "lce_wgmma"), sp[2]);
+    assert_ptr_equal(kevo_spaces_find(sp, n, "lce_mma"), sp[1]);
     assert_null(kevo_spaces_find(sp, n, "nope"));
     kevo_spaces_free(sp, n);
 
     assert_int_equal(kevo_spaces_load_dir(dir, NULL, &sp, &n, &err), KEVO_OK);
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 4);
     kevo_spaces_free(sp, n);
 
     assert_int_equal(kevo_spaces_load_dir(dir, "other_op", &sp, &n, &err), KEVO_OK);
