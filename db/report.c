@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 
 static kevo_status rp_nomem(kevo_err *err)
 {
@@ -76,9 +77,14 @@ static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_e
             params = NULL; /* owned by o now */
     }
     ok = ok && rp_add_num(o, "median_ms", c.median_ms);
+    ok = ok && rp_add_num(o, "ci_lo_ms", c.ci_lo_ms);
+    ok = ok && rp_add_num(o, "ci_hi_ms", c.ci_hi_ms);
     ok = ok && rp_add_num(o, "speedup", c.speedup);
+    ok = ok && rp_add_num(o, "vs_best_peer", c.vs_peer);
+    ok = ok && rp_add_num(o, "roofline", c.roofline);
     ok = ok && rp_add_num(o, "tflops", c.tflops);
     ok = ok && rp_add_num(o, "rel_err", c.rel_err);
+    ok = ok && (c.tied < 0 ? cJSON_AddNullToObject(o, "tied") != NULL : cJSON_AddBoolToObject(o, "tied", c.tied) != NULL);
     cJSON_Delete(params);
     kevo_cand_row_release(&c);
     if (!ok) {
@@ -118,6 +124,7 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     ok = ok && cJSON_AddNumberToObject(o, "verified", verified);
     ok = ok && rp_add_num(o, "baseline_ms", r.baseline_ms);
     ok = ok && rp_add_num(o, "baseline_bcast_ms", r.baseline_bcast_ms);
+    ok = ok && rp_add_num(o, "decomposed_ms", r.decomposed_ms);
     ok = ok && rp_add_num(o, "peak_tflops", r.peak_tflops);
     ok = ok && rp_add_num(o, "copy_tbps", r.copy_tbps);
     if (!ok) {
@@ -168,17 +175,30 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
     return s;
 }
 
+void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n)
+{
+    bool dec = !isnan(decomposed_ms) && decomposed_ms > 0 && !(baseline_ms <= decomposed_ms);
+    const char *peer = dec ? "decomposed cuBLAS" : "the stage-0 cuBLAS baseline";
+    double peer_ms = dec ? decomposed_ms : baseline_ms;
+    if (isnan(vs_peer))
+        snprintf(out, n, "no in-run peer was measured");
+    else if (vs_peer >= 1.0)
+        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, peer_ms, vs_peer);
+    else
+        snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)", peer, vs_peer, peer_ms);
+}
+
 /* ---- table ---- */
 
-enum { RP_RANK, RP_ID, RP_FAMILY, RP_PARAMS, RP_STATUS, RP_MS, RP_SPEEDUP, RP_TFLOPS, RP_RELERR, RP_REGS,
-       RP_SPILL, RP_SMEM, RP_FAIL, RP_NCOLS };
+enum { RP_RANK, RP_ID, RP_FAMILY, RP_PARAMS, RP_STATUS, RP_MS, RP_CI, RP_SPEEDUP, RP_PEER, RP_TFLOPS, RP_ROOF,
+       RP_RELERR, RP_REGS, RP_SPILL, RP_SMEM, RP_TIE, RP_FAIL, RP_NCOLS };
 
-static const char *const rp_heads[RP_NCOLS] = {"rank",    "id",      "family", "params", "status",
-                                               "ms",      "speedup", "TFLOP/s", "rel_err", "regs",
-                                               "spill",   "smem(KB)", "fail"};
+static const char *const rp_heads[RP_NCOLS] = {
+    "rank",    "id",   "family",  "params", "status", "ms",    "95% CI", "speedup", "vs_peer",
+    "TFLOP/s", "roof", "rel_err", "regs",   "spill",  "smem(KB)", "winner", "fail"};
 /* numbers are right-aligned, text left-aligned */
-static const bool rp_right[RP_NCOLS] = {true, true, false, false, false, true, true,
-                                        true, true, true,  true,  true,  false};
+static const bool rp_right[RP_NCOLS] = {true, true, false, false, false, true, true,  true, true,
+                                        true, true, true,  true,  true,  true, false, false};
 
 /* malloc'd printf; NULL when out of memory. */
 static char *rp_strf(const char *fmt, ...)
@@ -307,14 +327,21 @@ static int rp_class(const kevo_cand_row *c)
     return 1;
 }
 
-/* Best first: ranked rows by speedup (ties to lower median_ms, then id),
- * then the rest, then failed rows, each of those in seq order. */
+static int64_t rp_best_id; /* the run being sorted's winner (qsort has no context) */
+
+/* Best first: the run's winner, then ranked rows by fitness (the speedup
+ * when none; ties to lower median_ms, then id), then the rest, then failed
+ * rows, each of those in seq order. */
 static int rp_cmp_best(const void *pa, const void *pb)
 {
     const kevo_cand_row *a = pa, *b = pb;
     int ca = rp_class(a), cb = rp_class(b);
     if (ca != cb)
         return ca < cb ? -1 : 1;
+    if (ca == 0 && (a->id == rp_best_id) != (b->id == rp_best_id))
+        return a->id == rp_best_id ? -1 : 1;
+    if (ca == 0 && !isnan(a->fitness) && !isnan(b->fitness) && a->fitness != b->fitness)
+        return a->fitness > b->fitness ? -1 : 1;
     if (ca == 0) {
         if (a->speedup != b->speedup)
             return a->speedup > b->speedup ? -1 : 1;
@@ -331,7 +358,7 @@ static int rp_cmp_best(const void *pa, const void *pb)
 }
 
 /* Fill the RP_NCOLS cells of one candidate; false when out of memory. */
-static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, char **cell)
+static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, int64_t best_id, char **cell)
 {
     bool ranked = rp_class(c) == 0;
     cell[RP_RANK] = (compile_only || ranked) ? rp_strf("%d", pos) : kv_strdup("-");
@@ -339,8 +366,16 @@ static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, cha
     cell[RP_FAMILY] = kv_strdup(c->family[0] ? c->family : "-");
     cell[RP_PARAMS] = rp_params_compact(c->params);
     cell[RP_STATUS] = kv_strdup(c->status[0] ? c->status : "-");
-    cell[RP_MS] = compile_only ? kv_strdup("-") : rp_num("%.3f", c->median_ms);
+    cell[RP_MS] = compile_only ? kv_strdup("-") : rp_num("%.4f", c->median_ms);
+    cell[RP_CI] = compile_only || !isfinite(c->ci_lo_ms) || !isfinite(c->ci_hi_ms)
+                      ? kv_strdup("-")
+                      : rp_strf("%.4f-%.4f", c->ci_lo_ms, c->ci_hi_ms);
     cell[RP_SPEEDUP] = compile_only ? kv_strdup("-") : rp_num("%.2fx", c->speedup);
+    cell[RP_PEER] = compile_only ? kv_strdup("-") : rp_num("%.2fx", c->vs_peer);
+    cell[RP_ROOF] = isfinite(c->roofline) ? rp_strf("%.0f%%", 100 * c->roofline) : kv_strdup("-");
+    /* the winner of the paired re-timing; "tied" where it could not be told apart */
+    cell[RP_TIE] = c->id == best_id ? kv_strdup(c->tied == 1 ? "best, tied" : "best")
+                                    : kv_strdup(c->tied == 1 ? "tied" : "");
     cell[RP_TFLOPS] = rp_num("%.1f", c->tflops);
     cell[RP_RELERR] = rp_num("%.1e", c->rel_err);
     cell[RP_REGS] = rp_int(c->regs);
@@ -421,6 +456,8 @@ static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated
                                      : kv_buf_puts(b, "   baseline -");
     if (!s && isfinite(r->baseline_ms) && isfinite(r->baseline_bcast_ms))
         s = kv_buf_printf(b, " (with broadcast %.3f ms)", r->baseline_bcast_ms);
+    if (!s && isfinite(r->decomposed_ms))
+        s = kv_buf_printf(b, "   decomposed %.3f ms", r->decomposed_ms);
     if (!s)
         s = isfinite(r->peak_tflops) ? kv_buf_printf(b, "   peak %.0f TFLOP/s", r->peak_tflops)
                                      : kv_buf_puts(b, "   peak -");
@@ -452,15 +489,32 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
         kevo_cand_rows_free(rows, n);
         return kv_buf_puts(b, "\nno candidates\n") ? rp_nomem(err) : KEVO_OK;
     }
-    if (!r.compile_only)
+    if (!r.compile_only) {
+        rp_best_id = r.best_id;
         qsort(rows, (size_t)n, sizeof *rows, rp_cmp_best);
+    }
+    /* the verdict against the in-run peers, from the winner */
+    if (!r.compile_only && isfinite(r.baseline_ms)) {
+        int k = 0;
+        while (k < n && rp_class(&rows[k]) != 0)
+            k++;
+        char verdict[256];
+        if (k < n)
+            kevo_peer_verdict(rows[k].vs_peer, r.baseline_ms, r.decomposed_ms, verdict, sizeof verdict);
+        else
+            snprintf(verdict, sizeof verdict, "no kernel verified at this shape: nothing beats the peers");
+        if (kv_buf_printf(b, "%s\n", verdict)) {
+            kevo_cand_rows_free(rows, n);
+            return rp_nomem(err);
+        }
+    }
     int shown = (top > 0 && top < n) ? top : n;
     char **cells = calloc((size_t)(shown + 1) * RP_NCOLS, sizeof *cells);
     bool ok = cells != NULL;
     for (int j = 0; ok && j < RP_NCOLS; j++)
         ok = (cells[j] = kv_strdup(rp_heads[j])) != NULL;
     for (int i = 0; ok && i < shown; i++)
-        ok = rp_row_cells(&rows[i], i + 1, r.compile_only, cells + (size_t)(i + 1) * RP_NCOLS);
+        ok = rp_row_cells(&rows[i], i + 1, r.compile_only, r.best_id, cells + (size_t)(i + 1) * RP_NCOLS);
     if (ok)
         ok = kv_buf_puts(b, "\n") == KEVO_OK && rp_emit_table(b, cells, shown + 1) == KEVO_OK;
     if (cells)

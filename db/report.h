@@ -29,4 +29,11 @@ kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out,
  * Errors: KEVO_ERR_NOT_FOUND (no run), KEVO_ERR_DB. */
 kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
 
+/* The one-line verdict on a run's best against its in-run peers (the
+ * stage-0 baseline and the decomposed form, ms; NaN when not measured),
+ * given its vs_best_peer: "beats the best in-run peer, decomposed cuBLAS
+ * (0.6421 ms), 1.57x" or "no kernel beats decomposed cuBLAS at this shape:
+ * best 0.87x (0.6421 ms)".  Written into out[n]. */
+void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n);
+
 #endif /* KEVO_REPORT_H */

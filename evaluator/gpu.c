@@ -206,6 +206,7 @@ kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_res
         }
         gp_request rq;
         memset(&rq, 0, sizeof rq);
+        rq.kind = GP_EVAL;
         rq.req = *req;
         rq.req.cubin = NULL;
         rq.cubin_size = req->cubin_size;
@@ -237,6 +238,62 @@ kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_res
         return KEVO_OK;
     }
     return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker keeps dying before it reads a request");
+}
+
+kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int warmup, int rounds,
+                            kevo_gpu_retime_result *out, kevo_err *err)
+{
+    if (n < 2 || n > KEVO_GPU_RETIME_MAX || rounds < 2 || n * rounds > KEVO_GPU_MAX_REPS || warmup < 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "a re-timing takes 2..%d candidates and at most %d runs",
+                            KEVO_GPU_RETIME_MAX, KEVO_GPU_MAX_REPS);
+    for (int i = 0; i < n; i++)
+        memset(&out[i], 0, sizeof out[i]);
+    if (g->pid <= 0) {
+        g->cfg.baseline = g->cfg.ceilings = false;
+        kevo_status st = gp_spawn(g, false, err);
+        if (st)
+            return st;
+        g->restarts++;
+    }
+    gp_request head;
+    memset(&head, 0, sizeof head);
+    head.kind = GP_RETIME;
+    head.count = n;
+    head.rounds = rounds;
+    head.warmup = warmup;
+    bool sent = gp_write(g->to_worker, &head, sizeof head) == 0;
+    for (int i = 0; i < n && sent; i++) {
+        gp_request rq;
+        memset(&rq, 0, sizeof rq);
+        rq.kind = GP_EVAL;
+        rq.req = reqs[i];
+        rq.req.cubin = NULL;
+        rq.cubin_size = reqs[i].cubin_size;
+        sent = gp_write(g->to_worker, &rq, sizeof rq) == 0 &&
+               gp_write(g->to_worker, reqs[i].cubin, reqs[i].cubin_size) == 0;
+    }
+    /* every candidate runs warmup + rounds times, each within the per-evaluation limit */
+    double deadline = kv_now() + g->cfg.timeout_s * n;
+    for (int i = 0; i < n; i++) {
+        gp_retime_response rs;
+        int r = sent ? gp_read_deadline(g->from_worker, &rs, sizeof rs, deadline) : -1;
+        if (r != 0) {
+            char why[160] = "";
+            if (r == 1)
+                kill(g->pid, SIGKILL);
+            gp_reap(g, why, sizeof why);
+            for (int k = i; k < n; k++) {
+                out[k].fail = r == 1 ? KEVO_FAIL_EVAL_TIMEOUT : KEVO_FAIL_WORKER_CRASH;
+                snprintf(out[k].msg, sizeof out[k].msg, "re-timing: %s; worker restarted",
+                         r == 1 ? "no result within the time limit" : why);
+            }
+            return KEVO_OK;
+        }
+        out[i] = rs.res;
+        if (rs.restart && i == n - 1)
+            gp_reap(g, NULL, 0);
+    }
+    return KEVO_OK;
 }
 
 int kevo_gpu_restarts(const kevo_gpu *g)

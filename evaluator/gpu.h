@@ -89,6 +89,16 @@ typedef struct kevo_gpu_result {
     double rep_ms[KEVO_GPU_MAX_REPS]; /* every timed repetition, in run order (reps of them) */
 } kevo_gpu_result;
 
+/* One candidate's times from an interleaved re-timing. */
+typedef struct kevo_gpu_retime_result {
+    kevo_fail fail;          /* KEVO_FAIL_NONE when timed */
+    char msg[256];
+    int rounds;
+    double ms[KEVO_GPU_MAX_REPS]; /* its time in each round, in order */
+} kevo_gpu_retime_result;
+
+#define KEVO_GPU_RETIME_MAX 8 /* candidates one re-timing takes */
+
 typedef struct kevo_gpu kevo_gpu;
 
 /* Start a worker.  Errors: KEVO_ERR_NO_GPU (no driver, no device) with a
@@ -99,6 +109,16 @@ kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_
  * not an error; the worker is restarted behind the scenes when needed.
  * Errors: KEVO_ERR_WORKER when a fresh worker cannot be started. */
 kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err);
+
+/* Time n verified candidates (2..KEVO_GPU_RETIME_MAX) interleaved, to
+ * compare them in pairs: after `warmup` runs of each, `rounds` rounds, each
+ * running every candidate once in order (L2 flushed before each run) on the
+ * run's timing inputs, so that a drift of the clocks or the machine affects
+ * a round's candidates alike.  out[i] gets candidate i's times (or its
+ * failure).  Errors: KEVO_ERR_ARG (n or n * rounds out of range),
+ * KEVO_ERR_WORKER. */
+kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int warmup, int rounds,
+                            kevo_gpu_retime_result *out, kevo_err *err);
 
 /* How many times the worker was restarted. */
 int kevo_gpu_restarts(const kevo_gpu *g);

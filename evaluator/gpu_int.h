@@ -42,6 +42,10 @@ typedef struct wk_backend {
     /* Verify (and time) a loaded candidate into res; set *sticky when the
      * context is no longer usable. */
     void (*eval)(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky);
+    /* Time n loaded candidates interleaved (kevo_gpu_retime): fill out[i]
+     * for each; set *sticky when the context is no longer usable. */
+    void (*retime)(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int warmup, int rounds,
+                   kevo_gpu_retime_result *out, bool *sticky);
     void (*fini)(wk_ctx *w);
 } wk_backend;
 
@@ -62,6 +66,13 @@ kevo_status wk_ref_fn(wk_ctx *w, const char *name, CUfunction *f, kevo_err *err)
 
 /* Enough blocks of 256 threads for a grid-stride loop over n items. */
 unsigned wk_blocks(unsigned long long n);
+
+/* Time n candidates interleaved: `warmup` untimed runs of each, then
+ * `rounds` rounds of fn(args[0]), ..., fn(args[n-1]), each run after an L2
+ * flush and between events.  ms[i * rounds + r] gets candidate i's time in
+ * round r.  n * rounds <= WK_MAX_REPS.  Returns the first error. */
+CUresult wk_time_interleaved(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *const *args, int n, int warmup,
+                             int rounds, double *ms);
 
 /* Time `reps` runs of fn(arg) with events, each after an L2 flush, after
  * `warmup` untimed runs.  median/min/max in ms; all[reps] (NULL: not

@@ -17,9 +17,14 @@ typedef struct gp_hello {
     kevo_gpu_info info;
 } gp_hello;
 
-/* parent -> worker, followed by cubin_size bytes of cubin */
+/* parent -> worker, followed by cubin_size bytes of cubin.  A re-timing is
+ * one request of kind GP_RETIME (count candidates, rounds, warmup) followed
+ * by `count` requests of kind GP_EVAL, each with its cubin. */
+enum { GP_EVAL = 0, GP_RETIME = 1 };
 typedef struct gp_request {
-    kevo_gpu_request req; /* req.cubin is not used across the pipe */
+    int kind;
+    int count, rounds, warmup; /* GP_RETIME */
+    kevo_gpu_request req;      /* req.cubin is not used across the pipe */
     uint64_t cubin_size;
 } gp_request;
 
@@ -28,6 +33,12 @@ typedef struct gp_response {
     kevo_gpu_result res;
     int restart; /* the worker exits after this reply (sticky CUDA error) */
 } gp_response;
+
+/* worker -> parent after a GP_RETIME: one per candidate, in order */
+typedef struct gp_retime_response {
+    kevo_gpu_retime_result res;
+    int restart;
+} gp_retime_response;
 
 /* Blocking whole-buffer I/O; 0 on success, -1 on error or end of file. */
 int gp_write(int fd, const void *p, size_t n);

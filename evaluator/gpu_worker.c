@@ -74,6 +74,37 @@ static int wk_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+CUresult wk_time_interleaved(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *const *args, int n, int warmup,
+                             int rounds, double *ms)
+{
+    if (n < 1 || rounds < 1 || n * rounds > WK_MAX_REPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < warmup && r == CUDA_SUCCESS; k++)
+            r = fn(w, args[i]);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    for (int k = 0; k < rounds * n && r == CUDA_SUCCESS; k++) {
+        /* evict L2 so no run reads what the one before left there */
+        r = w->cu.cuMemsetD32Async(w->flush, (unsigned)k, w->flush_bytes / 4, w->stream);
+        if (r == CUDA_SUCCESS)
+            r = w->cu.cuEventRecord(w->ev[2 * k], w->stream);
+        if (r == CUDA_SUCCESS)
+            r = fn(w, args[k % n]);
+        if (r == CUDA_SUCCESS)
+            r = w->cu.cuEventRecord(w->ev[2 * k + 1], w->stream);
+    }
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    for (int k = 0; k < rounds * n && r == CUDA_SUCCESS; k++) {
+        float t = 0;
+        r = w->cu.cuEventElapsedTime(&t, w->ev[2 * k], w->ev[2 * k + 1]);
+        ms[(k % n) * rounds + k / n] = t;
+    }
+    return r;
+}
+
 CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int warmup, int reps, double *median,
                  double *min, double *max, double *all)
 {
@@ -81,36 +112,14 @@ CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int war
         reps = 1;
     if (reps > WK_MAX_REPS)
         reps = WK_MAX_REPS;
-    CUresult r = CUDA_SUCCESS;
-    for (int i = 0; i < warmup && r == CUDA_SUCCESS; i++)
-        r = fn(w, arg);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    for (int i = 0; i < reps && r == CUDA_SUCCESS; i++) {
-        /* evict L2 so no repetition reads what the previous one left there */
-        r = w->cu.cuMemsetD32Async(w->flush, (unsigned)i, w->flush_bytes / 4, w->stream);
-        if (r == CUDA_SUCCESS)
-            r = w->cu.cuEventRecord(w->ev[2 * i], w->stream);
-        if (r == CUDA_SUCCESS)
-            r = fn(w, arg);
-        if (r == CUDA_SUCCESS)
-            r = w->cu.cuEventRecord(w->ev[2 * i + 1], w->stream);
-    }
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    if (r != CUDA_SUCCESS)
-        return r;
     double *t = malloc((size_t)reps * sizeof *t);
     if (!t)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    for (int i = 0; i < reps && r == CUDA_SUCCESS; i++) {
-        float ms = 0;
-        r = w->cu.cuEventElapsedTime(&ms, w->ev[2 * i], w->ev[2 * i + 1]);
-        t[i] = ms;
-        if (all)
-            all[i] = ms;
-    }
+    void *args[1] = {arg};
+    CUresult r = wk_time_interleaved(w, fn, args, 1, warmup, reps, t);
     if (r == CUDA_SUCCESS) {
+        if (all)
+            memcpy(all, t, (size_t)reps * sizeof *t);
         qsort(t, (size_t)reps, sizeof *t, wk_cmp_double);
         *median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
         *min = t[0];
@@ -251,6 +260,64 @@ static CUmodule wk_load_cand(wk_ctx *w, const kevo_gpu_request *req, wk_cand *c,
     return mod;
 }
 
+/* A GP_RETIME request: read its candidates, load them, time them
+ * interleaved, answer one gp_retime_response each; exit after a sticky
+ * error (the parent starts a fresh worker). */
+static void wk_retime(wk_ctx *w, const wk_backend *be, const gp_request *head, int rfd, int wfd)
+{
+    int n = head->count;
+    if (n < 1 || n > KEVO_GPU_RETIME_MAX)
+        _exit(6);
+    kevo_gpu_request reqs[KEVO_GPU_RETIME_MAX];
+    void *cubins[KEVO_GPU_RETIME_MAX] = {0};
+    static wk_cand cands[KEVO_GPU_RETIME_MAX];
+    static kevo_gpu_retime_result out[KEVO_GPU_RETIME_MAX];
+    CUmodule mods[KEVO_GPU_RETIME_MAX] = {0};
+    for (int i = 0; i < n; i++) {
+        gp_request rq;
+        if (gp_read(rfd, &rq, sizeof rq) || !(cubins[i] = malloc(rq.cubin_size ? rq.cubin_size : 1)) ||
+            gp_read(rfd, cubins[i], rq.cubin_size))
+            _exit(4);
+        reqs[i] = rq.req;
+        reqs[i].cubin = cubins[i];
+        reqs[i].cubin_size = rq.cubin_size;
+    }
+    bool sticky = false, all_loaded = true;
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        kevo_gpu_result res;
+        memset(&res, 0, sizeof res);
+        memset(&cands[i], 0, sizeof cands[i]);
+        mods[i] = sticky ? NULL : wk_load_cand(w, &reqs[i], &cands[i], &res, &sticky);
+        if (!mods[i]) {
+            out[i].fail = res.fail != KEVO_FAIL_NONE ? res.fail : KEVO_FAIL_LOAD_ERROR;
+            snprintf(out[i].msg, sizeof out[i].msg, "%.255s", res.msg);
+            all_loaded = false;
+        }
+    }
+    if (all_loaded)
+        be->retime(w, reqs, cands, n, head->warmup, head->rounds, out, &sticky);
+    else
+        for (int i = 0; i < n; i++)
+            if (mods[i]) {
+                out[i].fail = KEVO_FAIL_LOAD_ERROR;
+                snprintf(out[i].msg, sizeof out[i].msg, "not timed: another candidate of the re-timing did not load");
+            }
+    for (int i = 0; i < n; i++) {
+        if (mods[i] && !sticky)
+            w->cu.cuModuleUnload(mods[i]);
+        free(cubins[i]);
+        gp_retime_response rs;
+        memset(&rs, 0, sizeof rs);
+        rs.res = out[i];
+        rs.restart = sticky;
+        if (gp_write(wfd, &rs, sizeof rs))
+            _exit(5);
+    }
+    if (sticky)
+        _exit(0);
+}
+
 void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
 {
     static wk_ctx w; /* large (events); one per process */
@@ -275,6 +342,10 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         gp_request rq;
         if (gp_read(rfd, &rq, sizeof rq))
             break; /* parent closed the pipe: done */
+        if (rq.kind == GP_RETIME) {
+            wk_retime(&w, be, &rq, rfd, wfd);
+            continue;
+        }
         void *cubin = malloc(rq.cubin_size ? rq.cubin_size : 1);
         if (!cubin || gp_read(rfd, cubin, rq.cubin_size))
             _exit(4);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <errno.h>
 
+#include "db/report.h"
 #include "db/store.h"
 #include "evaluator/compile.h"
 #include "evaluator/gpu.h"
@@ -719,6 +720,152 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
     return KEVO_OK;
 }
 
+/* ---- the winner beyond the noise ---- */
+
+typedef struct tn_lead {
+    kevo_cand_row row;
+    tn_work w;
+    bool prepared;
+    double median;     /* of its interleaved times */
+    double ratio, lo, hi; /* its time over the leader's, paired by round, and the 95% interval */
+} tn_lead;
+
+static int tn_cmp_median(const void *a, const void *b)
+{
+    const kevo_cand_row *x = a, *y = b;
+    if (x->median_ms != y->median_ms)
+        return x->median_ms < y->median_ms ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The run's winner, decided beyond the noise: the verified candidates whose
+ * median's 95% interval overlaps the fastest one's (at most
+ * KEVO_GPU_RETIME_MAX, fastest first) are timed again interleaved in one
+ * process (A B C A B C ...), the fastest by that median leads, and each
+ * other is compared with it round by round (kv_paired_ratio): one whose
+ * ratio's interval holds 1 cannot be told apart and is marked tied, as is
+ * then the leader.  The leader becomes the run's best_id.  Idempotent: a
+ * resumed run does it again. */
+static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, tn_progress *prog,
+                             kevo_err *err)
+{
+    kevo_cand_row *rows = NULL;
+    int n = 0;
+    kevo_status st = kevo_db_cand_list(e->db, run->id, &rows, &n, err);
+    if (st)
+        return st;
+    /* verified and timed, fastest first */
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(rows[i].status, "ok") == 0 && rows[i].median_ms > 0) {
+            kevo_cand_row t = rows[ok];
+            rows[ok++] = rows[i];
+            rows[i] = t;
+        }
+    qsort(rows, (size_t)ok, sizeof *rows, tn_cmp_median);
+    int m = 0;
+    while (m < ok && m < KEVO_GPU_RETIME_MAX &&
+           (m == 0 || !(rows[m].ci_lo_ms > rows[0].ci_hi_ms) || isnan(rows[m].ci_lo_ms)))
+        m++;
+    tn_lead *lead = calloc((size_t)(m ? m : 1), sizeof *lead);
+    if (!lead)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kevo_gpu_request reqs[KEVO_GPU_RETIME_MAX];
+    kevo_gpu_retime_result *out = m > 1 ? calloc((size_t)m, sizeof *out) : NULL;
+    if (!st && m > 1 && !out)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    /* the group's cubins and plans, through the compile cache */
+    for (int i = 0; i < m && !st && m > 1; i++) {
+        lead[i].row = rows[i];
+        kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, rows[i].family);
+        kevo_config cfg;
+        if (!sp)
+            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",
+                              (long long)rows[i].id, rows[i].family);
+        if (!st)
+            st = kevo_config_parse_json(sp, rows[i].params, &cfg, err);
+        int f = 0;
+        while (!st && e->spaces[f] != sp)
+            f++;
+        if (!st)
+            st = tn_prepare(e, f, &cfg, &lead[i].w, err);
+        lead[i].prepared = !st;
+        if (!st)
+            st = tn_compile(e, &lead[i].w, 1, err);
+        if (!st && lead[i].w.job.fail != KEVO_FAIL_NONE)
+            st = kevo_err_set(err, KEVO_ERR_NVRTC, "candidate %lld no longer compiles for the re-timing",
+                              (long long)rows[i].id);
+        if (!st) {
+            memset(&reqs[i], 0, sizeof reqs[i]);
+            reqs[i].candidate_id = rows[i].id;
+            reqs[i].cubin = lead[i].w.job.cubin;
+            reqs[i].cubin_size = lead[i].w.job.cubin_size;
+            reqs[i].plan = lead[i].w.plan;
+            reqs[i].time = true;
+        }
+    }
+    int rounds = 2 * o->reps;
+    if (m > 1 && rounds * m > KEVO_GPU_MAX_REPS)
+        rounds = KEVO_GPU_MAX_REPS / m;
+    if (!st && m > 1)
+        st = kevo_gpu_retime(e->gpu, reqs, m, o->warmup, rounds, out, err);
+    int leader = 0, timed = 0;
+    if (!st && m > 1) {
+        for (int i = 0; i < m; i++) {
+            lead[i].median = out[i].fail == KEVO_FAIL_NONE ? kv_median(out[i].ms, out[i].rounds) : NAN;
+            if (isnan(lead[i].median))
+                continue;
+            timed++;
+            if (isnan(lead[leader].median) || lead[i].median < lead[leader].median)
+                leader = i;
+        }
+    }
+    if (!st && timed >= 2) {
+        bool any_tie = false;
+        for (int i = 0; i < m && !st; i++) {
+            if (isnan(lead[i].median))
+                continue;
+            if (i != leader) {
+                kv_paired_ratio(out[leader].ms, out[i].ms, rounds, (uint64_t)lead[i].row.id, TN_BOOTSTRAP,
+                                &lead[i].ratio, &lead[i].lo, &lead[i].hi);
+                lead[i].row.tied = !(lead[i].lo > 1.0);
+                any_tie |= lead[i].row.tied == 1;
+            }
+            st = kevo_db_timings_put(e->db, lead[i].row.id, 0, "retime", out[i].ms, rounds, err);
+        }
+        lead[leader].row.tied = any_tie;
+        for (int i = 0; i < m && !st; i++)
+            if (!isnan(lead[i].median))
+                st = kevo_db_cand_update(e->db, &lead[i].row, err);
+        run->best_id = lead[leader].row.id;
+        tn_line(prog, "re-timed the %d leaders interleaved, %d rounds: #%lld leads at %.4f ms", m, rounds,
+                (long long)lead[leader].row.id, lead[leader].median);
+        for (int i = 0; i < m; i++) {
+            if (i == leader)
+                continue;
+            if (isnan(lead[i].median))
+                tn_line(prog, "  #%lld not re-timed: %s", (long long)lead[i].row.id, out[i].msg);
+            else
+                tn_line(prog, "  #%lld %+.1f%% [%+.1f%%, %+.1f%%]%s", (long long)lead[i].row.id,
+                        100 * (lead[i].ratio - 1), 100 * (lead[i].lo - 1), 100 * (lead[i].hi - 1),
+                        lead[i].row.tied ? ": tied (cannot be told apart)" : ": slower");
+        }
+    } else if (!st && ok > 0) {
+        /* one leader, its interval clear of every other's */
+        run->best_id = rows[0].id;
+        if (m <= 1 && ok > 1)
+            tn_line(prog, "#%lld leads beyond the noise (its 95%% interval clear of the next one's)",
+                    (long long)rows[0].id);
+    }
+    for (int i = 0; i < m; i++)
+        if (lead[i].prepared)
+            tn_work_release(&lead[i].w);
+    free(lead);
+    free(out);
+    kevo_cand_rows_free(rows, n);
+    return st;
+}
+
 /* ---- warm start ---- */
 
 #define TN_WARM_RUNS 3 /* nearest earlier runs whose winners seed a new run */
@@ -1115,6 +1262,8 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     free(works);
     free(left);
     kevo_search_release(&s);
+    if (!st && !ro.compile_only)
+        st = tn_settle(&e, &run, &ro, &prog, err);
 
     snprintf(run.status, sizeof run.status, "%s", st ? "failed" : "done");
     snprintf(run.stop_reason, sizeof run.stop_reason, "%s", st ? "error" : stop);
@@ -1287,17 +1436,4 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     tn_env_release(&e);
     kevo_cand_row_release(&c);
     return st;
-}
-
-void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n)
-{
-    bool dec = !isnan(decomposed_ms) && decomposed_ms > 0 && !(baseline_ms <= decomposed_ms);
-    const char *peer = dec ? "decomposed cuBLAS" : "the stage-0 cuBLAS baseline";
-    double peer_ms = dec ? decomposed_ms : baseline_ms;
-    if (isnan(vs_peer))
-        snprintf(out, n, "no in-run peer was measured");
-    else if (vs_peer >= 1.0)
-        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, peer_ms, vs_peer);
-    else
-        snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)", peer, vs_peer, peer_ms);
 }

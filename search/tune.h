@@ -74,11 +74,6 @@ typedef struct kevo_verify_opts {
 
 void kevo_verify_opts_init(kevo_verify_opts *o);
 
-/* The one-line verdict on a run's best against its in-run peers (the
- * stage-0 baseline and the decomposed form, ms; NaN when not measured),
- * given its vs_peer: "beats decomposed cuBLAS 1.57x" or "no kernel beats
- * decomposed cuBLAS at this shape: best 0.87x".  Written into out[n]. */
-void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n);
 kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err);
 
 #endif /* KEVO_TUNE_H */

@@ -27,6 +27,7 @@
 #include "kernels/op.h"
 #include "templates/space.h"
 #include "testutil.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 static char *abi_text;
@@ -34,6 +35,28 @@ static kevo_space *mma, *wgmma, *ws;
 static kevo_space *mem; /* templates/lce_mem.json */
 
 /* ---- 2 and 3. the template family through the worker ---- */
+
+/* Render, plan and compile one configuration at shape (asserting it is valid). */
+static void prep_config(const kevo_space *sp, kevo_dtype dt, const kevo_syms *shape, const char *params,
+                        kevo_compile_job *job, kevo_plan *plan)
+{
+    kevo_err err;
+    kevo_limits lim;
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+    kevo_config cfg;
+    assert_true(tu_config_of(sp, params, &cfg)); /* "BM=64,BN=64,..." */
+    char why[256];
+    int ok = kevo_space_check(sp, shape, &lim, dt, &cfg, why, sizeof why);
+    if (ok != 1)
+        fprintf(stderr, "config %s rejected: %s\n", params, why);
+    assert_int_equal(ok, 1);
+    kv_buf src;
+    kv_buf_init(&src);
+    assert_int_equal(kevo_space_render(sp, &cfg, dt, abi_text, &src, &err), KEVO_OK);
+    assert_int_equal(kevo_space_plan(sp, shape, &lim, dt, &cfg, plan, &err), KEVO_OK);
+    tu_compile(job, sp->source_name, src.data);
+    kv_buf_release(&src);
+}
 
 /* Evaluate one configuration at shape; flip_pad plants the layout defect. */
 static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const char *shape_txt, const char *params,
@@ -43,24 +66,11 @@ static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const cha
     const kevo_op *op = kevo_op_find("ikbo_lce");
     kevo_syms shape;
     assert_int_equal(op->parse_shape(shape_txt, &shape, &err), KEVO_OK);
-    kevo_limits lim;
-    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
-    kevo_config cfg;
-    assert_true(tu_config_of(sp, params, &cfg)); /* "BM=64,BN=64,..." */
-    char why[256];
-    int ok = kevo_space_check(sp, &shape, &lim, dt, &cfg, why, sizeof why);
-    if (ok != 1)
-        fprintf(stderr, "config %s rejected: %s\n", params, why);
-    assert_int_equal(ok, 1);
-    kv_buf src;
-    kv_buf_init(&src);
-    assert_int_equal(kevo_space_render(sp, &cfg, dt, abi_text, &src, &err), KEVO_OK);
     kevo_plan plan;
-    assert_int_equal(kevo_space_plan(sp, &shape, &lim, dt, &cfg, &plan, &err), KEVO_OK);
+    kevo_compile_job job;
+    prep_config(sp, dt, &shape, params, &job, &plan);
     if (drop_last_launch)
         plan.nlaunches--; /* the planted defect */
-    kevo_compile_job job;
-    tu_compile(&job, sp->source_name, src.data);
 
     char *rs = tu_ref_source(dt, abi_text);
     kevo_compile_job rj;
@@ -98,7 +108,6 @@ static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const cha
     kevo_compile_job_release(&rj);
     kevo_compile_job_release(&job);
     free(rs);
-    kv_buf_release(&src);
     return res;
 }
 
@@ -321,6 +330,73 @@ static int check_configs(void)
     return bad;
 }
 
+/* Re-timing (kevo_gpu_retime): the same kernel twice stays within a few
+ * percent of itself round by round, and a kernel several times slower
+ * (natural K read with 4-byte copies, decomposed) is told apart with its
+ * ratio's interval above 1. */
+static void test_retime(void **state)
+{
+    (void)state;
+    kevo_err err;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    kevo_syms shape;
+    assert_int_equal(op->parse_shape("B=256", &shape, &err), KEVO_OK);
+    static const char *const cfgs[] = {
+        "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
+        "BM=64,BN=64,BK=32,WARPS_M=2,WARPS_N=2,STAGES=2,ALIGN=0,FUSE=0,EPI=0,RASTER=0",
+        "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
+    };
+    enum { N = 3, ROUNDS = 20 };
+    kevo_compile_job jobs[N];
+    kevo_gpu_request reqs[N];
+    for (int i = 0; i < N; i++) {
+        memset(&reqs[i], 0, sizeof reqs[i]);
+        prep_config(mma, KEVO_DTYPE_F16, &shape, cfgs[i], &jobs[i], &reqs[i].plan);
+        reqs[i].cubin = jobs[i].cubin;
+        reqs[i].cubin_size = jobs[i].cubin_size;
+        reqs[i].time = true;
+    }
+    char *rs = tu_ref_source(KEVO_DTYPE_F16, abi_text);
+    kevo_compile_job rj;
+    tu_compile(&rj, "ikbo_lce_ref.cu", rs);
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    gc.op = op;
+    gc.shape = shape;
+    gc.dtype = KEVO_DTYPE_F16;
+    gc.warmup = 2;
+    gc.reps = 5;
+    gc.timeout_s = 60;
+    gc.seed = 5;
+    gc.ref_cubin = rj.cubin;
+    gc.ref_cubin_size = rj.cubin_size;
+    kevo_gpu *g = NULL;
+    assert_int_equal(kevo_gpu_start(&gc, &g, NULL, &err), KEVO_OK);
+    static kevo_gpu_retime_result out[N];
+    assert_int_equal(kevo_gpu_retime(g, reqs, N, 2, ROUNDS, out, &err), KEVO_OK);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(out[i].fail, KEVO_FAIL_NONE);
+        assert_int_equal(out[i].rounds, ROUNDS);
+        for (int r = 0; r < ROUNDS; r++)
+            assert_true(out[i].ms[r] > 0 && isfinite(out[i].ms[r]));
+    }
+    double same, slo, shi, slow, lo, hi;
+    kv_paired_ratio(out[0].ms, out[2].ms, ROUNDS, 1, 2000, &same, &slo, &shi);
+    kv_paired_ratio(out[0].ms, out[1].ms, ROUNDS, 1, 2000, &slow, &lo, &hi);
+    printf("  re-timing: same kernel %.3f [%.3f, %.3f], natural-K decomposed %.2f [%.2f, %.2f]\n", same, slo, shi,
+           slow, lo, hi);
+    assert_true(same > 0.9 && same < 1.1);
+    assert_true(lo > 1.3);
+    /* bad arguments are refused before the worker sees them */
+    assert_int_equal(kevo_gpu_retime(g, reqs, 1, 2, ROUNDS, out, &err), KEVO_ERR_ARG);
+    assert_int_equal(kevo_gpu_retime(g, reqs, 3, 2, KEVO_GPU_MAX_REPS, out, &err), KEVO_ERR_ARG);
+    kevo_gpu_stop(g);
+    for (int i = 0; i < N; i++)
+        kevo_compile_job_release(&jobs[i]);
+    kevo_compile_job_release(&rj);
+    free(rs);
+}
+
 int main(void)
 {
     if (setup(NULL) || check_configs()) {
@@ -341,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_persistent_family),
         cmocka_unit_test(test_memory_family),
         cmocka_unit_test(test_planted_defect_caught),
+        cmocka_unit_test(test_retime),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -123,6 +123,7 @@ static int setup(void **state)
     r.baseline_bcast_ms = 2.679;
     r.peak_tflops = 761.0;
     r.copy_tbps = 4.25;
+    r.decomposed_ms = 0.9;
     assert_int_equal(kevo_db_run_insert(f->db, &r, &err), KEVO_OK);
     f->measured = r.id;
 
@@ -142,6 +143,23 @@ static int setup(void **state)
     f->low_id = put_cand(f->db, f->measured, &b);
     f->failed_id = put_cand(f->db, f->measured, &c);
     f->mid_id = put_cand(f->db, f->measured, &d);
+    /* the best's interval and peers; the paired re-timing could not tell it from the mid one */
+    kevo_cand_row cr;
+    assert_int_equal(kevo_db_cand_get(f->db, f->best_id, &cr, &err), KEVO_OK);
+    cr.ci_lo_ms = 0.5811;
+    cr.ci_hi_ms = 0.5833;
+    cr.vs_peer = 0.9 / 0.582;
+    cr.roofline = 0.63;
+    cr.tied = 1;
+    assert_int_equal(kevo_db_cand_update(f->db, &cr, &err), KEVO_OK);
+    kevo_cand_row_release(&cr);
+    assert_int_equal(kevo_db_cand_get(f->db, f->mid_id, &cr, &err), KEVO_OK);
+    cr.tied = 1;
+    assert_int_equal(kevo_db_cand_update(f->db, &cr, &err), KEVO_OK);
+    kevo_cand_row_release(&cr);
+    assert_int_equal(kevo_db_run_get(f->db, f->measured, &r, &err), KEVO_OK);
+    r.best_id = f->best_id;
+    assert_int_equal(kevo_db_run_update(f->db, &r, &err), KEVO_OK);
 
     /* run 2: compile only, no device */
     kevo_run_row_init(&r);
@@ -232,7 +250,7 @@ static void test_json_all_runs(void **state)
     static const char *keys[] = {"id",         "op",          "shape",       "dtype",      "arch",
                                  "device",     "policy",      "status",      "stop_reason", "compile_only",
                                  "evaluated",  "failed",      "compiled",    "verified",   "baseline_ms",
-                                 "baseline_bcast_ms", "peak_tflops", "copy_tbps", "best"};
+                                 "baseline_bcast_ms", "decomposed_ms", "peak_tflops", "copy_tbps", "best"};
     for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
         get(m, keys[i]);
     assert_int_equal(cJSON_GetArraySize(m), KV_ARRAY_LEN(keys));
@@ -266,6 +284,11 @@ static void test_json_all_runs(void **state)
     assert_true(num(best, "speedup") == 3.41);
     assert_true(num(best, "tflops") == 500.3);
     assert_true(num(best, "rel_err") == 1.2e-3);
+    assert_true(num(best, "ci_lo_ms") == 0.5811 && num(best, "ci_hi_ms") == 0.5833);
+    assert_true(num(best, "vs_best_peer") == 0.9 / 0.582);
+    assert_true(num(best, "roofline") == 0.63);
+    assert_true(cJSON_IsTrue(get(best, "tied")));
+    assert_true(num(m, "decomposed_ms") == 0.9);
 
     /* the compile-only run: nothing measured */
     const cJSON *c = find_run(root, f->compile_only);
@@ -364,6 +387,15 @@ static long col_of(const char *heading, const char *word)
     return -1;
 }
 
+/* Whether the right-aligned cell under heading word of row ends with v. */
+static bool cell_is(const char *heading, const char *row, const char *word, const char *v)
+{
+    long end = col_of(heading, word) + (long)strlen(word);
+    long len = (long)strlen(v);
+    return end >= len && (long)strlen(row) >= end && strncmp(row + end - len, v, (size_t)len) == 0 &&
+           (end - len == 0 || row[end - len - 1] == ' ');
+}
+
 static void test_table_measured(void **state)
 {
     fixture *f = *state;
@@ -377,8 +409,10 @@ static void test_table_measured(void **state)
     assert_string_equal(l1, "run 1  ikbo_lce  B=1024,M=433,N=128  fp16  sm_90a  policy greedy  seed 1  "
                             "status done (budget)");
     assert_string_equal(l2, "device NVIDIA H200 (driver 13000, 132 SMs)   baseline 1.985 ms "
-                            "(with broadcast 2.679 ms)   peak 761 TFLOP/s");
+                            "(with broadcast 2.679 ms)   decomposed 0.900 ms   peak 761 TFLOP/s");
     assert_string_equal(l3, "candidates 4  compiled 3  verified 3  failed 1");
+    /* the verdict against the in-run peers */
+    assert_non_null(strstr(t, "\nbeats the best in-run peer, decomposed cuBLAS (0.9000 ms), 1.55x\n"));
 
     /* rows best first, failed last */
     long pa = line_with(t, "BM=128 BN=256 STAGES=3", l1, sizeof l1);
@@ -402,8 +436,14 @@ static void test_table_measured(void **state)
     assert_true(strncmp(row + c_smem_end - 4, "96.0", 4) == 0);
     assert_string_equal(row + c_fail, "-");
     assert_int_equal(row[col_of(head, "rank") + 3], '1'); /* rank right-aligned */
-    assert_non_null(strstr(row, "  0.582  "));
-    assert_non_null(strstr(row, "  500.3  1.2e-03   168      0      96.0  -"));
+    assert_true(cell_is(head, row, "ms", "0.5820"));
+    assert_true(cell_is(head, row, "CI", "0.5811-0.5833"));
+    assert_true(cell_is(head, row, "vs_peer", "1.55x"));
+    assert_true(cell_is(head, row, "TFLOP/s", "500.3"));
+    assert_true(cell_is(head, row, "roof", "63%"));
+    assert_true(cell_is(head, row, "rel_err", "1.2e-03"));
+    assert_true(cell_is(head, row, "regs", "168"));
+    assert_true(strncmp(row + col_of(head, "winner"), "best, tied", 10) == 0);
     char idtxt[32];
     snprintf(idtxt, sizeof idtxt, "  %lld  lce_mma", (long long)f->best_id);
     assert_non_null(strstr(row, idtxt));
@@ -420,6 +460,8 @@ static void test_table_measured(void **state)
     /* the mid row: 4096 + 45056 bytes of shared memory, 8 bytes spilled */
     line_with(t, "BM=64 BN=64 STAGES=2", row, sizeof row);
     assert_true(strncmp(row + c_smem_end - 4, "48.0", 4) == 0);
+    assert_true(strncmp(row + col_of(head, "winner"), "tied ", 5) == 0);
+    assert_true(cell_is(head, row, "CI", "-"));
     assert_true(strncmp(row + c_speed_end - 5, "2.20x", 5) == 0);
     assert_int_equal(row[col_of(head, "rank") + 3], '2');
     /* the low row: smem and spill unknown */
