@@ -45,7 +45,7 @@ static const struct {
      "          [--jobs N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
      "          [--device N] [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
      "          [--where EXPR] [--time-limit S] [--plateau N] [--target SPEEDUP]\n"
-     "          [--warm-start OTHER.db|none]\n"
+     "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
      "kevo tune --resume RUN_ID --db FILE [--jobs N] [...]\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
@@ -57,6 +57,9 @@ static const struct {
      "  --budget   candidates to evaluate (default 60)\n"
      "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
      "  --templates     also search the template families in DIR\n"
+     "  --shapes   FILE holds a distribution: one shape per line, optionally followed by\n"
+     "             a weight (default 1; '#' comments); one search whose fitness is the\n"
+     "             weighted geometric mean of vs_best_peer over them (not with --shape)\n"
      "  --warm-start    seed the run with the winners of the earlier runs nearest to\n"
      "             its shape in OTHER.db (default: in --db; none: no warm start)\n"
      "  --resume   continue a run (after a crash or kill -9) with its stored settings:\n"
@@ -227,7 +230,7 @@ static int cli_print_help(const char *cmd)
 enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
-    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
+    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
 };
 
@@ -262,6 +265,7 @@ static int cmd_tune(int argc, char **argv)
         {"plateau", required_argument, 0, OPT_PLATEAU},
         {"target", required_argument, 0, OPT_TARGET},
         {"warm-start", required_argument, 0, OPT_WARM},
+        {"shapes", required_argument, 0, OPT_SHAPES},
         {0, 0, 0, 0},
     };
     kevo_tune_opts o;
@@ -287,6 +291,7 @@ static int cmd_tune(int argc, char **argv)
         case OPT_TEMPLATES: o.extra_templates = optarg; break;
         case OPT_WHERE: o.where = optarg; break;
         case OPT_WARM: o.warm_start = optarg; break;
+        case OPT_SHAPES: o.shapes_file = optarg; break;
         case OPT_TIME_LIMIT:
             if (!cli_double(optarg, 0.001, &o.time_limit))
                 return cli_bad_usage("tune", "--time-limit takes seconds (> 0), not '%s'", optarg);

@@ -1,11 +1,14 @@
 /* export.c — write a DB's winners as a C library (see export.h).
  *
  * For each run of the op and archs: its fastest `top` distinct verified
- * configurations, and its fastest one that reads the natural (unpadded) W
- * layout, become kernels of the library: the cubin from the DB, the launch
- * plan and constraints of the family's space file translated to C (so the
- * library plans any shape without kevo), and the run's shape as a tuned
- * entry.  Output is a pure function of the DB and the options. */
+ * configurations (the winner of its paired re-timing first), and its
+ * fastest one that reads the natural (unpadded) W layout, become kernels of
+ * the library: the cubin from the DB, the launch plan and constraints of the
+ * family's space file translated to C (so the library plans any shape
+ * without kevo), and the run's shape as a tuned entry.  A run whose best
+ * does not beat its best in-run peer gives no kernel and a tuned entry that
+ * returns UNSUPPORTED; a distribution run gives, per shape, the candidate
+ * fastest there.  Output is a pure function of the DB and the options. */
 #define _POSIX_C_SOURCE 200809L
 #include "export/export.h"
 
@@ -45,12 +48,15 @@ typedef struct xp_kernel {
     int64_t cand_id, run_id;
 } xp_kernel;
 
-/* One tuned shape: a run and the kernel of its best candidate. */
+/* One tuned shape: a run (and for a distribution run one of its shapes)
+ * and the kernel of its best candidate there; kernel -1 when no candidate
+ * beat the best in-run peer there, so the library returns UNSUPPORTED. */
 typedef struct xp_tuned {
     kevo_run_row run;
+    char shape_txt[256];
     kevo_syms shape;
     int dtype, sm, kernel;
-    double ms, speedup;
+    double ms, speedup, vs_peer;
 } xp_tuned;
 
 typedef struct xp_state {
@@ -156,6 +162,70 @@ static bool xp_pads(const kevo_cand_row *c)
     return c->plan && kevo_plan_parse_json(c->plan, &p, NULL) == KEVO_OK && p.pad_k;
 }
 
+/* Append a tuned entry (kernel -1: UNSUPPORTED there). */
+static kevo_status xp_add_tuned(xp_state *x, const kevo_run_row *run, const char *shape_txt, int dtype, int kernel,
+                                double ms, double speedup, double vs_peer, kevo_err *err)
+{
+    if (x->nt == x->tcap) {
+        int cap = x->tcap ? 2 * x->tcap : 8;
+        xp_tuned *t = realloc(x->t, (size_t)cap * sizeof *t);
+        if (!t)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        x->t = t;
+        x->tcap = cap;
+    }
+    xp_tuned *t = &x->t[x->nt];
+    t->run = *run;
+    snprintf(t->shape_txt, sizeof t->shape_txt, "%s", shape_txt);
+    t->dtype = dtype;
+    t->sm = xp_sm_of(run->arch);
+    t->kernel = kernel;
+    t->ms = ms;
+    t->speedup = speedup;
+    t->vs_peer = vs_peer;
+    kevo_status st = x->op->parse_shape(shape_txt, &t->shape, err);
+    if (!st)
+        x->nt++;
+    return st;
+}
+
+/* A distribution run: for each of its shapes, the verified candidate
+ * fastest there becomes that shape's kernel (or its UNSUPPORTED entry when
+ * it does not beat that shape's best peer).  ok[0..nok) are the run's
+ * verified candidates. */
+static kevo_status xp_collect_dist(xp_state *x, const kevo_run_row *run, int dtype, const kevo_cand_row **ok,
+                                   int nok, kevo_err *err)
+{
+    kevo_run_shape *shapes = NULL;
+    int ns = 0;
+    kevo_status st = kevo_db_run_shapes_get(x->db, run->id, &shapes, &ns, err);
+    for (int j = 0; j < ns && !st; j++) {
+        const kevo_cand_row *best = NULL;
+        kevo_shape_result bres = {0};
+        for (int i = 0; i < nok && !st; i++) {
+            kevo_shape_result *v = NULL;
+            int m = 0;
+            if ((st = kevo_db_shape_results_get(x->db, ok[i]->id, &v, &m, err)))
+                break;
+            for (int k = 0; k < m; k++)
+                if (v[k].shape_idx == shapes[j].idx && v[k].median_ms > 0 &&
+                    (!best || v[k].median_ms < bres.median_ms)) {
+                    best = ok[i];
+                    bres = v[k];
+                }
+            free(v);
+        }
+        if (st || !best)
+            continue;
+        int idx = -1;
+        if (!(bres.vs_peer < 1.0) && (st = xp_add_kernel(x, run, best, dtype, &idx, err)))
+            break;
+        st = xp_add_tuned(x, run, shapes[j].shape, dtype, idx, bres.median_ms, bres.speedup, bres.vs_peer, err);
+    }
+    free(shapes);
+    return st;
+}
+
 static kevo_status xp_collect(xp_state *x, kevo_err *err)
 {
     int64_t *ids = NULL;
@@ -182,9 +252,25 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
                 best[ok++] = &rows[i];
         if (best)
             qsort(best, (size_t)ok, sizeof *best, xp_cmp_cand);
+        /* the winner the run's paired re-timing named leads */
+        for (int i = 1; best && i < ok; i++)
+            if (best[i]->id == run.best_id) {
+                const kevo_cand_row *w = best[i];
+                memmove(best + 1, best, (size_t)i * sizeof *best);
+                best[0] = w;
+            }
         int taken = 0, best_kernel = -1;
         bool natural = false;
-        for (int i = 0; i < ok && !st; i++) {
+        /* a distribution run: a kernel per shape, the fastest there */
+        if (!st && run.nshapes > 0) {
+            st = xp_collect_dist(x, &run, (int)dt, best, ok, err);
+            free(best);
+            kevo_cand_rows_free(rows, n);
+            continue;
+        }
+        /* a shape where the best does not beat the best in-run peer: no kernel, an UNSUPPORTED entry */
+        bool lost = ok > 0 && best[0]->vs_peer < 1.0;
+        for (int i = 0; i < ok && !st && !lost; i++) {
             bool pads = xp_pads(best[i]);
             if (taken >= x->o->top && (natural || pads))
                 continue;
@@ -199,35 +285,21 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
             if (taken >= x->o->top && natural)
                 break;
         }
-        if (!st && best_kernel >= 0) {
-            if (x->nt == x->tcap) {
-                int cap = x->tcap ? 2 * x->tcap : 8;
-                xp_tuned *t = realloc(x->t, (size_t)cap * sizeof *t);
-                if (!t)
-                    st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-                else {
-                    x->t = t;
-                    x->tcap = cap;
-                }
-            }
-            if (!st) {
-                xp_tuned *t = &x->t[x->nt];
-                t->run = run;
-                t->dtype = (int)dt;
-                t->sm = xp_sm_of(run.arch);
-                t->kernel = best_kernel;
-                t->ms = x->k[best_kernel].ms;
-                t->speedup = x->k[best_kernel].speedup;
-                st = x->op->parse_shape(run.shape, &t->shape, err);
-                if (!st)
-                    x->nt++;
-            }
-        }
+        if (!st && best_kernel >= 0)
+            st = xp_add_tuned(x, &run, run.shape, (int)dt, best_kernel, x->k[best_kernel].ms,
+                              x->k[best_kernel].speedup, best[0]->vs_peer, err);
+        else if (!st && lost)
+            st = xp_add_tuned(x, &run, run.shape, (int)dt, -1, best[0]->median_ms, best[0]->speedup,
+                              best[0]->vs_peer, err);
         free(best);
         kevo_cand_rows_free(rows, n);
     }
     free(ids);
-    if (!st && x->nk == 0)
+    if (!st && x->nk == 0 && x->nt > 0)
+        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND,
+                          "no kernel in '%s' beats its in-run peers at any tuned shape: nothing to export",
+                          x->o->db_path);
+    else if (!st && x->nk == 0)
         st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "'%s' has no verified %s candidate%s%s", x->o->db_path,
                           x->o->op, x->o->archs ? " for " : "", x->o->archs ? x->o->archs : "");
     return st;
@@ -430,9 +502,10 @@ static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
         const char *f[6] = {"B", "M", "N", "Ku", "Kc", "U"};
         for (int j = 0; j < 6; j++)
             kevo_syms_get(&t->shape, f[j], &v[j]);
-        kv_buf_printf(b, "    {%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d}, /* run %lld: %.4f ms */\n",
+        kv_buf_printf(b, "    {%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d}, /* run %lld: %.4f ms%s */\n",
                       (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
-                      (long long)v[5], t->dtype, t->sm, t->kernel, (long long)t->run.id, t->ms);
+                      (long long)v[5], t->dtype, t->sm, t->kernel, (long long)t->run.id, t->ms,
+                      t->kernel < 0 ? ", beats no in-run peer: UNSUPPORTED" : "");
     }
     kv_buf_puts(b, "};\n");
     return st;
@@ -502,17 +575,29 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
                   "Then `find_package(%s)` and link `%s::%s` (or `%s::%s_static`), or use pkg-config `%s`.\n"
                   "API: `include/%s.h`.\n\n## Tuned shapes\n\n"
                   "| shape | dtype | arch | device | kernel | median ms | speedup over the stage-0 baseline | "
-                  "baseline ms |\n|---|---|---|---|---|---|---|---|\n",
+                  "vs the best in-run peer |\n|---|---|---|---|---|---|---|---|\n",
                   n, n, n, n, n, n, n, n);
     for (int i = 0; i < x->nt; i++) {
         const xp_tuned *t = &x->t[i];
+        char vs[32] = "-";
+        if (!isnan(t->vs_peer))
+            snprintf(vs, sizeof vs, "%.2fx", t->vs_peer);
+        if (t->kernel < 0) {
+            kv_buf_printf(b, "| %s | %s | %s | %s | none: UNSUPPORTED (no kernel beat the in-run peers) | %.4f | "
+                             "%.2fx | %s |\n",
+                          t->shape_txt, t->run.dtype, t->run.arch, t->run.device[0] ? t->run.device : "-", t->ms,
+                          t->speedup, vs);
+            continue;
+        }
         const xp_kernel *k = &x->k[t->kernel];
-        kv_buf_printf(b, "| %s | %s | %s | %s | %s `%s` | %.4f | %.2fx | %.4f |\n", t->run.shape, t->run.dtype,
+        kv_buf_printf(b, "| %s | %s | %s | %s | %s `%s` | %.4f | %.2fx | %s |\n", t->shape_txt, t->run.dtype,
                       t->run.arch, t->run.device[0] ? t->run.device : "-", k->sp->family, k->params, t->ms,
-                      t->speedup, t->run.baseline_ms);
+                      t->speedup, vs);
     }
-    kv_buf_puts(b, "\nShapes not in this table run the fastest kernel whose constraints accept them (or return "
-                   "UNSUPPORTED).\n\n## Kernels\n\n| # | family | params | arch | dtype | pads W |\n"
+    kv_buf_puts(b, "\nA shape marked UNSUPPORTED returns `UNSUPPORTED`: there kevo's best kernel was slower than what "
+                   "cuBLAS gives (the stage-0 batched GEMM or the decomposed form), so use that. Shapes not in this "
+                   "table run the fastest kernel whose constraints accept them (or return UNSUPPORTED).\n\n"
+                   "## Kernels\n\n| # | family | params | arch | dtype | pads W |\n"
                    "|---|---|---|---|---|---|\n");
     for (int i = 0; i < x->nk; i++) {
         const xp_kernel *k = &x->k[i];

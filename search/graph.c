@@ -159,13 +159,46 @@ bool kevo_search_add_warm(kevo_search *s, int family, const kevo_config *cfg)
     return true;
 }
 
+kevo_status kevo_search_set_shapes(kevo_search *s, const kevo_syms *shapes, const double *weights, int n,
+                                   kevo_err *err)
+{
+    if (n < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "a shape distribution needs a shape");
+    for (int i = 0; i < n; i++)
+        if (!(weights[i] > 0) || !isfinite(weights[i]))
+            return kevo_err_set(err, KEVO_ERR_ARG, "shape %d's weight must be positive", i + 1);
+    free(s->extra);
+    free(s->weights);
+    s->nextra = 0;
+    s->extra = n > 1 ? malloc((size_t)(n - 1) * sizeof *s->extra) : NULL;
+    s->weights = malloc((size_t)n * sizeof *s->weights);
+    if ((n > 1 && !s->extra) || !s->weights)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    memcpy(s->weights, weights, (size_t)n * sizeof *weights);
+    if (n > 1)
+        memcpy(s->extra, shapes + 1, (size_t)(n - 1) * sizeof *shapes);
+    s->nextra = n - 1;
+    return KEVO_OK;
+}
+
 double kevo_search_predict(const kevo_search *s, int family, const kevo_config *cfg)
 {
     double t = NAN;
     kevo_err err;
     if (kevo_model_predict(s->spaces[family], &s->shape, &s->limits, s->dtype, cfg, &s->model, &t, &err))
         return NAN;
-    return t;
+    if (s->nextra == 0 || isnan(t))
+        return t;
+    /* weighted geometric mean over the distribution */
+    double lsum = s->weights[0] * log(t), wsum = s->weights[0];
+    for (int i = 0; i < s->nextra; i++) {
+        if (kevo_model_predict(s->spaces[family], &s->extra[i], &s->limits, s->dtype, cfg, &s->model, &t, &err) ||
+            isnan(t))
+            return NAN;
+        lsum += s->weights[i + 1] * log(t);
+        wsum += s->weights[i + 1];
+    }
+    return exp(lsum / wsum);
 }
 
 void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx)
@@ -207,6 +240,8 @@ void kevo_search_release(kevo_search *s)
         }
     free(s->valid);
     free(s->warm);
+    free(s->extra);
+    free(s->weights);
     free(s->nodes);
     free(s->hash_keys);
     free(s->hash_vals);
@@ -258,6 +293,8 @@ int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, 
 {
     const kevo_space *sp = s->spaces[family];
     int ok = kevo_space_check(sp, &s->shape, &s->limits, s->dtype, cfg, why, n);
+    for (int i = 0; i < s->nextra && ok == 1; i++)
+        ok = kevo_space_check(sp, &s->extra[i], &s->limits, s->dtype, cfg, why, n);
     if (ok != 1)
         return ok;
     if (s->member && !s->member(s->member_ctx, sp, cfg)) {

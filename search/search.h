@@ -88,6 +88,12 @@ struct kevo_search {
     int64_t budget;          /* evaluations the run may spend (0: unknown), for the families' quotas */
     kevo_proposal *warm;     /* warm-start seeds (winners of earlier runs), owned */
     int nwarm;
+    /* a distribution's other shapes (shape above is the first): a
+     * configuration must be valid at every one, and its prediction is the
+     * weighted geometric mean over all */
+    int nextra;
+    kevo_syms *extra;  /* owned */
+    double *weights;   /* nextra + 1, the first shape's first; owned */
 };
 
 /* Look up a policy; NULL when unknown. */
@@ -109,6 +115,14 @@ kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *
 /* The device rates of the cost model (default: the arch's table values).
  * Call before any proposal. */
 void kevo_search_set_model(kevo_search *s, const kevo_model_device *d);
+
+/* A shape distribution: shapes[0] must be the search's shape; weights > 0.
+ * Configurations must then be valid at every shape, and predictions are the
+ * weighted geometric mean over them (what a distribution run's fitness, the
+ * weighted geometric mean of vs_best_peer, ranks by).  Call before any
+ * proposal.  Errors: KEVO_ERR_ARG, KEVO_ERR_NOMEM. */
+kevo_status kevo_search_set_shapes(kevo_search *s, const kevo_syms *shapes, const double *weights, int n,
+                                   kevo_err *err);
 
 /* The run's budget: each family's quota of it (kevo_search_starved) is
  * derived from it.  Call before any proposal. */

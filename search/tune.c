@@ -23,6 +23,7 @@
 #include "evaluator/compile.h"
 #include "evaluator/gpu.h"
 #include "kernels/op.h"
+#include "search/dist.h"
 #include "search/model.h"
 #include "search/search.h"
 #include "templates/space.h"
@@ -80,6 +81,12 @@ typedef struct tn_env {
     kevo_gpu_info info;
     int jobs;
     double compile_timeout;
+    /* a distribution run (--shapes): its shapes (0 is `shape` above), the
+     * workers of shapes 1.. (0 is `gpu`) and each shape's peers as stored
+     * with the run; NULL for a one-shape run */
+    kevo_dist *dist;
+    kevo_gpu *xgpu[KEVO_DIST_MAX];
+    kevo_run_shape *peers;
 } tn_env;
 
 /* One candidate on its way through the pipeline. */
@@ -99,6 +106,14 @@ static void tn_env_release(tn_env *e)
 {
     kevo_gpu_stop(e->gpu);
     e->gpu = NULL;
+    for (int i = 0; i < KEVO_DIST_MAX; i++) {
+        kevo_gpu_stop(e->xgpu[i]);
+        e->xgpu[i] = NULL;
+    }
+    free(e->dist);
+    e->dist = NULL;
+    free(e->peers);
+    e->peers = NULL;
     kevo_spaces_free(e->spaces, e->nspaces);
     e->spaces = NULL;
     free(e->abi);
@@ -165,11 +180,13 @@ static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, k
                 fprintf(stderr, "kevo: family '%s' does not target %s; left out\n", s->family, e->arch);
             keep = false;
         }
-        if (keep && kevo_space_supports(s, &e->shape, &e->lim, e->dt, &why)) {
-            if (!quiet)
-                fprintf(stderr, "kevo: %s; left out\n", why.msg);
-            keep = false;
-        }
+        for (int k = 0; keep && k < (e->dist ? e->dist->n : 1); k++)
+            if (kevo_space_supports(s, e->dist ? &e->dist->shape[k] : &e->shape, &e->lim, e->dt, &why)) {
+                if (!quiet)
+                    fprintf(stderr, "kevo: %s%s%s; left out\n", why.msg, e->dist ? " at " : "",
+                            e->dist ? e->dist->text[k] : "");
+                keep = false;
+            }
         if (keep)
             e->spaces[kept++] = s;
         else
@@ -349,6 +366,65 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int w
     return KEVO_OK;
 }
 
+/* Start the worker of a distribution's shape i (>= 1): its own inputs and
+ * peers; the ceilings are the first worker's. */
+static kevo_status tn_start_shape_gpu(tn_env *e, const tn_work *ref, int i, int device, int warmup, int reps,
+                                      double timeout, uint64_t seed, kevo_err *err)
+{
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    gc.op = e->op;
+    gc.shape = e->dist->shape[i];
+    gc.dtype = e->dt;
+    gc.device = device;
+    gc.warmup = warmup;
+    gc.reps = reps;
+    gc.timeout_s = timeout;
+    gc.seed = seed;
+    gc.baseline = true;
+    gc.ref_cubin = ref->job.cubin;
+    gc.ref_cubin_size = ref->job.cubin_size;
+    kevo_gpu_info info;
+    kevo_status st = kevo_gpu_start(&gc, &e->xgpu[i], &info, err);
+    if (st) {
+        kevo_err_prefix(err, "shape %s", e->dist->text[i]);
+        return st;
+    }
+    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kevo_run_shape *p = &e->peers[i];
+    if (!(p->baseline_ms > 0)) { /* a new run, or a resumed one that never measured them */
+        p->baseline_ms = info.baseline_ms;
+        p->baseline_bcast_ms = info.baseline_bcast_ms;
+        p->decomposed_ms = info.decomposed_ms;
+    }
+    return KEVO_OK;
+}
+
+/* A distribution run's shapes with their weights and peers, stored (a new
+ * run) or completed (a resumed one keeps the peers it measured first). */
+static kevo_status tn_store_peers(tn_env *e, const kevo_run_row *run, bool compile_only, kevo_err *err)
+{
+    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < e->dist->n; i++) {
+        kevo_run_shape *p = &e->peers[i];
+        p->idx = i;
+        snprintf(p->shape, sizeof p->shape, "%s", e->dist->text[i]);
+        p->weight = e->dist->weight[i];
+        p->flops = e->op->flops(&e->dist->shape[i]);
+        p->bytes = e->op->bytes(&e->dist->shape[i], e->dt);
+        if (i == 0) {
+            p->baseline_ms = run->baseline_ms;
+            p->baseline_bcast_ms = run->baseline_bcast_ms;
+            p->decomposed_ms = run->decomposed_ms;
+        } else if (compile_only) {
+            p->baseline_ms = p->baseline_bcast_ms = p->decomposed_ms = NAN;
+        }
+    }
+    return kevo_db_run_shapes_put(e->db, run->id, e->peers, e->dist->n, err);
+}
+
 /* ---- progress output ---- */
 
 typedef struct tn_progress {
@@ -446,6 +522,12 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
                 (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
                 w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
                 row->smem_dynamic / 1024, warn);
+    else if (s->nextra > 0) /* a distribution: its fitness is the weighted geometric mean of vs_peer */
+        tn_line(prog,
+                "[%3lld/%lld] #%lld %s %s%s | first shape %.4f ms %.2fx peer | weighted geomean vs_peer %.2fx | "
+                "best %.2fx%s",
+                (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                row->median_ms, row->vs_peer, row->fitness, best, warn);
     else
         tn_line(prog,
                 "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx, %.2fx peer, %5.1f TFLOP/s, %2.0f%% roofline, "
@@ -501,6 +583,28 @@ static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, double base
 
 /* ---- tune ---- */
 
+/* Verify and time a compiled candidate at shape i of the run (0: its shape;
+ * a distribution's others need their own plan) on that shape's worker. */
+static kevo_status tn_eval_at(tn_env *e, const tn_work *w, int i, uint64_t seed, unsigned maps,
+                              kevo_gpu_result *res, kevo_err *err)
+{
+    kevo_gpu_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.candidate_id = w->cand_id;
+    rq.cubin = w->job.cubin;
+    rq.cubin_size = w->job.cubin_size;
+    rq.plan = w->plan;
+    rq.maps = maps;
+    rq.time = true;
+    rq.seed = seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull ^ (uint64_t)i * 0xbf58476d1ce4e5b9ull;
+    if (i > 0) {
+        kevo_status st = kevo_space_plan(w->space, &e->dist->shape[i], &e->lim, e->dt, &w->cfg, &rq.plan, err);
+        if (st)
+            return st;
+    }
+    return kevo_gpu_eval(i == 0 ? e->gpu : e->xgpu[i], &rq, res, err);
+}
+
 /* Evaluate one prepared candidate and store its row (one transaction). */
 static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool compile_only, uint64_t seed,
                                  unsigned maps, double *fitness, kevo_cand_row *row, kevo_err *err)
@@ -526,47 +630,65 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
         snprintf(row->status, sizeof row->status, "compiled");
         *fitness = NAN;
     } else {
-        kevo_gpu_request rq;
-        memset(&rq, 0, sizeof rq);
-        rq.candidate_id = w->cand_id;
-        rq.cubin = w->job.cubin;
-        rq.cubin_size = w->job.cubin_size;
-        rq.plan = w->plan;
-        rq.maps = maps;
-        rq.time = true;
-        rq.seed = seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull;
-        kevo_gpu_result res;
-        kevo_status st = kevo_gpu_eval(e->gpu, &rq, &res, err);
-        if (st)
-            return st;
-        row->checks = res.checks;
-        row->rel_err = res.checks ? res.rel_err : NAN;
-        row->max_abs_err = res.checks ? res.max_abs_err : NAN;
-        if (res.fail != KEVO_FAIL_NONE) {
-            snprintf(row->status, sizeof row->status, "failed");
-            snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(res.fail));
-            row->fail_msg = kv_strdup(res.msg);
-            row->speedup = 0.0;
-        } else {
-            tn_figs f = tn_figures(&res, (uint64_t)w->cand_id, run->baseline_ms, run->decomposed_ms, run->flops,
-                                   run->bytes, run->peak_tflops, run->copy_tbps);
-            snprintf(row->status, sizeof row->status, "ok");
-            row->median_ms = f.median_ms;
-            row->min_ms = res.min_ms;
-            row->ci_lo_ms = f.ci_lo_ms;
-            row->ci_hi_ms = f.ci_hi_ms;
-            row->speedup = f.speedup;
-            row->vs_peer = f.vs_peer;
-            row->roofline = f.roofline;
-            row->tflops = f.tflops;
-            row->fitness = row->speedup;
-            *fitness = row->speedup;
-            kevo_status st2 = kevo_db_timings_put(e->db, w->cand_id, 0, "tune", res.rep_ms, res.reps, err);
-            if (st2)
-                return st2;
+        int nsh = e->dist ? e->dist->n : 1;
+        double vs[KEVO_DIST_MAX];
+        row->fitness = 0.0;
+        for (int i = 0; i < nsh; i++) {
+            kevo_gpu_result res;
+            kevo_status st = tn_eval_at(e, w, i, seed, maps, &res, err);
+            if (st)
+                return st;
+            row->checks += res.checks;
+            if (res.checks && !(row->rel_err >= res.rel_err))
+                row->rel_err = res.rel_err;
+            if (res.checks && !(row->max_abs_err >= res.max_abs_err))
+                row->max_abs_err = res.max_abs_err;
+            if (res.fail != KEVO_FAIL_NONE) {
+                snprintf(row->status, sizeof row->status, "failed");
+                snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(res.fail));
+                if (e->dist) {
+                    kv_buf m;
+                    kv_buf_init(&m);
+                    kv_buf_printf(&m, "at %s: %s", e->dist->text[i], res.msg);
+                    row->fail_msg = kv_buf_take(&m);
+                } else {
+                    row->fail_msg = kv_strdup(res.msg);
+                }
+                row->speedup = 0.0;
+                row->fitness = 0.0;
+                break;
+            }
+            const kevo_run_shape *pr = e->dist ? &e->peers[i] : NULL;
+            tn_figs f = tn_figures(&res, (uint64_t)w->cand_id, pr ? pr->baseline_ms : run->baseline_ms,
+                                   pr ? pr->decomposed_ms : run->decomposed_ms, pr ? pr->flops : run->flops,
+                                   pr ? pr->bytes : run->bytes, run->peak_tflops, run->copy_tbps);
+            vs[i] = f.vs_peer;
+            if (i == 0) {
+                snprintf(row->status, sizeof row->status, "ok");
+                row->median_ms = f.median_ms;
+                row->min_ms = res.min_ms;
+                row->ci_lo_ms = f.ci_lo_ms;
+                row->ci_hi_ms = f.ci_hi_ms;
+                row->speedup = f.speedup;
+                row->vs_peer = f.vs_peer;
+                row->roofline = f.roofline;
+                row->tflops = f.tflops;
+            }
+            if (e->dist) {
+                kevo_shape_result sr = {.shape_idx = i, .median_ms = f.median_ms, .ci_lo_ms = f.ci_lo_ms,
+                                        .ci_hi_ms = f.ci_hi_ms, .speedup = f.speedup, .vs_peer = f.vs_peer,
+                                        .roofline = f.roofline, .rel_err = res.rel_err};
+                if ((st = kevo_db_shape_result_put(e->db, w->cand_id, &sr, err)))
+                    return st;
+            }
+            if ((st = kevo_db_timings_put(e->db, w->cand_id, i, "tune", res.rep_ms, res.reps, err)))
+                return st;
+            /* one shape: the speedup (what --target and the landscapes read); a
+             * distribution: the weighted geometric mean of vs_best_peer */
+            if (i == nsh - 1)
+                row->fitness = e->dist ? kevo_dist_geomean(e->dist, vs) : row->speedup;
         }
-        if (res.fail != KEVO_FAIL_NONE)
-            row->fitness = 0.0;
+        *fitness = row->fitness;
     }
     if (w->job.fail != KEVO_FAIL_NONE)
         row->fitness = 0.0;
@@ -650,7 +772,7 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
             (*left)[(*nleft)++] = node;
             continue;
         }
-        double fit = strcmp(rows[i].status, "ok") == 0 ? rows[i].speedup
+        double fit = strcmp(rows[i].status, "ok") == 0 ? (isnan(rows[i].fitness) ? rows[i].speedup : rows[i].fitness)
                      : strcmp(rows[i].status, "failed") == 0 ? 0.0
                                                               : NAN;
         kevo_search_observe(s, node, fit);
@@ -718,6 +840,51 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
         s->nodes[works[i].node].cand_id = works[i].cand_id;
     }
     return KEVO_OK;
+}
+
+/* A distribution run's summary: for each shape, the candidate fastest
+ * there (the library's dispatch for that shape) and the verdict against
+ * that shape's peers. */
+static void tn_dist_summary(tn_env *e, const kevo_run_row *run, tn_progress *prog)
+{
+    kevo_cand_row *rows = NULL;
+    int n = 0;
+    kevo_err err;
+    if (kevo_db_cand_list(e->db, run->id, &rows, &n, &err))
+        return;
+    int64_t best[KEVO_DIST_MAX] = {0};
+    kevo_shape_result bres[KEVO_DIST_MAX];
+    int bi[KEVO_DIST_MAX];
+    for (int i = 0; i < n; i++) {
+        kevo_shape_result *v = NULL;
+        int m = 0;
+        if (strcmp(rows[i].status, "ok") != 0 || kevo_db_shape_results_get(e->db, rows[i].id, &v, &m, &err))
+            continue;
+        for (int k = 0; k < m; k++) {
+            int j = v[k].shape_idx;
+            if (j < 0 || j >= e->dist->n || !(v[k].median_ms > 0))
+                continue;
+            if (!best[j] || v[k].median_ms < bres[j].median_ms) {
+                best[j] = rows[i].id;
+                bres[j] = v[k];
+                bi[j] = i;
+            }
+        }
+        free(v);
+    }
+    for (int j = 0; j < e->dist->n; j++) {
+        if (!best[j]) {
+            tn_line(prog, "  %s (weight %g): no kernel verified there", e->dist->text[j], e->dist->weight[j]);
+            continue;
+        }
+        char verdict[256];
+        kevo_peer_verdict(bres[j].vs_peer, e->peers[j].baseline_ms, e->peers[j].decomposed_ms, verdict,
+                          sizeof verdict);
+        tn_line(prog, "  %s (weight %g): fastest #%lld %s %s %.4f ms, %.2fx the baseline; %s", e->dist->text[j],
+                e->dist->weight[j], (long long)best[j], rows[bi[j]].family, rows[bi[j]].params, bres[j].median_ms,
+                bres[j].speedup, verdict);
+    }
+    kevo_cand_rows_free(rows, n);
 }
 
 /* ---- the winner beyond the noise ---- */
@@ -1070,6 +1237,46 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         ro.budget = run.budget;
         ro.compile_only = run.compile_only;
         ro.where = run.filter[0] ? run.filter : NULL;
+        ro.shapes_file = NULL;
+    }
+    /* a distribution: from the file (a new run) or as the run stored it */
+    kevo_dist *dist = NULL;
+    kevo_run_shape *stored = NULL;
+    if (o->resume_run > 0 && run.nshapes > 0) {
+        int n = 0;
+        if ((st = kevo_db_open(o->db_path, false, &e.db, err)))
+            return st;
+        st = kevo_db_run_shapes_get(e.db, run.id, &stored, &n, err);
+        kevo_db_close(e.db);
+        e.db = NULL;
+        const kevo_op *op = kevo_op_find(run.op);
+        if (!st && (!op || n != run.nshapes || n > KEVO_DIST_MAX))
+            st = kevo_err_set(err, KEVO_ERR_DB, "run %lld's shapes are not as it stored them", (long long)run.id);
+        if (!st && !(dist = calloc(1, sizeof *dist)))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < n && !st; i++) {
+            st = op->parse_shape(stored[i].shape, &dist->shape[i], err);
+            op->shape_str(&dist->shape[i], dist->text[i], sizeof dist->text[i]);
+            dist->weight[i] = stored[i].weight;
+            dist->n++;
+        }
+    } else if (o->resume_run <= 0 && o->shapes_file) {
+        const kevo_op *op = kevo_op_find(ro.op ? ro.op : "");
+        if (o->shape)
+            st = kevo_err_set(err, KEVO_ERR_ARG, "--shape and --shapes exclude each other");
+        else if (!op)
+            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s'", ro.op ? ro.op : "");
+        else if (!(dist = calloc(1, sizeof *dist)))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        else
+            st = kevo_dist_read(o->shapes_file, op, dist, err);
+        if (!st)
+            ro.shape = dist->text[0];
+    }
+    if (st) {
+        free(dist);
+        free(stored);
+        return st;
     }
     if (ro.where && strlen(ro.where) >= sizeof run.filter)
         return kevo_err_set(err, KEVO_ERR_ARG, "--where is longer than %zu characters", sizeof run.filter - 1);
@@ -1079,6 +1286,8 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     if ((st = tn_policy(ro.policy, &policy, err)))
         return st;
     st = tn_env_open(&e, ro.op, ro.shape, ro.dtype, ro.arch, ro.data_dir, ro.extra_templates, err);
+    e.dist = dist;
+    e.peers = stored;
     if (!st)
         st = tn_select_families(&e, ro.families, ro.progress == 0, err);
     /* a new GPU run opens (creates) its DB only once the GPU answered */
@@ -1101,6 +1310,11 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
             tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
             st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true,
                               o->resume_run <= 0, err);
+        }
+        for (int i = 1; !st && e.dist && i < e.dist->n; i++) {
+            tn_line(&prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, e.dist->n,
+                    e.dist->text[i]);
+            st = tn_start_shape_gpu(&e, &ref, i, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, err);
         }
         if (!st && !e.db)
             st = kevo_db_open(ro.db_path, true, &e.db, err);
@@ -1134,7 +1348,10 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     run.stop_reason[0] = '\0';
     run.finished_at[0] = '\0';
     run.pid = (int64_t)getpid();
+    run.nshapes = e.dist ? e.dist->n : 0;
     st = o->resume_run > 0 ? kevo_db_run_update(e.db, &run, err) : kevo_db_run_insert(e.db, &run, err);
+    if (!st && e.dist)
+        st = tn_store_peers(&e, &run, ro.compile_only, err);
     if (st) {
         tn_work_release(&ref);
         tn_env_release(&e);
@@ -1157,6 +1374,8 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, ro.seed, err);
     if (!st)
         st = kevo_search_set_filter(&s, ro.where, err);
+    if (!st && e.dist)
+        st = kevo_search_set_shapes(&s, e.dist->shape, e.dist->weight, e.dist->n, err);
     if (!st) {
         /* the model ranks with the run's stored ceilings, so a resumed run ranks as the first process did */
         kevo_model_device dev;
@@ -1262,7 +1481,7 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     free(works);
     free(left);
     kevo_search_release(&s);
-    if (!st && !ro.compile_only)
+    if (!st && !ro.compile_only && !e.dist)
         st = tn_settle(&e, &run, &ro, &prog, err);
 
     snprintf(run.status, sizeof run.status, "%s", st ? "failed" : "done");
@@ -1280,7 +1499,12 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         tn_line(&prog, "run %lld %s (%s): %d candidates, %d compiled, %d verified, %d failed", (long long)run.id,
                 run.status, run.stop_reason, evaluated, compiled, ok, failed);
         kevo_cand_row b;
-        if (!ro.compile_only && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
+        if (!ro.compile_only && e.dist && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
+            tn_line(&prog, "best over the %d shapes #%lld %s %s: weighted geometric mean of vs_best_peer %.2fx",
+                    e.dist->n, (long long)b.id, b.family, b.params, b.fitness);
+            kevo_cand_row_release(&b);
+            tn_dist_summary(&e, &run, &prog);
+        } else if (!ro.compile_only && kevo_db_cand_best(e.db, run.id, &b, NULL) == KEVO_OK) {
             tn_line(&prog, "best #%lld %s %s: %.4f ms [%.4f, %.4f], %.2fx the stage-0 baseline (%.3f ms), %.1f "
                     "TFLOP/s, %.0f%% of the roofline",
                     (long long)b.id, b.family, b.params, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, b.speedup,

@@ -37,6 +37,8 @@ typedef struct kevo_tune_opts {
     double target;          /* stop once a candidate reaches this speedup */
     const char *warm_start; /* DB whose earlier winners at the nearest shapes seed the run; NULL: db_path
                                itself; "none": no warm start */
+    const char *shapes_file; /* a distribution (search/dist.h): one search whose fitness is the weighted
+                                geometric mean of vs_best_peer over its shapes; NULL: one shape */
 } kevo_tune_opts;
 
 /* Defaults for every field. */

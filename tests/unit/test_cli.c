@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -483,6 +484,69 @@ static void test_compile_only(void **state)
 
 /* ---- setup ---- */
 
+/* --shapes: a distribution run records its shapes and weights, and every
+ * candidate is valid at each (here M=64 leaves out the tiles taller than
+ * 64 rows); --shape with it, or a bad file, fails with one line and no DB. */
+static void test_shapes(void **state)
+{
+    (void)state;
+    char dist[PATH_MAX], dbp[PATH_MAX];
+    snprintf(dist, sizeof dist, "%s/dist.txt", tmpdir);
+    snprintf(dbp, sizeof dbp, "%s/D.db", tmpdir);
+    FILE *f = fopen(dist, "w");
+    assert_non_null(f);
+    fputs("# two shapes\nB=512,ratio=10 3\nB=1024,M=64,N=128,Ku=64,Kc=48,ratio=70\n", f);
+    fclose(f);
+    result r = RUN("tune", "--op", "ikbo_lce", "--shapes", "dist.txt", "--compile-only", "--budget", "4", "--jobs",
+                   "2", "--db", "D.db");
+    expect(&r, 0, NULL);
+    printf("%s", r.out);
+    int cached = 0;
+    assert_int_equal(candidate_lines(r.out, &cached), 4);
+    result_release(&r);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(dbp, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT nshapes, shape FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 2);
+    assert_string_equal((const char *)sqlite3_column_text(st, 1), "B=512,M=433,N=256,Ku=1178,Kc=866,ratio=10,U=52");
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT idx, shape, weight FROM run_shapes ORDER BY idx", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_true(sqlite3_column_double(st, 2) == 3.0);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 1), "B=1024,M=64,N=128,Ku=64,Kc=48,ratio=70,U=15");
+    assert_true(sqlite3_column_double(st, 2) == 1.0);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    /* valid at both shapes: no tile taller than M=64 (lce_mma's BM; cooperative or clustered Hopper tiles) */
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT count(*) FROM candidates WHERE json_extract(params, '$.BM') > 64 "
+                                        "OR (json_extract(params, '$.CONSUMERS') > 1 "
+                                        "AND json_extract(params, '$.PINGPONG') = 0) "
+                                        "OR json_extract(params, '$.CLUSTER') > 1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+
+    r = RUN("tune", "--op", "ikbo_lce", "--shapes", "dist.txt", "--shape", "B=512", "--compile-only", "--db", "E.db");
+    expect_fail_line(&r, "--shape and --shapes exclude each other");
+    result_release(&r);
+    f = fopen(dist, "w");
+    assert_non_null(f);
+    fputs("B=512 1\nB=1024 -2\n", f);
+    fclose(f);
+    r = RUN("tune", "--op", "ikbo_lce", "--shapes", "dist.txt", "--compile-only", "--db", "E.db");
+    expect_fail_line(&r, "'dist.txt' line 2: weight '-2'");
+    result_release(&r);
+    assert_false(exists("E.db"));
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -513,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_report_usage),
         cmocka_unit_test(test_tune_without_gpu),
         cmocka_unit_test(test_compile_only),
+        cmocka_unit_test(test_shapes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

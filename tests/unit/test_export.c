@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,28 @@ static void test_cmake_package(void **state)
 
 /* The generated plan of every kernel at several shapes, printed by a small
  * program built on the generated source, against kevo_space_plan. */
+/* Driver stubs: planning and dispatch never reach the driver, so a test
+ * program runs the generated library's C without one. */
+static const char xp_stubs[] =
+    "CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) { (void)d; return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuDeviceGetAttribute(int *p, CUdevice_attribute a, CUdevice d) "
+    "{ (void)p; (void)a; (void)d; return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuLibraryLoadData(CUlibrary *l, const void *c, CUjit_option *o, void **ov, "
+    "unsigned no, CUlibraryOption *lo, void **lov, unsigned nlo) { return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *n) "
+    "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuLibraryUnload(CUlibrary l) { return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) "
+    "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *t, CUtensorMapDataType d, cuuint32_t r, "
+    "void *g, const cuuint64_t *gd, const cuuint64_t *gs, const cuuint32_t *b, const cuuint32_t *e, "
+    "CUtensorMapInterleave i, CUtensorMapSwizzle s, CUtensorMapL2promotion l, "
+    "CUtensorMapFloatOOBfill f) { return CUDA_ERROR_NOT_INITIALIZED; }\n"
+    "CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, "
+    "unsigned by, unsigned bz, unsigned sm, CUstream st, void **p, void **e) "
+    "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
+;
+
 static void test_plans_match_kevo(void **state)
 {
     (void)state;
@@ -144,26 +167,10 @@ static void test_plans_match_kevo(void **state)
     kv_buf_init(&src);
     kv_buf_printf(&src,
                   "#include \"%s/src/kevo_tuned.c\"\n#include <stdio.h>\n"
-                  "CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) { (void)d; return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuDeviceGetAttribute(int *p, CUdevice_attribute a, CUdevice d) "
-                  "{ (void)p; (void)a; (void)d; return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuLibraryLoadData(CUlibrary *l, const void *c, CUjit_option *o, void **ov, "
-                  "unsigned no, CUlibraryOption *lo, void **lov, unsigned nlo) { return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *n) "
-                  "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuLibraryUnload(CUlibrary l) { return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) "
-                  "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *t, CUtensorMapDataType d, cuuint32_t r, "
-                  "void *g, const cuuint64_t *gd, const cuuint64_t *gs, const cuuint32_t *b, const cuuint32_t *e, "
-                  "CUtensorMapInterleave i, CUtensorMapSwizzle s, CUtensorMapL2promotion l, "
-                  "CUtensorMapFloatOOBfill f) { return CUDA_ERROR_NOT_INITIALIZED; }\n"
-                  "CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, "
-                  "unsigned by, unsigned bz, unsigned sm, CUstream st, void **p, void **e) "
-                  "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
+                  "%s"
                   "static int run(const int (*sh)[6]);\n"
                   "int main(void) {\n  static const int sh[][6] = {\n",
-                  dir);
+                  dir, xp_stubs);
     kevo_syms syms[KV_ARRAY_LEN(shapes)];
     const kevo_op *op = kevo_op_find("ikbo_lce");
     kevo_err err;
@@ -258,6 +265,68 @@ static void test_plans_match_kevo(void **state)
     free(text);
 }
 
+/* A tuned shape whose best does not beat its best in-run peer gets no
+ * kernel and a dispatch entry that returns UNSUPPORTED (the README says
+ * so); the other run's shape still dispatches to its kernel. */
+static void test_unsupported(void **state)
+{
+    (void)state;
+    char src_db[1024], db[160], dir[160], prog[160], bin[160];
+    snprintf(src_db, sizeof src_db, "%s/tests/fixtures/export/kevo_h200.db", home());
+    snprintf(db, sizeof db, "%s/lost.db", tmp);
+    snprintf(dir, sizeof dir, "%s/lost", tmp);
+    assert_int_equal(sh("cp '%s' '%s'", src_db, db), 0);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    /* the bf16 run (2): its peer at a tenth of a millisecond, every candidate slower */
+    assert_int_equal(sqlite3_exec(h,
+                                  "UPDATE runs SET decomposed_ms = 0.1 WHERE id = 2;"
+                                  "UPDATE candidates SET vs_peer = 0.1 / median_ms WHERE run_id = 2;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    kevo_export_opts o;
+    kevo_export_opts_init(&o);
+    o.db_path = db;
+    o.out_dir = dir;
+    o.data_dir = home();
+    int nk = 0, nt = 0;
+    kevo_err err;
+    assert_int_equal(kevo_export(&o, &nk, &nt, &err), KEVO_OK);
+    assert_int_equal(nt, 2);
+    assert_true(nk >= 1);
+    char path[256];
+    char *text = NULL;
+    snprintf(path, sizeof path, "%s/src/kevo_tuned.c", dir);
+    assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+    assert_non_null(strstr(text, ", -1}, /* run 2: "));
+    assert_non_null(strstr(text, "beats no in-run peer: UNSUPPORTED"));
+    free(text);
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+    assert_non_null(strstr(text, "none: UNSUPPORTED"));
+    free(text);
+    /* the dispatch: run 1's shape (fp16) has a kernel, run 2's (bf16) none */
+    kv_buf src;
+    kv_buf_init(&src);
+    kv_buf_printf(&src,
+                  "#include \"%s/src/kevo_tuned.c\"\n#include <stdio.h>\n%s"
+                  "int main(void) {\n  x_device d = {1, 90, 132, 232448};\n  x_plan p;\n"
+                  "  kevo_tuned_ikbo_lce_args a = {KEVO_TUNED_DTYPE_F16, 1024, 433, 256, 1178, 866, 15, 0, 1184, 0, "
+                  "872, 0, 0, 0, 0};\n"
+                  "  int k16 = x_choose(&a, &d, &p);\n  a.dtype = KEVO_TUNED_DTYPE_BF16;\n"
+                  "  int k8 = x_choose(&a, &d, &p);\n  printf(\"%%d %%d\\n\", k16, k8);\n"
+                  "  return k16 >= 0 && k8 == -1 ? 0 : 1;\n}\n",
+                  dir, xp_stubs);
+    snprintf(prog, sizeof prog, "%s/lost.c", tmp);
+    snprintf(bin, sizeof bin, "%s/lost_bin", tmp);
+    assert_int_equal(kv_write_file(prog, src.data, src.len, &err), KEVO_OK);
+    kv_buf_release(&src);
+    assert_int_equal(sh("gcc -std=c11 -w -I'%s/include' -I'%s' '%s' -o '%s' -lpthread && '%s'", dir,
+                        KEVO_CUDA_INCLUDE, prog, bin, bin),
+                     0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -278,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_header_strict),
         cmocka_unit_test(test_cmake_package),
         cmocka_unit_test(test_plans_match_kevo),
+        cmocka_unit_test(test_unsupported),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
