@@ -91,11 +91,17 @@ static void test_guided_policies_land(void **state)
 }
 
 /* The cost model ranks each committed landscape: Spearman >= 0.7, and the
- * measured best among the model's first ten. */
+ * measured best among the model's first ten.  The H200 ones are whole
+ * (filtered) spaces at the IKBO shape; the H100 ones random samples at four
+ * other shapes (bench/landscape.sh, device runs 2 and 3): lce_mem's two
+ * calibrated its per-candidate cost, lce_ws's two were measured after its
+ * model was written. */
 static void test_model_ranks_landscapes(void **state)
 {
     (void)state;
-    static const char *const lands[] = {"lce_mma_h200.db", "lce_wgmma_h200.db"};
+    static const char *const lands[] = {"lce_mma_h200.db",          "lce_wgmma_h200.db",
+                                        "lce_mem_h100_b4096_m96.db", "lce_mem_h100_b2048_m1024.db",
+                                        "lce_ws_h100_m200_n512.db",  "lce_ws_h100_m512_n200.db"};
     for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
         char path[1024];
         land_path(path, sizeof path, lands[l]);
@@ -108,9 +114,9 @@ static void test_model_ranks_landscapes(void **state)
         kevo_err err;
         assert_int_equal(kevo_replay_model(&o, &f, &n, &err), KEVO_OK);
         assert_int_equal(n, 1);
-        printf("  %-22s model: n %d, spearman %.3f, best at rank %d, model's first %.1f%% of the best\n", lands[l],
+        printf("  %-28s model: n %d, spearman %.3f, best at rank %d, model's first %.1f%% of the best\n", lands[l],
                f[0].n, f[0].spearman, f[0].rank_of_best, 100 * f[0].top1_ratio);
-        assert_true(f[0].n >= 100);
+        assert_true(f[0].n >= 30);
         assert_true(f[0].spearman >= 0.7);
         assert_true(f[0].rank_of_best >= 1 && f[0].rank_of_best <= 10);
         assert_true(f[0].top1_ratio > 0.5 && f[0].top1_ratio <= 1.0);
