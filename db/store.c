@@ -509,6 +509,45 @@ static kevo_status st_bind_fail(kevo_db *db, sqlite3_stmt *st, int rc, kevo_err 
     return s;
 }
 
+/* Step a prepared and bound SELECT to its end, appending one element of
+ * `size` bytes per row, which read() fills from the row; finalizes st.
+ * *v is malloc'd (the caller frees it), NULL with *n 0 on error.  `what`
+ * names the rows in messages. */
+static kevo_status st_collect(kevo_db *db, sqlite3_stmt *st, size_t size, void (*read)(sqlite3_stmt *, void *),
+                              void **v, int *n, kevo_err *err, const char *what)
+{
+    *v = NULL;
+    *n = 0;
+    char *a = NULL;
+    int cap = 0, rc;
+    kevo_status s = KEVO_OK;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            int nc = cap ? 2 * cap : 8;
+            char *p = realloc(a, (size_t)nc * size);
+            if (!p) {
+                s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading %s in '%s'", what, db->path);
+                break;
+            }
+            a = p;
+            cap = nc;
+        }
+        memset(a + (size_t)*n * size, 0, size);
+        read(st, a + (size_t)*n * size);
+        (*n)++;
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = st_fail(db, err, rc, "read %s", what);
+    sqlite3_finalize(st);
+    if (s) {
+        free(a);
+        *n = 0;
+        return s;
+    }
+    *v = a;
+    return KEVO_OK;
+}
+
 /* ---- runs ---- */
 
 void kevo_run_row_init(kevo_run_row *r)
@@ -667,6 +706,14 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
     return s;
 }
 
+static void st_read_edge(sqlite3_stmt *st, void *p)
+{
+    kevo_edge_row *e = p;
+    e->parent_id = sqlite3_column_int64(st, 0);
+    e->child_id = sqlite3_column_int64(st, 1);
+    st_col_text(st, 2, e->op, sizeof e->op);
+}
+
 kevo_status kevo_db_edge_list(kevo_db *db, int64_t run_id, kevo_edge_row **rows, int *n, kevo_err *err)
 {
     *rows = NULL;
@@ -679,35 +726,12 @@ kevo_status kevo_db_edge_list(kevo_db *db, int64_t run_id, kevo_edge_row **rows,
     if (s)
         return s;
     sqlite3_bind_int64(st, 1, run_id);
-    kevo_edge_row *v = NULL;
-    int len = 0, cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (len == cap) {
-            int nc = cap ? cap * 2 : 64;
-            kevo_edge_row *p = realloc(v, (size_t)nc * sizeof *v);
-            if (!p) {
-                free(v);
-                sqlite3_finalize(st);
-                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory listing edges in '%s'", db->path);
-            }
-            v = p;
-            cap = nc;
-        }
-        v[len].parent_id = sqlite3_column_int64(st, 0);
-        v[len].child_id = sqlite3_column_int64(st, 1);
-        st_col_text(st, 2, v[len].op, sizeof v[len].op);
-        len++;
-    }
-    if (rc != SQLITE_DONE) {
-        s = st_fail(db, err, rc, "list edges of run %lld", (long long)run_id);
-        free(v);
-        sqlite3_finalize(st);
-        return s;
-    }
-    sqlite3_finalize(st);
-    *rows = v;
-    *n = len;
-    return KEVO_OK;
+    return st_collect(db, st, sizeof **rows, st_read_edge, (void **)rows, n, err, "the edges of a run");
+}
+
+static void st_read_id(sqlite3_stmt *st, void *p)
+{
+    *(int64_t *)p = sqlite3_column_int64(st, 0);
 }
 
 kevo_status kevo_db_run_ids(kevo_db *db, int64_t **ids, int *n, kevo_err *err)
@@ -718,32 +742,7 @@ kevo_status kevo_db_run_ids(kevo_db *db, int64_t **ids, int *n, kevo_err *err)
     kevo_status s = st_prepare(db, "SELECT id FROM runs ORDER BY id", &st, err, "run list");
     if (s)
         return s;
-    int64_t *v = NULL;
-    int len = 0, cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (len == cap) {
-            int nc = cap ? cap * 2 : 16;
-            int64_t *p = realloc(v, (size_t)nc * sizeof *v);
-            if (!p) {
-                free(v);
-                sqlite3_finalize(st);
-                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory listing runs in '%s'", db->path);
-            }
-            v = p;
-            cap = nc;
-        }
-        v[len++] = sqlite3_column_int64(st, 0);
-    }
-    if (rc != SQLITE_DONE) {
-        s = st_fail(db, err, rc, "list runs");
-        free(v);
-        sqlite3_finalize(st);
-        return s;
-    }
-    sqlite3_finalize(st);
-    *ids = v;
-    *n = len;
-    return KEVO_OK;
+    return st_collect(db, st, sizeof **ids, st_read_id, (void **)ids, n, err, "run ids");
 }
 
 /* ---- candidates ---- */
@@ -1161,6 +1160,19 @@ kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_s
     return s;
 }
 
+static void st_read_run_shape(sqlite3_stmt *st, void *p)
+{
+    kevo_run_shape *r = p;
+    r->idx = sqlite3_column_int(st, 0);
+    st_col_text(st, 1, r->shape, sizeof r->shape);
+    r->weight = st_col_double(st, 2);
+    r->baseline_ms = st_col_double(st, 3);
+    r->baseline_bcast_ms = st_col_double(st, 4);
+    r->decomposed_ms = st_col_double(st, 5);
+    r->flops = st_col_double(st, 6);
+    r->bytes = st_col_double(st, 7);
+}
+
 kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err)
 {
     *v = NULL;
@@ -1173,39 +1185,7 @@ kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape *
     if (s)
         return s;
     sqlite3_bind_int64(st, 1, run_id);
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 8;
-            kevo_run_shape *p = realloc(*v, (size_t)cap * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                free(*v);
-                *v = NULL;
-                *n = 0;
-                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading the shapes of run %lld",
-                                    (long long)run_id);
-            }
-            *v = p;
-        }
-        kevo_run_shape *r = &(*v)[(*n)++];
-        r->idx = sqlite3_column_int(st, 0);
-        st_col_text(st, 1, r->shape, sizeof r->shape);
-        r->weight = st_col_double(st, 2);
-        r->baseline_ms = st_col_double(st, 3);
-        r->baseline_bcast_ms = st_col_double(st, 4);
-        r->decomposed_ms = st_col_double(st, 5);
-        r->flops = st_col_double(st, 6);
-        r->bytes = st_col_double(st, 7);
-    }
-    if (rc != SQLITE_DONE) {
-        s = st_fail(db, err, rc, "read the shapes of run %lld", (long long)run_id);
-        free(*v);
-        *v = NULL;
-        *n = 0;
-    }
-    sqlite3_finalize(st);
-    return s;
+    return st_collect(db, st, sizeof **v, st_read_run_shape, (void **)v, n, err, "the shapes of a run");
 }
 
 kevo_status kevo_db_shape_result_put(kevo_db *db, int64_t cand_id, const kevo_shape_result *r, kevo_err *err)
@@ -1233,6 +1213,19 @@ kevo_status kevo_db_shape_result_put(kevo_db *db, int64_t cand_id, const kevo_sh
     return st_exec_stmt(db, st, err, "insert shape result");
 }
 
+static void st_read_shape_result(sqlite3_stmt *st, void *p)
+{
+    kevo_shape_result *r = p;
+    r->shape_idx = sqlite3_column_int(st, 0);
+    r->median_ms = st_col_double(st, 1);
+    r->ci_lo_ms = st_col_double(st, 2);
+    r->ci_hi_ms = st_col_double(st, 3);
+    r->speedup = st_col_double(st, 4);
+    r->vs_peer = st_col_double(st, 5);
+    r->roofline = st_col_double(st, 6);
+    r->rel_err = st_col_double(st, 7);
+}
+
 kevo_status kevo_db_shape_results_get(kevo_db *db, int64_t cand_id, kevo_shape_result **v, int *n, kevo_err *err)
 {
     *v = NULL;
@@ -1245,39 +1238,7 @@ kevo_status kevo_db_shape_results_get(kevo_db *db, int64_t cand_id, kevo_shape_r
     if (s)
         return s;
     sqlite3_bind_int64(st, 1, cand_id);
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 8;
-            kevo_shape_result *p = realloc(*v, (size_t)cap * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                free(*v);
-                *v = NULL;
-                *n = 0;
-                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading the shape results of candidate %lld",
-                                    (long long)cand_id);
-            }
-            *v = p;
-        }
-        kevo_shape_result *r = &(*v)[(*n)++];
-        r->shape_idx = sqlite3_column_int(st, 0);
-        r->median_ms = st_col_double(st, 1);
-        r->ci_lo_ms = st_col_double(st, 2);
-        r->ci_hi_ms = st_col_double(st, 3);
-        r->speedup = st_col_double(st, 4);
-        r->vs_peer = st_col_double(st, 5);
-        r->roofline = st_col_double(st, 6);
-        r->rel_err = st_col_double(st, 7);
-    }
-    if (rc != SQLITE_DONE) {
-        s = st_fail(db, err, rc, "read the shape results of candidate %lld", (long long)cand_id);
-        free(*v);
-        *v = NULL;
-        *n = 0;
-    }
-    sqlite3_finalize(st);
-    return s;
+    return st_collect(db, st, sizeof **v, st_read_shape_result, (void **)v, n, err, "shape results");
 }
 
 kevo_status kevo_db_timings_put(kevo_db *db, int64_t cand_id, int shape_idx, const char *label, const double *ms,
@@ -1367,6 +1328,16 @@ kevo_status kevo_db_warm_put(kevo_db *db, int64_t run_id, const kevo_warm_seed *
     return s;
 }
 
+static void st_read_warm(sqlite3_stmt *st, void *p)
+{
+    kevo_warm_seed *w = p;
+    st_col_text(st, 0, w->family, sizeof w->family);
+    st_col_text(st, 1, w->params, sizeof w->params);
+    w->from_run = sqlite3_column_int64(st, 2);
+    st_col_text(st, 3, w->from_shape, sizeof w->from_shape);
+    w->distance = st_col_double(st, 4);
+}
+
 kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, int *n, kevo_err *err)
 {
     *v = NULL;
@@ -1379,35 +1350,7 @@ kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, in
     if (s)
         return s;
     sqlite3_bind_int64(st, 1, run_id);
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 4;
-            kevo_warm_seed *p = realloc(*v, (size_t)cap * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                free(*v);
-                *v = NULL;
-                *n = 0;
-                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading warm seeds");
-            }
-            *v = p;
-        }
-        kevo_warm_seed *w = &(*v)[(*n)++];
-        st_col_text(st, 0, w->family, sizeof w->family);
-        st_col_text(st, 1, w->params, sizeof w->params);
-        w->from_run = sqlite3_column_int64(st, 2);
-        st_col_text(st, 3, w->from_shape, sizeof w->from_shape);
-        w->distance = st_col_double(st, 4);
-    }
-    if (rc != SQLITE_DONE) {
-        s = st_fail(db, err, rc, "read the warm seeds of run %lld", (long long)run_id);
-        free(*v);
-        *v = NULL;
-        *n = 0;
-    }
-    sqlite3_finalize(st);
-    return s;
+    return st_collect(db, st, sizeof **v, st_read_warm, (void **)v, n, err, "warm seeds");
 }
 
 /* ---- binaries ---- */

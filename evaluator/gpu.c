@@ -192,18 +192,27 @@ kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_
     return KEVO_OK;
 }
 
+/* A live worker: a fresh one (no baseline, no ceilings: the first one's
+ * figures stand) when the last one died or was killed. */
+static kevo_status gp_ensure(kevo_gpu *g, kevo_err *err)
+{
+    if (g->pid > 0)
+        return KEVO_OK;
+    g->cfg.baseline = g->cfg.ceilings = false;
+    kevo_status st = gp_spawn(g, false, err);
+    if (!st)
+        g->restarts++;
+    return st;
+}
+
 kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err)
 {
     memset(res, 0, sizeof *res);
     res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (g->pid <= 0) {
-            g->cfg.baseline = g->cfg.ceilings = false;
-            kevo_status st = gp_spawn(g, false, err);
-            if (st)
-                return st;
-            g->restarts++;
-        }
+        kevo_status st = gp_ensure(g, err);
+        if (st)
+            return st;
         gp_request rq;
         memset(&rq, 0, sizeof rq);
         rq.kind = GP_EVAL;
@@ -248,13 +257,9 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
                             KEVO_GPU_RETIME_MAX, KEVO_GPU_MAX_REPS);
     for (int i = 0; i < n; i++)
         memset(&out[i], 0, sizeof out[i]);
-    if (g->pid <= 0) {
-        g->cfg.baseline = g->cfg.ceilings = false;
-        kevo_status st = gp_spawn(g, false, err);
-        if (st)
-            return st;
-        g->restarts++;
-    }
+    kevo_status st = gp_ensure(g, err);
+    if (st)
+        return st;
     gp_request head;
     memset(&head, 0, sizeof head);
     head.kind = GP_RETIME;

@@ -334,14 +334,15 @@ static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
     return KEVO_OK;
 }
 
-/* Start the GPU worker with the reference module; fills e->info. */
-static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int warmup, int reps, double timeout,
-                                uint64_t seed, bool baseline, bool ceilings, kevo_err *err)
+/* The worker configuration of one shape of the run. */
+static kevo_gpu_config tn_gpu_config(const tn_env *e, const tn_work *ref, const kevo_syms *shape, int device,
+                                     int warmup, int reps, double timeout, uint64_t seed, bool baseline,
+                                     bool ceilings)
 {
     kevo_gpu_config gc;
     memset(&gc, 0, sizeof gc);
     gc.op = e->op;
-    gc.shape = e->shape;
+    gc.shape = *shape;
     gc.dtype = e->dt;
     gc.device = device;
     gc.warmup = warmup;
@@ -352,6 +353,14 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int w
     gc.ceilings = ceilings;
     gc.ref_cubin = ref->job.cubin;
     gc.ref_cubin_size = ref->job.cubin_size;
+    return gc;
+}
+
+/* Start the GPU worker with the reference module; fills e->info. */
+static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int warmup, int reps, double timeout,
+                                uint64_t seed, bool baseline, bool ceilings, kevo_err *err)
+{
+    kevo_gpu_config gc = tn_gpu_config(e, ref, &e->shape, device, warmup, reps, timeout, seed, baseline, ceilings);
     kevo_status st = kevo_gpu_start(&gc, &e->gpu, &e->info, err);
     if (st)
         return st;
@@ -371,19 +380,8 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int w
 static kevo_status tn_start_shape_gpu(tn_env *e, const tn_work *ref, int i, int device, int warmup, int reps,
                                       double timeout, uint64_t seed, kevo_err *err)
 {
-    kevo_gpu_config gc;
-    memset(&gc, 0, sizeof gc);
-    gc.op = e->op;
-    gc.shape = e->dist->shape[i];
-    gc.dtype = e->dt;
-    gc.device = device;
-    gc.warmup = warmup;
-    gc.reps = reps;
-    gc.timeout_s = timeout;
-    gc.seed = seed;
-    gc.baseline = true;
-    gc.ref_cubin = ref->job.cubin;
-    gc.ref_cubin_size = ref->job.cubin_size;
+    kevo_gpu_config gc =
+        tn_gpu_config(e, ref, &e->dist->shape[i], device, warmup, reps, timeout, seed, true, false);
     kevo_gpu_info info;
     kevo_status st = kevo_gpu_start(&gc, &e->xgpu[i], &info, err);
     if (st) {

@@ -72,6 +72,9 @@
 #ifndef KEVO_DTYPE_CUH
 #include "dtype.cuh" // kevo inlines it ahead of this file (space "include")
 #endif
+#ifndef KEVO_MMA_CUH
+#include "mma.cuh" // ldmatrix, mma.sync (space "include")
+#endif
 
 constexpr int NT = 32 * WARPS_M * WARPS_N; // threads per CTA
 constexpr int WTM = BM / WARPS_M;          // warp tile rows
@@ -90,11 +93,7 @@ static_assert(MI * NI * 4 >= 8 && MI * NI * 4 <= 64, "accumulators per thread ou
 static_assert(USER == 0 || USER == 1, "USER is 0 or 1");
 static_assert((BM * CPR) % NT == 0, "the staged tile splits evenly over the threads");
 
-// ---- PTX without a CUDA wrapper: cp.async, ldmatrix, mma.sync, streaming store ----
-__device__ __forceinline__ unsigned smem_addr(const void *p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
+// ---- PTX without a CUDA wrapper: cp.async, streaming store (ldmatrix and mma.sync: mma.cuh) ----
 // 16 bytes global -> shared, bypassing L1; ok = false writes 16 zeros (src is not read).
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool ok)
 {
@@ -110,25 +109,6 @@ __device__ __forceinline__ void cp_async_commit()
 template <int N> __device__ __forceinline__ void cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(const void *p, unsigned r[4])
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(const void *p, unsigned r[4])
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void mma16816(float c[4], const unsigned a[4], const unsigned b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB "." MMA_AB ".f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 __device__ __forceinline__ void st_stream16(void *p, uint4 v)
 {

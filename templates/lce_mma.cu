@@ -50,6 +50,9 @@
 #ifndef KEVO_DTYPE_CUH
 #include "dtype.cuh" // kevo inlines it ahead of this file (space "include")
 #endif
+#ifndef KEVO_MMA_CUH
+#include "mma.cuh" // ldmatrix, mma.sync (space "include")
+#endif
 #include <cuda_pipeline.h>
 
 constexpr int NT = WARPS_M * WARPS_N * 32;   // threads per block
@@ -84,32 +87,6 @@ __device__ __forceinline__ int a_off(int row, int chunk)
 __device__ __forceinline__ int b_off(int row, int chunk)
 {
     return row * BN + (((chunk & ~7) | ((chunk ^ row) & 7)) << 3);
-}
-
-// ---- the only instructions without a CUDA wrapper: ldmatrix and mma.sync ----
-__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned r[4])
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned addr, unsigned r[4])
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void mma16816(float c[4], const unsigned a[4], const unsigned b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB "." MMA_AB ".f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ unsigned smem_addr(const void *p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 // One GEMM problem of the batch: C[bb] = W[M, K] @ E[bb][K, N].
@@ -190,14 +167,14 @@ __device__ __forceinline__ void mma_tile(const elem_t *As, const elem_t *Bs, flo
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
             int row = wm0 + mi * 16 + (lane & 15);
-            ldsm_x4(smem_addr(As + a_off(row, kk * 2 + (lane >> 4))), a[mi]);
+            ldsm_x4(As + a_off(row, kk * 2 + (lane >> 4)), a[mi]);
         }
 #pragma unroll
         for (int nj = 0; nj < NI / 2; ++nj) {
             int row = kk * 16 + (lane & 15);
             int chunk = (wn0 + nj * 16) / 8 + (lane >> 4);
             unsigned r[4];
-            ldsm_x4_t(smem_addr(Bs + b_off(row, chunk)), r);
+            ldsm_x4_t(Bs + b_off(row, chunk), r);
             b[2 * nj][0] = r[0];
             b[2 * nj][1] = r[1];
             b[2 * nj + 1][0] = r[2];

@@ -58,6 +58,30 @@ static void prep_config(const kevo_space *sp, kevo_dtype dt, const kevo_syms *sh
     kv_buf_release(&src);
 }
 
+/* A worker for shape and dtype with the reference module ref (no peers). */
+static kevo_gpu *start_worker(const kevo_syms *shape, kevo_dtype dt, const kevo_compile_job *ref, int warmup,
+                              int reps, double timeout, uint64_t seed)
+{
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    gc.op = kevo_op_find("ikbo_lce");
+    gc.shape = *shape;
+    gc.dtype = dt;
+    gc.warmup = warmup;
+    gc.reps = reps;
+    gc.timeout_s = timeout;
+    gc.seed = seed;
+    gc.ref_cubin = ref->cubin;
+    gc.ref_cubin_size = ref->cubin_size;
+    kevo_gpu *g = NULL;
+    kevo_err err;
+    kevo_status st = kevo_gpu_start(&gc, &g, NULL, &err);
+    if (st)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+    return g;
+}
+
 /* Evaluate one configuration at shape; flip_pad plants the layout defect. */
 static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const char *shape_txt, const char *params,
                                    bool drop_last_launch)
@@ -75,23 +99,7 @@ static kevo_gpu_result run_config(const kevo_space *sp, kevo_dtype dt, const cha
     char *rs = tu_ref_source(dt, abi_text);
     kevo_compile_job rj;
     tu_compile(&rj, "ikbo_lce_ref.cu", rs);
-    kevo_gpu_config gc;
-    memset(&gc, 0, sizeof gc);
-    gc.op = op;
-    gc.shape = shape;
-    gc.dtype = dt;
-    gc.warmup = 1;
-    gc.reps = 3;
-    gc.timeout_s = 30; /* a hung persistent kernel fails its config in 30 s */
-    gc.seed = 99;
-    gc.ref_cubin = rj.cubin;
-    gc.ref_cubin_size = rj.cubin_size;
-    kevo_gpu *g = NULL;
-    kevo_gpu_info info;
-    kevo_status st = kevo_gpu_start(&gc, &g, &info, &err);
-    if (st)
-        fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(st, KEVO_OK);
+    kevo_gpu *g = start_worker(&shape, dt, &rj, 1, 3, 30 /* a hung persistent kernel fails in 30 s */, 99);
     kevo_gpu_request rq;
     memset(&rq, 0, sizeof rq);
     rq.cubin = job.cubin;
@@ -359,19 +367,7 @@ static void test_retime(void **state)
     char *rs = tu_ref_source(KEVO_DTYPE_F16, abi_text);
     kevo_compile_job rj;
     tu_compile(&rj, "ikbo_lce_ref.cu", rs);
-    kevo_gpu_config gc;
-    memset(&gc, 0, sizeof gc);
-    gc.op = op;
-    gc.shape = shape;
-    gc.dtype = KEVO_DTYPE_F16;
-    gc.warmup = 2;
-    gc.reps = 5;
-    gc.timeout_s = 60;
-    gc.seed = 5;
-    gc.ref_cubin = rj.cubin;
-    gc.ref_cubin_size = rj.cubin_size;
-    kevo_gpu *g = NULL;
-    assert_int_equal(kevo_gpu_start(&gc, &g, NULL, &err), KEVO_OK);
+    kevo_gpu *g = start_worker(&shape, KEVO_DTYPE_F16, &rj, 2, 5, 60, 5);
     static kevo_gpu_retime_result out[N];
     assert_int_equal(kevo_gpu_retime(g, reqs, N, 2, ROUNDS, out, &err), KEVO_OK);
     for (int i = 0; i < N; i++) {
