@@ -28,9 +28,10 @@
 //   broadcast-add: a candidate tile's accumulators start as its block of
 //     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
-//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0, the only
-//     choice when BN % 64 == 32: a 64-column store box would write the next
-//     tile's columns).
+//     writes them with TMA stores (EPI=1; SBUF buffers per warp group, so up
+//     to SBUF - 1 stores stay in flight while the next box is staged) or
+//     16-byte stores (EPI=0, the only choice when BN % 64 == 32: a 64-column
+//     store box would write the next tile's columns).
 //   TRANS=1: the tile is transposed, out[b]^T = E[b]^T @ W^T: the WGMMA's M
 //     side (64 rows per consumer warp group) runs along N and its N side
 //     along M, so M is covered in steps of 8 (BW = BN - TRIM columns) where
@@ -86,6 +87,9 @@
 #ifndef TRIM
 #define TRIM 0 // TRANS=1: the tile spans BN - TRIM rows of M (any multiple of 8)
 #endif
+#ifndef SBUF
+#define SBUF 2 // staged output boxes per consumer warp group (EPI=1: SBUF - 1 TMA stores in flight)
+#endif
 
 #ifndef KEVO_HOPPER_CUH
 #include "hopper.cuh" // kevo inlines it ahead of this file (space "include")
@@ -119,7 +123,7 @@ constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 out
 // columns of N, or (TRANS=1) its 64 columns of N by BW rows in boxes of 64
 // rows of M; the last one partly used when BW % 64
 constexpr int OUT_BOXES = (BW + 63) / 64;
-constexpr int STAGING_BYTES = CONSUMERS * 2 * BOX_BYTES; // two boxes per consumer warp group
+constexpr int STAGING_BYTES = CONSUMERS * SBUF * BOX_BYTES; // SBUF boxes per consumer warp group
 constexpr int QN = 4;                                    // work queue depth
 constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
 // Registers: the CTA starts with NT threads of the most __launch_bounds__(NT, 1)
@@ -143,6 +147,8 @@ static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
+static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
+              "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
 // (TRANS=1 with EPI=1 needs BW % 64 == 0 or one tile over all of M, so that
 // the last box's rows past BW are past M: the space file's rule, on the shape)
@@ -463,7 +469,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
         for (int i = 0; i < NACC; ++i)
             acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
 #endif
-        int boxes = 0; // staged boxes so far (alternates the two staging buffers)
+        int boxes = 0; // staged boxes so far (cycles through the warp group's SBUF staging buffers)
         for (int i = PINGPONG ? c : 0;; i += PINGPONG ? 2 : 1) {
             const int slot = i % QN;
             queue_wait(&ctl->qfull[slot], (i / QN) & 1);
@@ -563,11 +569,12 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             // ---- candidate tile: rounded, staged, stored (the tile's own columns only) ----
 #pragma unroll
             for (int box = 0; box < OUT_BOXES; ++box) {
-                unsigned char *buf = staging + (c * 2 + (boxes & 1)) * BOX_BYTES;
+                unsigned char *buf = staging + (c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
                 if constexpr (EPI == 1) {
-                    // the TMA store that last read this buffer is done reading it
+                    // the TMA store that last read this buffer (SBUF boxes ago) is
+                    // done reading it; the SBUF - 1 after it may still be
                     if (tid == 0)
-                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>());
+                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<SBUF - 1>());
                     wg_sync(1 + c);
                 }
                 if constexpr (TRANS) {

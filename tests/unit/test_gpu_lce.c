@@ -5,7 +5,7 @@
  * or two launches, ping-pong or cooperative, clusters, both epilogues,
  * user_res in fp32 or the storage dtype, every BN from 64 to 256 in steps
  * of 32, one to four consumer warp groups, BK 64 and 128, tiles of out's
- * transpose with M in steps of 8)
+ * transpose with M in steps of 8, two or four staging buffers)
  * passes the worker's verification on shapes that are not multiples of any
  * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
@@ -231,6 +231,14 @@ static const gpu_case persistent[] = {
     {"B=33,M=66,N=512,Ku=129,Kc=67,U=4", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24"},
     {"B=33,M=66,N=512,Ku=129,Kc=67,U=4", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=24"},
     {"B=300,M=97,N=136,Ku=45,Kc=29,ratio=7", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24"},
+    /* SBUF=4: four staging buffers per warp group, up to three TMA stores in
+     * flight; one, two and four boxes per tile (the buffers cycle across
+     * tiles), ping-pong with a cluster, four consumers, TRANS=1 */
+    {"B=64,M=433,N=136,Ku=64,Kc=40,U=4", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,SBUF=4"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
+    {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=0,SBUF=4"},
+    {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
+    {"B=64,M=1024,N=128,Ku=63,Kc=57,U=8", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SBUF=4"},
 };
 
 static void test_persistent_family(void **state)
