@@ -78,6 +78,16 @@ __device__ __forceinline__ void wg_sync(int id)
 {
     asm volatile("barrier.sync %0, 128;\n" ::"r"(id) : "memory");
 }
+// A named barrier between warp groups: some arrive (and go on), the others
+// wait until `threads` in all have come (arrivals and waiters).
+__device__ __forceinline__ void named_bar_arrive(int id, int threads)
+{
+    asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_sync(int id, int threads)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 
 // ---- clusters: PTX without a CCCL wrapper taking a shared::cluster address ----

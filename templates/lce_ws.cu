@@ -23,8 +23,10 @@
 //     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
 //     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
 //     owns alternate items (64-row tiles), so one's epilogue runs under the
-//     other's MMAs; PINGPONG=0: the warp groups split one 64*CONSUMERS-row
-//     tile (up to 256 rows).
+//     other's MMAs, and waits for an item's k-tiles only once the other has
+//     seen its item's loaded (a named barrier: a parity wait must not run a
+//     phase ahead of its slot); PINGPONG=0: the warp groups split one
+//     64*CONSUMERS-row tile (up to 256 rows).
 //   broadcast-add: a candidate tile's accumulators start as its block of
 //     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
@@ -134,8 +136,11 @@ constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - 40) / CONSUMERS / 8 
 constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
 // Named barriers (0 is __syncthreads): 1 + c is consumer warp group c's own,
 // BAR_TILE joins them all (a user tile's flag).  BAR_TILE was 3 before there
-// could be a third consumer; it stays there while 3 is free.
+// could be a third consumer; it stays there while 3 is free.  Ping-pong:
+// BAR_LOADED + c, "warp group c has seen all of its item's k-tiles loaded"
+// (its 128 threads arrive, the other warp group's 128 wait).
 constexpr int BAR_TILE = CONSUMERS <= 2 ? 3 : CONSUMERS + 1;
+constexpr int BAR_LOADED = BAR_TILE + 1;
 
 static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
 static_assert(TRANS == 0 || TRANS == 1, "TRANS is 0 or 1");
@@ -162,7 +167,7 @@ static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
 static_assert(NACC + 32 <= LAUNCH_REGS,
               "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
               "setmaxnreg budget (C7602)");
-static_assert(BAR_TILE <= 15, "16 named barriers");
+static_assert(BAR_TILE <= 15 && (!PINGPONG || BAR_LOADED + 1 <= 15), "16 named barriers");
 
 enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
 
@@ -516,6 +521,20 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 uvec_unpack(res + v * 128, add, acc, v);
 #endif
 
+            // ---- ping-pong: this item's ring positions follow the other warp
+            // group's item.  A full barrier's wait names the phase by its
+            // parity alone, so a wait may only run once the slot's previous
+            // phase has completed: were the other item's k-tile in this slot
+            // still loading, the parity would read the phase before it as this
+            // one (it has STAGES or more k-tiles: the wait passes on stale
+            // data, the early release lets the producer arrive twice on one
+            // phase of the full barrier).  So wait until the other warp group
+            // has seen all of its item loaded. ----
+            if constexpr (PINGPONG) {
+                if (i > 0)
+                    named_bar_sync(BAR_LOADED + (1 - c), 256);
+            }
+
             // ---- main loop: one wgmma group in flight, the previous slot released ----
             for (int k = 0; k < it.kt; ++k) {
                 const int p = p0 + k, s = p % STAGES;
@@ -540,6 +559,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 if (k > 0 && lane == 0)
                     arrive_all_ranks(&ctl->empty[(p - 1) % STAGES]);
             }
+            if constexpr (PINGPONG)
+                named_bar_arrive(BAR_LOADED + c, 256); // every k-tile of this item is loaded: the other's may wait
             wgmma_wait<0>();
             fence_acc(acc);
             if (lane == 0)

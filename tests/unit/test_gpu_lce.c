@@ -212,7 +212,19 @@ static const gpu_case persistent[] = {
     {"B=40,M=433,N=200,Ku=200,Kc=331,U=5", "BN=160,CONSUMERS=3,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=0"},
     {"B=33,M=200,N=72,Ku=45,Kc=130,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1"},
     {"B=300,M=97,N=136,Ku=1178,Kc=866,ratio=7", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=128,CLUSTER=2,FUSE=1,EPI=1,RASTER=0"},
-    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    /* ping-pong whose items have STAGES to 2 STAGES - 1 k-tiles (here 3 with
+     * STAGES=3): a warp group's next item reuses a slot whose previous phase
+     * is the other warp group's k-tile, and before v7 its full-barrier wait
+     * could pass on that phase's parity while it was still loading (the H100
+     * failed the case above with CUDA_ERROR_LAUNCH_FAILED).  The same
+     * cooperative (never affected), with BK=64 (6 and 5 k-tiles), RASTER=0,
+     * STAGES=4 (6 and 5 k-tiles again), two k-tiles in two stages, TRANS=1 */
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=0"},
+    {"B=64,M=433,N=456,Ku=100,Kc=120,U=5", "BN=64,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1,TRANS=1,TRIM=0"},
     /* TRANS=1: out^T = E^T W^T, E the M-major A operand, W's BN - TRIM rows
      * the K-major B operand, stmatrix .trans into out's 64x64 boxes.  M=200
      * in one 200-wide tile (25 8-column groups: the last box one x2
