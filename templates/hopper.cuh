@@ -1,7 +1,7 @@
 // hopper.cuh — Hopper (sm_90a) building blocks the TMA/WGMMA families share:
 // shared-memory matrix descriptors and the WGMMA group fences (the MMAs
-// themselves are in the generated wgmma.cuh), mbarrier waits, named and
-// cluster barriers.  kevo inlines it (after dtype.cuh and wgmma.cuh) ahead of
+// themselves are in the generated wgmma.cuh), stmatrix, mbarrier waits,
+// named and cluster barriers.  kevo inlines it (after dtype.cuh and wgmma.cuh) ahead of
 // a family's source (the family's space file lists all three under
 // "include"); a standalone compile finds them beside the source.
 #ifndef KEVO_HOPPER_CUH
@@ -20,8 +20,9 @@
 // Descriptor Format"): start address, leading and stride byte offsets, >> 4;
 // bits 62-63 the swizzle mode (1: 128 B, 2: 64 B, 3: 32 B).  The atom is 8
 // rows of 128 bytes (1024 B, the start aligned to it).  For an MN-major
-// operand, LBO is the stride between atoms along MN and SBO between groups
-// of 8 rows along K.
+// operand (A or B), LBO is the stride between atoms along MN and SBO between
+// groups of 8 rows along K; for a K-major one, SBO is the stride between
+// groups of 8 rows along M (or N) and LBO is unused (given as 16).
 __device__ __forceinline__ unsigned long long sw128_desc(unsigned addr, unsigned lbo, unsigned sbo)
 {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
@@ -55,10 +56,37 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned pari
     }
 }
 
+// stmatrix (sm_90), transposed: each 8x8 matrix of b16 pairs in the mma
+// fragment layout (lane l holds row l / 4, columns 2 (l % 4) and + 1 in its
+// register t for matrix t) is stored transposed: the 16-byte row whose
+// shared address lane 8t + q gives receives column q of matrix t.
+__device__ __forceinline__ void stmatrix_x4_trans(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+// The same for two matrices (lanes 0..15 give the addresses).
+__device__ __forceinline__ void stmatrix_x2_trans(unsigned addr, unsigned r0, unsigned r1)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};\n" ::"r"(addr), "r"(r0), "r"(r1)
+                 : "memory");
+}
+
 // Named barrier for the 128 threads of one consumer warp group (ids 1..).
 __device__ __forceinline__ void wg_sync(int id)
 {
     asm volatile("barrier.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+// A named barrier between warp groups: some arrive (and go on), the others
+// wait until `threads` in all have come (arrivals and waiters).
+__device__ __forceinline__ void named_bar_arrive(int id, int threads)
+{
+    asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_sync(int id, int threads)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 

@@ -23,14 +23,25 @@
 //     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
 //     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
 //     owns alternate items (64-row tiles), so one's epilogue runs under the
-//     other's MMAs; PINGPONG=0: the warp groups split one 64*CONSUMERS-row
-//     tile (up to 256 rows).
+//     other's MMAs, and waits for an item's k-tiles only once the other has
+//     seen its item's loaded (a named barrier: a parity wait must not run a
+//     phase ahead of its slot); PINGPONG=0: the warp groups split one
+//     64*CONSUMERS-row tile (up to 256 rows).
 //   broadcast-add: a candidate tile's accumulators start as its block of
 //     user_res[cand_to_user[b]] (read from L2 once the flag is set) and the
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
-//     writes them with TMA stores (EPI=1) or 16-byte stores (EPI=0, the only
-//     choice when BN % 64 == 32: a 64-column store box would write the next
-//     tile's columns).
+//     writes them with TMA stores (EPI=1; SBUF buffers per warp group, so up
+//     to SBUF - 1 stores stay in flight while the next box is staged) or
+//     16-byte stores (EPI=0, the only choice when BN % 64 == 32: a 64-column
+//     store box would write the next tile's columns).
+//   TRANS=1: the tile is transposed, out[b]^T = E[b]^T @ W^T: the WGMMA's M
+//     side (64 rows per consumer warp group) runs along N and its N side
+//     along M, so M is covered in steps of 8 (BW = BN - TRIM columns) where
+//     TRANS=0 pads it to 64 rows per warp group.  The shared-memory layouts
+//     are the same: E's boxes are the A operand read M-major (imm-trans-a),
+//     W's box of BW rows the K-major B operand; the epilogue writes each
+//     8x8 block of the fragment transposed (stmatrix .trans) into the same
+//     64x64 boxes of out (64 rows of M by 64 columns of N).
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
@@ -72,31 +83,49 @@
 #ifndef URES
 #define URES 0 // user_res kept as fp32 (0) or rounded to the storage dtype (1), as the decomposed form does
 #endif
+#ifndef TRANS
+#define TRANS 0 // the tile computes out (0) or out's transpose (1: N along the WGMMA's M side)
+#endif
+#ifndef TRIM
+#define TRIM 0 // TRANS=1: the tile spans BN - TRIM rows of M (any multiple of 8)
+#endif
+#ifndef SBUF
+#define SBUF 2 // staged output boxes per consumer warp group (EPI=1: SBUF - 1 TMA stores in flight)
+#endif
 
 #ifndef KEVO_HOPPER_CUH
 #include "hopper.cuh" // kevo inlines it ahead of this file (space "include")
 #endif
 #include <cuda/atomic>
 
-constexpr int TILE_M = PINGPONG ? 64 : 64 * CONSUMERS;   // rows of a CTA's tile
+// The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
+// WGMMA's M side) by BW columns (its N).  Rows are M and columns N, or with
+// TRANS=1 rows are N and columns M.
+constexpr int TILE_R = PINGPONG ? 64 : 64 * CONSUMERS;   // accumulator rows of a CTA's tile
+constexpr int BW = BN - TRIM;                            // accumulator columns: the wgmma's N
+constexpr int TILE_M = TRANS ? BW : TILE_R;              // rows of M in a CTA's tile
+constexpr int TILE_N = TRANS ? TILE_R : BN;              // columns of N in it
 constexpr int CL_M = TILE_M * CLUSTER;                   // rows of a cluster's tile
 constexpr int NT = 128 * (CONSUMERS + 1);
 // E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
 // whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
-constexpr int E_COLS = BN % 64 ? 32 : 64;                // columns of an E box
+constexpr int E_COLS = TILE_N % 64 ? 32 : 64;            // columns of an E box
 constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
-constexpr int E_BOXES = BN / E_COLS;                     // E boxes per stage
+constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
 // W is K-major with 128-byte swizzle: a box holds 64 K-columns, so BK=128
 // takes two boxes per stage (K at k * BK and k * BK + 64).
 constexpr int W_BOXES = BK / 64;                         // W boxes per stage
 constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
-constexpr int A_BYTES = TILE_M * BK * 2;                 // W per stage
-constexpr int B_BYTES = BN * BK * 2;                     // E per stage: E_BOXES boxes of [BK][E_COLS]
-constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int NACC = BN / 2;                             // fp32 accumulators per consumer thread
+constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
+constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
+constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
+constexpr int NACC = BW / 2;                             // fp32 accumulators per consumer thread
 constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
-constexpr int OUT_BOXES = (BN + 63) / 64;                // output boxes per tile (the last half used when BN % 64)
-constexpr int STAGING_BYTES = CONSUMERS * 2 * BOX_BYTES; // two boxes per consumer warp group
+// output boxes per warp group: its 64 rows by BW columns in boxes of 64
+// columns of N, or (TRANS=1) its 64 columns of N by BW rows in boxes of 64
+// rows of M; the last one partly used when BW % 64
+constexpr int OUT_BOXES = (BW + 63) / 64;
+constexpr int STAGING_BYTES = CONSUMERS * SBUF * BOX_BYTES; // SBUF boxes per consumer warp group
 constexpr int QN = 4;                                    // work queue depth
 constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
 // Registers: the CTA starts with NT threads of the most __launch_bounds__(NT, 1)
@@ -107,26 +136,38 @@ constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - 40) / CONSUMERS / 8 
 constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
 // Named barriers (0 is __syncthreads): 1 + c is consumer warp group c's own,
 // BAR_TILE joins them all (a user tile's flag).  BAR_TILE was 3 before there
-// could be a third consumer; it stays there while 3 is free.
+// could be a third consumer; it stays there while 3 is free.  Ping-pong:
+// BAR_LOADED + c, "warp group c has seen all of its item's k-tiles loaded"
+// (its 128 threads arrive, the other warp group's 128 wait).
 constexpr int BAR_TILE = CONSUMERS <= 2 ? 3 : CONSUMERS + 1;
+constexpr int BAR_LOADED = BAR_TILE + 1;
 
 static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
+static_assert(TRANS == 0 || TRANS == 1, "TRANS is 0 or 1");
+static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32 && (TRANS || TRIM == 0),
+              "TRIM (0..24 in steps of 8) narrows TRANS=1's M side; TRANS=0's columns are E's, in whole atoms");
+static_assert(!TRANS || CLUSTER == 1, "TRANS=1 has no cluster multicast (its partner would share W)");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
 static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
+static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
+              "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
-static_assert(EPI == 0 || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
-static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
+// (TRANS=1 with EPI=1 needs BW % 64 == 0 or one tile over all of M, so that
+// the last box's rows past BW are past M: the space file's rule, on the shape)
+static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
+static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
               "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
-static_assert(NACC % 8 == 0, "user_res moves whole 16-byte vectors of 4 (fp32) or 8 (storage dtype) values");
-static_assert(NACC + (URES ? NACC / 2 : 0) + 40 <= CONSUMER_REGS,
+static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors of 4 fp32 (of 8 values with URES=1, the last one half "
+                             "used when BW % 16 == 8)");
+static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
               "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
 static_assert(NACC + 32 <= LAUNCH_REGS,
               "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
               "setmaxnreg budget (C7602)");
-static_assert(BAR_TILE <= 15, "16 named barriers");
+static_assert(BAR_TILE <= 15 && (!PINGPONG || BAR_LOADED + 1 <= 15), "16 named barriers");
 
 enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
 
@@ -153,8 +194,10 @@ __device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
 {
     union { uint4 v; elem2_t h[4]; } u;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-        u.h[i] = pack2(acc[UVEC * v + 2 * i], acc[UVEC * v + 2 * i + 1]);
+    for (int i = 0; i < 4; ++i) {
+        const int e = UVEC * v + 2 * i; // past NACC in the last vector when BW % 16 == 8: zeros
+        u.h[i] = e < NACC ? pack2(acc[e < NACC ? e : 0], acc[e < NACC ? e + 1 : 1]) : pack2(0.0f, 0.0f);
+    }
     return u.v;
 }
 #else
@@ -174,7 +217,7 @@ __device__ __forceinline__ void uvec_unpack(const uint4 *p, bool load, float (&a
     acc[4 * v + 3] = x.w;
 }
 #endif
-constexpr int UVECS = NACC / UVEC;     // vectors per consumer thread
+constexpr int UVECS = (NACC + UVEC - 1) / UVEC; // vectors per consumer thread
 constexpr int UBLOCK = 128 * UVECS;    // vectors per warp group's 64 x BN block
 
 // Shared memory, from a 1024-byte aligned base (the plan asks 1 KiB extra).
@@ -203,7 +246,7 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
 {
     ws_geom g;
     g.tiles_m = (a.M + CL_M - 1) / CL_M;
-    g.tiles_n = (a.N + BN - 1) / BN;
+    g.tiles_n = (a.N + TILE_N - 1) / TILE_N;
     g.per = g.tiles_m * g.tiles_n;
     g.user_items = a.U * g.per;
     g.lo = PHASE == PHASE_CAND ? g.user_items : 0;
@@ -226,7 +269,7 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     it.tm = t / g.tiles_n;
 #endif
     it.m0 = (it.tm * CLUSTER + (int)rank) * TILE_M;
-    it.n0 = it.tn * BN;
+    it.n0 = it.tn * TILE_N;
     it.kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
     return it;
 }
@@ -239,7 +282,7 @@ __device__ __forceinline__ size_t ws_cta_tile(const ws_geom &g, int u, int tm, i
 }
 __device__ __forceinline__ size_t ws_sched_offset(const kevo_lce_args &a, const ws_geom &g)
 {
-    const size_t res = ws_cta_tile(g, a.U, 0, 0, 0) * (TILE_M / 64) * UBLOCK * 16;
+    const size_t res = ws_cta_tile(g, a.U, 0, 0, 0) * (TILE_R / 64) * UBLOCK * 16;
     return (res + 255) & ~(size_t)255;
 }
 __device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
@@ -252,7 +295,7 @@ __device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g
 __device__ __forceinline__ uint4 *ws_ures(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
                                           unsigned rank, int slice, int tid)
 {
-    return static_cast<uint4 *>(a.workspace) + (ws_cta_tile(g, u, tm, tn, rank) * (TILE_M / 64) + slice) * UBLOCK + tid;
+    return static_cast<uint4 *>(a.workspace) + (ws_cta_tile(g, u, tm, tn, rank) * (TILE_R / 64) + slice) * UBLOCK + tid;
 }
 
 // Arrive on barrier `bar` of every CTA in the cluster (the ring's empty
@@ -391,7 +434,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                          cuda::ptx::space_shared, bar, STAGE_BYTES);
                     unsigned char *as = smem + s * STAGE_BYTES;
-                    unsigned char *bs = as + A_BYTES;
+                    unsigned char *bs = as + W_BYTES;
 #pragma unroll
                     for (int h = 0; h < W_BOXES; ++h) {
                         const int32_t ca[2] = {k * BK + 64 * h, it.m0};
@@ -419,7 +462,10 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
         const int c = wg - 1, warp = tid / 32, lane = tid % 32;
         const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-        const unsigned a_off = PINGPONG ? 0u : (unsigned)c * 64 * 128; // this warp group's 64 rows of each W box
+        // this warp group's 64 accumulator rows: 64 rows of each W box, or
+        // (TRANS=1) the E box of its 64 columns of N
+        const unsigned a_off = PINGPONG || TRANS ? 0u : (unsigned)c * 64 * 128;
+        const unsigned e_off = PINGPONG || !TRANS ? 0u : (unsigned)c * BK * E_ROW;
         const int seq = a.launch_seq;
         float acc[NACC];
 #if URES
@@ -428,7 +474,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
         for (int i = 0; i < NACC; ++i)
             acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
 #endif
-        int boxes = 0; // staged boxes so far (alternates the two staging buffers)
+        int boxes = 0; // staged boxes so far (cycles through the warp group's SBUF staging buffers)
         for (int i = PINGPONG ? c : 0;; i += PINGPONG ? 2 : 1) {
             const int slot = i % QN;
             queue_wait(&ctl->qfull[slot], (i / QN) & 1);
@@ -440,7 +486,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 break;
             const ws_item it = ws_decode(a, g, item, rank);
             const int M = a.M, N = a.N;
-            const int row0 = it.m0 + (PINGPONG ? 0 : c * 64);
+            // this warp group's first accumulator row: a row of M, or (TRANS=1) a column of N
+            const int row0 = (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : c * 64);
             const int fr = warp * 16 + (lane >> 2), fc = 2 * (lane & 3); // fragment row / column
 
             // ---- accumulators: 0 for a user tile; user_res[cand_to_user[b]] for a
@@ -461,7 +508,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 }
             }
             const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : c, tid);
-            const bool add = !it.user && row0 < M;
+            const bool add = !it.user && row0 < (TRANS ? N : M);
 #if URES
             // storage-dtype user_res: loaded now into registers of its own, added
             // in the epilogue, so the loads fly under the whole main loop
@@ -474,12 +521,26 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 uvec_unpack(res + v * 128, add, acc, v);
 #endif
 
+            // ---- ping-pong: this item's ring positions follow the other warp
+            // group's item.  A full barrier's wait names the phase by its
+            // parity alone, so a wait may only run once the slot's previous
+            // phase has completed: were the other item's k-tile in this slot
+            // still loading, the parity would read the phase before it as this
+            // one (it has STAGES or more k-tiles: the wait passes on stale
+            // data, the early release lets the producer arrive twice on one
+            // phase of the full barrier).  So wait until the other warp group
+            // has seen all of its item loaded. ----
+            if constexpr (PINGPONG) {
+                if (i > 0)
+                    named_bar_sync(BAR_LOADED + (1 - c), 256);
+            }
+
             // ---- main loop: one wgmma group in flight, the previous slot released ----
             for (int k = 0; k < it.kt; ++k) {
                 const int p = p0 + k, s = p % STAGES;
                 mbar_wait(&ctl->full[s], (p / STAGES) & 1);
                 const unsigned as = base + s * STAGE_BYTES + a_off;
-                const unsigned bs = base + s * STAGE_BYTES + A_BYTES;
+                const unsigned bs = base + s * STAGE_BYTES + W_BYTES + e_off;
                 fence_acc(acc);
                 wgmma_fence();
 #pragma unroll
@@ -489,7 +550,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     const unsigned long long da =
                         sw128_desc(as + kk * 32 + (kk / 4) * (W_BOX_BYTES - 128), 16, 1024);
                     const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
-                    wgmma_ss<BN>(acc, da, db, URES ? (k | kk) != 0 : 1); // URES: the first overwrites
+                    // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
+                    wgmma_ss<BW, TRANS>(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
                 }
                 wgmma_commit();
                 wgmma_wait<1>();
@@ -497,6 +559,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 if (k > 0 && lane == 0)
                     arrive_all_ranks(&ctl->empty[(p - 1) % STAGES]);
             }
+            if constexpr (PINGPONG)
+                named_bar_arrive(BAR_LOADED + c, 256); // every k-tile of this item is loaded: the other's may wait
             wgmma_wait<0>();
             fence_acc(acc);
             if (lane == 0)
@@ -526,33 +590,69 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             // ---- candidate tile: rounded, staged, stored (the tile's own columns only) ----
 #pragma unroll
             for (int box = 0; box < OUT_BOXES; ++box) {
-                unsigned char *buf = staging + (c * 2 + (boxes & 1)) * BOX_BYTES;
+                unsigned char *buf = staging + (c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
                 if constexpr (EPI == 1) {
-                    // the TMA store that last read this buffer is done reading it
+                    // the TMA store that last read this buffer (SBUF boxes ago) is
+                    // done reading it; the SBUF - 1 after it may still be
                     if (tid == 0)
-                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>());
+                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<SBUF - 1>());
                     wg_sync(1 + c);
                 }
-#pragma unroll
-                for (int q = 0; q < 16; ++q) {
-                    const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
-                    const int j = 8 * box + unit;
-                    if (BN % 64 != 0 && j >= BN / 8)
-                        continue; // past the tile: the last box of BN % 64 == 32
-                    const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
+                if constexpr (TRANS) {
+                    // The box holds rows 64 * box.. of M by this warp group's 64
+                    // columns of N.  stmatrix .trans writes each 8x8 block of the
+                    // fragment (rows: 8 columns of N, 16 * warp + 8h..; columns:
+                    // 8 rows of M, 8j..) as 8 rows of M of 8 consecutive columns
+                    // of N: 16-byte unit 2 * warp + h of rows 8 * (j % 8) + q.
+                    // Lane 8t + q gives row q of block t (j = 8 * box + jj + t / 2,
+                    // h = t % 2); register t holds accumulators 4j + 2h and + 1.
+                    const unsigned sbuf = static_cast<unsigned>(__cvta_generic_to_shared(buf));
+                    const int t = lane >> 3, q = lane & 7;
+                    auto pair = [&](int e) -> unsigned { // accumulators e, e + 1, rounded (+ user_res)
+                        union { elem2_t h; unsigned u; } x;
 #if URES
-                    const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
-                    const elem2_t v = pack2(acc[e] + ur.x, acc[e + 1] + ur.y);
+                        const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
+                        x.h = pack2(acc[e] + ur.x, acc[e + 1] + ur.y);
 #else
-                    const elem2_t v = pack2(acc[e], acc[e + 1]);
+                        x.h = pack2(acc[e], acc[e + 1]);
 #endif
-                    *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
+                        return x.u;
+                    };
+#pragma unroll
+                    for (int jj = 0; jj < 8; jj += 2) {
+                        const int j = 8 * box + jj;
+                        if (j >= BW / 8)
+                            continue; // past the tile: the last box of BW % 64
+                        const int r = 8 * (jj + (t >> 1)) + q, unit = 2 * warp + (t & 1);
+                        const unsigned addr = sbuf + r * 128 + ((unit ^ q) << 4);
+                        if (j + 1 < BW / 8)
+                            stmatrix_x4_trans(addr, pair(4 * j), pair(4 * j + 2), pair(4 * j + 4), pair(4 * j + 6));
+                        else
+                            stmatrix_x2_trans(addr, pair(4 * j), pair(4 * j + 2));
+                    }
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 16; ++q) {
+                        const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
+                        const int j = 8 * box + unit;
+                        if (BN % 64 != 0 && j >= BN / 8)
+                            continue; // past the tile: the last box of BN % 64 == 32
+                        const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
+#if URES
+                        const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
+                        const elem2_t v = pack2(acc[e] + ur.x, acc[e + 1] + ur.y);
+#else
+                        const elem2_t v = pack2(acc[e], acc[e + 1]);
+#endif
+                        *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
+                    }
                 }
                 if constexpr (EPI == 1) {
                     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
                     wg_sync(1 + c);
                     if (tid == 0) {
-                        const int32_t co[3] = {it.n0 + 64 * box, row0, it.bb};
+                        // {column of N, row of M, b} of the box
+                        const int32_t co[3] = {TRANS ? row0 : it.n0 + 64 * box, TRANS ? it.m0 + 64 * box : row0, it.bb};
                         cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, &a.tm_out,
                                                         co, buf);
                         cuda::ptx::cp_async_bulk_commit_group();
@@ -562,9 +662,13 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * N;
 #pragma unroll
                     for (int q = 0; q < 4; ++q) {
+                        // row r of M, 16-byte unit of 8 columns of N
                         const int idx = tid + 128 * q, r = idx / 8, unit = idx % 8;
-                        const int gm = row0 + r, gn = it.n0 + 64 * box + 8 * unit;
-                        if (gm < M && gn < N && (BN % 64 == 0 || 64 * box + 8 * unit < BN))
+                        const int gm = TRANS ? it.m0 + 64 * box + r : row0 + r;
+                        const int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
+                        const bool in_tile = TRANS ? BW % 64 == 0 || 64 * box + r < BW
+                                                   : BN % 64 == 0 || 64 * box + 8 * unit < BN;
+                        if (gm < M && gn < N && in_tile)
                             *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
                                 *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
                     }

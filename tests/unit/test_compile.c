@@ -57,7 +57,10 @@ static void test_families_and_ref(void **state)
                                               "kv_compare", "kv_cat_e", "kv_cat_w", "kv_bcast_add"};
     /* lce_ws beyond its default: every BN % 64 == 32 (E with 64-byte swizzle),
      * three and four consumer warp groups (152 and 104 registers), BK=128
-     * (two W boxes per stage) with each E swizzle */
+     * (two W boxes per stage) with each E swizzle; TRANS=1 (E the M-major A
+     * operand, stmatrix .trans) with a 200-column tile (an odd number of
+     * 8-column groups, a half-used user_res vector), four consumers with TMA
+     * stores, ping-pong with BK=128; four staging buffers per warp group */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
@@ -65,6 +68,10 @@ static void test_families_and_ref(void **state)
         "BN=224,PINGPONG=0,EPI=0,STAGES=3,URES=1",
         "BN=128,CONSUMERS=4,PINGPONG=0,EPI=1,STAGES=2",
         "BK=128,PINGPONG=0,CLUSTER=2,STAGES=2,URES=1",
+        "TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1",
+        "TRANS=1,BN=128,CONSUMERS=4,PINGPONG=0,EPI=1,STAGES=2",
+        "TRANS=1,BN=96,TRIM=8,PINGPONG=1,EPI=0,STAGES=3,BK=128,FUSE=0",
+        "SBUF=4,BN=128,PINGPONG=0,STAGES=3,URES=1",
     };
     enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
     tcase cases[NCASES];

@@ -4,7 +4,8 @@
  * one or two consumers, every BN) and the lce_ws family (persistent, fused
  * or two launches, ping-pong or cooperative, clusters, both epilogues,
  * user_res in fp32 or the storage dtype, every BN from 64 to 256 in steps
- * of 32, one to four consumer warp groups, BK 64 and 128)
+ * of 32, one to four consumer warp groups, BK 64 and 128, tiles of out's
+ * transpose with M in steps of 8, two or four staging buffers)
  * passes the worker's verification on shapes that are not multiples of any
  * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
@@ -228,7 +229,45 @@ static const gpu_case persistent[] = {
     {"B=40,M=433,N=200,Ku=200,Kc=331,U=5", "BN=160,CONSUMERS=3,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=0"},
     {"B=33,M=200,N=72,Ku=45,Kc=130,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1"},
     {"B=300,M=97,N=136,Ku=1178,Kc=866,ratio=7", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=128,CLUSTER=2,FUSE=1,EPI=1,RASTER=0"},
-    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    /* ping-pong whose items have STAGES to 2 STAGES - 1 k-tiles (here 3 with
+     * STAGES=3): a warp group's next item reuses a slot whose previous phase
+     * is the other warp group's k-tile, and before v7 its full-barrier wait
+     * could pass on that phase's parity while it was still loading (the H100
+     * failed the case above with CUDA_ERROR_LAUNCH_FAILED).  The same
+     * cooperative (never affected), with BK=64 (6 and 5 k-tiles), RASTER=0,
+     * STAGES=4 (6 and 5 k-tiles again), two k-tiles in two stages, TRANS=1 */
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=0"},
+    {"B=64,M=433,N=456,Ku=100,Kc=120,U=5", "BN=64,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1,TRANS=1,TRIM=0"},
+    /* TRANS=1: out^T = E^T W^T, E the M-major A operand, W's BN - TRIM rows
+     * the K-major B operand, stmatrix .trans into out's 64x64 boxes.  M=200
+     * in one 200-wide tile (25 8-column groups: the last box one x2
+     * stmatrix; URES=1's last vector half used) with TMA stores whose last
+     * box reaches past M; M=37 and 66 below one box; M=433 in two, three
+     * and four tiles (16-byte stores, or TMA stores of whole boxes); N tails
+     * in a warp group's 64 columns and a warp group past N */
+    {"B=33,M=200,N=512,Ku=301,Kc=263,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24"},
+    {"B=33,M=200,N=512,Ku=301,Kc=263,U=5", "BN=224,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=128,CLUSTER=1,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=24"},
+    {"B=33,M=200,N=512,Ku=301,Kc=263,U=5", "BN=224,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=24"},
+    {"B=40,M=37,N=72,Ku=45,Kc=29,U=3", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24"},
+    {"B=40,M=37,N=72,Ku=45,Kc=29,U=3", "BN=64,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=16"},
+    {"B=64,M=433,N=136,Ku=331,Kc=267,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1,TRANS=1,TRIM=0"},
+    {"B=64,M=433,N=136,Ku=331,Kc=267,U=5", "BN=160,CONSUMERS=3,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=8"},
+    {"B=30,M=433,N=200,Ku=331,Kc=267,U=5", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=0"},
+    {"B=33,M=66,N=512,Ku=129,Kc=67,U=4", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24"},
+    {"B=33,M=66,N=512,Ku=129,Kc=67,U=4", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=24"},
+    {"B=300,M=97,N=136,Ku=45,Kc=29,ratio=7", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24"},
+    /* SBUF=4: four staging buffers per warp group, up to three TMA stores in
+     * flight; one, two and four boxes per tile (the buffers cycle across
+     * tiles), ping-pong with a cluster, four consumers, TRANS=1 */
+    {"B=64,M=433,N=136,Ku=64,Kc=40,U=4", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,SBUF=4"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=4", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
+    {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=0,SBUF=4"},
+    {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
+    {"B=64,M=1024,N=128,Ku=63,Kc=57,U=8", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SBUF=4"},
 };
 
 static void test_persistent_family(void **state)
