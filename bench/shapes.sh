@@ -5,7 +5,10 @@
 # drawn from SEED), all into one DB (later shapes reuse compiled cubins and
 # warm-start from earlier winners, as a user's kevo.db does), then the table.
 #   bench/shapes.sh [SEED [FIRST [LAST]]]    shapes FIRST..LAST (1-based) of the list
-# Env: BUDGET, TIME_LIMIT (per shape, s), DB (default $OUT/shapes.db).
+# Env: BUDGET, TIME_LIMIT (per shape, s), DB (default $OUT/shapes.db);
+#   EXHAUSTIVE="i j ..." (1-based list positions): after the default run of each,
+#   an exhaustive run over every family (the model's order) for EX_LIMIT seconds
+#   (default 60) into its own DB, and the ratio of its best to the default run's.
 # Logs, the slimmed DB and the table go to $OUT; the table is printed last.
 set -u
 OUT=${OUT:-/tmp/kevo-out}
@@ -30,5 +33,34 @@ while read -r shape dtype; do
   t1=$(date +%s.%N)
   printf '%s\t%s\t%s\n' "$shape" "$dtype" "$(python3 -c "print($t1 - $t0)")" >>"$OUT/walls.tsv"
   echo "[$i] $shape $dtype rc=$rc $(tail -1 "$OUT/tune_$i.log")"
+  case " ${EXHAUSTIVE:-} " in
+  *" $i "*)
+    timeout $(( ${EX_LIMIT:-60} + 120 )) build/kevo tune --op ikbo_lce --shape "$shape" --dtype "$dtype" \
+      --policy exhaustive --budget 100000 --time-limit "${EX_LIMIT:-60}" --warm-start none --db "$OUT/exh_$i.db" \
+      --no-bar >"$OUT/exh_$i.log" 2>&1
+    python3 - "$DB" "$OUT/exh_$i.db" "$shape" "$dtype" "$i" <<'PY' | tee -a "$OUT/exhaustive.txt"
+import sqlite3, sys
+sys.path.insert(0, "bench")
+from shapes import canon
+want = canon(sys.argv[3])
+def best(path):
+    db = sqlite3.connect(path)
+    runs = [r for r in db.execute("select id, shape, dtype from runs where compile_only = 0")
+            if r[2] == sys.argv[4] and all(canon(r[1]).get(k) == v for k, v in want.items())]
+    rid = runs[-1][0]
+    n = db.execute("select count(*) from candidates where run_id = ? and status = 'ok'", (rid,)).fetchone()[0]
+    ms = db.execute("select min(median_ms) from candidates where run_id = ? and status = 'ok'", (rid,)).fetchone()[0]
+    return ms, n
+d, nd = best(sys.argv[1])
+e, ne = best(sys.argv[2])
+print(f"exhaustive [{sys.argv[5]}] {sys.argv[3]} {sys.argv[4]}: default budget {d:.4f} ms ({nd} verified), "
+      f"exhaustive {e:.4f} ms ({ne} verified), exhaustive / default = {e / d:.3f}"
+      f"{'' if e >= 0.95 * d else '  MORE THAN 5% FASTER'}")
+PY
+    python3 bench/slim_db.py "$OUT/exh_$i.db"
+    ;;
+  esac
 done < <(python3 bench/shapes.py list "$SEED")
 python3 bench/shapes.py table "$DB" "$OUT/walls.tsv" | tee "$OUT/shapes.md"
+[ -f "$OUT/exhaustive.txt" ] && cat "$OUT/exhaustive.txt"
+python3 bench/slim_db.py "$DB"
