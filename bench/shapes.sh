@@ -64,3 +64,5 @@ done < <(python3 bench/shapes.py list "$SEED")
 python3 bench/shapes.py table "$DB" "$OUT/walls.tsv" | tee "$OUT/shapes.md"
 [ -f "$OUT/exhaustive.txt" ] && cat "$OUT/exhaustive.txt"
 python3 bench/slim_db.py "$DB"
+# the device tool returns few files: the logs travel as one archive
+(cd "$OUT" && tar czf logs.tgz ./*.log walls.tsv && rm -f ./*.log)
