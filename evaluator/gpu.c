@@ -205,6 +205,19 @@ static kevo_status gp_ensure(kevo_gpu *g, kevo_err *err)
     return st;
 }
 
+/* Send one candidate (a GP_EVAL request and its cubin) to the worker; 0 on
+ * success, -1 when the pipe broke. */
+static int gp_send(kevo_gpu *g, const kevo_gpu_request *req)
+{
+    gp_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.kind = GP_EVAL;
+    rq.req = *req;
+    rq.req.cubin = NULL;
+    rq.cubin_size = req->cubin_size;
+    return gp_write(g->to_worker, &rq, sizeof rq) || gp_write(g->to_worker, req->cubin, req->cubin_size) ? -1 : 0;
+}
+
 kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -213,13 +226,7 @@ kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_res
         kevo_status st = gp_ensure(g, err);
         if (st)
             return st;
-        gp_request rq;
-        memset(&rq, 0, sizeof rq);
-        rq.kind = GP_EVAL;
-        rq.req = *req;
-        rq.req.cubin = NULL;
-        rq.cubin_size = req->cubin_size;
-        if (gp_write(g->to_worker, &rq, sizeof rq) || gp_write(g->to_worker, req->cubin, req->cubin_size)) {
+        if (gp_send(g, req)) {
             /* the worker was gone before it saw the request: start another once */
             gp_kill(g);
             continue;
@@ -267,16 +274,8 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
     head.rounds = rounds;
     head.warmup = warmup;
     bool sent = gp_write(g->to_worker, &head, sizeof head) == 0;
-    for (int i = 0; i < n && sent; i++) {
-        gp_request rq;
-        memset(&rq, 0, sizeof rq);
-        rq.kind = GP_EVAL;
-        rq.req = reqs[i];
-        rq.req.cubin = NULL;
-        rq.cubin_size = reqs[i].cubin_size;
-        sent = gp_write(g->to_worker, &rq, sizeof rq) == 0 &&
-               gp_write(g->to_worker, reqs[i].cubin, reqs[i].cubin_size) == 0;
-    }
+    for (int i = 0; i < n && sent; i++)
+        sent = gp_send(g, &reqs[i]) == 0;
     /* every candidate runs warmup + rounds times, each within the per-evaluation limit */
     double deadline = kv_now() + g->cfg.timeout_s * n;
     for (int i = 0; i < n; i++) {

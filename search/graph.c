@@ -329,6 +329,20 @@ static int sg_cmp_keyed(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+bool kevo_search_order(const double *key, int n, int *order)
+{
+    sg_keyed *k = malloc((size_t)(n ? n : 1) * sizeof *k);
+    if (!k)
+        return false;
+    for (int i = 0; i < n; i++)
+        k[i] = (sg_keyed){.key = isnan(key[i]) ? INFINITY : key[i], .idx = i};
+    qsort(k, (size_t)n, sizeof *k, sg_cmp_keyed);
+    for (int i = 0; i < n; i++)
+        order[i] = k[i].idx;
+    free(k);
+    return true;
+}
+
 /* The model's predictions of a valid set and the order by them (unknown
  * predictions last, in enumeration order). */
 static bool sg_order_valid(kevo_search *s, int family, kevo_valid_set *vs)
@@ -336,20 +350,11 @@ static bool sg_order_valid(kevo_search *s, int family, kevo_valid_set *vs)
     size_t n1 = (size_t)(vs->n ? vs->n : 1);
     vs->pred = malloc(n1 * sizeof *vs->pred);
     vs->order = malloc(n1 * sizeof *vs->order);
-    sg_keyed *k = malloc(n1 * sizeof *k);
-    if (!vs->pred || !vs->order || !k) {
-        free(k);
+    if (!vs->pred || !vs->order)
         return false;
-    }
-    for (int i = 0; i < vs->n; i++) {
-        vs->pred[i] = kevo_search_predict(s, family, &vs->cfgs[i]);
-        k[i] = (sg_keyed){.key = isnan(vs->pred[i]) ? INFINITY : vs->pred[i], .idx = i};
-    }
-    qsort(k, (size_t)vs->n, sizeof *k, sg_cmp_keyed);
     for (int i = 0; i < vs->n; i++)
-        vs->order[i] = k[i].idx;
-    free(k);
-    return true;
+        vs->pred[i] = kevo_search_predict(s, family, &vs->cfgs[i]);
+    return kevo_search_order(vs->pred, vs->n, vs->order);
 }
 
 const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)

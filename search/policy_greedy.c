@@ -45,29 +45,17 @@ static int gr_pick(kevo_search *s, int family, kevo_proposal *scratch, int cap, 
     }
 }
 
-typedef struct gr_item {
-    double t;
-    int idx;
-} gr_item;
-
-static int gr_cmp(const void *a, const void *b)
-{
-    const gr_item *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
 static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
 {
     int seeds = kevo_search_seeds(s, out, max);
     if (seeds > 0)
         return seeds;
     kevo_proposal *all = malloc(GR_SCRATCH * sizeof *all);
-    gr_item *it = malloc(GR_SCRATCH * sizeof *it);
+    double *t = malloc(GR_SCRATCH * sizeof *t);
+    int *order = malloc(GR_SCRATCH * sizeof *order);
     unsigned char *taken = calloc(GR_SCRATCH, 1); /* 2: taken this round */
     int n = 0, found = 0;
-    if (!all || !it || !taken)
+    if (!all || !t || !order || !taken)
         goto done;
     int starved = kevo_search_starved(s, NULL, 0);
     int node = starved >= 0 ? gr_pick(s, starved, all, GR_SCRATCH, &found) : -1;
@@ -79,21 +67,21 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
     }
     s->nodes[node].expansions++;
     /* the neighbours by predicted time (unknown last, in their order) */
-    for (int i = 0; i < found; i++) {
-        double t = kevo_search_predict(s, all[i].family, &all[i].cfg);
-        it[i] = (gr_item){.t = isnan(t) ? INFINITY : t, .idx = i};
-    }
-    qsort(it, (size_t)found, sizeof *it, gr_cmp);
+    for (int i = 0; i < found; i++)
+        t[i] = kevo_search_predict(s, all[i].family, &all[i].cfg);
+    if (!kevo_search_order(t, found, order))
+        goto done;
     int usable = found;
-    if (isfinite(it[0].t)) {
+    if (!isnan(t[order[0]])) {
         usable = 0;
-        while (usable < found && (usable < GR_MIN_TAKE || it[usable].t <= GR_SLACK * it[0].t))
+        while (usable < found &&
+               (usable < GR_MIN_TAKE || (!isnan(t[order[usable]]) && t[order[usable]] <= GR_SLACK * t[order[0]])))
             usable++;
     }
     /* one per operator per round, each round best first */
     while (n < max && n < usable) {
         for (int k = 0; k < usable && n < max; k++) {
-            int i = it[k].idx;
+            int i = order[k];
             if (taken[i])
                 continue;
             bool op_in_round = false;
@@ -110,7 +98,8 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
     }
 done:
     free(taken);
-    free(it);
+    free(order);
+    free(t);
     free(all);
     return n;
 }

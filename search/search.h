@@ -170,6 +170,11 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family);
  * Appends up to max proposals to out; returns how many. */
 int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max);
 
+/* order[0..n) = the indices of key[0..n) ascending, unknown (NaN) keys
+ * last, ties by index (a total order, so every sort agrees).  false when
+ * out of memory. */
+bool kevo_search_order(const double *key, int n, int *order);
+
 /* Fitness for ordering: NaN (unknown) and failures rank as 0. */
 double kevo_search_rank(const kevo_node *n);
 
