@@ -467,6 +467,75 @@ static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated
     return s;
 }
 
+/* A figure in ms, or "-" when it was not measured. */
+static void rp_ms(char *out, size_t len, double ms)
+{
+    if (isfinite(ms))
+        snprintf(out, len, "%.4f ms", ms);
+    else
+        snprintf(out, len, "-");
+}
+
+/* A distribution run's shapes: each with its weight, its peers, the
+ * candidate fastest there and the verdict against its best peer.  Reads
+ * every verified candidate's shape results once. */
+static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kevo_cand_row *rows, int n, kv_buf *b,
+                                   kevo_err *err)
+{
+    kevo_run_shape *shapes = NULL;
+    int ns = 0;
+    kevo_status s = kevo_db_run_shapes_get(db, r->id, &shapes, &ns, err);
+    if (s)
+        return s;
+    int64_t *best = calloc((size_t)ns + 1, sizeof *best);
+    kevo_shape_result *br = calloc((size_t)ns + 1, sizeof *br);
+    if (!best || !br) {
+        s = rp_nomem(err);
+        goto out;
+    }
+    for (int i = 0; i < n && !s; i++) {
+        kevo_shape_result *v = NULL;
+        int m = 0;
+        if (strcmp(rows[i].status, "ok") != 0)
+            continue;
+        if ((s = kevo_db_shape_results_get(db, rows[i].id, &v, &m, err)))
+            break;
+        for (int k = 0; k < m; k++) {
+            int j = v[k].shape_idx;
+            if (j < 0 || j >= ns || shapes[j].idx != j || !(v[k].median_ms > 0))
+                continue;
+            if (!best[j] || v[k].median_ms < br[j].median_ms) {
+                best[j] = rows[i].id;
+                br[j] = v[k];
+            }
+        }
+        free(v);
+    }
+    if (!s && kv_buf_printf(b, "distribution of %d shapes (fitness: the weighted geometric mean of vs_peer)\n", ns))
+        s = rp_nomem(err);
+    for (int j = 0; j < ns && !s; j++) {
+        char shape[sizeof shapes[j].shape], base[32], dec[32], line[160] = "";
+        char verdict[256] = "no kernel verified there";
+        snprintf(shape, sizeof shape, "%s", shapes[j].shape);
+        rp_flatten(shape);
+        rp_ms(base, sizeof base, shapes[j].baseline_ms);
+        rp_ms(dec, sizeof dec, shapes[j].decomposed_ms);
+        if (best[j]) {
+            kevo_peer_verdict(br[j].vs_peer, shapes[j].baseline_ms, shapes[j].decomposed_ms, verdict,
+                              sizeof verdict);
+            snprintf(line, sizeof line, "fastest #%lld %.4f ms; ", (long long)best[j], br[j].median_ms);
+        }
+        if (kv_buf_printf(b, "  %s weight %g: baseline %s, decomposed %s; %s%s\n", shape, shapes[j].weight, base, dec,
+                          line, verdict))
+            s = rp_nomem(err);
+    }
+out:
+    free(best);
+    free(br);
+    free(shapes);
+    return s;
+}
+
 /* One run's header and candidate table appended to b. */
 static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b, kevo_err *err)
 {
@@ -506,6 +575,13 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
         if (kv_buf_printf(b, "%s\n", verdict)) {
             kevo_cand_rows_free(rows, n);
             return rp_nomem(err);
+        }
+    }
+    if (!r.compile_only && r.nshapes > 0) {
+        kevo_status s2 = rp_dist_section(db, &r, rows, n, b, err);
+        if (s2) {
+            kevo_cand_rows_free(rows, n);
+            return s2;
         }
     }
     int shown = (top > 0 && top < n) ? top : n;

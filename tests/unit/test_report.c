@@ -519,6 +519,54 @@ static void test_table_compile_only(void **state)
     kv_buf_release(&out);
 }
 
+/* A distribution run: one line per shape with its weight, its peers, the
+ * candidate fastest there and the verdict; a shape where nothing verified
+ * says so; a shape text with a newline stays on one line. */
+static void test_table_distribution(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    kevo_run_row r;
+    assert_int_equal(kevo_db_run_get(f->db, f->measured, &r, &err), KEVO_OK);
+    r.nshapes = 3;
+    assert_int_equal(kevo_db_run_update(f->db, &r, &err), KEVO_OK);
+    kevo_run_shape sh[3] = {
+        {0, "B=1024,M=433,N=128", 1.0, 1.985, 2.679, 0.9, 0, 0},
+        {1, "B=64,M=32,N=128", 3.0, 0.05, NAN, 0.04, 0, 0},
+        {2, "B=9,M=9,\nN=9", 0.5, NAN, NAN, NAN, 0, 0},
+    };
+    assert_int_equal(kevo_db_run_shapes_put(f->db, f->measured, sh, 3, &err), KEVO_OK);
+    /* shape 0: best 0.582 vs mid 0.902; shape 1: mid is faster and loses to the peer */
+    kevo_shape_result a0 = {0, 0.582, NAN, NAN, 3.41, 0.9 / 0.582, NAN, 1e-3};
+    kevo_shape_result a1 = {1, 0.061, NAN, NAN, NAN, 0.04 / 0.061, NAN, 1e-3};
+    kevo_shape_result d0 = {0, 0.902, NAN, NAN, 2.2, 0.9 / 0.902, NAN, 1e-3};
+    kevo_shape_result d1 = {1, 0.050, NAN, NAN, NAN, 0.04 / 0.050, NAN, 1e-3};
+    assert_int_equal(kevo_db_shape_result_put(f->db, f->best_id, &a0, &err), KEVO_OK);
+    assert_int_equal(kevo_db_shape_result_put(f->db, f->best_id, &a1, &err), KEVO_OK);
+    assert_int_equal(kevo_db_shape_result_put(f->db, f->mid_id, &d0, &err), KEVO_OK);
+    assert_int_equal(kevo_db_shape_result_put(f->db, f->mid_id, &d1, &err), KEVO_OK);
+
+    kv_buf out;
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_table(f->db, f->measured, 0, &out, &err), KEVO_OK);
+    const char *t = out.data;
+    assert_non_null(strstr(t, "\ndistribution of 3 shapes "));
+    char line[512], want[512];
+    assert_true(line_with(t, "  B=1024,M=433,N=128 weight 1:", line, sizeof line) > 0);
+    snprintf(want, sizeof want,
+             "  B=1024,M=433,N=128 weight 1: baseline 1.9850 ms, decomposed 0.9000 ms; fastest #%lld 0.5820 ms; "
+             "beats the best in-run peer, decomposed cuBLAS (0.9000 ms), 1.55x",
+             (long long)f->best_id);
+    assert_string_equal(line, want);
+    assert_true(line_with(t, "  B=64,M=32,N=128 weight 3:", line, sizeof line) > 0);
+    snprintf(want, sizeof want, "fastest #%lld 0.0500 ms; ", (long long)f->mid_id);
+    assert_non_null(strstr(line, want));
+    assert_non_null(strstr(line, "0.80x"));
+    assert_true(line_with(t, "  B=9,M=9, N=9 weight 0.5:", line, sizeof line) > 0);
+    assert_string_equal(line, "  B=9,M=9, N=9 weight 0.5: baseline -, decomposed -; no kernel verified there");
+    kv_buf_release(&out);
+}
+
 static void test_empty_db(void **state)
 {
     (void)state;
@@ -554,6 +602,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_params_not_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_compile_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_distribution, setup, teardown),
         cmocka_unit_test(test_empty_db),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
