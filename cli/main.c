@@ -414,7 +414,7 @@ static int cmd_report(int argc, char **argv)
     kevo_err err;
     kevo_err_clear(&err);
     kevo_db *db = NULL;
-    kevo_status st = kevo_db_open(db_path, false, &db, &err);
+    kevo_status st = kevo_db_open_ro(db_path, &db, &err);
     if (st)
         return cli_fail(st, &err);
     kv_buf out;

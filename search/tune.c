@@ -268,7 +268,7 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     for (int i = 0; i < n; i++)
         w[i].job = jobs[i];
     free(jobs);
-    for (int i = 0; i < n && !st && e->db; i++) {
+    for (int i = 0; i < n && !st && e->db && !kevo_db_readonly(e->db); i++) {
         st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
         if (!st)
             st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
@@ -1143,7 +1143,7 @@ static kevo_status tn_warm_start(tn_env *e, kevo_search *s, kevo_run_row *run, c
         if (o->warm_start && strcmp(o->warm_start, "none") == 0)
             return KEVO_OK;
         kevo_db *src = e->db;
-        if (o->warm_start && (st = kevo_db_open(o->warm_start, false, &src, err))) {
+        if (o->warm_start && (st = kevo_db_open_ro(o->warm_start, &src, err))) { /* read, never written */
             kevo_err_prefix(err, "--warm-start");
             return st;
         }
@@ -1548,9 +1548,12 @@ static kevo_status tn_pick_candidate(kevo_db *db, const kevo_verify_opts *o, kev
 kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
 {
     *passed = false;
-    kevo_db *db = NULL;
-    kevo_status st = kevo_db_open(o->db_path, false, &db, err);
+    /* no GPU: fail before the DB is even opened */
+    kevo_status st = kevo_gpu_probe(o->device, err);
     if (st)
+        return st;
+    kevo_db *db = NULL;
+    if ((st = kevo_db_open_ro(o->db_path, &db, err)))
         return st;
     kevo_cand_row c;
     kevo_cand_row_init(&c);
@@ -1568,8 +1571,8 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
                      o->arch ? o->arch : run.arch, o->data_dir, o->extra_templates, err);
     if (!st)
         st = tn_select_families(&e, c.family, true, err);
-    if (!st)
-        st = kevo_db_open(o->db_path, false, &e.db, err);
+    if (!st) /* read-only: the compile cache is read, never added to */
+        st = kevo_db_open_ro(o->db_path, &e.db, err);
     kevo_config cfg;
     if (!st)
         st = kevo_config_parse_json(e.spaces[0], c.params, &cfg, err);
@@ -1639,17 +1642,6 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
             char verdict[256];
             kevo_peer_verdict(f.vs_peer, e.info.baseline_ms, e.info.decomposed_ms, verdict, sizeof verdict);
             printf("  %s\n", verdict);
-        }
-        /* keep the figure with the candidate */
-        char name[400];
-        snprintf(name, sizeof name, "verify %s %s %s %s rel_err", e.shape_txt, kevo_dtype_name(e.dt), e.arch,
-                 maps.data ? maps.data : "");
-        kevo_db_measure_put(e.db, c.id, name, *passed ? res.rel_err : NAN, NULL);
-        if (*passed && o->time) {
-            snprintf(name, sizeof name, "verify %s %s %s speedup", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
-            kevo_db_measure_put(e.db, c.id, name, f.speedup, NULL);
-            snprintf(name, sizeof name, "verify %s %s %s vs_peer", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
-            kevo_db_measure_put(e.db, c.id, name, f.vs_peer, NULL);
         }
         kv_buf_release(&maps);
     }
