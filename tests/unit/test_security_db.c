@@ -13,6 +13,8 @@
  * 5. Older schemas (1 and 2) are read through an upgraded copy in memory;
  *    the file keeps its schema and bytes.
  * 6. verify without a GPU fails before it opens the DB.
+ * 7. Numbers: JSON never holds nan or inf, the SVG never draws them, a
+ *    compile-only run shows no baseline (table, JSON, SVG).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -556,6 +558,108 @@ static void test_verify_no_gpu(void **state)
     assert_false(access(missing, F_OK) == 0);
 }
 
+/* ---- 7. numbers ---- */
+
+/* No "nan" or "inf" in any letter case. */
+static void assert_no_nonfinite(const char *what, const char *text)
+{
+    if (strcasestr(text, "nan") || strcasestr(text, "inf"))
+        fail_msg("%s holds nan or inf:\n%s", what, text);
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    char path[PATH_MAX], svg[PATH_MAX];
+    path_in(path, sizeof path, "numbers.db");
+    path_in(svg, sizeof svg, "numbers.svg");
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    /* a timed run whose figures are infinite (SQLite keeps inf; NaN reads back as NULL) */
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    int64_t timed = add_run(db, "B=8,M=16", false, INFINITY);
+    assert_int_equal(kevo_db_run_get(db, timed, &r, &err), KEVO_OK);
+    r.peak_tflops = INFINITY;
+    r.copy_tbps = -INFINITY;
+    r.decomposed_ms = INFINITY;
+    assert_int_equal(kevo_db_run_update(db, &r, &err), KEVO_OK);
+    int64_t a = add_cand(db, timed, 1, "lce_mma", "{\"BM\":1e999,\"BN\":64}", "ok", INFINITY, 0.0);
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_get(db, a, &c, &err), KEVO_OK);
+    c.vs_peer = INFINITY;
+    c.tflops = -INFINITY;
+    c.roofline = INFINITY;
+    c.ci_lo_ms = -INFINITY;
+    c.ci_hi_ms = INFINITY;
+    c.rel_err = INFINITY;
+    assert_int_equal(kevo_db_cand_update(db, &c, &err), KEVO_OK);
+    kevo_cand_row_release(&c);
+    add_cand(db, timed, 2, "lce_mma", "{\"BM\":64,\"BN\":64}", "ok", 2.0, INFINITY);
+    add_cand(db, timed, 3, "lce_mma", "{\"BM\":32,\"BN\":64}", "ok", NAN, NAN);
+    /* a compile-only run with a (crafted) baseline and peak: neither is shown */
+    int64_t co = add_run(db, "B=4,M=4", true, 1.25);
+    assert_int_equal(kevo_db_run_get(db, co, &r, &err), KEVO_OK);
+    r.peak_tflops = 700;
+    r.baseline_bcast_ms = 2.5;
+    assert_int_equal(kevo_db_run_update(db, &r, &err), KEVO_OK);
+    add_cand(db, co, 1, "lce_mma", "{\"BM\":64,\"BN\":32}", "compiled", NAN, NAN);
+    kevo_db_close(db);
+    assert_int_equal(raw_int(path, "SELECT speedup > 1e308 FROM candidates WHERE id = 1"), 1);
+
+    /* JSON: valid, null for every non-finite figure and for the compile-only run's */
+    result res = RUN("report", "--db", path, "--format", "json");
+    expect_ok(&res);
+    assert_no_nonfinite("JSON", res.out);
+    cJSON *j = cJSON_Parse(res.out);
+    assert_non_null(j);
+    const cJSON *runs = cJSON_GetObjectItem(j, "runs");
+    const cJSON *r1 = cJSON_GetArrayItem(runs, 0), *r2 = cJSON_GetArrayItem(runs, 1);
+    const char *nulls1[] = {"baseline_ms", "decomposed_ms", "peak_tflops", "copy_tbps"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(nulls1); i++)
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(r1, nulls1[i])));
+    const cJSON *best = cJSON_GetObjectItem(r1, "best");
+    const char *nullsb[] = {"speedup", "vs_best_peer", "tflops", "roofline", "ci_lo_ms", "ci_hi_ms", "rel_err"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(nullsb); i++)
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(best, nullsb[i])));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(best, "params"), "BM")));
+    const char *nulls2[] = {"baseline_ms", "baseline_bcast_ms", "decomposed_ms", "peak_tflops", "copy_tbps"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(nulls2); i++)
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, nulls2[i])));
+    cJSON_Delete(j);
+    result_release(&res);
+
+    /* table: "-" for what is not finite; the compile-only run names no baseline */
+    res = RUN("report", "--db", path);
+    expect_ok(&res);
+    assert_no_nonfinite("table", res.out);
+    const char *run2 = strstr(res.out, "\nrun 2 ");
+    assert_non_null(run2);
+    assert_null(strstr(run2, "baseline"));
+    assert_null(strstr(run2, "peak"));
+    result_release(&res);
+
+    /* SVG of each run: no nan or inf drawn; the compile-only one names no baseline */
+    const char *which[] = {"1", "2"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(which); i++) {
+        res = RUN("report", "--db", path, "--run", which[i], "--svg", svg);
+        expect_ok(&res);
+        result_release(&res);
+        char *text = slurp(svg, NULL);
+        assert_no_nonfinite("SVG", text);
+        if (i == 1) { /* the header line names no baseline */
+            const char *head = strstr(text, ">kevo: ");
+            assert_non_null(head);
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)strcspn(head, "\n"), head);
+            assert_non_null(strstr(line, "compile-only"));
+            assert_null(strstr(line, "baseline"));
+        }
+        free(text);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -578,7 +682,7 @@ int main(void)
         cmocka_unit_test(test_open_ro),         cmocka_unit_test(test_report_unwritable),
         cmocka_unit_test(test_not_kevo_files),  cmocka_unit_test(test_corrupt_page),
         cmocka_unit_test(test_old_schema_v1),   cmocka_unit_test(test_old_schema_v2),
-        cmocka_unit_test(test_verify_no_gpu),
+        cmocka_unit_test(test_verify_no_gpu),   cmocka_unit_test(test_numbers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
