@@ -236,15 +236,6 @@ static char *rp_int(int v)
     return v < 0 ? kv_strdup("-") : rp_strf("%d", v);
 }
 
-/* Turn control characters (newlines, tabs) into spaces so a cell stays on
- * one line. */
-static void rp_flatten(char *s)
-{
-    for (; s && *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = ' ';
-}
-
 /* Params JSON as "BM=128 BN=256 ..." in stored key order; the raw text
  * when it is not a JSON object.  malloc'd, NULL when out of memory. */
 static char *rp_params_compact(const char *json)
@@ -391,9 +382,9 @@ static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, int
                                          (c->smem_dynamic > 0 ? c->smem_dynamic : 0)) / 1024.0);
     cell[RP_FAIL] = rp_fail_cell(c);
     bool ok = true;
-    for (int j = 0; j < RP_NCOLS; j++) {
+    for (int j = 0; j < RP_NCOLS; j++) { /* DB text: one line, no escape sequences */
         ok = ok && cell[j];
-        rp_flatten(cell[j]);
+        kv_term_clean(cell[j]);
     }
     return ok;
 }
@@ -429,7 +420,16 @@ static kevo_status rp_emit_table(kv_buf *b, char **cells, int nrows)
     return s;
 }
 
-/* The three header lines of a run. */
+/* The run's text fields made safe for a terminal (kv_term_clean), in place. */
+static void rp_clean_run(kevo_run_row *r)
+{
+    char *text[] = {r->op,     r->shape,       r->dtype,  r->arch,   r->policy,    r->families,
+                    r->status, r->stop_reason, r->device, r->filter, r->warm_start};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        kv_term_clean(text[i]);
+}
+
+/* The three header lines of a run (its text fields cleaned already). */
 static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated, int compiled, int failed,
                                  int verified)
 {
@@ -524,7 +524,7 @@ static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kev
         char shape[sizeof shapes[j].shape], base[32], dec[32], line[160] = "", weight[32] = "-";
         char verdict[256] = "no kernel verified there";
         snprintf(shape, sizeof shape, "%s", shapes[j].shape);
-        rp_flatten(shape);
+        kv_term_clean(shape);
         rp_ms(base, sizeof base, shapes[j].baseline_ms);
         rp_ms(dec, sizeof dec, shapes[j].decomposed_ms);
         if (isfinite(shapes[j].weight))
@@ -555,6 +555,7 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
         s = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &verified, err);
     if (s)
         return s;
+    rp_clean_run(&r);
     if (rp_run_header(b, &r, evaluated, compiled, failed, verified))
         return rp_nomem(err);
 

@@ -23,7 +23,8 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
 /* Plain-text report appended to out: per run a header (op, shape, dtype,
  * device, baseline, counts) and a table of the `top` best candidates (all
  * when top <= 0), best first; compile-only runs list candidates in order,
- * with no baseline. */
+ * with no baseline.  Text from the DB passes through kv_term_clean: no
+ * control character or escape sequence reaches the terminal. */
 kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err);
 
 /* SVG picture appended to out: best speedup against evaluations (one line

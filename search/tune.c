@@ -465,10 +465,19 @@ static void tn_line(tn_progress *p, const char *fmt, ...)
     if (p->mode < 1)
         return;
     tn_bar_clear(p);
-    va_list ap;
+    /* lines quote DB and space-file text: printed through kv_term_clean */
+    va_list ap, ap2;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    char *line = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (line) {
+        vsnprintf(line, (size_t)n + 1, fmt, ap2);
+        fputs(kv_term_clean(line), stdout);
+        free(line);
+    }
+    va_end(ap2);
     fputc('\n', stdout);
     fflush(stdout);
 }
@@ -1621,6 +1630,8 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         double rel_bound, rtol;
         kevo_tolerance(e.dt, &rel_bound, &rtol);
         *passed = res.fail == KEVO_FAIL_NONE;
+        kv_term_clean(c.family); /* DB text: no escape sequences to the terminal */
+        kv_term_clean(c.params);
         printf("verify #%lld %s %s\n  at %s %s %s, maps %s: %s", (long long)c.id, c.family, c.params, e.shape_txt,
                kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", *passed ? "ok" : "FAILED");
         if (*passed)

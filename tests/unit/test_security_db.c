@@ -15,6 +15,8 @@
  * 6. verify without a GPU fails before it opens the DB.
  * 7. Numbers: JSON never holds nan or inf, the SVG never draws them, a
  *    compile-only run shows no baseline (table, JSON, SVG).
+ * 8. Text: kv_term_clean, and DB strings with escape sequences, CR and LF
+ *    reach the terminal (report table and JSON, error messages) cleaned.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -660,6 +662,108 @@ static void test_numbers(void **state)
     }
 }
 
+/* ---- 8. text from a DB on the terminal ---- */
+
+static void check_clean(const char *in, const char *want)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", in);
+    assert_ptr_equal(kv_term_clean(buf), buf);
+    assert_string_equal(buf, want);
+}
+
+static void test_term_clean(void **state)
+{
+    (void)state;
+    check_clean("\x1b[2J", " [2J");
+    check_clean("a\r\nb\tc", "a  b c");
+    check_clean("x\x07y\x7fz", "x y z");
+    check_clean("csi\xc2\x9b" "2J", "csi 2J");          /* C1 CSI, UTF-8 encoded */
+    check_clean("nbsp\xc2\xa0ok", "nbsp\xc2\xa0ok");     /* U+00A0 is text */
+    check_clean("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    check_clean("raw\x9b" "2J", "raw?2J");              /* an 8-bit CSI byte */
+    check_clean("cut\xe2\x82", "cut??");
+    check_clean("bad\xff\xc0\x80", "bad???");
+    check_clean("", "");
+    assert_null(kv_term_clean(NULL));
+}
+
+/* Text that may reach a terminal: no control character but line ends, no C1. */
+static void assert_terminal_safe(const char *what, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f || (*p == 0xC2 && p[1] >= 0x80 && p[1] < 0xA0))
+            fail_msg("%s holds byte 0x%02x at %ld:\n%s", what, *p, (long)(p - (const unsigned char *)text), text);
+}
+
+static void test_terminal_text(void **state)
+{
+    (void)state;
+    char path[PATH_MAX];
+    path_in(path, sizeof path, "escapes.db");
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    snprintf(r.op, sizeof r.op, "ikbo\x1b[2J");
+    snprintf(r.shape, sizeof r.shape, "B=8\r\nM=16\x1b[31m");
+    snprintf(r.dtype, sizeof r.dtype, "fp\x1b" "16");
+    snprintf(r.arch, sizeof r.arch, "sm\n90");
+    snprintf(r.policy, sizeof r.policy, "greedy\x1b]0;owned\x07");
+    snprintf(r.status, sizeof r.status, "done\x1b[2J");
+    snprintf(r.stop_reason, sizeof r.stop_reason, "budget\r\x1b[K");
+    snprintf(r.device, sizeof r.device, "GPU\xc2\x9b" "2J\n");
+    r.baseline_ms = 1.5;
+    assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    add_cand(db, r.id, 1, "lce\x1b[1mmma", "{\"BM\\u001b[2J\":1,\"BN\":\"x\\ny\\r\"}", "ok", 2.0, 0.75);
+    add_cand(db, r.id, 2, "lce_mma", "not json \x1b]0;title\x07\n", "ok", 1.5, 1.0);
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    c.run_id = r.id;
+    c.seq = 3;
+    snprintf(c.family, sizeof c.family, "lce_mma");
+    c.params = kv_strdup("{\"BM\":8}");
+    snprintf(c.status, sizeof c.status, "failed");
+    snprintf(c.fail, sizeof c.fail, "compile\x1b[2J");
+    c.fail_msg = kv_strdup("boom\r\n\x1b[2Jnext \xc2\x9b line");
+    assert_int_equal(kevo_db_cand_insert(db, &c, &err), KEVO_OK);
+    kevo_cand_row_release(&c);
+    kevo_db_close(db);
+
+    result res = RUN("report", "--db", path);
+    expect_ok(&res);
+    printf("%s", res.out);
+    assert_terminal_safe("report table", res.out);
+    /* the header's three lines stay three: run, device, counts */
+    assert_true(strncmp(res.out, "run 1  ikbo [2J  B=8  M=16 [31m  fp 16  sm 90  policy greedy ]0;owned ", 70) == 0);
+    const char *l2 = strchr(res.out, '\n') + 1;
+    assert_true(strncmp(l2, "device GPU 2J ", 14) == 0);
+    const char *l3 = strchr(l2, '\n') + 1;
+    assert_true(strncmp(l3, "candidates 3 ", 13) == 0);
+    assert_non_null(strstr(res.out, "BM [2J=1 BN=x y "));
+    assert_non_null(strstr(res.out, "compile [2J: boom   [2Jnext   line"));
+    result_release(&res);
+
+    /* JSON: control characters escaped by cJSON */
+    res = RUN("report", "--db", path, "--format", "json");
+    expect_ok(&res);
+    for (const char *p = res.out; *p; p++)
+        assert_true(*p != '\x1b' && *p != '\r' && *p != '\x07');
+    cJSON *j = cJSON_Parse(res.out);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), 0), "op")->valuestring,
+                        "ikbo\x1b[2J"); /* the data itself is kept */
+    cJSON_Delete(j);
+    result_release(&res);
+
+    /* an error message that quotes the DB (replay: the run's op is unknown) */
+    res = RUN("replay", "--db", path, "--model");
+    expect_fail(&res, "unknown op 'ikbo [2J'");
+    assert_terminal_safe("replay error", res.err);
+    result_release(&res);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -683,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_not_kevo_files),  cmocka_unit_test(test_corrupt_page),
         cmocka_unit_test(test_old_schema_v1),   cmocka_unit_test(test_old_schema_v2),
         cmocka_unit_test(test_verify_no_gpu),   cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_term_clean),      cmocka_unit_test(test_terminal_text),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
