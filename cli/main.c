@@ -100,7 +100,10 @@ static void cli_usage(FILE *f)
 
 static int cli_fail(kevo_status st, const kevo_err *err)
 {
-    fprintf(stderr, "kevo: %s\n", err->msg[0] ? err->msg : kevo_status_str(st));
+    /* messages quote DB and file text: no escape sequence reaches the terminal */
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : kevo_status_str(st));
+    fprintf(stderr, "kevo: %s\n", kv_term_clean(msg));
     return 1;
 }
 
@@ -414,7 +417,7 @@ static int cmd_report(int argc, char **argv)
     kevo_err err;
     kevo_err_clear(&err);
     kevo_db *db = NULL;
-    kevo_status st = kevo_db_open(db_path, false, &db, &err);
+    kevo_status st = kevo_db_open_ro(db_path, &db, &err);
     if (st)
         return cli_fail(st, &err);
     kv_buf out;

@@ -122,11 +122,13 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     ok = ok && cJSON_AddNumberToObject(o, "failed", failed);
     ok = ok && cJSON_AddNumberToObject(o, "compiled", compiled);
     ok = ok && cJSON_AddNumberToObject(o, "verified", verified);
-    ok = ok && rp_add_num(o, "baseline_ms", r.baseline_ms);
-    ok = ok && rp_add_num(o, "baseline_bcast_ms", r.baseline_bcast_ms);
-    ok = ok && rp_add_num(o, "decomposed_ms", r.decomposed_ms);
-    ok = ok && rp_add_num(o, "peak_tflops", r.peak_tflops);
-    ok = ok && rp_add_num(o, "copy_tbps", r.copy_tbps);
+    /* a compile-only run timed nothing: no peers, no ceilings */
+    double none = NAN;
+    ok = ok && rp_add_num(o, "baseline_ms", r.compile_only ? none : r.baseline_ms);
+    ok = ok && rp_add_num(o, "baseline_bcast_ms", r.compile_only ? none : r.baseline_bcast_ms);
+    ok = ok && rp_add_num(o, "decomposed_ms", r.compile_only ? none : r.decomposed_ms);
+    ok = ok && rp_add_num(o, "peak_tflops", r.compile_only ? none : r.peak_tflops);
+    ok = ok && rp_add_num(o, "copy_tbps", r.compile_only ? none : r.copy_tbps);
     if (!ok) {
         cJSON_Delete(o);
         return rp_nomem(err);
@@ -177,10 +179,10 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
 
 void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n)
 {
-    bool dec = !isnan(decomposed_ms) && decomposed_ms > 0 && !(baseline_ms <= decomposed_ms);
+    bool dec = isfinite(decomposed_ms) && decomposed_ms > 0 && !(baseline_ms <= decomposed_ms);
     const char *peer = dec ? "decomposed cuBLAS" : "the stage-0 cuBLAS baseline";
     double peer_ms = dec ? decomposed_ms : baseline_ms;
-    if (isnan(vs_peer))
+    if (!isfinite(vs_peer) || !isfinite(peer_ms)) /* NaN or inf: nothing to compare */
         snprintf(out, n, "no in-run peer was measured");
     else if (vs_peer >= 1.0)
         snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, peer_ms, vs_peer);
@@ -234,15 +236,6 @@ static char *rp_int(int v)
     return v < 0 ? kv_strdup("-") : rp_strf("%d", v);
 }
 
-/* Turn control characters (newlines, tabs) into spaces so a cell stays on
- * one line. */
-static void rp_flatten(char *s)
-{
-    for (; s && *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = ' ';
-}
-
 /* Params JSON as "BM=128 BN=256 ..." in stored key order; the raw text
  * when it is not a JSON object.  malloc'd, NULL when out of memory. */
 static char *rp_params_compact(const char *json)
@@ -270,7 +263,9 @@ static char *rp_params_compact(const char *json)
             break;
         if (cJSON_IsNumber(it)) {
             double v = it->valuedouble;
-            if (v == floor(v) && fabs(v) < 1e15)
+            if (!isfinite(v)) /* 1e999 parses as inf: print what JSON would */
+                s = kv_buf_puts(&b, "null");
+            else if (v == floor(v) && fabs(v) < 1e15)
                 s = kv_buf_printf(&b, "%.0f", v);
             else
                 s = kv_buf_printf(&b, "%.6g", v);
@@ -387,9 +382,9 @@ static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, int
                                          (c->smem_dynamic > 0 ? c->smem_dynamic : 0)) / 1024.0);
     cell[RP_FAIL] = rp_fail_cell(c);
     bool ok = true;
-    for (int j = 0; j < RP_NCOLS; j++) {
+    for (int j = 0; j < RP_NCOLS; j++) { /* DB text: one line, no escape sequences */
         ok = ok && cell[j];
-        rp_flatten(cell[j]);
+        kv_term_clean(cell[j]);
     }
     return ok;
 }
@@ -425,7 +420,16 @@ static kevo_status rp_emit_table(kv_buf *b, char **cells, int nrows)
     return s;
 }
 
-/* The three header lines of a run. */
+/* The run's text fields made safe for a terminal (kv_term_clean), in place. */
+static void rp_clean_run(kevo_run_row *r)
+{
+    char *text[] = {r->op,     r->shape,       r->dtype,  r->arch,   r->policy,    r->families,
+                    r->status, r->stop_reason, r->device, r->filter, r->warm_start};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        kv_term_clean(text[i]);
+}
+
+/* The three header lines of a run (its text fields cleaned already). */
 static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated, int compiled, int failed,
                                  int verified)
 {
@@ -451,6 +455,9 @@ static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated
     } else if (!s) {
         s = kv_buf_puts(b, "-");
     }
+    if (!s && r->compile_only) /* it timed nothing: no baseline, no peak */
+        return kv_buf_printf(b, "\ncandidates %d  compiled %d  verified %d  failed %d\n", evaluated, compiled,
+                             verified, failed);
     if (!s)
         s = isfinite(r->baseline_ms) ? kv_buf_printf(b, "   baseline %.3f ms", r->baseline_ms)
                                      : kv_buf_puts(b, "   baseline -");
@@ -502,7 +509,7 @@ static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kev
             break;
         for (int k = 0; k < m; k++) {
             int j = v[k].shape_idx;
-            if (j < 0 || j >= ns || shapes[j].idx != j || !(v[k].median_ms > 0))
+            if (j < 0 || j >= ns || shapes[j].idx != j || !(v[k].median_ms > 0) || !isfinite(v[k].median_ms))
                 continue;
             if (!best[j] || v[k].median_ms < br[j].median_ms) {
                 best[j] = rows[i].id;
@@ -514,19 +521,21 @@ static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kev
     if (!s && kv_buf_printf(b, "distribution of %d shapes (fitness: the weighted geometric mean of vs_peer)\n", ns))
         s = rp_nomem(err);
     for (int j = 0; j < ns && !s; j++) {
-        char shape[sizeof shapes[j].shape], base[32], dec[32], line[160] = "";
+        char shape[sizeof shapes[j].shape], base[32], dec[32], line[160] = "", weight[32] = "-";
         char verdict[256] = "no kernel verified there";
         snprintf(shape, sizeof shape, "%s", shapes[j].shape);
-        rp_flatten(shape);
+        kv_term_clean(shape);
         rp_ms(base, sizeof base, shapes[j].baseline_ms);
         rp_ms(dec, sizeof dec, shapes[j].decomposed_ms);
+        if (isfinite(shapes[j].weight))
+            snprintf(weight, sizeof weight, "%g", shapes[j].weight);
         if (best[j]) {
             kevo_peer_verdict(br[j].vs_peer, shapes[j].baseline_ms, shapes[j].decomposed_ms, verdict,
                               sizeof verdict);
             snprintf(line, sizeof line, "fastest #%lld %.4f ms; ", (long long)best[j], br[j].median_ms);
         }
-        if (kv_buf_printf(b, "  %s weight %g: baseline %s, decomposed %s; %s%s\n", shape, shapes[j].weight, base, dec,
-                          line, verdict))
+        if (kv_buf_printf(b, "  %s weight %s: baseline %s, decomposed %s; %s%s\n", shape, weight, base, dec, line,
+                          verdict))
             s = rp_nomem(err);
     }
 out:
@@ -546,6 +555,7 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
         s = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &verified, err);
     if (s)
         return s;
+    rp_clean_run(&r);
     if (rp_run_header(b, &r, evaluated, compiled, failed, verified))
         return rp_nomem(err);
 

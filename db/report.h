@@ -14,13 +14,17 @@
  *              "baseline_ms", "baseline_bcast_ms", "peak_tflops", "copy_tbps",
  *              "best": {"candidate_id", "template", "params": {...},
  *                       "median_ms", "speedup", "tflops", "rel_err"} | null}]}
- * Numbers that were not measured are null.  run_id 0: every run.
+ * Numbers that were not measured, NaN or infinite are null (never "nan" or
+ * "inf"); a compile-only run's peers and ceilings are null.  Strings are
+ * JSON-escaped (control characters as \uXXXX).  run_id 0: every run.
  * Errors: KEVO_ERR_NOT_FOUND for an unknown run id, KEVO_ERR_DB. */
 kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
 
 /* Plain-text report appended to out: per run a header (op, shape, dtype,
  * device, baseline, counts) and a table of the `top` best candidates (all
- * when top <= 0), best first; compile-only runs list candidates in order. */
+ * when top <= 0), best first; compile-only runs list candidates in order,
+ * with no baseline.  Text from the DB passes through kv_term_clean: no
+ * control character or escape sequence reaches the terminal. */
 kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err);
 
 /* SVG picture appended to out: best speedup against evaluations (one line

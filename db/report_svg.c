@@ -2,7 +2,8 @@
  *   top: best speedup against evaluations, one line per run;
  *   bottom: one run's search tree, x = evaluation order, y = depth, nodes
  *   coloured by speedup (failures red, compile-only grey), edges by operator.
- * Every node carries a <title> with its params and result. */
+ * Every node carries a <title> with its params and result.  A figure that is
+ * NaN or infinite is never drawn: such a node counts as not timed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +113,7 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
         depth[i] = parent[i] >= 0 ? depth[parent[i]] + 1 : 0;
         if (depth[i] > maxdepth)
             maxdepth = depth[i];
-        if (!isnan(rows[i].speedup) && rows[i].speedup > best)
+        if (isfinite(rows[i].speedup) && rows[i].speedup > best)
             best = rows[i].speedup;
     }
     if (!st) {
@@ -152,7 +153,7 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
             if (strcmp(rows[i].status, "failed") == 0) {
                 snprintf(fill, sizeof fill, "#e41a1c");
                 stroke = "#000";
-            } else if (!isnan(rows[i].speedup) && best > 0) {
+            } else if (isfinite(rows[i].speedup) && best > 0) {
                 sv_color(rows[i].speedup / best, fill);
             } else {
                 snprintf(fill, sizeof fill, "%s", strcmp(rows[i].status, "pending") == 0 ? "#fff" : "#aaa");
@@ -168,8 +169,10 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
                 sv_text(b, rows[i].fail);
                 kv_buf_puts(b, " ");
                 sv_text(b, rows[i].fail_msg ? rows[i].fail_msg : "");
-            } else if (!isnan(rows[i].speedup)) {
+            } else if (isfinite(rows[i].speedup) && isfinite(rows[i].median_ms)) {
                 kv_buf_printf(b, ": %.4f ms, %.2fx", rows[i].median_ms, rows[i].speedup);
+            } else if (isfinite(rows[i].speedup)) {
+                kv_buf_printf(b, ": %.2fx", rows[i].speedup);
             } else {
                 kv_buf_printf(b, ": %s", rows[i].status);
             }
@@ -234,8 +237,14 @@ kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *
                   SV_W, SV_TOP2 + SV_H2 + 50, SV_W, SV_TOP2 + SV_H2 + 50);
     kv_buf head;
     kv_buf_init(&head);
-    kv_buf_printf(&head, "kevo: %s %s %s %s, stage-0 baseline %.3f ms", tr.op, tr.shape, tr.dtype,
-                  tr.device[0] ? tr.device : "(no device)", tr.baseline_ms);
+    kv_buf_printf(&head, "kevo: %s %s %s %s", tr.op, tr.shape, tr.dtype, tr.device[0] ? tr.device : "(no device)");
+    /* a compile-only run timed nothing: no baseline */
+    if (tr.compile_only)
+        kv_buf_puts(&head, ", compile-only");
+    else if (isfinite(tr.baseline_ms))
+        kv_buf_printf(&head, ", stage-0 baseline %.3f ms", tr.baseline_ms);
+    else
+        kv_buf_puts(&head, ", no stage-0 baseline");
     kv_buf_printf(&b, "<text x=\"%.1f\" y=\"22\" font-size=\"13\">", SV_LEFT);
     sv_text(&b, head.data);
     kv_buf_puts(&b, "</text>\n");
@@ -263,7 +272,7 @@ kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *
         for (int i = 0; v && i < n; i++) {
             if (strcmp(rows[i].status, "pending") == 0)
                 continue;
-            if (!isnan(rows[i].speedup) && rows[i].speedup > running)
+            if (isfinite(rows[i].speedup) && rows[i].speedup > running) /* NaN, inf: not plotted */
                 running = rows[i].speedup;
             v[m++] = running;
         }

@@ -5,6 +5,8 @@
 #include "db/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/util.h"
 
@@ -21,6 +24,7 @@
 struct kevo_db {
     sqlite3 *h;
     char *path;
+    bool readonly; /* opened by kevo_db_open_ro: h never writes the file */
 };
 
 /* Tables schema 3 added (created by the v2 -> v3 migration too). */
@@ -383,6 +387,36 @@ static kevo_status st_migrate(kevo_db *db, int64_t ver, kevo_err *err)
     return KEVO_OK;
 }
 
+/* PRAGMA quick_check over the whole file (every page's structure, not the
+ * index contents; reads only).  Errors: KEVO_ERR_DB naming the first problem
+ * for a corrupt file, what SQLite said otherwise. */
+static kevo_status st_quick_check(kevo_db *db, kevo_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    kevo_status s = KEVO_OK;
+    if (rc == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        if (!t || strcmp(t, "ok") != 0)
+            s = kevo_err_set(err, KEVO_ERR_DB,
+                             "'%s' is corrupt (quick_check: %.200s); restore a copy or salvage it with "
+                             "'sqlite3 FILE .recover'",
+                             db->path, t ? t : "no answer");
+    } else {
+        int prim = rc & 0xff;
+        if (prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB)
+            s = kevo_err_set(err, KEVO_ERR_DB,
+                             "'%s' is corrupt (%s); restore a copy or salvage it with 'sqlite3 FILE .recover'",
+                             db->path, sqlite3_errmsg(db->h));
+        else
+            s = kevo_err_set(err, st_open_status(rc), "cannot check '%s': %s", db->path, sqlite3_errmsg(db->h));
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
 /* Open the SQLite handle and set connection options; nothing is read or
  * written to the file here. */
 static kevo_status st_open_handle(kevo_db *db, bool create, kevo_err *err)
@@ -436,8 +470,8 @@ kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err 
             s = st_identity_fail(db, rc, err);
         else if (app == 0 && nobj == 0)
             s = st_create_schema(db, err);
-        else
-            s = st_check_identity(db, app, ver, err);
+        else if ((s = st_check_identity(db, app, ver, err)) == KEVO_OK)
+            s = st_quick_check(db, err); /* a corrupt page is refused, not written into */
         if (s == KEVO_OK && ver >= 1 && ver < ST_SCHEMA_VERSION)
             s = st_migrate(db, ver, err);
     }
@@ -457,6 +491,147 @@ kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err 
     }
     *out = db;
     return KEVO_OK;
+}
+
+/* Whether the file is a WAL-mode SQLite database (header bytes 18 and 19,
+ * the write and read format versions, are 2); reads 2 bytes. */
+static bool st_header_wal(const char *path)
+{
+    unsigned char v[2] = {0, 0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = pread(fd, v, sizeof v, 18);
+    close(fd);
+    return n == 2 && v[0] == 2 && v[1] == 2;
+}
+
+static bool st_exists(const char *path, const char *suffix)
+{
+    char side[PATH_MAX + 16];
+    struct stat sb;
+    snprintf(side, sizeof side, "%s%s", path, suffix);
+    return stat(side, &sb) == 0;
+}
+
+/* The URI that opens path read-only ("file:" + the path with every byte
+ * outside [A-Za-z0-9/._~-] percent-encoded, "?mode=ro", and "&immutable=1"
+ * when asked); false when out of memory. */
+static bool st_ro_uri(const char *path, bool immutable, kv_buf *uri)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    /* "file://" + "/abs" keeps an absolute path's "//" from reading as a host */
+    kevo_status s = kv_buf_puts(uri, path[0] == '/' ? "file://" : "file:");
+    for (const unsigned char *p = (const unsigned char *)path; !s && *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._~-", *p)) {
+            s = kv_buf_append(uri, p, 1);
+        } else {
+            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            s = kv_buf_append(uri, e, 3);
+        }
+    }
+    if (!s)
+        s = kv_buf_puts(uri, immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+    return s == KEVO_OK;
+}
+
+/* Replace db->h by an in-memory copy of its main database (SQLite's backup
+ * API): memory the size of the file. */
+static kevo_status st_copy_to_memory(kevo_db *db, kevo_err *err)
+{
+    sqlite3 *mem = NULL;
+    int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    sqlite3_backup *bk = rc == SQLITE_OK ? sqlite3_backup_init(mem, "main", db->h, "main") : NULL;
+    if (bk) {
+        rc = sqlite3_backup_step(bk, -1);
+        int rc2 = sqlite3_backup_finish(bk);
+        rc = rc == SQLITE_DONE ? rc2 : rc;
+    } else if (rc == SQLITE_OK) {
+        rc = sqlite3_errcode(mem);
+    }
+    if (rc != SQLITE_OK) {
+        kevo_status s = kevo_err_set(err, rc == SQLITE_NOMEM ? KEVO_ERR_NOMEM : st_open_status(rc),
+                                     "cannot copy '%s' into memory: %s", db->path,
+                                     mem ? sqlite3_errmsg(mem) : sqlite3_errstr(rc));
+        sqlite3_close(mem);
+        return s;
+    }
+    sqlite3_close(db->h);
+    db->h = mem;
+    sqlite3_extended_result_codes(db->h, 1);
+    return KEVO_OK;
+}
+
+kevo_status kevo_db_open_ro(const char *path, kevo_db **out, kevo_err *err)
+{
+    if (!out)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no result pointer for opening '%s'", path ? path : "");
+    *out = NULL;
+    if (!path || !*path)
+        return kevo_err_set(err, KEVO_ERR_ARG, "empty database path");
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            return kevo_err_set(err, KEVO_ERR_IO, "no such database '%s'", path);
+        return kevo_err_set(err, KEVO_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    }
+    if (S_ISDIR(sb.st_mode))
+        return kevo_err_set(err, KEVO_ERR_IO, "cannot open '%s': is a directory", path);
+
+    kevo_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->path = kv_strdup(path))) {
+        free(db);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory opening '%s'", path);
+    }
+    db->readonly = true;
+    /* A WAL-mode file whose -wal is gone holds every committed row in the
+     * main file, and no connection has it open: read it as immutable, which
+     * creates no -wal and -shm (a plain read-only open would, and leave them).
+     * Otherwise (a live writer's WAL, or a rollback-journal file) read it with
+     * SQLite's usual locking, which creates nothing new. */
+    bool immutable = st_header_wal(path) && !st_exists(path, "-wal");
+    kv_buf uri;
+    kv_buf_init(&uri);
+    kevo_status s = KEVO_OK;
+    if (!st_ro_uri(path, immutable, &uri)) {
+        s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory opening '%s'", path);
+    } else {
+        int rc = sqlite3_open_v2(uri.data, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        if (rc != SQLITE_OK)
+            s = kevo_err_set(err, st_open_status(rc), "cannot open '%s': %s", path,
+                             db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+    }
+    kv_buf_release(&uri);
+    int64_t app = 0, ver = 0, nobj = 0;
+    if (s == KEVO_OK) {
+        sqlite3_extended_result_codes(db->h, 1);
+        sqlite3_busy_timeout(db->h, 5000);
+        int rc = st_identity(db->h, &app, &ver, &nobj);
+        if (rc != SQLITE_OK)
+            s = st_identity_fail(db, rc, err);
+        else if (app == 0 && nobj == 0)
+            s = kevo_err_set(err, KEVO_ERR_DB, "'%s' is %s, not a kevo database", path,
+                             sb.st_size == 0 ? "empty" : "an empty SQLite database");
+        else if ((s = st_check_identity(db, app, ver, err)) == KEVO_OK)
+            s = st_quick_check(db, err);
+    }
+    /* an older schema is upgraded in a copy in memory, never in the file */
+    if (s == KEVO_OK && ver < ST_SCHEMA_VERSION && (s = st_copy_to_memory(db, err)) == KEVO_OK)
+        s = st_migrate(db, ver, err);
+    /* belt and braces: a write through this handle fails */
+    if (s == KEVO_OK && sqlite3_exec(db->h, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
+        s = kevo_err_set(err, KEVO_ERR_DB, "cannot configure '%s': %s", path, sqlite3_errmsg(db->h));
+    if (s != KEVO_OK) {
+        kevo_db_close(db);
+        return s;
+    }
+    *out = db;
+    return KEVO_OK;
+}
+
+bool kevo_db_readonly(const kevo_db *db)
+{
+    return db && db->readonly;
 }
 
 void kevo_db_close(kevo_db *db)

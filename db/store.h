@@ -3,7 +3,8 @@
  *
  * One file per database, WAL journal, a busy timeout, one transaction per
  * result.  A file that is not kevo's (wrong application_id, or a schema it
- * does not know) is refused before anything is written.  Everything `report`
+ * does not know) or that fails PRAGMA quick_check is refused before anything
+ * is written.  Everything `report`
  * and `export` need is here, so they need nothing else.
  */
 #ifndef KEVO_STORE_H
@@ -17,10 +18,28 @@
 
 typedef struct kevo_db kevo_db;
 
-/* Open (create when `create` and the file does not exist) a kevo database.
- * Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a kevo
- * database, corrupt, newer schema), with the path quoted. */
+/* Open (create when `create` and the file does not exist) a kevo database
+ * for reading and writing; an empty file gets kevo's schema, an older schema
+ * is upgraded in place.  Errors: KEVO_ERR_IO (cannot open or create),
+ * KEVO_ERR_DB (not a kevo database, corrupt, newer schema), with the path
+ * quoted. */
 kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err);
+
+/* Open an existing kevo database for reading only (report, replay, export,
+ * verify): SQLITE_OPEN_READONLY, so a user who may not write the file or its
+ * folder can read it, and nothing is ever written to either: no schema for
+ * an empty file, no -wal or -shm for a file no one has open (read as
+ * immutable), no upgrade in place.  A file of an older schema is copied into
+ * memory with SQLite's backup API (memory ~ the file's size) and upgraded
+ * there.  PRAGMA quick_check runs first.  Every write through the handle
+ * fails (KEVO_ERR_DB).  Errors: KEVO_ERR_IO (missing, unreadable),
+ * KEVO_ERR_DB (empty, not kevo's, corrupt, newer schema), with the path
+ * quoted. */
+kevo_status kevo_db_open_ro(const char *path, kevo_db **out, kevo_err *err);
+
+/* Whether db was opened by kevo_db_open_ro. */
+bool kevo_db_readonly(const kevo_db *db);
+
 void kevo_db_close(kevo_db *db);
 
 /* A run: one `kevo tune` invocation and its settings and device figures.

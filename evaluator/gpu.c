@@ -172,6 +172,40 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
     return KEVO_OK;
 }
 
+kevo_status kevo_gpu_probe(int device, kevo_err *err)
+{
+    int up[2];
+    if (pipe(up) != 0)
+        return kevo_err_set(err, KEVO_ERR_WORKER, "unable to create a pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(up[0]);
+        close(up[1]);
+        return kevo_err_set(err, KEVO_ERR_WORKER, "unable to look for a GPU: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(up[0]);
+        kv_gpu_probe_main(device, up[1]);
+    }
+    close(up[1]);
+    gp_hello hello;
+    int r = gp_read_deadline(up[0], &hello, sizeof hello, kv_now() + 120.0);
+    close(up[0]);
+    if (r == 1)
+        kill(pid, SIGKILL);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    if (r != 0)
+        return kevo_err_set(err, KEVO_ERR_WORKER, "the GPU probe %s",
+                            r == 1 ? "gave no answer within 120 s" : "ended without an answer");
+    hello.msg[sizeof hello.msg - 1] = '\0';
+    if (hello.status != KEVO_OK)
+        return kevo_err_set(err, (kevo_status)hello.status, "%s", hello.msg);
+    return KEVO_OK;
+}
+
 kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_info *info, kevo_err *err)
 {
     *out = NULL;

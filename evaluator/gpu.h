@@ -101,6 +101,13 @@ typedef struct kevo_gpu_retime_result {
 
 typedef struct kevo_gpu kevo_gpu;
 
+/* Whether a CUDA driver and device ordinal `device` answer, found out in a
+ * short-lived child process (the parent never touches the driver), so that a
+ * command that needs a GPU can fail before it reads or writes anything.
+ * Errors: KEVO_ERR_NO_GPU (no driver, no such device) with the message
+ * kevo_gpu_start would give, KEVO_ERR_WORKER (the probe could not run). */
+kevo_status kevo_gpu_probe(int device, kevo_err *err);
+
 /* Start a worker.  Errors: KEVO_ERR_NO_GPU (no driver, no device) with a
  * message saying so, KEVO_ERR_CUDA, KEVO_ERR_WORKER. */
 kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_info *info, kevo_err *err);

@@ -44,6 +44,10 @@ typedef struct gp_retime_response {
 int gp_write(int fd, const void *p, size_t n);
 int gp_read(int fd, void *p, size_t n);
 
+/* The probe's body (kevo_gpu_probe): one gp_hello (status and message,
+ * no info) to wfd; never returns. */
+void kv_gpu_probe_main(int device, int wfd);
+
 /* The worker's body; never returns. */
 void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first);
 

@@ -137,9 +137,10 @@ static const wk_backend *wk_backend_for(const char *op)
 }
 
 /* Driver, device, context, stream, events, flush buffer, reference module. */
-static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
+/* Load the driver, initialise it and check that device ordinal `device`
+ * exists.  Errors: KEVO_ERR_NO_GPU. */
+static kevo_status wk_find_device(kv_cu *cu, int device, kevo_err *err)
 {
-    kv_cu *cu = &w->cu;
     char buf[256];
     kevo_status st = kv_cu_load(cu, err);
     if (st)
@@ -150,8 +151,31 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
                             kv_cu_errstr(cu, r, buf, sizeof buf));
     int count = 0;
     cu->cuDeviceGetCount(&count);
-    if (w->cfg.device < 0 || w->cfg.device >= count)
-        return kevo_err_set(err, KEVO_ERR_NO_GPU, "no CUDA device %d (this machine has %d)", w->cfg.device, count);
+    if (device < 0 || device >= count)
+        return kevo_err_set(err, KEVO_ERR_NO_GPU, "no CUDA device %d (this machine has %d)", device, count);
+    return KEVO_OK;
+}
+
+void kv_gpu_probe_main(int device, int wfd)
+{
+    kv_cu cu;
+    kevo_err err;
+    kevo_err_clear(&err);
+    gp_hello hello;
+    memset(&hello, 0, sizeof hello);
+    hello.status = wk_find_device(&cu, device, &err);
+    snprintf(hello.msg, sizeof hello.msg, "%s", err.msg);
+    _exit(gp_write(wfd, &hello, sizeof hello) ? 3 : 0);
+}
+
+static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
+{
+    kv_cu *cu = &w->cu;
+    char buf[256];
+    kevo_status st = wk_find_device(cu, w->cfg.device, err);
+    if (st)
+        return st;
+    CUresult r;
 #define WK_TRY(call, what)                                                                                             \
     do {                                                                                                               \
         r = (call);                                                                                                    \

@@ -641,7 +641,7 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     snprintf(path, sizeof path, "%s/templates", o->data_dir);
     kevo_status st = kevo_spaces_load_dirs(path, o->extra_templates, o->op, &x.spaces, &x.nspaces, err);
     if (!st)
-        st = kevo_db_open(o->db_path, false, &x.db, err);
+        st = kevo_db_open_ro(o->db_path, &x.db, err);
     if (!st)
         st = xp_collect(&x, err);
     snprintf(tdir, sizeof tdir, "%s/export/template", o->data_dir);

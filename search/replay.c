@@ -147,7 +147,7 @@ static kevo_status rp_source_open(const kevo_replay_opts *o, rp_source *src, kev
 {
     memset(src, 0, sizeof *src);
     kevo_db *db = NULL;
-    kevo_status st = kevo_db_open(o->db_path, false, &db, err);
+    kevo_status st = kevo_db_open_ro(o->db_path, &db, err);
     if (st)
         return st;
     int64_t run_id = o->run_id;

@@ -268,7 +268,7 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     for (int i = 0; i < n; i++)
         w[i].job = jobs[i];
     free(jobs);
-    for (int i = 0; i < n && !st && e->db; i++) {
+    for (int i = 0; i < n && !st && e->db && !kevo_db_readonly(e->db); i++) {
         st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
         if (!st)
             st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
@@ -465,10 +465,19 @@ static void tn_line(tn_progress *p, const char *fmt, ...)
     if (p->mode < 1)
         return;
     tn_bar_clear(p);
-    va_list ap;
+    /* lines quote DB and space-file text: printed through kv_term_clean */
+    va_list ap, ap2;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    char *line = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (line) {
+        vsnprintf(line, (size_t)n + 1, fmt, ap2);
+        fputs(kv_term_clean(line), stdout);
+        free(line);
+    }
+    va_end(ap2);
     fputc('\n', stdout);
     fflush(stdout);
 }
@@ -1143,7 +1152,7 @@ static kevo_status tn_warm_start(tn_env *e, kevo_search *s, kevo_run_row *run, c
         if (o->warm_start && strcmp(o->warm_start, "none") == 0)
             return KEVO_OK;
         kevo_db *src = e->db;
-        if (o->warm_start && (st = kevo_db_open(o->warm_start, false, &src, err))) {
+        if (o->warm_start && (st = kevo_db_open_ro(o->warm_start, &src, err))) { /* read, never written */
             kevo_err_prefix(err, "--warm-start");
             return st;
         }
@@ -1548,9 +1557,12 @@ static kevo_status tn_pick_candidate(kevo_db *db, const kevo_verify_opts *o, kev
 kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
 {
     *passed = false;
-    kevo_db *db = NULL;
-    kevo_status st = kevo_db_open(o->db_path, false, &db, err);
+    /* no GPU: fail before the DB is even opened */
+    kevo_status st = kevo_gpu_probe(o->device, err);
     if (st)
+        return st;
+    kevo_db *db = NULL;
+    if ((st = kevo_db_open_ro(o->db_path, &db, err)))
         return st;
     kevo_cand_row c;
     kevo_cand_row_init(&c);
@@ -1568,8 +1580,8 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
                      o->arch ? o->arch : run.arch, o->data_dir, o->extra_templates, err);
     if (!st)
         st = tn_select_families(&e, c.family, true, err);
-    if (!st)
-        st = kevo_db_open(o->db_path, false, &e.db, err);
+    if (!st) /* read-only: the compile cache is read, never added to */
+        st = kevo_db_open_ro(o->db_path, &e.db, err);
     kevo_config cfg;
     if (!st)
         st = kevo_config_parse_json(e.spaces[0], c.params, &cfg, err);
@@ -1618,6 +1630,8 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         double rel_bound, rtol;
         kevo_tolerance(e.dt, &rel_bound, &rtol);
         *passed = res.fail == KEVO_FAIL_NONE;
+        kv_term_clean(c.family); /* DB text: no escape sequences to the terminal */
+        kv_term_clean(c.params);
         printf("verify #%lld %s %s\n  at %s %s %s, maps %s: %s", (long long)c.id, c.family, c.params, e.shape_txt,
                kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", *passed ? "ok" : "FAILED");
         if (*passed)
@@ -1639,17 +1653,6 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
             char verdict[256];
             kevo_peer_verdict(f.vs_peer, e.info.baseline_ms, e.info.decomposed_ms, verdict, sizeof verdict);
             printf("  %s\n", verdict);
-        }
-        /* keep the figure with the candidate */
-        char name[400];
-        snprintf(name, sizeof name, "verify %s %s %s %s rel_err", e.shape_txt, kevo_dtype_name(e.dt), e.arch,
-                 maps.data ? maps.data : "");
-        kevo_db_measure_put(e.db, c.id, name, *passed ? res.rel_err : NAN, NULL);
-        if (*passed && o->time) {
-            snprintf(name, sizeof name, "verify %s %s %s speedup", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
-            kevo_db_measure_put(e.db, c.id, name, f.speedup, NULL);
-            snprintf(name, sizeof name, "verify %s %s %s vs_peer", e.shape_txt, kevo_dtype_name(e.dt), e.arch);
-            kevo_db_measure_put(e.db, c.id, name, f.vs_peer, NULL);
         }
         kv_buf_release(&maps);
     }

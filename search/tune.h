@@ -55,7 +55,9 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
 /* `kevo verify`: re-check a stored candidate (its family and params) at
  * another shape, dtype or cand_to_user map, and time it against the baseline
  * at that shape when `time`.  Prints one line per check to stdout.  Returns
- * KEVO_OK only when every check passed. */
+ * KEVO_OK only when every check passed.  Reads the DB only (kevo_db_open_ro):
+ * it writes nothing there, not even the compile cache, and without a GPU it
+ * fails (KEVO_ERR_NO_GPU) before opening the DB. */
 typedef struct kevo_verify_opts {
     const char *db_path;
     const char *data_dir;

@@ -242,6 +242,38 @@ char *kv_strdup(const char *s)
     return p;
 }
 
+char *kv_term_clean(char *s)
+{
+    if (!s)
+        return s;
+    unsigned char *r = (unsigned char *)s, *w = r;
+    while (*r) {
+        unsigned char c = *r;
+        /* the length a lead byte announces (0: it cannot start a character) */
+        size_t n = c < 0x80                   ? 1
+                   : (c >= 0xC2 && c <= 0xDF) ? 2
+                   : (c >= 0xE0 && c <= 0xEF) ? 3
+                   : (c >= 0xF0 && c <= 0xF4) ? 4
+                                              : 0;
+        size_t k = 1;
+        while (k < n && (r[k] & 0xC0) == 0x80)
+            k++;
+        if (n == 0 || k < n) { /* a stray or cut-off byte */
+            *w++ = '?';
+            r++;
+        } else if ((n == 1 && (c < 0x20 || c == 0x7f)) || (n == 2 && c == 0xC2 && r[1] < 0xA0)) {
+            *w++ = ' '; /* C0, DEL, C1 (U+0080..U+009F) */
+            r += n;
+        } else {
+            memmove(w, r, n);
+            w += n;
+            r += n;
+        }
+    }
+    *w = '\0';
+    return s;
+}
+
 void kv_dirname(const char *path, char *out, size_t n)
 {
     const char *slash = strrchr(path, '/');

@@ -50,6 +50,14 @@ void kv_utc_iso(char out[32]);
 /* strdup that reports failure through NULL only. */
 char *kv_strdup(const char *s);
 
+/* Make text from an untrusted source (a DB row, a space file, a message that
+ * quotes one) safe to print on a terminal, in place: every control character
+ * (C0 such as ESC, CR, LF and TAB; DEL; C1 such as U+009B, the one-character
+ * CSI) becomes one space, and a byte that is not part of a UTF-8 sequence
+ * becomes '?', so no escape sequence or line break survives.  The text never
+ * grows.  s may be NULL; returns s. */
+char *kv_term_clean(char *s);
+
 /* Directory part of a path ("a/b/c.json" -> "a/b", "c" -> ".") in out. */
 void kv_dirname(const char *path, char *out, size_t n);
 
