@@ -427,7 +427,9 @@ static int cmd_report(int argc, char **argv)
         kv_buf_release(&out);
         if (st)
             return cli_fail(st, &err);
-        printf("wrote %s\n", svg);
+        struct stat sb; /* no note after an SVG written to /dev/stdout, a pipe or a device */
+        if (lstat(svg, &sb) == 0 && S_ISREG(sb.st_mode))
+            printf("wrote %s\n", svg);
         return 0;
     }
     st = json ? kevo_report_json(db, run, &out, &err) : kevo_report_table(db, run, (int)top, &out, &err);
