@@ -311,6 +311,8 @@ static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *
         kevo_tmap_tpl *tt = &s->tmaps[s->ntmaps];
         kevo_status st = sp_copy_str(t, "tensor", tt->tensor, sizeof tt->tensor, true, path, err);
         s->ntmaps++; /* counted even when partial, so free releases what was parsed */
+        if (!st && !sp_is_ident_n(tt->tensor, sizeof tt->tensor))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': tmap %d: \"tensor\" must be an identifier", path, s->ntmaps);
         if (!st)
             st = sp_parse_dim3(t, "box", tt->box, path, err);
         if (st)
@@ -1131,6 +1133,7 @@ kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err)
             const cJSON *entry = cJSON_GetObjectItemCaseSensitive(l, "entry");
             const cJSON *smem = cJSON_GetObjectItemCaseSensitive(l, "smem");
             if (!cJSON_IsString(entry) || strlen(entry->valuestring) >= sizeof kl->entry ||
+                !sp_is_ident_n(entry->valuestring, sizeof kl->entry) ||
                 !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "grid"), kl->grid) ||
                 !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "block"), kl->block) ||
                 !sp_in_range(smem, 0, 4294967295.0)) {
@@ -1153,6 +1156,7 @@ kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err)
             const cJSON *tensor = cJSON_GetObjectItemCaseSensitive(t, "tensor");
             const cJSON *sw = cJSON_GetObjectItemCaseSensitive(t, "swizzle");
             if (!cJSON_IsString(tensor) || strlen(tensor->valuestring) >= sizeof kt->tensor ||
+                !sp_is_ident_n(tensor->valuestring, sizeof kt->tensor) ||
                 !sp_u32_array(cJSON_GetObjectItemCaseSensitive(t, "box"), kt->box) || !cJSON_IsNumber(sw)) {
                 st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed tensor map in plan");
                 break;

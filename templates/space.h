@@ -281,8 +281,10 @@ kevo_status kevo_config_parse_stored(const kevo_space *s, const char *json, cons
 void kevo_config_str(const kevo_space *s, const kevo_config *cfg, char *out, size_t n);
 
 /* Plan <-> JSON text (stored in the DB with each candidate).  Parsing
- * takes untrusted text: sizes must be numbers in range (u32; workspace up
- * to 2^53), else KEVO_ERR_PARSE. */
+ * takes untrusted text: entry and tensor names must be identifiers, sizes
+ * numbers in range (u32; workspace up to 2^53), else KEVO_ERR_PARSE;
+ * what parses prints back (kevo_plan_json) to text that parses to the same
+ * plan. */
 kevo_status kevo_plan_json(const kevo_plan *p, kv_buf *out);
 kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err);
 

@@ -5,6 +5,8 @@
  *     closer) puts no code into the library: export refuses the row, naming
  *     the candidate; stored values out of the family's domains (1e300, a
  *     string, a value not listed, a key twice) are refused the same way;
+ *   - stored plans and space files name entries and tensors with
+ *     identifiers only, and plan sizes out of range are refused;
  *   - the emitters escape string literals, comments and table cells: a
  *     compiled program shows the literal decodes to the very bytes and the
  *     comment hides what follows it;
@@ -208,6 +210,40 @@ static void test_params_domains(void **state)
     assert_non_null(strstr(log, "'STAGES'"));
     free(log);
     assert_false(exists(out));
+}
+
+/* Plans and space files name entries and tensors: identifiers only (found by tests/fuzz: a tensor name with a
+ * stray byte loaded, and its plan could not be read back from the DB). */
+static void test_plan_and_space_names(void **state)
+{
+    (void)state;
+    kevo_plan p;
+    kevo_err err;
+    static const char *const bad[] = {
+        "{\"workspace_bytes\":0,\"pad_k\":0,\"launches\":[{\"entry\":\"a\\\"b\",\"grid\":[1,1,1],"
+        "\"block\":[1,1,1],\"smem\":0}]}",
+        "{\"workspace_bytes\":1e300,\"pad_k\":0,\"launches\":[]}",
+        "{\"workspace_bytes\":-1,\"pad_k\":0,\"launches\":[]}",
+        "{\"workspace_bytes\":0,\"pad_k\":0,\"launches\":[{\"entry\":\"k\",\"grid\":[1,1,1],"
+        "\"block\":[1,1,1],\"smem\":1e300}]}",
+        "{\"workspace_bytes\":0,\"pad_k\":0,\"launches\":[],\"tmaps\":[{\"tensor\":\"w\\nuser\","
+        "\"box\":[1,1,1],\"swizzle\":0}]}",
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        if (kevo_plan_parse_json(bad[i], &p, &err) != KEVO_ERR_PARSE)
+            fprintf(stderr, "accepted: %s\n", bad[i]);
+        assert_int_equal(kevo_plan_parse_json(bad[i], &p, &err), KEVO_ERR_PARSE);
+    }
+    char *text = tu_read_src("templates/lce_wgmma.json");
+    char *at = strstr(text, "\"w_cand\"");
+    assert_non_null(at);
+    at[2] = '\x01'; /* "w\x01cand" */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home());
+    kevo_space *sp = NULL;
+    assert_int_equal(kevo_space_load_text(text, path, &sp, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "must be an identifier"));
+    free(text);
 }
 
 /* ---- the emitters ---- */
@@ -567,6 +603,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params_key_injection),
         cmocka_unit_test(test_params_domains),
+        cmocka_unit_test(test_plan_and_space_names),
         cmocka_unit_test(test_emit_escapes),
         cmocka_unit_test(test_name_refused),
         cmocka_unit_test(test_out_folder),
