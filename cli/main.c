@@ -82,9 +82,14 @@ static const struct {
      "  (Spearman's rank correlation of predicted and measured times)\n"},
     {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
      "kevo export --db FILE --out DIR [--op ikbo_lce] [--arch sm_90a,...] [--name NAME] [--top N]\n"
+     "            [--force]\n"
      "  the fastest N (default 3) distinct verified kernels of each run, plus its fastest one\n"
      "  for unpadded weights, with their cubins and launch plans; NAME (default kevo_tuned)\n"
-     "  prefixes every symbol; the library links only the CUDA driver\n"},
+     "  prefixes every symbol; the library links only the CUDA driver\n"
+     "  DIR: new, empty, or an earlier export of NAME (DIR/kevo-export.json lists the files\n"
+     "  export wrote; exporting again replaces only those, and only while unchanged)\n"
+     "  --force  also write into a non-empty DIR that is no export of NAME, beside what is\n"
+     "           there; even then no existing file that export did not write is replaced\n"},
     {"list", cmd_list, "list ops, template families and search policies", "kevo list [ops|families|policies]\n"},
 };
 
@@ -235,6 +240,7 @@ enum {
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
+    OPT_FORCE, /* export */
 };
 
 static int cmd_tune(int argc, char **argv)
@@ -430,7 +436,9 @@ static int cmd_report(int argc, char **argv)
         kv_buf_release(&out);
         if (st)
             return cli_fail(st, &err);
-        printf("wrote %s\n", svg);
+        struct stat sb; /* no note after an SVG written to /dev/stdout, a pipe or a device */
+        if (lstat(svg, &sb) == 0 && S_ISREG(sb.st_mode))
+            printf("wrote %s\n", svg);
         return 0;
     }
     st = json ? kevo_report_json(db, run, &out, &err) : kevo_report_table(db, run, (int)top, &out, &err);
@@ -649,6 +657,7 @@ static int cmd_export(int argc, char **argv)
         {"name", required_argument, 0, OPT_NAME},
         {"top", required_argument, 0, OPT_TOP},
         {"templates", required_argument, 0, OPT_TEMPLATES},
+        {"force", no_argument, 0, OPT_FORCE},
         {0, 0, 0, 0},
     };
     kevo_export_opts o;
@@ -665,6 +674,7 @@ static int cmd_export(int argc, char **argv)
         case OPT_ARCH: o.archs = optarg; break;
         case OPT_NAME: o.name = optarg; break;
         case OPT_TEMPLATES: o.extra_templates = optarg; break;
+        case OPT_FORCE: o.force = true; break;
         case OPT_TOP:
             if (!cli_int(optarg, 1, 100, &v))
                 return cli_bad_usage("export", "--top takes a whole number from 1 to 100, not '%s'", optarg);
@@ -680,6 +690,8 @@ static int cmd_export(int argc, char **argv)
         return cli_bad_usage("export", "%s", "--db and --out are required");
     kevo_err err;
     kevo_err_clear(&err);
+    if (kevo_export_check_name(o.name, &err) != KEVO_OK)
+        return cli_bad_usage("export", "%s", err.msg);
     int nk = 0, nt = 0;
     kevo_status st = kevo_export(&o, &nk, &nt, &err);
     if (st)

@@ -8,11 +8,20 @@
  * without kevo), and the run's shape as a tuned entry.  A run whose best
  * does not beat its best in-run peer gives no kernel and a tuned entry that
  * returns UNSUPPORTED; a distribution run gives, per shape, the candidate
- * fastest there.  Output is a pure function of the DB and the options. */
+ * fastest there; several runs at one shape give the fastest measured.
+ * Output is a pure function of the DB and the options.
+ *
+ * The DB is untrusted: stored params are checked against the family's
+ * domains (kevo_config_parse_stored) and only their canonical text, names
+ * the space files define and escaped text reach the output (emit.c).  The
+ * folder is the user's: export writes into a new or empty one, an earlier
+ * export of the same library (kevo-export.json, written last, lists its
+ * files and their SHA-256), or with --force beside other files, and never
+ * replaces a file it did not write (xp_guard_out). */
 #define _POSIX_C_SOURCE 200809L
 #include "export/export.h"
 
-#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -21,10 +30,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "db/store.h"
+#include "export/emit.h"
 #include "kernels/op.h"
 #include "templates/space.h"
 #include "util/util.h"
+
+/* The manifest export writes into the library's folder (see xp_guard_out). */
+#define XP_MANIFEST "kevo-export.json"
 
 void kevo_export_opts_init(kevo_export_opts *o)
 {
@@ -106,17 +121,31 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
     const kevo_space *sp = kevo_spaces_find(x->spaces, x->nspaces, c->family);
     if (!sp)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",
-                            (long long)c->id, c->family);
+                            (long long)c->id, kevo_emit_is_ident(c->family, 63) ? c->family : "(not a name)");
+    /* the stored params are untrusted: only a configuration of the family's domains goes on */
+    char who[64];
+    snprintf(who, sizeof who, "candidate %lld (run %lld)", (long long)c->id, (long long)run->id);
+    kevo_config cfg;
+    kevo_status st = kevo_config_parse_stored(sp, c->params, who, &cfg, err);
+    if (st)
+        return st;
     for (int i = 0; i < x->nk; i++) {
-        if (x->k[i].sp == sp && strcmp(x->k[i].params, c->params) == 0 && x->k[i].dtype == dtype &&
-            strcmp(x->k[i].arch, run->arch) == 0) {
+        xp_kernel *k = &x->k[i];
+        if (k->sp == sp && memcmp(&k->cfg, &cfg, sizeof cfg) == 0 && k->dtype == dtype &&
+            strcmp(k->arch, run->arch) == 0) {
+            if (c->median_ms < k->ms) { /* measured again, faster: the comment tells the fastest */
+                k->ms = c->median_ms;
+                k->speedup = c->speedup;
+                k->cand_id = c->id;
+                k->run_id = run->id;
+            }
             *idx = i;
             return KEVO_OK;
         }
     }
     kevo_binary_row b;
     kevo_binary_row_init(&b);
-    kevo_status st = c->binary_key[0] ? kevo_db_binary_get(x->db, c->binary_key, &b, err) : KEVO_ERR_NOT_FOUND;
+    st = c->binary_key[0] ? kevo_db_binary_get(x->db, c->binary_key, &b, err) : KEVO_ERR_NOT_FOUND;
     if (st || !b.cubin || b.cubin_size == 0) {
         kevo_binary_row_release(&b);
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld has no cubin in '%s'", (long long)c->id,
@@ -135,11 +164,11 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
     xp_kernel *k = &x->k[x->nk];
     memset(k, 0, sizeof *k);
     k->sp = sp;
-    if ((st = kevo_config_parse_json(sp, c->params, &k->cfg, err))) {
-        kevo_binary_row_release(&b);
-        return st;
-    }
-    k->params = kv_strdup(c->params);
+    k->cfg = cfg;
+    kv_buf canon; /* the canonical text, never the DB's */
+    kv_buf_init(&canon);
+    kevo_config_json(sp, &cfg, &canon);
+    k->params = kv_buf_take(&canon);
     k->dtype = dtype;
     snprintf(k->arch, sizeof k->arch, "%s", run->arch);
     k->sm = xp_sm_of(run->arch);
@@ -226,6 +255,40 @@ static kevo_status xp_collect_dist(xp_state *x, const kevo_run_row *run, int dty
     return st;
 }
 
+/* Whether two tuned entries are at one shape (what the library's dispatch compares). */
+static bool xp_same_shape(const xp_tuned *a, const xp_tuned *b)
+{
+    static const char *const f[6] = {"B", "M", "N", "Ku", "Kc", "U"};
+    for (int i = 0; i < 6; i++) {
+        int64_t u = -1, v = -2;
+        kevo_syms_get(&a->shape, f[i], &u);
+        kevo_syms_get(&b->shape, f[i], &v);
+        if (u != v)
+            return false;
+    }
+    return true;
+}
+
+/* Several runs at one shape, dtype and arch (a re-tune, another device of
+ * the arch): keep one tuned entry, the fastest measured (its own verdict
+ * against its run's peers with it), where the first of them stood; the
+ * other runs' kernels stay in the library for shapes nobody tuned. */
+static void xp_fastest_per_shape(xp_state *x)
+{
+    int n = 0;
+    for (int i = 0; i < x->nt; i++) {
+        const xp_tuned *t = &x->t[i];
+        int j = 0;
+        while (j < n && !(x->t[j].dtype == t->dtype && x->t[j].sm == t->sm && xp_same_shape(&x->t[j], t)))
+            j++;
+        if (j == n)
+            x->t[n++] = *t;
+        else if (t->ms < x->t[j].ms || (isnan(x->t[j].ms) && !isnan(t->ms)))
+            x->t[j] = *t;
+    }
+    x->nt = n;
+}
+
 static kevo_status xp_collect(xp_state *x, kevo_err *err)
 {
     int64_t *ids = NULL;
@@ -239,6 +302,13 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
         if (strcmp(run.op, x->o->op) != 0 || run.compile_only || !xp_arch_wanted(x->o->archs, run.arch) ||
             !kevo_dtype_parse(run.dtype, &dt))
             continue;
+        kevo_limits lim; /* the arch names the kernels' target in the library: a known one only */
+        if (kevo_limits_for_arch(run.arch, &lim, NULL) != KEVO_OK) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "run %lld in '%s' names arch '%s', which kevo does not know",
+                              (long long)run.id, x->o->db_path,
+                              kevo_emit_is_ident(run.arch, 15) ? run.arch : "(not a name)");
+            break;
+        }
         kevo_cand_row *rows = NULL;
         int n = 0;
         if ((st = kevo_db_cand_list(x->db, run.id, &rows, &n, err)))
@@ -285,9 +355,9 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
             if (taken >= x->o->top && natural)
                 break;
         }
-        if (!st && best_kernel >= 0)
-            st = xp_add_tuned(x, &run, run.shape, (int)dt, best_kernel, x->k[best_kernel].ms,
-                              x->k[best_kernel].speedup, best[0]->vs_peer, err);
+        if (!st && best_kernel >= 0) /* this run's own measurement (the kernel may be another run's too) */
+            st = xp_add_tuned(x, &run, run.shape, (int)dt, best_kernel, best[0]->median_ms, best[0]->speedup,
+                              best[0]->vs_peer, err);
         else if (!st && lost)
             st = xp_add_tuned(x, &run, run.shape, (int)dt, -1, best[0]->median_ms, best[0]->speedup,
                               best[0]->vs_peer, err);
@@ -295,6 +365,8 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
         kevo_cand_rows_free(rows, n);
     }
     free(ids);
+    if (!st)
+        xp_fastest_per_shape(x);
     if (!st && x->nk == 0 && x->nt > 0)
         st = kevo_err_set(err, KEVO_ERR_NOT_FOUND,
                           "no kernel in '%s' beats its in-run peers at any tuned shape: nothing to export",
@@ -305,194 +377,31 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
     return st;
 }
 
-/* ---- C emission ---- */
-
-typedef struct xp_syms_ctx {
-    const kevo_space *sp;
-    const kevo_op *op;
-} xp_syms_ctx;
-
-static const char *const xp_limits[] = {"sm", "num_sms", "max_smem", "max_regs_per_thread", "dtype_bytes",
-                                        "dtype_bf16"};
-
-static kevo_status xp_sym(void *ctx, const char *name, kv_buf *out, kevo_err *err)
-{
-    const xp_syms_ctx *c = ctx;
-    bool known = kevo_space_param_index(c->sp, name) >= 0;
-    for (int i = 0; !known && i < c->sp->nlets; i++)
-        known = strcmp(c->sp->lets[i].name, name) == 0;
-    for (int i = 0; !known && i < c->op->nsymbols; i++)
-        known = strcmp(c->op->symbols[i], name) == 0;
-    for (size_t i = 0; !known && i < KV_ARRAY_LEN(xp_limits); i++)
-        known = strcmp(xp_limits[i], name) == 0;
-    if (!known)
-        return kevo_err_set(err, KEVO_ERR_ARG, "family '%s' uses unknown symbol '%s'", c->sp->family, name);
-    return kv_buf_printf(out, "v_%s", name);
-}
-
-static kevo_status xp_emit_expr(kv_buf *b, const kevo_expr *e, xp_syms_ctx *ctx, kevo_err *err)
-{
-    return kevo_expr_to_c(e, b, xp_sym, ctx, err);
-}
-
-/* static int x_kN_plan(const x_syms *s, x_plan *p) { ... } */
-static kevo_status xp_emit_plan(kv_buf *b, const xp_state *x, int ki, kevo_err *err)
-{
-    const xp_kernel *k = &x->k[ki];
-    const kevo_space *sp = k->sp;
-    xp_syms_ctx ctx = {sp, x->op};
-    kevo_status st = KEVO_OK;
-    kv_buf_printf(b, "static int x_k%d_plan(const x_syms *s, x_plan *p)\n{\n", ki);
-    static const char *const shape_f[] = {"B", "M", "N", "Ku", "Kc", "U", "ratio", "Kup", "Kcp"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(shape_f); i++)
-        kv_buf_printf(b, "    const int64_t v_%s = s->%s;\n", shape_f[i], shape_f[i]);
-    for (size_t i = 0; i < KV_ARRAY_LEN(xp_limits); i++)
-        kv_buf_printf(b, "    const int64_t v_%s = s->%s;\n", xp_limits[i], xp_limits[i]);
-    for (int i = 0; i < sp->nparams; i++)
-        kv_buf_printf(b, "    const int64_t v_%s = INT64_C(%lld);\n", sp->params[i].name, (long long)k->cfg.v[i]);
-    for (int i = 0; i < sp->nlets && !st; i++) {
-        kv_buf_printf(b, "    const int64_t v_%s = ", sp->lets[i].name);
-        st = xp_emit_expr(b, sp->lets[i].expr, &ctx, err);
-        kv_buf_puts(b, ";\n");
-    }
-    for (size_t i = 0; i < KV_ARRAY_LEN(shape_f); i++)
-        kv_buf_printf(b, "    (void)v_%s;\n", shape_f[i]);
-    for (size_t i = 0; i < KV_ARRAY_LEN(xp_limits); i++)
-        kv_buf_printf(b, "    (void)v_%s;\n", xp_limits[i]);
-    for (int i = 0; i < sp->nparams; i++)
-        kv_buf_printf(b, "    (void)v_%s;\n", sp->params[i].name);
-    for (int i = 0; i < sp->nlets; i++)
-        kv_buf_printf(b, "    (void)v_%s;\n", sp->lets[i].name);
-    for (int i = 0; i < sp->nrequires && !st; i++) {
-        kv_buf_puts(b, "    if (!(");
-        st = xp_emit_expr(b, sp->requires[i].expr, &ctx, err);
-        kv_buf_puts(b, "))\n        return 0; /* ");
-        kv_buf_puts(b, sp->requires[i].why);
-        kv_buf_puts(b, " */\n");
-    }
-    for (int i = 0; i < sp->nconstraints && !st; i++) {
-        kv_buf_puts(b, "    if (!(");
-        st = xp_emit_expr(b, sp->constraints[i].expr, &ctx, err);
-        kv_buf_puts(b, "))\n        return 0; /* ");
-        kv_buf_puts(b, sp->constraints[i].why);
-        kv_buf_puts(b, " */\n");
-    }
-    kv_buf_puts(b, "    memset(p, 0, sizeof *p);\n    int64_t g;\n");
-    int entry = 0;
-    for (int i = 0; i < sp->nlaunches && !st; i++) {
-        const kevo_launch_tpl *l = &sp->launches[i];
-        int e = 0;
-        while (e < i && strcmp(sp->launches[e].entry, l->entry) != 0)
-            e++;
-        e = e < i ? e : entry++;
-        kv_buf_puts(b, "    if (");
-        if (l->when)
-            st = xp_emit_expr(b, l->when, &ctx, err);
-        else
-            kv_buf_puts(b, "1");
-        kv_buf_printf(b, ") {\n        x_launch *l = &p->l[p->nlaunches++];\n        l->entry = %d;\n", e);
-        static const char *const what[3] = {"grid", "block", "smem"};
-        for (int w = 0; w < 3 && !st; w++) {
-            for (int d = 0; d < (w == 2 ? 1 : 3) && !st; d++) {
-                const kevo_expr *ex = w == 0 ? l->grid[d] : w == 1 ? l->block[d] : l->smem;
-                long long lo = w == 2 ? 0 : 1;
-                long long hi = w == 0 ? (d == 0 ? 2147483647LL : 65535) : w == 1 ? (d == 2 ? 64 : 1024) : 1 << 30;
-                kv_buf_puts(b, "        g = ");
-                st = xp_emit_expr(b, ex, &ctx, err);
-                kv_buf_printf(b, ";\n        if (g < %lld || g > %lld)\n            return 0;\n", lo, hi);
-                if (w == 2)
-                    kv_buf_puts(b, "        l->smem = (unsigned)g;\n");
-                else
-                    kv_buf_printf(b, "        l->%s[%d] = (unsigned)g;\n", what[w], d);
-            }
-        }
-        kv_buf_puts(b, "    }\n");
-    }
-    kv_buf_puts(b, "    g = ");
-    if (sp->workspace)
-        st = st ? st : xp_emit_expr(b, sp->workspace, &ctx, err);
-    else
-        kv_buf_puts(b, "0");
-    kv_buf_puts(b, ";\n    if (g < 0)\n        return 0;\n    p->workspace = (uint64_t)g;\n    p->pad_k = (");
-    if (sp->pad_k)
-        st = st ? st : xp_emit_expr(b, sp->pad_k, &ctx, err);
-    else
-        kv_buf_puts(b, "0");
-    kv_buf_puts(b, ") != 0;\n");
-    for (int i = 0; i < sp->ntmaps && !st; i++) {
-        for (int d = 0; d < 3 && !st; d++) {
-            kv_buf_puts(b, "    g = ");
-            st = xp_emit_expr(b, sp->tmaps[i].box[d], &ctx, err);
-            kv_buf_printf(b, ";\n    if (g < 1 || g > 256)\n        return 0;\n    p->tbox[%d][%d] = (unsigned)g;\n", i,
-                          d);
-        }
-        kv_buf_puts(b, "    g = ");
-        if (sp->tmaps[i].swizzle)
-            st = st ? st : xp_emit_expr(b, sp->tmaps[i].swizzle, &ctx, err);
-        else
-            kv_buf_puts(b, "0");
-        kv_buf_printf(b, ";\n    if (g != 0 && g != 32 && g != 64 && g != 128)\n        return 0;\n"
-                         "    p->tswizzle[%d] = (int)g;\n",
-                      i);
-    }
-    kv_buf_puts(b, "    return 1;\n}\n\n");
-    return st;
-}
-
-static int xp_tensor_index(const char *t)
-{
-    static const char *const names[] = {"w_user", "w_cand", "e_user", "e_cand", "out"};
-    for (int i = 0; i < 5; i++)
-        if (strcmp(names[i], t) == 0)
-            return i;
-    return -1;
-}
+/* ---- C emission (the text itself: emit.c) ---- */
 
 static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
 {
     kevo_status st = KEVO_OK;
     for (int i = 0; i < x->nk && !st; i++) {
         const xp_kernel *k = &x->k[i];
-        kv_buf_printf(b, "/* kernel %d: %s %s, %s %s; measured %.4f ms (%.2fx) in run %lld, candidate %lld */\n", i,
-                      k->sp->family, k->params, k->arch, k->dtype ? "bf16" : "fp16", k->ms, k->speedup,
+        kv_buf what;
+        kv_buf_init(&what);
+        kv_buf_printf(&what, "%s %s, %s %s", k->sp->family, k->params, k->arch, k->dtype ? "bf16" : "fp16");
+        kv_buf_printf(b, "/* kernel %d: ", i);
+        kevo_emit_c_comment(b, what.data ? what.data : "");
+        kv_buf_release(&what);
+        kv_buf_printf(b, "; measured %.4f ms (%.2fx) in run %lld, candidate %lld */\n", k->ms, k->speedup,
                       (long long)k->run_id, (long long)k->cand_id);
         kv_buf_printf(b, "static const unsigned char x_k%d_cubin[%zu] = {", i, k->cubin_size);
         const unsigned char *c = k->cubin;
         for (size_t j = 0; j < k->cubin_size; j++)
             kv_buf_printf(b, "%s0x%02x,", j % 16 ? "" : "\n    ", c[j]);
         kv_buf_puts(b, "\n};\n\n");
-        st = xp_emit_plan(b, x, i, err);
+        st = kevo_emit_plan(b, k->sp, x->op, &k->cfg, i, err);
     }
     kv_buf_printf(b, "#define X_NKERNELS %d\nstatic x_kernel x_kernels[X_NKERNELS] = {\n", x->nk);
-    for (int i = 0; i < x->nk && !st; i++) {
-        const xp_kernel *k = &x->k[i];
-        const kevo_space *sp = k->sp;
-        kv_buf_printf(b, "    {\"%s\", \"", sp->family);
-        for (const char *p = k->params; *p; p++)
-            kv_buf_printf(b, *p == '"' ? "\\\"" : "%c", *p);
-        kv_buf_printf(b, "\", %d, %d, x_k%d_cubin, ", k->dtype, k->sm, i);
-        int ne = 0;
-        const char *entries[KEVO_MAX_LAUNCHES];
-        for (int l = 0; l < sp->nlaunches; l++) {
-            bool seen = false;
-            for (int e = 0; e < ne; e++)
-                seen |= strcmp(entries[e], sp->launches[l].entry) == 0;
-            if (!seen)
-                entries[ne++] = sp->launches[l].entry;
-        }
-        kv_buf_printf(b, "%d, {", ne);
-        for (int e = 0; e < ne; e++)
-            kv_buf_printf(b, "%s\"%s\"", e ? ", " : "", entries[e]);
-        kv_buf_printf(b, "}, x_k%d_plan, %d, {", i, sp->ntmaps);
-        for (int t = 0; t < sp->ntmaps; t++) {
-            int ti = xp_tensor_index(sp->tmaps[t].tensor);
-            if (ti < 0)
-                st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "family '%s' maps unknown tensor '%s'", sp->family,
-                                  sp->tmaps[t].tensor);
-            kv_buf_printf(b, "%s{%d}", t ? ", " : "", ti);
-        }
-        kv_buf_puts(b, "}, 0, NULL, {0}, {0}},\n");
-    }
+    for (int i = 0; i < x->nk && !st; i++)
+        st = kevo_emit_kernel_entry(b, x->k[i].sp, &x->k[i].cfg, x->k[i].dtype, x->k[i].sm, i, err);
     kv_buf_puts(b, "};\n\n");
     kv_buf_printf(b, "#define X_NTUNED %d\nstatic const x_tuned x_tuned_shapes[X_NTUNED > 0 ? X_NTUNED : 1] = {\n",
                   x->nt);
@@ -511,51 +420,16 @@ static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
     return st;
 }
 
-/* Template text with @NAME@, @NAME_UPPER@ and the given extra keys replaced. */
+/* A template file with @NAME@, @NAME_UPPER@ and the given extra keys replaced. */
 static kevo_status xp_fill(const char *path, const char *name, const char *const *keys, const char *const *vals,
                            int nkeys, kv_buf *out, kevo_err *err)
 {
     char *text = NULL;
     kevo_status st = kv_read_file(path, &text, NULL, err);
-    if (st)
-        return st;
-    char upper[128];
-    snprintf(upper, sizeof upper, "%s", name);
-    for (char *p = upper; *p; p++)
-        *p = (char)toupper((unsigned char)*p);
-    for (const char *p = text; *p;) {
-        const char *at = strchr(p, '@');
-        if (!at) {
-            kv_buf_puts(out, p);
-            break;
-        }
-        kv_buf_append(out, p, (size_t)(at - p));
-        const char *rep = NULL;
-        size_t klen = 0;
-        if (strncmp(at, "@NAME_UPPER@", 12) == 0) {
-            rep = upper;
-            klen = 12;
-        } else if (strncmp(at, "@NAME@", 6) == 0) {
-            rep = name;
-            klen = 6;
-        }
-        for (int i = 0; !rep && i < nkeys; i++) {
-            size_t l = strlen(keys[i]);
-            if (strncmp(at, keys[i], l) == 0) {
-                rep = vals[i];
-                klen = l;
-            }
-        }
-        if (rep) {
-            kv_buf_puts(out, rep);
-            p = at + klen;
-        } else {
-            kv_buf_append(out, at, 1); /* another tool's @VAR@ (CMake) */
-            p = at + 1;
-        }
-    }
+    if (!st)
+        st = kevo_emit_fill(text, name, keys, vals, nkeys, out, err);
     free(text);
-    return out->data ? KEVO_OK : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    return st;
 }
 
 static kevo_status xp_mkdir(const char *path, kevo_err *err)
@@ -582,21 +456,26 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
         char vs[32] = "-";
         if (!isnan(t->vs_peer))
             snprintf(vs, sizeof vs, "%.2fx", t->vs_peer);
+        /* shape and device are the DB's text: table cells, escaped */
+        const char *cells[4] = {t->shape_txt, t->run.dtype, t->run.arch, t->run.device[0] ? t->run.device : "-"};
+        for (int c = 0; c < 4; c++) {
+            kv_buf_puts(b, "| ");
+            kevo_emit_md_cell(b, cells[c]);
+            kv_buf_puts(b, " ");
+        }
         if (t->kernel < 0) {
-            kv_buf_printf(b, "| %s | %s | %s | %s | none: UNSUPPORTED (no kernel beat the in-run peers) | %.4f | "
-                             "%.2fx | %s |\n",
-                          t->shape_txt, t->run.dtype, t->run.arch, t->run.device[0] ? t->run.device : "-", t->ms,
+            kv_buf_printf(b, "| none: UNSUPPORTED (no kernel beat the in-run peers) | %.4f | %.2fx | %s |\n", t->ms,
                           t->speedup, vs);
             continue;
         }
         const xp_kernel *k = &x->k[t->kernel];
-        kv_buf_printf(b, "| %s | %s | %s | %s | %s `%s` | %.4f | %.2fx | %s |\n", t->shape_txt, t->run.dtype,
-                      t->run.arch, t->run.device[0] ? t->run.device : "-", k->sp->family, k->params, t->ms,
-                      t->speedup, vs);
+        kv_buf_printf(b, "| %s `%s` | %.4f | %.2fx | %s |\n", k->sp->family, k->params, t->ms, t->speedup, vs);
     }
     kv_buf_puts(b, "\nA shape marked UNSUPPORTED returns `UNSUPPORTED`: there kevo's best kernel was slower than what "
                    "cuBLAS gives (the stage-0 batched GEMM or the decomposed form), so use that. Shapes not in this "
-                   "table run the fastest kernel whose constraints accept them (or return UNSUPPORTED).\n\n"
+                   "table run the fastest kernel whose constraints accept them (or return UNSUPPORTED). Where "
+                   "several runs tuned one shape, dtype and arch, the table and the library take the fastest "
+                   "measured one.\n\n"
                    "## Kernels\n\n| # | family | params | arch | dtype | pads W |\n"
                    "|---|---|---|---|---|---|\n");
     for (int i = 0; i < x->nk; i++) {
@@ -611,26 +490,171 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
         kv_buf_printf(b, "| %d | %s | `%s` | %s | %s | %s |\n", i, k->sp->family, k->params, k->arch,
                       k->dtype ? "bf16" : "fp16", pads ? "yes (rows of 8)" : "no");
     }
+    kv_buf_puts(b, "\n`" XP_MANIFEST "` lists the files `kevo export` wrote here: exporting this library again "
+                   "replaces those (while unchanged) and nothing else.\n");
     return KEVO_OK;
 }
 
-static bool xp_is_ident(const char *s)
+/* One file of the library: its path under the output folder and its text. */
+typedef struct xp_file {
+    char rel[160];
+    const kv_buf *b;
+} xp_file;
+
+/* SHA-256 of a text as hex. */
+static void xp_sha(const void *data, size_t len, char hex[65])
 {
-    if (!s || !*s || strlen(s) > 64 || !(islower((unsigned char)*s) || *s == '_'))
-        return false;
-    for (; *s; s++)
-        if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
-            return false;
-    return true;
+    const void *bufs[1] = {data ? data : ""};
+    kv_sha256_hex(bufs, &len, 1, hex);
+}
+
+/* The manifest of an earlier export of library `name` in dir (parsed), or
+ * NULL: none, unreadable, or another library's. */
+static cJSON *xp_manifest_read(const char *dir, const char *name, bool *other)
+{
+    char path[PATH_MAX];
+    struct stat sb;
+    char *text = NULL;
+    *other = false;
+    snprintf(path, sizeof path, "%s/%s", dir, XP_MANIFEST);
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > (1 << 20) ||
+        kv_read_file(path, &text, NULL, NULL) != KEVO_OK)
+        return NULL;
+    cJSON *m = cJSON_Parse(text);
+    free(text);
+    const cJSON *lib = cJSON_GetObjectItemCaseSensitive(m, "library");
+    if (!cJSON_IsString(lib) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "files"))) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    if (strcmp(lib->valuestring, name) != 0) {
+        *other = true;
+        cJSON_Delete(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Whether the folder holds anything (a folder that cannot be read counts as full). */
+static bool xp_dir_has_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return true;
+    bool any = false;
+    struct dirent *e;
+    while (!any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return any;
+}
+
+/* Decide, before anything is written, whether the library may be written
+ * into o->out_dir: a new or empty folder, or an earlier export of this
+ * library (its manifest names it), or with o->force any folder.  In every
+ * case a file the export would write must be absent, identical to what it
+ * would write, or listed in this library's manifest with the content it had
+ * when kevo wrote it; anything else is the user's and is never replaced. */
+static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files, int nfiles, kevo_err *err)
+{
+    struct stat sb;
+    if (stat(o->out_dir, &sb) != 0) {
+        if (errno == ENOENT)
+            return KEVO_OK; /* created */
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to use '%s': %s", o->out_dir, strerror(errno));
+    }
+    if (!S_ISDIR(sb.st_mode))
+        return kevo_err_set(err, KEVO_ERR_IO, "--out '%s' exists and is not a folder", o->out_dir);
+    if (!xp_dir_has_entries(o->out_dir))
+        return KEVO_OK;
+    bool other = false;
+    cJSON *m = xp_manifest_read(o->out_dir, o->name, &other);
+    if (!m && !o->force) {
+        return kevo_err_set(err, KEVO_ERR_IO,
+                            "--out '%s' is not empty and is not an earlier export of library '%s'%s: nothing "
+                            "written; give a new or empty folder, or --force to add the library beside what is "
+                            "there (no existing file is replaced)",
+                            o->out_dir, o->name,
+                            other ? " (its " XP_MANIFEST " names another library)" : " (no " XP_MANIFEST " of it)");
+    }
+    const cJSON *listed = cJSON_GetObjectItemCaseSensitive(m, "files");
+    kevo_status st = KEVO_OK;
+    static const char *const dirs[] = {"include", "src", "cmake"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(dirs) && !st; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, dirs[i]);
+        if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+            st = kevo_err_set(err, KEVO_ERR_IO, "'%s' exists and is not a folder: nothing written", path);
+    }
+    for (int i = 0; i < nfiles && !st; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, files[i].rel);
+        if (lstat(path, &sb) != 0)
+            continue; /* absent (or below a folder export creates) */
+        if (!S_ISREG(sb.st_mode)) {
+            st = kevo_err_set(err, KEVO_ERR_IO, "'%s' exists and is not a regular file: nothing written", path);
+            break;
+        }
+        char *old = NULL;
+        size_t len = 0;
+        if ((st = kv_read_file(path, &old, &len, err)))
+            break;
+        char have[65], want[65];
+        xp_sha(old, len, have);
+        xp_sha(files[i].b->data, files[i].b->len, want);
+        free(old);
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(listed, files[i].rel);
+        bool ours = strcmp(files[i].rel, XP_MANIFEST) == 0 ? m != NULL
+                                                            : cJSON_IsString(h) && strcmp(h->valuestring, have) == 0;
+        if (strcmp(have, want) == 0 || ours)
+            continue;
+        st = cJSON_IsString(h)
+                 ? kevo_err_set(err, KEVO_ERR_IO,
+                                "'%s' changed since kevo exported it: nothing written; move it away (or delete it) "
+                                "to export '%s' here again",
+                                path, o->name)
+                 : kevo_err_set(err, KEVO_ERR_IO,
+                                "'%s' exists and kevo export did not write it: nothing written; move it away or "
+                                "export into another folder",
+                                path);
+    }
+    cJSON_Delete(m);
+    return st;
+}
+
+/* The manifest: the library's name and each file export wrote with its SHA-256. */
+static kevo_status xp_manifest(const char *name, const xp_file *files, int nfiles, kv_buf *out, kevo_err *err)
+{
+    cJSON *m = cJSON_CreateObject(), *f = cJSON_CreateObject();
+    bool ok = m && f && cJSON_AddStringToObject(m, "kevo_export", "files kevo export wrote; it replaces only these") &&
+              cJSON_AddStringToObject(m, "library", name);
+    for (int i = 0; i < nfiles && ok; i++) {
+        char hex[65];
+        xp_sha(files[i].b->data, files[i].b->len, hex);
+        ok = cJSON_AddStringToObject(f, files[i].rel, hex) != NULL;
+    }
+    if (ok)
+        cJSON_AddItemToObject(m, "files", f);
+    else
+        cJSON_Delete(f);
+    char *text = ok ? cJSON_Print(m) : NULL;
+    cJSON_Delete(m);
+    kevo_status st = text && !kv_buf_puts(out, text) && !kv_buf_puts(out, "\n")
+                         ? KEVO_OK
+                         : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    cJSON_free(text);
+    return st;
 }
 
 kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, kevo_err *err)
 {
-    if (!xp_is_ident(o->name))
-        return kevo_err_set(err, KEVO_ERR_ARG, "--name '%s' must be a lower-case C identifier of at most 64 characters",
-                            o->name ? o->name : "");
+    kevo_status st = kevo_export_check_name(o->name, err);
+    if (st)
+        return st;
     if (o->top < 1)
         return kevo_err_set(err, KEVO_ERR_ARG, "--top must be at least 1");
+    if (!o->out_dir || !*o->out_dir || strlen(o->out_dir) > PATH_MAX - 256)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--out needs a folder path of at most %d bytes", PATH_MAX - 256);
     xp_state x;
     memset(&x, 0, sizeof x);
     x.o = o;
@@ -639,7 +663,7 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s'", o->op);
     char path[PATH_MAX], tdir[PATH_MAX - 64];
     snprintf(path, sizeof path, "%s/templates", o->data_dir);
-    kevo_status st = kevo_spaces_load_dirs(path, o->extra_templates, o->op, &x.spaces, &x.nspaces, err);
+    st = kevo_spaces_load_dirs(path, o->extra_templates, o->op, &x.spaces, &x.nspaces, err);
     if (!st)
         st = kevo_db_open_ro(o->db_path, &x.db, err);
     if (!st)
@@ -688,25 +712,42 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     }
     if (!st)
         st = xp_readme(&x, &readme);
-    struct {
+    /* the files, the manifest last: it is written only once all the others are */
+    const struct {
         const char *dir, *file;
         kv_buf *b;
-    } files[] = {
-        {"include", ".h", &hdr}, {"src", ".c", &src}, {"", "CMakeLists.txt", &cm},
-        {"cmake", "Config.cmake.in", &cfg}, {"", ".pc.in", &pc}, {"", "README.md", &readme},
+    } parts[] = {
+        {"include/", ".h", &hdr}, {"src/", ".c", &src}, {"", "CMakeLists.txt", &cm},
+        {"cmake/", "Config.cmake.in", &cfg}, {"", ".pc.in", &pc}, {"", "README.md", &readme},
     };
+    xp_file files[KV_ARRAY_LEN(parts) + 1];
+    kv_buf manifest;
+    kv_buf_init(&manifest);
+    int nf = (int)KV_ARRAY_LEN(parts);
+    for (int i = 0; i < nf; i++) {
+        /* .h, .c, .pc.in, Config.cmake.in take the library's name */
+        bool named = parts[i].file[0] == '.' || strcmp(parts[i].file, "Config.cmake.in") == 0;
+        snprintf(files[i].rel, sizeof files[i].rel, "%s%s%s", parts[i].dir, named ? o->name : "", parts[i].file);
+        files[i].b = parts[i].b;
+    }
+    if (!st)
+        st = xp_manifest(o->name, files, nf, &manifest, err);
+    snprintf(files[nf].rel, sizeof files[nf].rel, "%s", XP_MANIFEST);
+    files[nf].b = &manifest;
+    if (!st)
+        st = xp_guard_out(o, files, nf + 1, err);
     if (!st)
         st = xp_mkdir(o->out_dir, err);
-    for (size_t i = 0; i < KV_ARRAY_LEN(files) && !st; i++) {
-        char d[PATH_MAX - 256];
-        snprintf(d, sizeof d, "%s%s%s", o->out_dir, files[i].dir[0] ? "/" : "", files[i].dir);
-        if (files[i].dir[0] && (st = xp_mkdir(d, err)))
-            break;
-        /* .h, .c, .pc.in, Config.cmake.in take the library's name */
-        bool named = files[i].file[0] == '.' || strcmp(files[i].file, "Config.cmake.in") == 0;
-        snprintf(path, sizeof path, "%s/%s%s", d, named ? o->name : "", files[i].file);
+    static const char *const dirs[] = {"include", "src", "cmake"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(dirs) && !st; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, dirs[i]);
+        st = xp_mkdir(path, err);
+    }
+    for (int i = 0; i <= nf && !st; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, files[i].rel);
         st = kv_write_file(path, files[i].b->data ? files[i].b->data : "", files[i].b->len, err);
     }
+    kv_buf_release(&manifest);
     if (!st) {
         *nkernels = x.nk;
         *ntuned = x.nt;

@@ -81,9 +81,10 @@ static kevo_status sp_copy_str(const cJSON *obj, const char *key, char *dst, siz
     return KEVO_OK;
 }
 
-static bool sp_is_ident(const char *s)
+/* A C identifier shorter than n bytes. */
+static bool sp_is_ident_n(const char *s, size_t n)
 {
-    if (!s || !*s || strlen(s) >= KEVO_SYM_NAME_MAX)
+    if (!s || !*s || strlen(s) >= n)
         return false;
     if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
         return false;
@@ -91,6 +92,11 @@ static bool sp_is_ident(const char *s)
         if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return false;
     return true;
+}
+
+static bool sp_is_ident(const char *s)
+{
+    return sp_is_ident_n(s, KEVO_SYM_NAME_MAX);
 }
 
 static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
@@ -305,6 +311,8 @@ static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *
         kevo_tmap_tpl *tt = &s->tmaps[s->ntmaps];
         kevo_status st = sp_copy_str(t, "tensor", tt->tensor, sizeof tt->tensor, true, path, err);
         s->ntmaps++; /* counted even when partial, so free releases what was parsed */
+        if (!st && !sp_is_ident_n(tt->tensor, sizeof tt->tensor))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': tmap %d: \"tensor\" must be an identifier", path, s->ntmaps);
         if (!st)
             st = sp_parse_dim3(t, "box", tt->box, path, err);
         if (st)
@@ -976,7 +984,75 @@ kevo_status kevo_config_parse_json(const kevo_space *s, const char *json, kevo_c
             st = kevo_err_set(err, KEVO_ERR_PARSE, "params of family '%s' lack '%s'", s->family, s->params[i].name);
             break;
         }
+        if (!sp_is_int(v)) { /* converting 1e300 to an integer is undefined */
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "params of family '%s': '%s' is %g, not a whole number", s->family,
+                              s->params[i].name, v->valuedouble);
+            break;
+        }
         cfg->v[i] = (int64_t)v->valuedouble;
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+kevo_status kevo_config_parse_stored(const kevo_space *s, const char *json, const char *who, kevo_config *cfg,
+                                     kevo_err *err)
+{
+    if (!who)
+        who = "stored params";
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return kevo_err_set(err, KEVO_ERR_PARSE, "%s: params of family '%s' are not a JSON object", who, s->family);
+    }
+    memset(cfg, 0, sizeof *cfg);
+    bool seen[KEVO_MAX_PARAMS] = {false};
+    kevo_status st = KEVO_OK;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, root)
+    {
+        /* the key is printed only when it is a plain name: it is untrusted text */
+        const char *key = v->string ? v->string : "";
+        int i = kevo_space_param_index(s, key);
+        if (i < 0) {
+            st = sp_is_ident(key) ? kevo_err_set(err, KEVO_ERR_PARSE, "%s: '%s' is not a param of family '%s'", who,
+                                                 key, s->family)
+                                  : kevo_err_set(err, KEVO_ERR_PARSE,
+                                                 "%s: params of family '%s' hold a key that is not a param name "
+                                                 "(%zu bytes, not an identifier)",
+                                                 who, s->family, strlen(key));
+            break;
+        }
+        const kevo_param *p = &s->params[i];
+        if (seen[i]) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "%s: param '%s' is given twice", who, p->name);
+            break;
+        }
+        seen[i] = true;
+        if (!sp_is_int(v)) {
+            st = cJSON_IsNumber(v) ? kevo_err_set(err, KEVO_ERR_PARSE, "%s: param '%s' is %g, not a whole number", who,
+                                                  p->name, v->valuedouble)
+                                   : kevo_err_set(err, KEVO_ERR_PARSE, "%s: param '%s' is not a number", who, p->name);
+            break;
+        }
+        cfg->v[i] = (int64_t)v->valuedouble;
+        bool in_domain = false;
+        for (int j = 0; j < p->nvalues; j++)
+            in_domain |= p->values[j] == cfg->v[i];
+        if (!in_domain) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "%s: param '%s' = %lld is not among its values in '%s'", who,
+                              p->name, (long long)cfg->v[i], s->path ? s->path : s->family);
+            break;
+        }
+    }
+    for (int i = 0; i < s->nparams && !st; i++) {
+        if (seen[i])
+            continue;
+        if (s->params[i].has_absent)
+            cfg->v[i] = s->params[i].absent; /* stored before the param existed */
+        else
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "%s: params of family '%s' lack '%s'", who, s->family,
+                              s->params[i].name);
     }
     cJSON_Delete(root);
     return st;
@@ -1014,13 +1090,19 @@ kevo_status kevo_plan_json(const kevo_plan *p, kv_buf *out)
     return st ? st : kv_buf_puts(out, "]}");
 }
 
+/* A JSON number in [lo, hi] (NaN and infinities are not). */
+static bool sp_in_range(const cJSON *v, double lo, double hi)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi;
+}
+
 static bool sp_u32_array(const cJSON *arr, uint32_t out[3])
 {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != 3)
         return false;
     for (int i = 0; i < 3; i++) {
         const cJSON *v = cJSON_GetArrayItem(arr, i);
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+        if (!sp_in_range(v, 0, 4294967295.0))
             return false;
         out[i] = (uint32_t)v->valuedouble;
     }
@@ -1039,17 +1121,22 @@ kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err)
         !cJSON_IsNumber(pad)) {
         st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed launch plan");
     } else {
-        p->workspace_bytes = (uint64_t)ws->valuedouble;
+        p->workspace_bytes = sp_in_range(ws, 0, 9007199254740992.0) ? (uint64_t)ws->valuedouble : 0;
         p->pad_k = pad->valueint != 0;
+        if (!sp_in_range(ws, 0, 9007199254740992.0))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed launch plan: workspace_bytes out of range");
         const cJSON *l;
-        cJSON_ArrayForEach(l, ls)
+        const cJSON *todo = st ? NULL : ls;
+        cJSON_ArrayForEach(l, todo)
         {
             kevo_launch *kl = &p->launches[p->nlaunches++];
             const cJSON *entry = cJSON_GetObjectItemCaseSensitive(l, "entry");
             const cJSON *smem = cJSON_GetObjectItemCaseSensitive(l, "smem");
             if (!cJSON_IsString(entry) || strlen(entry->valuestring) >= sizeof kl->entry ||
+                !sp_is_ident_n(entry->valuestring, sizeof kl->entry) ||
                 !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "grid"), kl->grid) ||
-                !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "block"), kl->block) || !cJSON_IsNumber(smem)) {
+                !sp_u32_array(cJSON_GetObjectItemCaseSensitive(l, "block"), kl->block) ||
+                !sp_in_range(smem, 0, 4294967295.0)) {
                 st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed launch in plan");
                 break;
             }
@@ -1069,6 +1156,7 @@ kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err)
             const cJSON *tensor = cJSON_GetObjectItemCaseSensitive(t, "tensor");
             const cJSON *sw = cJSON_GetObjectItemCaseSensitive(t, "swizzle");
             if (!cJSON_IsString(tensor) || strlen(tensor->valuestring) >= sizeof kt->tensor ||
+                !sp_is_ident_n(tensor->valuestring, sizeof kt->tensor) ||
                 !sp_u32_array(cJSON_GetObjectItemCaseSensitive(t, "box"), kt->box) || !cJSON_IsNumber(sw)) {
                 st = kevo_err_set(err, KEVO_ERR_PARSE, "malformed tensor map in plan");
                 break;

@@ -262,12 +262,29 @@ kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_
 
 /* Params as a JSON object text {"BM":128,...} into out (appended). */
 kevo_status kevo_config_json(const kevo_space *s, const kevo_config *cfg, kv_buf *out);
-/* Parse params JSON back; every param must be present.  Errors: KEVO_ERR_PARSE. */
+/* Parse params JSON back; every param must be present as a whole number
+ * (unknown keys and out-of-domain values pass: kevo_config_parse_stored
+ * refuses them).  Errors: KEVO_ERR_PARSE. */
 kevo_status kevo_config_parse_json(const kevo_space *s, const char *json, kevo_config *cfg, kevo_err *err);
+/* Parse params stored in a DB (untrusted text) strictly against the family:
+ * a JSON object whose every key is a param of s (given once), each value a
+ * whole number among that param's values in the space file; a param the
+ * family gained later may be missing (its "absent" value).  This is the
+ * check for every use of a stored configuration (export, verify, resume):
+ * unknown keys, 1e300, strings and out-of-domain values are refused.  who
+ * names the row in messages ("candidate 12"; NULL: "stored params"); a key
+ * that is not an identifier is described, never printed.
+ * Errors: KEVO_ERR_PARSE naming who and the key. */
+kevo_status kevo_config_parse_stored(const kevo_space *s, const char *json, const char *who, kevo_config *cfg,
+                                     kevo_err *err);
 /* Short text "BM=128 BN=64 ..." into out (truncated to n). */
 void kevo_config_str(const kevo_space *s, const kevo_config *cfg, char *out, size_t n);
 
-/* Plan <-> JSON text (stored in the DB with each candidate). */
+/* Plan <-> JSON text (stored in the DB with each candidate).  Parsing
+ * takes untrusted text: entry and tensor names must be identifiers, sizes
+ * numbers in range (u32; workspace up to 2^53), else KEVO_ERR_PARSE;
+ * what parses prints back (kevo_plan_json) to text that parses to the same
+ * plan. */
 kevo_status kevo_plan_json(const kevo_plan *p, kv_buf *out);
 kevo_status kevo_plan_parse_json(const char *json, kevo_plan *p, kevo_err *err);
 

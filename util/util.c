@@ -3,12 +3,14 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,18 +185,99 @@ kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *er
     return KEVO_OK;
 }
 
+/* Write all of data to fd (retrying short writes and EINTR). */
+static bool kv_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+/* Write through a special file (device, FIFO, terminal) in place. */
+static kevo_status kv_write_through(const char *path, const void *data, size_t len, kevo_err *err)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == EINVAL) /* O_TRUNC refused by this kind of file */
+        fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to open '%s' for writing: %s", path, strerror(errno));
+    bool ok = kv_write_all(fd, data, len);
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    return ok ? KEVO_OK : kevo_err_set(err, KEVO_ERR_IO, "unable to write '%s': %s", path, strerror(e));
+}
+
+/* Whether st is the file open as this process's stdout or stderr; *fd gets it. */
+static bool kv_is_std_stream(const struct stat *st, int *fd)
+{
+    for (int i = 1; i <= 2; i++) {
+        struct stat s;
+        if (fstat(i, &s) == 0 && s.st_dev == st->st_dev && s.st_ino == st->st_ino) {
+            *fd = i;
+            return true;
+        }
+    }
+    return false;
+}
+
 kevo_status kv_write_file(const char *path, const void *data, size_t len, kevo_err *err)
 {
+    struct stat ls, ts;
+    bool exists = lstat(path, &ls) == 0;
+    if (!exists && errno != ENOENT)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to write '%s': %s", path, strerror(errno));
+    if (exists && S_ISLNK(ls.st_mode)) {
+        int fd;
+        if (stat(path, &ts) == 0 && !S_ISREG(ts.st_mode) && !S_ISDIR(ts.st_mode))
+            return kv_write_through(path, data, len, err); /* /dev/stdout on a pipe or terminal */
+        if (stat(path, &ts) == 0 && S_ISREG(ts.st_mode) && kv_is_std_stream(&ts, &fd)) {
+            /* /dev/stdout redirected to a file: our own stream, in order with what we print */
+            fflush(fd == 1 ? stdout : stderr);
+            if (!kv_write_all(fd, data, len))
+                return kevo_err_set(err, KEVO_ERR_IO, "unable to write '%s': %s", path, strerror(errno));
+            return KEVO_OK;
+        }
+        return kevo_err_set(err, KEVO_ERR_IO,
+                            "'%s' is a symbolic link: kevo neither replaces links nor writes through them; "
+                            "give the path of the file it points to",
+                            path);
+    }
+    if (exists && S_ISDIR(ls.st_mode))
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to write '%s': it is a folder", path);
+    if (exists && !S_ISREG(ls.st_mode))
+        return kv_write_through(path, data, len, err); /* a device, FIFO or socket stays what it is */
+    /* a new temporary file beside the target (O_EXCL: never one that someone put there), renamed over it */
     char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return kevo_err_set(err, KEVO_ERR_ARG, "path too long '%s'", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return kevo_err_set(err, KEVO_ERR_IO, "unable to create '%s': %s", tmp, strerror(errno));
-    size_t w = len ? fwrite(data, 1, len, f) : 0;
-    int bad = (w != len) | (fclose(f) != 0);
-    if (bad || rename(tmp, path) != 0) {
-        int e = errno;
+    int fd = -1;
+    for (int i = 0; i < 100 && fd < 0; i++) {
+        if (snprintf(tmp, sizeof tmp, "%s.tmp%ld.%d", path, (long)getpid(), i) >= (int)sizeof tmp)
+            return kevo_err_set(err, KEVO_ERR_ARG, "path too long '%s'", path);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && errno != EEXIST)
+            return kevo_err_set(err, KEVO_ERR_IO, "unable to create '%s': %s", tmp, strerror(errno));
+    }
+    if (fd < 0)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to create a temporary file beside '%s'", path);
+    bool ok = (!exists || fchmod(fd, ls.st_mode & 07777) == 0) && kv_write_all(fd, data, len);
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok || rename(tmp, path) != 0) {
+        if (ok)
+            e = errno;
         remove(tmp);
         return kevo_err_set(err, KEVO_ERR_IO, "unable to write '%s': %s", path, strerror(e));
     }

@@ -34,7 +34,23 @@ char *kv_buf_take(kv_buf *b);
  * Errors: KEVO_ERR_IO with the path quoted in err. */
 kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *err);
 
-/* Write a whole file atomically (temp file + rename). */
+/* Write a whole file, never destroying what the path is.  By the kind of
+ * file at path:
+ *   - none, or a regular file: written to a new temporary file beside it
+ *     (O_EXCL; an existing file's permissions kept) and renamed over it, so
+ *     a reader sees the old or the new content whole, never a mix;
+ *   - a character or block device, FIFO or socket (/dev/null, a named pipe,
+ *     a terminal): written through in place (O_WRONLY|O_TRUNC, no rename),
+ *     so it stays a device (a FIFO waits for its reader, as a shell's > does);
+ *   - a symbolic link: refused, because replacing it destroys the link and
+ *     writing through it changes a file the path does not name; except a
+ *     link to a special file as above (/dev/stdout on a pipe or terminal,
+ *     /dev/fd/N), written through, and a link to the file this process's
+ *     stdout or stderr is (/dev/stdout redirected to a file), written to
+ *     that stream after flushing it;
+ *   - a folder: refused.
+ * Errors: KEVO_ERR_IO naming the path and why, KEVO_ERR_ARG for a path too
+ * long. */
 kevo_status kv_write_file(const char *path, const void *data, size_t len, kevo_err *err);
 
 /* SHA-256 of the concatenation of n buffers, as 64 lower-case hex digits

@@ -10,9 +10,11 @@ out=$root/build-fuzz
 mkdir -p "$out"
 cc=${CC_FUZZ:-clang}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -I$root/include -I$root"
+flags="$flags -DKEVO_FUZZ_ROOT=\"$root\""
 lib="$root/util/util.c $root/templates/syms.c $root/templates/expr.c $root/templates/space.c $root/kernels/op.c $root/kernels/ikbo_lce.c"
+lib="$lib $root/export/emit.c"
 status=0
-for t in expr shape space; do
+for t in expr shape space export_rows export_emit; do
   $cc $flags $lib "$root/tests/fuzz/fuzz_$t.c" -lcjson -lcrypto -lm -o "$out/fuzz_$t"
   rm -rf "$out/corpus_$t" && cp -r "$root/tests/fuzz/corpus/$t" "$out/corpus_$t"
   echo "== fuzz_$t for ${secs}s"

@@ -1,0 +1,59 @@
+/* emit.h — the text kevo export writes into generated C, CMake and Markdown.
+ *
+ * Everything here is fed untrusted text: a DB's rows (params, device and
+ * shape strings) and space files (names, `why` texts).  What reaches the
+ * output is validated (identifiers match [A-Za-z_][A-Za-z0-9_]* of bounded
+ * length) or escaped (string literals, comments, table cells), so no input
+ * can add code to an exported library.  Kept apart from export.c (no DB) so
+ * that tests/fuzz/fuzz_export_emit.c can drive it. */
+#ifndef KEVO_EMIT_H
+#define KEVO_EMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/op.h"
+#include "templates/space.h"
+#include "util/util.h"
+
+/* Whether s is a C identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max bytes. */
+bool kevo_emit_is_ident(const char *s, size_t max);
+
+/* Append s as a C string literal, quotes included: printable ASCII as is,
+ * except \\, \" and \? (no trigraph can form); every other byte (newlines,
+ * control characters, non-ASCII) as a three-digit octal escape. */
+kevo_status kevo_emit_c_string(kv_buf *b, const char *s);
+
+/* Append s for the inside of a C block comment: printable ASCII only
+ * (other bytes and backslashes become spaces, so no newline and no line
+ * splice), and never a comment opener or closer: a '/' after a '*' and a
+ * '*' after a '/' get a space between them. */
+kevo_status kevo_emit_c_comment(kv_buf *b, const char *s);
+
+/* Append s for a Markdown table cell: control characters become spaces,
+ * '|' and '\\' are escaped, '`' becomes '\'', '<' and '>' become entities. */
+kevo_status kevo_emit_md_cell(kv_buf *b, const char *s);
+
+/* Template text with @NAME@ and @NAME_UPPER@ replaced by name (which
+ * kevo_export_check_name accepted) and each keys[i] by vals[i]; other '@'
+ * (CMake's @VAR@) pass through.  Appended to out.  Errors: KEVO_ERR_ARG for
+ * a name that is not an identifier, KEVO_ERR_NOMEM. */
+kevo_status kevo_emit_fill(const char *text, const char *name, const char *const *keys, const char *const *vals,
+                           int nkeys, kv_buf *out, kevo_err *err);
+
+/* The C function "static int x_k<ki>_plan(const x_syms *s, x_plan *p)" of
+ * one kernel: family sp at configuration cfg (parsed and checked by
+ * kevo_config_parse_stored), its lets, requires, constraints and launch
+ * plan compiled to C.  Appended to b.  Errors: KEVO_ERR_ARG (a symbol the
+ * family does not define, a name that is not an identifier). */
+kevo_status kevo_emit_plan(kv_buf *b, const kevo_space *sp, const kevo_op *op, const kevo_config *cfg, int ki,
+                           kevo_err *err);
+
+/* One entry of the x_kernels[] table: family, canonical params, dtype,
+ * sm, cubin x_k<ki>_cubin, entries, plan x_k<ki>_plan and tensor maps.
+ * Appended to b.  Errors: KEVO_ERR_UNSUPPORTED (a tensor map of a tensor
+ * the library does not know). */
+kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_config *cfg, int dtype, int sm, int ki,
+                                   kevo_err *err);
+
+#endif /* KEVO_EMIT_H */
