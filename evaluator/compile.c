@@ -339,8 +339,11 @@ kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double
             next++;
             active++;
         }
-        if (active == 0)
-            break; /* only cached jobs remained, or no child could start */
+        if (active == 0) {
+            if (st || next >= n)
+                break; /* no child could start, or only cached jobs remained */
+            continue;  /* every free slot met a cached job: start the next ones */
+        }
         double now = kv_now();
         int wait_ms = 1000;
         for (int i = 0; i < parallel; i++) {
