@@ -77,14 +77,20 @@ static int xp_sm_of(const char *arch)
     return (int)strtol(arch + 3, NULL, 10);
 }
 
+/* Whether arch is one of the comma-separated list (NULL: all), however long. */
 static bool xp_arch_wanted(const char *list, const char *arch)
 {
     if (!list)
         return true;
-    char pat[40], all[520];
-    snprintf(pat, sizeof pat, ",%s,", arch);
-    snprintf(all, sizeof all, ",%s,", list);
-    return strstr(all, pat) != NULL;
+    size_t n = strlen(arch);
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, arch, n) == 0)
+            return true;
+        p += len;
+        if (!*p)
+            return false;
+    }
 }
 
 /* Candidates of a run best first: speedup, then time, then id (qsort over
@@ -519,8 +525,11 @@ static kevo_status xp_fill(const char *path, const char *name, const char *const
     kevo_status st = kv_read_file(path, &text, NULL, err);
     if (st)
         return st;
-    char upper[128];
-    snprintf(upper, sizeof upper, "%s", name);
+    char *upper = kv_strdup(name);
+    if (!upper) {
+        free(text);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
     for (char *p = upper; *p; p++)
         *p = (char)toupper((unsigned char)*p);
     for (const char *p = text; *p;) {
@@ -555,6 +564,7 @@ static kevo_status xp_fill(const char *path, const char *name, const char *const
         }
     }
     free(text);
+    free(upper);
     return out->data ? KEVO_OK : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
 }
 
@@ -699,12 +709,18 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         st = xp_mkdir(o->out_dir, err);
     for (size_t i = 0; i < KV_ARRAY_LEN(files) && !st; i++) {
         char d[PATH_MAX - 256];
-        snprintf(d, sizeof d, "%s%s%s", o->out_dir, files[i].dir[0] ? "/" : "", files[i].dir);
-        if (files[i].dir[0] && (st = xp_mkdir(d, err)))
-            break;
+        int w = snprintf(d, sizeof d, "%s%s%s", o->out_dir, files[i].dir[0] ? "/" : "", files[i].dir);
         /* .h, .c, .pc.in, Config.cmake.in take the library's name */
         bool named = files[i].file[0] == '.' || strcmp(files[i].file, "Config.cmake.in") == 0;
-        snprintf(path, sizeof path, "%s/%s%s", d, named ? o->name : "", files[i].file);
+        int w2 = w < 0 || (size_t)w >= sizeof d ? -1
+                                                 : snprintf(path, sizeof path, "%s/%s%s", d, named ? o->name : "",
+                                                            files[i].file);
+        if (w2 < 0 || (size_t)w2 >= sizeof path) { /* never write to a cut path */
+            st = kevo_err_set(err, KEVO_ERR_ARG, "--out: the path of '%.100s...' is too long", o->out_dir);
+            break;
+        }
+        if (files[i].dir[0] && (st = xp_mkdir(d, err)))
+            break;
         st = kv_write_file(path, files[i].b->data ? files[i].b->data : "", files[i].b->len, err);
     }
     if (!st) {
