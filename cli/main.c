@@ -42,11 +42,11 @@ static const struct {
     {"tune", cmd_tune, "search kernel variants for an op and shape; store everything in a DB",
      "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch sm_90a] [--policy P]\n"
      "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
-     "          [--jobs N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
+     "          [--jobs N] [--batch N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
      "          [--device N] [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
      "          [--where EXPR] [--time-limit S] [--plateau N] [--target SPEEDUP]\n"
      "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
-     "kevo tune --resume RUN_ID --db FILE [--jobs N] [...]\n"
+     "kevo tune --resume RUN_ID --db FILE [--jobs N] [--budget N] [...]\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
      "  --policy   greedy (default), exhaustive, random, ucb, evolve\n"
@@ -55,6 +55,9 @@ static const struct {
      "  --time-limit, --plateau, --target  stop after S seconds, after N candidates\n"
      "             without a better one, or once a candidate reaches SPEEDUP\n"
      "  --budget   candidates to evaluate (default 60)\n"
+     "  --batch    candidates proposed per round (default 8): the policy sees the results of a\n"
+     "             round before it proposes the next; --jobs (default: the CPUs) compiles up to\n"
+     "             that many of a round at once and never changes what is proposed\n"
      "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
      "  --templates     also search the template families in DIR\n"
      "  --shapes   FILE holds a distribution: one shape per line, optionally followed by\n"
@@ -62,8 +65,18 @@ static const struct {
      "             weighted geometric mean of vs_best_peer over them (not with --shape)\n"
      "  --warm-start    seed the run with the winners of the earlier runs nearest to\n"
      "             its shape in OTHER.db (default: in --db; none: no warm start)\n"
-     "  --resume   continue a run (after a crash or kill -9) with its stored settings:\n"
-     "             nothing finished is redone, the proposals are the uninterrupted run's\n"},
+     "  --resume   continue a run (after Ctrl-C, a crash or kill -9) with its stored settings:\n"
+     "             nothing finished is redone, the proposals are the uninterrupted run's.\n"
+     "             An option that defines the run (--op, --shape(s), --dtype, --arch, --policy,\n"
+     "             --family, --seed, --where, --compile-only, --warm-start, --templates, --maps,\n"
+     "             --reps, --warmup, --batch) may be repeated but not changed (exit 2); a larger\n"
+     "             --budget and another --time-limit, --plateau or --target extend the run (the\n"
+     "             time limit counts every process of the run); --jobs and --device apply to\n"
+     "             this process, the timeouts from now on.  A finished run that nothing extends is\n"
+     "             left as it is; a run whose space file changed since it started is refused\n"
+     "  Ctrl-C (SIGINT) or SIGTERM stores the run as interrupted, ends its compile and GPU\n"
+     "  processes and prints the --resume command (exit 130 or 143).  A DB locked by another\n"
+     "  process is waited for.  Exit 1 when every candidate failed; 2 for a usage error.\n"},
     {"report", cmd_report, "print the runs of a DB as a table or as JSON, or draw them",
      "kevo report --db FILE [--run ID] [--format table|json] [--top N] [--svg OUT.svg]\n"
      "  --svg  write best speedup against evaluations (a line per run) and the search tree\n"
@@ -159,10 +172,8 @@ static const char *cli_data_dir(void)
 {
     static char dir[PATH_MAX];
     const char *env = getenv("KEVO_HOME");
-    if (env && *env) {
-        snprintf(dir, sizeof dir, "%s", env);
-        return dir;
-    }
+    if (env && *env)
+        return env; /* as it is: a path too long fails where it is used, never cut */
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
@@ -180,39 +191,60 @@ static const char *cli_data_dir(void)
     return dir;
 }
 
+/* A whole number in [lo, hi], decimal, nothing before or after it (no
+ * blanks, no '+'); the range is checked before anything narrows it. */
 static bool cli_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     int64_t v;
-    if (!kv_parse_i64(s, &v) || v < lo || v > hi)
+    if (!s || !(*s == '-' || (*s >= '0' && *s <= '9')) || !kv_parse_i64(s, &v) || v < lo || v > hi)
         return false;
     *out = v;
     return true;
 }
 
-static bool cli_double(const char *s, double lo, double *out)
+/* A finite decimal number in [lo, hi] (no inf, nan, hex or blanks). */
+static bool cli_double(const char *s, double lo, double hi, double *out)
 {
+    if (!s || !(*s == '-' || *s == '.' || (*s >= '0' && *s <= '9')) || strpbrk(s, "xXpP"))
+        return false;
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || !end || *end || end == s || !(v >= lo))
+    if (errno || !end || *end || end == s || !(v >= lo && v <= hi))
         return false;
     *out = v;
     return true;
 }
 
-/* "sorted,uneven,shuffled" -> bitmask; 0 on a bad name. */
+/* "sorted,uneven,shuffled" -> bitmask; 0 on a bad name or no name. */
 static unsigned cli_maps(const char *s)
 {
     unsigned m = 0;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
+    char *buf = kv_strdup(s);
+    if (!buf)
+        return 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         kevo_map_kind k;
-        if (!kevo_map_parse(t, &k))
-            return 0;
+        if (!kevo_map_parse(t, &k)) {
+            m = 0;
+            break;
+        }
         m |= 1u << k;
     }
+    free(buf);
     return m;
+}
+
+/* A repeated option is a usage error: which of two values was meant is not
+ * for kevo to guess.  seen: the options met so far (codes from OPT_SHAPE). */
+static bool cli_repeated(uint64_t *seen, int c)
+{
+    if (c < 256 || c >= 256 + 64)
+        return false;
+    uint64_t bit = 1ull << (c - 256);
+    bool again = (*seen & bit) != 0;
+    *seen |= bit;
+    return again;
 }
 
 static bool cli_help_asked(int argc, char **argv)
@@ -241,7 +273,75 @@ enum {
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
     OPT_FORCE, /* export */
+    OPT__END
 };
+_Static_assert(OPT__END <= 256 + 64, "cli_repeated keeps one bit per option");
+
+/* The usage error for an option given twice (argv[optind - 1] is it, or its value). */
+static int cli_twice(const char *cmd, const struct option *opts, int c)
+{
+    for (const struct option *o = opts; o->name; o++)
+        if (o->val == c)
+            return cli_bad_usage(cmd, "--%s is given more than once", o->name);
+    return cli_bad_usage(cmd, "%s", "an option is given more than once");
+}
+
+/* The names tune takes from a table (op, policy, dtype, arch): an unknown
+ * one is a usage error, named with what is known. */
+static int cli_tune_names(const kevo_tune_opts *o)
+{
+    if (o->op && !kevo_op_find(o->op)) {
+        int n;
+        const kevo_op *const *ops = kevo_op_list(&n);
+        kv_buf k;
+        kv_buf_init(&k);
+        for (int i = 0; i < n; i++)
+            kv_buf_printf(&k, "%s%s", i ? ", " : "", ops[i]->name);
+        fprintf(stderr, "kevo tune: unknown op '%.100s' (known: %s)\n", o->op, k.data ? k.data : "");
+        kv_buf_release(&k);
+        return 2;
+    }
+    if ((o->given & KEVO_TUNE_GIVEN_POLICY) && !kevo_policy_find(o->policy)) {
+        int n;
+        const kevo_policy *const *p = kevo_policy_list(&n);
+        kv_buf k;
+        kv_buf_init(&k);
+        for (int i = 0; i < n; i++)
+            kv_buf_printf(&k, "%s%s", i ? ", " : "", p[i]->name);
+        fprintf(stderr, "kevo tune: unknown policy '%.100s' (known: %s)\n", o->policy, k.data ? k.data : "");
+        kv_buf_release(&k);
+        return 2;
+    }
+    kevo_dtype dt;
+    if ((o->given & KEVO_TUNE_GIVEN_DTYPE) && !kevo_dtype_parse(o->dtype, &dt))
+        return cli_bad_usage("tune", "unknown dtype '%.100s' (fp16 or bf16)", o->dtype);
+    kevo_limits lim;
+    kevo_err err;
+    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && kevo_limits_for_arch(o->arch, &lim, &err)) {
+        fprintf(stderr, "kevo tune: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
+/* After a finished tune: 1 (with a line) when every candidate of the run
+ * failed, else 0. */
+static int cli_all_failed(const char *db_path, int64_t run_id)
+{
+    kevo_db *db = NULL;
+    kevo_err err;
+    int evaluated = 0, compiled = 0, failed = 0, ok = 0;
+    if (run_id <= 0 || kevo_db_open(db_path, false, &db, &err))
+        return 0;
+    kevo_status st = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &ok, &err);
+    kevo_db_close(db);
+    if (st || evaluated == 0 || failed < evaluated)
+        return 0;
+    fprintf(stderr, "kevo: every candidate of run %lld failed (%d of %d); 'kevo report --db %s --run %lld' "
+                    "shows why\n",
+            (long long)run_id, failed, evaluated, db_path, (long long)run_id);
+    return 1;
+}
 
 static int cmd_tune(int argc, char **argv)
 {
@@ -259,6 +359,7 @@ static int cmd_tune(int argc, char **argv)
         {"family", required_argument, 0, OPT_FAMILY},
         {"compile-only", no_argument, 0, OPT_COMPILE_ONLY},
         {"jobs", required_argument, 0, OPT_JOBS},
+        {"batch", required_argument, 0, OPT_BATCH},
         {"compile-timeout", required_argument, 0, OPT_CTIMEOUT},
         {"eval-timeout", required_argument, 0, OPT_ETIMEOUT},
         {"reps", required_argument, 0, OPT_REPS},
@@ -284,81 +385,102 @@ static int cmd_tune(int argc, char **argv)
     bool quiet = false, nobar = false;
     int64_t v;
     int c;
+    uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (cli_repeated(&seen, c))
+            return cli_twice("tune", opts, c);
         switch (c) {
-        case OPT_OP: o.op = optarg; break;
-        case OPT_SHAPE: o.shape = optarg; break;
-        case OPT_DTYPE: o.dtype = optarg; break;
-        case OPT_ARCH: o.arch = optarg; break;
-        case OPT_POLICY: o.policy = optarg; break;
+        case OPT_OP: o.op = optarg; o.given |= KEVO_TUNE_GIVEN_OP; break;
+        case OPT_SHAPE: o.shape = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPE; break;
+        case OPT_DTYPE: o.dtype = optarg; o.given |= KEVO_TUNE_GIVEN_DTYPE; break;
+        case OPT_ARCH: o.arch = optarg; o.given |= KEVO_TUNE_GIVEN_ARCH; break;
+        case OPT_POLICY: o.policy = optarg; o.given |= KEVO_TUNE_GIVEN_POLICY; break;
         case OPT_DB: o.db_path = optarg; break;
-        case OPT_FAMILY: o.families = optarg; break;
-        case OPT_COMPILE_ONLY: o.compile_only = true; break;
+        case OPT_FAMILY: o.families = optarg; o.given |= KEVO_TUNE_GIVEN_FAMILIES; break;
+        case OPT_COMPILE_ONLY: o.compile_only = true; o.given |= KEVO_TUNE_GIVEN_COMPILE_ONLY; break;
         case OPT_QUIET: quiet = true; break;
         case OPT_NOBAR: nobar = true; break;
-        case OPT_TEMPLATES: o.extra_templates = optarg; break;
-        case OPT_WHERE: o.where = optarg; break;
-        case OPT_WARM: o.warm_start = optarg; break;
-        case OPT_SHAPES: o.shapes_file = optarg; break;
+        case OPT_TEMPLATES: o.extra_templates = optarg; o.given |= KEVO_TUNE_GIVEN_TEMPLATES; break;
+        case OPT_WHERE: o.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
+        case OPT_WARM: o.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;
+        case OPT_SHAPES: o.shapes_file = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPES; break;
         case OPT_TIME_LIMIT:
-            if (!cli_double(optarg, 0.001, &o.time_limit))
-                return cli_bad_usage("tune", "--time-limit takes seconds (> 0), not '%s'", optarg);
+            if (!cli_double(optarg, 0.001, 31536000, &o.time_limit))
+                return cli_bad_usage("tune", "--time-limit takes seconds from 0.001 to 31536000 (a year), not '%s'",
+                                     optarg);
+            o.given |= KEVO_TUNE_GIVEN_TIME_LIMIT;
             break;
         case OPT_PLATEAU:
             if (!cli_int(optarg, 1, 1000000, &o.plateau))
-                return cli_bad_usage("tune", "--plateau takes a whole number from 1, not '%s'", optarg);
+                return cli_bad_usage("tune", "--plateau takes a whole number from 1 to 1000000, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_PLATEAU;
             break;
         case OPT_TARGET:
-            if (!cli_double(optarg, 0.000001, &o.target))
-                return cli_bad_usage("tune", "--target takes a speedup (> 0), not '%s'", optarg);
+            if (!cli_double(optarg, 0.000001, 1000000, &o.target))
+                return cli_bad_usage("tune", "--target takes a speedup from 0.000001 to 1000000, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_TARGET;
             break;
         case OPT_RESUME:
             if (!cli_int(optarg, 1, INT64_MAX, &v))
-                return cli_bad_usage("tune", "--resume takes a run id, not '%s'", optarg);
+                return cli_bad_usage("tune", "--resume takes a run id (a whole number from 1), not '%s'", optarg);
             o.resume_run = v;
             break;
         case OPT_BUDGET:
             if (!cli_int(optarg, 1, 1000000, &v))
                 return cli_bad_usage("tune", "--budget takes a whole number from 1 to 1000000, not '%s'", optarg);
             o.budget = v;
+            o.given |= KEVO_TUNE_GIVEN_BUDGET;
             break;
         case OPT_SEED:
             if (!cli_int(optarg, 0, INT64_MAX, &v))
-                return cli_bad_usage("tune", "--seed takes a non-negative whole number, not '%s'", optarg);
+                return cli_bad_usage("tune", "--seed takes a whole number from 0 to 9223372036854775807, not '%s'",
+                                     optarg);
             o.seed = (uint64_t)v;
+            o.given |= KEVO_TUNE_GIVEN_SEED;
             break;
         case OPT_JOBS:
             if (!cli_int(optarg, 1, 256, &v))
                 return cli_bad_usage("tune", "--jobs takes a whole number from 1 to 256, not '%s'", optarg);
             o.jobs = (int)v;
             break;
+        case OPT_BATCH:
+            if (!cli_int(optarg, 1, KEVO_TUNE_BATCH_MAX, &v))
+                return cli_bad_usage("tune", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
+            o.batch = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_BATCH;
+            break;
         case OPT_REPS:
             if (!cli_int(optarg, 1, 1000, &v))
                 return cli_bad_usage("tune", "--reps takes a whole number from 1 to 1000, not '%s'", optarg);
             o.reps = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_REPS;
             break;
         case OPT_WARMUP:
             if (!cli_int(optarg, 0, 1000, &v))
                 return cli_bad_usage("tune", "--warmup takes a whole number from 0 to 1000, not '%s'", optarg);
             o.warmup = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_WARMUP;
             break;
         case OPT_DEVICE:
             if (!cli_int(optarg, 0, 1024, &v))
-                return cli_bad_usage("tune", "--device takes a device ordinal, not '%s'", optarg);
+                return cli_bad_usage("tune", "--device takes a device ordinal from 0 to 1024, not '%s'", optarg);
             o.device = (int)v;
             break;
         case OPT_CTIMEOUT:
-            if (!cli_double(optarg, 0.1, &o.compile_timeout))
-                return cli_bad_usage("tune", "--compile-timeout takes seconds (>= 0.1), not '%s'", optarg);
+            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.compile_timeout))
+                return cli_bad_usage("tune", "--compile-timeout takes seconds from 0.1 to 86400, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_CTIMEOUT;
             break;
         case OPT_ETIMEOUT:
-            if (!cli_double(optarg, 0.1, &o.eval_timeout))
-                return cli_bad_usage("tune", "--eval-timeout takes seconds (>= 0.1), not '%s'", optarg);
+            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.eval_timeout))
+                return cli_bad_usage("tune", "--eval-timeout takes seconds from 0.1 to 86400, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_ETIMEOUT;
             break;
         case OPT_MAPS:
             if (!(o.maps = cli_maps(optarg)))
                 return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_MAPS;
             break;
         default:
             return cli_bad_option("tune", argv);
@@ -368,16 +490,26 @@ static int cmd_tune(int argc, char **argv)
         return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
     if (!o.op && !o.resume_run)
         return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
-    if (o.resume_run && (o.op || o.shape || o.families || o.where))
-        return cli_bad_usage("tune", "%s", "--resume takes the run's own op, shape, families and --where");
+    int rc = cli_tune_names(&o);
+    if (rc)
+        return rc;
     o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
     int64_t run_id = 0;
     kevo_err err;
     kevo_err_clear(&err);
     kevo_status st = kevo_tune(&o, &run_id, &err);
+    if (st == KEVO_ERR_INTERRUPTED) {
+        fprintf(stderr, "kevo: %s\n", err.msg);
+        int sig = kv_signal_caught();
+        return sig > 0 ? 128 + sig : 130;
+    }
+    if (st == KEVO_ERR_ARG) { /* the options are wrong: a usage error */
+        fprintf(stderr, "kevo tune: %s\n(try 'kevo tune --help')\n", err.msg);
+        return 2;
+    }
     if (st)
         return cli_fail(st, &err);
-    return 0;
+    return cli_all_failed(o.db_path, run_id);
 }
 
 static int cmd_report(int argc, char **argv)
@@ -395,8 +527,11 @@ static int cmd_report(int argc, char **argv)
     const char *db_path = NULL, *format = "table", *svg = NULL;
     int64_t run = 0, top = 20;
     int c;
+    uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (cli_repeated(&seen, c))
+            return cli_twice("report", opts, c);
         switch (c) {
         case OPT_DB: db_path = optarg; break;
         case OPT_FORMAT: format = optarg; break;
@@ -477,8 +612,11 @@ static int cmd_verify(int argc, char **argv)
     o.data_dir = cli_data_dir();
     int64_t v;
     int c;
+    uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (cli_repeated(&seen, c))
+            return cli_twice("verify", opts, c);
         switch (c) {
         case OPT_DB: o.db_path = optarg; break;
         case OPT_SHAPE: o.shape = optarg; break;
@@ -582,8 +720,11 @@ static int cmd_replay(int argc, char **argv)
     const char *format = "table";
     int64_t v;
     int c;
+    uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (cli_repeated(&seen, c))
+            return cli_twice("replay", opts, c);
         switch (c) {
         case OPT_DB: o.db_path = optarg; break;
         case OPT_POLICY: o.policy = optarg; break;
@@ -605,7 +746,7 @@ static int cmd_replay(int argc, char **argv)
             o.batch = (int)v;
             break;
         case OPT_TARGET:
-            if (!cli_double(optarg, 0.000001, &o.target) || o.target > 1)
+            if (!cli_double(optarg, 0.000001, 1, &o.target))
                 return cli_bad_usage("replay", "--target takes a fraction of the best in (0, 1], not '%s'", optarg);
             break;
         default:
@@ -665,8 +806,11 @@ static int cmd_export(int argc, char **argv)
     o.data_dir = cli_data_dir();
     int64_t v;
     int c;
+    uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (cli_repeated(&seen, c))
+            return cli_twice("export", opts, c);
         switch (c) {
         case OPT_DB: o.db_path = optarg; break;
         case OPT_OUT: o.out_dir = optarg; break;

@@ -118,7 +118,7 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
     }
     if (!st) {
         double w = SV_W - SV_LEFT - SV_RIGHT;
-        char title[400];
+        char title[1400];
         snprintf(title, sizeof title, "run %lld search tree: %s, policy %s (%d candidates)", (long long)run->id,
                  run->families, run->policy, n);
         kv_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">", SV_LEFT,

@@ -15,16 +15,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 3
+#define ST_SCHEMA_VERSION 4
 
 struct kevo_db {
     sqlite3 *h;
     char *path;
     bool readonly; /* opened by kevo_db_open_ro: h never writes the file */
+    double busy_t0; /* when the current wait for a lock began */
+    bool busy_said; /* the wait was announced on stderr */
 };
 
 /* Tables schema 3 added (created by the v2 -> v3 migration too). */
@@ -43,6 +46,13 @@ struct kevo_db {
     "CREATE TABLE warm_seeds("                                                                               \
     " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, family TEXT NOT NULL,"              \
     " params TEXT NOT NULL, from_run INTEGER, from_shape TEXT, distance REAL, PRIMARY KEY(run_id, idx));"
+
+/* Tables schema 4 added: what defines a run beside its row (--resume). */
+#define ST_SCHEMA_V4_TABLES                                                                                  \
+    "CREATE TABLE run_settings("                                                                             \
+    " run_id INTEGER PRIMARY KEY REFERENCES runs(id), family_arg TEXT, batch INTEGER, maps INTEGER,"         \
+    " reps INTEGER, warmup INTEGER, time_limit REAL, plateau INTEGER, target REAL, compile_timeout REAL,"    \
+    " eval_timeout REAL, templates TEXT, space_hash TEXT, elapsed_s REAL);"
 
 static const char st_schema_sql[] =
     "CREATE TABLE runs("
@@ -73,7 +83,7 @@ static const char st_schema_sql[] =
     "CREATE INDEX edges_child ON edges(child_id);"
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
-    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES;
+    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES;
 
 /* ---- errors ---- */
 
@@ -330,7 +340,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=3", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=4", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -344,13 +354,16 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 3, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 4, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
  *   2 -> 3: the in-run peers (decomposed form), vs_best_peer, roofline
  *           fraction, confidence intervals, model predictions, ties, every
- *           repetition's time, shape distributions and warm starts. */
+ *           repetition's time, shape distributions and warm starts;
+ *   3 -> 4: run settings (batch, maps, reps, termination, timeouts, the
+ *           space files' hashes), so that --resume applies or refuses
+ *           every option. */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -365,7 +378,9 @@ static const char *const st_migrations[] = {
     "ALTER TABLE candidates ADD COLUMN model_ms REAL;"
     "ALTER TABLE candidates ADD COLUMN fitness REAL;"
     "ALTER TABLE candidates ADD COLUMN tied INTEGER;" ST_SCHEMA_V3_TABLES "PRAGMA user_version=3;",
+    ST_SCHEMA_V4_TABLES "PRAGMA user_version=4;",
 };
+_Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 
 /* Bring a file of schema `ver` up to ST_SCHEMA_VERSION. */
 static kevo_status st_migrate(kevo_db *db, int64_t ver, kevo_err *err)
@@ -417,6 +432,30 @@ static kevo_status st_quick_check(kevo_db *db, kevo_err *err)
     return s;
 }
 
+/* The busy handler: SQLite's busy timeout, then an announced wait for as
+ * long as the other process holds the lock; 0 (give up: SQLITE_BUSY) only
+ * when a signal interrupted kevo. */
+#define ST_BUSY_TIMEOUT_S 5.0
+static int st_busy(void *ctx, int count)
+{
+    kevo_db *db = ctx;
+    if (kv_interrupted())
+        return 0;
+    if (count == 0) {
+        db->busy_t0 = kv_now();
+        db->busy_said = false;
+    }
+    if (!db->busy_said && kv_now() - db->busy_t0 >= ST_BUSY_TIMEOUT_S) {
+        fprintf(stderr, "kevo: '%s' is locked by another process; waiting\n", db->path);
+        db->busy_said = true;
+    }
+    /* 1, 2, 4, ... ms, then every 100 ms */
+    long ms = count < 7 ? 1L << count : 100;
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
 /* Open the SQLite handle and set connection options; nothing is read or
  * written to the file here. */
 static kevo_status st_open_handle(kevo_db *db, bool create, kevo_err *err)
@@ -431,7 +470,7 @@ static kevo_status st_open_handle(kevo_db *db, bool create, kevo_err *err)
     if (sqlite3_db_readonly(db->h, "main") == 1)
         return kevo_err_set(err, KEVO_ERR_IO, "cannot open '%s' for writing: %s", db->path,
                             sqlite3_errstr(SQLITE_READONLY));
-    sqlite3_busy_timeout(db->h, 5000);
+    sqlite3_busy_handler(db->h, st_busy, db);
     rc = sqlite3_exec(db->h, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return kevo_err_set(err, st_open_status(rc), "cannot configure '%s': %s", db->path,
@@ -1677,5 +1716,79 @@ kevo_status kevo_db_run_counts(kevo_db *db, int64_t run_id, int *evaluated, int 
         *failed = f;
     if (ok)
         *ok = k;
+    return s;
+}
+
+/* ---- run settings ---- */
+
+kevo_status kevo_db_run_settings_put(kevo_db *db, int64_t run_id, const kevo_run_settings *r, kevo_err *err)
+{
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT OR REPLACE INTO run_settings(run_id, family_arg, batch, maps, reps, warmup, "
+                               "time_limit, plateau, target, compile_timeout, eval_timeout, templates, space_hash, "
+                               "elapsed_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               &st, err, "run settings insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, run_id);
+    st_b_text(&b, r->family_arg);
+    st_b_i64(&b, r->batch);
+    st_b_i64(&b, (int64_t)r->maps);
+    st_b_i64(&b, r->reps);
+    st_b_i64(&b, r->warmup);
+    st_b_double(&b, r->time_limit);
+    st_b_i64(&b, r->plateau);
+    st_b_double(&b, r->target);
+    st_b_double(&b, r->compile_timeout);
+    st_b_double(&b, r->eval_timeout);
+    st_b_text(&b, r->templates);
+    st_b_text(&b, r->space_hash);
+    st_b_double(&b, r->elapsed_s);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "run settings");
+    return st_exec_stmt(db, st, err, "store run settings");
+}
+
+kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_settings *r, kevo_err *err)
+{
+    memset(r, 0, sizeof *r);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT family_arg, batch, maps, reps, warmup, time_limit, plateau, target, "
+                               "compile_timeout, eval_timeout, templates, space_hash, elapsed_s FROM run_settings "
+                               "WHERE run_id=?",
+                               &st, err, "run settings read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run id");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        int i = 0;
+        st_col_text(st, i++, r->family_arg, sizeof r->family_arg);
+        r->batch = sqlite3_column_int(st, i++);
+        r->maps = (unsigned)sqlite3_column_int64(st, i++);
+        r->reps = sqlite3_column_int(st, i++);
+        r->warmup = sqlite3_column_int(st, i++);
+        r->time_limit = sqlite3_column_double(st, i++);
+        r->plateau = sqlite3_column_int64(st, i++);
+        r->target = sqlite3_column_double(st, i++);
+        r->compile_timeout = sqlite3_column_double(st, i++);
+        r->eval_timeout = sqlite3_column_double(st, i++);
+        st_col_text(st, i++, r->templates, sizeof r->templates);
+        st_col_text(st, i++, r->space_hash, sizeof r->space_hash);
+        r->elapsed_s = sqlite3_column_double(st, i++);
+        s = KEVO_OK;
+    } else if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld has no stored settings in '%s' (an older kevo made it)",
+                         (long long)run_id, db->path);
+    } else {
+        s = st_fail(db, err, rc, "read run settings %lld", (long long)run_id);
+    }
+    sqlite3_finalize(st);
     return s;
 }

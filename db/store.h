@@ -18,11 +18,12 @@
 
 typedef struct kevo_db kevo_db;
 
-/* Open (create when `create` and the file does not exist) a kevo database
- * for reading and writing; an empty file gets kevo's schema, an older schema
- * is upgraded in place.  Errors: KEVO_ERR_IO (cannot open or create),
- * KEVO_ERR_DB (not a kevo database, corrupt, newer schema), with the path
- * quoted. */
+/* Open (create when `create` and the file does not exist) a kevo database.
+ * A lock another process holds past the busy timeout (5 s) is waited for,
+ * with one line on stderr ("... is locked by another process; waiting"),
+ * until it is released or a signal interrupts the wait (kv_interrupted).
+ * Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a kevo
+ * database, corrupt, newer schema), with the path quoted. */
 kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err);
 
 /* Open an existing kevo database for reading only (report, replay, export,
@@ -51,7 +52,7 @@ typedef struct kevo_run_row {
     char dtype[8];
     char arch[16];
     char policy[32];
-    char families[256]; /* comma-separated template families searched */
+    char families[1024]; /* comma-separated template families searched */
     int64_t seed;
     int64_t budget;
     bool compile_only;
@@ -218,6 +219,30 @@ typedef struct kevo_warm_seed {
 kevo_status kevo_db_warm_put(kevo_db *db, int64_t run_id, const kevo_warm_seed *v, int n, kevo_err *err);
 /* A run's warm seeds in order; *v malloc'd (caller frees), *n may be 0. */
 kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, int *n, kevo_err *err);
+
+/* What else defines a run, beside its row (schema 4): what `--resume`
+ * compares the command line with and continues under.  Runs of older
+ * schemas have none. */
+#define KEVO_SPACE_HASH_MAX 4096
+typedef struct kevo_run_settings {
+    char family_arg[1024];  /* --family as asked (names deduplicated and sorted, comma-separated), "" all */
+    int batch;              /* proposals per round */
+    unsigned maps;          /* cand_to_user kinds, a bitmask of 1 << kevo_map_kind */
+    int reps, warmup;
+    double time_limit;      /* seconds of the run's processes together, 0 none */
+    int64_t plateau;        /* candidates without a better one, 0 none */
+    double target;          /* speedup, 0 none */
+    double compile_timeout; /* seconds */
+    double eval_timeout;    /* seconds */
+    char templates[4096];   /* --templates folder, "" none */
+    char space_hash[KEVO_SPACE_HASH_MAX]; /* "family=sha256 prefix,..." of the searched families' files */
+    double elapsed_s;       /* wall time the run's processes spent in the search so far */
+} kevo_run_settings;
+
+/* Insert or replace the settings of run_id.  Errors: KEVO_ERR_DB. */
+kevo_status kevo_db_run_settings_put(kevo_db *db, int64_t run_id, const kevo_run_settings *s, kevo_err *err);
+/* Errors: KEVO_ERR_NOT_FOUND (a run of an older schema), KEVO_ERR_DB. */
+kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_settings *s, kevo_err *err);
 
 /* A named extra figure of a candidate (e.g. "rel_err.shuffled"). */
 kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, double value, kevo_err *err);

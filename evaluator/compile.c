@@ -322,6 +322,7 @@ kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double
                 break;
             }
             fflush(NULL);
+            pid_t parent = getpid();
             pid_t pid = fork();
             if (pid < 0) {
                 close(fds[0]);
@@ -330,6 +331,7 @@ kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double
                 break;
             }
             if (pid == 0) {
+                kv_child_init(parent);
                 close(fds[0]);
                 cp_child(job, fds[1]);
             }
@@ -339,8 +341,11 @@ kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double
             next++;
             active++;
         }
-        if (active == 0)
-            break; /* only cached jobs remained, or no child could start */
+        if (active == 0) {
+            if (st || next >= n)
+                break; /* no child could start, or only cached jobs remained */
+            continue;  /* every free slot met a cached job: start the next ones */
+        }
         double now = kv_now();
         int wait_ms = 1000;
         for (int i = 0; i < parallel; i++) {
@@ -357,6 +362,11 @@ kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double
         int pr = poll(pfd, (nfds_t)parallel, wait_ms);
         if (pr < 0 && errno != EINTR) {
             st = kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
+            break;
+        }
+        if (kv_interrupted()) { /* SIGINT/SIGTERM: the children are killed below, nothing is kept */
+            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
+                              kv_signal_caught());
             break;
         }
         now = kv_now();

@@ -16,6 +16,7 @@ static const char *const ev_names[KEVO_FAIL__COUNT] = {
     [KEVO_FAIL_NAN_OUTPUT] = "nan_output",
     [KEVO_FAIL_RESOURCE_EXCEEDED] = "resource_exceeded",
     [KEVO_FAIL_WORKER_CRASH] = "worker_crash",
+    [KEVO_FAIL_PLAN_ERROR] = "plan_error",
 };
 
 const char *kevo_fail_name(kevo_fail f)

@@ -19,6 +19,8 @@ typedef enum kevo_fail {
     KEVO_FAIL_NAN_OUTPUT,        /* NaN/Inf in the output, or elements left unwritten */
     KEVO_FAIL_RESOURCE_EXCEEDED, /* shared memory, registers or threads beyond the device */
     KEVO_FAIL_WORKER_CRASH,      /* the GPU worker died while evaluating */
+    KEVO_FAIL_PLAN_ERROR,        /* the configuration's launch plan did not evaluate (division by zero, a
+                                    dimension out of range, ...): nothing compiled or ran */
     KEVO_FAIL__COUNT
 } kevo_fail;
 

@@ -55,16 +55,20 @@ int gp_read(int fd, void *p, size_t n)
     return 0;
 }
 
-/* Read n bytes before the deadline: 0 done, -1 end of file or error, 1 timeout. */
+/* Read n bytes before the deadline: 0 done, -1 end of file or error, 1
+ * timeout, 2 interrupted (kv_interrupted: SIGINT or SIGTERM). */
 static int gp_read_deadline(int fd, void *p, size_t n, double deadline)
 {
     char *c = p;
     while (n) {
+        if (kv_interrupted())
+            return 2;
         double left = deadline - kv_now();
         if (left <= 0)
             return 1;
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+        /* wake at least once a second (a signal may land between the check and the poll) */
+        int pr = poll(&pfd, 1, left > 1.0 ? 1000 : (int)(left * 1000) + 1);
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr < 0)
@@ -134,6 +138,7 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
         return kevo_err_set(err, KEVO_ERR_WORKER, "unable to create a pipe: %s", strerror(errno));
     }
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(down[0]);
@@ -143,6 +148,7 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
         return kevo_err_set(err, KEVO_ERR_WORKER, "unable to start the GPU worker: %s", strerror(errno));
     }
     if (pid == 0) {
+        kv_child_init(parent);
         close(down[1]);
         close(up[0]);
         kv_gpu_worker_main(&g->cfg, down[0], up[1], first);
@@ -155,6 +161,11 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
     gp_hello hello;
     /* start-up times the baseline and the ceilings: allow minutes */
     int r = gp_read_deadline(g->from_worker, &hello, sizeof hello, kv_now() + (first ? 900.0 : 300.0));
+    if (r == 2) {
+        gp_kill(g);
+        return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while the GPU worker started",
+                            kv_signal_caught());
+    }
     if (r != 0) {
         char why[160];
         if (r == 1)
@@ -267,6 +278,11 @@ kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_res
         }
         gp_response rs;
         int r = gp_read_deadline(g->from_worker, &rs, sizeof rs, kv_now() + g->cfg.timeout_s);
+        if (r == 2) {
+            gp_kill(g);
+            return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
+                                kv_signal_caught());
+        }
         if (r == 1) {
             kill(g->pid, SIGKILL);
             gp_reap(g, NULL, 0);
@@ -315,6 +331,11 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
     for (int i = 0; i < n; i++) {
         gp_retime_response rs;
         int r = sent ? gp_read_deadline(g->from_worker, &rs, sizeof rs, deadline) : -1;
+        if (r == 2) {
+            gp_kill(g);
+            return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while re-timing",
+                                kv_signal_caught());
+        }
         if (r != 0) {
             char why[160] = "";
             if (r == 1)

@@ -92,14 +92,20 @@ static int xp_sm_of(const char *arch)
     return (int)strtol(arch + 3, NULL, 10);
 }
 
+/* Whether arch is one of the comma-separated list (NULL: all), however long. */
 static bool xp_arch_wanted(const char *list, const char *arch)
 {
     if (!list)
         return true;
-    char pat[40], all[520];
-    snprintf(pat, sizeof pat, ",%s,", arch);
-    snprintf(all, sizeof all, ",%s,", list);
-    return strstr(all, pat) != NULL;
+    size_t n = strlen(arch);
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, arch, n) == 0)
+            return true;
+        p += len;
+        if (!*p)
+            return false;
+    }
 }
 
 /* Candidates of a run best first: speedup, then time, then id (qsort over
@@ -734,6 +740,9 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         st = xp_manifest(o->name, files, nf, &manifest, err);
     snprintf(files[nf].rel, sizeof files[nf].rel, "%s", XP_MANIFEST);
     files[nf].b = &manifest;
+    for (int i = 0; i <= nf && !st; i++) /* never write to a cut path */
+        if (strlen(o->out_dir) + 1 + strlen(files[i].rel) >= sizeof path)
+            st = kevo_err_set(err, KEVO_ERR_ARG, "--out: the path of '%.100s...' is too long", o->out_dir);
     if (!st)
         st = xp_guard_out(o, files, nf + 1, err);
     if (!st)

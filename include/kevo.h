@@ -35,6 +35,7 @@ typedef enum kevo_status {
     KEVO_ERR_WORKER = 11,     /* a worker process died or broke protocol */
     KEVO_ERR_BUSY = 12,       /* the run or database is held by another process */
     KEVO_ERR_INTERNAL = 13,   /* a bug in kevo */
+    KEVO_ERR_INTERRUPTED = 14, /* a signal (SIGINT, SIGTERM) stopped the call; what it finished is kept */
 } kevo_status;
 
 /* Fixed text for a status; never NULL. */

@@ -102,7 +102,9 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
     s->rng = seed;
     kevo_model_device_init(&s->model, lim, NAN, NAN);
     s->valid = calloc((size_t)nspaces, sizeof *s->valid);
-    if (!s->valid || !sg_hash_grow(s)) {
+    s->where_seen = calloc((size_t)nspaces, sizeof *s->where_seen);
+    s->where_unbound = calloc((size_t)nspaces, sizeof *s->where_unbound);
+    if (!s->valid || !s->where_seen || !s->where_unbound || !sg_hash_grow(s)) {
         kevo_search_release(s);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
@@ -239,6 +241,8 @@ void kevo_search_release(kevo_search *s)
             free(s->valid[i].order);
         }
     free(s->valid);
+    free(s->where_seen);
+    free(s->where_unbound);
     free(s->warm);
     free(s->extra);
     free(s->weights);
@@ -305,14 +309,99 @@ int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, 
         kevo_syms b;
         kevo_err err;
         int64_t v = 0;
+        char name[KEVO_SYM_NAME_MAX];
+        if (kevo_space_bind(sp, &s->shape, &s->limits, s->dtype, cfg, &b, &err)) {
+            snprintf(why, n, "%s", err.msg);
+            return -1;
+        }
         /* a name the family lacks counts as excluded */
-        if (kevo_space_bind(sp, &s->shape, &s->limits, s->dtype, cfg, &b, &err) ||
-            kevo_expr_eval(s->filter, &b, &v, &err) || !v) {
+        if (kevo_expr_unbound(s->filter, &b, name, sizeof name)) {
+            snprintf(why, n, "excluded by --where '%s': family %s has no '%s'", kevo_expr_text(s->filter),
+                     sp->family, name);
+            return 0;
+        }
+        if (kevo_expr_eval(s->filter, &b, &v, &err)) {
+            snprintf(why, n, "--where: %s", err.msg);
+            return -2;
+        }
+        if (!v) {
             snprintf(why, n, "excluded by --where '%s'", kevo_expr_text(s->filter));
             return 0;
         }
     }
     return 1;
+}
+
+/* Record, during the enumeration of a valid set, what --where met at cfg:
+ * whether the family binds every name it uses. */
+static void sg_note_where(kevo_search *s, int family, const kevo_config *cfg)
+{
+    if (!s->filter || !s->where_seen || s->where_seen[family])
+        return;
+    kevo_syms b;
+    kevo_err err;
+    if (kevo_space_bind(s->spaces[family], &s->shape, &s->limits, s->dtype, cfg, &b, &err))
+        return;
+    s->where_seen[family] = true;
+    s->where_unbound[family] = kevo_expr_unbound(s->filter, &b, s->where_name, sizeof s->where_name);
+}
+
+/* Keep the first evaluation failure met while enumerating (rc -1: the
+ * space's constraints or lets, -2: --where). */
+static void sg_note_fault(kevo_search *s, int family, const kevo_config *cfg, int rc, const char *why)
+{
+    if (s->faulted)
+        return;
+    char c[256];
+    kevo_config_str(s->spaces[family], cfg, c, sizeof c);
+    s->faulted = true;
+    s->fault_where = rc == -2;
+    if (rc == -2)
+        kevo_err_set(&s->fault, KEVO_ERR_ARG, "%s (family %s at %s)", why, s->spaces[family]->family, c);
+    else
+        kevo_err_set(&s->fault, KEVO_ERR_PARSE, "template family %s ('%s') at %s: %s", s->spaces[family]->family,
+                     s->spaces[family]->path ? s->spaces[family]->path : "", c, why);
+}
+
+kevo_status kevo_search_check(kevo_search *s, kevo_err *err)
+{
+    int total = 0;
+    for (int f = 0; f < s->nspaces; f++) {
+        const kevo_valid_set *vs = kevo_search_valid_set(s, f);
+        if (!vs)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory enumerating family '%s'", s->spaces[f]->family);
+        total += vs->n;
+    }
+    if (s->faulted) {
+        kevo_err_set(err, s->fault.status, "%s", s->fault.msg);
+        return s->fault.status;
+    }
+    if (s->filter) {
+        bool seen = false, bound = false;
+        for (int f = 0; f < s->nspaces; f++) {
+            seen |= s->where_seen[f];
+            bound |= s->where_seen[f] && !s->where_unbound[f];
+        }
+        if (seen && !bound)
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "--where '%s' names '%s', which no searched family, shape symbol or device limit "
+                                "has ('kevo list families' names each family's params)",
+                                kevo_expr_text(s->filter), s->where_name);
+    }
+    if (total == 0) {
+        kv_buf fams;
+        kv_buf_init(&fams);
+        for (int f = 0; f < s->nspaces; f++)
+            kv_buf_printf(&fams, "%s%s", f ? ", " : "", s->spaces[f]->family);
+        if (s->filter)
+            kevo_err_set(err, KEVO_ERR_ARG, "--where '%s' excludes every valid configuration of %s",
+                         kevo_expr_text(s->filter), fams.data ? fams.data : "");
+        else
+            kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "no configuration of %s is valid here", fams.data ? fams.data : "");
+        kv_buf_release(&fams);
+        return err ? err->status : KEVO_ERR_ARG;
+    }
+    return KEVO_OK;
 }
 
 typedef struct sg_keyed {
@@ -370,8 +459,13 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
         memset(&cfg, 0, sizeof cfg);
         for (int i = 0; i < sp->nparams; i++)
             cfg.v[i] = sp->params[i].values[idx[i]];
-        char why[256];
-        if (kevo_search_valid(s, family, &cfg, why, sizeof why) == 1) {
+        char why[512];
+        int ok = kevo_search_valid(s, family, &cfg, why, sizeof why);
+        if (ok < 0)
+            sg_note_fault(s, family, &cfg, ok, why);
+        else if (ok == 1 || (s->filter && !s->where_seen[family] && !strncmp(why, "excluded by --where", 19)))
+            sg_note_where(s, family, &cfg);
+        if (ok == 1) {
             if (vs->n == cap) {
                 cap = cap ? cap * 2 : 256;
                 kevo_config *g = realloc(vs->cfgs, (size_t)cap * sizeof *g);

@@ -185,13 +185,17 @@ static kevo_status rp_source_open(const kevo_replay_opts *o, rp_source *src, kev
         st = kevo_spaces_load_dirs(dir, o->extra_templates, src->run.op, &src->spaces, &src->nspaces, err);
     if (!st && !(src->fam = calloc((size_t)(src->nspaces + 1), sizeof *src->fam)))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kv_buf list;
+    kv_buf_init(&list);
+    if (!st && kv_buf_printf(&list, ",%s,", src->run.families))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     for (int i = 0; i < src->nspaces && !st; i++) {
-        char pat[80], list[300];
+        char pat[80];
         snprintf(pat, sizeof pat, ",%s,", src->spaces[i]->family);
-        snprintf(list, sizeof list, ",%s,", src->run.families);
-        if (strstr(list, pat))
+        if (strstr(list.data, pat))
             src->fam[src->nfam++] = src->spaces[i];
     }
+    kv_buf_release(&list);
     if (st)
         rp_source_close(src);
     return st;

@@ -94,6 +94,16 @@ struct kevo_search {
     int nextra;
     kevo_syms *extra;  /* owned */
     double *weights;   /* nextra + 1, the first shape's first; owned */
+    /* the first expression that failed to evaluate while the valid sets were
+     * enumerated (a constraint, a let or --where: division by zero,
+     * overflow, ...), and whether it was --where's; kevo_search_check says */
+    bool faulted, fault_where;
+    kevo_err fault;
+    /* per family: --where was evaluated there, and it named a symbol the
+     * family lacks (such configurations are excluded) */
+    bool *where_seen;
+    bool *where_unbound;
+    char where_name[KEVO_SYM_NAME_MAX]; /* such a symbol */
 };
 
 /* Look up a policy; NULL when unknown. */
@@ -108,9 +118,19 @@ kevo_status kevo_search_init(kevo_search *s, kevo_space **spaces, int nspaces, c
 void kevo_search_release(kevo_search *s);
 
 /* Keep only configurations for which `where` (an expression over the params,
- * lets and shape, e.g. "STAGES <= 4 && ALIGN == 1") is nonzero.  Call before
+ * lets and shape, e.g. "STAGES <= 4 && ALIGN == 1") is nonzero; in a family
+ * that lacks a symbol it names, no configuration is kept.  Call before
  * any proposal.  Errors: KEVO_ERR_PARSE. */
 kevo_status kevo_search_set_filter(kevo_search *s, const char *where, kevo_err *err);
+
+/* Enumerate every family's valid set and check what that evaluated: an
+ * expression that failed (a constraint or let of a space file: KEVO_ERR_PARSE
+ * naming the family, the expression and the configuration; --where:
+ * KEVO_ERR_ARG), a --where naming a symbol no searched family binds
+ * (KEVO_ERR_ARG naming it), or no valid configuration at all (KEVO_ERR_ARG
+ * with --where, else KEVO_ERR_UNSUPPORTED).  Call before any proposal;
+ * KEVO_ERR_NOMEM when out of memory. */
+kevo_status kevo_search_check(kevo_search *s, kevo_err *err);
 
 /* The device rates of the cost model (default: the arch's table values).
  * Call before any proposal. */
@@ -158,7 +178,8 @@ void kevo_search_reseed(kevo_search *s);
 /* Record a node's result. */
 void kevo_search_observe(kevo_search *s, int node, double fitness);
 
-/* 1 valid, 0 rejected, -1 error (why receives the reason). */
+/* 1 valid, 0 rejected, -1 a constraint or let of the space failed to
+ * evaluate, -2 --where failed to evaluate (why receives the reason). */
 int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n);
 
 /* The family's valid set (enumerated on first use). NULL on allocation failure. */

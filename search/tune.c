@@ -42,6 +42,7 @@ void kevo_tune_opts_init(kevo_tune_opts *o)
     o->db_path = "kevo.db";
     o->budget = 60;
     o->seed = 1;
+    o->batch = KEVO_TUNE_BATCH;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = n > 0 ? (int)n : 1;
     o->compile_timeout = 300;
@@ -139,6 +140,9 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
     if ((st = kevo_limits_for_arch(arch, &e->lim, err)))
         return st;
     snprintf(e->arch, sizeof e->arch, "%s", arch);
+    if (strlen(data_dir) + 64 >= sizeof e->kernels_dir)
+        return kevo_err_set(err, KEVO_ERR_ARG, "the data folder's path is longer than %zu characters",
+                            sizeof e->kernels_dir - 64);
     char path[PATH_MAX + 64];
     snprintf(e->kernels_dir, sizeof e->kernels_dir, "%s/kernels", data_dir);
     snprintf(path, sizeof path, "%s/%s", e->kernels_dir, e->op->abi_header);
@@ -154,12 +158,16 @@ static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, k
 {
     if (list) {
         /* every name must exist */
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", list);
+        char *buf = kv_strdup(list);
+        if (!buf)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-            if (!kevo_spaces_find(e->spaces, e->nspaces, tok))
-                return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown template family '%s' for op '%s'", tok,
-                                    e->op->name);
+            if (!kevo_spaces_find(e->spaces, e->nspaces, tok)) {
+                kevo_err_set(err, KEVO_ERR_ARG, "unknown template family '%.100s' for op '%s'", tok, e->op->name);
+                free(buf);
+                return KEVO_ERR_ARG;
+            }
+        free(buf);
     }
     int kept = 0;
     kevo_err why;
@@ -259,7 +267,8 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     for (int i = 0; i < n; i++) {
         kevo_binary_row b;
         kevo_binary_row_init(&b);
-        if (e->db && kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
+        /* a candidate whose plan failed has nothing to compile (cached, failed) */
+        if (e->db && !w[i].job.cached && kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
             tn_job_from_row(&w[i].job, &b);
         kevo_binary_row_release(&b);
         jobs[i] = w[i].job;
@@ -276,7 +285,10 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     return st;
 }
 
-/* Render, plan and key one candidate. */
+/* Render, plan and key one candidate.  A plan that does not evaluate for
+ * this configuration (division by zero, a dimension out of range) is the
+ * candidate's failure, not an error: the job comes back failed
+ * (KEVO_FAIL_PLAN_ERROR, cached so nothing compiles) with the reason. */
 static kevo_status tn_prepare(tn_env *e, int family, const kevo_config *cfg, tn_work *w, kevo_err *err)
 {
     memset(w, 0, sizeof *w);
@@ -285,15 +297,30 @@ static kevo_status tn_prepare(tn_env *e, int family, const kevo_config *cfg, tn_
     w->cfg = *cfg;
     kv_buf_init(&w->source);
     kevo_status st = kevo_space_render(w->space, cfg, e->dt, e->abi, &w->source, err);
-    if (!st)
-        st = kevo_space_plan(w->space, &e->shape, &e->lim, e->dt, cfg, &w->plan, err);
-    if (!st)
-        st = kevo_compile_job_init(&w->job, w->space->source_name, w->source.data, e->arch, err);
     if (st)
         return st;
     const void *bufs[] = {w->source.data};
     size_t lens[] = {w->source.len};
     kv_sha256_hex(bufs, lens, 1, w->source_hash);
+    kevo_err perr;
+    kevo_err_clear(&perr);
+    st = kevo_space_plan(w->space, &e->shape, &e->lim, e->dt, cfg, &w->plan, &perr);
+    if (st == KEVO_ERR_NOMEM)
+        return kevo_err_set(err, st, "%s", perr.msg);
+    if (st) {
+        memset(&w->plan, 0, sizeof w->plan);
+        w->job.cached = true;
+        w->job.fail = KEVO_FAIL_PLAN_ERROR;
+        w->job.regs = w->job.spill_bytes = w->job.smem_static = w->job.stack_bytes = -1;
+        w->job.seconds = NAN;
+        kv_buf m;
+        kv_buf_init(&m);
+        kv_buf_printf(&m, "launch plan: %s", perr.msg);
+        w->job.log = kv_buf_take(&m);
+        return KEVO_OK;
+    }
+    if ((st = kevo_compile_job_init(&w->job, w->space->source_name, w->source.data, e->arch, err)))
+        return st;
     kevo_compile_key(&w->job);
     return KEVO_OK;
 }
@@ -724,9 +751,10 @@ static bool tn_pid_alive(int64_t pid)
 
 /* Rebuild the graph of a stored run: every candidate in seq order with its
  * parent edge and fitness; candidates a killed process left pending go to
- * left[] (node indices) to be evaluated first. */
+ * left[] (node indices) to be evaluated first.  *done, *best and *last_gain
+ * (the count at the last improvement) are the loop's as it would have them. */
 static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **left, int *nleft, int64_t *done,
-                              double *best, kevo_err *err)
+                              double *best, int64_t *last_gain, kevo_err *err)
 {
     kevo_cand_row *rows = NULL;
     kevo_edge_row *edges = NULL;
@@ -784,8 +812,10 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
                                                               : NAN;
         kevo_search_observe(s, node, fit);
         (*done)++;
-        if (!isnan(fit) && fit > *best)
+        if (!isnan(fit) && fit > *best) {
             *best = fit;
+            *last_gain = *done;
+        }
     }
     kevo_cand_rows_free(rows, n);
     free(edges);
@@ -1138,53 +1168,37 @@ static void tn_warm_apply(const tn_env *e, kevo_search *s, const kevo_warm_seed 
     }
 }
 
-/* The run's warm seeds: a new run collects and stores them (from o->warm_start,
- * or the run's own DB), a resumed one reads what it stored. */
-static kevo_status tn_warm_start(tn_env *e, kevo_search *s, kevo_run_row *run, const kevo_tune_opts *o, bool resume,
-                                 tn_progress *prog, kevo_err *err)
+/* A new run's warm seeds, collected before its row exists (from
+ * o->warm_start, or the run's own DB); *v malloc'd, *n may be 0. */
+static kevo_status tn_warm_collect_new(tn_env *e, const kevo_tune_opts *o, kevo_warm_seed **v, int *n,
+                                       kevo_err *err)
 {
-    kevo_warm_seed *v = NULL;
-    int n = 0;
+    *v = NULL;
+    *n = 0;
+    if (o->warm_start && strcmp(o->warm_start, "none") == 0)
+        return KEVO_OK;
+    kevo_db *src = e->db;
     kevo_status st;
-    if (resume) {
-        st = kevo_db_warm_get(e->db, run->id, &v, &n, err);
-    } else {
-        if (o->warm_start && strcmp(o->warm_start, "none") == 0)
-            return KEVO_OK;
-        kevo_db *src = e->db;
-        if (o->warm_start && (st = kevo_db_open_ro(o->warm_start, &src, err))) { /* read, never written */
-            kevo_err_prefix(err, "--warm-start");
-            return st;
-        }
-        st = tn_warm_collect(e, src, src == e->db ? run->id : 0, &v, &n, err);
-        if (src != e->db)
-            kevo_db_close(src);
-        if (!st && n > 0)
-            st = kevo_db_warm_put(e->db, run->id, v, n, err);
-        for (int i = 0; i < n && !st; i++)
-            tn_line(prog, "warm start: %s %s, winner of run %lld at %s", v[i].family, v[i].params,
-                    (long long)v[i].from_run, v[i].from_shape);
+    if (o->warm_start && (st = kevo_db_open_ro(o->warm_start, &src, err))) { /* read, never written */
+        kevo_err_prefix(err, "--warm-start");
+        return st;
     }
-    if (!st)
-        tn_warm_apply(e, s, v, n);
-    free(v);
+    st = tn_warm_collect(e, src, 0, v, n, err);
+    if (src != e->db)
+        kevo_db_close(src);
     return st;
 }
 
 /* Fill the run row's settings from the options (a new run). */
-static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_opts *o, const char *policy)
+static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_opts *o, const char *policy,
+                            const char *families)
 {
     snprintf(run->op, sizeof run->op, "%s", e->op->name);
     snprintf(run->shape, sizeof run->shape, "%s", e->shape_txt);
     snprintf(run->dtype, sizeof run->dtype, "%s", kevo_dtype_name(e->dt));
     snprintf(run->arch, sizeof run->arch, "%s", e->arch);
     snprintf(run->policy, sizeof run->policy, "%s", policy);
-    kv_buf fams;
-    kv_buf_init(&fams);
-    for (int i = 0; i < e->nspaces; i++)
-        kv_buf_printf(&fams, "%s%s", i ? "," : "", e->spaces[i]->family);
-    snprintf(run->families, sizeof run->families, "%s", fams.data ? fams.data : "");
-    kv_buf_release(&fams);
+    snprintf(run->families, sizeof run->families, "%s", families);
     run->seed = (int64_t)o->seed;
     run->budget = o->budget;
     snprintf(run->filter, sizeof run->filter, "%s", o->where ? o->where : "");
@@ -1205,74 +1219,412 @@ static kevo_status tn_policy(const char *name, const kevo_policy **out, kevo_err
     kv_buf_init(&names);
     for (int i = 0; i < n; i++)
         kv_buf_printf(&names, "%s%s", i ? ", " : "", all[i]->name);
-    kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s' (known: %s)", name, names.data);
+    kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%.100s' (known: %s)", name, names.data);
     kv_buf_release(&names);
     return KEVO_ERR_NOT_FOUND;
 }
 
-kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
+/* ---- what defines a run: stored, compared on resume ---- */
+
+static int tn_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A --family list as a set: its names deduplicated and sorted, joined by
+ * commas into out[n] ("" for NULL).  false when it does not fit. */
+static bool tn_family_set(const char *list, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (!list)
+        return true;
+    char *buf = kv_strdup(list);
+    size_t cap = strlen(list) / 2 + 2, k = 0;
+    char **names = malloc(cap * sizeof *names);
+    bool ok = buf && names;
+    for (char *save = NULL, *t = ok ? strtok_r(buf, ",", &save) : NULL; t && k < cap; t = strtok_r(NULL, ",", &save))
+        names[k++] = t;
+    if (ok)
+        qsort(names, k, sizeof *names, tn_cmp_str);
+    kv_buf b;
+    kv_buf_init(&b);
+    for (size_t i = 0; ok && i < k; i++)
+        if (i == 0 || strcmp(names[i], names[i - 1]) != 0)
+            ok = kv_buf_printf(&b, "%s%s", b.len ? "," : "", names[i]) == KEVO_OK;
+    ok = ok && (b.len < n);
+    if (ok)
+        snprintf(out, n, "%s", b.data ? b.data : "");
+    kv_buf_release(&b);
+    free(names);
+    free(buf);
+    return ok;
+}
+
+/* "family=<first 16 hex digits of sha256(space file, sources)>,..." of the
+ * searched families into out[n]: what a resume checks so that one run
+ * never mixes two versions of a space. */
+static kevo_status tn_space_hash(const tn_env *e, char *out, size_t n, kevo_err *err)
+{
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < e->nspaces && !st; i++) {
+        const kevo_space *sp = e->spaces[i];
+        char *json = NULL;
+        size_t len = 0;
+        if (sp->path && (st = kv_read_file(sp->path, &json, &len, err)))
+            break;
+        const void *bufs[] = {json ? json : "", sp->source ? sp->source : ""};
+        size_t lens[] = {json ? len : 0, sp->source ? strlen(sp->source) : 0};
+        char hex[65];
+        kv_sha256_hex(bufs, lens, 2, hex);
+        free(json);
+        if (kv_buf_printf(&b, "%s%s=%.16s", i ? "," : "", sp->family, hex))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    if (!st && b.len >= n)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "too many template families for one run (%d)", e->nspaces);
+    if (!st)
+        snprintf(out, n, "%s", b.data ? b.data : "");
+    kv_buf_release(&b);
+    return st;
+}
+
+/* A resumed run's families against the hashes it stored: one that changed
+ * is named, and nothing is written. */
+static kevo_status tn_space_check(const tn_env *e, int64_t run_id, const char *stored, kevo_err *err)
+{
+    char now[KEVO_SPACE_HASH_MAX];
+    kevo_status st = tn_space_hash(e, now, sizeof now, err);
+    if (st || !stored[0])
+        return st;
+    char *buf = kv_strdup(stored);
+    if (!buf)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !st; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, t);
+        char pat[128];
+        snprintf(pat, sizeof pat, "%s=%s", t, eq + 1);
+        size_t pl = strlen(pat);
+        bool same = false;
+        for (const char *p = now; sp && (p = strstr(p, pat)) != NULL; p += pl)
+            same |= (p == now || p[-1] == ',') && (p[pl] == ',' || p[pl] == '\0');
+        if (!same)
+            st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
+                              "template family '%s' changed since run %lld started ('%s' or its sources differ): "
+                              "resuming would mix two versions of its space; restore it, or start a new run",
+                              t, (long long)run_id, sp && sp->path ? sp->path : "its space file");
+    }
+    free(buf);
+    return st;
+}
+
+/* The refusal of an option that differs from the resumed run's. */
+static kevo_status tn_conflict(kevo_err *err, const kevo_run_row *run, const char *opt, const char *given,
+                               const char *stored)
+{
+    return kevo_err_set(err, KEVO_ERR_ARG,
+                        "%s %.200s differs from run %lld's %.200s: a resumed run keeps what it started with "
+                        "(start a new run to change it)",
+                        opt, given, (long long)run->id, stored[0] ? stored : "(none)");
+}
+
+/* A resumed run's options: the stored ones, compared with those the user
+ * named (o->given).  ro and rs receive what the run continues with;
+ * *extends says whether a finished run has something left to do. */
+static kevo_status tn_resume_opts(const kevo_tune_opts *o, const kevo_run_row *run, const kevo_run_settings *stored,
+                                  const kevo_run_shape *shapes, int nshapes, kevo_tune_opts *ro,
+                                  kevo_run_settings *rs, bool *extends, kevo_err *err)
+{
+    uint32_t g = o->given;
+    char a[64], b[64];
+    *extends = false;
+    const kevo_op *op = kevo_op_find(run->op);
+    if (!op)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld is of unknown op '%s'", (long long)run->id, run->op);
+    if ((g & KEVO_TUNE_GIVEN_OP) && strcmp(o->op, run->op) != 0)
+        return tn_conflict(err, run, "--op", o->op, run->op);
+    if (g & KEVO_TUNE_GIVEN_SHAPE) {
+        kevo_syms sh;
+        char txt[256];
+        if (nshapes > 0)
+            return kevo_err_set(err, KEVO_ERR_ARG, "--shape: run %lld searches a distribution of %d shapes",
+                                (long long)run->id, nshapes);
+        kevo_status st = op->parse_shape(o->shape, &sh, err);
+        if (st)
+            return st;
+        op->shape_str(&sh, txt, sizeof txt);
+        if (strcmp(txt, run->shape) != 0)
+            return tn_conflict(err, run, "--shape", txt, run->shape);
+    }
+    if (g & KEVO_TUNE_GIVEN_SHAPES) {
+        if (nshapes == 0)
+            return kevo_err_set(err, KEVO_ERR_ARG, "--shapes: run %lld searches one shape (%s)", (long long)run->id,
+                                run->shape);
+        kevo_dist *d = calloc(1, sizeof *d);
+        if (!d)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        kevo_status st = kevo_dist_read(o->shapes_file, op, d, err);
+        bool same = !st && d->n == nshapes;
+        for (int i = 0; same && i < nshapes; i++)
+            same = strcmp(d->text[i], shapes[i].shape) == 0 && d->weight[i] == shapes[i].weight;
+        free(d);
+        if (st)
+            return st;
+        if (!same)
+            return tn_conflict(err, run, "--shapes", o->shapes_file, "distribution (kevo report shows it)");
+    }
+    if (g & KEVO_TUNE_GIVEN_DTYPE) {
+        kevo_dtype x, y;
+        if (!kevo_dtype_parse(o->dtype, &x) || !kevo_dtype_parse(run->dtype, &y) || x != y)
+            return tn_conflict(err, run, "--dtype", o->dtype, run->dtype);
+    }
+    if ((g & KEVO_TUNE_GIVEN_ARCH) && strcmp(o->arch, run->arch) != 0)
+        return tn_conflict(err, run, "--arch", o->arch, run->arch);
+    if ((g & KEVO_TUNE_GIVEN_POLICY) && strcmp(o->policy, run->policy) != 0)
+        return tn_conflict(err, run, "--policy", o->policy, run->policy);
+    if (g & KEVO_TUNE_GIVEN_FAMILIES) {
+        char want[1024], have[1024];
+        if (!tn_family_set(o->families, want, sizeof want))
+            return kevo_err_set(err, KEVO_ERR_ARG, "--family: the list is longer than %zu characters",
+                                sizeof want - 1);
+        tn_family_set(stored ? (stored->family_arg[0] ? stored->family_arg : NULL) : run->families, have,
+                      sizeof have);
+        if (strcmp(want, have) != 0)
+            return tn_conflict(err, run, "--family", want, have[0] ? have : "(all of the op's)");
+    }
+    if ((g & KEVO_TUNE_GIVEN_WHERE) && strcmp(o->where ? o->where : "", run->filter) != 0)
+        return tn_conflict(err, run, "--where", o->where ? o->where : "", run->filter);
+    if ((g & KEVO_TUNE_GIVEN_SEED) && (int64_t)o->seed != run->seed) {
+        snprintf(a, sizeof a, "%llu", (unsigned long long)o->seed);
+        snprintf(b, sizeof b, "%lld", (long long)run->seed);
+        return tn_conflict(err, run, "--seed", a, b);
+    }
+    if ((g & KEVO_TUNE_GIVEN_COMPILE_ONLY) && o->compile_only != run->compile_only)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--compile-only: run %lld measures on a GPU; a resumed run keeps "
+                            "what it started with", (long long)run->id);
+    if ((g & KEVO_TUNE_GIVEN_WARM) && strcmp(o->warm_start ? o->warm_start : "", run->warm_start) != 0)
+        return tn_conflict(err, run, "--warm-start", o->warm_start ? o->warm_start : "", run->warm_start);
+    if (stored) {
+        if ((g & KEVO_TUNE_GIVEN_TEMPLATES) && strcmp(o->extra_templates ? o->extra_templates : "", stored->templates))
+            return tn_conflict(err, run, "--templates", o->extra_templates ? o->extra_templates : "",
+                               stored->templates);
+        struct {
+            uint32_t bit;
+            const char *name;
+            int64_t given, had;
+        } nums[] = {{KEVO_TUNE_GIVEN_MAPS, "--maps", o->maps, stored->maps},
+                    {KEVO_TUNE_GIVEN_REPS, "--reps", o->reps, stored->reps},
+                    {KEVO_TUNE_GIVEN_WARMUP, "--warmup", o->warmup, stored->warmup},
+                    {KEVO_TUNE_GIVEN_BATCH, "--batch", o->batch, stored->batch}};
+        for (size_t i = 0; i < KV_ARRAY_LEN(nums); i++)
+            if ((g & nums[i].bit) && nums[i].given != nums[i].had) {
+                if (nums[i].bit == KEVO_TUNE_GIVEN_MAPS)
+                    return kevo_err_set(err, KEVO_ERR_ARG, "--maps differs from run %lld's: a resumed run keeps "
+                                        "what it started with (start a new run to change it)", (long long)run->id);
+                snprintf(a, sizeof a, "%lld", (long long)nums[i].given);
+                snprintf(b, sizeof b, "%lld", (long long)nums[i].had);
+                return tn_conflict(err, run, nums[i].name, a, b);
+            }
+    }
+    if ((g & KEVO_TUNE_GIVEN_BUDGET) && o->budget < run->budget)
+        return kevo_err_set(err, KEVO_ERR_ARG,
+                            "--budget %lld is below run %lld's budget %lld: a resume can raise the budget, not "
+                            "lower it",
+                            (long long)o->budget, (long long)run->id, (long long)run->budget);
+
+    /* what the run continues with: stored, extended where asked */
+    ro->op = run->op;
+    ro->shape = run->shape;
+    ro->dtype = run->dtype;
+    ro->arch = run->arch;
+    ro->policy = run->policy;
+    ro->families = run->families;
+    ro->seed = (uint64_t)run->seed;
+    ro->compile_only = run->compile_only;
+    ro->where = run->filter[0] ? run->filter : NULL;
+    ro->shapes_file = NULL;
+    ro->warm_start = run->warm_start[0] ? run->warm_start : NULL;
+    ro->budget = (g & KEVO_TUNE_GIVEN_BUDGET) ? o->budget : run->budget;
+    *extends = ro->budget > run->budget;
+    if (!stored) /* a run of an older kevo: what it searched stands for what it asked */
+        tn_family_set(run->families, rs->family_arg, sizeof rs->family_arg);
+    if (stored) {
+        *rs = *stored;
+        ro->extra_templates = stored->templates[0] ? stored->templates : NULL;
+        ro->maps = stored->maps;
+        ro->reps = stored->reps;
+        ro->warmup = stored->warmup;
+        ro->batch = stored->batch;
+        ro->time_limit = stored->time_limit;
+        ro->plateau = stored->plateau;
+        ro->target = stored->target;
+        if (!(g & KEVO_TUNE_GIVEN_CTIMEOUT))
+            ro->compile_timeout = stored->compile_timeout;
+        if (!(g & KEVO_TUNE_GIVEN_ETIMEOUT))
+            ro->eval_timeout = stored->eval_timeout;
+    }
+    /* the termination options are the run's from now on */
+    if ((g & KEVO_TUNE_GIVEN_TIME_LIMIT) && o->time_limit != ro->time_limit) {
+        ro->time_limit = o->time_limit;
+        *extends = true;
+    }
+    if ((g & KEVO_TUNE_GIVEN_PLATEAU) && o->plateau != ro->plateau) {
+        ro->plateau = o->plateau;
+        *extends = true;
+    }
+    if ((g & KEVO_TUNE_GIVEN_TARGET) && o->target != ro->target) {
+        ro->target = o->target;
+        *extends = true;
+    }
+    return KEVO_OK;
+}
+
+/* The settings row of a run from the options it runs with. */
+static void tn_settings_fill(kevo_run_settings *rs, const kevo_tune_opts *ro)
+{
+    rs->batch = ro->batch;
+    rs->maps = ro->maps;
+    rs->reps = ro->reps;
+    rs->warmup = ro->warmup;
+    rs->time_limit = ro->time_limit;
+    rs->plateau = ro->plateau;
+    rs->target = ro->target;
+    rs->compile_timeout = ro->compile_timeout;
+    rs->eval_timeout = ro->eval_timeout;
+    snprintf(rs->templates, sizeof rs->templates, "%s", ro->extra_templates ? ro->extra_templates : "");
+}
+
+/* A path as one shell word (single-quoted when it needs quoting). */
+static void tn_shell_word(kv_buf *b, const char *s)
+{
+    bool plain = *s != '\0';
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("_./-+=:,@%", *p) != NULL;
+    if (plain) {
+        kv_buf_puts(b, s);
+        return;
+    }
+    kv_buf_puts(b, "'");
+    for (const char *p = s; *p; p++)
+        if (*p == '\'')
+            kv_buf_puts(b, "'\\''");
+        else
+            kv_buf_append(b, p, 1);
+    kv_buf_puts(b, "'");
+}
+
+/* The message of an interrupted run: what happened and the command that
+ * continues it. */
+static kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, bool written)
+{
+    int sig = kv_signal_caught();
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+    if (run_id <= 0)
+        return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s before the run started; nothing was stored",
+                            name);
+    kv_buf cmd;
+    kv_buf_init(&cmd);
+    kv_buf_printf(&cmd, "kevo tune --resume %lld --db ", (long long)run_id);
+    tn_shell_word(&cmd, db_path);
+    kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s: run %lld is %s; continue it with: %s", name,
+                 (long long)run_id, written ? "stored as interrupted" : "unchanged", cmd.data ? cmd.data : "");
+    kv_buf_release(&cmd);
+    return KEVO_ERR_INTERRUPTED;
+}
+
+/* The run, between kevo_tune's signal handlers. */
+static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 {
     *run_id = 0;
-    if (o->jobs < 1)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--jobs must be at least 1");
-    if (o->reps < 1 || o->reps > 1000 || o->warmup < 0)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--reps must be 1..1000 and --warmup non-negative");
+    if (o->jobs < 1 || o->jobs > 256)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--jobs must be 1..256");
+    if (o->batch < 1 || o->batch > KEVO_TUNE_BATCH_MAX)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--batch must be 1..%d", KEVO_TUNE_BATCH_MAX);
+    if (o->reps < 1 || o->reps > 1000 || o->warmup < 0 || o->warmup > 1000)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--reps must be 1..1000 and --warmup 0..1000");
+    if (!(o->compile_timeout >= 0.1 && o->compile_timeout <= KEVO_TUNE_TIMEOUT_MAX) ||
+        !(o->eval_timeout >= 0.1 && o->eval_timeout <= KEVO_TUNE_TIMEOUT_MAX))
+        return kevo_err_set(err, KEVO_ERR_ARG, "timeouts must be 0.1..%d seconds", KEVO_TUNE_TIMEOUT_MAX);
+    if (!(o->time_limit >= 0) || !(o->target >= 0) || o->plateau < 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--time-limit, --target and --plateau must not be negative");
     kevo_run_row run;
     kevo_run_row_init(&run);
+    kevo_run_settings rs;
+    memset(&rs, 0, sizeof rs);
     tn_env e;
     memset(&e, 0, sizeof e);
     kevo_status st = KEVO_OK;
     kevo_tune_opts ro = *o; /* a resumed run takes its settings from the DB */
-    if (o->resume_run > 0) {
+    const bool resume = o->resume_run > 0;
+    bool extends = false;
+    kevo_run_shape *stored = NULL;
+    int nstored = 0;
+    if (resume) {
+        kevo_run_settings had;
+        bool have = false;
         if ((st = kevo_db_open(o->db_path, false, &e.db, err)))
             return st;
         st = kevo_db_run_get(e.db, o->resume_run, &run, err);
         if (!st && strcmp(run.status, "running") == 0 && run.pid != (int64_t)getpid() && tn_pid_alive(run.pid))
             st = kevo_err_set(err, KEVO_ERR_BUSY, "run %lld is held by process %lld, which is still running",
                               (long long)run.id, (long long)run.pid);
+        if (!st) {
+            kevo_err e2;
+            kevo_status s2 = kevo_db_run_settings_get(e.db, run.id, &had, &e2);
+            have = s2 == KEVO_OK;
+            if (s2 && s2 != KEVO_ERR_NOT_FOUND) {
+                *err = e2;
+                st = s2;
+            }
+        }
+        if (!st && run.nshapes > 0)
+            st = kevo_db_run_shapes_get(e.db, run.id, &stored, &nstored, err);
         kevo_db_close(e.db);
         e.db = NULL;
-        if (st)
+        if (!st)
+            st = tn_resume_opts(o, &run, have ? &had : NULL, stored, nstored, &ro, &rs, &extends, err);
+        if (st) {
+            free(stored);
             return st;
-        ro.op = run.op;
-        ro.shape = run.shape;
-        ro.dtype = run.dtype;
-        ro.arch = run.arch;
-        ro.policy = run.policy;
-        ro.families = run.families;
-        ro.seed = (uint64_t)run.seed;
-        ro.budget = run.budget;
-        ro.compile_only = run.compile_only;
-        ro.where = run.filter[0] ? run.filter : NULL;
-        ro.shapes_file = NULL;
+        }
+        *run_id = run.id;
+        if (strcmp(run.status, "done") == 0 && !extends) {
+            free(stored);
+            if (ro.progress > 0)
+                printf("run %lld is finished (%s): nothing to do; a larger --budget, or another --time-limit, "
+                       "--plateau or --target continues it\n",
+                       (long long)run.id, run.stop_reason[0] ? run.stop_reason : "done");
+            return KEVO_OK;
+        }
+    } else if (o->budget < 1) {
+        return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
     }
     /* a distribution: from the file (a new run) or as the run stored it */
     kevo_dist *dist = NULL;
-    kevo_run_shape *stored = NULL;
-    if (o->resume_run > 0 && run.nshapes > 0) {
-        int n = 0;
-        if ((st = kevo_db_open(o->db_path, false, &e.db, err)))
-            return st;
-        st = kevo_db_run_shapes_get(e.db, run.id, &stored, &n, err);
-        kevo_db_close(e.db);
-        e.db = NULL;
+    if (resume && run.nshapes > 0) {
         const kevo_op *op = kevo_op_find(run.op);
-        if (!st && (!op || n != run.nshapes || n > KEVO_DIST_MAX))
+        if (!op || nstored != run.nshapes || nstored > KEVO_DIST_MAX)
             st = kevo_err_set(err, KEVO_ERR_DB, "run %lld's shapes are not as it stored them", (long long)run.id);
         if (!st && !(dist = calloc(1, sizeof *dist)))
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-        for (int i = 0; i < n && !st; i++) {
+        for (int i = 0; i < nstored && !st; i++) {
             st = op->parse_shape(stored[i].shape, &dist->shape[i], err);
             op->shape_str(&dist->shape[i], dist->text[i], sizeof dist->text[i]);
             dist->weight[i] = stored[i].weight;
             dist->n++;
         }
-    } else if (o->resume_run <= 0 && o->shapes_file) {
+    } else if (!resume && o->shapes_file) {
         const kevo_op *op = kevo_op_find(ro.op ? ro.op : "");
         if (o->shape)
             st = kevo_err_set(err, KEVO_ERR_ARG, "--shape and --shapes exclude each other");
         else if (!op)
-            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s'", ro.op ? ro.op : "");
+            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%.100s'", ro.op ? ro.op : "");
         else if (!(dist = calloc(1, sizeof *dist)))
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         else
@@ -1280,27 +1632,53 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         if (!st)
             ro.shape = dist->text[0];
     }
+    /* nothing a run stores is cut short: too long is refused */
+    if (!st && ro.where && strlen(ro.where) >= sizeof run.filter)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--where is longer than %zu characters", sizeof run.filter - 1);
+    if (!st && ro.warm_start && strlen(ro.warm_start) >= sizeof run.warm_start)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--warm-start: the path is longer than %zu characters",
+                          sizeof run.warm_start - 1);
+    if (!st && ro.extra_templates && strlen(ro.extra_templates) >= sizeof rs.templates)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--templates: the path is longer than %zu characters",
+                          sizeof rs.templates - 1);
+    if (!st && !resume && !tn_family_set(ro.families, rs.family_arg, sizeof rs.family_arg))
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--family: the list is longer than %zu characters",
+                          sizeof rs.family_arg - 1);
     if (st) {
         free(dist);
         free(stored);
         return st;
     }
-    if (ro.where && strlen(ro.where) >= sizeof run.filter)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--where is longer than %zu characters", sizeof run.filter - 1);
-    if (ro.budget < 1)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
     const kevo_policy *policy;
-    if ((st = tn_policy(ro.policy, &policy, err)))
+    if ((st = tn_policy(ro.policy, &policy, err))) {
+        free(dist);
+        free(stored);
         return st;
+    }
     st = tn_env_open(&e, ro.op, ro.shape, ro.dtype, ro.arch, ro.data_dir, ro.extra_templates, err);
     e.dist = dist;
     e.peers = stored;
     if (!st)
         st = tn_select_families(&e, ro.families, ro.progress == 0, err);
-    /* a new GPU run opens (creates) its DB only once the GPU answered */
-    if (!st && (ro.compile_only || o->resume_run > 0))
-        st = kevo_db_open(ro.db_path, true, &e.db, err);
+    kv_buf fams;
+    kv_buf_init(&fams);
+    for (int i = 0; !st && i < e.nspaces; i++)
+        if (kv_buf_printf(&fams, "%s%s", i ? "," : "", e.spaces[i]->family))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if (!st && fams.len >= sizeof run.families)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "the %d families to search make a list longer than %zu characters; "
+                          "name fewer with --family", e.nspaces, sizeof run.families - 1);
+    /* a space changed since the run started: named, and nothing is written */
+    if (!st && resume)
+        st = tn_space_check(&e, run.id, rs.space_hash, err);
+    if (!st)
+        st = tn_space_hash(&e, rs.space_hash, sizeof rs.space_hash, err);
+    /* a new run opens (creates) its DB only once its options, its search
+     * and (GPU) the device are known to be good */
+    if (!st && resume)
+        st = kevo_db_open(ro.db_path, false, &e.db, err);
     if (st) {
+        kv_buf_release(&fams);
         tn_env_release(&e);
         return st;
     }
@@ -1315,25 +1693,17 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         st = tn_ref_module(&e, &ref, err);
         if (!st) {
             tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
-            st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true,
-                              o->resume_run <= 0, err);
+            st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true, !resume,
+                              err);
         }
         for (int i = 1; !st && e.dist && i < e.dist->n; i++) {
             tn_line(&prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, e.dist->n,
                     e.dist->text[i]);
             st = tn_start_shape_gpu(&e, &ref, i, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, err);
         }
-        if (!st && !e.db)
-            st = kevo_db_open(ro.db_path, true, &e.db, err);
-        if (st) {
-            tn_work_release(&ref);
-            tn_env_release(&e);
-            return st;
-        }
     }
-
-    if (o->resume_run <= 0) {
-        tn_run_settings(&run, &e, &ro, policy->name);
+    if (!resume) {
+        tn_run_settings(&run, &e, &ro, policy->name, fams.data ? fams.data : "");
         if (!ro.compile_only) {
             snprintf(run.device, sizeof run.device, "%s", e.info.name);
             run.driver_version = e.info.driver_version;
@@ -1351,36 +1721,19 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         run.baseline_bcast_ms = e.info.baseline_bcast_ms;
         run.decomposed_ms = e.info.decomposed_ms;
     }
-    snprintf(run.status, sizeof run.status, "running");
-    run.stop_reason[0] = '\0';
-    run.finished_at[0] = '\0';
-    run.pid = (int64_t)getpid();
-    run.nshapes = e.dist ? e.dist->n : 0;
-    st = o->resume_run > 0 ? kevo_db_run_update(e.db, &run, err) : kevo_db_run_insert(e.db, &run, err);
-    if (!st && e.dist)
-        st = tn_store_peers(&e, &run, ro.compile_only, err);
-    if (st) {
-        tn_work_release(&ref);
-        tn_env_release(&e);
-        return st;
-    }
-    *run_id = run.id;
-    tn_line(&prog, "run %lld%s: %s %s %s %s, policy %s, budget %lld, seed %llu, families %s%s", (long long)run.id,
-            o->resume_run > 0 ? " resumed" : "", run.op, run.shape, run.dtype, run.arch, run.policy,
-            (long long)run.budget, (unsigned long long)ro.seed, run.families, ro.compile_only ? ", compile-only" : "");
-    if (!ro.compile_only)
-        tn_line(&prog,
-                "device %s (%d SMs, driver %d); peers: stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
-                "decomposed (cuBLAS, K padded) %.3f ms; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline "
-                "floor %.3f ms",
-                e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
-                run.decomposed_ms, run.peak_tflops, run.copy_tbps,
-                tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
+    kv_buf_release(&fams);
+    tn_settings_fill(&rs, &ro);
 
+    /* the search, checked (--where, the constraints) before anything is written */
     kevo_search s;
-    st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, ro.seed, err);
-    if (!st)
-        st = kevo_search_set_filter(&s, ro.where, err);
+    memset(&s, 0, sizeof s);
+    bool search_ready = false;
+    if (!st) {
+        st = kevo_search_init(&s, e.spaces, e.nspaces, &e.shape, &e.lim, e.dt, policy, ro.seed, err);
+        search_ready = !st;
+    }
+    if (!st && (st = kevo_search_set_filter(&s, ro.where, err)) == KEVO_ERR_PARSE)
+        st = err->status = KEVO_ERR_ARG; /* the user's --where: a usage error */
     if (!st && e.dist)
         st = kevo_search_set_shapes(&s, e.dist->shape, e.dist->weight, e.dist->n, err);
     if (!st) {
@@ -1389,37 +1742,97 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         kevo_model_device_init(&dev, &e.lim, run.peak_tflops, run.copy_tbps);
         kevo_search_set_model(&s, &dev);
         kevo_search_set_budget(&s, ro.budget);
-        st = tn_warm_start(&e, &s, &run, o, o->resume_run > 0, &prog, err);
+        st = kevo_search_check(&s, err);
     }
+    if (!st && !e.db)
+        st = kevo_db_open(ro.db_path, true, &e.db, err);
     int64_t done = 0, last_gain = 0;
     double best = 0;
     int *left = NULL, nleft = 0;
-    if (!st && o->resume_run > 0) {
-        st = tn_rebuild(&e, &s, run.id, &left, &nleft, &done, &best, err);
+    if (!st && resume)
+        st = tn_rebuild(&e, &s, run.id, &left, &nleft, &done, &best, &last_gain, err);
+    kevo_warm_seed *warm = NULL;
+    int nwarm = 0;
+    if (!st)
+        st = resume ? kevo_db_warm_get(e.db, run.id, &warm, &nwarm, err)
+                    : tn_warm_collect_new(&e, &ro, &warm, &nwarm, err);
+    if (!st && kv_interrupted())
+        st = KEVO_ERR_INTERRUPTED;
+
+    /* from here on the run's row says what happens */
+    bool written = false;
+    if (!st) {
+        run.budget = ro.budget;
+        snprintf(run.status, sizeof run.status, "running");
+        run.stop_reason[0] = '\0';
+        run.finished_at[0] = '\0';
+        run.pid = (int64_t)getpid();
+        run.nshapes = e.dist ? e.dist->n : 0;
+        st = kevo_db_begin(e.db, err);
         if (!st)
+            st = resume ? kevo_db_run_update(e.db, &run, err) : kevo_db_run_insert(e.db, &run, err);
+        if (!st)
+            st = kevo_db_run_settings_put(e.db, run.id, &rs, err);
+        if (!st && !resume && nwarm > 0)
+            st = kevo_db_warm_put(e.db, run.id, warm, nwarm, err);
+        if (!st && e.dist)
+            st = tn_store_peers(&e, &run, ro.compile_only, err);
+        if (!st)
+            st = kevo_db_commit(e.db, err);
+        else
+            kevo_db_rollback(e.db);
+        written = !st;
+        if (!st)
+            *run_id = run.id;
+        else if (!resume)
+            run.id = 0;
+    }
+    if (written) {
+        tn_line(&prog, "run %lld%s: %s %s %s %s, policy %s, budget %lld, seed %llu, families %s%s", (long long)run.id,
+                resume ? " resumed" : "", run.op, run.shape, run.dtype, run.arch, run.policy, (long long)run.budget,
+                (unsigned long long)ro.seed, run.families, ro.compile_only ? ", compile-only" : "");
+        if (!resume)
+            for (int i = 0; i < nwarm; i++)
+                tn_line(&prog, "warm start: %s %s, winner of run %lld at %s", warm[i].family, warm[i].params,
+                        (long long)warm[i].from_run, warm[i].from_shape);
+        if (!ro.compile_only)
+            tn_line(&prog,
+                    "device %s (%d SMs, driver %d); peers: stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
+                    "decomposed (cuBLAS, K padded) %.3f ms; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline "
+                    "floor %.3f ms",
+                    e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
+                    run.decomposed_ms, run.peak_tflops, run.copy_tbps,
+                    tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
+        if (resume)
             tn_line(&prog, "resumed with %lld candidates done, %d left pending by the last process", (long long)done,
                     nleft);
-        last_gain = done;
+        tn_warm_apply(&e, &s, warm, nwarm);
     }
+    free(warm);
+
+    const double elapsed0 = rs.elapsed_s;
     const char *stop = "budget";
-    int batch_cap = ro.compile_only ? 2 * ro.jobs : (ro.jobs > 4 ? ro.jobs : 4);
-    if (batch_cap < nleft)
-        batch_cap = nleft;
-    kevo_proposal *props = calloc((size_t)batch_cap, sizeof *props);
-    tn_work *works = calloc((size_t)batch_cap, sizeof *works);
-    if (!st && (!props || !works))
+    int batch_cap = ro.batch > nleft ? ro.batch : nleft;
+    kevo_proposal *props = written ? calloc((size_t)batch_cap, sizeof *props) : NULL;
+    tn_work *works = written ? calloc((size_t)batch_cap, sizeof *works) : NULL;
+    if (written && (!props || !works))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    while (!st && done < ro.budget) {
-        /* termination other than the budget, checked between batches */
-        if (ro.time_limit > 0 && kv_now() - prog.t0 >= ro.time_limit) {
+    while (written && !st && done < ro.budget) {
+        if (kv_interrupted()) {
+            st = KEVO_ERR_INTERRUPTED;
+            break;
+        }
+        /* termination other than the budget, checked between batches (a
+         * batch a killed process left pending is finished first) */
+        if (nleft == 0 && ro.time_limit > 0 && elapsed0 + kv_now() - prog.t0 >= ro.time_limit) {
             stop = "time_limit";
             break;
         }
-        if (ro.target > 0 && best >= ro.target) {
+        if (nleft == 0 && ro.target > 0 && best >= ro.target) {
             stop = "target";
             break;
         }
-        if (ro.plateau > 0 && done - last_gain >= ro.plateau) {
+        if (nleft == 0 && ro.plateau > 0 && done - last_gain >= ro.plateau) {
             stop = "plateau";
             break;
         }
@@ -1454,6 +1867,10 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         }
         for (int i = 0; i < ready && !st; i++) {
             tn_work *w = &works[i];
+            if (kv_interrupted()) { /* the rest stays pending, for the resume */
+                st = KEVO_ERR_INTERRUPTED;
+                break;
+            }
             tn_bar(&prog, done, best, ro.compile_only ? "storing" : "verifying and timing");
             kevo_cand_row row;
             st = kevo_db_cand_get(e.db, w->cand_id, &row, err);
@@ -1482,25 +1899,43 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
         }
         for (int i = 0; i < ready; i++)
             tn_work_release(&works[i]);
+        /* the time the run has spent, for --time-limit across processes */
+        rs.elapsed_s = elapsed0 + kv_now() - prog.t0;
+        if (!st)
+            st = kevo_db_run_settings_put(e.db, run.id, &rs, err);
     }
     tn_bar_clear(&prog);
     free(props);
     free(works);
     free(left);
-    kevo_search_release(&s);
-    if (!st && !ro.compile_only && !e.dist)
+    if (search_ready)
+        kevo_search_release(&s);
+    if (written && !st && !ro.compile_only && !e.dist)
         st = tn_settle(&e, &run, &ro, &prog, err);
-
-    snprintf(run.status, sizeof run.status, "%s", st ? "failed" : "done");
-    snprintf(run.stop_reason, sizeof run.stop_reason, "%s", st ? "error" : stop);
-    kv_utc_iso(run.finished_at);
-    kevo_err err2;
-    kevo_status st2 = kevo_db_run_update(e.db, &run, &err2);
-    if (!st && st2) {
-        st = st2;
-        *err = err2;
+    if (st == KEVO_ERR_INTERRUPTED || (st && kv_interrupted())) {
+        st = KEVO_ERR_INTERRUPTED;
+        /* a second signal now ends kevo at once (the default action) */
+        kv_signals_restore();
     }
-    if (!st) {
+
+    if (written) {
+        bool interrupted = st == KEVO_ERR_INTERRUPTED;
+        snprintf(run.status, sizeof run.status, "%s", interrupted ? "interrupted" : st ? "failed" : "done");
+        snprintf(run.stop_reason, sizeof run.stop_reason, "%s", interrupted ? "signal" : st ? "error" : stop);
+        kv_utc_iso(run.finished_at);
+        rs.elapsed_s = elapsed0 + kv_now() - prog.t0;
+        kevo_err err2;
+        kevo_status st2 = kevo_db_run_update(e.db, &run, &err2);
+        if (!st2)
+            st2 = kevo_db_run_settings_put(e.db, run.id, &rs, &err2);
+        if (!st && st2) {
+            st = st2;
+            *err = err2;
+        }
+    }
+    if (st == KEVO_ERR_INTERRUPTED)
+        tn_interrupted(err, resume ? run.id : (written ? run.id : 0), ro.db_path, written);
+    if (written && !st) {
         int evaluated, compiled, failed, ok;
         kevo_db_run_counts(e.db, run.id, &evaluated, &compiled, &failed, &ok, NULL);
         tn_line(&prog, "run %lld %s (%s): %d candidates, %d compiled, %d verified, %d failed", (long long)run.id,
@@ -1526,6 +1961,16 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     }
     tn_work_release(&ref);
     tn_env_release(&e);
+    return st;
+}
+
+kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
+{
+    kv_signals_catch();
+    kevo_status st = tn_tune(o, run_id, err);
+    if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
+        tn_interrupted(err, 0, o->db_path, false);
+    kv_signals_restore();
     return st;
 }
 
@@ -1602,6 +2047,9 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
                           (long long)c.id, c.family, c.params, e.shape_txt, why);
     if (!st)
         st = tn_prepare(&e, 0, &cfg, &w, err);
+    if (!st && w.job.fail == KEVO_FAIL_PLAN_ERROR)
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld has no launch plan at %s: %s", (long long)c.id,
+                          e.shape_txt, w.job.log ? w.job.log : "");
     if (!st)
         st = tn_compile(&e, &w, 1, err);
     if (!st && w.job.fail != KEVO_FAIL_NONE) {

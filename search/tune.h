@@ -9,6 +9,37 @@
 
 #include "kevo.h"
 
+/* Options a caller named (bits of kevo_tune_opts.given): a resumed run
+ * compares each with what it stored (see kevo_tune). */
+enum {
+    KEVO_TUNE_GIVEN_OP = 1u << 0,
+    KEVO_TUNE_GIVEN_SHAPE = 1u << 1,
+    KEVO_TUNE_GIVEN_DTYPE = 1u << 2,
+    KEVO_TUNE_GIVEN_ARCH = 1u << 3,
+    KEVO_TUNE_GIVEN_POLICY = 1u << 4,
+    KEVO_TUNE_GIVEN_FAMILIES = 1u << 5,
+    KEVO_TUNE_GIVEN_BUDGET = 1u << 6,
+    KEVO_TUNE_GIVEN_SEED = 1u << 7,
+    KEVO_TUNE_GIVEN_COMPILE_ONLY = 1u << 8,
+    KEVO_TUNE_GIVEN_CTIMEOUT = 1u << 9,
+    KEVO_TUNE_GIVEN_ETIMEOUT = 1u << 10,
+    KEVO_TUNE_GIVEN_REPS = 1u << 11,
+    KEVO_TUNE_GIVEN_WARMUP = 1u << 12,
+    KEVO_TUNE_GIVEN_MAPS = 1u << 13,
+    KEVO_TUNE_GIVEN_TEMPLATES = 1u << 14,
+    KEVO_TUNE_GIVEN_WHERE = 1u << 15,
+    KEVO_TUNE_GIVEN_TIME_LIMIT = 1u << 16,
+    KEVO_TUNE_GIVEN_PLATEAU = 1u << 17,
+    KEVO_TUNE_GIVEN_TARGET = 1u << 18,
+    KEVO_TUNE_GIVEN_WARM = 1u << 19,
+    KEVO_TUNE_GIVEN_SHAPES = 1u << 20,
+    KEVO_TUNE_GIVEN_BATCH = 1u << 21,
+};
+
+#define KEVO_TUNE_BATCH 8      /* proposals per round by default */
+#define KEVO_TUNE_BATCH_MAX 256
+#define KEVO_TUNE_TIMEOUT_MAX 86400 /* seconds: the most a compile or an evaluation may be given */
+
 typedef struct kevo_tune_opts {
     const char *op;         /* "ikbo_lce" */
     const char *shape;      /* shape text; NULL: the op's default */
@@ -21,7 +52,9 @@ typedef struct kevo_tune_opts {
     int64_t budget;         /* candidates to evaluate */
     uint64_t seed;
     bool compile_only;
-    int jobs;               /* parallel compiles */
+    int batch;              /* proposals per round (the policy sees results between rounds); part of the run */
+    int jobs;               /* parallel compiles (at most batch at once); not part of the run: the proposals
+                               never depend on it */
     double compile_timeout; /* seconds per compile */
     double eval_timeout;    /* seconds per GPU evaluation */
     int warmup, reps;
@@ -39,17 +72,38 @@ typedef struct kevo_tune_opts {
                                itself; "none": no warm start */
     const char *shapes_file; /* a distribution (search/dist.h): one search whose fitness is the weighted
                                 geometric mean of vs_best_peer over its shapes; NULL: one shape */
+    uint32_t given;          /* KEVO_TUNE_GIVEN_* of the options the user named (a resume checks them) */
 } kevo_tune_opts;
 
 /* Defaults for every field. */
 void kevo_tune_opts_init(kevo_tune_opts *o);
 
-/* Run a search, or with resume_run continue a stored one (a killed run:
- * candidates it left pending are evaluated first, nothing finished is redone,
- * and the proposals are those an uninterrupted run with the same seed would
- * have made).  *run_id receives the run.  Candidate failures are rows, not
- * errors.  KEVO_ERR_BUSY when the run is held by a live process.  Errors: bad options (KEVO_ERR_ARG, KEVO_ERR_NOT_FOUND,
- * KEVO_ERR_UNSUPPORTED), no GPU (KEVO_ERR_NO_GPU), DB and I/O errors. */
+/* Run a search, or with resume_run continue a stored one (a killed or
+ * interrupted run: candidates it left pending are evaluated first, nothing
+ * finished is redone, and the proposals are those an uninterrupted run with
+ * the same seed would have made).  The proposals are a function of the seed,
+ * policy, budget, batch, shape(s), families, --where and the results in
+ * proposal order; never of jobs or of timing.  *run_id receives the run.
+ *
+ * Resume: every option the run stored is taken from the DB.  An option in
+ * o->given that defines the run (op, shape(s), dtype, arch, policy, families,
+ * seed, compile-only, where, warm start, templates, maps, reps, warmup,
+ * batch) and differs from the stored one is refused (KEVO_ERR_ARG naming
+ * it); a larger budget and another time limit, plateau or target extend the
+ * run and are stored; timeouts, jobs and device apply to this process.  A
+ * finished run that nothing extends is left as it is.  A space file changed
+ * since the run started is refused (KEVO_ERR_UNSUPPORTED naming the family)
+ * before anything is written.
+ *
+ * SIGINT and SIGTERM stop the run between two steps: the run is stored as
+ * `interrupted`, its children are killed, and KEVO_ERR_INTERRUPTED comes
+ * back with the --resume command in err (kv_signal_caught() names the
+ * signal).  Candidate failures (compile, plan, verification) are rows, not
+ * errors.  KEVO_ERR_BUSY when the run is held by a live process.  Errors: bad
+ * options (KEVO_ERR_ARG: a usage error; KEVO_ERR_NOT_FOUND,
+ * KEVO_ERR_UNSUPPORTED), a space file whose constraints fail to evaluate
+ * (KEVO_ERR_PARSE), no GPU (KEVO_ERR_NO_GPU), DB and I/O errors.  Nothing is
+ * written to the DB for a new run whose options are refused. */
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
 
 /* `kevo verify`: re-check a stored candidate (its family and params) at

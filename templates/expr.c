@@ -746,6 +746,26 @@ kevo_status kevo_expr_eval(const kevo_expr *e, const kevo_syms *syms, int64_t *o
     return st;
 }
 
+bool kevo_expr_unbound(const kevo_expr *e, const kevo_syms *syms, char *name, size_t n)
+{
+    int first = -1;
+    for (int i = 0; e && i < e->nnodes; i++) {
+        const ex_node *nd = &e->nodes[i];
+        if (nd->kind != EXN_SYM || (first >= 0 && nd->first >= e->nodes[first].first))
+            continue;
+        char sym[KEVO_SYM_NAME_MAX];
+        int64_t v;
+        memcpy(sym, e->text + nd->first, (size_t)nd->n);
+        sym[nd->n] = '\0';
+        if (!kevo_syms_get(syms, sym, &v))
+            first = i;
+    }
+    if (first < 0)
+        return false;
+    snprintf(name, n, "%.*s", e->nodes[first].n, e->text + e->nodes[first].first);
+    return true;
+}
+
 const char *kevo_expr_text(const kevo_expr *e)
 {
     return e ? e->text : "";

@@ -52,6 +52,10 @@ kevo_status kevo_expr_parse(const char *text, kevo_expr **out, kevo_err *err);
  * zero, overflow, bad function arity or domain), message names the cause. */
 kevo_status kevo_expr_eval(const kevo_expr *e, const kevo_syms *syms, int64_t *out, kevo_err *err);
 
+/* Whether e names a symbol syms does not bind; the first such (in the
+ * order of the text) is copied into name[n]. */
+bool kevo_expr_unbound(const kevo_expr *e, const kevo_syms *syms, char *name, size_t n);
+
 /* The text the expression was parsed from (owned by e). */
 const char *kevo_expr_text(const kevo_expr *e);
 

@@ -637,7 +637,12 @@ kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***
         if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0 || e->d_name[0] == '.')
             continue;
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int w = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (w < 0 || (size_t)w >= sizeof path) { /* never load a cut path */
+            st = kevo_err_set(err, KEVO_ERR_ARG, "template path '%.200s/%.100s' is longer than %zu characters", dir,
+                              e->d_name, sizeof path - 1);
+            break;
+        }
         kevo_space *s = NULL;
         if ((st = kevo_space_load(path, &s, err)))
             break;

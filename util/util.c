@@ -1,5 +1,5 @@
 /* util.c — status text, error buffers, buffers, files, hashing, clocks. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "util.h"
 
 #include <errno.h>
@@ -9,8 +9,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@ const char *kevo_status_str(kevo_status s)
     case KEVO_ERR_WORKER: return "worker failure";
     case KEVO_ERR_BUSY: return "busy";
     case KEVO_ERR_INTERNAL: return "internal error";
+    case KEVO_ERR_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }
@@ -402,4 +405,59 @@ uint64_t kv_rand_below(uint64_t *state, uint64_t n)
         r = kv_rand_next(state);
     while (r >= limit);
     return r % n;
+}
+
+/* ---- signals ---- */
+
+static volatile sig_atomic_t kv_caught;
+static struct sigaction kv_old_int, kv_old_term;
+static bool kv_catching;
+
+static void kv_on_signal(int sig)
+{
+    if (!kv_caught)
+        kv_caught = sig;
+}
+
+void kv_signals_catch(void)
+{
+    kv_caught = 0;
+    if (kv_catching)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = kv_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: blocking calls return EINTR */
+    sigaction(SIGINT, &sa, &kv_old_int);
+    sigaction(SIGTERM, &sa, &kv_old_term);
+    kv_catching = true;
+}
+
+void kv_signals_restore(void)
+{
+    if (!kv_catching)
+        return;
+    sigaction(SIGINT, &kv_old_int, NULL);
+    sigaction(SIGTERM, &kv_old_term, NULL);
+    kv_catching = false;
+}
+
+int kv_signal_caught(void)
+{
+    return (int)kv_caught;
+}
+
+bool kv_interrupted(void)
+{
+    return kv_catching && kv_caught != 0;
+}
+
+void kv_child_init(pid_t parent)
+{
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* the parent died before the line above */
+        _exit(1);
 }

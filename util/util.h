@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kevo.h"
 
@@ -85,6 +86,26 @@ bool kv_parse_i64(const char *s, int64_t *out);
 uint64_t kv_rand_next(uint64_t *state);
 /* Uniform integer in [0, n). */
 uint64_t kv_rand_below(uint64_t *state, uint64_t n);
+
+/* Interruption (SIGINT, SIGTERM) of a long command.  kv_signals_catch()
+ * installs handlers that only record the signal (no SA_RESTART, so a
+ * blocking poll/read/sleep returns EINTR and the caller can look);
+ * kv_signals_restore() puts the previous handlers back.  kv_signal_caught()
+ * is the first signal recorded since kv_signals_catch(), 0 for none. */
+void kv_signals_catch(void);
+void kv_signals_restore(void);
+int kv_signal_caught(void);
+/* Whether a signal was recorded and the handlers are still installed: what
+ * a long loop checks to stop early. */
+bool kv_interrupted(void);
+
+/* Call first thing in a child forked by kevo (compile children, GPU
+ * workers): it dies with SIGKILL when the process that forked it dies
+ * (kill -9 included; PR_SET_PDEATHSIG, then a getppid() check closes the
+ * race of a parent that died before), and it ignores SIGINT (a Ctrl-C
+ * reaches the whole process group; the parent decides and kills its
+ * children) while SIGTERM kills it as by default. */
+void kv_child_init(pid_t parent);
 
 #define KV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -241,43 +241,133 @@ static void test_help_unknown_command(void **state)
     result_release(&r);
 }
 
-/* Bad values that only the library can judge: exit 1, nothing written. */
+/* Bad names and values in options are usage errors (exit 2, as the
+ * README says), nothing written. */
 static void test_tune_bad_values(void **state)
 {
     (void)state;
     result r = RUN("tune", "--op", "nope", "--compile-only");
-    expect_fail_line(&r, "unknown op 'nope'");
+    expect(&r, 2, "unknown op 'nope'");
+    assert_non_null(strstr(r.err, "ikbo_lce"));
     result_release(&r);
 
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--shape", "B=0");
-    expect_fail_line(&r, "'B'");
+    expect(&r, 2, "'B'");
     result_release(&r);
 
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--shape", "B=x");
-    expect_fail_line(&r, "'B'");
+    expect(&r, 2, "'B'");
     assert_non_null(strstr(r.err, "'x'"));
     result_release(&r);
 
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--policy", "nope");
-    expect_fail_line(&r, "unknown policy 'nope'");
+    expect(&r, 2, "unknown policy 'nope'");
     assert_non_null(strstr(r.err, "greedy"));
     assert_non_null(strstr(r.err, "exhaustive"));
     assert_non_null(strstr(r.err, "random"));
     result_release(&r);
 
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--arch", "sm_99");
-    expect_fail_line(&r, "'sm_99'");
+    expect(&r, 2, "'sm_99'");
     assert_non_null(strstr(r.err, "sm_90a"));
     result_release(&r);
 
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "nope");
-    expect_fail_line(&r, "'nope'");
+    expect(&r, 2, "'nope'");
     result_release(&r);
 
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--dtype", "fp64");
-    expect_fail_line(&r, "'fp64'");
+    expect(&r, 2, "'fp64'");
     result_release(&r);
     assert_no_default_db();
+}
+
+/* Every numeric option: out-of-range, NaN, inf, negative, empty, blank or
+ * trailing garbage is a usage error naming the option, before anything
+ * converts it (--compile-timeout 3e6 once overflowed an int of ms); a
+ * repeated option is one too.  --db points into a missing folder, so that a
+ * value wrongly taken fails with exit 1, not 2. */
+static void test_option_numbers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *opt;
+        const char *bad[8];
+    } t[] = {
+        {"--budget", {"0", "1000001", "-5", "", " 5", "5x", "1e3", "+5"}},
+        {"--seed", {"-1", "9223372036854775808", "abc", "", "1.5", "0x10", NULL}},
+        {"--jobs", {"0", "257", "99999999999", "", "2 ", NULL}},
+        {"--batch", {"0", "257", "-1", "", "x", NULL}},
+        {"--reps", {"0", "1001", "nan", "", NULL}},
+        {"--warmup", {"-1", "1001", "inf", "", NULL}},
+        {"--device", {"-1", "1025", "4294967296", "", NULL}},
+        {"--plateau", {"0", "1000001", "-1", "", NULL}},
+        {"--compile-timeout", {"3e6", "86401", "0.01", "nan", "inf", "-1", "", "1s"}},
+        {"--eval-timeout", {"1e300", "NaN", "-inf", "0", "0x10", " 5", NULL}},
+        {"--time-limit", {"0", "1e10", "nan", "infinity", "-3", "", "5,0", NULL}},
+        {"--target", {"0", "1e7", "nan", "inf", "-1", "", NULL}},
+        {"--resume", {"0", "-1", "x", "", NULL}},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        for (int k = 0; k < 8 && t[i].bad[k]; k++) {
+            result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--db", "missing/x.db", t[i].opt,
+                           t[i].bad[k]);
+            if (r.status != 2 || !strstr(r.err, t[i].opt))
+                print_error("%s '%s': exit %d\n%s", t[i].opt, t[i].bad[k], r.status, r.err);
+            expect(&r, 2, t[i].opt);
+            result_release(&r);
+        }
+    /* in range: taken (and the run then fails on the missing folder) */
+    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--db", "missing/x.db", "--compile-timeout", "86400",
+                   "--time-limit", "0.5", "--target", "1e6", "--seed", "9223372036854775807", "--budget", "1000000");
+    expect(&r, 1, "missing/x.db");
+    result_release(&r);
+
+    /* a repeated option: which value was meant is not kevo's to guess */
+    r = RUN("tune", "--op", "ikbo_lce", "--budget", "5", "--budget", "9", "--db", "missing/x.db");
+    expect(&r, 2, "--budget is given more than once");
+    result_release(&r);
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--compile-only", "--db", "missing/x.db");
+    expect(&r, 2, "--compile-only is given more than once");
+    result_release(&r);
+    r = RUN("tune", "--op", "ikbo_lce", "--op", "ikbo_lce", "--db", "missing/x.db");
+    expect(&r, 2, "--op is given more than once");
+    result_release(&r);
+    r = RUN("report", "--db", "missing/x.db", "--top", "1", "--top", "2");
+    expect(&r, 2, "--top is given more than once");
+    result_release(&r);
+    r = RUN("replay", "--db", "missing/x.db", "--seeds", "2", "--seeds", "3");
+    expect(&r, 2, "--seeds is given more than once");
+    result_release(&r);
+    r = RUN("verify", "--db", "missing/x.db", "--db", "missing/y.db");
+    expect(&r, 2, "--db is given more than once");
+    result_release(&r);
+    r = RUN("export", "--db", "missing/x.db", "--out", "o", "--name", "a", "--name", "b");
+    expect(&r, 2, "--name is given more than once");
+    result_release(&r);
+    r = RUN("replay", "--db", "missing/x.db", "--target", "nan");
+    expect(&r, 2, "--target");
+    result_release(&r);
+    assert_no_default_db();
+}
+
+/* Lists in options are taken whole: export's --arch once was cut at 519
+ * characters (and an arch at its end silently dropped). */
+static void test_long_lists(void **state)
+{
+    (void)state;
+    kv_buf arch;
+    kv_buf_init(&arch);
+    for (int i = 0; i < 110; i++)
+        kv_buf_puts(&arch, "sm_80,");
+    kv_buf_puts(&arch, "sm_90a");
+    char fixture[PATH_MAX];
+    snprintf(fixture, sizeof fixture, "%s/tests/fixtures/export/kevo_h200.db", KEVO_SOURCE_DIR);
+    result r = RUN("export", "--db", fixture, "--out", "exp_long", "--arch", arch.data);
+    kv_buf_release(&arch);
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "8 kernels"));
+    result_release(&r);
 }
 
 static void test_report_usage(void **state)
@@ -535,14 +625,14 @@ static void test_shapes(void **state)
     sqlite3_close(db);
 
     r = RUN("tune", "--op", "ikbo_lce", "--shapes", "dist.txt", "--shape", "B=512", "--compile-only", "--db", "E.db");
-    expect_fail_line(&r, "--shape and --shapes exclude each other");
+    expect(&r, 2, "--shape and --shapes exclude each other");
     result_release(&r);
     f = fopen(dist, "w");
     assert_non_null(f);
     fputs("B=512 1\nB=1024 -2\n", f);
     fclose(f);
     r = RUN("tune", "--op", "ikbo_lce", "--shapes", "dist.txt", "--compile-only", "--db", "E.db");
-    expect_fail_line(&r, "'dist.txt' line 2: weight '-2'");
+    expect(&r, 2, "'dist.txt' line 2: weight '-2'");
     result_release(&r);
     assert_false(exists("E.db"));
 }
@@ -574,6 +664,8 @@ int main(void)
         cmocka_unit_test(test_unknown_short_option),
         cmocka_unit_test(test_help_unknown_command),
         cmocka_unit_test(test_tune_bad_values),
+        cmocka_unit_test(test_option_numbers),
+        cmocka_unit_test(test_long_lists),
         cmocka_unit_test(test_report_usage),
         cmocka_unit_test(test_tune_without_gpu),
         cmocka_unit_test(test_compile_only),

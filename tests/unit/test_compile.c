@@ -473,6 +473,28 @@ static void key_of(kevo_compile_job *j, const char *src, const char *arch, char 
     memcpy(out, j->key, 65);
 }
 
+/* Cached jobs ahead of uncached ones fill every slot at first: the
+ * uncached ones behind them are still compiled (regression: the pool once
+ * stopped there, leaving them "compiled" without a cubin). */
+static void test_cached_first(void **state)
+{
+    (void)state;
+    kevo_compile_job jobs[3];
+    kevo_err err;
+    memset(jobs, 0, sizeof jobs);
+    const char *src = "extern \"C\" __global__ void k(float *p) { p[threadIdx.x] = 1.0f; }\n";
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(kevo_compile_job_init(&jobs[i], "k.cu", src, "sm_90a", &err), KEVO_OK);
+    jobs[0].cached = jobs[1].cached = true;
+    assert_int_equal(kevo_compile_run(jobs, 3, 2, 300, &err), KEVO_OK);
+    assert_null(jobs[0].cubin);
+    assert_null(jobs[1].cubin);
+    assert_int_equal(jobs[2].fail, KEVO_FAIL_NONE);
+    assert_non_null(jobs[2].cubin);
+    for (int i = 0; i < 3; i++)
+        kevo_compile_job_release(&jobs[i]);
+}
+
 static void test_key(void **state)
 {
     (void)state;
@@ -640,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_parallel),
+        cmocka_unit_test(test_cached_first),
         cmocka_unit_test(test_compile_timeout),
         cmocka_unit_test(test_timeout_in_pool),
         cmocka_unit_test(test_families_and_ref),

@@ -107,11 +107,12 @@ static void test_compile_faults(void **state)
 
 static char *const *tune_args(const char *db)
 {
-    static char *args[16];
+    static char *args[18];
     static char dbarg[128];
     snprintf(dbarg, sizeof dbarg, "%s", db);
+    /* rounds of 4: a kill loses at most the 4 compiles under way */
     char *a[] = {"kevo", "tune", "--op", "ikbo_lce", "--compile-only", "--budget", "12", "--seed", "7",
-                 "--jobs", "2", "--db", dbarg, "--quiet", NULL};
+                 "--batch", "4", "--jobs", "2", "--db", dbarg, "--quiet", NULL};
     memcpy(args, a, sizeof a);
     return args;
 }

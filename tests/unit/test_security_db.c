@@ -463,23 +463,13 @@ static void test_corrupt_page(void **state)
 
 /* ---- 5. older schemas ---- */
 
-/* What schema 3 added, undone: a file as schema 2 left it (as in test_store). */
-static const char schema2_sql[] =
-    "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings; DROP TABLE warm_seeds;"
-    "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"
-    "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"
-    "ALTER TABLE candidates DROP COLUMN vs_peer; ALTER TABLE candidates DROP COLUMN roofline;"
-    "ALTER TABLE candidates DROP COLUMN ci_lo_ms; ALTER TABLE candidates DROP COLUMN ci_hi_ms;"
-    "ALTER TABLE candidates DROP COLUMN model_ms; ALTER TABLE candidates DROP COLUMN fitness;"
-    "ALTER TABLE candidates DROP COLUMN tied; PRAGMA user_version=2;";
-
 static void check_old_schema(int ver)
 {
     char path[PATH_MAX], name[32];
     snprintf(name, sizeof name, "schema%d.db", ver);
     path_in(path, sizeof path, name);
     make_db(path, 3);
-    raw_exec(path, schema2_sql);
+    raw_exec(path, TU_SCHEMA2_SQL);
     if (ver == 1)
         raw_exec(path, "ALTER TABLE runs DROP COLUMN filter; PRAGMA user_version=1;");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), ver);

@@ -17,6 +17,7 @@
 
 #include "db/store.h"
 #include "util/util.h"
+#include "testutil.h"
 
 /* ---- helpers ---- */
 
@@ -160,11 +161,11 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
-                                   "'run_shapes','shape_results','timings','warm_seeds')"),
-                     10);
+                                   "'run_shapes','shape_results','timings','warm_seeds','run_settings')"),
+                     11);
 
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
@@ -252,19 +253,8 @@ static void test_open_other_app_id(void **state)
     tmp_cleanup(path);
 }
 
-/* A schema-1 file (no runs.filter) is upgraded in place and keeps its rows. */
-/* What schema 3 added, undone: a file as schema 2 left it. */
-static const char schema2_sql[] =
-    "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings; DROP TABLE warm_seeds;"
-    "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"
-    "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"
-    "ALTER TABLE candidates DROP COLUMN vs_peer; ALTER TABLE candidates DROP COLUMN roofline;"
-    "ALTER TABLE candidates DROP COLUMN ci_lo_ms; ALTER TABLE candidates DROP COLUMN ci_hi_ms;"
-    "ALTER TABLE candidates DROP COLUMN model_ms; ALTER TABLE candidates DROP COLUMN fitness;"
-    "ALTER TABLE candidates DROP COLUMN tied; PRAGMA user_version=2;";
-
 /* A file of schema `ver` (1 or 2) with one run and one candidate opens,
- * is upgraded to schema 3 and keeps its rows. */
+ * is upgraded to schema 4 and keeps its rows. */
 static void check_migrate(int ver)
 {
     char path[64];
@@ -275,7 +265,7 @@ static void check_migrate(int ver)
     int64_t run = add_run(db, "ikbo_lce");
     add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 2.5, 0.75, "");
     kevo_db_close(db);
-    raw_exec(path, schema2_sql);
+    raw_exec(path, TU_SCHEMA2_SQL);
     if (ver == 1)
         raw_exec(path, "ALTER TABLE runs DROP COLUMN filter; PRAGMA user_version=1;");
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'filter'"),
@@ -287,7 +277,7 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                                    "('filter','decomposed_ms','nshapes','warm_start','best_id')"),
                      5);
@@ -295,8 +285,8 @@ static void check_migrate(int ver)
                                    "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied')"),
                      7);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
-                                   "('run_shapes','shape_results','timings','warm_seeds')"),
-                     4);
+                                   "('run_shapes','shape_results','timings','warm_seeds','run_settings')"),
+                     5);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM runs WHERE op = 'ikbo_lce'"), 1);
     tmp_cleanup(path);
 }
@@ -313,6 +303,26 @@ static void test_migrate_v2(void **state)
     check_migrate(2);
 }
 
+/* A schema-3 file gains run_settings; its runs have none (NOT_FOUND). */
+static void test_migrate_v3(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    kevo_db_close(db);
+    raw_exec(path, "DROP TABLE run_settings; PRAGMA user_version=3;");
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
+    kevo_run_settings rs;
+    assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
+    kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
 static void test_open_newer_schema(void **state)
 {
     (void)state;
@@ -322,14 +332,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=4;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=5;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 4)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 5)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -758,6 +768,36 @@ static void test_run_shapes(void **state)
     free(g);
 }
 
+static void test_run_settings(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    kevo_run_settings a, b;
+    memset(&a, 0, sizeof a);
+    snprintf(a.family_arg, sizeof a.family_arg, "lce_mma,lce_ws");
+    a.batch = 8;
+    a.maps = 5;
+    a.reps = 30;
+    a.warmup = 5;
+    a.time_limit = 12.5;
+    a.plateau = 7;
+    a.target = 3.25;
+    a.compile_timeout = 300;
+    a.eval_timeout = 120;
+    snprintf(a.templates, sizeof a.templates, "/some/dir");
+    snprintf(a.space_hash, sizeof a.space_hash, "lce_mma=0123456789abcdef");
+    a.elapsed_s = 4.5;
+    assert_int_equal(kevo_db_run_settings_put(f->db, run, &a, &err), KEVO_OK);
+    assert_int_equal(kevo_db_run_settings_get(f->db, run, &b, &err), KEVO_OK);
+    assert_memory_equal(&a, &b, sizeof a);
+    a.elapsed_s = 9; /* put again replaces */
+    assert_int_equal(kevo_db_run_settings_put(f->db, run, &a, &err), KEVO_OK);
+    assert_int_equal(kevo_db_run_settings_get(f->db, run, &b, &err), KEVO_OK);
+    assert_true(b.elapsed_s == 9);
+    assert_int_equal(kevo_db_run_settings_get(f->db, run + 1, &b, &err), KEVO_ERR_NOT_FOUND);
+}
+
 static void test_warm_seeds(void **state)
 {
     fixture *f = *state;
@@ -1011,6 +1051,7 @@ int main(void)
         cmocka_unit_test(test_open_other_app_id),
         cmocka_unit_test(test_migrate_v1),
         cmocka_unit_test(test_migrate_v2),
+        cmocka_unit_test(test_migrate_v3),
         cmocka_unit_test(test_open_newer_schema),
         cmocka_unit_test(test_open_garbage),
         cmocka_unit_test(test_open_unwritable),
@@ -1022,6 +1063,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cand_best, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_results_and_timings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_seeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binaries, setup, teardown),

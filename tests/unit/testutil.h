@@ -42,4 +42,16 @@ bool tu_config_of(const kevo_space *sp, const char *params, kevo_config *cfg);
 /* Remove a folder and everything below it; 0 when it is gone. */
 int tu_rm_tree(const char *dir);
 
+/* SQL that undoes what schemas 3 and 4 added to a kevo DB: run on a file
+ * of the current schema it leaves a file as schema 2 wrote it. */
+#define TU_SCHEMA2_SQL                                                                                            \
+    "DROP TABLE run_settings;"                                                                                     \
+    "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings; DROP TABLE warm_seeds;"                 \
+    "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"                          \
+    "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"                              \
+    "ALTER TABLE candidates DROP COLUMN vs_peer; ALTER TABLE candidates DROP COLUMN roofline;"                    \
+    "ALTER TABLE candidates DROP COLUMN ci_lo_ms; ALTER TABLE candidates DROP COLUMN ci_hi_ms;"                    \
+    "ALTER TABLE candidates DROP COLUMN model_ms; ALTER TABLE candidates DROP COLUMN fitness;"                     \
+    "ALTER TABLE candidates DROP COLUMN tied; PRAGMA user_version=2;"
+
 #endif
