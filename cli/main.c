@@ -116,12 +116,18 @@ static void cli_usage(FILE *f)
                "and verify need a GPU.\n");
 }
 
-static int cli_fail(kevo_status st, const kevo_err *err)
+/* "PREFIX: MESSAGE" on stderr; messages quote DB and file text, so no
+ * escape sequence or line break of theirs reaches the terminal. */
+static void cli_say(const char *prefix, kevo_status st, const kevo_err *err)
 {
-    /* messages quote DB and file text: no escape sequence reaches the terminal */
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : kevo_status_str(st));
-    fprintf(stderr, "kevo: %s\n", kv_term_clean(msg));
+    fprintf(stderr, "%s: %s\n", prefix, kv_term_clean(msg));
+}
+
+static int cli_fail(kevo_status st, const kevo_err *err)
+{
+    cli_say("kevo", st, err);
     return 1;
 }
 
@@ -129,9 +135,9 @@ static int cli_fail(kevo_status st, const kevo_err *err)
  * for "-xy" argv[optind - 1] is still the previous argument). */
 static int cli_bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "kevo %s: ", cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(try 'kevo %s --help')\n", cmd);
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, arg);
+    fprintf(stderr, "kevo %s: %s\n(try 'kevo %s --help')\n", cmd, kv_term_clean(msg), cmd);
     return 2;
 }
 
@@ -318,7 +324,7 @@ static int cli_tune_names(const kevo_tune_opts *o)
     kevo_limits lim;
     kevo_err err;
     if ((o->given & KEVO_TUNE_GIVEN_ARCH) && kevo_limits_for_arch(o->arch, &lim, &err)) {
-        fprintf(stderr, "kevo tune: %s\n", err.msg);
+        cli_say("kevo tune", KEVO_ERR_NOT_FOUND, &err);
         return 2;
     }
     return 0;
@@ -499,12 +505,13 @@ static int cmd_tune(int argc, char **argv)
     kevo_err_clear(&err);
     kevo_status st = kevo_tune(&o, &run_id, &err);
     if (st == KEVO_ERR_INTERRUPTED) {
-        fprintf(stderr, "kevo: %s\n", err.msg);
+        cli_say("kevo", st, &err);
         int sig = kv_signal_caught();
         return sig > 0 ? 128 + sig : 130;
     }
     if (st == KEVO_ERR_ARG) { /* the options are wrong: a usage error */
-        fprintf(stderr, "kevo tune: %s\n(try 'kevo tune --help')\n", err.msg);
+        cli_say("kevo tune", st, &err);
+        fprintf(stderr, "(try 'kevo tune --help')\n");
         return 2;
     }
     if (st)

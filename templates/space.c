@@ -78,6 +78,7 @@ static kevo_status sp_copy_str(const cJSON *obj, const char *key, char *dst, siz
     if (!cJSON_IsString(j) || strlen(j->valuestring) >= n)
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"%s\" must be a string shorter than %zu", path, key, n);
     memcpy(dst, j->valuestring, strlen(j->valuestring) + 1);
+    kv_term_clean(dst); /* names, descriptions and why texts reach the terminal */
     return KEVO_OK;
 }
 
@@ -220,6 +221,7 @@ static kevo_status sp_parse_rules(const cJSON *root, const char *key, kevo_rule 
             return st;
         snprintf(rules[*n].why, sizeof rules[*n].why, "%s",
                  cJSON_IsString(why) ? why->valuestring : kevo_expr_text(rules[*n].expr));
+        kv_term_clean(rules[*n].why); /* printed when a shape or configuration is refused */
         (*n)++;
     }
     return KEVO_OK;

@@ -955,6 +955,31 @@ static void expect_load_error(const char *text, kevo_status want, const char *ms
         assert_non_null(strstr(err.msg, "bad.json"));
 }
 
+/* Text of a space file reaches the terminal (a refused shape prints its
+ * why): escape sequences and line breaks are gone once it is loaded. */
+static void test_space_text_clean(void **state)
+{
+    (void)state;
+    kevo_space *s;
+    kevo_err err;
+    const char *text = "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", "
+                       "\"archs\": [\"sm_90a\"], \"description\": \"d\\u001b[2Jx\",\n" SP_PARAMS
+                       "\"requires\": [{\"expr\": \"N % 100000 == 0\", \"why\": \"w\\u001b]0;t\\u0007\\nnext\"}],\n"
+                       "\"constraints\": [{\"expr\": \"A > 5\", \"why\": \"c\\u009b31m\"}],\n" SP_LAUNCH "}";
+    assert_int_equal(load_text("esc.json", text, &s, &err), KEVO_OK);
+    assert_string_equal(s->description, "d [2Jx");
+    assert_string_equal(s->requires[0].why, "w ]0;t  next");
+    assert_null(strchr(s->constraints[0].why, 0x1b));
+    assert_null(strstr(s->constraints[0].why, "\xc2\x9b"));
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    assert_int_equal(kevo_space_supports(s, &shape, &lim, KEVO_DTYPE_F16, &err), KEVO_ERR_UNSUPPORTED);
+    assert_null(strchr(err.msg, 0x1b));
+    assert_null(strchr(err.msg, '\n'));
+    kevo_space_free(s);
+}
+
 static void test_minimal_space(void **state)
 {
     (void)state;
@@ -1372,6 +1397,7 @@ int main(void)
         cmocka_unit_test(test_config_json),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_minimal_space),
+        cmocka_unit_test(test_space_text_clean),
         cmocka_unit_test(test_include_and_entry),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_load_dir),
