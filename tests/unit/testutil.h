@@ -42,10 +42,10 @@ bool tu_config_of(const kevo_space *sp, const char *params, kevo_config *cfg);
 /* Remove a folder and everything below it; 0 when it is gone. */
 int tu_rm_tree(const char *dir);
 
-/* SQL that undoes what schemas 3 and 4 added to a kevo DB: run on a file
+/* SQL that undoes what schemas 3 to 5 added to a kevo DB: run on a file
  * of the current schema it leaves a file as schema 2 wrote it. */
 #define TU_SCHEMA2_SQL                                                                                            \
-    "DROP TABLE run_settings;"                                                                                     \
+    "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings;"                                         \
     "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings; DROP TABLE warm_seeds;"                 \
     "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"                          \
     "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"                              \
