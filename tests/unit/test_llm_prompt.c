@@ -1,8 +1,9 @@
 /* test_llm_prompt.c — the LLM's universal operator: the knowledge index over
  * the real prompts/ folder (relevance, hostile query text), the prompt
- * builder (contents, untrusted text, the cap) and the static check (every
- * template accepted, each forbidden construct rejected with a reason that
- * names it). */
+ * builder (contents, untrusted text, the cap), the reply parser (code and
+ * plan blocks, SEARCH/REPLACE, odd fences, bad plans, huge replies, NUL
+ * bytes) and the static check (every template accepted, each forbidden
+ * construct rejected with a reason that names it). */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 
 #include "llm/check.h"
 #include "llm/prompt.h"
+#include "llm/reply.h"
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"
@@ -536,6 +538,371 @@ static void test_prompt_errors(void **state)
     fixture_free(&f);
 }
 
+/* ------------------------------------------------------------------ reply */
+
+typedef struct reply_fixture {
+    char *source, *space;
+} reply_fixture;
+
+static void reply_fixture_init(reply_fixture *r)
+{
+    r->source = render("lce_mma", KEVO_DTYPE_F16, NULL);
+    r->space = one_point_space("lce_mma");
+}
+
+static void reply_fixture_free(reply_fixture *r)
+{
+    free(r->source);
+    free(r->space);
+}
+
+/* Parse; assert the status; on failure assert the message holds `why`. */
+static void parse(const reply_fixture *r, const char *reply, kevo_status want, const char *why, kevo_llm_parsed *out)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_llm_parse_reply(reply, r->source, r->space, out, &err);
+    if (st != want || (why && !strstr(err.msg, why)))
+        print_error("parse: status %d (want %d), '%s' (want '%s')\n", st, want, err.msg, why ? why : "");
+    assert_int_equal(st, want);
+    if (why)
+        assert_non_null(strstr(err.msg, why));
+    if (st == KEVO_OK) {
+        assert_non_null(out->source);
+        assert_non_null(out->space);
+    } else {
+        assert_null(out->source);
+        assert_null(out->space);
+    }
+    assert_non_null(out->summary);
+}
+
+static char *reply_with(const char *prose, const char *fence_open, const char *code, const char *fence_close,
+                        const char *plan)
+{
+    kv_buf b;
+    kv_buf_init(&b);
+    size_t n = strlen(code);
+    kv_buf_printf(&b, "%s\n\n%s\n%s%s%s\n", prose, fence_open, code, n && code[n - 1] == '\n' ? "" : "\n",
+                  fence_close);
+    if (plan)
+        kv_buf_printf(&b, "\nThe plan:\n\n```json\n%s\n```\n", plan);
+    return kv_buf_take(&b);
+}
+
+static void test_reply_good(void **state)
+{
+    (void)state;
+    reply_fixture r;
+    reply_fixture_init(&r);
+    kv_buf code;
+    kv_buf_init(&code);
+    kv_buf_printf(&code, "// NEW_SOURCE_MARKER\n%s", r.source);
+    kevo_llm_parsed p;
+
+    /* code and plan */
+    char *rep = reply_with("I **fused** the `add` into the epilogue. It saves a pass.\nMore text.", "```cuda",
+                           code.data, "```", "{\"workspace\": \"U * M * N * 4 + 256\", \"params\": {\"FUSE\": 1}}");
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_string_equal(p.source, code.data);
+    assert_true(p.has_plan);
+    assert_int_equal(p.nedits, 0);
+    assert_string_equal(p.summary, "I fused the add into the epilogue.");
+    cJSON *sp = cJSON_Parse(p.space);
+    assert_string_equal(cJSON_GetObjectItem(sp, "workspace")->valuestring, "U * M * N * 4 + 256");
+    cJSON *params = cJSON_GetObjectItem(sp, "params");
+    assert_int_equal(cJSON_GetArraySize(params), 1);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(params, 0), "name")->valuestring, "FUSE");
+    /* the parent's launches stay; the family's params went, and with them axes and model */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sp, "launches")), 3);
+    assert_null(cJSON_GetObjectItem(sp, "axes"));
+    assert_null(cJSON_GetObjectItem(sp, "model"));
+    cJSON_Delete(sp);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+
+    /* code only: the parent's plan, as it was */
+    rep = reply_with("Here is a faster version:", "```cu", code.data, "```", NULL);
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_false(p.has_plan);
+    assert_string_equal(p.space, r.space);
+    assert_string_equal(p.summary, "Here is a faster version");
+    kevo_llm_parsed_free(&p);
+    free(rep);
+
+    /* the same plan keys as the parent's family keys: ignored; CR LF line ends */
+    kv_buf crlf;
+    kv_buf_init(&crlf);
+    kv_buf_puts(&crlf, "Same.\r\n\r\n~~~c++\r\n");
+    for (const char *c = code.data; *c; c++)
+        kv_buf_printf(&crlf, c[0] == '\n' ? "\r\n" : "%c", *c);
+    kv_buf_puts(&crlf, "~~~\r\n```json\r\n{\"family\": \"lce_mma\", \"op\": \"ikbo_lce\"}\r\n```\r\n");
+    parse(&r, crlf.data, KEVO_OK, NULL, &p);
+    assert_string_equal(p.source, code.data);
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&crlf);
+    kv_buf_release(&code);
+    reply_fixture_free(&r);
+}
+
+static char *edit_reply(const char *search1, const char *replace1, const char *search2, const char *replace2)
+{
+    kv_buf b;
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "Widened the loads.\n\n```cuda\n<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n```\n", search1,
+                  replace1);
+    if (search2)
+        kv_buf_printf(&b, "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n", search2, replace2);
+    return kv_buf_take(&b);
+}
+
+static void test_reply_edits(void **state)
+{
+    (void)state;
+    reply_fixture r;
+    reply_fixture_init(&r);
+    kevo_llm_parsed p;
+    const char *line = "constexpr int NT = WARPS_M * WARPS_N * 32;   // threads per block";
+    assert_non_null(strstr(r.source, line));
+
+    /* good: one unique line, then another */
+    const char *line2 = "constexpr int WTM = BM / WARPS_M;            // warp tile rows";
+    char *rep = edit_reply(line, "constexpr int NT = WARPS_M * WARPS_N * 32; // EDITED", line2,
+                           "constexpr int WTM = BM / WARPS_M; // EDITED_TOO");
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_int_equal(p.nedits, 2);
+    assert_non_null(strstr(p.source, "// EDITED\n"));
+    assert_non_null(strstr(p.source, "// EDITED_TOO"));
+    assert_null(strstr(p.source, line));
+    assert_string_equal(p.summary, "Widened the loads.");
+    assert_int_equal(strlen(p.source), strlen(r.source) + strlen(" // EDITED") - strlen("   // threads per block") +
+                                           strlen(" // EDITED_TOO") - strlen("            // warp tile rows"));
+    kevo_llm_parsed_free(&p);
+    free(rep);
+
+    /* 0 matches */
+    rep = edit_reply("this line is not in the source", "x", NULL, NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 matches 0 times", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* 2 matches */
+    rep = edit_reply("#pragma unroll", "#pragma unroll 2", NULL, NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 matches", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* the second block fails: named */
+    rep = edit_reply(line, "// gone", "not here either", "x");
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 matches 0 times", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* malformed blocks */
+    parse(&r, "Fix.\n<<<<<<< SEARCH\nfoo\n>>>>>>> REPLACE\n", KEVO_ERR_PARSE, "has no '=======' line", &p);
+    kevo_llm_parsed_free(&p);
+    parse(&r, "Fix.\n<<<<<<< SEARCH\nfoo\n=======\nbar\n", KEVO_ERR_PARSE, "REPLACE' line", &p);
+    kevo_llm_parsed_free(&p);
+    parse(&r, "Fix.\n<<<<<<< SEARCH\n=======\nbar\n>>>>>>> REPLACE\n", KEVO_ERR_PARSE, "SEARCH block 1 is empty", &p);
+    kevo_llm_parsed_free(&p);
+    /* an edit that removes every __global__ */
+    rep = edit_reply("extern \"C\" __global__ void __launch_bounds__(NT) lce_user_gemm(", "void lce_user_gemm(", NULL,
+                     NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "launches[0].entry 'lce_user_gemm' is not a __global__", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    reply_fixture_free(&r);
+}
+
+static void test_reply_fences(void **state)
+{
+    (void)state;
+    reply_fixture r;
+    reply_fixture_init(&r);
+    kevo_llm_parsed p;
+    kv_buf code;
+    kv_buf_init(&code);
+    kv_buf_printf(&code, "// FENCE_MARKER\n%s", r.source);
+
+    /* no code block at all */
+    parse(&r, "I would make BM larger. No code today.", KEVO_ERR_PARSE, "no code block", &p);
+    assert_string_equal(p.summary, "I would make BM larger.");
+    kevo_llm_parsed_free(&p);
+    /* a code block without a kernel */
+    parse(&r, "Helper:\n```cuda\n__device__ int f() { return 1; }\n```\n", KEVO_ERR_PARSE,
+          "no code block defines a __global__", &p);
+    kevo_llm_parsed_free(&p);
+    /* a cut reply */
+    char *rep = reply_with("Cut:", "```cuda", code.data, "", NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "code block not closed", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+
+    /* nested: a markdown block holding the cuda block, with a longer fence */
+    rep = reply_with("Nested:", "````markdown\nsome words\n```cuda", code.data, "```\n````", NULL);
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_string_equal(p.source, code.data);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* a four-backtick fence whose code holds ``` in a comment; info in capitals with a title */
+    kv_buf b;
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "Odd.\n\n````CUDA title=\"k.cu\"\n// ```not a fence```\n%s````\n", code.data);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
+    assert_non_null(strstr(p.source, "FENCE_MARKER"));
+    assert_non_null(strstr(p.source, "not a fence"));
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+    /* indented fences in a list item */
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "1. Changed it.\n\n   ```cuda\n%s   ```\n", code.data);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
+    assert_non_null(strstr(p.source, "FENCE_MARKER"));
+    assert_string_equal(p.summary, "Changed it.");
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+    /* a snippet first, the whole source second; two whole sources: the last */
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "Snippet:\n```cuda\nx += 1;\n```\nWhole:\n```cpp\n%s```\nAgain:\n```\n// SECOND\n%s```\n",
+                  code.data, r.source);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
+    assert_non_null(strstr(p.source, "// SECOND"));
+    assert_null(strstr(p.source, "FENCE_MARKER"));
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+    /* a plain block holding the plan */
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "Plan in a plain block.\n```cuda\n%s```\n```\n{\"pad_k\": \"1\"}\n```\n", code.data);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
+    assert_true(p.has_plan);
+    assert_non_null(strstr(p.space, "\"pad_k\":\"1\""));
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+    kv_buf_release(&code);
+    reply_fixture_free(&r);
+}
+
+static void test_reply_bad_plans(void **state)
+{
+    (void)state;
+    reply_fixture r;
+    reply_fixture_init(&r);
+    kevo_llm_parsed p;
+    struct {
+        const char *plan, *why;
+    } cases[] = {
+        {"{\"launches\": [{\"entry\": \"foo\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"smem\": 0}]}",
+         "plan: launches[0].entry 'foo' is not a __global__ of the source"},
+        {"{\"params\": [{\"name\": \"BM\", \"values\": [64, 128]}]}", "param 'BM' has 2 values"},
+        {"{\"params\": {\"BM\": 1.5}}", "one whole-number value"},
+        {"{\"params\": {\"BM\": \"big\"}}", "one whole-number value"},
+        {"{\"bogus\": 1}", "'bogus' is not a plan key"},
+        {"{\"include\": [\"../../etc/passwd\"]}", "\"include\" may not change"},
+        {"{\"family\": \"other\"}", "\"family\" may not change"},
+        {"{\"launches\": \"many\"}", "plan: "},
+        {"{\"workspace\": \"1 +\"}", "plan: "},
+        {"{\"tmaps\": [{\"tensor\": \"w_cand\", \"box\": [64, 64, 1], \"swizzle\": 100}]}", "swizzle"},
+        {"{\"tmaps\": [], \"tensor_maps\": []}", "both"},
+        {"[1, 2]", "not a JSON object"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        char *rep = reply_with("Plan.", "```cuda", r.source, "```", cases[i].plan);
+        parse(&r, rep, KEVO_ERR_PARSE, cases[i].why, &p);
+        kevo_llm_parsed_free(&p);
+        free(rep);
+    }
+    /* an entry that is not extern "C" */
+    char *src = kv_strdup(r.source);
+    char *at = strstr(src, "extern \"C\" __global__ void __launch_bounds__(256) lce_bcast_add");
+    assert_non_null(at);
+    memcpy(at, "/*       */", 11);
+    char *rep = reply_with("Mangled.", "```cuda", src, "```", NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "entry 'lce_bcast_add' is not declared extern \"C\"", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    free(src);
+    /* a parent space that is not JSON is kevo's fault */
+    kevo_err err;
+    rep = reply_with("Fine.", "```cuda", r.source, "```", NULL);
+    assert_int_equal(kevo_llm_parse_reply(rep, r.source, "{", &p, &err), KEVO_ERR_ARG);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    reply_fixture_free(&r);
+}
+
+static void test_reply_hostile_bytes(void **state)
+{
+    (void)state;
+    reply_fixture r;
+    reply_fixture_init(&r);
+    kevo_llm_parsed p;
+    kevo_err err;
+
+    /* huge */
+    size_t big = (size_t)KEVO_LLM_REPLY_MAX + 100;
+    char *t = malloc(big + 1);
+    memset(t, 'a', big);
+    t[big] = '\0';
+    parse(&r, t, KEVO_ERR_PARSE, "reply over", &p);
+    kevo_llm_parsed_free(&p);
+    /* a source over 256 KiB */
+    kv_buf b;
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "Big.\n```cuda\n%s\n", r.source);
+    while (b.len < KEVO_LLM_SOURCE_MAX + 1000)
+        kv_buf_puts(&b, "// padding padding padding padding padding padding padding padding\n");
+    kv_buf_puts(&b, "```\n");
+    parse(&r, b.data, KEVO_ERR_PARSE, "source over 256 KiB", &p);
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+
+    /* NUL bytes: nothing after the first is seen */
+    kv_buf_init(&b);
+    kv_buf_puts(&b, "Fixed it.");
+    kv_buf_append(&b, "\0", 1);
+    kv_buf_printf(&b, "```cuda\n%s```\n", r.source);
+    parse(&r, b.data, KEVO_ERR_PARSE, "no code block", &p);
+    assert_string_equal(p.summary, "Fixed it.");
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "Fixed it.\n```cuda\n%s```\n", r.source);
+    kv_buf_append(&b, "\0\x01\xff garbage ```", 15);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+
+    /* control characters in the source; binary everywhere */
+    char *src = kv_strdup(r.source);
+    src[10] = '\x1b';
+    char *rep = reply_with("Esc.", "```cuda", src, "```", NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "control character", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    free(src);
+    for (size_t i = 0; i < 4096; i++)
+        t[i] = (char)(1 + (i * 7919) % 255);
+    t[4096] = '\0';
+    kevo_llm_parse_reply(t, r.source, r.space, &p, &err);
+    kevo_llm_parsed_free(&p);
+    free(t);
+
+    /* the summary: one line, cleaned, bounded */
+    kv_buf_init(&b);
+    kv_buf_puts(&b, "## Heading\n\x1b[31mRed \x07 text");
+    for (int i = 0; i < 40; i++)
+        kv_buf_puts(&b, " and more words");
+    kv_buf_puts(&b, ". Second sentence.\n");
+    parse(&r, b.data, KEVO_ERR_PARSE, "no code block", &p);
+    assert_true(strlen(p.summary) <= KEVO_LLM_SUMMARY_MAX);
+    assert_true(strncmp(p.summary, "Heading", 7) == 0);
+    assert_clean(p.summary);
+    assert_null(strchr(p.summary, '\n'));
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&b);
+    /* no reply */
+    assert_int_equal(kevo_llm_parse_reply(NULL, r.source, r.space, &p, &err), KEVO_ERR_PARSE);
+    kevo_llm_parsed_free(&p);
+    reply_fixture_free(&r);
+}
+
 /* ------------------------------------------------------------------ check */
 
 static void test_check_templates(void **state)
@@ -865,6 +1232,11 @@ int main(void)
         cmocka_unit_test(test_prompt_contents),
         cmocka_unit_test(test_prompt_cap),
         cmocka_unit_test(test_prompt_errors),
+        cmocka_unit_test(test_reply_good),
+        cmocka_unit_test(test_reply_edits),
+        cmocka_unit_test(test_reply_fences),
+        cmocka_unit_test(test_reply_bad_plans),
+        cmocka_unit_test(test_reply_hostile_bytes),
         cmocka_unit_test(test_check_templates),
         cmocka_unit_test(test_check_accepts),
         cmocka_unit_test(test_check_rejects),
