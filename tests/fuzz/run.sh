@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh SECONDS — build the libFuzzer targets with clang
 # (AddressSanitizer + UndefinedBehaviorSanitizer) and run each for SECONDS on a
-# copy of its seed corpus.  Exits non-zero when any target finds a crash,
-# leak or undefined behaviour; the crashing input is kept under build-fuzz/.
+# copy of its seed corpus (KEVO_FUZZ_TARGETS="llm space" runs only those).
+# Exits non-zero when any target finds a crash, leak or undefined behaviour;
+# the crashing input is kept under build-fuzz/.
 set -euo pipefail
 secs=${1:-60}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,10 +13,10 @@ cc=${CC_FUZZ:-clang}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -I$root/include -I$root"
 flags="$flags -DKEVO_FUZZ_ROOT=\"$root\""
 lib="$root/util/util.c $root/templates/syms.c $root/templates/expr.c $root/templates/space.c $root/kernels/op.c $root/kernels/ikbo_lce.c"
-lib="$lib $root/export/emit.c"
+lib="$lib $root/export/emit.c $root/llm/lex.c $root/llm/check.c $root/llm/reply.c $root/llm/prompt.c"
 status=0
-for t in expr shape space export_rows export_emit; do
-  $cc $flags $lib "$root/tests/fuzz/fuzz_$t.c" -lcjson -lcrypto -lm -o "$out/fuzz_$t"
+for t in ${KEVO_FUZZ_TARGETS:-expr shape space export_rows export_emit llm}; do
+  $cc $flags $lib "$root/tests/fuzz/fuzz_$t.c" -lcjson -lcrypto -lsqlite3 -lm -o "$out/fuzz_$t"
   rm -rf "$out/corpus_$t" && cp -r "$root/tests/fuzz/corpus/$t" "$out/corpus_$t"
   echo "== fuzz_$t for ${secs}s"
   if (cd "$out" && ./fuzz_$t -max_total_time="$secs" -max_len=8192 -print_final_stats=1 "corpus_$t" \
