@@ -729,6 +729,12 @@ kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***
             kevo_space_free(s);
             continue;
         }
+        if (strncmp(s->family, "llm", 3) == 0) { /* an LLM candidate's family is named by its hash */
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': family names that begin with 'llm' are kept for LLM "
+                              "candidates", path);
+            kevo_space_free(s);
+            break;
+        }
         if (kevo_spaces_find(arr, cnt, s->family)) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' defined twice in '%s'", s->family, dir);
             kevo_space_free(s);

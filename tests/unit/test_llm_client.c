@@ -77,47 +77,17 @@ static void write_tmp(const char *name, const void *data, size_t len)
 static void srv_start(srv *s, const char *script)
 {
     nserver++;
-    char spath[256], pfile[256], log[256];
+    char spath[256];
     snprintf(spath, sizeof spath, "%s/script-%d.txt", tmpdir, nserver);
-    snprintf(pfile, sizeof pfile, "%s/port-%d", tmpdir, nserver);
-    snprintf(log, sizeof log, "%s/server-%d.log", tmpdir, nserver);
     snprintf(s->logdir, sizeof s->logdir, "%s/log-%d", tmpdir, nserver);
     assert_int_equal(mkdir(s->logdir, 0700), 0);
     write_text(spath, script);
-    fflush(NULL);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        if (!freopen(log, "w", stdout))
-            _exit(126);
-        dup2(fileno(stdout), 2);
-        char *args[] = {"kevo_fake_llm", "--script", spath, "--port-file", pfile, "--log", s->logdir, NULL};
-        execv(KEVO_FAKE_LLM, args);
-        _exit(127);
-    }
-    s->pid = p;
-    int port = 0;
-    for (int i = 0; i < 1000 && port == 0; i++) { /* up to 10 s */
-        FILE *f = fopen(pfile, "r");
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1)
-                port = 0;
-            fclose(f);
-        }
-        if (!port) {
-            int ws;
-            assert_int_equal(waitpid(p, &ws, WNOHANG), 0); /* the server must not have died */
-            tu_sleep_ms(10);
-        }
-    }
-    assert_true(port > 0);
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/v1", port);
+    s->pid = tu_fake_llm_start(KEVO_FAKE_LLM, spath, s->logdir, tmpdir, s->url, sizeof s->url);
 }
 
 static void srv_stop(srv *s)
 {
-    kill(s->pid, SIGTERM);
-    assert_int_equal(tu_wait(s->pid), 0);
+    tu_fake_llm_stop(s->pid);
 }
 
 /* Request n's body as the server logged it (caller frees), NULL if none. */
