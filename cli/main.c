@@ -48,7 +48,7 @@ static const struct {
      "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
      "          [--generators template,llm] [--llm-url URL] [--llm-model M] [--llm-budget N]\n"
      "          [--llm-max-tokens N] [--llm-temperature T] [--llm-seed S] [--llm-timeout S]\n"
-     "          [--llm-retries N] [--prompts DIR]\n"
+     "          [--llm-retries N] [--llm-prompt-chars N] [--prompts DIR]\n"
      "kevo tune --resume RUN_ID --db FILE [--jobs N] [--budget N] [...]\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
@@ -75,7 +75,8 @@ static const struct {
      "  --llm-budget  LLM calls (default 10; each is a candidate of --budget);\n"
      "             --llm-max-tokens (default 8192), --llm-temperature, --llm-seed are sent as given;\n"
      "             --llm-timeout seconds per attempt (default 600), --llm-retries after a 429, 5xx\n"
-     "             or failed connection (default 4, backoff 1, 2, 4, .. s); --prompts DIR\n"
+     "             or failed connection (default 4, backoff 1, 2, 4, .. s); --llm-prompt-chars\n"
+     "             caps a prompt (default 98304 bytes: fit it to the model's context); --prompts DIR\n"
      "  --resume   continue a run (after Ctrl-C, a crash or kill -9) with its stored settings:\n"
      "             nothing finished is redone, the proposals are the uninterrupted run's.\n"
      "             An option that defines the run (--op, --shape(s), --dtype, --arch, --policy,\n"
@@ -294,7 +295,7 @@ enum {
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
     OPT_FORCE, /* export */
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
-    OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_PROMPTS, /* tune: the LLM generator */
+    OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_PROMPTS, /* tune: the LLM */
     OPT__END
 };
 _Static_assert(OPT__END <= 256 + 64, "cli_repeated keeps one bit per option");
@@ -407,6 +408,7 @@ static int cmd_tune(int argc, char **argv)
         {"llm-max-tokens", required_argument, 0, OPT_LLM_MAX_TOKENS},
         {"llm-timeout", required_argument, 0, OPT_LLM_TIMEOUT},
         {"llm-retries", required_argument, 0, OPT_LLM_RETRIES},
+        {"llm-prompt-chars", required_argument, 0, OPT_LLM_PROMPT_CHARS},
         {"prompts", required_argument, 0, OPT_PROMPTS},
         {0, 0, 0, 0},
     };
@@ -468,6 +470,11 @@ static int cmd_tune(int argc, char **argv)
             if (!cli_int(optarg, 0, 100, &v))
                 return cli_bad_usage("tune", "--llm-retries takes a whole number from 0 to 100, not '%s'", optarg);
             o.llm_retries = (int)v;
+            break;
+        case OPT_LLM_PROMPT_CHARS:
+            if (!cli_int(optarg, 4096, 16 << 20, &v))
+                return cli_bad_usage("tune", "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'", optarg);
+            o.llm_prompt_chars = (int)v;
             break;
         case OPT_LLM_TIMEOUT:
             if (!cli_double(optarg, 1, 86400, &o.llm_timeout))

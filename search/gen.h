@@ -65,6 +65,7 @@ typedef struct kevo_llm_gen_opts {
     int max_tokens;            /* 0: not sent */
     double timeout_s;          /* per attempt */
     int retries;               /* after a 429, a 5xx or a failed connection */
+    int prompt_chars;          /* cap on the user message, bytes (<= 0: 96 KiB) */
     const char *prompts_dir;   /* prompts/ (system.md, ops/, knowledge/) */
     const char *op;            /* the op's name, e.g. "ikbo_lce" */
     const char *shape, *dtype, *arch;

@@ -160,7 +160,8 @@ kevo_status kevo_llm_gen_start(kevo_llm_gen *g, const kevo_gen_parent *parent, c
         lg_node(&siblings[i], &sib[i]);
     kevo_prompt_in in = {.op = g->o.op, .shape = g->o.shape, .dtype = g->o.dtype, .arch = g->o.arch,
                          .abi_header = g->o.abi_header, .parent = &pn, .siblings = sib, .nsiblings = sib ? nsib : 0,
-                         .best_speedup = best_speedup, .max_chars = 96 * 1024};
+                         .best_speedup = best_speedup,
+                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 96 * 1024};
     st = kevo_prompt_build(g->o.prompts_dir, g->kb, &in, &g->system, &g->user, g->query, sizeof g->query, err);
     free(sib);
     /* the seed: the run's, moved on by the call's number, so two calls differ */

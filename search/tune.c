@@ -59,6 +59,7 @@ void kevo_tune_opts_init(kevo_tune_opts *o)
     o->llm_max_tokens = 8192;
     o->llm_timeout = 600;
     o->llm_retries = 4;
+    o->llm_prompt_chars = 96 * 1024;
 }
 
 void kevo_verify_opts_init(kevo_verify_opts *o)
@@ -2125,7 +2126,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         snprintf(prompts, sizeof prompts, "%s/prompts", ro.data_dir ? ro.data_dir : ".");
         kevo_llm_gen_opts go = {.url = rl.url, .model = rl.model[0] ? rl.model : NULL,
                                 .temperature = rl.temperature, .seed = rl.seed, .max_tokens = rl.max_tokens,
-                                .timeout_s = ro.llm_timeout, .retries = ro.llm_retries, .prompts_dir = ro.prompts_dir ? ro.prompts_dir : prompts,
+                                .timeout_s = ro.llm_timeout, .retries = ro.llm_retries,
+                                .prompt_chars = ro.llm_prompt_chars, .prompts_dir = ro.prompts_dir ? ro.prompts_dir : prompts,
                                 .op = e.op->name, .shape = e.shape_txt, .dtype = kevo_dtype_name(e.dt),
                                 .arch = e.arch, .abi_header = e.abi, .inputs = e.op->inputs,
                                 .ninputs = e.op->ninputs, .outputs = e.op->outputs, .noutputs = e.op->noutputs};

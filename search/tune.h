@@ -90,6 +90,7 @@ typedef struct kevo_tune_opts {
     int llm_max_tokens;      /* 0: not sent */
     double llm_timeout;      /* seconds per HTTP attempt */
     int llm_retries;         /* retries after a 429, a 5xx or a failed connection (this process's) */
+    int llm_prompt_chars;    /* cap on a prompt's user message, bytes (the server's context; this process's) */
     const char *prompts_dir; /* NULL: data_dir/prompts */
 } kevo_tune_opts;
 

@@ -3,9 +3,11 @@
  * verified and timed; a wrong one and a constant answer fail as
  * wrong_result; one that reads the output first never yields a pass
  * (rejected by the static check, or NaN from the poisoned output); one that
- * writes an input through an address the static check cannot see fails as
- * input_modified.  The correct one is then re-verified at another shape and
- * dtype from the DB alone (`kevo verify`) and exported. */
+ * writes an input through the argument struct's address is rejected or,
+ * where the static check cannot see it, fails as input_modified (the
+ * planted FAULT 11 of test_gpu_faults always reaches the GPU).  The correct
+ * one is then re-verified at another shape and dtype from the DB alone
+ * (`kevo verify`); export refuses a run where nothing beats cuBLAS. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,7 +104,8 @@ static void test_llm_on_gpu(void **state)
     static const char *const ok[] = {"ok/", NULL};
     static const char *const wrong[] = {"failed/wrong_result", NULL};
     static const char *const read_out[] = {"failed/rejected", "failed/nan_output", "failed/wrong_result", NULL};
-    static const char *const sneaky[] = {"failed/input_modified", NULL};
+    /* the static check may see through the hidden address (rejected); else the checksums catch the write */
+    static const char *const sneaky[] = {"failed/input_modified", "failed/rejected", NULL};
     expect_call(db, 0, ok);
     expect_call(db, 1, wrong);
     expect_call(db, 2, wrong);
@@ -119,18 +122,15 @@ static void test_llm_on_gpu(void **state)
     free(out);
     assert_int_equal(rc, 0);
 
-    /* exported with the run's winners: its cubin and plan are in the library */
+    /* at this small shape nothing beats cuBLAS: export says so instead of shipping a slower kernel (the
+     * export of an LLM candidate is tested on the CPU, test_llm_tune) */
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/lib", tmpdir);
-    char *exp[] = {"kevo", "export", "--db", db, "--out", dir, "--top", "8", NULL};
+    char *exp[] = {"kevo", "export", "--db", db, "--out", dir, NULL};
     rc = run_kevo(&out, exp);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "nothing to export"));
     free(out);
-    assert_int_equal(rc, 0);
-    char src[PATH_MAX + 64], *text = NULL;
-    snprintf(src, sizeof src, "%s/src/kevo_tuned.c", dir);
-    assert_int_equal(kv_read_file(src, &text, NULL, &err), KEVO_OK);
-    assert_non_null(strstr(text, "llm_lce_naive"));
-    free(text);
 }
 
 int main(void)

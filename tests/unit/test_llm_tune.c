@@ -9,8 +9,9 @@
  *   kind and a generations row; the run that was in the DB before is
  *   untouched; the API key reaches the server and never the DB or the log.
  * Then: the run resumed on this GPU-less machine with an unreachable LLM
- * goes on with templates, saying so in one line; verify and export accept
- * the DB; report's JSON names each candidate's generator. */
+ * goes on with templates, saying so in one line; export takes an LLM
+ * candidate from the DB alone; report's JSON names each candidate's
+ * generator. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +263,46 @@ static void test_llm_calls(void **state)
     assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "llm"), "calls")),
                      NCALLS);
     cJSON_Delete(root);
+
+    /* export takes an LLM candidate from the DB alone (its stored plan and source, checked against its hash).
+     * A compile-only run has no winner: a copy of the DB says one LLM candidate was verified and beat the
+     * peers (synthetic figures, only to reach export's LLM path) */
+    char copy[PATH_MAX + 32], lib[PATH_MAX + 32];
+    snprintf(copy, sizeof copy, "%s/export.db", tmpdir);
+    snprintf(lib, sizeof lib, "%s/lib", tmpdir);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(kv_read_file(db, &text, &len, &err), KEVO_OK);
+    assert_int_equal(kv_write_file(copy, text, len, &err), KEVO_OK);
+    free(text);
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(copy, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h,
+                                  "UPDATE runs SET compile_only = 0, baseline_ms = 2, decomposed_ms = 1 WHERE id = 2;"
+                                  "UPDATE candidates SET status = 'ok', median_ms = 0.5, speedup = 4, vs_peer = 2, "
+                                  "fitness = 4 WHERE id = (SELECT min(candidate_id) FROM generations WHERE run_id = 2);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    rc = run_kevo(&out, "export", "--db", copy, "--out", lib, NULL);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    free(out);
+    char csrc[PATH_MAX + 64];
+    snprintf(csrc, sizeof csrc, "%s/src/kevo_tuned.c", lib);
+    assert_true(file_has(csrc, "llm_lce_naive"));
+    /* a stored source that no longer hashes to its family is refused, not exported */
+    assert_int_equal(sqlite3_open(copy, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE generations SET source = source || ' ' WHERE candidate_id = "
+                                     "(SELECT min(candidate_id) FROM generations WHERE run_id = 2);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    snprintf(lib, sizeof lib, "%s/lib2", tmpdir);
+    rc = run_kevo(&out, "export", "--db", copy, "--out", lib, NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "do not hash to its family"));
+    free(out);
 
     /* resumed where no LLM answers (a GPU node): one line, then templates */
     char more[16];
