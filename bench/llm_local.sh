@@ -273,7 +273,8 @@ if [ ! -x "$KEVO" ]; then
     echo "no $KEVO (build it: cmake -S . -B build && cmake --build build -j2); server checks only"
     exit 0
 fi
-if ! "$KEVO" tune --help 2>&1 | grep -q -- '--llm-url'; then
+help=$("$KEVO" tune --help 2>&1 || true) # grep -q would close the pipe early: kevo's SIGPIPE fails pipefail
+if ! grep -q -- '--llm-url' <<<"$help"; then
     echo "kevo has no LLM options yet; server checks only"
     exit 0
 fi

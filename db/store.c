@@ -739,6 +739,22 @@ static kevo_status st_bind_fail(kevo_db *db, sqlite3_stmt *st, int rc, kevo_err 
     return s;
 }
 
+/* Prepare sql and bind its one integer parameter (a run's or a candidate's
+ * id); *st NULL on error. */
+static kevo_status st_prepare_id(kevo_db *db, const char *sql, int64_t id, sqlite3_stmt **st, kevo_err *err,
+                                 const char *what)
+{
+    kevo_status s = st_prepare(db, sql, st, err, what);
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(*st, 1, id);
+    if (rc != SQLITE_OK) {
+        s = st_bind_fail(db, *st, rc, err, what);
+        *st = NULL;
+    }
+    return s;
+}
+
 /* Step a prepared and bound SELECT to its end, appending one element of
  * `size` bytes per row, which read() fills from the row; finalizes st.
  * *v is malloc'd (the caller frees it), NULL with *n 0 on error.  `what`
@@ -886,13 +902,10 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
 {
     kevo_run_row_init(r);
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db, "SELECT id, " ST_RUN_COLS " FROM runs WHERE id=?", &st, err, "run read");
+    kevo_status s = st_prepare_id(db, "SELECT id, " ST_RUN_COLS " FROM runs WHERE id=?", id, &st, err, "run read");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, id);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "run id");
-    rc = sqlite3_step(st);
+    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         int i = 0;
         r->id = sqlite3_column_int64(st, i++);
@@ -1171,13 +1184,10 @@ static kevo_status st_cand_one(kevo_db *db, const char *sql, int64_t key, kevo_c
 {
     kevo_cand_row_init(c);
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db, sql, &st, err, "candidate read");
+    kevo_status s = st_prepare_id(db, sql, key, &st, err, "candidate read");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, key);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "candidate key");
-    rc = sqlite3_step(st);
+    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         s = st_read_cand(st, c) ? KEVO_OK
                                 : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading %s", nf);
@@ -1214,13 +1224,11 @@ kevo_status kevo_db_cand_list(kevo_db *db, int64_t run_id, kevo_cand_row **rows,
     *rows = NULL;
     *n = 0;
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db, "SELECT id, " ST_CAND_COLS " FROM candidates WHERE run_id=? ORDER BY seq, id",
-                               &st, err, "candidate list");
+    kevo_status s = st_prepare_id(db, "SELECT id, " ST_CAND_COLS " FROM candidates WHERE run_id=? ORDER BY seq, id",
+                                  run_id, &st, err, "candidate list");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, run_id);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "run id");
+    int rc;
     kevo_cand_row *v = NULL;
     int len = 0, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1701,20 +1709,17 @@ kevo_status kevo_db_run_counts(kevo_db *db, int64_t run_id, int *evaluated, int 
 {
     int e = 0, c = 0, f = 0, k = 0;
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT COALESCE(SUM(c.status <> 'pending'), 0),"
-                               " COALESCE(SUM(b.cubin IS NOT NULL), 0),"
-                               " COALESCE(SUM(c.fail IS NOT NULL), 0),"
-                               " COALESCE(SUM(c.status = 'ok'), 0)"
-                               " FROM candidates c LEFT JOIN binaries b ON b.key = c.binary_key"
-                               " WHERE c.run_id = ?",
-                               &st, err, "run counts");
+    kevo_status s = st_prepare_id(db,
+                                  "SELECT COALESCE(SUM(c.status <> 'pending'), 0),"
+                                  " COALESCE(SUM(b.cubin IS NOT NULL), 0),"
+                                  " COALESCE(SUM(c.fail IS NOT NULL), 0),"
+                                  " COALESCE(SUM(c.status = 'ok'), 0)"
+                                  " FROM candidates c LEFT JOIN binaries b ON b.key = c.binary_key"
+                                  " WHERE c.run_id = ?",
+                                  run_id, &st, err, "run counts");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, run_id);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "run id");
-    rc = sqlite3_step(st);
+    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         e = sqlite3_column_int(st, 0);
         c = sqlite3_column_int(st, 1);
@@ -1772,17 +1777,14 @@ kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_setti
 {
     memset(r, 0, sizeof *r);
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT family_arg, batch, maps, reps, warmup, time_limit, plateau, target, "
-                               "compile_timeout, eval_timeout, templates, space_hash, elapsed_s FROM run_settings "
-                               "WHERE run_id=?",
-                               &st, err, "run settings read");
+    kevo_status s = st_prepare_id(db,
+                                  "SELECT family_arg, batch, maps, reps, warmup, time_limit, plateau, target, "
+                                  "compile_timeout, eval_timeout, templates, space_hash, elapsed_s FROM run_settings "
+                                  "WHERE run_id=?",
+                                  run_id, &st, err, "run settings read");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, run_id);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "run id");
-    rc = sqlite3_step(st);
+    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         int i = 0;
         st_col_text(st, i++, r->family_arg, sizeof r->family_arg);
@@ -1917,13 +1919,10 @@ kevo_status kevo_db_generation_list(kevo_db *db, int64_t run_id, kevo_generation
     *out = NULL;
     *n = 0;
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db, "SELECT " ST_GEN_COLS " FROM generations WHERE run_id=? ORDER BY candidate_id",
-                               &st, err, "generations read");
+    kevo_status s = st_prepare_id(db, "SELECT " ST_GEN_COLS " FROM generations WHERE run_id=? ORDER BY candidate_id",
+                                  run_id, &st, err, "generations read");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, run_id);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "run id");
     return st_collect(db, st, sizeof **out, st_read_generation, (void **)out, n, err, "generations");
 }
 
@@ -1982,16 +1981,13 @@ kevo_status kevo_db_run_llm_get(kevo_db *db, int64_t run_id, kevo_run_llm *r, ke
     r->seed = -1;
     r->temperature = NAN;
     sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT generators, llm_budget, url, model, temperature, seed, max_tokens FROM run_llm "
-                               "WHERE run_id=?",
-                               &st, err, "run LLM settings read");
+    kevo_status s = st_prepare_id(db,
+                                  "SELECT generators, llm_budget, url, model, temperature, seed, max_tokens "
+                                  "FROM run_llm WHERE run_id=?",
+                                  run_id, &st, err, "run LLM settings read");
     if (s)
         return s;
-    int rc = sqlite3_bind_int64(st, 1, run_id);
-    if (rc != SQLITE_OK)
-        return st_bind_fail(db, st, rc, err, "run id");
-    rc = sqlite3_step(st);
+    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         st_col_text(st, 0, r->generators, sizeof r->generators);
         r->llm_budget = sqlite3_column_int64(st, 1);

@@ -1778,6 +1778,19 @@ static kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_
 }
 
 /* The run, between kevo_tune's signal handlers. */
+/* The result of reading an optional row (a run of an older kevo has none):
+ * *have when it was there; KEVO_ERR_NOT_FOUND is no error, any other error
+ * (its message in got) is passed on. */
+static kevo_status tn_optional(kevo_status s, const kevo_err *got, bool *have, kevo_err *err)
+{
+    *have = s == KEVO_OK;
+    if (s && s != KEVO_ERR_NOT_FOUND) {
+        *err = *got;
+        return s;
+    }
+    return KEVO_OK;
+}
+
 /* ---- generators and the LLM's settings ---- */
 
 /* Parse a --generators list into flags; false for an unknown name, an
@@ -1918,26 +1931,13 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         if (!st && strcmp(run.status, "running") == 0 && run.pid != (int64_t)getpid() && tn_pid_alive(run.pid))
             st = kevo_err_set(err, KEVO_ERR_BUSY, "run %lld is held by process %lld, which is still running",
                               (long long)run.id, (long long)run.pid);
-        if (!st) {
-            kevo_err e2;
-            kevo_status s2 = kevo_db_run_settings_get(e.db, run.id, &had, &e2);
-            have = s2 == KEVO_OK;
-            if (s2 && s2 != KEVO_ERR_NOT_FOUND) {
-                *err = e2;
-                st = s2;
-            }
-        }
+        kevo_err e2;
+        if (!st)
+            st = tn_optional(kevo_db_run_settings_get(e.db, run.id, &had, &e2), &e2, &have, err);
         if (!st && run.nshapes > 0)
             st = kevo_db_run_shapes_get(e.db, run.id, &stored, &nstored, err);
-        if (!st) {
-            kevo_err e2;
-            kevo_status s2 = kevo_db_run_llm_get(e.db, run.id, &rl, &e2);
-            have_llm = s2 == KEVO_OK;
-            if (s2 && s2 != KEVO_ERR_NOT_FOUND) {
-                *err = e2;
-                st = s2;
-            }
-        }
+        if (!st)
+            st = tn_optional(kevo_db_run_llm_get(e.db, run.id, &rl, &e2), &e2, &have_llm, err);
         kevo_db_close(e.db);
         e.db = NULL;
         if (!st)
@@ -2127,7 +2127,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         kevo_llm_gen_opts go = {.url = rl.url, .model = rl.model[0] ? rl.model : NULL,
                                 .temperature = rl.temperature, .seed = rl.seed, .max_tokens = rl.max_tokens,
                                 .timeout_s = ro.llm_timeout, .retries = ro.llm_retries,
-                                .prompt_chars = ro.llm_prompt_chars, .prompts_dir = ro.prompts_dir ? ro.prompts_dir : prompts,
+                                .prompt_chars = ro.llm_prompt_chars,
+                                .prompts_dir = ro.prompts_dir ? ro.prompts_dir : prompts,
                                 .op = e.op->name, .shape = e.shape_txt, .dtype = kevo_dtype_name(e.dt),
                                 .arch = e.arch, .abi_header = e.abi, .inputs = e.op->inputs,
                                 .ninputs = e.op->ninputs, .outputs = e.op->outputs, .noutputs = e.op->noutputs};
@@ -2267,7 +2268,12 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             }
             nleft = 0;
         } else {
-            int64_t room = ro.budget - done - (llm_busy ? 1 : 0);
+            /* the budget keeps a slot for each LLM call still to come (--llm-budget calls are made), but
+             * the seeds always have room: they are the first parents */
+            int64_t llm_left = lg ? rl.llm_budget - llm_calls : 0;
+            int64_t room = ro.budget - done - (llm_busy ? 1 : 0) - (llm_left > 0 ? llm_left : 0);
+            if (room <= 0 && !llm_busy && kevo_search_llm_parent(&s) < 0)
+                room = ro.budget - done;
             int want = (int)(room < batch_cap ? room : batch_cap);
             int n = 0;
             if (want > 0) {

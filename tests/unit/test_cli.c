@@ -54,32 +54,9 @@ static result run_argv(const char *const *args)
     char outp[PATH_MAX], errp[PATH_MAX];
     snprintf(outp, sizeof outp, "%s/.stdout", tmpdir);
     snprintf(errp, sizeof errp, "%s/.stderr", tmpdir);
-    char *argv[32];
-    int n = 0;
-    argv[n++] = (char *)KEVO_BINARY;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0 || chdir(tmpdir) != 0)
-            _exit(127);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(KEVO_BINARY, argv);
-        _exit(127);
-    }
-    int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0)
-        ;
+    int status = tu_run_files(tmpdir, outp, errp, false, args);
     result r;
-    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    r.status = status >= 128 ? -1 : status;
     r.out = slurp(outp);
     r.err = slurp(errp);
     unlink(outp);

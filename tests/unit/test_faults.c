@@ -31,28 +31,6 @@
 static char tmpdir[64];
 
 /* The run's content as text: candidates in seq order and edges, by seq. */
-static char *dump(const char *db)
-{
-    sqlite3 *h = NULL;
-    kv_buf b;
-    kv_buf_init(&b);
-    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    const char *q[] = {
-        "SELECT seq || ' ' || family || ' ' || params || ' ' || status || ' ' || coalesce(fail, '-') "
-        "FROM candidates ORDER BY seq",
-        "SELECT p.seq || ' -> ' || c.seq || ' ' || e.operator FROM edges e "
-        "JOIN candidates p ON p.id = e.parent_id JOIN candidates c ON c.id = e.child_id ORDER BY c.seq, p.seq",
-    };
-    for (int i = 0; i < 2; i++) {
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(h, q[i], -1, &st, NULL), SQLITE_OK);
-        while (sqlite3_step(st) == SQLITE_ROW)
-            kv_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(h);
-    return kv_buf_take(&b);
-}
 
 static void path_in(char *out, size_t n, const char *name)
 {
@@ -125,7 +103,7 @@ static void test_kill_resume(void **state)
     path_in(ref, sizeof ref, "straight.db");
     path_in(log, sizeof log, "straight.log");
     assert_int_equal(tu_wait(tu_spawn(log, tune_args(ref))), 0);
-    char *want = dump(ref);
+    char *want = tu_graph_dump(ref);
     assert_int_equal(tu_query_int(ref, "SELECT count(*) FROM candidates"), 12);
 
     const int kill_after[] = {1, 4, 8}; /* candidates finished before the kill */
@@ -156,7 +134,7 @@ static void test_kill_resume(void **state)
         tu_wait(p);
         assert_int_equal(tu_wait(tu_spawn(log, resume)), 0);
 
-        char *got = dump(db);
+        char *got = tu_graph_dump(db);
         if (strcmp(got, want) != 0)
             fprintf(stderr, "resumed run differs:\n--- uninterrupted\n%s--- resumed\n%s", want, got);
         assert_string_equal(got, want);

@@ -121,28 +121,6 @@ static int tune_start(const char *log, const char *db, ...)
 }
 
 /* A run's content as text: candidates in seq order, then edges by seq. */
-static char *dump(const char *db)
-{
-    sqlite3 *h = NULL;
-    kv_buf b;
-    kv_buf_init(&b);
-    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    const char *q[] = {
-        "SELECT seq || ' ' || family || ' ' || params || ' ' || status || ' ' || coalesce(fail, '-') "
-        "FROM candidates ORDER BY seq",
-        "SELECT p.seq || ' -> ' || c.seq || ' ' || e.operator FROM edges e "
-        "JOIN candidates p ON p.id = e.parent_id JOIN candidates c ON c.id = e.child_id ORDER BY c.seq, p.seq",
-    };
-    for (int i = 0; i < 2; i++) {
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(h, q[i], -1, &st, NULL), SQLITE_OK);
-        while (sqlite3_step(st) == SQLITE_ROW)
-            kv_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(h);
-    return kv_buf_take(&b);
-}
 
 /* Every row of every table, for "nothing changed". */
 static char *dump_all(const char *db)
@@ -259,7 +237,7 @@ static void test_jobs_independent(void **state)
             int rc = tu_wait(tune_start(log, db, "--family", "lce_tiny", "--where", "SLOW == 0", "--policy",
                                         policies[p], "--budget", "12", "--seed", "5", "--jobs", jobs, NULL));
             assert_int_equal(rc, 0);
-            char *got = dump(db);
+            char *got = tu_graph_dump(db);
             if (!first) {
                 first = got;
                 continue;
@@ -326,7 +304,7 @@ static void test_interrupt_resume(void **state)
     assert_int_equal(tu_wait(tune_start(log, ref, "--family", "lce_tiny", "--where", "SLOW == 1", "--budget", "6",
                                         "--batch", "2", "--seed", "3", "--jobs", "2", NULL)),
                      0);
-    char *want = dump(ref);
+    char *want = tu_graph_dump(ref);
     const int sigs[] = {SIGINT, SIGTERM, SIGKILL};
     for (size_t k = 0; k < KV_ARRAY_LEN(sigs); k++) {
         char db[128], name[32];
@@ -351,7 +329,7 @@ static void test_interrupt_resume(void **state)
         /* the resume, with another --jobs, ends where the uninterrupted run ends */
         char *resume[] = {"kevo", "tune", "--resume", "1", "--jobs", "2", "--db", db, "--no-bar", NULL};
         assert_int_equal(tu_wait(tu_spawn(log, resume)), 0);
-        char *got = dump(db);
+        char *got = tu_graph_dump(db);
         if (strcmp(got, want) != 0)
             fprintf(stderr, "resumed run differs:\n--- uninterrupted\n%s--- resumed\n%s", want, got);
         assert_string_equal(got, want);

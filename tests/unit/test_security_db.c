@@ -82,30 +82,7 @@ static result run_kevo(bool as_nobody, const char *const *args)
     char outp[PATH_MAX], errp[PATH_MAX];
     path_in(outp, sizeof outp, ".stdout");
     path_in(errp, sizeof errp, ".stderr");
-    char *argv[32];
-    int n = 0;
-    argv[n++] = (char *)KEVO_BINARY;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0 || chdir(tmpdir) != 0)
-            _exit(127);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        if (as_nobody && geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
-            _exit(126);
-        execv(KEVO_BINARY, argv);
-        _exit(127);
-    }
-    result r = {tu_wait(pid), NULL, NULL};
+    result r = {tu_run_files(tmpdir, outp, errp, as_nobody, args), NULL, NULL};
     r.out = slurp(outp, NULL);
     r.err = slurp(errp, NULL);
     return r;

@@ -1,4 +1,5 @@
 /* testutil.c — helpers shared by kevo's tests. */
+#define _DEFAULT_SOURCE /* setgroups */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,4 +212,55 @@ int tu_run(const char *log, char **out, char *const args[])
     *out = NULL;
     assert_int_equal(kv_read_file(log, out, NULL, &err), KEVO_OK);
     return rc;
+}
+
+int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_nobody, const char *const *args)
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)KEVO_BINARY;
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || chdir(dir) != 0)
+            _exit(127);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        if (as_nobody && geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126);
+        execv(KEVO_BINARY, argv);
+        _exit(127);
+    }
+    return tu_wait(pid);
+}
+
+char *tu_graph_dump(const char *db)
+{
+    sqlite3 *h = NULL;
+    kv_buf b;
+    kv_buf_init(&b);
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    const char *q[] = {
+        "SELECT seq || ' ' || family || ' ' || params || ' ' || status || ' ' || coalesce(fail, '-') "
+        "FROM candidates ORDER BY seq",
+        "SELECT p.seq || ' -> ' || c.seq || ' ' || e.operator FROM edges e "
+        "JOIN candidates p ON p.id = e.parent_id JOIN candidates c ON c.id = e.child_id ORDER BY c.seq, p.seq",
+    };
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(h, q[i], -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            kv_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return kv_buf_take(&b);
 }

@@ -55,6 +55,16 @@ void tu_fake_llm_stop(int pid);
  * status, with stdout and stderr together in *out (caller frees). */
 int tu_run(const char *log, char **out, char *const args[]);
 
+/* Run the kevo binary with args (NULL-terminated, without argv[0]) in dir,
+ * stdin from /dev/null, stdout and stderr into the files outp and errp;
+ * as_nobody: as user and group 65534 when this process is root (who ignores
+ * permissions).  Returns its exit status (128 + signal). */
+int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_nobody, const char *const *args);
+
+/* A run's graph as text, for comparing two runs: every candidate (seq,
+ * family, params, status, failure) and every edge, in order.  Caller frees. */
+char *tu_graph_dump(const char *db);
+
 /* SQL that undoes what schemas 3 to 5 added to a kevo DB: run on a file
  * of the current schema it leaves a file as schema 2 wrote it. */
 #define TU_SCHEMA2_SQL                                                                                            \
