@@ -593,10 +593,11 @@ kevo_status kevo_space_load_inline(const char *text, const char *source, const c
     kevo_space *s = *out;
     for (int i = 0; i < s->nparams; i++)
         if (s->params[i].nvalues != 1) {
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' must have one value (a one-point space)", name,
+                              s->params[i].name);
             kevo_space_free(s);
             *out = NULL;
-            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' must have one value (a one-point space)", name,
-                                s->params[i].name);
+            return st;
         }
     if (s->naxes || s->nentries) {
         kevo_space_free(s);
