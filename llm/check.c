@@ -22,11 +22,13 @@
 #include "util/util.h"
 
 #define CK_MAX_PARAMS 16
-#define CK_ROUNDS 12
 #define CK_MAX_FIELDS 64
 #define CK_MAX_DEPTH 256 /* bracket nesting */
 #define CK_SCAN_CAP 4096 /* tokens one expression scan walks */
 #define CK_DECL_CAP 256  /* tokens one declaration scan walks */
+/* Token visits of the whole check.  The fixpoints run until nothing changes;
+ * a source that keeps them going past this is refused, never passed unchecked. */
+#define CK_WORK_MAX 400000000ull
 
 /* taint kinds */
 enum { CK_IN = 1, CK_OUT = 2, CK_OVAL = 4, CK_PROBE = 8, CK_PVAL = 16 };
@@ -108,6 +110,7 @@ typedef struct ck {
     ck_range *conds; /* conditions */
     int nconds;
     ck_taint taint;
+    unsigned long long *work; /* token visits so far (through a pointer: the scanners take a const ck) */
     char *why;
     size_t wn;
     bool failed;
@@ -141,9 +144,16 @@ static bool ck_reject(ck *c, int line, const char *fmt, ...)
     return false;
 }
 
-static bool ck_is(const ck *c, int i, const char *s)
+/* Whether token i spells s (the hot path of the whole check: first bytes first). */
+static inline bool ck_is(const ck *c, int i, const char *s)
 {
-    return kevo_lex_is(&c->lx, i, s);
+    if (i < 0 || i >= c->lx.ntok)
+        return false;
+    const kevo_tok *t = &c->lx.tok[i];
+    if (t->kind == KEVO_TK_PUNCT)
+        return t->punct[0] == s[0] && (s[0] == '\0' || strcmp(t->punct + 1, s + 1) == 0);
+    const char *p = c->lx.text + t->off;
+    return p[0] == s[0] && strncmp(p, s, t->len) == 0 && s[t->len] == '\0';
 }
 
 static kevo_tok_kind ck_kind(const ck *c, int i)
@@ -1528,6 +1538,8 @@ static void ck_scan_call(const ck *c, const ck_taint *tt, int mode, int fn, int 
 
 static void ck_scan(const ck *c, const ck_taint *tt, int mode, int fn, int a, int b, ck_occ *o)
 {
+    if (b > a)
+        *c->work += (unsigned long long)(b - a);
     for (int i = a; i < b && i < c->lx.ntok; i++) {
         if (!ck_ident(c, i))
             continue;
@@ -1645,10 +1657,58 @@ static bool ck_assign_op(const ck *c, int i)
 {
     if (!ck_code(c, i) || c->lx.tok[i].kind != KEVO_TK_PUNCT)
         return false;
+    const char *p = c->lx.tok[i].punct;
+    size_t n = strlen(p);
+    if (n == 0 || p[n - 1] != '=')
+        return false;
     for (int k = 0; ck_assign_ops[k]; k++)
-        if (ck_is(c, i, ck_assign_ops[k]))
+        if (strcmp(p, ck_assign_ops[k]) == 0)
             return true;
     return false;
+}
+
+/* Whether the name at r is being declared ("T *r", "T **r", "T *const r",
+ * or "..., *r" in a declaration statement), so that a '*' before it is a
+ * declarator, not a dereference. */
+static bool ck_declarator(const ck *c, int r)
+{
+    int q = r - 1;
+    while (q >= 0 && (ck_is(c, q, "*") || ck_is(c, q, "&") || ck_is(c, q, "&&") ||
+                      ck_among(c, q, (const char *const[]){"const", "volatile", "__restrict__", NULL})))
+        q--;
+    if (q == r - 1)
+        return false; /* no '*': the caller's business */
+    if ((ck_ident(c, q) && !ck_keyword(c, q)) || ck_is(c, q, ">"))
+        return true;
+    if (!ck_is(c, q, ","))
+        return false;
+    /* a declaration statement starts with two or more names before its first '=' or ',' */
+    int st = q;
+    for (int g = 0; st > 0 && g < CK_SCAN_CAP; g++) {
+        int p = st - 1;
+        if ((ck_is(c, p, ")") || ck_is(c, p, "]") || ck_is(c, p, "}")) && c->match[p] >= 0 && c->match[p] < p &&
+            !ck_is(c, p, "}")) {
+            st = c->match[p];
+            continue;
+        }
+        if (!ck_code(c, p) || ck_is(c, p, ";") || ck_is(c, p, "{") || ck_is(c, p, "}") || ck_is(c, p, "("))
+            break;
+        st = p;
+    }
+    int names = 0;
+    for (int j = st; j < q; j++) {
+        if (ck_is(c, j, "=") || ck_is(c, j, ",") || ck_is(c, j, "(") || ck_is(c, j, "["))
+            break;
+        if (ck_is(c, j, "<") && ck_angle(c, j) > j) {
+            j = ck_angle(c, j);
+            continue;
+        }
+        if (ck_ident(c, j))
+            names++;
+        else if (!ck_is(c, j, "*") && !ck_is(c, j, "&") && !ck_is(c, j, "::"))
+            return false;
+    }
+    return names >= 2 && ck_ident(c, st);
 }
 
 /* The variable an assignment at op assigns to (its root name token), -1 when
@@ -1673,7 +1733,7 @@ static int ck_lhs_root(const ck *c, int op, bool *through, int *member)
         if (ck_is(c, r + 1, ".") && ck_ident(c, r + 2))
             *member = r + 2;
     }
-    if (ck_is(c, r - 1, "*") && ck_unary(c, r - 1))
+    if (ck_is(c, r - 1, "*") && ck_unary(c, r - 1) && !ck_declarator(c, r))
         *through = true;
     return ck_ident(c, r) ? r : -1;
 }
@@ -1711,11 +1771,45 @@ static bool ck_bulk_call(const ck *c, int i)
     return ck_is(c, i, "cp_async_bulk_tensor") || ck_is(c, i, "cp_async_bulk");
 }
 
+/* The first asm statement whose keyword is at or after token a (they are in token order). */
+static int ck_first_asm(const ck *c, int a)
+{
+    int lo = 0, hi = c->nas;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (c->as[mid].kw < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The first range whose construct is at or after token a (ranges are in token order). */
+static int ck_first_range(const ck_range *r, int n, int a)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r[mid].at < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* One propagation step over the tokens [a, b) (only those of function
  * fn_only when >= 0) into tt; returns whether anything changed. */
 static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int b, bool *oom)
 {
     bool changed = false;
+    if (b > a)
+        *c->work += (unsigned long long)(b - a);
+    if (*c->work > CK_WORK_MAX) {
+        ck_reject(c, 0, "source too intricate for the check (refused rather than passed unchecked)");
+        return false;
+    }
     for (int i = a; i < b && i < c->lx.ntok; i++) {
         if (!ck_code(c, i))
             continue;
@@ -1794,10 +1888,10 @@ static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int 
         }
     }
     /* asm operands: outputs take what the inputs carry, and loaded values */
-    for (int s = 0; s < c->nas; s++) {
+    for (int s = ck_first_asm(c, a); s < c->nas && c->as[s].kw < b; s++) {
         const ck_asm *as = &c->as[s];
         int fn = c->fn_of[as->kw];
-        if (as->kw < a || as->kw >= b || (fn_only >= 0 && fn != fn_only))
+        if (fn_only >= 0 && fn != fn_only)
             continue;
         ck_occ in = {.origin = -1};
         for (int k = as->nout; k < as->nops; k++)
@@ -1951,6 +2045,8 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
             if (ck_assign_op(c, i) || ck_ident(c, i - 1) || ck_is(c, i - 1, "]") || ck_is(c, i - 1, ")")) {
                 ls = ck_expr_start(c, i);
                 le = i;
+                if (ck_is(c, i, "=") && le - 1 >= ls && ck_ident(c, le - 1) && ck_declarator(c, le - 1))
+                    le = ls; /* "T *p = ...": a declaration, no store */
             } else {
                 ls = i + 1;
                 le = ck_expr_end(c, i + 1);
@@ -1981,10 +2077,10 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
             ck_hit(&h->load, i);
     }
     /* inline PTX address operands */
-    for (int k = 0; k < c->nas; k++) {
+    for (int k = ck_first_asm(c, a); k < c->nas && c->as[k].kw < b; k++) {
         const ck_asm *as = &c->as[k];
         int fn = c->fn_of[as->kw];
-        if (as->kw < a || as->kw >= b || (fn_only >= 0 && fn != fn_only))
+        if (fn_only >= 0 && fn != fn_only)
             continue;
         for (int j = 0; j < as->nops; j++) {
             ck_occ o = {.origin = -1};
@@ -1999,18 +2095,18 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
         }
     }
     /* non-const pointer casts and conditions */
-    for (int k = 0; k < c->ncasts; k++) {
+    for (int k = ck_first_range(c->casts, c->ncasts, a); k < c->ncasts && c->casts[k].at < b; k++) {
         const ck_range *r = &c->casts[k];
-        if (r->at < a || r->at >= b || (fn_only >= 0 && c->fn_of[r->at] != fn_only))
+        if (fn_only >= 0 && c->fn_of[r->at] != fn_only)
             continue;
         ck_occ o = {.origin = -1};
         ck_scan(c, tt, mode, c->fn_of[r->at], r->a, r->b, &o);
         if (ck_ptr(&o, mode))
             ck_hit_cast(h, &o, mode, r->at);
     }
-    for (int k = 0; k < c->nconds; k++) {
+    for (int k = ck_first_range(c->conds, c->nconds, a); k < c->nconds && c->conds[k].at < b; k++) {
         const ck_range *r = &c->conds[k];
-        if (r->at < a || r->at >= b || (fn_only >= 0 && c->fn_of[r->at] != fn_only))
+        if (fn_only >= 0 && c->fn_of[r->at] != fn_only)
             continue;
         ck_occ o = {.origin = -1};
         ck_scan(c, tt, mode, c->fn_of[r->at], r->a, r->b, &o);
@@ -2035,9 +2131,12 @@ static void ck_returns(ck *c, const ck_taint *tt, int k, bool *ptr, bool *val)
 /* Summaries of every function's parameters, to a fixpoint over callees. */
 static bool ck_summaries(ck *c)
 {
-    for (int round = 0; round < 8; round++) {
+    for (int round = 0; !c->failed; round++) {
         bool changed = false;
-        for (int k = 0; k < c->nfn; k++) {
+        for (int kk = 0; kk < c->nfn && !c->failed; kk++) {
+            /* forward and backward in turn: a chain of helpers settles in a round or two
+             * whichever order they are defined in */
+            int k = round % 2 ? c->nfn - 1 - kk : kk;
             ck_fn *f = &c->fn[k];
             for (int j = 0; j < f->nparams; j++) {
                 if (f->param[j] < 0 || c->is_struct_param[f->param[j]])
@@ -2045,9 +2144,8 @@ static bool ck_summaries(ck *c)
                 ck_taint tt = {0};
                 bool oom = false;
                 ck_tadd(&tt, k, c->id[f->param[j]], CK_PROBE, -1, &oom);
-                for (int it = 0; it < 8 && !oom; it++)
-                    if (!ck_propagate(c, &tt, CK_PROBE_MODE, k, f->lb, f->rb + 1, &oom))
-                        break;
+                while (!oom && !c->failed && ck_propagate(c, &tt, CK_PROBE_MODE, k, f->lb, f->rb + 1, &oom)) {
+                }
                 ck_hits h = {-1, -1, -1, -1, -1, -1};
                 bool rp = false, rv = false;
                 if (!oom) {
@@ -2057,6 +2155,8 @@ static bool ck_summaries(ck *c)
                 free(tt.e);
                 if (oom)
                     return ck_reject(c, 0, "out of memory");
+                if (c->failed)
+                    return false;
                 uint32_t bit = 1u << j;
                 uint32_t *sums[] = {&f->s_store, &f->s_load, &f->s_cast, &f->s_cond_any, &f->s_cond_val,
                                     &f->s_ret_ptr, &f->s_ret_val};
@@ -2305,11 +2405,12 @@ static bool ck_flow(ck *c)
     if (!ck_summaries(c))
         return false;
     bool oom = false;
-    for (int round = 0; round < CK_ROUNDS && !oom; round++)
-        if (!ck_propagate(c, &c->taint, CK_GLOBAL_MODE, -1, 0, c->lx.ntok, &oom))
-            break;
+    while (!oom && !c->failed && ck_propagate(c, &c->taint, CK_GLOBAL_MODE, -1, 0, c->lx.ntok, &oom)) {
+    }
     if (oom)
         return ck_reject(c, 0, "out of memory");
+    if (c->failed)
+        return false;
     ck_hits h = {-1, -1, -1, -1, -1, -1};
     ck_sinks(c, &c->taint, CK_GLOBAL_MODE, -1, 0, c->lx.ntok, &h);
     char f[80] = "the argument struct (by its address)";
@@ -2407,6 +2508,8 @@ bool kevo_llm_check_source(const char *src, const char *const *inputs, int ninpu
 {
     ck c;
     memset(&c, 0, sizeof c);
+    unsigned long long work = 0;
+    c.work = &work;
     c.why = why;
     c.wn = n;
     if (why && n)
@@ -2433,6 +2536,8 @@ int kevo_llm_find_entries(const char *src, kevo_llm_entry *out, int max)
 {
     ck c;
     memset(&c, 0, sizeof c);
+    unsigned long long work = 0;
+    c.work = &work;
     if (!src || strnlen(src, KEVO_LLM_SOURCE_MAX + 1) > KEVO_LLM_SOURCE_MAX)
         return -1;
     if (!ck_init(&c, src) && !c.lx.ntok) {

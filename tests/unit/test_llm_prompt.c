@@ -1022,6 +1022,8 @@ static void test_check_accepts(void **state)
         {"struct G { const __half *w; int K; };",
          "G g; g.w = wc; g.K = a.Kc; *(out + g.K) = g.w[0]; out[sizeof(int *) * g.K] = wc[0];"},
         {"#define HD __host__ __device__", ""},
+        {"", "const __half *p = wc + 1, *q = wc + 2, **pp = &p; out[i] = *q + **pp; const __half *const *r2 = &q; "
+             "(void)r2;"},
     };
     for (size_t i = 0; i < KV_ARRAY_LEN(ok); i++) {
         char why[512] = "";
@@ -1121,6 +1123,9 @@ static void test_check_rejects(void **state)
          "input 'tm_w_user' reaches a store"},
         {"", "__half *q; memcpy(&q, &wc, sizeof q); q[0] = out[0];", "input 'w_cand' reaches a store"},
         {"", "union { const __half *c; __half *m; } u; u.c = wc; u.m[0] = out[0];", "reaches a store"},
+        {"", "const __half *p0 = nullptr, *q = a.w_user; ((__half *)q)[0] = out[0];", "input 'w_user'"},
+        {"", "__half *q = nullptr; *q = out[0]; q = (__half *)nullptr; const __half **pp = &wc; "
+             "*(__half **)pp = out; (void)q;", "input 'w_cand'"},
         {"union U2 { const __half *c; __half *m; };", "U2 u; u.c = wc; u.m[0] = out[0];", "reaches a store"},
         {"struct G { const __half *w; int K; };", "G g; g.w = wc; g.K = a.Kc; ((__half *)g.w)[g.K] = out[0];",
          "input 'w_cand'"},
