@@ -46,6 +46,9 @@ static const struct {
      "          [--device N] [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
      "          [--where EXPR] [--time-limit S] [--plateau N] [--target SPEEDUP]\n"
      "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
+     "          [--generators template,llm] [--llm-url URL] [--llm-model M] [--llm-budget N]\n"
+     "          [--llm-max-tokens N] [--llm-temperature T] [--llm-seed S] [--llm-timeout S]\n"
+     "          [--llm-retries N] [--prompts DIR]\n"
      "kevo tune --resume RUN_ID --db FILE [--jobs N] [--budget N] [...]\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
@@ -65,6 +68,14 @@ static const struct {
      "             weighted geometric mean of vs_best_peer over them (not with --shape)\n"
      "  --warm-start    seed the run with the winners of the earlier runs nearest to\n"
      "             its shape in OTHER.db (default: in --db; none: no warm start)\n"
+     "  --generators  template (default), llm, or both: llm adds the universal operator, an\n"
+     "             LLM rewrite of a node's source and launch plan (templates still seed it)\n"
+     "  --llm-url  API base of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, hosted),\n"
+     "             e.g. http://127.0.0.1:8080/v1; the key only from $KEVO_LLM_API_KEY\n"
+     "  --llm-budget  LLM calls (default 10; each is a candidate of --budget);\n"
+     "             --llm-max-tokens (default 8192), --llm-temperature, --llm-seed are sent as given;\n"
+     "             --llm-timeout seconds per attempt (default 600), --llm-retries after a 429, 5xx\n"
+     "             or failed connection (default 4, backoff 1, 2, 4, .. s); --prompts DIR\n"
      "  --resume   continue a run (after Ctrl-C, a crash or kill -9) with its stored settings:\n"
      "             nothing finished is redone, the proposals are the uninterrupted run's.\n"
      "             An option that defines the run (--op, --shape(s), --dtype, --arch, --policy,\n"
@@ -73,7 +84,10 @@ static const struct {
      "             --budget and another --time-limit, --plateau or --target extend the run (the\n"
      "             time limit counts every process of the run); --jobs and --device apply to\n"
      "             this process, the timeouts from now on.  A finished run that nothing extends is\n"
-     "             left as it is; a run whose space file changed since it started is refused\n"
+     "             left as it is; a run whose space file changed since it started is refused.\n"
+     "             --generators is the run's; --llm-url, --llm-model, ... apply from now on; a\n"
+     "             compile-only run resumed on a machine with a GPU (no --compile-only) has its\n"
+     "             compiled candidates verified and timed there, then goes on\n"
      "  Ctrl-C (SIGINT) or SIGTERM stores the run as interrupted, ends its compile and GPU\n"
      "  processes and prints the --resume command (exit 130 or 143).  A DB locked by another\n"
      "  process is waited for.  Exit 1 when every candidate failed; 2 for a usage error.\n"},
@@ -116,12 +130,18 @@ static void cli_usage(FILE *f)
                "and verify need a GPU.\n");
 }
 
-static int cli_fail(kevo_status st, const kevo_err *err)
+/* "PREFIX: MESSAGE" on stderr; messages quote DB and file text, so no
+ * escape sequence or line break of theirs reaches the terminal. */
+static void cli_say(const char *prefix, kevo_status st, const kevo_err *err)
 {
-    /* messages quote DB and file text: no escape sequence reaches the terminal */
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : kevo_status_str(st));
-    fprintf(stderr, "kevo: %s\n", kv_term_clean(msg));
+    fprintf(stderr, "%s: %s\n", prefix, kv_term_clean(msg));
+}
+
+static int cli_fail(kevo_status st, const kevo_err *err)
+{
+    cli_say("kevo", st, err);
     return 1;
 }
 
@@ -129,9 +149,9 @@ static int cli_fail(kevo_status st, const kevo_err *err)
  * for "-xy" argv[optind - 1] is still the previous argument). */
 static int cli_bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "kevo %s: ", cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(try 'kevo %s --help')\n", cmd);
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, arg);
+    fprintf(stderr, "kevo %s: %s\n(try 'kevo %s --help')\n", cmd, kv_term_clean(msg), cmd);
     return 2;
 }
 
@@ -273,6 +293,8 @@ enum {
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
     OPT_FORCE, /* export */
+    OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
+    OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_PROMPTS, /* tune: the LLM generator */
     OPT__END
 };
 _Static_assert(OPT__END <= 256 + 64, "cli_repeated keeps one bit per option");
@@ -318,7 +340,7 @@ static int cli_tune_names(const kevo_tune_opts *o)
     kevo_limits lim;
     kevo_err err;
     if ((o->given & KEVO_TUNE_GIVEN_ARCH) && kevo_limits_for_arch(o->arch, &lim, &err)) {
-        fprintf(stderr, "kevo tune: %s\n", err.msg);
+        cli_say("kevo tune", KEVO_ERR_NOT_FOUND, &err);
         return 2;
     }
     return 0;
@@ -376,6 +398,16 @@ static int cmd_tune(int argc, char **argv)
         {"target", required_argument, 0, OPT_TARGET},
         {"warm-start", required_argument, 0, OPT_WARM},
         {"shapes", required_argument, 0, OPT_SHAPES},
+        {"generators", required_argument, 0, OPT_GENERATORS},
+        {"llm-url", required_argument, 0, OPT_LLM_URL},
+        {"llm-model", required_argument, 0, OPT_LLM_MODEL},
+        {"llm-temperature", required_argument, 0, OPT_LLM_TEMPERATURE},
+        {"llm-seed", required_argument, 0, OPT_LLM_SEED},
+        {"llm-budget", required_argument, 0, OPT_LLM_BUDGET},
+        {"llm-max-tokens", required_argument, 0, OPT_LLM_MAX_TOKENS},
+        {"llm-timeout", required_argument, 0, OPT_LLM_TIMEOUT},
+        {"llm-retries", required_argument, 0, OPT_LLM_RETRIES},
+        {"prompts", required_argument, 0, OPT_PROMPTS},
         {0, 0, 0, 0},
     };
     kevo_tune_opts o;
@@ -405,6 +437,42 @@ static int cmd_tune(int argc, char **argv)
         case OPT_WHERE: o.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
         case OPT_WARM: o.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;
         case OPT_SHAPES: o.shapes_file = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPES; break;
+        case OPT_GENERATORS: o.generators = optarg; o.given |= KEVO_TUNE_GIVEN_GENERATORS; break;
+        case OPT_LLM_URL: o.llm_url = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_URL; break;
+        case OPT_LLM_MODEL: o.llm_model = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_MODEL; break;
+        case OPT_PROMPTS: o.prompts_dir = optarg; break;
+        case OPT_LLM_TEMPERATURE:
+            if (!cli_double(optarg, 0, 2, &o.llm_temperature))
+                return cli_bad_usage("tune", "--llm-temperature takes a number from 0 to 2, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_LLM_TEMPERATURE;
+            break;
+        case OPT_LLM_SEED:
+            if (!cli_int(optarg, 0, INT32_MAX, &o.llm_seed))
+                return cli_bad_usage("tune", "--llm-seed takes a whole number from 0 to 2147483647, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_LLM_SEED;
+            break;
+        case OPT_LLM_BUDGET:
+            if (!cli_int(optarg, 0, 1000000, &o.llm_budget))
+                return cli_bad_usage("tune", "--llm-budget takes a whole number of calls from 0 to 1000000, not '%s'",
+                                     optarg);
+            o.given |= KEVO_TUNE_GIVEN_LLM_BUDGET;
+            break;
+        case OPT_LLM_MAX_TOKENS:
+            if (!cli_int(optarg, 1, 1000000, &v))
+                return cli_bad_usage("tune", "--llm-max-tokens takes a whole number from 1 to 1000000, not '%s'",
+                                     optarg);
+            o.llm_max_tokens = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_LLM_MAX_TOKENS;
+            break;
+        case OPT_LLM_RETRIES:
+            if (!cli_int(optarg, 0, 100, &v))
+                return cli_bad_usage("tune", "--llm-retries takes a whole number from 0 to 100, not '%s'", optarg);
+            o.llm_retries = (int)v;
+            break;
+        case OPT_LLM_TIMEOUT:
+            if (!cli_double(optarg, 1, 86400, &o.llm_timeout))
+                return cli_bad_usage("tune", "--llm-timeout takes seconds from 1 to 86400, not '%s'", optarg);
+            break;
         case OPT_TIME_LIMIT:
             if (!cli_double(optarg, 0.001, 31536000, &o.time_limit))
                 return cli_bad_usage("tune", "--time-limit takes seconds from 0.001 to 31536000 (a year), not '%s'",
@@ -499,12 +567,13 @@ static int cmd_tune(int argc, char **argv)
     kevo_err_clear(&err);
     kevo_status st = kevo_tune(&o, &run_id, &err);
     if (st == KEVO_ERR_INTERRUPTED) {
-        fprintf(stderr, "kevo: %s\n", err.msg);
+        cli_say("kevo", st, &err);
         int sig = kv_signal_caught();
         return sig > 0 ? 128 + sig : 130;
     }
     if (st == KEVO_ERR_ARG) { /* the options are wrong: a usage error */
-        fprintf(stderr, "kevo tune: %s\n(try 'kevo tune --help')\n", err.msg);
+        cli_say("kevo tune", st, &err);
+        fprintf(stderr, "(try 'kevo tune --help')\n");
         return 2;
     }
     if (st)

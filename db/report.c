@@ -71,6 +71,7 @@ static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_e
     bool ok = o && params;
     ok = ok && cJSON_AddNumberToObject(o, "candidate_id", (double)c.id);
     ok = ok && cJSON_AddStringToObject(o, "template", c.family);
+    ok = ok && cJSON_AddStringToObject(o, "generator", kevo_report_generator(c.family));
     if (ok) {
         ok = cJSON_AddItemToObject(o, "params", params);
         if (ok)
@@ -87,6 +88,90 @@ static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_e
     ok = ok && (c.tied < 0 ? cJSON_AddNullToObject(o, "tied") != NULL : cJSON_AddBoolToObject(o, "tied", c.tied) != NULL);
     cJSON_Delete(params);
     kevo_cand_row_release(&c);
+    if (!ok) {
+        cJSON_Delete(o);
+        return rp_nomem(err);
+    }
+    *out = o;
+    return KEVO_OK;
+}
+
+const char *kevo_report_generator(const char *family)
+{
+    return strncmp(family, "llm", 3) == 0 ? "llm" : "template";
+}
+
+/* The run's candidates in *out: id, family, generator, the edge that made
+ * it (parent and operator), status, failure and figures. */
+static kevo_status rp_cands_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+{
+    *out = NULL;
+    kevo_cand_row *rows = NULL;
+    kevo_edge_row *edges = NULL;
+    int n = 0, ne = 0;
+    kevo_status s = kevo_db_cand_list(db, run_id, &rows, &n, err);
+    if (!s)
+        s = kevo_db_edge_list(db, run_id, &edges, &ne, err);
+    cJSON *a = s ? NULL : cJSON_CreateArray();
+    bool ok = a != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        const kevo_cand_row *c = &rows[i];
+        const kevo_edge_row *by = NULL;
+        for (int k = 0; k < ne && !by; k++)
+            if (edges[k].child_id == c->id)
+                by = &edges[k];
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(a, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = cJSON_AddNumberToObject(o, "id", (double)c->id) && cJSON_AddStringToObject(o, "family", c->family) &&
+             cJSON_AddStringToObject(o, "generator", kevo_report_generator(c->family)) &&
+             (by ? cJSON_AddNumberToObject(o, "parent_id", (double)by->parent_id) != NULL
+                 : cJSON_AddNullToObject(o, "parent_id") != NULL) &&
+             rp_add_str_opt(o, "operator", by ? by->op : NULL) && cJSON_AddStringToObject(o, "status", c->status) &&
+             rp_add_str_opt(o, "fail", c->fail) && rp_add_num(o, "median_ms", c->median_ms) &&
+             rp_add_num(o, "speedup", c->speedup);
+    }
+    kevo_cand_rows_free(rows, n);
+    free(edges);
+    if (s)
+        return s;
+    if (!ok) {
+        cJSON_Delete(a);
+        return rp_nomem(err);
+    }
+    *out = a;
+    return KEVO_OK;
+}
+
+/* The run's LLM calls in *out (null without any): calls, failed calls,
+ * tokens in and out, total latency. */
+static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+{
+    kevo_generation_row *g = NULL;
+    int n = 0;
+    kevo_status s = kevo_db_generation_list(db, run_id, &g, &n, err);
+    if (s)
+        return s;
+    if (n == 0) {
+        *out = cJSON_CreateNull();
+        return *out ? KEVO_OK : rp_nomem(err);
+    }
+    double tin = 0, tout = 0, lat = 0;
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        tin += g[i].tokens_in > 0 ? (double)g[i].tokens_in : 0;
+        tout += g[i].tokens_out > 0 ? (double)g[i].tokens_out : 0;
+        lat += isfinite(g[i].latency_s) ? g[i].latency_s : 0;
+        failed += g[i].error != NULL;
+    }
+    kevo_generation_rows_free(g, n);
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && cJSON_AddNumberToObject(o, "calls", n) && cJSON_AddNumberToObject(o, "failed", failed) &&
+              cJSON_AddNumberToObject(o, "tokens_in", tin) && cJSON_AddNumberToObject(o, "tokens_out", tout) &&
+              cJSON_AddNumberToObject(o, "latency_s", lat);
     if (!ok) {
         cJSON_Delete(o);
         return rp_nomem(err);
@@ -133,10 +218,18 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
         cJSON_Delete(o);
         return rp_nomem(err);
     }
-    cJSON *best = NULL;
+    cJSON *best = NULL, *cands = NULL, *llm = NULL;
     s = rp_best_json(db, run_id, &best, err);
     if (!s && !cJSON_AddItemToObject(o, "best", best)) {
         cJSON_Delete(best);
+        s = rp_nomem(err);
+    }
+    if (!s && !(s = rp_llm_json(db, run_id, &llm, err)) && !cJSON_AddItemToObject(o, "llm", llm)) {
+        cJSON_Delete(llm);
+        s = rp_nomem(err);
+    }
+    if (!s && !(s = rp_cands_json(db, run_id, &cands, err)) && !cJSON_AddItemToObject(o, "candidates", cands)) {
+        cJSON_Delete(cands);
         s = rp_nomem(err);
     }
     if (s) {

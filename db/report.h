@@ -40,4 +40,10 @@ kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *
  * best 0.87x (0.6421 ms)".  Written into out[n]. */
 void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n);
 
+/* The generator a candidate of this family came from: "llm" (an LLM
+ * candidate's family is "llm_" + a hash, or "llm_call<N>" for a call that
+ * gave no source; template families may not begin with "llm") or
+ * "template". */
+const char *kevo_report_generator(const char *family);
+
 #endif /* KEVO_REPORT_H */

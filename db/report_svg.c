@@ -142,7 +142,9 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
                 continue;
             kv_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"%s><title>", SV_X(p),
                           SV_Y(depth[p]), SV_X(c), SV_Y(depth[c]),
-                          strcmp(edges[k].op, "crossover") == 0 ? " stroke-dasharray=\"3 2\"" : "");
+                          strcmp(edges[k].op, "crossover") == 0 ? " stroke-dasharray=\"3 2\""
+                          : strcmp(edges[k].op, "llm") == 0     ? " stroke=\"#377eb8\" stroke-width=\"1.5\""
+                                                                : "");
             sv_text(b, edges[k].op);
             kv_buf_puts(b, "</title></line>\n");
         }
@@ -159,8 +161,14 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
                 snprintf(fill, sizeof fill, "%s", strcmp(rows[i].status, "pending") == 0 ? "#fff" : "#aaa");
                 stroke = "#666";
             }
-            kv_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
-                          SV_X(i), SV_Y(depth[i]), fill, stroke, (long long)rows[i].id);
+            /* LLM candidates are squares, template candidates circles */
+            bool llm = strcmp(kevo_report_generator(rows[i].family), "llm") == 0;
+            if (llm)
+                kv_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
+                              SV_X(i) - 4, SV_Y(depth[i]) - 4, fill, stroke, (long long)rows[i].id);
+            else
+                kv_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
+                              SV_X(i), SV_Y(depth[i]), fill, stroke, (long long)rows[i].id);
             sv_text(b, rows[i].family);
             kv_buf_puts(b, " ");
             sv_text(b, rows[i].params);
@@ -176,7 +184,7 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
             } else {
                 kv_buf_printf(b, ": %s", rows[i].status);
             }
-            kv_buf_puts(b, "</title></circle>\n");
+            kv_buf_puts(b, llm ? "</title></rect>\n" : "</title></circle>\n");
         }
 #undef SV_X
 #undef SV_Y
@@ -201,6 +209,11 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
                       lx + 20, SV_TOP2 + 23, best, lx + 20, SV_TOP2 + 163, lx + 7, SV_TOP2 + 190, lx + 20,
                       SV_TOP2 + 194, lx + 7, SV_TOP2 + 208, lx + 20, SV_TOP2 + 212, lx, SV_TOP2 + 226, lx + 14,
                       SV_TOP2 + 226, lx + 20, SV_TOP2 + 230);
+        kv_buf_printf(b,
+                      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#377eb8\" stroke-width=\"1.5\"/>"
+                      "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#aaa\" stroke=\"#666\"/>"
+                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">LLM rewrite</text>\n",
+                      lx, SV_TOP2 + 244, lx + 14, SV_TOP2 + 244, lx + 3, SV_TOP2 + 240, lx + 20, SV_TOP2 + 248);
     }
     kevo_cand_rows_free(rows, n);
     free(edges);

@@ -20,7 +20,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 4
+#define ST_SCHEMA_VERSION 5
 
 struct kevo_db {
     sqlite3 *h;
@@ -54,6 +54,20 @@ struct kevo_db {
     " reps INTEGER, warmup INTEGER, time_limit REAL, plateau INTEGER, target REAL, compile_timeout REAL,"    \
     " eval_timeout REAL, templates TEXT, space_hash TEXT, elapsed_s REAL);"
 
+/* Tables schema 5 added: LLM generations (one per LLM call, the candidate
+ * it became) and a run's LLM settings (never the API key). */
+#define ST_SCHEMA_V5_TABLES                                                                                  \
+    "CREATE TABLE generations("                                                                              \
+    " candidate_id INTEGER PRIMARY KEY REFERENCES candidates(id), run_id INTEGER NOT NULL REFERENCES runs(id)," \
+    " parent_id INTEGER REFERENCES candidates(id), generator TEXT NOT NULL, model TEXT, system_prompt TEXT,"  \
+    " prompt TEXT, reply TEXT, tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, seed INTEGER,"         \
+    " temperature REAL, finish_reason TEXT, http_status INTEGER, attempts INTEGER, error TEXT, query TEXT,"   \
+    " space TEXT, source TEXT, created_at TEXT);"                                                           \
+    "CREATE INDEX generations_run ON generations(run_id);"                                                   \
+    "CREATE TABLE run_llm("                                                                                  \
+    " run_id INTEGER PRIMARY KEY REFERENCES runs(id), generators TEXT, llm_budget INTEGER, url TEXT,"        \
+    " model TEXT, temperature REAL, seed INTEGER, max_tokens INTEGER);"
+
 static const char st_schema_sql[] =
     "CREATE TABLE runs("
     " id INTEGER PRIMARY KEY, op TEXT, shape TEXT, dtype TEXT, arch TEXT, policy TEXT, families TEXT,"
@@ -83,7 +97,7 @@ static const char st_schema_sql[] =
     "CREATE INDEX edges_child ON edges(child_id);"
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
-    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES;
+    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES;
 
 /* ---- errors ---- */
 
@@ -340,7 +354,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=4", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=5", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -354,7 +368,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 4, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 5, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -363,7 +377,8 @@ _Static_assert(ST_SCHEMA_VERSION == 4, "user_version literal in st_create_schema
  *           repetition's time, shape distributions and warm starts;
  *   3 -> 4: run settings (batch, maps, reps, termination, timeouts, the
  *           space files' hashes), so that --resume applies or refuses
- *           every option. */
+ *           every option;
+ *   4 -> 5: LLM generations and a run's LLM settings. */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -379,6 +394,7 @@ static const char *const st_migrations[] = {
     "ALTER TABLE candidates ADD COLUMN fitness REAL;"
     "ALTER TABLE candidates ADD COLUMN tied INTEGER;" ST_SCHEMA_V3_TABLES "PRAGMA user_version=3;",
     ST_SCHEMA_V4_TABLES "PRAGMA user_version=4;",
+    ST_SCHEMA_V5_TABLES "PRAGMA user_version=5;",
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 
@@ -1788,6 +1804,208 @@ kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_setti
                          (long long)run_id, db->path);
     } else {
         s = st_fail(db, err, rc, "read run settings %lld", (long long)run_id);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- LLM generations ---- */
+
+void kevo_generation_row_init(kevo_generation_row *g)
+{
+    memset(g, 0, sizeof *g);
+    g->tokens_in = g->tokens_out = -1;
+    g->latency_s = NAN;
+    g->seed = -1;
+    g->temperature = NAN;
+}
+
+void kevo_generation_row_release(kevo_generation_row *g)
+{
+    char **p[] = {&g->system_prompt, &g->prompt, &g->reply, &g->error, &g->space, &g->source};
+    for (size_t i = 0; i < KV_ARRAY_LEN(p); i++) {
+        free(*p[i]);
+        *p[i] = NULL;
+    }
+}
+
+void kevo_generation_rows_free(kevo_generation_row *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        kevo_generation_row_release(&v[i]);
+    free(v);
+}
+
+kevo_status kevo_db_generation_put(kevo_db *db, const kevo_generation_row *g, kevo_err *err)
+{
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT INTO generations(candidate_id, run_id, parent_id, generator, model, "
+                               "system_prompt, prompt, reply, tokens_in, tokens_out, latency_s, seed, temperature, "
+                               "finish_reason, http_status, attempts, error, query, space, source, created_at) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               &st, err, "generation insert");
+    if (s)
+        return s;
+    char now[32];
+    kv_utc_iso(now);
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, g->candidate_id);
+    st_b_i64(&b, g->run_id);
+    st_b_i64_opt(&b, g->parent_id, 0);
+    st_b_text(&b, g->generator);
+    st_b_text_opt(&b, g->model);
+    st_b_text(&b, g->system_prompt);
+    st_b_text(&b, g->prompt);
+    st_b_text(&b, g->reply);
+    st_b_i64_opt(&b, g->tokens_in, -1);
+    st_b_i64_opt(&b, g->tokens_out, -1);
+    st_b_double(&b, g->latency_s);
+    st_b_i64_opt(&b, g->seed, -1);
+    st_b_double(&b, g->temperature);
+    st_b_text_opt(&b, g->finish_reason);
+    st_b_int_opt(&b, g->http_status, 0);
+    st_b_i64(&b, g->attempts);
+    st_b_text(&b, g->error);
+    st_b_text_opt(&b, g->query);
+    st_b_text(&b, g->space);
+    st_b_text(&b, g->source);
+    st_b_text(&b, now);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "generation");
+    return st_exec_stmt(db, st, err, "store a generation");
+}
+
+static void st_read_generation(sqlite3_stmt *st, void *out)
+{
+    kevo_generation_row *g = out;
+    kevo_generation_row_init(g);
+    int i = 0;
+    g->candidate_id = sqlite3_column_int64(st, i++);
+    g->run_id = sqlite3_column_int64(st, i++);
+    g->parent_id = sqlite3_column_int64(st, i++);
+    st_col_text(st, i++, g->generator, sizeof g->generator);
+    st_col_text(st, i++, g->model, sizeof g->model);
+    st_col_strdup(st, i++, &g->system_prompt);
+    st_col_strdup(st, i++, &g->prompt);
+    st_col_strdup(st, i++, &g->reply);
+    g->tokens_in = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    i++;
+    g->tokens_out = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    i++;
+    g->latency_s = st_col_double(st, i++);
+    g->seed = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    i++;
+    g->temperature = st_col_double(st, i++);
+    st_col_text(st, i++, g->finish_reason, sizeof g->finish_reason);
+    g->http_status = st_col_int_opt(st, i++, 0);
+    g->attempts = sqlite3_column_int(st, i++);
+    st_col_strdup(st, i++, &g->error);
+    st_col_text(st, i++, g->query, sizeof g->query);
+    st_col_strdup(st, i++, &g->space);
+    st_col_strdup(st, i++, &g->source);
+    st_col_text(st, i++, g->created_at, sizeof g->created_at);
+}
+
+#define ST_GEN_COLS                                                                                          \
+    "candidate_id, run_id, parent_id, generator, model, system_prompt, prompt, reply, tokens_in, tokens_out," \
+    " latency_s, seed, temperature, finish_reason, http_status, attempts, error, query, space, source, created_at"
+
+kevo_status kevo_db_generation_list(kevo_db *db, int64_t run_id, kevo_generation_row **out, int *n, kevo_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT " ST_GEN_COLS " FROM generations WHERE run_id=? ORDER BY candidate_id",
+                               &st, err, "generations read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run id");
+    return st_collect(db, st, sizeof **out, st_read_generation, (void **)out, n, err, "generations");
+}
+
+kevo_status kevo_db_generation_get(kevo_db *db, int64_t candidate_id, kevo_generation_row *g, kevo_err *err)
+{
+    kevo_generation_row_init(g);
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT " ST_GEN_COLS " FROM generations WHERE candidate_id=?", &st, err,
+                               "generation read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, candidate_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "candidate id");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        st_read_generation(st, g);
+        s = KEVO_OK;
+    } else if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld has no generation in '%s'", (long long)candidate_id,
+                         db->path);
+    } else {
+        s = st_fail(db, err, rc, "read the generation of candidate %lld", (long long)candidate_id);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+kevo_status kevo_db_run_llm_put(kevo_db *db, int64_t run_id, const kevo_run_llm *r, kevo_err *err)
+{
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "INSERT OR REPLACE INTO run_llm(run_id, generators, llm_budget, url, model, "
+                               "temperature, seed, max_tokens) VALUES(?,?,?,?,?,?,?,?)",
+                               &st, err, "run LLM settings insert");
+    if (s)
+        return s;
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, run_id);
+    st_b_text(&b, r->generators);
+    st_b_i64(&b, r->llm_budget);
+    st_b_text_opt(&b, r->url);
+    st_b_text_opt(&b, r->model);
+    st_b_double(&b, r->temperature);
+    st_b_i64_opt(&b, r->seed, -1);
+    st_b_i64(&b, r->max_tokens);
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "run LLM settings");
+    return st_exec_stmt(db, st, err, "store run LLM settings");
+}
+
+kevo_status kevo_db_run_llm_get(kevo_db *db, int64_t run_id, kevo_run_llm *r, kevo_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->seed = -1;
+    r->temperature = NAN;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT generators, llm_budget, url, model, temperature, seed, max_tokens FROM run_llm "
+                               "WHERE run_id=?",
+                               &st, err, "run LLM settings read");
+    if (s)
+        return s;
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run id");
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        st_col_text(st, 0, r->generators, sizeof r->generators);
+        r->llm_budget = sqlite3_column_int64(st, 1);
+        st_col_text(st, 2, r->url, sizeof r->url);
+        st_col_text(st, 3, r->model, sizeof r->model);
+        r->temperature = st_col_double(st, 4);
+        r->seed = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
+        r->max_tokens = sqlite3_column_int(st, 6);
+        s = KEVO_OK;
+    } else if (rc == SQLITE_DONE) {
+        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld has no LLM settings in '%s'", (long long)run_id,
+                         db->path);
+    } else {
+        s = st_fail(db, err, rc, "read the LLM settings of run %lld", (long long)run_id);
     }
     sqlite3_finalize(st);
     return s;

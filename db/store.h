@@ -257,4 +257,52 @@ kevo_status kevo_db_begin(kevo_db *db, kevo_err *err);
 kevo_status kevo_db_commit(kevo_db *db, kevo_err *err);
 void kevo_db_rollback(kevo_db *db);
 
+/* One LLM call and what it became (table generations, schema 5): the
+ * candidate row it made (an llm_error or parse_error is a failed candidate
+ * too), its parent, the model, the prompt and the reply as sent and
+ * received, usage, and the one-point space and device source the reply
+ * gave (NULL when it gave none).  The API key is never part of it. */
+typedef struct kevo_generation_row {
+    int64_t candidate_id, run_id;
+    int64_t parent_id;          /* 0: none */
+    char generator[16];         /* "llm" */
+    char model[128];
+    char *system_prompt, *prompt, *reply, *error; /* malloc'd, may be NULL */
+    char *space, *source;       /* malloc'd, NULL when the reply gave none */
+    int64_t tokens_in, tokens_out; /* -1 unknown */
+    double latency_s;           /* NaN unknown */
+    int64_t seed;               /* -1 none */
+    double temperature;         /* NaN none */
+    char finish_reason[32];
+    int http_status;            /* 0 none */
+    int attempts;
+    char query[256];            /* the knowledge query the prompt used */
+    char created_at[32];
+} kevo_generation_row;
+
+void kevo_generation_row_init(kevo_generation_row *g);
+void kevo_generation_row_release(kevo_generation_row *g);
+void kevo_generation_rows_free(kevo_generation_row *v, int n);
+/* Insert (candidate_id must exist).  Errors: KEVO_ERR_DB. */
+kevo_status kevo_db_generation_put(kevo_db *db, const kevo_generation_row *g, kevo_err *err);
+/* A run's generations by candidate id; *out malloc'd (kevo_generation_rows_free). */
+kevo_status kevo_db_generation_list(kevo_db *db, int64_t run_id, kevo_generation_row **out, int *n, kevo_err *err);
+/* The generation of a candidate; KEVO_ERR_NOT_FOUND for a template candidate. */
+kevo_status kevo_db_generation_get(kevo_db *db, int64_t candidate_id, kevo_generation_row *g, kevo_err *err);
+
+/* A run's LLM settings (table run_llm): what --resume applies again. */
+typedef struct kevo_run_llm {
+    char generators[64];  /* "template", "template,llm", "llm" */
+    int64_t llm_budget;   /* LLM calls the run may make */
+    char url[512];        /* API base; never with credentials */
+    char model[128];
+    double temperature;   /* NaN: not sent */
+    int64_t seed;         /* -1: not sent */
+    int max_tokens;       /* 0: not sent */
+} kevo_run_llm;
+
+kevo_status kevo_db_run_llm_put(kevo_db *db, int64_t run_id, const kevo_run_llm *r, kevo_err *err);
+/* KEVO_ERR_NOT_FOUND for a run without LLM settings (templates only). */
+kevo_status kevo_db_run_llm_get(kevo_db *db, int64_t run_id, kevo_run_llm *r, kevo_err *err);
+
 #endif /* KEVO_STORE_H */

@@ -17,6 +17,10 @@ static const char *const ev_names[KEVO_FAIL__COUNT] = {
     [KEVO_FAIL_RESOURCE_EXCEEDED] = "resource_exceeded",
     [KEVO_FAIL_WORKER_CRASH] = "worker_crash",
     [KEVO_FAIL_PLAN_ERROR] = "plan_error",
+    [KEVO_FAIL_LLM_ERROR] = "llm_error",
+    [KEVO_FAIL_PARSE_ERROR] = "parse_error",
+    [KEVO_FAIL_REJECTED] = "rejected",
+    [KEVO_FAIL_INPUT_MODIFIED] = "input_modified",
 };
 
 const char *kevo_fail_name(kevo_fail f)

@@ -22,7 +22,7 @@ typedef struct lce_state {
     size_t ws_cap;
     int launch_seq; /* last tag handed to a plan run: one counter for every candidate on this workspace */
     int32_t *host_map;
-    CUfunction f_gen, f_gen_padded, f_ref, f_sumsq, f_compare, f_cat_e, f_cat_w, f_bcast_add;
+    CUfunction f_gen, f_gen_padded, f_ref, f_sumsq, f_compare, f_cat_e, f_cat_w, f_bcast_add, f_checksum;
 } lce_state;
 
 #define LCE_TRY(call)                                                                                                  \
@@ -196,6 +196,36 @@ static CUresult lce_compare(wk_ctx *w, CUdeviceptr out, double ref_sumsq, double
     return CUDA_SUCCESS;
 }
 
+/* *sum = the checksum of every input tensor (the weights, their padded
+ * copies, E_user, E_cand, cand_to_user) and of the reference the output is
+ * compared with (a kernel reaching past its tensors must not rewrite the
+ * answer it is judged by), computed on the device into the
+ * last slot of the stats buffer (the comparison uses the first five). */
+static CUresult lce_inputs_sum(wk_ctx *w, unsigned long long *sum)
+{
+    lce_state *s = w->op_state;
+    const struct {
+        CUdeviceptr p;
+        size_t bytes;
+    } in[] = {
+        {s->w_user, (size_t)(s->M * s->Ku) * 2},         {s->w_cand, (size_t)(s->M * s->Kc) * 2},
+        {s->w_user_pad, (size_t)(s->M * s->Kup) * 2},    {s->w_cand_pad, (size_t)(s->M * s->Kcp) * 2},
+        {s->e_user, (size_t)(s->U * s->Ku * s->N) * 2}, {s->e_cand, (size_t)(s->B * s->Kc * s->N) * 2},
+        {s->map, (size_t)s->B * 4},                      {s->ref, (size_t)(s->B * s->M * s->N) * 4},
+    };
+    CUdeviceptr slot = s->stats + 7 * sizeof(double);
+    LCE_TRY(w->cu.cuMemsetD8Async(slot, 0, sizeof(unsigned long long), w->stream));
+    for (size_t i = 0; i < KV_ARRAY_LEN(in); i++) {
+        CUdeviceptr p = in[i].p;
+        unsigned long long n = in[i].bytes / 4, salt = (unsigned long long)i << 56;
+        void *a[] = {&p, &n, &salt, &slot};
+        if (n > 0)
+            LCE_TRY(wk_launch(w, s->f_checksum, wk_blocks(n), 1, 1, 256, 1, 1, 0, a));
+    }
+    LCE_TRY(w->cu.cuMemcpyDtoHAsync(sum, slot, sizeof *sum, w->stream));
+    return w->cu.cuStreamSynchronize(w->stream);
+}
+
 /* Run a candidate's plan once on the current buffers. */
 typedef struct lce_run_arg {
     const wk_cand *c;
@@ -269,9 +299,12 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
         if (!(req->maps & (1u << kind)))
             continue;
         double ref2 = 0, st[4];
+        unsigned long long sum_before = 0, sum_after = 0;
         r = lce_fill(w, lce_check_seed(req->seed, kind), (kevo_map_kind)kind);
         if (r == CUDA_SUCCESS)
             r = lce_reference(w, &ref2);
+        if (r == CUDA_SUCCESS)
+            r = lce_inputs_sum(w, &sum_before);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "preparing a check (reference side)", sticky);
             return;
@@ -300,11 +333,19 @@ static void lce_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, k
             return;
         }
         r = lce_compare(w, s->out, ref2, st);
+        if (r == CUDA_SUCCESS)
+            r = lce_inputs_sum(w, &sum_after);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "comparing", sticky);
             return;
         }
         res->checks++;
+        if (sum_after != sum_before) { /* before the output is judged: a kernel may hide its writes in a right answer */
+            res->fail = KEVO_FAIL_INPUT_MODIFIED;
+            snprintf(res->msg, sizeof res->msg, "the kernel wrote an input tensor or the reference (checksum changed, %s map)",
+                     kevo_map_name((kevo_map_kind)kind));
+            return;
+        }
         double rel = ref2 > 0 ? sqrt(st[0] / ref2) : sqrt(st[0]);
         if (rel > res->rel_err)
             res->rel_err = rel;
@@ -603,7 +644,8 @@ static kevo_status lce_init(wk_ctx *w, bool first, kevo_err *err)
         (st = wk_ref_fn(w, "kv_ref", &s->f_ref, err)) || (st = wk_ref_fn(w, "kv_sumsq", &s->f_sumsq, err)) ||
         (st = wk_ref_fn(w, "kv_compare", &s->f_compare, err)) || (st = wk_ref_fn(w, "kv_cat_e", &s->f_cat_e, err)) ||
         (st = wk_ref_fn(w, "kv_cat_w", &s->f_cat_w, err)) ||
-        (st = wk_ref_fn(w, "kv_bcast_add", &s->f_bcast_add, err)))
+        (st = wk_ref_fn(w, "kv_bcast_add", &s->f_bcast_add, err)) ||
+        (st = wk_ref_fn(w, "kv_checksum", &s->f_checksum, err)))
         return st;
     struct {
         CUdeviceptr *p;

@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 
 #include "db/store.h"
+#include "search/gen.h"
 #include "export/emit.h"
 #include "kernels/op.h"
 #include "templates/space.h"
@@ -125,6 +126,20 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
                                  kevo_err *err)
 {
     const kevo_space *sp = kevo_spaces_find(x->spaces, x->nspaces, c->family);
+    kevo_generation_row g;
+    if (!sp && kevo_db_generation_get(x->db, c->id, &g, NULL) == KEVO_OK) {
+        /* an LLM candidate: its one-point space and source as the DB keeps them (checked against their hash) */
+        kevo_space *ls = NULL;
+        kevo_space **a = realloc(x->spaces, (size_t)(x->nspaces + 1) * sizeof *a);
+        kevo_status st = a ? kevo_gen_llm_space(&g, c->family, &ls, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        kevo_generation_row_release(&g);
+        if (a)
+            x->spaces = a;
+        if (st)
+            return st;
+        x->spaces[x->nspaces++] = ls;
+        sp = ls;
+    }
     if (!sp)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",
                             (long long)c->id, kevo_emit_is_ident(c->family, 63) ? c->family : "(not a name)");

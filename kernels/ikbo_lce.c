@@ -259,6 +259,9 @@ static double lce_bytes(const kevo_syms *shape, kevo_dtype dtype)
     return elem * (M * Ku + M * Kc + U * Ku * N + B * Kc * N + B * M * N) + 4.0 * B;
 }
 
+static const char *const lce_inputs[] = {"w_user", "w_cand", "e_user", "e_cand", "cand_to_user"};
+static const char *const lce_outputs[] = {"out"};
+
 const kevo_op kevo_op_ikbo_lce = {
     .name = "ikbo_lce",
     .summary = "linear compression embedding, decomposed: out[b] = Wc @ Ec[b] + Wu @ Eu[cand_to_user[b]]",
@@ -271,6 +274,10 @@ const kevo_op kevo_op_ikbo_lce = {
     .bytes = lce_bytes,
     .abi_header = "ikbo_lce_abi.h",
     .ref_source = "ikbo_lce_ref.cu",
+    .inputs = lce_inputs,
+    .ninputs = (int)(sizeof lce_inputs / sizeof lce_inputs[0]),
+    .outputs = lce_outputs,
+    .noutputs = (int)(sizeof lce_outputs / sizeof lce_outputs[0]),
 };
 
 /* ---- input generation (the device implements the same arithmetic) ---- */

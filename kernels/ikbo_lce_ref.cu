@@ -123,6 +123,23 @@ extern "C" __global__ void __launch_bounds__(256) kv_ref(const kevo_lce_args a, 
         }
 }
 
+// *sum += a position-weighted checksum of n 32-bit words (each word times an
+// odd multiplier of its index, wrapping mod 2^64, salted per tensor), so a
+// changed, moved or swapped word changes it: after a candidate's checked run
+// the inputs must sum as before (a kernel that writes its inputs fails).
+extern "C" __global__ void kv_checksum(const unsigned *p, unsigned long long n, unsigned long long salt,
+                                       unsigned long long *sum)
+{
+    unsigned long long s = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        s += ((unsigned long long)p[i] + 1ull) * (((i + salt) * 0x9e3779b97f4a7c15ull) | 1ull);
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0)
+        atomicAdd(sum, s);
+}
+
 // stats[0] += sum ref^2 (first pass, before the tolerance is known).
 extern "C" __global__ void kv_sumsq(const float *ref, unsigned long long n, double *stats)
 {

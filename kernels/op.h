@@ -51,6 +51,12 @@ typedef struct kevo_op {
      * candidate, and the GPU reference/utility module the evaluator compiles. */
     const char *abi_header;
     const char *ref_source;
+    /* The ABI struct's tensor fields a kernel reads and the ones it writes
+     * (the LLM source check refuses writes to inputs and reads of outputs). */
+    const char *const *inputs;
+    int ninputs;
+    const char *const *outputs;
+    int noutputs;
 } kevo_op;
 
 /* Look up an op by name; NULL when unknown. */

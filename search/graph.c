@@ -19,18 +19,25 @@ static uint64_t sg_key(int family, const kevo_config *cfg, int nparams)
     return h;
 }
 
+/* The space of a family index: a searched template family (< nspaces) or
+ * an LLM candidate's one-point space (kevo_search_add_space). */
+static const kevo_space *sg_space(const kevo_search *s, int family)
+{
+    return family < s->nspaces ? s->spaces[family] : s->added[family - s->nspaces];
+}
+
 static bool sg_same(const kevo_search *s, const kevo_node *n, int family, const kevo_config *cfg)
 {
     if (n->family != family)
         return false;
-    return memcmp(n->cfg.v, cfg->v, (size_t)s->spaces[family]->nparams * sizeof cfg->v[0]) == 0;
+    return memcmp(n->cfg.v, cfg->v, (size_t)sg_space(s, family)->nparams * sizeof cfg->v[0]) == 0;
 }
 
 int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg)
 {
     if (!s->hash_cap)
         return -1;
-    uint64_t h = sg_key(family, cfg, s->spaces[family]->nparams);
+    uint64_t h = sg_key(family, cfg, sg_space(s, family)->nparams);
     for (int i = 0; i < s->hash_cap; i++) {
         int slot = (int)((h + (uint64_t)i) % (uint64_t)s->hash_cap);
         if (s->hash_vals[slot] == 0)
@@ -45,7 +52,7 @@ int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg)
 static void sg_hash_insert(kevo_search *s, int idx)
 {
     const kevo_node *n = &s->nodes[idx];
-    uint64_t h = sg_key(n->family, &n->cfg, s->spaces[n->family]->nparams);
+    uint64_t h = sg_key(n->family, &n->cfg, sg_space(s, n->family)->nparams);
     for (int i = 0;; i++) {
         int slot = (int)((h + (uint64_t)i) % (uint64_t)s->hash_cap);
         if (s->hash_vals[slot] == 0) {
@@ -187,14 +194,14 @@ double kevo_search_predict(const kevo_search *s, int family, const kevo_config *
 {
     double t = NAN;
     kevo_err err;
-    if (kevo_model_predict(s->spaces[family], &s->shape, &s->limits, s->dtype, cfg, &s->model, &t, &err))
+    if (kevo_model_predict(sg_space(s, family), &s->shape, &s->limits, s->dtype, cfg, &s->model, &t, &err))
         return NAN;
     if (s->nextra == 0 || isnan(t))
         return t;
     /* weighted geometric mean over the distribution */
     double lsum = s->weights[0] * log(t), wsum = s->weights[0];
     for (int i = 0; i < s->nextra; i++) {
-        if (kevo_model_predict(s->spaces[family], &s->extra[i], &s->limits, s->dtype, cfg, &s->model, &t, &err) ||
+        if (kevo_model_predict(sg_space(s, family), &s->extra[i], &s->limits, s->dtype, cfg, &s->model, &t, &err) ||
             isnan(t))
             return NAN;
         lsum += s->weights[i + 1] * log(t);
@@ -249,7 +256,69 @@ void kevo_search_release(kevo_search *s)
     free(s->nodes);
     free(s->hash_keys);
     free(s->hash_vals);
+    free(s->added);
     memset(s, 0, sizeof *s);
+}
+
+int kevo_search_add_space(kevo_search *s, const kevo_space *sp)
+{
+    if (s->nadded == s->added_cap) {
+        int cap = s->added_cap ? 2 * s->added_cap : 16;
+        const kevo_space **a = realloc(s->added, (size_t)cap * sizeof *a);
+        if (!a)
+            return -1;
+        s->added = a;
+        s->added_cap = cap;
+    }
+    s->added[s->nadded] = sp;
+    return s->nspaces + s->nadded++;
+}
+
+const kevo_space *kevo_search_space(const kevo_search *s, int family)
+{
+    return family >= 0 && family < s->nspaces + s->nadded ? sg_space(s, family) : NULL;
+}
+
+int kevo_search_llm_parent(const kevo_search *s)
+{
+    /* base value of a node as a parent: its fitness; in a compile-only run
+     * (fitness unknown) the model's best prediction over its own; a failed
+     * LLM node, half the best base (its message is worth a repair) */
+    double best_base = 0.0, best_pred = NAN;
+    for (int i = 0; i < s->nnodes; i++) {
+        const kevo_node *n = &s->nodes[i];
+        if (!n->done)
+            continue;
+        if (n->fitness > best_base)
+            best_base = n->fitness;
+        double t = kevo_search_predict(s, n->family, &n->cfg);
+        if (isnan(n->fitness) && !isnan(t) && !(t >= best_pred))
+            best_pred = t;
+    }
+    int pick = -1;
+    double pick_score = 0.0;
+    for (int i = 0; i < s->nnodes; i++) {
+        const kevo_node *n = &s->nodes[i];
+        if (!n->done)
+            continue;
+        double base;
+        if (n->fitness > 0)
+            base = n->fitness;
+        else if (isnan(n->fitness)) {
+            double t = kevo_search_predict(s, n->family, &n->cfg);
+            base = !isnan(t) && t > 0 && !isnan(best_pred) ? best_pred / t : 0.5;
+        } else if (n->family >= s->nspaces && n->llm_children == 0) {
+            base = 0.5 * (best_base > 0 ? best_base : 1.0);
+        } else {
+            continue;
+        }
+        double score = base * pow(0.5, n->llm_children);
+        if (score > pick_score) {
+            pick_score = score;
+            pick = i;
+        }
+    }
+    return pick;
 }
 
 int kevo_search_add(kevo_search *s, const kevo_proposal *p)
@@ -295,7 +364,7 @@ double kevo_search_rank(const kevo_node *n)
 
 int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n)
 {
-    const kevo_space *sp = s->spaces[family];
+    const kevo_space *sp = sg_space(s, family);
     int ok = kevo_space_check(sp, &s->shape, &s->limits, s->dtype, cfg, why, n);
     for (int i = 0; i < s->nextra && ok == 1; i++)
         ok = kevo_space_check(sp, &s->extra[i], &s->limits, s->dtype, cfg, why, n);
@@ -499,7 +568,7 @@ static int sg_value_index(const kevo_param *p, int64_t v)
 int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max)
 {
     const kevo_node *n = &s->nodes[node];
-    const kevo_space *sp = s->spaces[n->family];
+    const kevo_space *sp = sg_space(s, n->family);
     int count = 0;
     for (int a = 0; a < sp->naxes && count < max; a++) {
         const kevo_axis *ax = &sp->axes[a];
@@ -861,7 +930,7 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
             if (!seen)
                 ops[nops++] = nb[i].op;
         }
-    const kevo_space *sp = s->spaces[s->nodes[node].family];
+    const kevo_space *sp = sg_space(s, s->nodes[node].family);
     for (int x = 0; x < sp->naxes; x++)
         ops[nops++] = sp->axes[x].op;
     int least = INT32_MAX, nleast = 0, pick[SG_MAX_OPS];
@@ -922,7 +991,7 @@ bool kevo_search_crossover(kevo_search *s, int a, int b, const kevo_proposal *ou
     const kevo_node *na = &s->nodes[a], *nbn = &s->nodes[b];
     if (na->family != nbn->family || a == b)
         return false;
-    const kevo_space *sp = s->spaces[na->family];
+    const kevo_space *sp = sg_space(s, na->family);
     for (int attempt = 0; attempt < 8; attempt++) {
         kevo_config cfg = na->cfg;
         /* each axis (a group of params that belong together) from either parent */
@@ -944,7 +1013,8 @@ bool kevo_search_crossover(kevo_search *s, int a, int b, const kevo_proposal *ou
 }
 
 static const kevo_operator sg_crossover = {"crossover", "a child with each axis from one of two parents", true};
-static const kevo_operator sg_llm = {"llm", "an LLM rewrite of a parent's source (not built yet)", false};
+static const kevo_operator sg_llm = {"llm", "an LLM rewrite of a parent's source and launch plan (--generators llm)",
+                                     true};
 static const kevo_operator *const sg_operators[] = {&sg_crossover, &sg_llm};
 
 const kevo_operator *const *kevo_operator_list(int *n)

@@ -26,6 +26,7 @@ typedef struct kevo_node {
     bool done;        /* evaluated (successfully or not) */
     double fitness;   /* speedup; 0 failed; NaN unknown */
     int expansions;   /* times a policy expanded it */
+    int llm_children; /* LLM rewrites made from it */
     int64_t cand_id;  /* DB id, 0 before insertion */
 } kevo_node;
 
@@ -104,6 +105,10 @@ struct kevo_search {
     bool *where_seen;
     bool *where_unbound;
     char where_name[KEVO_SYM_NAME_MAX]; /* such a symbol */
+    /* families added during the search (LLM candidates' one-point spaces),
+     * indices nspaces.., borrowed; policies never propose in them */
+    const kevo_space **added;
+    int nadded, added_cap;
 };
 
 /* Look up a policy; NULL when unknown. */
@@ -164,6 +169,24 @@ void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx);
  * membership has enumerated (saves enumerating them again).  false on
  * allocation failure, when they are simply enumerated later. */
 bool kevo_search_copy_valid(kevo_search *dst, const kevo_search *src);
+
+/* Add an LLM candidate's one-point space (borrowed; must outlive s) as a
+ * family of the graph: its index (nspaces + k), or -1 when out of memory.
+ * Its nodes have no neighbours, so policies only reach it through the llm
+ * operator. */
+int kevo_search_add_space(kevo_search *s, const kevo_space *sp);
+
+/* The space of a family index (searched or added), NULL out of range. */
+const kevo_space *kevo_search_space(const kevo_search *s, int family);
+
+/* The parent of the next LLM rewrite (the llm operator's selection), or -1
+ * when no node is evaluated yet: the evaluated node with the highest value
+ * halved for each LLM child it already has.  A node's value is its fitness;
+ * in a compile-only run (no fitness) the cost model's best prediction over
+ * its own (0.5 without a model); a failed LLM node with no LLM child yet is
+ * worth half the best fitness (its failure message asks for a repair);
+ * failed template nodes are never parents. */
+int kevo_search_llm_parent(const kevo_search *s);
 
 /* Node index of (family, cfg), or -1. */
 int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg);

@@ -24,6 +24,7 @@
 #include "evaluator/gpu.h"
 #include "kernels/op.h"
 #include "search/dist.h"
+#include "search/gen.h"
 #include "search/model.h"
 #include "search/search.h"
 #include "templates/space.h"
@@ -51,6 +52,13 @@ void kevo_tune_opts_init(kevo_tune_opts *o)
     o->reps = 30;
     o->maps = TN_ALL_MAPS;
     o->progress = 1;
+    o->generators = "template";
+    o->llm_temperature = NAN;
+    o->llm_seed = -1;
+    o->llm_budget = 10;
+    o->llm_max_tokens = 8192;
+    o->llm_timeout = 600;
+    o->llm_retries = 4;
 }
 
 void kevo_verify_opts_init(kevo_verify_opts *o)
@@ -88,6 +96,9 @@ typedef struct tn_env {
     kevo_dist *dist;
     kevo_gpu *xgpu[KEVO_DIST_MAX];
     kevo_run_shape *peers;
+    /* LLM candidates' one-point spaces met so far (owned) */
+    kevo_space **llm;
+    int nllm, llm_cap;
 } tn_env;
 
 /* One candidate on its way through the pipeline. */
@@ -117,6 +128,9 @@ static void tn_env_release(tn_env *e)
     e->peers = NULL;
     kevo_spaces_free(e->spaces, e->nspaces);
     e->spaces = NULL;
+    kevo_spaces_free(e->llm, e->nllm);
+    e->llm = NULL;
+    e->nllm = e->llm_cap = 0;
     free(e->abi);
     e->abi = NULL;
     kevo_db_close(e->db);
@@ -289,11 +303,12 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
  * this configuration (division by zero, a dimension out of range) is the
  * candidate's failure, not an error: the job comes back failed
  * (KEVO_FAIL_PLAN_ERROR, cached so nothing compiles) with the reason. */
-static kevo_status tn_prepare(tn_env *e, int family, const kevo_config *cfg, tn_work *w, kevo_err *err)
+static kevo_status tn_prepare(tn_env *e, const kevo_space *sp, int family, const kevo_config *cfg, tn_work *w,
+                              kevo_err *err)
 {
     memset(w, 0, sizeof *w);
     w->family = family;
-    w->space = e->spaces[family];
+    w->space = sp;
     w->cfg = *cfg;
     kv_buf_init(&w->source);
     kevo_status st = kevo_space_render(w->space, cfg, e->dt, e->abi, &w->source, err);
@@ -323,6 +338,57 @@ static kevo_status tn_prepare(tn_env *e, int family, const kevo_config *cfg, tn_
         return st;
     kevo_compile_key(&w->job);
     return KEVO_OK;
+}
+
+/* Keep an LLM candidate's space (owned by e from now on).  false when out
+ * of memory (the space is freed). */
+static bool tn_llm_keep(tn_env *e, kevo_space *sp)
+{
+    if (e->nllm == e->llm_cap) {
+        int cap = e->llm_cap ? 2 * e->llm_cap : 16;
+        kevo_space **a = realloc(e->llm, (size_t)cap * sizeof *a);
+        if (!a) {
+            kevo_space_free(sp);
+            return false;
+        }
+        e->llm = a;
+        e->llm_cap = cap;
+    }
+    e->llm[e->nllm++] = sp;
+    return true;
+}
+
+/* The space of a stored candidate: its template family, or the one-point
+ * space its LLM generation stored (loaded once, kept in e).  *out NULL with
+ * KEVO_OK for an LLM candidate that has no source (an llm_error or
+ * parse_error row).  Errors: KEVO_ERR_NOT_FOUND for a family that is not
+ * loaded, KEVO_ERR_PARSE for a stored space that does not load. */
+static kevo_status tn_space_of(tn_env *e, const kevo_cand_row *row, const kevo_space **out, kevo_err *err)
+{
+    *out = kevo_spaces_find(e->spaces, e->nspaces, row->family);
+    if (*out)
+        return KEVO_OK;
+    *out = kevo_spaces_find(e->llm, e->nllm, row->family);
+    if (*out)
+        return KEVO_OK;
+    if (strncmp(row->family, "llm_call", 8) == 0) /* a call that gave nothing to compile (or was refused) */
+        return KEVO_OK;
+    kevo_generation_row g;
+    kevo_err e2;
+    if (!e->db || kevo_db_generation_get(e->db, row->id, &g, &e2) != KEVO_OK)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",
+                            (long long)row->id, row->family);
+    kevo_status st = KEVO_OK;
+    if (g.source && g.space) {
+        kevo_space *sp = NULL;
+        st = kevo_gen_llm_space(&g, row->family, &sp, err);
+        if (!st && !tn_llm_keep(e, sp))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        if (!st)
+            *out = sp;
+    }
+    kevo_generation_row_release(&g);
+    return st;
 }
 
 static void tn_work_release(tn_work *w)
@@ -753,8 +819,9 @@ static bool tn_pid_alive(int64_t pid)
  * parent edge and fitness; candidates a killed process left pending go to
  * left[] (node indices) to be evaluated first.  *done, *best and *last_gain
  * (the count at the last improvement) are the loop's as it would have them. */
-static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **left, int *nleft, int64_t *done,
-                              double *best, int64_t *last_gain, kevo_err *err)
+static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, bool evaluate_compiled, int **left,
+                              int *nleft, int64_t *done, double *best, int64_t *last_gain, int64_t *nrows,
+                              kevo_err *err)
 {
     kevo_cand_row *rows = NULL;
     kevo_edge_row *edges = NULL;
@@ -767,21 +834,15 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
         st = kevo_db_edge_list(e->db, run_id, &edges, &ne, err);
     if (!st && n > 0 && !(*left = malloc((size_t)n * sizeof **left)))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    *nrows = 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i].seq > *nrows)
+            *nrows = rows[i].seq;
     for (int i = 0; i < n && !st; i++) {
         kevo_proposal p;
         memset(&p, 0, sizeof p);
         p.parent = p.parent2 = -1;
         snprintf(p.op, sizeof p.op, "root");
-        kevo_space *sp = kevo_spaces_find(s->spaces, s->nspaces, rows[i].family);
-        if (!sp) {
-            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld searched family '%s', which is not loaded",
-                              (long long)run_id, rows[i].family);
-            break;
-        }
-        for (p.family = 0; s->spaces[p.family] != sp; p.family++)
-            ;
-        if ((st = kevo_config_parse_json(sp, rows[i].params, &p.cfg, err)))
-            break;
         /* the first parent has the lower candidate id (edges come sorted) */
         for (int k = 0; k < ne; k++) {
             if (edges[k].child_id != rows[i].id)
@@ -797,13 +858,37 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
                 p.parent2 = m;
             snprintf(p.op, sizeof p.op, "%s", edges[k].op);
         }
+        bool by_llm = strcmp(p.op, "llm") == 0;
+        if (by_llm && p.parent >= 0)
+            s->nodes[p.parent].llm_children++;
+        const kevo_space *sp = kevo_spaces_find(s->spaces, s->nspaces, rows[i].family);
+        if (sp) {
+            for (p.family = 0; s->spaces[p.family] != sp; p.family++)
+                ;
+        } else {
+            if ((st = tn_space_of(e, &rows[i], &sp, err))) {
+                kevo_err_prefix(err, "run %lld", (long long)run_id);
+                break;
+            }
+            if (!sp) { /* an LLM call that gave no source: a failed candidate, no node */
+                (*done)++;
+                continue;
+            }
+            if ((p.family = kevo_search_add_space(s, sp)) < 0) {
+                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+                break;
+            }
+        }
+        if ((st = kevo_config_parse_json(sp, rows[i].params, &p.cfg, err)))
+            break;
         int node = kevo_search_add(s, &p);
         if (node < 0) {
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
             break;
         }
         s->nodes[node].cand_id = rows[i].id;
-        if (strcmp(rows[i].status, "pending") == 0) {
+        /* pending: left by a killed process; compiled: a compile-only run now continued on a GPU */
+        if (strcmp(rows[i].status, "pending") == 0 || (evaluate_compiled && strcmp(rows[i].status, "compiled") == 0)) {
             (*left)[(*nleft)++] = node;
             continue;
         }
@@ -825,12 +910,12 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, int **l
 /* Register a batch of proposals: render, plan, and insert every row and
  * edge in one transaction, so that a kill leaves all of the batch or none. */
 static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_t seq0, const kevo_proposal *props,
-                               int n, tn_work *works, int *ready, kevo_err *err)
+                               int n, kevo_generation_row *gen, tn_work *works, int *ready, kevo_err *err)
 {
     *ready = 0;
     kevo_status st = KEVO_OK;
     for (int i = 0; i < n && !st; i++) {
-        st = tn_prepare(e, props[i].family, &props[i].cfg, &works[i], err);
+        st = tn_prepare(e, kevo_search_space(s, props[i].family), props[i].family, &props[i].cfg, &works[i], err);
         if (!st)
             (*ready)++;
     }
@@ -863,6 +948,10 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
         if (!st && props[i].parent2 >= 0)
             st = kevo_db_edge_insert(e->db, run_id, s->nodes[props[i].parent2].cand_id, w->cand_id, props[i].op,
                                      err);
+        if (!st && gen) { /* an LLM candidate (n is 1): its call, in the same transaction */
+            gen->candidate_id = w->cand_id;
+            st = kevo_db_generation_put(e->db, gen, err);
+        }
     }
     if (st) {
         kevo_db_rollback(e->db);
@@ -877,6 +966,158 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
         s->nodes[works[i].node].cand_id = works[i].cand_id;
     }
     return KEVO_OK;
+}
+
+/* ---- the LLM generator in the loop ---- */
+
+/* Start an LLM rewrite of node `parent`: its row, up to TN_LLM_SIBLINGS of
+ * its latest LLM children as siblings, call number k. */
+#define TN_LLM_SIBLINGS 4
+static kevo_status tn_llm_start(tn_env *e, kevo_search *s, int64_t run_id, kevo_llm_gen *lg, int parent, double best,
+                                int64_t k, kevo_err *err)
+{
+    const kevo_node *nd = &s->nodes[parent];
+    kevo_cand_row prow, sib[TN_LLM_SIBLINGS];
+    int nsib = 0;
+    kevo_status st = kevo_db_cand_get(e->db, nd->cand_id, &prow, err);
+    if (st)
+        return st;
+    kevo_edge_row *edges = NULL;
+    int ne = 0;
+    st = kevo_db_edge_list(e->db, run_id, &edges, &ne, err);
+    for (int i = ne - 1; i >= 0 && !st && nsib < TN_LLM_SIBLINGS; i--)
+        if (edges[i].parent_id == nd->cand_id && strcmp(edges[i].op, "llm") == 0 &&
+            kevo_db_cand_get(e->db, edges[i].child_id, &sib[nsib], NULL) == KEVO_OK)
+            nsib++;
+    free(edges);
+    kevo_gen_parent gp = {.row = &prow, .space = kevo_search_space(s, nd->family), .cfg = nd->cfg,
+                          .generator = nd->family >= s->nspaces ? "llm" : "template"};
+    if (!st)
+        st = kevo_llm_gen_start(lg, &gp, sib, nsib, best, k, err);
+    for (int i = 0; i < nsib; i++)
+        kevo_cand_row_release(&sib[i]);
+    kevo_cand_row_release(&prow);
+    return st;
+}
+
+/* Whether an LLM call failed because nothing answered at the URL (no HTTP
+ * status: refused, unresolved, unreachable), as on a GPU node without a
+ * network; such a call is not a candidate. */
+static bool tn_llm_unreachable(const kevo_gen_source *g)
+{
+    if (g->fail != KEVO_FAIL_LLM_ERROR || g->gen.http_status != 0)
+        return false;
+    static const char *const words[] = {"connect", "resolve", "unreachable", "refused"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(words); i++)
+        if (strstr(g->why, words[i]))
+            return true;
+    return false;
+}
+
+/* Store an LLM call that gave no candidate to compile (llm_error,
+ * parse_error, rejected): a failed candidate row, the llm edge from its
+ * parent and the call, in one transaction. */
+static kevo_status tn_llm_store_failure(tn_env *e, kevo_search *s, int64_t run_id, int64_t seq, int parent,
+                                        kevo_gen_source *g, int64_t *cand_id, kevo_err *err)
+{
+    kevo_cand_row row;
+    kevo_cand_row_init(&row);
+    row.run_id = run_id;
+    row.seq = seq;
+    snprintf(row.family, sizeof row.family, "%s", g->family);
+    row.params = kv_strdup("{}");
+    snprintf(row.status, sizeof row.status, "failed");
+    snprintf(row.fail, sizeof row.fail, "%s", kevo_fail_name(g->fail));
+    row.fail_msg = kv_strdup(g->why);
+    row.fitness = 0.0;
+    kevo_status st = row.params && row.fail_msg ? kevo_db_begin(e->db, err)
+                                                : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    bool open = !st;
+    if (!st)
+        st = kevo_db_cand_insert(e->db, &row, err);
+    *cand_id = row.id;
+    if (!st && parent >= 0)
+        st = kevo_db_edge_insert(e->db, run_id, s->nodes[parent].cand_id, row.id, "llm", err);
+    if (!st) {
+        g->gen.candidate_id = row.id;
+        st = kevo_db_generation_put(e->db, &g->gen, err);
+    }
+    if (!st)
+        st = kevo_db_commit(e->db, err);
+    else if (open)
+        kevo_db_rollback(e->db);
+    kevo_cand_row_release(&row);
+    return st;
+}
+
+/* Finish the LLM call in flight into the round: a candidate with a source
+ * is registered into *w (*added 1) to be compiled and evaluated with the
+ * round's template candidates; a failed call, an unusable reply, a refused
+ * or repeated source is stored as a failed candidate at once.  A call that
+ * reached no server is not a candidate (*gone: the caller drops the LLM,
+ * *llm_calls is given back). */
+static kevo_status tn_llm_take(tn_env *e, kevo_search *s, const kevo_run_row *run, kevo_llm_gen *lg, int parent,
+                               int64_t *nrows, tn_work *w, int *added, int64_t *llm_calls, int64_t *done,
+                               tn_progress *prog, bool *gone, kevo_err *err)
+{
+    *added = 0;
+    *gone = false;
+    kevo_gen_source g;
+    kevo_gen_source_init(&g);
+    kevo_status st = kevo_llm_gen_finish(lg, &g, err);
+    if (st) {
+        kevo_gen_source_release(&g);
+        return st;
+    }
+    if (tn_llm_unreachable(&g)) {
+        (*llm_calls)--;
+        *gone = true;
+        tn_line(prog, "kevo: the LLM does not answer (%s): going on with templates", g.why);
+        kevo_gen_source_release(&g);
+        return KEVO_OK;
+    }
+    const int64_t parent_id = parent >= 0 ? s->nodes[parent].cand_id : 0;
+    g.gen.run_id = run->id;
+    g.gen.parent_id = parent_id;
+    if (parent >= 0)
+        s->nodes[parent].llm_children++;
+    const kevo_space *same = g.fail == KEVO_FAIL_NONE ? kevo_spaces_find(e->llm, e->nllm, g.family) : NULL;
+    if (same) { /* the very source and plan of an earlier candidate */
+        g.fail = KEVO_FAIL_REJECTED;
+        snprintf(g.why, sizeof g.why, "the reply repeats an earlier candidate (%s)", same->family);
+    }
+    if (g.fail != KEVO_FAIL_NONE) {
+        snprintf(g.family, sizeof g.family, "llm_call%lld", (long long)(*llm_calls - 1));
+        int64_t id = 0;
+        st = tn_llm_store_failure(e, s, run->id, ++*nrows, parent, &g, &id, err);
+        if (!st) {
+            (*done)++;
+            tn_line(prog, "[%3lld/%lld] #%lld %s <-llm #%lld | FAILED %s: %s", (long long)*done,
+                    (long long)prog->budget, (long long)id, g.family, (long long)parent_id, kevo_fail_name(g.fail),
+                    g.why);
+        }
+        kevo_gen_source_release(&g);
+        return st;
+    }
+    /* a source: its one-point space joins the graph as a family of one */
+    kevo_space *sp = g.space;
+    g.space = NULL;
+    g.owns_space = false;
+    int fam = -1;
+    if (!tn_llm_keep(e, sp) || (fam = kevo_search_add_space(s, sp)) < 0) {
+        kevo_gen_source_release(&g);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    kevo_proposal p = {.family = fam, .cfg = g.cfg, .parent = parent, .parent2 = -1};
+    snprintf(p.op, sizeof p.op, "llm");
+    int ready = 0;
+    st = tn_register(e, s, run->id, *nrows, &p, 1, &g.gen, w, &ready, err);
+    if (!st) {
+        (*nrows)++;
+        *added = ready;
+    }
+    kevo_gen_source_release(&g);
+    return st;
 }
 
 /* A distribution run's summary: for each shape, the candidate fastest
@@ -981,18 +1222,15 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
     /* the group's cubins and plans, through the compile cache */
     for (int i = 0; i < m && !st && m > 1; i++) {
         lead[i].row = rows[i];
-        kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, rows[i].family);
+        const kevo_space *sp = NULL;
         kevo_config cfg;
-        if (!sp)
-            st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",
-                              (long long)rows[i].id, rows[i].family);
+        st = tn_space_of(e, &rows[i], &sp, err);
+        if (!st && !sp)
+            st = kevo_err_set(err, KEVO_ERR_DB, "candidate %lld is verified but has no source", (long long)rows[i].id);
         if (!st)
             st = kevo_config_parse_json(sp, rows[i].params, &cfg, err);
-        int f = 0;
-        while (!st && e->spaces[f] != sp)
-            f++;
         if (!st)
-            st = tn_prepare(e, f, &cfg, &lead[i].w, err);
+            st = tn_prepare(e, sp, -1, &cfg, &lead[i].w, err);
         lead[i].prepared = !st;
         if (!st)
             st = tn_compile(e, &lead[i].w, 1, err);
@@ -1539,6 +1777,106 @@ static kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_
 }
 
 /* The run, between kevo_tune's signal handlers. */
+/* ---- generators and the LLM's settings ---- */
+
+/* Parse a --generators list into flags; false for an unknown name, an
+ * empty list or a repeated name. */
+static bool tn_generators(const char *list, bool *tpl, bool *llm)
+{
+    *tpl = *llm = false;
+    if (!list || !*list)
+        return false;
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        bool *flag = len == 8 && strncmp(p, "template", 8) == 0 ? tpl : len == 3 && strncmp(p, "llm", 3) == 0 ? llm
+                                                                                                            : NULL;
+        if (!flag || *flag)
+            return false;
+        *flag = true;
+        p += len;
+        if (!*p++)
+            return true;
+    }
+}
+
+/* A new run's LLM settings from the options (generators normalized). */
+static void tn_llm_new(const kevo_tune_opts *o, kevo_run_llm *rl)
+{
+    memset(rl, 0, sizeof *rl);
+    bool tpl, llm;
+    if (tn_generators(o->generators, &tpl, &llm))
+        snprintf(rl->generators, sizeof rl->generators, "%s%s%s", tpl ? "template" : "", tpl && llm ? "," : "",
+                 llm ? "llm" : "");
+    else
+        snprintf(rl->generators, sizeof rl->generators, "%.60s", o->generators ? o->generators : "");
+    rl->llm_budget = o->llm_budget;
+    snprintf(rl->url, sizeof rl->url, "%s", o->llm_url ? o->llm_url : "");
+    snprintf(rl->model, sizeof rl->model, "%s", o->llm_model ? o->llm_model : "");
+    rl->temperature = o->llm_temperature;
+    rl->seed = o->llm_seed;
+    rl->max_tokens = o->llm_max_tokens;
+}
+
+/* Usage checks of the generator options (KEVO_ERR_ARG), nothing cut. */
+static kevo_status tn_llm_check(const kevo_run_llm *rl, kevo_err *err)
+{
+    bool tpl, llm;
+    if (!tn_generators(rl->generators, &tpl, &llm))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--generators '%.100s': a comma list of template and llm",
+                            rl->generators);
+    if (llm && !rl->url[0])
+        return kevo_err_set(err, KEVO_ERR_ARG, "--generators llm needs --llm-url (an OpenAI-compatible API base, "
+                            "e.g. http://127.0.0.1:8080/v1)");
+    if (rl->llm_budget < 0 || rl->llm_budget > 1000000)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--llm-budget must be 0..1000000");
+    if (rl->max_tokens < 0 || rl->max_tokens > 1000000)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--llm-max-tokens must be 0..1000000");
+    if (!isnan(rl->temperature) && !(rl->temperature >= 0 && rl->temperature <= 2))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--llm-temperature must be 0..2");
+    return KEVO_OK;
+}
+
+/* A resumed run's generators: stored (a run of an older kevo, or one
+ * without LLM settings, searched templates only).  --generators may be
+ * repeated, not changed; a larger --llm-budget extends the run; the
+ * server's URL, model, temperature, seed and token limit given now replace
+ * the stored ones (a GPU node reaches another server, or none). */
+static kevo_status tn_llm_resume(const kevo_tune_opts *o, const kevo_run_row *run, bool have, kevo_run_llm *rl,
+                                 kevo_tune_opts *ro, bool *extends, kevo_err *err)
+{
+    uint32_t g = o->given;
+    kevo_run_llm want;
+    tn_llm_new(o, &want);
+    if (!have) {
+        memset(rl, 0, sizeof *rl);
+        snprintf(rl->generators, sizeof rl->generators, "template");
+        rl->seed = -1;
+        rl->temperature = NAN;
+    }
+    if ((g & KEVO_TUNE_GIVEN_GENERATORS) && strcmp(want.generators, rl->generators) != 0)
+        return tn_conflict(err, run, "--generators", want.generators, rl->generators);
+    if (g & KEVO_TUNE_GIVEN_LLM_BUDGET) {
+        if (want.llm_budget < rl->llm_budget)
+            return kevo_err_set(err, KEVO_ERR_ARG, "--llm-budget %lld is below run %lld's %lld: a resume can raise "
+                                "it, not lower it", (long long)want.llm_budget, (long long)run->id,
+                                (long long)rl->llm_budget);
+        *extends |= want.llm_budget > rl->llm_budget;
+        rl->llm_budget = want.llm_budget;
+    }
+    if (g & KEVO_TUNE_GIVEN_LLM_URL)
+        snprintf(rl->url, sizeof rl->url, "%s", want.url);
+    if (g & KEVO_TUNE_GIVEN_LLM_MODEL)
+        snprintf(rl->model, sizeof rl->model, "%s", want.model);
+    if (g & KEVO_TUNE_GIVEN_LLM_TEMPERATURE)
+        rl->temperature = want.temperature;
+    if (g & KEVO_TUNE_GIVEN_LLM_SEED)
+        rl->seed = want.seed;
+    if (g & KEVO_TUNE_GIVEN_LLM_MAX_TOKENS)
+        rl->max_tokens = want.max_tokens;
+    (void)ro;
+    return tn_llm_check(rl, err);
+}
+
 static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 {
     *run_id = 0;
@@ -1565,9 +1903,14 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     bool extends = false;
     kevo_run_shape *stored = NULL;
     int nstored = 0;
+    kevo_run_llm rl; /* the generators and the LLM's settings */
+    tn_llm_new(o, &rl);
+    bool have_llm = false, handoff = false;
+    if (!resume && (st = tn_llm_check(&rl, err)))
+        return st;
+    kevo_run_settings had; /* ro's strings may point into it for the whole run */
+    bool have = false;
     if (resume) {
-        kevo_run_settings had;
-        bool have = false;
         if ((st = kevo_db_open(o->db_path, false, &e.db, err)))
             return st;
         st = kevo_db_run_get(e.db, o->resume_run, &run, err);
@@ -1585,10 +1928,30 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         }
         if (!st && run.nshapes > 0)
             st = kevo_db_run_shapes_get(e.db, run.id, &stored, &nstored, err);
+        if (!st) {
+            kevo_err e2;
+            kevo_status s2 = kevo_db_run_llm_get(e.db, run.id, &rl, &e2);
+            have_llm = s2 == KEVO_OK;
+            if (s2 && s2 != KEVO_ERR_NOT_FOUND) {
+                *err = e2;
+                st = s2;
+            }
+        }
         kevo_db_close(e.db);
         e.db = NULL;
         if (!st)
             st = tn_resume_opts(o, &run, have ? &had : NULL, stored, nstored, &ro, &rs, &extends, err);
+        if (!st)
+            st = tn_llm_resume(o, &run, have_llm, &rl, &ro, &extends, err);
+        /* the hand-off: a compile-only run continued on a machine with a GPU */
+        kevo_err e3;
+        if (!st && ro.compile_only && !(o->given & KEVO_TUNE_GIVEN_COMPILE_ONLY) &&
+            kevo_gpu_probe(ro.device, &e3) == KEVO_OK) {
+            handoff = true;
+            ro.compile_only = false;
+            run.compile_only = false;
+            extends = true;
+        }
         if (st) {
             free(stored);
             return st;
@@ -1693,8 +2056,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         st = tn_ref_module(&e, &ref, err);
         if (!st) {
             tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
-            st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true, !resume,
-                              err);
+            st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true,
+                              !resume || handoff, err);
         }
         for (int i = 1; !st && e.dist && i < e.dist->n; i++) {
             tn_line(&prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, e.dist->n,
@@ -1721,6 +2084,15 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         run.baseline_bcast_ms = e.info.baseline_bcast_ms;
         run.decomposed_ms = e.info.decomposed_ms;
     }
+    if (!st && handoff) { /* the GPU the compile-only run never had */
+        snprintf(run.device, sizeof run.device, "%s", e.info.name);
+        run.driver_version = e.info.driver_version;
+        run.sm_count = e.info.sm_count;
+        run.sm_clock_mhz = e.info.sm_clock_mhz;
+        run.mem_clock_mhz = e.info.mem_clock_mhz;
+        run.peak_tflops = e.info.peak_tflops;
+        run.copy_tbps = e.info.copy_tbps;
+    }
     kv_buf_release(&fams);
     tn_settings_fill(&rs, &ro);
 
@@ -1744,13 +2116,28 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         kevo_search_set_budget(&s, ro.budget);
         st = kevo_search_check(&s, err);
     }
+    /* the generators: templates (the policy's proposals), the LLM (one call in flight at a time) */
+    bool gen_tpl = true, gen_llm = false;
+    tn_generators(rl.generators, &gen_tpl, &gen_llm);
+    kevo_llm_gen *lg = NULL;
+    if (!st && gen_llm) {
+        char prompts[PATH_MAX];
+        snprintf(prompts, sizeof prompts, "%s/prompts", ro.data_dir ? ro.data_dir : ".");
+        kevo_llm_gen_opts go = {.url = rl.url, .model = rl.model[0] ? rl.model : NULL,
+                                .temperature = rl.temperature, .seed = rl.seed, .max_tokens = rl.max_tokens,
+                                .timeout_s = ro.llm_timeout, .retries = ro.llm_retries, .prompts_dir = ro.prompts_dir ? ro.prompts_dir : prompts,
+                                .op = e.op->name, .shape = e.shape_txt, .dtype = kevo_dtype_name(e.dt),
+                                .arch = e.arch, .abi_header = e.abi, .inputs = e.op->inputs,
+                                .ninputs = e.op->ninputs, .outputs = e.op->outputs, .noutputs = e.op->noutputs};
+        st = kevo_llm_gen_open(&go, &lg, err);
+    }
     if (!st && !e.db)
         st = kevo_db_open(ro.db_path, true, &e.db, err);
-    int64_t done = 0, last_gain = 0;
+    int64_t done = 0, last_gain = 0, nrows = 0;
     double best = 0;
     int *left = NULL, nleft = 0;
     if (!st && resume)
-        st = tn_rebuild(&e, &s, run.id, &left, &nleft, &done, &best, &last_gain, err);
+        st = tn_rebuild(&e, &s, run.id, handoff, &left, &nleft, &done, &best, &last_gain, &nrows, err);
     kevo_warm_seed *warm = NULL;
     int nwarm = 0;
     if (!st)
@@ -1773,6 +2160,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             st = resume ? kevo_db_run_update(e.db, &run, err) : kevo_db_run_insert(e.db, &run, err);
         if (!st)
             st = kevo_db_run_settings_put(e.db, run.id, &rs, err);
+        if (!st)
+            st = kevo_db_run_llm_put(e.db, run.id, &rl, err);
         if (!st && !resume && nwarm > 0)
             st = kevo_db_warm_put(e.db, run.id, warm, nwarm, err);
         if (!st && e.dist)
@@ -1803,9 +2192,15 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                     e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
                     run.decomposed_ms, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
+        if (handoff)
+            tn_line(&prog, "run %lld was compile-only: its compiled candidates are verified and timed on %s first",
+                    (long long)run.id, e.info.name);
         if (resume)
             tn_line(&prog, "resumed with %lld candidates done, %d left pending by the last process", (long long)done,
                     nleft);
+        if (gen_llm)
+            tn_line(&prog, "generators %s: LLM %s%s%s, %lld calls at most", rl.generators, rl.url,
+                    rl.model[0] ? " model " : "", rl.model, (long long)rl.llm_budget);
         tn_warm_apply(&e, &s, warm, nwarm);
     }
     free(warm);
@@ -1814,7 +2209,16 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     const char *stop = "budget";
     int batch_cap = ro.batch > nleft ? ro.batch : nleft;
     kevo_proposal *props = written ? calloc((size_t)batch_cap, sizeof *props) : NULL;
-    tn_work *works = written ? calloc((size_t)batch_cap, sizeof *works) : NULL;
+    tn_work *works = written ? calloc((size_t)batch_cap + 1, sizeof *works) : NULL; /* + an LLM candidate */
+    int64_t llm_calls = 0; /* calls the run has made (stored generations) */
+    int llm_parent = -1;   /* node of the call in flight */
+    if (written && gen_llm) {
+        kevo_generation_row *gv = NULL;
+        int ng = 0;
+        if (!(st = kevo_db_generation_list(e.db, run.id, &gv, &ng, err)))
+            llm_calls = ng;
+        kevo_generation_rows_free(gv, ng);
+    }
     if (written && (!props || !works))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     while (written && !st && done < ro.budget) {
@@ -1836,12 +2240,23 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             stop = "plateau";
             break;
         }
+        /* the llm operator: a call when none is in flight and the budgets allow */
+        if (lg && !kevo_llm_gen_busy(lg) && nleft == 0 && llm_calls < rl.llm_budget && done < ro.budget) {
+            llm_parent = kevo_search_llm_parent(&s);
+            if (llm_parent >= 0 && !(st = tn_llm_start(&e, &s, run.id, lg, llm_parent, best, llm_calls, err))) {
+                llm_calls++;
+                tn_bar(&prog, done, best, "asking the LLM");
+            }
+            if (st)
+                break;
+        }
+        bool llm_busy = lg && kevo_llm_gen_busy(lg);
         int ready = 0;
         if (nleft > 0) {
             /* what a killed process registered but never finished */
             for (int i = 0; i < nleft && !st; i++) {
                 const kevo_node *nd = &s.nodes[left[i]];
-                st = tn_prepare(&e, nd->family, &nd->cfg, &works[ready], err);
+                st = tn_prepare(&e, kevo_search_space(&s, nd->family), nd->family, &nd->cfg, &works[ready], err);
                 if (!st) {
                     works[ready].node = left[i];
                     works[ready].cand_id = nd->cand_id;
@@ -1850,14 +2265,36 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             }
             nleft = 0;
         } else {
-            int want = (int)(ro.budget - done < batch_cap ? ro.budget - done : batch_cap);
-            kevo_search_reseed(&s);
-            int n = policy->propose(&s, props, want);
-            if (n == 0) {
+            int64_t room = ro.budget - done - (llm_busy ? 1 : 0);
+            int want = (int)(room < batch_cap ? room : batch_cap);
+            int n = 0;
+            if (want > 0) {
+                kevo_search_reseed(&s);
+                /* without the template generator, templates only seed the LLM */
+                n = gen_tpl ? policy->propose(&s, props, want) : kevo_search_seeds(&s, props, want);
+            }
+            if (n == 0 && !llm_busy) {
                 stop = "exhausted";
                 break;
             }
-            st = tn_register(&e, &s, run.id, (int64_t)s.nnodes, props, n, works, &ready, err);
+            if (n > 0) {
+                st = tn_register(&e, &s, run.id, nrows, props, n, NULL, works, &ready, err);
+                nrows += n;
+            }
+        }
+        /* the LLM's reply: taken when it is there, or waited for when the round has nothing else */
+        if (!st && llm_busy && (ready == 0 || kevo_llm_gen_ready(lg))) {
+            tn_bar(&prog, done, best, "waiting for the LLM");
+            int added = 0;
+            bool gone = false;
+            st = tn_llm_take(&e, &s, &run, lg, llm_parent, &nrows, &works[ready], &added, &llm_calls, &done, &prog,
+                             &gone, err);
+            if (!st && gone) { /* this process goes on without the LLM, with templates */
+                kevo_llm_gen_close(lg);
+                lg = NULL;
+                gen_tpl = true;
+            }
+            ready += added;
         }
         if (!st) {
             char what[64];
@@ -1905,6 +2342,9 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             st = kevo_db_run_settings_put(e.db, run.id, &rs, err);
     }
     tn_bar_clear(&prog);
+    if (lg && kevo_llm_gen_busy(lg))
+        kevo_llm_gen_cancel(lg); /* a call the run no longer waits for: not stored */
+    kevo_llm_gen_close(lg);
     free(props);
     free(works);
     free(left);
@@ -2023,15 +2463,28 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     tn_env e;
     st = tn_env_open(&e, run.op, o->shape ? o->shape : run.shape, o->dtype ? o->dtype : run.dtype,
                      o->arch ? o->arch : run.arch, o->data_dir, o->extra_templates, err);
-    if (!st)
+    /* a template family, or an LLM candidate's stored one-point space */
+    bool llm = !st && !kevo_spaces_find(e.spaces, e.nspaces, c.family);
+    if (!st && !llm)
         st = tn_select_families(&e, c.family, true, err);
     if (!st) /* read-only: the compile cache is read, never added to */
         st = kevo_db_open_ro(o->db_path, &e.db, err);
+    const kevo_space *sp = NULL;
+    if (!st)
+        st = llm ? tn_space_of(&e, &c, &sp, err) : KEVO_OK;
+    if (!st && !llm)
+        sp = e.spaces[0];
+    if (!st && !sp)
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s) has no source: %s", (long long)c.id,
+                          c.fail[0] ? c.fail : "never made", c.fail_msg ? c.fail_msg : "");
+    if (!st && llm && !kevo_space_has_arch(sp, e.arch))
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s) does not target %s", (long long)c.id,
+                          c.family, e.arch);
     kevo_config cfg;
     char who[48]; /* the stored params are untrusted: checked against the family's domains */
     snprintf(who, sizeof who, "candidate %lld", (long long)c.id);
     if (!st)
-        st = kevo_config_parse_stored(e.spaces[0], c.params, who, &cfg, err);
+        st = kevo_config_parse_stored(sp, c.params, who, &cfg, err);
     tn_work ref, w;
     memset(&ref, 0, sizeof ref);
     memset(&w, 0, sizeof w);
@@ -2042,11 +2495,11 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     if (!st)
         st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, o->time, err);
     char why[256];
-    if (!st && kevo_space_check(e.spaces[0], &e.shape, &e.lim, e.dt, &cfg, why, sizeof why) != 1)
+    if (!st && kevo_space_check(sp, &e.shape, &e.lim, e.dt, &cfg, why, sizeof why) != 1)
         st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s %s) is not valid at %s: %s",
                           (long long)c.id, c.family, c.params, e.shape_txt, why);
     if (!st)
-        st = tn_prepare(&e, 0, &cfg, &w, err);
+        st = tn_prepare(&e, sp, 0, &cfg, &w, err);
     if (!st && w.job.fail == KEVO_FAIL_PLAN_ERROR)
         st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld has no launch plan at %s: %s", (long long)c.id,
                           e.shape_txt, w.job.log ? w.job.log : "");

@@ -34,6 +34,13 @@ enum {
     KEVO_TUNE_GIVEN_WARM = 1u << 19,
     KEVO_TUNE_GIVEN_SHAPES = 1u << 20,
     KEVO_TUNE_GIVEN_BATCH = 1u << 21,
+    KEVO_TUNE_GIVEN_GENERATORS = 1u << 22,
+    KEVO_TUNE_GIVEN_LLM_URL = 1u << 23,
+    KEVO_TUNE_GIVEN_LLM_MODEL = 1u << 24,
+    KEVO_TUNE_GIVEN_LLM_TEMPERATURE = 1u << 25,
+    KEVO_TUNE_GIVEN_LLM_SEED = 1u << 26,
+    KEVO_TUNE_GIVEN_LLM_BUDGET = 1u << 27,
+    KEVO_TUNE_GIVEN_LLM_MAX_TOKENS = 1u << 28,
 };
 
 #define KEVO_TUNE_BATCH 8      /* proposals per round by default */
@@ -73,6 +80,17 @@ typedef struct kevo_tune_opts {
     const char *shapes_file; /* a distribution (search/dist.h): one search whose fitness is the weighted
                                 geometric mean of vs_best_peer over its shapes; NULL: one shape */
     uint32_t given;          /* KEVO_TUNE_GIVEN_* of the options the user named (a resume checks them) */
+    /* generators (search/gen.h): "template" (default), "template,llm" or "llm" (templates seed it) */
+    const char *generators;
+    const char *llm_url;     /* API base of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 */
+    const char *llm_model;   /* NULL: not sent */
+    double llm_temperature;  /* NaN: not sent */
+    int64_t llm_seed;        /* -1: not sent; call k sends llm_seed + k */
+    int64_t llm_budget;      /* LLM calls the run may make (each is one candidate of --budget) */
+    int llm_max_tokens;      /* 0: not sent */
+    double llm_timeout;      /* seconds per HTTP attempt */
+    int llm_retries;         /* retries after a 429, a 5xx or a failed connection (this process's) */
+    const char *prompts_dir; /* NULL: data_dir/prompts */
 } kevo_tune_opts;
 
 /* Defaults for every field. */
@@ -103,7 +121,18 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * options (KEVO_ERR_ARG: a usage error; KEVO_ERR_NOT_FOUND,
  * KEVO_ERR_UNSUPPORTED), a space file whose constraints fail to evaluate
  * (KEVO_ERR_PARSE), no GPU (KEVO_ERR_NO_GPU), DB and I/O errors.  Nothing is
- * written to the DB for a new run whose options are refused. */
+ * written to the DB for a new run whose options are refused.
+ *
+ * Generators: with "llm", every round that has no LLM call in flight starts
+ * one (the llm operator, on the parent kevo_search_llm_parent picks) while
+ * calls remain (llm_budget); the call runs in a worker process while the
+ * round's template candidates compile and run, and its reply becomes a
+ * candidate (or an llm_error, parse_error or rejected one) with an `llm`
+ * edge and a generations row.  A resume may name another --llm-url or
+ * model (this process's); when the LLM does not answer, the run goes on
+ * with templates (one line says so).  A compile-only run resumed without
+ * --compile-only on a machine with a GPU is continued there: its compiled
+ * candidates are verified and timed first, then the search goes on. */
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
 
 /* `kevo verify`: re-check a stored candidate (its family and params) at

@@ -78,6 +78,7 @@ static kevo_status sp_copy_str(const cJSON *obj, const char *key, char *dst, siz
     if (!cJSON_IsString(j) || strlen(j->valuestring) >= n)
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"%s\" must be a string shorter than %zu", path, key, n);
     memcpy(dst, j->valuestring, strlen(j->valuestring) + 1);
+    kv_term_clean(dst); /* names, descriptions and why texts reach the terminal */
     return KEVO_OK;
 }
 
@@ -220,6 +221,7 @@ static kevo_status sp_parse_rules(const cJSON *root, const char *key, kevo_rule 
             return st;
         snprintf(rules[*n].why, sizeof rules[*n].why, "%s",
                  cJSON_IsString(why) ? why->valuestring : kevo_expr_text(rules[*n].expr));
+        kv_term_clean(rules[*n].why); /* printed when a shape or configuration is refused */
         (*n)++;
     }
     return KEVO_OK;
@@ -499,18 +501,20 @@ static kevo_status sp_parse_model(kevo_space *s, const cJSON *root, const char *
     return KEVO_OK;
 }
 
-/* Parse a loaded JSON document into s (already zeroed, path set). */
-static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
+/* Parse a loaded JSON document into s (already zeroed, path set).  With
+ * inline_source (an LLM candidate) the device source is that text, and the
+ * document's "source" and "include" are not read. */
+static kevo_status sp_parse(kevo_space *s, const cJSON *root, const char *inline_source, kevo_err *err)
 {
     const char *path = s->path;
     if (!cJSON_IsObject(root))
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': not a JSON object", path);
     kevo_status st;
-    char source[256];
+    char source[256] = "llm";
     if ((st = sp_copy_str(root, "family", s->family, sizeof s->family, true, path, err)) ||
         (st = sp_copy_str(root, "op", s->op, sizeof s->op, true, path, err)) ||
         (st = sp_copy_str(root, "description", s->description, sizeof s->description, false, path, err)) ||
-        (st = sp_copy_str(root, "source", source, sizeof source, true, path, err)))
+        (!inline_source && (st = sp_copy_str(root, "source", source, sizeof source, true, path, err))))
         return st;
     if (!sp_is_ident(s->family))
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': family '%s' is not an identifier", path, s->family);
@@ -533,21 +537,25 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, kevo_err *err)
     if (ws && (st = sp_expr(ws, path, "workspace", &s->workspace, err)))
         return st;
 
-    char dir[PATH_MAX];
-    kv_dirname(path, dir, sizeof dir);
     s->source_name = kv_strdup(source);
     if (!s->source_name)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if (inline_source)
+        return (s->source = kv_strdup(inline_source)) ? KEVO_OK : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    char dir[PATH_MAX];
+    kv_dirname(path, dir, sizeof dir);
     return sp_read_sources(s, root, dir, source, err);
 }
 
-kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_space **out, kevo_err *err)
+static kevo_status sp_load(const char *text, const char *json_path, const char *inline_source, kevo_space **out,
+                           kevo_err *err)
 {
     *out = NULL;
     kevo_space *s = calloc(1, sizeof *s);
     if (!s)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     s->path = kv_strdup(json_path);
+    s->json = kv_strdup(text);
     kevo_status st;
     cJSON *root = cJSON_Parse(text);
     if (!root) {
@@ -555,7 +563,8 @@ kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_s
         st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': malformed JSON near offset %ld", json_path,
                           at ? (long)(at - text) : -1L);
     } else {
-        st = s->path ? sp_parse(s, root, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        st = s->path && s->json ? sp_parse(s, root, inline_source, err)
+                                : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
     cJSON_Delete(root);
     if (st) {
@@ -564,6 +573,75 @@ kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_s
     }
     *out = s;
     return KEVO_OK;
+}
+
+kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_space **out, kevo_err *err)
+{
+    return sp_load(text, json_path, NULL, out, err);
+}
+
+kevo_status kevo_space_load_inline(const char *text, const char *source, const char *name, kevo_space **out,
+                                   kevo_err *err)
+{
+    if (!source) {
+        *out = NULL;
+        return kevo_err_set(err, KEVO_ERR_ARG, "'%s': no source", name);
+    }
+    kevo_status st = sp_load(text, name, source, out, err);
+    if (st)
+        return st;
+    kevo_space *s = *out;
+    for (int i = 0; i < s->nparams; i++)
+        if (s->params[i].nvalues != 1) {
+            kevo_space_free(s);
+            *out = NULL;
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': param '%s' must have one value (a one-point space)", name,
+                                s->params[i].name);
+        }
+    if (s->naxes || s->nentries) {
+        kevo_space_free(s);
+        *out = NULL;
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': a one-point space has no axes and no enter_from", name);
+    }
+    return KEVO_OK;
+}
+
+kevo_status kevo_space_point_json(const kevo_space *s, const kevo_config *cfg, const char *family, kv_buf *out,
+                                  kevo_err *err)
+{
+    cJSON *root = s->json ? cJSON_Parse(s->json) : NULL;
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' has no space text", s->family);
+    }
+    static const char *const drop[] = {"axes", "enter_from", "source", "include", "family", "archs"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(drop); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(root, drop[i]);
+    bool ok = cJSON_AddStringToObject(root, "family", family) != NULL;
+    cJSON *archs = cJSON_AddArrayToObject(root, "archs");
+    for (int i = 0; ok && archs && i < s->narchs; i++)
+        ok = cJSON_AddItemToArray(archs, cJSON_CreateString(s->archs[i]));
+    cJSON *params = cJSON_CreateArray();
+    for (int i = 0; ok && params && i < s->nparams; i++) {
+        cJSON *p = cJSON_CreateObject(), *vals = cJSON_CreateArray();
+        ok = p && vals && cJSON_AddStringToObject(p, "name", s->params[i].name) &&
+             cJSON_AddItemToArray(vals, cJSON_CreateNumber((double)cfg->v[i])) && cJSON_AddItemToObject(p, "values", vals) &&
+             cJSON_AddNumberToObject(p, "default", (double)cfg->v[i]) && cJSON_AddItemToArray(params, p);
+        if (!ok) {
+            cJSON_Delete(p);
+            cJSON_Delete(vals);
+        }
+    }
+    ok = ok && archs && params && cJSON_ReplaceItemInObjectCaseSensitive(root, "params", params);
+    if (!ok && params && !cJSON_GetObjectItemCaseSensitive(root, "params"))
+        cJSON_Delete(params);
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kevo_status st = kv_buf_puts(out, text);
+    free(text);
+    return st ? kevo_err_set(err, st, "out of memory") : KEVO_OK;
 }
 
 kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err)
@@ -610,6 +688,7 @@ void kevo_space_free(kevo_space *s)
     for (int i = 0; i < KEVO_MODEL__COUNT; i++)
         kevo_expr_free(s->model[i]);
     free(s->path);
+    free(s->json);
     free(s->source_name);
     free(s->source);
     free(s);
@@ -649,6 +728,12 @@ kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***
         if (op && strcmp(s->op, op) != 0) {
             kevo_space_free(s);
             continue;
+        }
+        if (strncmp(s->family, "llm", 3) == 0) { /* an LLM candidate's family is named by its hash */
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': family names that begin with 'llm' are kept for LLM "
+                              "candidates", path);
+            kevo_space_free(s);
+            break;
         }
         if (kevo_spaces_find(arr, cnt, s->family)) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' defined twice in '%s'", s->family, dir);

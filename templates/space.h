@@ -129,7 +129,8 @@ typedef struct kevo_space {
     char family[64];
     char op[32];
     char description[256];
-    char *path;        /* the space file */
+    char *path;        /* the space file (an LLM candidate's: its name) */
+    char *json;        /* the space file's text as loaded */
     char *source_name; /* e.g. "lce_mma.cu" */
     char *source;      /* template text */
     int narchs;
@@ -205,6 +206,22 @@ kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *e
 void kevo_space_free(kevo_space *s);
 /* The same from JSON text; json_path names it in messages and locates the source. */
 kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_space **out, kevo_err *err);
+
+/* An LLM candidate's family: a one-point space (every param has one value;
+ * no axes, no enter_from) from JSON text in the space-file grammar, whose
+ * device source is `source` itself ("source" and "include" are not read);
+ * name labels it in messages.  Errors: KEVO_ERR_PARSE naming what is wrong,
+ * KEVO_ERR_NOMEM. */
+kevo_status kevo_space_load_inline(const char *text, const char *source, const char *name, kevo_space **out,
+                                   kevo_err *err);
+
+/* The one-point space of cfg in s as JSON text (appended to out): s's space
+ * file with every param fixed to cfg's value, "family" set to family, and
+ * without axes, enter_from, source and include; it loads with
+ * kevo_space_load_inline.  Errors: KEVO_ERR_PARSE (s has no text),
+ * KEVO_ERR_NOMEM. */
+kevo_status kevo_space_point_json(const kevo_space *s, const kevo_config *cfg, const char *family, kv_buf *out,
+                                  kevo_err *err);
 
 /* Load every *.json family under dir whose op matches (op NULL: all), sorted
  * by family name.  *out is an array of n spaces; free with kevo_spaces_free(). */

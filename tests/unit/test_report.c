@@ -250,7 +250,8 @@ static void test_json_all_runs(void **state)
     static const char *keys[] = {"id",         "op",          "shape",       "dtype",      "arch",
                                  "device",     "policy",      "status",      "stop_reason", "compile_only",
                                  "evaluated",  "failed",      "compiled",    "verified",   "baseline_ms",
-                                 "baseline_bcast_ms", "decomposed_ms", "peak_tflops", "copy_tbps", "best"};
+                                 "baseline_bcast_ms", "decomposed_ms", "peak_tflops", "copy_tbps", "best",
+                                 "llm",        "candidates"};
     for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
         get(m, keys[i]);
     assert_int_equal(cJSON_GetArraySize(m), KV_ARRAY_LEN(keys));
@@ -275,6 +276,19 @@ static void test_json_all_runs(void **state)
     assert_true(cJSON_IsObject(best));
     assert_true(num(best, "candidate_id") == (double)f->best_id);
     assert_string_equal(str(best, "template"), "lce_mma");
+    assert_string_equal(str(best, "generator"), "template");
+    assert_true(cJSON_IsNull(get(m, "llm"))); /* no LLM call */
+    /* every candidate, each with its generator and the edge that made it */
+    const cJSON *cands = get(m, "candidates");
+    assert_int_equal(cJSON_GetArraySize(cands), 4);
+    const cJSON *cj;
+    cJSON_ArrayForEach(cj, cands)
+    {
+        assert_string_equal(str(cj, "generator"), "template");
+        get(cj, "parent_id");
+        get(cj, "operator");
+        get(cj, "status");
+    }
     const cJSON *params = get(best, "params");
     assert_true(cJSON_IsObject(params));
     assert_true(num(params, "BM") == 128);

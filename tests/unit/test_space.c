@@ -955,6 +955,97 @@ static void expect_load_error(const char *text, kevo_status want, const char *ms
         assert_non_null(strstr(err.msg, "bad.json"));
 }
 
+/* A template configuration as a one-point space (what an LLM candidate
+ * starts from): it loads inline, renders the same device code and plans the
+ * same launches as the family at that configuration, at two shapes; a
+ * space with two values or an axis is no one-point space. */
+static void test_point_space(void **state)
+{
+    (void)state;
+    static const char *const fams[] = {"lce_mma", "lce_ws"};
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        kevo_space *s = load_family(fams[f]);
+        kevo_config cfg;
+        kevo_space_default(s, &cfg);
+        kv_buf j;
+        kv_buf_init(&j);
+        kevo_err err;
+        assert_int_equal(kevo_space_point_json(s, &cfg, "llm_0000000000ab", &j, &err), KEVO_OK);
+        kevo_space *p = NULL;
+        assert_int_equal(kevo_space_load_inline(j.data, s->source, "llm_0000000000ab", &p, &err), KEVO_OK);
+        assert_string_equal(p->family, "llm_0000000000ab");
+        assert_int_equal(p->nparams, s->nparams);
+        assert_int_equal(p->naxes, 0);
+        kevo_config pc;
+        kevo_space_default(p, &pc);
+        assert_memory_equal(pc.v, cfg.v, (size_t)s->nparams * sizeof cfg.v[0]);
+        kv_buf a, b;
+        kv_buf_init(&a);
+        kv_buf_init(&b);
+        assert_int_equal(kevo_space_render(s, &cfg, KEVO_DTYPE_F16, "//abi", &a, &err), KEVO_OK);
+        assert_int_equal(kevo_space_render(p, &pc, KEVO_DTYPE_F16, "//abi", &b, &err), KEVO_OK);
+        /* the same after the first line, which names the family */
+        assert_string_equal(strchr(a.data, '\n'), strchr(b.data, '\n'));
+        static const char *const shapes[] = {NULL, "B=300,M=200,N=136,Ku=96,Kc=72,ratio=10"};
+        for (int k = 0; k < 2; k++) {
+            kevo_syms shape;
+            shape_of(shapes[k], &shape);
+            kevo_limits lim = h100();
+            kevo_plan x, y;
+            kevo_status sx = kevo_space_plan(s, &shape, &lim, KEVO_DTYPE_F16, &cfg, &x, &err);
+            kevo_status sy = kevo_space_plan(p, &shape, &lim, KEVO_DTYPE_F16, &pc, &y, &err);
+            assert_int_equal(sx, sy);
+            if (!sx)
+                assert_memory_equal(&x, &y, sizeof x);
+        }
+        kv_buf_release(&a);
+        kv_buf_release(&b);
+        kv_buf_release(&j);
+        kevo_space_free(p);
+        kevo_space_free(s);
+    }
+    kevo_space *p = (kevo_space *)1;
+    kevo_err err;
+    assert_int_equal(kevo_space_load_inline(SP_HEAD SP_PARAMS SP_LAUNCH "}", "__global__ void k() {}", "x", &p, &err),
+                     KEVO_ERR_PARSE);
+    assert_null(p);
+    assert_non_null(strstr(err.msg, "one value"));
+    assert_int_equal(kevo_space_load_inline(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n"
+                                            "\"axes\": {\"t\": [\"A\"]},\n" SP_LAUNCH "}",
+                                            "__global__ void k() {}", "x", &p, &err),
+                     KEVO_ERR_PARSE);
+    assert_int_equal(kevo_space_load_inline(SP_HEAD "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n" SP_LAUNCH "}",
+                                            "extern \"C\" __global__ void k() {}", "x", &p, &err),
+                     KEVO_OK);
+    assert_string_equal(p->source, "extern \"C\" __global__ void k() {}");
+    kevo_space_free(p);
+}
+
+/* Text of a space file reaches the terminal (a refused shape prints its
+ * why): escape sequences and line breaks are gone once it is loaded. */
+static void test_space_text_clean(void **state)
+{
+    (void)state;
+    kevo_space *s;
+    kevo_err err;
+    const char *text = "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", "
+                       "\"archs\": [\"sm_90a\"], \"description\": \"d\\u001b[2Jx\",\n" SP_PARAMS
+                       "\"requires\": [{\"expr\": \"N % 100000 == 0\", \"why\": \"w\\u001b]0;t\\u0007\\nnext\"}],\n"
+                       "\"constraints\": [{\"expr\": \"A > 5\", \"why\": \"c\\u009b31m\"}],\n" SP_LAUNCH "}";
+    assert_int_equal(load_text("esc.json", text, &s, &err), KEVO_OK);
+    assert_string_equal(s->description, "d [2Jx");
+    assert_string_equal(s->requires[0].why, "w ]0;t  next");
+    assert_null(strchr(s->constraints[0].why, 0x1b));
+    assert_null(strstr(s->constraints[0].why, "\xc2\x9b"));
+    kevo_syms shape;
+    shape_of(NULL, &shape);
+    kevo_limits lim = h100();
+    assert_int_equal(kevo_space_supports(s, &shape, &lim, KEVO_DTYPE_F16, &err), KEVO_ERR_UNSUPPORTED);
+    assert_null(strchr(err.msg, 0x1b));
+    assert_null(strchr(err.msg, '\n'));
+    kevo_space_free(s);
+}
+
 static void test_minimal_space(void **state)
 {
     (void)state;
@@ -1372,6 +1463,8 @@ int main(void)
         cmocka_unit_test(test_config_json),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_minimal_space),
+        cmocka_unit_test(test_space_text_clean),
+        cmocka_unit_test(test_point_space),
         cmocka_unit_test(test_include_and_entry),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_load_dir),

@@ -161,11 +161,12 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 5);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
-                                   "'run_shapes','shape_results','timings','warm_seeds','run_settings')"),
-                     11);
+                                   "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
+                                   "'generations','run_llm')"),
+                     13);
 
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
@@ -254,7 +255,7 @@ static void test_open_other_app_id(void **state)
 }
 
 /* A file of schema `ver` (1 or 2) with one run and one candidate opens,
- * is upgraded to schema 4 and keeps its rows. */
+ * is upgraded to schema 5 and keeps its rows. */
 static void check_migrate(int ver)
 {
     char path[64];
@@ -277,7 +278,7 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 5);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                                    "('filter','decomposed_ms','nshapes','warm_start','best_id')"),
                      5);
@@ -303,7 +304,8 @@ static void test_migrate_v2(void **state)
     check_migrate(2);
 }
 
-/* A schema-3 file gains run_settings; its runs have none (NOT_FOUND). */
+/* A schema-3 file gains run_settings (and schema 5's tables); its runs have
+ * none (NOT_FOUND). */
 static void test_migrate_v3(void **state)
 {
     (void)state;
@@ -314,11 +316,89 @@ static void test_migrate_v3(void **state)
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     int64_t run = add_run(db, "ikbo_lce");
     kevo_db_close(db);
-    raw_exec(path, "DROP TABLE run_settings; PRAGMA user_version=3;");
+    raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 5);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
+    kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
+/* An LLM call and its candidate round-trip, the API key column does not
+ * exist, and a run's LLM settings come back as stored. */
+static void test_generations(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    int64_t parent = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 2.5, 0.75, "");
+    int64_t child = add_cand(db, run, 2, "llm_0123456789ab", "{\"BM\":64}", "failed", "compile_error", NAN, NAN,
+                             "error: x");
+    kevo_generation_row g;
+    kevo_generation_row_init(&g);
+    g.candidate_id = child;
+    g.run_id = run;
+    g.parent_id = parent;
+    snprintf(g.generator, sizeof g.generator, "llm");
+    snprintf(g.model, sizeof g.model, "qwen");
+    g.system_prompt = "sys";
+    g.prompt = "user prompt with the parent's source";
+    g.reply = "```cuda\n__global__ void k() {}\n```";
+    g.tokens_in = 1200;
+    g.tokens_out = 300;
+    g.latency_s = 4.5;
+    g.seed = 9;
+    g.temperature = 0.2;
+    snprintf(g.finish_reason, sizeof g.finish_reason, "stop");
+    g.http_status = 200;
+    g.attempts = 2;
+    g.space = "{\"family\":\"llm_0123456789ab\"}";
+    g.source = "__global__ void k() {}";
+    assert_int_equal(kevo_db_generation_put(db, &g, &err), KEVO_OK);
+    /* one generation per candidate */
+    assert_int_equal(kevo_db_generation_put(db, &g, &err), KEVO_ERR_DB);
+    kevo_generation_row *v = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_generation_list(db, run, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].parent_id, parent);
+    assert_string_equal(v[0].prompt, g.prompt);
+    assert_string_equal(v[0].reply, g.reply);
+    assert_string_equal(v[0].source, g.source);
+    assert_int_equal(v[0].tokens_in, 1200);
+    assert_int_equal(v[0].attempts, 2);
+    assert_true(fabs(v[0].latency_s - 4.5) < 1e-12);
+    assert_string_equal(v[0].finish_reason, "stop");
+    assert_null(v[0].error);
+    kevo_generation_rows_free(v, n);
+    kevo_generation_row r;
+    assert_int_equal(kevo_db_generation_get(db, parent, &r, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_db_generation_get(db, child, &r, &err), KEVO_OK);
+    assert_string_equal(r.model, "qwen");
+    kevo_generation_row_release(&r);
+
+    kevo_run_llm l, l2;
+    assert_int_equal(kevo_db_run_llm_get(db, run, &l2, &err), KEVO_ERR_NOT_FOUND);
+    memset(&l, 0, sizeof l);
+    snprintf(l.generators, sizeof l.generators, "template,llm");
+    l.llm_budget = 10;
+    snprintf(l.url, sizeof l.url, "http://127.0.0.1:8080/v1");
+    l.temperature = NAN;
+    l.seed = -1;
+    l.max_tokens = 4096;
+    assert_int_equal(kevo_db_run_llm_put(db, run, &l, &err), KEVO_OK);
+    assert_int_equal(kevo_db_run_llm_get(db, run, &l2, &err), KEVO_OK);
+    assert_string_equal(l2.generators, "template,llm");
+    assert_int_equal(l2.llm_budget, 10);
+    assert_string_equal(l2.url, l.url);
+    assert_true(isnan(l2.temperature));
+    assert_int_equal(l2.seed, -1);
+    assert_int_equal(l2.max_tokens, 4096);
     kevo_db_close(db);
     tmp_cleanup(path);
 }
@@ -332,14 +412,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=5;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=6;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 5)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 6)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -1053,6 +1133,7 @@ int main(void)
         cmocka_unit_test(test_migrate_v2),
         cmocka_unit_test(test_migrate_v3),
         cmocka_unit_test(test_open_newer_schema),
+        cmocka_unit_test(test_generations),
         cmocka_unit_test(test_open_garbage),
         cmocka_unit_test(test_open_unwritable),
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),

@@ -152,3 +152,61 @@ int tu_rm_tree(const char *dir)
     }
     return rmdir(dir) == 0 || access(dir, F_OK) != 0 ? 0 : -1;
 }
+
+int tu_fake_llm_start(const char *binary, const char *script, const char *logdir, const char *workdir, char *url,
+                      size_t n)
+{
+    char pfile[PATH_MAX], log[PATH_MAX];
+    static int seq;
+    seq++;
+    snprintf(pfile, sizeof pfile, "%s/fake-llm-port-%d", workdir, seq);
+    snprintf(log, sizeof log, "%s/fake-llm-%d.log", workdir, seq);
+    unlink(pfile);
+    fflush(NULL);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        if (!freopen(log, "w", stdout))
+            _exit(126);
+        dup2(fileno(stdout), 2);
+        char *args[] = {"kevo_fake_llm", "--script", (char *)script, "--port-file", pfile, NULL, NULL, NULL};
+        if (logdir) {
+            args[5] = "--log";
+            args[6] = (char *)logdir;
+        }
+        execv(binary, args);
+        _exit(127);
+    }
+    int port = 0;
+    for (int i = 0; i < 1000 && port == 0; i++) { /* up to 10 s */
+        FILE *f = fopen(pfile, "r");
+        if (f) {
+            if (fscanf(f, "%d", &port) != 1)
+                port = 0;
+            fclose(f);
+        }
+        if (!port) {
+            int ws;
+            assert_int_equal(waitpid(p, &ws, WNOHANG), 0); /* the server must not have died */
+            tu_sleep_ms(10);
+        }
+    }
+    assert_true(port > 0);
+    snprintf(url, n, "http://127.0.0.1:%d/v1", port);
+    return (int)p;
+}
+
+void tu_fake_llm_stop(int pid)
+{
+    kill((pid_t)pid, SIGTERM);
+    assert_int_equal(tu_wait(pid), 0);
+}
+
+int tu_run(const char *log, char **out, char *const args[])
+{
+    int rc = tu_wait(tu_spawn(log, args));
+    kevo_err err;
+    *out = NULL;
+    assert_int_equal(kv_read_file(log, out, NULL, &err), KEVO_OK);
+    return rc;
+}

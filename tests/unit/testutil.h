@@ -42,10 +42,23 @@ bool tu_config_of(const kevo_space *sp, const char *params, kevo_config *cfg);
 /* Remove a folder and everything below it; 0 when it is gone. */
 int tu_rm_tree(const char *dir);
 
-/* SQL that undoes what schemas 3 and 4 added to a kevo DB: run on a file
+/* Start kevo_fake_llm (the binary at `binary`) with a script file, logging
+ * each request into logdir (NULL: none), its own files in workdir; url
+ * receives "http://127.0.0.1:PORT/v1".  Returns its pid; the test fails when
+ * the server does not listen within 10 s. */
+int tu_fake_llm_start(const char *binary, const char *script, const char *logdir, const char *workdir, char *url,
+                      size_t n);
+/* Stop it (SIGTERM); the test fails unless it exits with 0. */
+void tu_fake_llm_stop(int pid);
+
+/* Run the kevo binary (args as for tu_spawn), output into log; its exit
+ * status, with stdout and stderr together in *out (caller frees). */
+int tu_run(const char *log, char **out, char *const args[]);
+
+/* SQL that undoes what schemas 3 to 5 added to a kevo DB: run on a file
  * of the current schema it leaves a file as schema 2 wrote it. */
 #define TU_SCHEMA2_SQL                                                                                            \
-    "DROP TABLE run_settings;"                                                                                     \
+    "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings;"                                         \
     "DROP TABLE run_shapes; DROP TABLE shape_results; DROP TABLE timings; DROP TABLE warm_seeds;"                 \
     "ALTER TABLE runs DROP COLUMN decomposed_ms; ALTER TABLE runs DROP COLUMN nshapes;"                          \
     "ALTER TABLE runs DROP COLUMN warm_start; ALTER TABLE runs DROP COLUMN best_id;"                              \
