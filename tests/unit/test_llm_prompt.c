@@ -85,25 +85,18 @@ static char *render(const char *family, kevo_dtype dt, const char *abi)
     return kv_buf_take(&b);
 }
 
-/* The family's space file with every param fixed to its default: a parent's one-point space. */
+/* The family's default configuration as a one-point space: a parent's plan as kevo builds it. */
 static char *one_point_space(const char *family)
 {
-    char rel[128];
-    snprintf(rel, sizeof rel, "templates/%s.json", family);
-    char *text = tu_read_src(rel);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    assert_non_null(j);
-    cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "params"))
-    {
-        double def = cJSON_GetObjectItem(p, "default")->valuedouble;
-        cJSON_ReplaceItemInObject(p, "values", cJSON_CreateDoubleArray(&def, 1));
-        cJSON_DeleteItemFromObject(p, "absent");
-    }
-    char *out = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return out;
+    kevo_space *s = load_family(family);
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    assert_int_equal(kevo_space_point_json(s, &cfg, "lce_mma_point", &b, &err), KEVO_OK);
+    kevo_space_free(s);
+    return kv_buf_take(&b);
 }
 
 /* ---------------------------------------------------------------- knowledge */
@@ -570,11 +563,13 @@ static void parse(const reply_fixture *r, const char *reply, kevo_status want, c
     if (st == KEVO_OK) {
         assert_non_null(out->source);
         assert_non_null(out->space);
+        assert_non_null(out->summary);
     } else {
+        /* nothing to free after a failure */
         assert_null(out->source);
         assert_null(out->space);
+        assert_null(out->summary);
     }
-    assert_non_null(out->summary);
 }
 
 static char *reply_with(const char *prose, const char *fence_open, const char *code, const char *fence_close,
@@ -636,7 +631,7 @@ static void test_reply_good(void **state)
     kv_buf_puts(&crlf, "Same.\r\n\r\n~~~c++\r\n");
     for (const char *c = code.data; *c; c++)
         kv_buf_printf(&crlf, c[0] == '\n' ? "\r\n" : "%c", *c);
-    kv_buf_puts(&crlf, "~~~\r\n```json\r\n{\"family\": \"lce_mma\", \"op\": \"ikbo_lce\"}\r\n```\r\n");
+    kv_buf_puts(&crlf, "~~~\r\n```json\r\n{\"family\": \"lce_mma_point\", \"op\": \"ikbo_lce\"}\r\n```\r\n");
     parse(&r, crlf.data, KEVO_OK, NULL, &p);
     assert_string_equal(p.source, code.data);
     kevo_llm_parsed_free(&p);
@@ -723,8 +718,14 @@ static void test_reply_fences(void **state)
 
     /* no code block at all */
     parse(&r, "I would make BM larger. No code today.", KEVO_ERR_PARSE, "no code block", &p);
+    kevo_llm_parsed_free(&p);
+    kv_buf ok;
+    kv_buf_init(&ok);
+    kv_buf_printf(&ok, "I would make BM larger. No code today.\n```cuda\n%s```\n", r.source);
+    parse(&r, ok.data, KEVO_OK, NULL, &p);
     assert_string_equal(p.summary, "I would make BM larger.");
     kevo_llm_parsed_free(&p);
+    kv_buf_release(&ok);
     /* a code block without a kernel */
     parse(&r, "Helper:\n```cuda\n__device__ int f() { return 1; }\n```\n", KEVO_ERR_PARSE,
           "no code block defines a __global__", &p);
@@ -859,7 +860,6 @@ static void test_reply_hostile_bytes(void **state)
     kv_buf_append(&b, "\0", 1);
     kv_buf_printf(&b, "```cuda\n%s```\n", r.source);
     parse(&r, b.data, KEVO_ERR_PARSE, "no code block", &p);
-    assert_string_equal(p.summary, "Fixed it.");
     kevo_llm_parsed_free(&p);
     kv_buf_release(&b);
     kv_buf_init(&b);
@@ -889,8 +889,8 @@ static void test_reply_hostile_bytes(void **state)
     kv_buf_puts(&b, "## Heading\n\x1b[31mRed \x07 text");
     for (int i = 0; i < 40; i++)
         kv_buf_puts(&b, " and more words");
-    kv_buf_puts(&b, ". Second sentence.\n");
-    parse(&r, b.data, KEVO_ERR_PARSE, "no code block", &p);
+    kv_buf_printf(&b, ". Second sentence.\n```cuda\n%s```\n", r.source);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
     assert_true(strlen(p.summary) <= KEVO_LLM_SUMMARY_MAX);
     assert_true(strncmp(p.summary, "Heading", 7) == 0);
     assert_clean(p.summary);
