@@ -1001,6 +1001,7 @@ static void test_check_accepts(void **state)
         {"", "out[i] = *reinterpret_cast<const __half *>(wc + 1); reinterpret_cast<uint4 *>(out)[0] = "
              "reinterpret_cast<const uint4 *>(wc)[0];"},
         {"", "float2 v = *reinterpret_cast<const float2 *>(wc); if (v.x > 0.f) out[i] = wc[1];"},
+        {"", "float2 v = *(float2 *)(wc + 2); float4 w4 = ((float4 *)a.e_cand)[1]; out[i] = __float2half(v.x + w4.y);"},
         {"", "__stcs(out + i, wc[0]);"},
         {"", "asm volatile(\"st.global.cs.u16 [%0], %1;\" :: \"l\"(out + i), \"h\"((unsigned short)1));"},
         {"", "unsigned short v; asm volatile(\"ld.global.nc.u16 %0, [%1];\" : \"=h\"(v) : \"l\"(wc + i)); "
@@ -1022,6 +1023,8 @@ static void test_check_accepts(void **state)
         {"struct G { const __half *w; int K; };",
          "G g; g.w = wc; g.K = a.Kc; *(out + g.K) = g.w[0]; out[sizeof(int *) * g.K] = wc[0];"},
         {"#define HD __host__ __device__", ""},
+        {"", "const __half *rows[2] = {wc, wc + 1}; __shared__ const __half *srow[1]; srow[0] = rows[1]; "
+             "out[i] = srow[0][0];"},
         {"", "const __half *p = wc + 1, *q = wc + 2, **pp = &p; out[i] = *q + **pp; const __half *const *r2 = &q; "
              "(void)r2;"},
     };
@@ -1124,6 +1127,20 @@ static void test_check_rejects(void **state)
         {"", "__half *q; memcpy(&q, &wc, sizeof q); q[0] = out[0];", "input 'w_cand' reaches a store"},
         {"", "union { const __half *c; __half *m; } u; u.c = wc; u.m[0] = out[0];", "reaches a store"},
         {"", "const __half *p0 = nullptr, *q = a.w_user; ((__half *)q)[0] = out[0];", "input 'w_user'"},
+        {"", "__shared__ unsigned long long stash[2]; stash[1] = (unsigned long long)wc; __syncthreads(); "
+             "__half *v = (__half *)stash[1]; v[0] = out[0];",
+         "input 'w_cand'"},
+        {"", "const __half *hold[2]; hold[0] = wc; const __half **hp = hold; ((__half *)hp[0])[0] = out[0];",
+         "input 'w_cand'"},
+        /* input pointers parked in memory another alias reads back */
+        {"", "reinterpret_cast<unsigned long long *>(a.workspace)[0] = reinterpret_cast<unsigned long long>(a.e_cand);",
+         "input 'e_cand' is stored to memory the check cannot follow"},
+        {"", "unsigned long long *ws = (unsigned long long *)a.workspace; ws[0] = (unsigned long long)wc;",
+         "input 'w_cand' is stored to memory"},
+        {"", "atomicExch((unsigned long long *)a.workspace, (unsigned long long)a.w_user);",
+         "input 'w_user' is stored to memory"},
+        {"", "asm volatile(\"st.global.u64 [%0], %1;\" :: \"l\"(a.workspace), \"l\"(a.e_user));",
+         "input 'e_user' is stored to memory"},
         {"", "__half *q = nullptr; *q = out[0]; q = (__half *)nullptr; const __half **pp = &wc; "
              "*(__half **)pp = out; (void)q;", "input 'w_cand'"},
         {"union U2 { const __half *c; __half *m; };", "U2 u; u.c = wc; u.m[0] = out[0];", "reaches a store"},
