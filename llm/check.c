@@ -22,14 +22,16 @@
 #include "util/util.h"
 
 #define CK_MAX_PARAMS 16
-#define CK_ROUNDS 12
 #define CK_MAX_FIELDS 64
 #define CK_MAX_DEPTH 256 /* bracket nesting */
 #define CK_SCAN_CAP 4096 /* tokens one expression scan walks */
 #define CK_DECL_CAP 256  /* tokens one declaration scan walks */
+/* Token visits of the whole check.  The fixpoints run until nothing changes;
+ * a source that keeps them going past this is refused, never passed unchecked. */
+#define CK_WORK_MAX 400000000ull
 
 /* taint kinds */
-enum { CK_IN = 1, CK_OUT = 2, CK_OVAL = 4, CK_PROBE = 8, CK_PVAL = 16 };
+enum { CK_IN = 1, CK_OUT = 2, CK_OVAL = 4, CK_PROBE = 8, CK_PVAL = 16, CK_INC = 32 /* holds input pointers */ };
 
 /* A range of tokens [a, b) belonging to the construct at token at. */
 typedef struct ck_range {
@@ -108,6 +110,8 @@ typedef struct ck {
     ck_range *conds; /* conditions */
     int nconds;
     ck_taint taint;
+    ck_taint arrays; /* (function, name) of the arrays declared in a function: "T name[...]" */
+    unsigned long long *work; /* token visits so far (through a pointer: the scanners take a const ck) */
     char *why;
     size_t wn;
     bool failed;
@@ -141,9 +145,16 @@ static bool ck_reject(ck *c, int line, const char *fmt, ...)
     return false;
 }
 
-static bool ck_is(const ck *c, int i, const char *s)
+/* Whether token i spells s (the hot path of the whole check: first bytes first). */
+static inline bool ck_is(const ck *c, int i, const char *s)
 {
-    return kevo_lex_is(&c->lx, i, s);
+    if (i < 0 || i >= c->lx.ntok)
+        return false;
+    const kevo_tok *t = &c->lx.tok[i];
+    if (t->kind == KEVO_TK_PUNCT)
+        return t->punct[0] == s[0] && (s[0] == '\0' || strcmp(t->punct + 1, s + 1) == 0);
+    const char *p = c->lx.text + t->off;
+    return p[0] == s[0] && strncmp(p, s, t->len) == 0 && s[t->len] == '\0';
 }
 
 static kevo_tok_kind ck_kind(const ck *c, int i)
@@ -333,7 +344,7 @@ static bool ck_tmerge(ck_hent *e, bool part, uint8_t kinds, int origin)
     uint8_t *k = part ? &e->part : &e->kinds;
     if (!e || (*k | kinds) == *k)
         return false;
-    if (!((e->kinds | e->part) & CK_IN) && (kinds & CK_IN))
+    if (!((e->kinds | e->part) & (CK_IN | CK_INC)) && (kinds & (CK_IN | CK_INC)))
         e->origin = (int16_t)origin;
     *k |= kinds;
     return true;
@@ -379,8 +390,8 @@ static uint8_t ck_tget(const ck *c, const ck_taint *t, int fn, int i, int *origi
             k = part;
         }
     }
-    if (origin && (k & CK_IN))
-        *origin = own && ((own->kinds | own->part) & CK_IN) ? own->origin : glob ? glob->origin : -1;
+    if (origin && (k & (CK_IN | CK_INC)))
+        *origin = own && ((own->kinds | own->part) & (CK_IN | CK_INC)) ? own->origin : glob ? glob->origin : -1;
     return k;
 }
 
@@ -1377,9 +1388,11 @@ static void ck_mark_loads(ck *c)
             for (int j = i + 2; j < c->match[i + 1]; j++)
                 c->in_load[j] = true;
         }
-        /* *(...) and *xxx_cast<T>(...): what is inside is read through, unless the
-         * cast gives a pointer to pointer (then a pointer is what is read) */
-        if (ck_is(c, i, "*") && ck_unary(c, i) && (ck_is(c, i + 1, "(") || ck_among(c, i + 1, ck_named_casts))) {
+        /* *(...), *f(...), *p.q and *xxx_cast<T>(...): what is inside is read
+         * through, unless a cast gives a pointer to pointer (then a pointer is
+         * what is read) */
+        if (ck_is(c, i, "*") && ck_unary(c, i) &&
+            (ck_is(c, i + 1, "(") || (ck_ident(c, i + 1) && !ck_keyword(c, i + 1)))) {
             int e = ck_unary_end(c, i + 1, 0);
             int stars = 0, run = 0;
             for (int j = i + 1; j < e && j < i + CK_DECL_CAP; j++) {
@@ -1445,6 +1458,32 @@ static bool ck_deref(const ck *c, int r, int t)
     return ck_is(c, r - 1, "*") && ck_unary(c, r - 1);
 }
 
+/* How many times an occurrence (root r, tainted element t) is dereferenced:
+ * subscripts and '->' after it, a unary '*' before it, a dereferenced context. */
+static int ck_deref_count(const ck *c, int r, int t)
+{
+    if (ck_is(c, r - 1, "&") && ck_unary(c, r - 1))
+        return 0;
+    int n = (c->in_load[t] || c->deref_ctx[t]) ? 1 : 0;
+    if (ck_is(c, r - 1, "*") && ck_unary(c, r - 1))
+        n++;
+    int j = t + 1;
+    for (int g = 0; g < 16; g++) {
+        if (ck_is(c, j, ".") && ck_ident(c, j + 1)) {
+            j += 2;
+        } else if (ck_is(c, j, "->") && ck_ident(c, j + 1)) {
+            n++;
+            j += 2;
+        } else if (ck_is(c, j, "[") && c->match[j] > j) {
+            n++;
+            j = c->match[j] + 1;
+        } else {
+            break;
+        }
+    }
+    return n;
+}
+
 /* Root of the member chain ending at token t (t-1 is '.' or '->'). */
 static int ck_chain_root(const ck *c, int t)
 {
@@ -1466,6 +1505,7 @@ static int ck_chain_root(const ck *c, int t)
 
 typedef struct ck_occ {
     bool in_ptr, in_any, out_ptr, oval; /* global analysis */
+    bool inc;                           /* a holder of input pointers (an array or pointer to them) */
     bool p_ptr, p_val;                  /* probe analysis */
     int origin;                         /* of in_ptr: input index, -1: the argument struct or unknown */
     int any_origin;                     /* of in_any */
@@ -1507,6 +1547,7 @@ static void ck_scan_call(const ck *c, const ck_taint *tt, int mode, int fn, int 
                 ck_note_in(o, f->ret_origin, i);
             o->out_ptr |= (f->ret & CK_OUT) != 0;
             o->oval |= (f->ret & CK_OVAL) != 0;
+            o->inc |= (f->ret & CK_INC) != 0;
         }
         for (int j = 0; j < na; j++) {
             uint32_t bit = 1u << j;
@@ -1515,6 +1556,7 @@ static void ck_scan_call(const ck *c, const ck_taint *tt, int mode, int fn, int 
                     ck_note_in(o, arg[j].origin, arg[j].at);
                 o->out_ptr |= arg[j].out_ptr;
                 o->oval |= arg[j].oval;
+                o->inc |= arg[j].inc;
                 o->p_ptr |= arg[j].p_ptr;
                 o->p_val |= arg[j].p_val;
             }
@@ -1528,6 +1570,8 @@ static void ck_scan_call(const ck *c, const ck_taint *tt, int mode, int fn, int 
 
 static void ck_scan(const ck *c, const ck_taint *tt, int mode, int fn, int a, int b, ck_occ *o)
 {
+    if (b > a)
+        *c->work += (unsigned long long)(b - a);
     for (int i = a; i < b && i < c->lx.ntok; i++) {
         if (!ck_ident(c, i))
             continue;
@@ -1595,6 +1639,21 @@ static void ck_scan(const ck *c, const ck_taint *tt, int mode, int fn, int a, in
             if (!deref)
                 ck_note_in(o, origin, i);
         }
+        if (k & CK_INC) {
+            /* what it holds is an input pointer; the holder itself passes on as a holder */
+            int nd = deref ? ck_deref_count(c, i, i) : 0;
+            if (nd == 1) {
+                ck_note_in(o, origin, i);
+            } else if (nd > 1) {
+                if (!o->in_any)
+                    o->any_origin = origin;
+                o->in_any = true; /* a value read through the input pointer it holds */
+            } else {
+                if (!o->in_ptr && !o->inc)
+                    o->origin = origin;
+                o->inc = true;
+            }
+        }
         if (k & CK_OUT) {
             if (deref)
                 o->oval = true;
@@ -1645,10 +1704,58 @@ static bool ck_assign_op(const ck *c, int i)
 {
     if (!ck_code(c, i) || c->lx.tok[i].kind != KEVO_TK_PUNCT)
         return false;
+    const char *p = c->lx.tok[i].punct;
+    size_t n = strlen(p);
+    if (n == 0 || p[n - 1] != '=')
+        return false;
     for (int k = 0; ck_assign_ops[k]; k++)
-        if (ck_is(c, i, ck_assign_ops[k]))
+        if (strcmp(p, ck_assign_ops[k]) == 0)
             return true;
     return false;
+}
+
+/* Whether the name at r is being declared ("T *r", "T **r", "T *const r",
+ * or "..., *r" in a declaration statement), so that a '*' before it is a
+ * declarator, not a dereference. */
+static bool ck_declarator(const ck *c, int r)
+{
+    int q = r - 1;
+    while (q >= 0 && (ck_is(c, q, "*") || ck_is(c, q, "&") || ck_is(c, q, "&&") ||
+                      ck_among(c, q, (const char *const[]){"const", "volatile", "__restrict__", NULL})))
+        q--;
+    if (q == r - 1)
+        return false; /* no '*': the caller's business */
+    if ((ck_ident(c, q) && !ck_keyword(c, q)) || ck_is(c, q, ">"))
+        return true;
+    if (!ck_is(c, q, ","))
+        return false;
+    /* a declaration statement starts with two or more names before its first '=' or ',' */
+    int st = q;
+    for (int g = 0; st > 0 && g < CK_SCAN_CAP; g++) {
+        int p = st - 1;
+        if ((ck_is(c, p, ")") || ck_is(c, p, "]") || ck_is(c, p, "}")) && c->match[p] >= 0 && c->match[p] < p &&
+            !ck_is(c, p, "}")) {
+            st = c->match[p];
+            continue;
+        }
+        if (!ck_code(c, p) || ck_is(c, p, ";") || ck_is(c, p, "{") || ck_is(c, p, "}") || ck_is(c, p, "("))
+            break;
+        st = p;
+    }
+    int names = 0;
+    for (int j = st; j < q; j++) {
+        if (ck_is(c, j, "=") || ck_is(c, j, ",") || ck_is(c, j, "(") || ck_is(c, j, "["))
+            break;
+        if (ck_is(c, j, "<") && ck_angle(c, j) > j) {
+            j = ck_angle(c, j);
+            continue;
+        }
+        if (ck_ident(c, j))
+            names++;
+        else if (!ck_is(c, j, "*") && !ck_is(c, j, "&") && !ck_is(c, j, "::"))
+            return false;
+    }
+    return names >= 2 && ck_ident(c, st);
 }
 
 /* The variable an assignment at op assigns to (its root name token), -1 when
@@ -1673,7 +1780,7 @@ static int ck_lhs_root(const ck *c, int op, bool *through, int *member)
         if (ck_is(c, r + 1, ".") && ck_ident(c, r + 2))
             *member = r + 2;
     }
-    if (ck_is(c, r - 1, "*") && ck_unary(c, r - 1))
+    if (ck_is(c, r - 1, "*") && ck_unary(c, r - 1) && !ck_declarator(c, r))
         *through = true;
     return ck_ident(c, r) ? r : -1;
 }
@@ -1692,6 +1799,8 @@ static uint8_t ck_kinds_of(const ck_occ *o)
         k |= CK_PROBE;
     if (o->p_val)
         k |= CK_PVAL;
+    if (o->inc)
+        k |= CK_INC;
     return k;
 }
 
@@ -1711,11 +1820,45 @@ static bool ck_bulk_call(const ck *c, int i)
     return ck_is(c, i, "cp_async_bulk_tensor") || ck_is(c, i, "cp_async_bulk");
 }
 
+/* The first asm statement whose keyword is at or after token a (they are in token order). */
+static int ck_first_asm(const ck *c, int a)
+{
+    int lo = 0, hi = c->nas;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (c->as[mid].kw < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The first range whose construct is at or after token a (ranges are in token order). */
+static int ck_first_range(const ck_range *r, int n, int a)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r[mid].at < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* One propagation step over the tokens [a, b) (only those of function
  * fn_only when >= 0) into tt; returns whether anything changed. */
 static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int b, bool *oom)
 {
     bool changed = false;
+    if (b > a)
+        *c->work += (unsigned long long)(b - a);
+    if (*c->work > CK_WORK_MAX) {
+        ck_reject(c, 0, "source too intricate for the check (refused rather than passed unchecked)");
+        return false;
+    }
     for (int i = a; i < b && i < c->lx.ntok; i++) {
         if (!ck_code(c, i))
             continue;
@@ -1732,7 +1875,7 @@ static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int 
             ck_scan(c, tt, mode, fn, i + 1, ck_expr_end(c, i + 1), &o);
             uint8_t k = ck_kinds_of(&o);
             if (through) /* stored into what r points to: r's contents, not r */
-                k &= CK_OVAL | CK_PVAL;
+                k = (uint8_t)((k & (CK_OVAL | CK_PVAL)) | ((k & CK_IN) ? CK_INC : 0));
             if (member >= 0 && !through && !c->union_id[c->id[r]])
                 changed |= ck_tadd_member(tt, fn, c->id[r], c->id[member], k, o.origin, oom);
             else
@@ -1784,7 +1927,7 @@ static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int 
         if (ck_is(c, i, "return") && fn >= 0 && mode == CK_GLOBAL_MODE) {
             ck_occ o = {.origin = -1};
             ck_scan(c, tt, mode, fn, i + 1, ck_expr_end(c, i + 1), &o);
-            uint8_t k = ck_kinds_of(&o) & (CK_IN | CK_OUT | CK_OVAL);
+            uint8_t k = ck_kinds_of(&o) & (CK_IN | CK_OUT | CK_OVAL | CK_INC);
             if ((c->fn[fn].ret | k) != c->fn[fn].ret) {
                 if ((k & CK_IN) && !(c->fn[fn].ret & CK_IN))
                     c->fn[fn].ret_origin = o.origin;
@@ -1794,10 +1937,10 @@ static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int 
         }
     }
     /* asm operands: outputs take what the inputs carry, and loaded values */
-    for (int s = 0; s < c->nas; s++) {
+    for (int s = ck_first_asm(c, a); s < c->nas && c->as[s].kw < b; s++) {
         const ck_asm *as = &c->as[s];
         int fn = c->fn_of[as->kw];
-        if (as->kw < a || as->kw >= b || (fn_only >= 0 && fn != fn_only))
+        if (fn_only >= 0 && fn != fn_only)
             continue;
         ck_occ in = {.origin = -1};
         for (int k = as->nout; k < as->nops; k++)
@@ -1821,7 +1964,8 @@ static bool ck_propagate(ck *c, ck_taint *tt, int mode, int fn_only, int a, int 
 /* What reaches the sinks of [a, b) (function fn_only when >= 0). */
 typedef struct ck_hits {
     int store, load, cast, cond_any, cond_val; /* token of the first hit, -1 */
-    int origin;                                 /* input of the store or cast hit (global analysis) */
+    int origin;                                 /* input of the store, cast or escape hit (global analysis) */
+    int escape; /* an input pointer's value stored to memory the check does not follow */
 } ck_hits;
 
 static void ck_hit(int *slot, int at)
@@ -1898,6 +2042,14 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
                 bool ptr = ck_ptr(&o, mode);
                 if (ptr && (((store_call || atomic) && j == 0) || bulk_store || reduce))
                     ck_hit_store(h, &o, mode, i);
+                /* an input pointer as the value an atomic or a store intrinsic writes */
+                if (mode == CK_GLOBAL_MODE && o.in_ptr && j > 0 && (atomic || (store_call && p[0] == '_' &&
+                                                                             p[1] == '_' && p[2] == 's'))) {
+                    if (h->escape < 0) {
+                        h->escape = o.at;
+                        h->origin = o.origin;
+                    }
+                }
                 if (mode == CK_PROBE_MODE && (o.p_ptr || o.p_val) && (load_call || bulk_load))
                     ck_hit(&h->load, i);
                 if (!defined)
@@ -1945,12 +2097,38 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
             }
             continue;
         }
+        /* an input pointer stored through a dereference, but into a local array
+         * (whose contents the analysis follows): it escapes to memory another
+         * alias can read back */
+        if (mode == CK_GLOBAL_MODE && ck_is(c, i, "=") && h->escape < 0) {
+            bool through;
+            int member;
+            int r = ck_lhs_root(c, i, &through, &member);
+            if (through && (r < 0 || !ck_tfind(&c->arrays, ck_key(fn, c->id[r])))) {
+                ck_occ o = {.origin = -1};
+                ck_scan(c, tt, mode, fn, i + 1, ck_expr_end(c, i + 1), &o);
+                if (o.in_ptr) {
+                    h->escape = o.at;
+                    h->origin = o.origin;
+                }
+            } else if (r < 0 && !through) {
+                /* "(expr) = x", "f(x) = y": nothing the analysis can name */
+                ck_occ o = {.origin = -1};
+                ck_scan(c, tt, mode, fn, i + 1, ck_expr_end(c, i + 1), &o);
+                if (o.in_ptr && ck_is(c, i - 1, ")")) {
+                    h->escape = o.at;
+                    h->origin = o.origin;
+                }
+            }
+        }
         /* a C++ store through a dereference of a tainted pointer */
         if (ck_assign_op(c, i) || ck_is(c, i, "++") || ck_is(c, i, "--")) {
             int ls, le;
             if (ck_assign_op(c, i) || ck_ident(c, i - 1) || ck_is(c, i - 1, "]") || ck_is(c, i - 1, ")")) {
                 ls = ck_expr_start(c, i);
                 le = i;
+                if (ck_is(c, i, "=") && le - 1 >= ls && ck_ident(c, le - 1) && ck_declarator(c, le - 1))
+                    le = ls; /* "T *p = ...": a declaration, no store */
             } else {
                 ls = i + 1;
                 le = ck_expr_end(c, i + 1);
@@ -1968,6 +2146,11 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
                 } else if (!member) {
                     uint8_t k = ck_tget(c, tt, fn, j, &origin);
                     hit = mode == CK_PROBE_MODE ? (k & CK_PROBE) != 0 : (k & CK_IN) != 0;
+                    /* a holder of input pointers dereferenced twice: a store through what it holds */
+                    if (mode == CK_GLOBAL_MODE && (k & CK_INC) && ck_deref_count(c, j, j) >= 2) {
+                        ck_occ o = {.in_ptr = true, .origin = origin, .at = j};
+                        ck_hit_store(h, &o, mode, j);
+                    }
                 }
                 if (hit && ck_deref(c, root, j)) {
                     ck_occ o = {.in_ptr = true, .origin = origin, .at = j};
@@ -1981,10 +2164,10 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
             ck_hit(&h->load, i);
     }
     /* inline PTX address operands */
-    for (int k = 0; k < c->nas; k++) {
+    for (int k = ck_first_asm(c, a); k < c->nas && c->as[k].kw < b; k++) {
         const ck_asm *as = &c->as[k];
         int fn = c->fn_of[as->kw];
-        if (as->kw < a || as->kw >= b || (fn_only >= 0 && fn != fn_only))
+        if (fn_only >= 0 && fn != fn_only)
             continue;
         for (int j = 0; j < as->nops; j++) {
             ck_occ o = {.origin = -1};
@@ -1994,23 +2177,27 @@ static void ck_sinks(ck *c, const ck_taint *tt, int mode, int fn_only, int a, in
             uint64_t bit = 1ull << 63 | (j < 63 ? 1ull << j : 0);
             if (as->stores && (as->store_ops & bit))
                 ck_hit_store(h, &o, mode, as->kw);
+            else if (as->stores && mode == CK_GLOBAL_MODE && h->escape < 0) {
+                h->escape = o.at; /* the pointer's value is what the PTX stores */
+                h->origin = o.origin;
+            }
             if (as->loads && (as->load_ops & bit))
                 ck_hit(&h->load, as->kw);
         }
     }
     /* non-const pointer casts and conditions */
-    for (int k = 0; k < c->ncasts; k++) {
+    for (int k = ck_first_range(c->casts, c->ncasts, a); k < c->ncasts && c->casts[k].at < b; k++) {
         const ck_range *r = &c->casts[k];
-        if (r->at < a || r->at >= b || (fn_only >= 0 && c->fn_of[r->at] != fn_only))
+        if (fn_only >= 0 && c->fn_of[r->at] != fn_only)
             continue;
         ck_occ o = {.origin = -1};
         ck_scan(c, tt, mode, c->fn_of[r->at], r->a, r->b, &o);
         if (ck_ptr(&o, mode))
             ck_hit_cast(h, &o, mode, r->at);
     }
-    for (int k = 0; k < c->nconds; k++) {
+    for (int k = ck_first_range(c->conds, c->nconds, a); k < c->nconds && c->conds[k].at < b; k++) {
         const ck_range *r = &c->conds[k];
-        if (r->at < a || r->at >= b || (fn_only >= 0 && c->fn_of[r->at] != fn_only))
+        if (fn_only >= 0 && c->fn_of[r->at] != fn_only)
             continue;
         ck_occ o = {.origin = -1};
         ck_scan(c, tt, mode, c->fn_of[r->at], r->a, r->b, &o);
@@ -2035,9 +2222,12 @@ static void ck_returns(ck *c, const ck_taint *tt, int k, bool *ptr, bool *val)
 /* Summaries of every function's parameters, to a fixpoint over callees. */
 static bool ck_summaries(ck *c)
 {
-    for (int round = 0; round < 8; round++) {
+    for (int round = 0; !c->failed; round++) {
         bool changed = false;
-        for (int k = 0; k < c->nfn; k++) {
+        for (int kk = 0; kk < c->nfn && !c->failed; kk++) {
+            /* forward and backward in turn: a chain of helpers settles in a round or two
+             * whichever order they are defined in */
+            int k = round % 2 ? c->nfn - 1 - kk : kk;
             ck_fn *f = &c->fn[k];
             for (int j = 0; j < f->nparams; j++) {
                 if (f->param[j] < 0 || c->is_struct_param[f->param[j]])
@@ -2045,10 +2235,9 @@ static bool ck_summaries(ck *c)
                 ck_taint tt = {0};
                 bool oom = false;
                 ck_tadd(&tt, k, c->id[f->param[j]], CK_PROBE, -1, &oom);
-                for (int it = 0; it < 8 && !oom; it++)
-                    if (!ck_propagate(c, &tt, CK_PROBE_MODE, k, f->lb, f->rb + 1, &oom))
-                        break;
-                ck_hits h = {-1, -1, -1, -1, -1, -1};
+                while (!oom && !c->failed && ck_propagate(c, &tt, CK_PROBE_MODE, k, f->lb, f->rb + 1, &oom)) {
+                }
+                ck_hits h = {-1, -1, -1, -1, -1, -1, -1};
                 bool rp = false, rv = false;
                 if (!oom) {
                     ck_sinks(c, &tt, CK_PROBE_MODE, k, f->lb, f->rb + 1, &h);
@@ -2057,6 +2246,8 @@ static bool ck_summaries(ck *c)
                 free(tt.e);
                 if (oom)
                     return ck_reject(c, 0, "out of memory");
+                if (c->failed)
+                    return false;
                 uint32_t bit = 1u << j;
                 uint32_t *sums[] = {&f->s_store, &f->s_load, &f->s_cast, &f->s_cond_any, &f->s_cond_val,
                                     &f->s_ret_ptr, &f->s_ret_val};
@@ -2083,6 +2274,14 @@ static void ck_aliases(ck *c)
     for (int i = 0; i < c->lx.ntok; i++) {
         if (!ck_code(c, i))
             continue;
+        /* a local array: "T name[" (its contents are followed, one level) */
+        if (ck_is(c, i, "[") && ck_ident(c, i - 1) && !ck_keyword(c, i - 1) &&
+            ((ck_ident(c, i - 2) && !ck_keyword(c, i - 2)) || ck_is(c, i - 2, "*") || ck_is(c, i - 2, ">") ||
+             ck_is(c, i - 2, ",")) &&
+            c->fn_of[i] >= 0) {
+            bool oom = false;
+            ck_tadd(&c->arrays, c->fn_of[i], c->id[i - 1], 1, -1, &oom);
+        }
         /* union [Name] { ... } [var, ...];  and  Name var; */
         if (ck_is(c, i, "union")) {
             int j = i + 1;
@@ -2305,12 +2504,13 @@ static bool ck_flow(ck *c)
     if (!ck_summaries(c))
         return false;
     bool oom = false;
-    for (int round = 0; round < CK_ROUNDS && !oom; round++)
-        if (!ck_propagate(c, &c->taint, CK_GLOBAL_MODE, -1, 0, c->lx.ntok, &oom))
-            break;
+    while (!oom && !c->failed && ck_propagate(c, &c->taint, CK_GLOBAL_MODE, -1, 0, c->lx.ntok, &oom)) {
+    }
     if (oom)
         return ck_reject(c, 0, "out of memory");
-    ck_hits h = {-1, -1, -1, -1, -1, -1};
+    if (c->failed)
+        return false;
+    ck_hits h = {-1, -1, -1, -1, -1, -1, -1};
     ck_sinks(c, &c->taint, CK_GLOBAL_MODE, -1, 0, c->lx.ntok, &h);
     char f[80] = "the argument struct (by its address)";
     if (h.origin >= 0 && h.origin < c->ninputs)
@@ -2322,6 +2522,9 @@ static bool ck_flow(ck *c)
     if (h.cast >= 0)
         return ck_reject(c, ck_line(c, h.cast), "a pointer from %s is cast to a non-const pointer (inputs must "
                                                 "never be written)", f);
+    if (h.escape >= 0)
+        return ck_reject(c, ck_line(c, h.escape), "a pointer from %s is stored to memory the check cannot follow "
+                                                  "(keep input pointers in variables and local arrays)", f);
     if (h.cond_val >= 0)
         return ck_reject(c, ck_line(c, h.cond_val), "what the output held before decides control flow (the output "
                                                     "must be written before it is read, and never tested)");
@@ -2354,6 +2557,7 @@ static void ck_free(ck *c)
     free(c->taint.e);
     free(c->casts);
     free(c->conds);
+    free(c->arrays.e);
 }
 
 /* Tokenize and find the structure; false with a rejection. */
@@ -2407,6 +2611,8 @@ bool kevo_llm_check_source(const char *src, const char *const *inputs, int ninpu
 {
     ck c;
     memset(&c, 0, sizeof c);
+    unsigned long long work = 0;
+    c.work = &work;
     c.why = why;
     c.wn = n;
     if (why && n)
@@ -2433,6 +2639,8 @@ int kevo_llm_find_entries(const char *src, kevo_llm_entry *out, int max)
 {
     ck c;
     memset(&c, 0, sizeof c);
+    unsigned long long work = 0;
+    c.work = &work;
     if (!src || strnlen(src, KEVO_LLM_SOURCE_MAX + 1) > KEVO_LLM_SOURCE_MAX)
         return -1;
     if (!ck_init(&c, src) && !c.lx.ntok) {

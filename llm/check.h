@@ -28,14 +28,19 @@
  *     are how results are written;
  *   - writes to the inputs (names given by the caller: the ABI struct's input
  *     fields, e.g. w_user ... tm_e_cand): pointers derived from an input
- *     field (through assignments, helper parameters, return values, asm
- *     outputs, memcpy into `&x`, the address of the argument struct) may not
- *     be cast to a non-const pointer (C casts, *_cast, aliases, decltype,
- *     template type parameters), nor reach a store: a global store in
- *     inline PTX (address operand), TMA/bulk stores, __stcg/__stcs/...,
- *     atomic*, memcpy/memset, cuda::atomic_ref, a C++ assignment through
- *     them, or a helper parameter that reaches any of these.  `const_cast`
- *     is rejected outright;
+ *     field (through assignments, struct members, local arrays that hold
+ *     them, helper parameters and return values, asm outputs, memcpy into
+ *     `&x`, the address of the argument struct) may not be cast to a
+ *     non-const pointer that is kept or stored through (C casts, *_cast,
+ *     aliases, decltype, template type parameters; a cast read through at
+ *     once is fine), nor reach a store: a global store in inline PTX
+ *     (address operand), TMA/bulk stores, __stcg/__stcs/..., atomic*,
+ *     memcpy/memset, cuda::atomic_ref, a C++ assignment through them, or a
+ *     helper parameter that reaches any of these.  Nor may such a pointer's
+ *     value be stored to memory the analysis does not follow (anything but
+ *     a local or __shared__ array of the function: the workspace, out, a
+ *     PTX store's data), where another alias could read it back.
+ *     `const_cast` is rejected outright;
  *   - reads of the output before it is written, in the form that matters:
  *     values read from the output (C++ dereference, __ldg/__ldcs..., a
  *     global load in PTX, a TMA load of its tensor map, a helper that loads)
@@ -47,14 +52,17 @@
  *     done" does not.
  *
  * The analysis is name-based and flow-insensitive within a function (a name
- * tainted anywhere in a function is tainted everywhere in it): it follows
- * the ways a kernel can write an input or branch on the old output, and
- * errs toward refusing.  It is not complete (an integer that becomes an
- * address by arithmetic alone, or data flow through shared memory
- * subscripts, can escape it), and is not claimed to be: the runtime checks
- * back it up: the output is poisoned with NaN before every check, every
- * check uses fresh random inputs (so cached or constant answers fail), and
- * the inputs are checksummed after each checked run (input_modified).
+ * tainted anywhere in a function is tainted everywhere in it), follows
+ * helpers through per-parameter summaries computed to a fixpoint, and errs
+ * toward refusing (a source that keeps the fixpoints busy past a fixed
+ * amount of work is refused).  It is not complete and is not claimed to be:
+ * implicit flows escape it (an address rebuilt bit by bit under conditions
+ * on the real one), as do pointers two levels deep in local arrays and
+ * values the output held that reach a branch through memory it does not
+ * follow.  The runtime checks back it up: the output is poisoned with NaN
+ * before every check, every check uses fresh random inputs (so cached or
+ * constant answers fail), and the inputs are checksummed after each checked
+ * run (input_modified).
  *
  * Templates' own sources (templates/ *.cu, rendered) pass this check; a
  * rejection of one is a bug of the check.

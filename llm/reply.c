@@ -16,9 +16,6 @@
 #define RP_MAX_BLOCKS 256
 #define RP_MAX_EDITS 64
 #define RP_MAX_ENTRIES 32
-/* The space loader reads the source beside the space file; a candidate's
- * source is stored elsewhere, so validation points it at /dev/null. */
-#define RP_PLAN_PATH "/dev/kevo-llm-plan.json"
 
 /* A fenced block: [start, end) of its contents in the reply text. */
 typedef struct rp_block {
@@ -525,9 +522,10 @@ kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json,
         cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
         cJSON_AddItemToObject(parent, key, val);
     }
+    /* a one-point space has no axes and no moves into it */
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, "axes");
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, "enter_from");
     if (!st && (new_params || new_lets)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(parent, "axes");
-        cJSON_DeleteItemFromObjectCaseSensitive(parent, "enter_from");
         cJSON_DeleteItemFromObjectCaseSensitive(parent, "model");
         if (!new_constraints)
             cJSON_DeleteItemFromObjectCaseSensitive(parent, "constraints");
@@ -545,30 +543,15 @@ kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json,
 kevo_status kevo_llm_space_load(const char *space_json, kevo_space **out, kevo_err *err)
 {
     *out = NULL;
-    cJSON *j = space_json ? cJSON_Parse(space_json) : NULL;
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return kevo_err_set(err, KEVO_ERR_PARSE, "plan: the space is not a JSON object");
-    }
-    /* no file is read: the source is /dev/null and there are no includes */
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "include");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "source");
-    char *text = NULL;
-    kevo_status st = KEVO_OK;
-    if (!cJSON_AddStringToObject(j, "source", "null") || !(text = cJSON_PrintUnformatted(j)))
-        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    cJSON_Delete(j);
-    if (st)
-        return st;
+    if (!space_json)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "plan: no space");
     kevo_err e2;
     kevo_err_clear(&e2);
-    st = kevo_space_load_text(text, RP_PLAN_PATH, out, &e2);
-    free(text);
+    kevo_status st = kevo_space_load_inline(space_json, "", "plan", out, &e2);
     if (st) {
         const char *m = e2.msg;
-        const char *prefix = "'" RP_PLAN_PATH "': ";
-        if (!strncmp(m, prefix, strlen(prefix)))
-            m += strlen(prefix);
+        if (!strncmp(m, "'plan': ", 8))
+            m += 8;
         return kevo_err_set(err, st == KEVO_ERR_NOMEM ? KEVO_ERR_NOMEM : KEVO_ERR_PARSE, "plan: %s", m);
     }
     return KEVO_OK;
@@ -633,13 +616,9 @@ kevo_status kevo_llm_parse_reply(const char *reply, const char *parent_source, c
                                  kevo_llm_parsed *out, kevo_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (!reply || strnlen(reply, (size_t)KEVO_LLM_REPLY_MAX + 1) > KEVO_LLM_REPLY_MAX) {
-        out->summary = kv_strdup("");
-        if (!out->summary)
-            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if (!reply || strnlen(reply, (size_t)KEVO_LLM_REPLY_MAX + 1) > KEVO_LLM_REPLY_MAX)
         return reply ? kevo_err_set(err, KEVO_ERR_PARSE, "reply over %d KiB", KEVO_LLM_REPLY_MAX / 1024)
                      : kevo_err_set(err, KEVO_ERR_PARSE, "no reply");
-    }
     size_t rlen = strlen(reply);
     rp_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -764,6 +743,10 @@ kevo_status kevo_llm_parse_reply(const char *reply, const char *parent_source, c
         out->space = space;
         out->nedits = nedits;
         source = space = NULL;
+    } else {
+        /* after a failure the caller owns nothing */
+        free(out->summary);
+        memset(out, 0, sizeof *out);
     }
     free(source);
     free(space);

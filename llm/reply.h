@@ -21,14 +21,15 @@
  * files' [{"name": ..., "values": [value]}, ...], one value each.  Keys that
  * name the family ("family", "op", "source", "include", "archs",
  * "description", "axes", "model", "enter_from", "requires") are ignored when
- * equal to the parent's and refused otherwise; other keys are refused.  When
- * the plan changes "params" or "let", the parent's "axes", "enter_from" and
- * "model" are dropped (they name the family's params), and so are its
- * "constraints" unless the plan gives its own.  "source" and "include" stay
- * the parent's: kevo stores the candidate's source beside the space.
- * The merged space must load (kevo_space_load_text's checks), and every entry
- * it launches must be an extern "C" __global__ function the source defines;
- * this holds for a code-only reply too (the parent's plan kept).
+ * equal to the parent's and refused otherwise; other keys are refused.  The
+ * merged space has no "axes" or "enter_from" (a one-point space); when the
+ * plan changes "params" or "let", the parent's "model" is dropped too (it
+ * names the family's params), and so are its "constraints" unless the plan
+ * gives its own.  "source" and "include" stay the parent's (kevo stores the
+ * candidate's source beside the space).  The merged space must load as a
+ * one-point space (kevo_space_load_inline), and every entry it launches must
+ * be an extern "C" __global__ function the source defines; this holds for a
+ * code-only reply too (the parent's plan kept).
  */
 #ifndef KEVO_LLM_REPLY_H
 #define KEVO_LLM_REPLY_H
@@ -42,12 +43,13 @@
 #define KEVO_LLM_PLAN_MAX (64 * 1024)        /* longest plan block, bytes */
 #define KEVO_LLM_SUMMARY_MAX 200             /* bytes of the summary line */
 
-/* A parsed reply; every string is malloc'ed and owned (kevo_llm_parsed_free). */
+/* A parsed reply; every string is malloc'ed and owned (kevo_llm_parsed_free).
+ * After a failure every field is NULL/0: nothing to free. */
 typedef struct kevo_llm_parsed {
-    char *source;  /* the whole device source; NULL after a failure */
-    char *space;   /* the one-point space JSON (the parent's text when the reply gave no plan); NULL after a failure */
+    char *source;  /* the whole device source */
+    char *space;   /* the one-point space JSON (the parent's text when the reply gave no plan) */
     char *summary; /* the reply's first sentence of prose outside code, one line, at most KEVO_LLM_SUMMARY_MAX
-                      bytes, control characters removed; "" when none; set after a failure too */
+                      bytes, control characters removed; "" when none */
     bool has_plan; /* the reply gave a plan */
     int nedits;    /* SEARCH/REPLACE blocks applied; 0 when the reply gave the whole source */
 } kevo_llm_parsed;
@@ -59,7 +61,8 @@ typedef struct kevo_llm_parsed {
  * "plan: launches[0].entry 'foo' is not a __global__ of the source", "source
  * over 256 KiB", "reply over 2048 KiB", ...); KEVO_ERR_ARG when parent_space
  * is not a JSON object (kevo's fault, not the reply's); KEVO_ERR_NOMEM.
- * out is always initialized (free it with kevo_llm_parsed_free). */
+ * out is always initialized; after a failure it holds nothing (calling
+ * kevo_llm_parsed_free on it is harmless). */
 kevo_status kevo_llm_parse_reply(const char *reply, const char *parent_source, const char *parent_space,
                                  kevo_llm_parsed *out, kevo_err *err);
 void kevo_llm_parsed_free(kevo_llm_parsed *p);
@@ -69,10 +72,9 @@ void kevo_llm_parsed_free(kevo_llm_parsed *p);
  * load it.  Errors: KEVO_ERR_PARSE (the plan), KEVO_ERR_ARG (the parent). */
 kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json, char **merged, kevo_err *err);
 
-/* Load a one-point space whose source is stored elsewhere (an LLM
- * candidate's): the space file checks of kevo_space_load_text, with no file
- * read ("source" and "include" are not opened; (*out)->source is empty).
- * Errors: KEVO_ERR_PARSE naming the field ("plan: ..."), KEVO_ERR_NOMEM. */
+/* Check that space_json loads as a one-point space (kevo_space_load_inline
+ * with an empty source: no file is read; (*out)->source is empty).  Errors:
+ * KEVO_ERR_PARSE naming the field ("plan: ..."), KEVO_ERR_NOMEM. */
 kevo_status kevo_llm_space_load(const char *space_json, kevo_space **out, kevo_err *err);
 
 #endif /* KEVO_LLM_REPLY_H */

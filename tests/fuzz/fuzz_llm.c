@@ -67,10 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kevo_err err;
     kevo_err_clear(&err);
     kevo_status st = kevo_llm_parse_reply(text, fz_parent_src, fz_parent_space, &p, &err);
-    if (!p.summary || strlen(p.summary) > KEVO_LLM_SUMMARY_MAX)
-        abort();
-    fz_clean(p.summary, KEVO_LLM_SUMMARY_MAX + 1, 0);
     if (st == KEVO_OK) {
+        if (!p.summary || strlen(p.summary) > KEVO_LLM_SUMMARY_MAX)
+            abort();
+        fz_clean(p.summary, KEVO_LLM_SUMMARY_MAX + 1, 0);
         if (!p.source || !p.space || kevo_llm_find_entries(p.source, NULL, 0) < 1)
             abort();
         kevo_space *sp = NULL;
@@ -78,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         kevo_space_free(sp);
         kevo_llm_check_source(p.source, fz_in, 9, fz_out, 2, why, sizeof why);
-    } else if (p.source || p.space) {
-        abort();
+    } else if (p.source || p.space || p.summary) {
+        abort(); /* a failure leaves nothing to free */
     }
     kevo_llm_parsed_free(&p);
 

@@ -85,25 +85,18 @@ static char *render(const char *family, kevo_dtype dt, const char *abi)
     return kv_buf_take(&b);
 }
 
-/* The family's space file with every param fixed to its default: a parent's one-point space. */
+/* The family's default configuration as a one-point space: a parent's plan as kevo builds it. */
 static char *one_point_space(const char *family)
 {
-    char rel[128];
-    snprintf(rel, sizeof rel, "templates/%s.json", family);
-    char *text = tu_read_src(rel);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    assert_non_null(j);
-    cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "params"))
-    {
-        double def = cJSON_GetObjectItem(p, "default")->valuedouble;
-        cJSON_ReplaceItemInObject(p, "values", cJSON_CreateDoubleArray(&def, 1));
-        cJSON_DeleteItemFromObject(p, "absent");
-    }
-    char *out = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return out;
+    kevo_space *s = load_family(family);
+    kevo_config cfg;
+    kevo_space_default(s, &cfg);
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    assert_int_equal(kevo_space_point_json(s, &cfg, "lce_mma_point", &b, &err), KEVO_OK);
+    kevo_space_free(s);
+    return kv_buf_take(&b);
 }
 
 /* ---------------------------------------------------------------- knowledge */
@@ -570,11 +563,13 @@ static void parse(const reply_fixture *r, const char *reply, kevo_status want, c
     if (st == KEVO_OK) {
         assert_non_null(out->source);
         assert_non_null(out->space);
+        assert_non_null(out->summary);
     } else {
+        /* nothing to free after a failure */
         assert_null(out->source);
         assert_null(out->space);
+        assert_null(out->summary);
     }
-    assert_non_null(out->summary);
 }
 
 static char *reply_with(const char *prose, const char *fence_open, const char *code, const char *fence_close,
@@ -636,7 +631,7 @@ static void test_reply_good(void **state)
     kv_buf_puts(&crlf, "Same.\r\n\r\n~~~c++\r\n");
     for (const char *c = code.data; *c; c++)
         kv_buf_printf(&crlf, c[0] == '\n' ? "\r\n" : "%c", *c);
-    kv_buf_puts(&crlf, "~~~\r\n```json\r\n{\"family\": \"lce_mma\", \"op\": \"ikbo_lce\"}\r\n```\r\n");
+    kv_buf_puts(&crlf, "~~~\r\n```json\r\n{\"family\": \"lce_mma_point\", \"op\": \"ikbo_lce\"}\r\n```\r\n");
     parse(&r, crlf.data, KEVO_OK, NULL, &p);
     assert_string_equal(p.source, code.data);
     kevo_llm_parsed_free(&p);
@@ -723,8 +718,14 @@ static void test_reply_fences(void **state)
 
     /* no code block at all */
     parse(&r, "I would make BM larger. No code today.", KEVO_ERR_PARSE, "no code block", &p);
+    kevo_llm_parsed_free(&p);
+    kv_buf ok;
+    kv_buf_init(&ok);
+    kv_buf_printf(&ok, "I would make BM larger. No code today.\n```cuda\n%s```\n", r.source);
+    parse(&r, ok.data, KEVO_OK, NULL, &p);
     assert_string_equal(p.summary, "I would make BM larger.");
     kevo_llm_parsed_free(&p);
+    kv_buf_release(&ok);
     /* a code block without a kernel */
     parse(&r, "Helper:\n```cuda\n__device__ int f() { return 1; }\n```\n", KEVO_ERR_PARSE,
           "no code block defines a __global__", &p);
@@ -859,7 +860,6 @@ static void test_reply_hostile_bytes(void **state)
     kv_buf_append(&b, "\0", 1);
     kv_buf_printf(&b, "```cuda\n%s```\n", r.source);
     parse(&r, b.data, KEVO_ERR_PARSE, "no code block", &p);
-    assert_string_equal(p.summary, "Fixed it.");
     kevo_llm_parsed_free(&p);
     kv_buf_release(&b);
     kv_buf_init(&b);
@@ -889,8 +889,8 @@ static void test_reply_hostile_bytes(void **state)
     kv_buf_puts(&b, "## Heading\n\x1b[31mRed \x07 text");
     for (int i = 0; i < 40; i++)
         kv_buf_puts(&b, " and more words");
-    kv_buf_puts(&b, ". Second sentence.\n");
-    parse(&r, b.data, KEVO_ERR_PARSE, "no code block", &p);
+    kv_buf_printf(&b, ". Second sentence.\n```cuda\n%s```\n", r.source);
+    parse(&r, b.data, KEVO_OK, NULL, &p);
     assert_true(strlen(p.summary) <= KEVO_LLM_SUMMARY_MAX);
     assert_true(strncmp(p.summary, "Heading", 7) == 0);
     assert_clean(p.summary);
@@ -1001,6 +1001,7 @@ static void test_check_accepts(void **state)
         {"", "out[i] = *reinterpret_cast<const __half *>(wc + 1); reinterpret_cast<uint4 *>(out)[0] = "
              "reinterpret_cast<const uint4 *>(wc)[0];"},
         {"", "float2 v = *reinterpret_cast<const float2 *>(wc); if (v.x > 0.f) out[i] = wc[1];"},
+        {"", "float2 v = *(float2 *)(wc + 2); float4 w4 = ((float4 *)a.e_cand)[1]; out[i] = __float2half(v.x + w4.y);"},
         {"", "__stcs(out + i, wc[0]);"},
         {"", "asm volatile(\"st.global.cs.u16 [%0], %1;\" :: \"l\"(out + i), \"h\"((unsigned short)1));"},
         {"", "unsigned short v; asm volatile(\"ld.global.nc.u16 %0, [%1];\" : \"=h\"(v) : \"l\"(wc + i)); "
@@ -1022,6 +1023,10 @@ static void test_check_accepts(void **state)
         {"struct G { const __half *w; int K; };",
          "G g; g.w = wc; g.K = a.Kc; *(out + g.K) = g.w[0]; out[sizeof(int *) * g.K] = wc[0];"},
         {"#define HD __host__ __device__", ""},
+        {"", "const __half *rows[2] = {wc, wc + 1}; __shared__ const __half *srow[1]; srow[0] = rows[1]; "
+             "out[i] = srow[0][0];"},
+        {"", "const __half *p = wc + 1, *q = wc + 2, **pp = &p; out[i] = *q + **pp; const __half *const *r2 = &q; "
+             "(void)r2;"},
     };
     for (size_t i = 0; i < KV_ARRAY_LEN(ok); i++) {
         char why[512] = "";
@@ -1121,6 +1126,23 @@ static void test_check_rejects(void **state)
          "input 'tm_w_user' reaches a store"},
         {"", "__half *q; memcpy(&q, &wc, sizeof q); q[0] = out[0];", "input 'w_cand' reaches a store"},
         {"", "union { const __half *c; __half *m; } u; u.c = wc; u.m[0] = out[0];", "reaches a store"},
+        {"", "const __half *p0 = nullptr, *q = a.w_user; ((__half *)q)[0] = out[0];", "input 'w_user'"},
+        {"", "__shared__ unsigned long long stash[2]; stash[1] = (unsigned long long)wc; __syncthreads(); "
+             "__half *v = (__half *)stash[1]; v[0] = out[0];",
+         "input 'w_cand'"},
+        {"", "const __half *hold[2]; hold[0] = wc; const __half **hp = hold; ((__half *)hp[0])[0] = out[0];",
+         "input 'w_cand'"},
+        /* input pointers parked in memory another alias reads back */
+        {"", "reinterpret_cast<unsigned long long *>(a.workspace)[0] = reinterpret_cast<unsigned long long>(a.e_cand);",
+         "input 'e_cand' is stored to memory the check cannot follow"},
+        {"", "unsigned long long *ws = (unsigned long long *)a.workspace; ws[0] = (unsigned long long)wc;",
+         "input 'w_cand' is stored to memory"},
+        {"", "atomicExch((unsigned long long *)a.workspace, (unsigned long long)a.w_user);",
+         "input 'w_user' is stored to memory"},
+        {"", "asm volatile(\"st.global.u64 [%0], %1;\" :: \"l\"(a.workspace), \"l\"(a.e_user));",
+         "input 'e_user' is stored to memory"},
+        {"", "__half *q = nullptr; *q = out[0]; q = (__half *)nullptr; const __half **pp = &wc; "
+             "*(__half **)pp = out; (void)q;", "input 'w_cand'"},
         {"union U2 { const __half *c; __half *m; };", "U2 u; u.c = wc; u.m[0] = out[0];", "reaches a store"},
         {"struct G { const __half *w; int K; };", "G g; g.w = wc; g.K = a.Kc; ((__half *)g.w)[g.K] = out[0];",
          "input 'w_cand'"},
@@ -1171,6 +1193,40 @@ static void test_check_rejects(void **state)
         assert_non_null(strstr(why, bad[i].why));
         assert_non_null(strstr(why, "line "));
     }
+}
+
+/* What escapes the static check on purpose of its design (an implicit flow:
+ * an input's address rebuilt bit by bit under conditions on it) is left to
+ * the runtime's input checksums; tests/fixtures/llm/hack_implicit.txt is such
+ * a reply for the GPU test.  The fixture hack_sneaky.txt (the argument
+ * struct read by offset) is caught here. */
+static void test_check_fixtures(void **state)
+{
+    (void)state;
+    reply_fixture r;
+    reply_fixture_init(&r);
+    const char *names[] = {"hack_sneaky.txt", "hack_implicit.txt", "hack_input.txt", "good.txt"};
+    const bool pass[] = {false, true, false, true};
+    for (size_t i = 0; i < KV_ARRAY_LEN(names); i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/fixtures/llm/%s", names[i]);
+        char *text = tu_read_src(rel);
+        kevo_llm_parsed p;
+        kevo_err err;
+        kevo_status st = kevo_llm_parse_reply(text, r.source, r.space, &p, &err);
+        if (st)
+            print_error("%s: %s\n", names[i], err.msg);
+        assert_int_equal(st, KEVO_OK);
+        char why[512] = "";
+        bool ok = kevo_llm_check_source(p.source, lce_inputs, KV_ARRAY_LEN(lce_inputs), lce_outputs,
+                                        KV_ARRAY_LEN(lce_outputs), why, sizeof why);
+        if (ok != pass[i])
+            print_error("%s: %s '%s'\n", names[i], ok ? "passed" : "rejected", why);
+        assert_int_equal(ok, pass[i]);
+        kevo_llm_parsed_free(&p);
+        free(text);
+    }
+    reply_fixture_free(&r);
 }
 
 static void test_check_limits(void **state)
@@ -1240,6 +1296,7 @@ int main(void)
         cmocka_unit_test(test_check_templates),
         cmocka_unit_test(test_check_accepts),
         cmocka_unit_test(test_check_rejects),
+        cmocka_unit_test(test_check_fixtures),
         cmocka_unit_test(test_check_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
