@@ -3,9 +3,9 @@
  * verified and timed; a wrong one and a constant answer fail as
  * wrong_result; one that reads the output first never yields a pass
  * (rejected by the static check, or NaN from the poisoned output); one that
- * writes an input through the argument struct's address is rejected or,
- * where the static check cannot see it, fails as input_modified (the
- * planted FAULT 11 of test_gpu_faults always reaches the GPU).  The correct
+ * writes an input through the argument struct's address is rejected; one
+ * that rebuilds the address bit by bit (which the static check does not
+ * follow) fails on the GPU as input_modified.  The correct
  * one is then re-verified at another shape and dtype from the DB alone
  * (`kevo verify`); export refuses a run where nothing beats cuBLAS. */
 #define _GNU_SOURCE
@@ -85,7 +85,7 @@ static void test_llm_on_gpu(void **state)
     kv_buf sc;
     kv_buf_init(&sc);
     static const char *const replies[] = {"good.txt", "wrong.txt", "hack_const.txt", "hack_read_out.txt",
-                                          "hack_sneaky.txt"};
+                                          "hack_sneaky.txt", "hack_implicit.txt"};
     for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++)
         kv_buf_printf(&sc, "content=@%s/%s\n", fx, replies[i]);
     kevo_err err;
@@ -95,7 +95,7 @@ static void test_llm_on_gpu(void **state)
     char *out = NULL;
     char *tune[] = {"kevo", "tune", "--op", "ikbo_lce", "--family", "lce_mma", "--shape",
                     "B=96,M=72,N=64,Ku=136,Kc=40,ratio=8", "--generators", "llm", "--llm-url", url,
-                    "--llm-budget", "5", "--budget", "7", "--batch", "2", "--reps", "5", "--db", db, "--no-bar",
+                    "--llm-budget", "6", "--budget", "8", "--batch", "2", "--reps", "5", "--db", db, "--no-bar",
                     NULL};
     int rc = run_kevo(&out, tune);
     tu_fake_llm_stop(srv);
@@ -104,13 +104,16 @@ static void test_llm_on_gpu(void **state)
     static const char *const ok[] = {"ok/", NULL};
     static const char *const wrong[] = {"failed/wrong_result", NULL};
     static const char *const read_out[] = {"failed/rejected", "failed/nan_output", "failed/wrong_result", NULL};
-    /* the static check may see through the hidden address (rejected); else the checksums catch the write */
-    static const char *const sneaky[] = {"failed/input_modified", "failed/rejected", NULL};
+    /* E_cand's address read from the argument struct by offset: the static check sees it */
+    static const char *const sneaky[] = {"failed/rejected", NULL};
+    /* the address rebuilt bit by bit (an implicit flow the check does not follow): the checksums catch it */
+    static const char *const implicit[] = {"failed/input_modified", NULL};
     expect_call(db, 0, ok);
     expect_call(db, 1, wrong);
     expect_call(db, 2, wrong);
     expect_call(db, 3, read_out);
     expect_call(db, 4, sneaky);
+    expect_call(db, 5, implicit);
 
     /* the correct one, from the DB alone, at another shape and in bf16 */
     long long id = tu_query_int(db, "SELECT min(candidate_id) FROM generations");
