@@ -906,9 +906,10 @@ static void pr_task(const kevo_prompt_in *in, int bound, bool source_cut, kv_buf
     }
     kv_buf_puts(b, "Do not repeat what the siblings tried and failed at.\n\n");
     if (source_cut)
-        kv_buf_puts(b, "The parent's source is shown with its middle cut, so reply with SEARCH/REPLACE edits "
-                       "against the parts shown (and optionally a ```json plan); a whole-source reply cannot "
-                       "restore the cut part.\n");
+        kv_buf_puts(b, "The parent's source is shown with its middle cut. Reply with one sentence saying what you "
+                       "changed, then either SEARCH/REPLACE edits against the parts shown (and optionally a ```json "
+                       "plan), or one ```cuda block with a whole new kernel written from scratch and one ```json "
+                       "plan block with its launches (a new source cannot keep the cut part).\n");
     else
         kv_buf_puts(b, "Reply with one sentence saying what you changed, then either one ```cuda block with the "
                        "whole new source (and optionally one ```json plan block), or SEARCH/REPLACE edits "

@@ -480,13 +480,14 @@ static void test_prompt_cap(void **state)
     assert_null(strstr(u.data, "cut here to fit"));
     kv_buf_release(&u);
 
-    /* then the middle of the source, head and tail kept, edits asked for */
+    /* then the middle of the source, head and tail kept: edits, or a kernel written from scratch */
     cap = full / 2;
     assert_true(build_len(kb, &f, cap, &u, KEVO_OK) <= cap);
     assert_non_null(strstr(u.data, "cut here to fit the prompt"));
     assert_non_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
     assert_non_null(strstr(u.data, "UNIQUE_TAIL_MARKER"));
-    assert_non_null(strstr(u.data, "reply with SEARCH/REPLACE edits"));
+    assert_non_null(strstr(u.data, "either SEARCH/REPLACE edits against the parts shown"));
+    assert_non_null(strstr(u.data, "a whole new kernel written from scratch"));
     kv_buf_release(&u);
 
     /* too small for the fixed parts: an error, nothing appended */
