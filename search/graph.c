@@ -284,16 +284,17 @@ int kevo_search_llm_parent(const kevo_search *s)
     /* base value of a node as a parent: its fitness; in a compile-only run
      * (fitness unknown) the model's best prediction over its own; a failed
      * LLM node, half the best base (its message is worth a repair) */
+    double *pred = s->nnodes > 0 ? malloc((size_t)s->nnodes * sizeof *pred) : NULL;
+    if (!pred)
+        return -1;
     double best_base = 0.0, best_pred = NAN;
     for (int i = 0; i < s->nnodes; i++) {
         const kevo_node *n = &s->nodes[i];
-        if (!n->done)
-            continue;
-        if (n->fitness > best_base)
+        pred[i] = n->done && isnan(n->fitness) ? kevo_search_predict(s, n->family, &n->cfg) : NAN;
+        if (n->done && n->fitness > best_base)
             best_base = n->fitness;
-        double t = kevo_search_predict(s, n->family, &n->cfg);
-        if (isnan(n->fitness) && !isnan(t) && !(t >= best_pred))
-            best_pred = t;
+        if (!isnan(pred[i]) && !(pred[i] >= best_pred))
+            best_pred = pred[i];
     }
     int pick = -1;
     double pick_score = 0.0;
@@ -304,20 +305,19 @@ int kevo_search_llm_parent(const kevo_search *s)
         double base;
         if (n->fitness > 0)
             base = n->fitness;
-        else if (isnan(n->fitness)) {
-            double t = kevo_search_predict(s, n->family, &n->cfg);
-            base = !isnan(t) && t > 0 && !isnan(best_pred) ? best_pred / t : 0.5;
-        } else if (n->family >= s->nspaces && n->llm_children == 0) {
+        else if (isnan(n->fitness))
+            base = !isnan(pred[i]) && pred[i] > 0 && !isnan(best_pred) ? best_pred / pred[i] : 0.5;
+        else if (n->family >= s->nspaces && n->llm_children == 0)
             base = 0.5 * (best_base > 0 ? best_base : 1.0);
-        } else {
+        else
             continue;
-        }
         double score = base * pow(0.5, n->llm_children);
         if (score > pick_score) {
             pick_score = score;
             pick = i;
         }
     }
+    free(pred);
     return pick;
 }
 

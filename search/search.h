@@ -180,7 +180,7 @@ int kevo_search_add_space(kevo_search *s, const kevo_space *sp);
 const kevo_space *kevo_search_space(const kevo_search *s, int family);
 
 /* The parent of the next LLM rewrite (the llm operator's selection), or -1
- * when no node is evaluated yet: the evaluated node with the highest value
+ * when no node is evaluated yet (or out of memory): the evaluated node with the highest value
  * halved for each LLM child it already has.  A node's value is its fitness;
  * in a compile-only run (no fitness) the cost model's best prediction over
  * its own (0.5 without a model); a failed LLM node with no LLM child yet is
