@@ -469,7 +469,8 @@ typedef struct lc_outcome {
     char head[96];
     char detail[LC_EXCERPT + 8];
     bool retry;
-    bool done; /* a 2xx body to parse */
+    bool done;    /* a 2xx body to parse */
+    bool no_peer; /* no server answered at the URL (refused, unresolved, the connection failed) */
 } lc_outcome;
 
 static void lc_classify(CURL *h, CURLcode res, const lc_sink *k, const char *errbuf, const kevo_llm_config *c,
@@ -493,7 +494,7 @@ static void lc_classify(CURL *h, CURLcode res, const lc_sink *k, const char *err
         curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &sent);
         if (sent == 0) { /* the request never went out: as a refused connection, worth another try */
             snprintf(o->head, sizeof o->head, "connect timeout (%g s)", c->connect_timeout_s);
-            o->retry = true;
+            o->retry = o->no_peer = true;
         } else { /* the server took the request and did not answer in time: asking again costs as much */
             snprintf(o->head, sizeof o->head, "timeout after %g s", c->total_timeout_s);
         }
@@ -502,17 +503,17 @@ static void lc_classify(CURL *h, CURLcode res, const lc_sink *k, const char *err
         curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
         snprintf(o->head, sizeof o->head, "%s", oserr == ECONNREFUSED ? "connection refused" : "connection failed");
         lc_excerpt(eb, strlen(eb), LC_EXCERPT, o->detail, sizeof o->detail);
-        o->retry = true;
+        o->retry = o->no_peer = true;
     } else if (res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY) {
         snprintf(o->head, sizeof o->head, "cannot resolve host");
         lc_excerpt(eb, strlen(eb), LC_EXCERPT, o->detail, sizeof o->detail);
-        o->retry = true;
+        o->retry = o->no_peer = true;
     } else if (res == CURLE_SEND_ERROR || res == CURLE_RECV_ERROR || res == CURLE_GOT_NOTHING ||
                res == CURLE_PARTIAL_FILE || res == CURLE_SSL_CONNECT_ERROR || res == CURLE_HTTP2 ||
                res == CURLE_HTTP2_STREAM) {
         snprintf(o->head, sizeof o->head, "connection failed");
         lc_excerpt(eb, strlen(eb), LC_EXCERPT, o->detail, sizeof o->detail);
-        o->retry = true;
+        o->retry = o->no_peer = true;
     } else {
         snprintf(o->head, sizeof o->head, "request failed (%s)", curl_easy_strerror(res));
         if (errbuf[0])
@@ -639,6 +640,7 @@ static kevo_status lc_call(const kevo_llm_config *c, const char *system, const c
             if (attempt > 1)
                 snprintf(times, sizeof times, " after %d attempts", attempt);
             lc_set_error(r, "%s%s%s%s", o.head, times, o.detail[0] ? ": " : "", o.detail);
+            r->unreachable = o.no_peer;
             break;
         }
         double wait = c->backoff_s * ldexp(1.0, attempt - 1);
@@ -717,7 +719,8 @@ static void lc_worker(int fd, const kevo_llm_config *c, const char *system, cons
     cJSON *o = cJSON_CreateObject();
     bool ok = o && cJSON_AddBoolToObject(o, "ok", r.ok) && cJSON_AddBoolToObject(o, "truncated", r.truncated) &&
               cJSON_AddNumberToObject(o, "http_status", r.http_status) &&
-              cJSON_AddNumberToObject(o, "attempts", r.attempts) && lc_put_str(o, "content", r.content) &&
+              cJSON_AddNumberToObject(o, "attempts", r.attempts) &&
+              cJSON_AddBoolToObject(o, "unreachable", r.unreachable) && lc_put_str(o, "content", r.content) &&
               lc_put_str(o, "finish_reason", r.finish_reason) && lc_put_str(o, "model", r.model) &&
               cJSON_AddNumberToObject(o, "tokens_in", (double)r.tokens_in) &&
               cJSON_AddNumberToObject(o, "tokens_out", (double)r.tokens_out) &&
@@ -856,6 +859,7 @@ static bool lc_decode(const kv_buf *in, kevo_llm_reply *r)
     if (good) {
         r->ok = cJSON_IsTrue(okv);
         r->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "truncated"));
+        r->unreachable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "unreachable"));
         r->http_status = (int)lc_get_num(o, "http_status", 0);
         r->attempts = (int)lc_get_num(o, "attempts", 0);
         r->tokens_in = (int64_t)lc_get_num(o, "tokens_in", -1);

@@ -70,6 +70,8 @@ typedef struct kevo_llm_reply {
     bool ok;                       /* a complete reply with non-empty content */
     bool truncated;                /* finish_reason "length": ok is false then (a truncated reply is not used), but
                                       content holds what came */
+    bool unreachable;              /* the last attempt found no server at the URL (refused, unresolved, the
+                                      connection failed or timed out before the request went out) */
     int http_status;               /* the last attempt's HTTP status; 0 when none came */
     int attempts;                  /* HTTP requests made (1 + retries) */
     char *content;                 /* the assistant message's text, or NULL */

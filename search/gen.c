@@ -1,5 +1,5 @@
-/* gen.c — the generator contract's shared parts: candidate sources, the
- * template generator, and LLM candidates' identities and stored spaces. */
+/* gen.c — the generator contract's shared parts: candidate sources and LLM
+ * candidates' identities and stored spaces. */
 #include "search/gen.h"
 
 #include <stdio.h>
@@ -11,7 +11,6 @@
 void kevo_gen_source_init(kevo_gen_source *g)
 {
     memset(g, 0, sizeof *g);
-    g->generator = "template";
     kevo_generation_row_init(&g->gen);
 }
 
@@ -22,14 +21,6 @@ void kevo_gen_source_release(kevo_gen_source *g)
     g->space = NULL;
     g->owns_space = false;
     kevo_generation_row_release(&g->gen);
-}
-
-void kevo_gen_template(kevo_space *space, const kevo_config *cfg, kevo_gen_source *out)
-{
-    kevo_gen_source_init(out);
-    out->space = space;
-    out->cfg = *cfg;
-    snprintf(out->family, sizeof out->family, "%s", space->family);
 }
 
 void kevo_gen_llm_family(const char *space_json, const char *source, char out[17])

@@ -5,8 +5,9 @@
  * and so the device source (kevo_space_render): the rest of the pipeline
  * (launch plan, compile, verify, time, store, export) is the same for both.
  *
- * Generators: "template" (a policy's proposal is rendered at once) and
- * "llm" (the universal operator: a parent node, its measurements, its
+ * Generators: "template" (a policy's proposal, a family and a configuration,
+ * is the source at once: the tuning loop renders it) and "llm" (the
+ * universal operator: a parent node, its measurements, its
  * siblings and retrieved knowledge become one prompt; the reply's source and
  * plan become a one-point space).  A candidate's identity is its generator
  * plus a hash of its source and plan: a template candidate's family and
@@ -25,11 +26,11 @@
 /* What a generator finished: either a source (space + cfg) or a failure
  * (fail != KEVO_FAIL_NONE: llm_error, parse_error, rejected) with why. */
 typedef struct kevo_gen_source {
-    const char *generator;     /* "template" or "llm" */
     kevo_space *space;         /* the candidate's family; NULL on failure */
     bool owns_space;           /* an LLM candidate's space: the caller takes it (kevo_space_free) */
     kevo_config cfg;
     kevo_fail fail;
+    bool unreachable;          /* an llm_error where no server answered at the URL (kevo_llm_reply.unreachable) */
     char why[512];
     char family[64];           /* "llm_<hex>" for an LLM candidate (also on failure: "llm_call<N>") */
     kevo_generation_row gen;   /* "llm": the call as it went (prompts, reply, usage, space, source); owned */
@@ -38,9 +39,6 @@ typedef struct kevo_gen_source {
 void kevo_gen_source_init(kevo_gen_source *g);
 /* Frees what g owns (the space when owns_space, the generation's texts). */
 void kevo_gen_source_release(kevo_gen_source *g);
-
-/* The template generator: a family and a configuration are the source. */
-void kevo_gen_template(kevo_space *space, const kevo_config *cfg, kevo_gen_source *out);
 
 /* ---- the LLM generator ---- */
 

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "db/report.h"
 #include "llm/check.h"
 #include "llm/client.h"
 #include "llm/prompt.h"
@@ -121,7 +122,7 @@ static void lg_node(const kevo_cand_row *r, kevo_llm_node *n)
     n->regs = r->regs;
     n->spill_bytes = r->spill_bytes;
     n->smem_bytes = r->smem_static >= 0 && r->smem_dynamic >= 0 ? r->smem_static + r->smem_dynamic : -1;
-    n->generator = strncmp(r->family, "llm_", 4) == 0 ? "llm" : "template";
+    n->generator = kevo_report_generator(r->family);
 }
 
 kevo_status kevo_llm_gen_start(kevo_llm_gen *g, const kevo_gen_parent *parent, const kevo_cand_row *siblings,
@@ -192,7 +193,6 @@ static char *lg_canonical_space(const char *text)
 kevo_status kevo_llm_gen_finish(kevo_llm_gen *g, kevo_gen_source *out, kevo_err *err)
 {
     kevo_gen_source_init(out);
-    out->generator = "llm";
     if (!g->call)
         return kevo_err_set(err, KEVO_ERR_ARG, "no LLM call in flight");
     kevo_llm_reply r;
@@ -222,6 +222,7 @@ kevo_status kevo_llm_gen_finish(kevo_llm_gen *g, kevo_gen_source *out, kevo_err 
     snprintf(gr->query, sizeof gr->query, "%s", g->query);
     if (!r.ok) {
         out->fail = KEVO_FAIL_LLM_ERROR;
+        out->unreachable = r.unreachable;
         if (r.truncated)
             snprintf(out->why, sizeof out->why, "truncated reply (finish_reason: length, %lld tokens): raise "
                      "--llm-max-tokens", (long long)r.tokens_out);

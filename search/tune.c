@@ -992,27 +992,13 @@ static kevo_status tn_llm_start(tn_env *e, kevo_search *s, int64_t run_id, kevo_
             nsib++;
     free(edges);
     kevo_gen_parent gp = {.row = &prow, .space = kevo_search_space(s, nd->family), .cfg = nd->cfg,
-                          .generator = nd->family >= s->nspaces ? "llm" : "template"};
+                          .generator = kevo_report_generator(prow.family)};
     if (!st)
         st = kevo_llm_gen_start(lg, &gp, sib, nsib, best, k, err);
     for (int i = 0; i < nsib; i++)
         kevo_cand_row_release(&sib[i]);
     kevo_cand_row_release(&prow);
     return st;
-}
-
-/* Whether an LLM call failed because nothing answered at the URL (no HTTP
- * status: refused, unresolved, unreachable), as on a GPU node without a
- * network; such a call is not a candidate. */
-static bool tn_llm_unreachable(const kevo_gen_source *g)
-{
-    if (g->fail != KEVO_FAIL_LLM_ERROR || g->gen.http_status != 0)
-        return false;
-    static const char *const words[] = {"connect", "resolve", "unreachable", "refused"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(words); i++)
-        if (strstr(g->why, words[i]))
-            return true;
-    return false;
 }
 
 /* Store an LLM call that gave no candidate to compile (llm_error,
@@ -1070,7 +1056,7 @@ static kevo_status tn_llm_take(tn_env *e, kevo_search *s, const kevo_run_row *ru
         kevo_gen_source_release(&g);
         return st;
     }
-    if (tn_llm_unreachable(&g)) {
+    if (g.unreachable) { /* nothing answered at the URL (a GPU node without a network): not a candidate */
         (*llm_calls)--;
         *gone = true;
         tn_line(prog, "kevo: the LLM does not answer (%s): going on with templates", g.why);
@@ -1856,7 +1842,7 @@ static kevo_status tn_llm_check(const kevo_run_llm *rl, kevo_err *err)
  * server's URL, model, temperature, seed and token limit given now replace
  * the stored ones (a GPU node reaches another server, or none). */
 static kevo_status tn_llm_resume(const kevo_tune_opts *o, const kevo_run_row *run, bool have, kevo_run_llm *rl,
-                                 kevo_tune_opts *ro, bool *extends, kevo_err *err)
+                                 bool *extends, kevo_err *err)
 {
     uint32_t g = o->given;
     kevo_run_llm want;
@@ -1887,7 +1873,6 @@ static kevo_status tn_llm_resume(const kevo_tune_opts *o, const kevo_run_row *ru
         rl->seed = want.seed;
     if (g & KEVO_TUNE_GIVEN_LLM_MAX_TOKENS)
         rl->max_tokens = want.max_tokens;
-    (void)ro;
     return tn_llm_check(rl, err);
 }
 
@@ -1943,7 +1928,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         if (!st)
             st = tn_resume_opts(o, &run, have ? &had : NULL, stored, nstored, &ro, &rs, &extends, err);
         if (!st)
-            st = tn_llm_resume(o, &run, have_llm, &rl, &ro, &extends, err);
+            st = tn_llm_resume(o, &run, have_llm, &rl, &extends, err);
         /* the hand-off: a compile-only run continued on a machine with a GPU */
         kevo_err e3;
         if (!st && ro.compile_only && !(o->given & KEVO_TUNE_GIVEN_COMPILE_ONLY) &&

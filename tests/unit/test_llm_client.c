@@ -325,6 +325,7 @@ static void test_retries(void **state)
     assert_int_equal(r.attempts, 4);
     assert_int_equal(r.http_status, 500);
     assert_string_equal(r.error, "HTTP 500 after 4 attempts: oops");
+    assert_false(r.unreachable); /* a server answered */
     assert_null(r.content);
     assert_int_equal(srv_nrequests(&s), 4);
     kevo_llm_reply_release(&r);
@@ -503,6 +504,7 @@ static void test_limits_and_refused(void **state)
     assert_int_equal(r.attempts, 3);
     assert_int_equal(r.http_status, 0);
     assert_starts(r.error, "connection refused after 3 attempts: ");
+    assert_true(r.unreachable);
     assert_clean(r.error);
     kevo_llm_reply_release(&r);
 }
