@@ -180,6 +180,31 @@ static void test_families_and_ref(void **state)
     }
 }
 
+/* A compiled template job: built, no spills, the wgmmas pipelined, every
+ * entry the plan launches in the cubin and in ptxas's report. */
+static void check_built(const kevo_compile_job *j, const kevo_plan *plan, const char *arch)
+{
+    if (j->fail != KEVO_FAIL_NONE)
+        print_error("failed (%s):\n%s\n", kevo_fail_name(j->fail), j->log ? j->log : "");
+    assert_int_equal(j->fail, KEVO_FAIL_NONE);
+    assert_non_null(j->cubin);
+    assert_memory_equal(j->cubin, "\177ELF", 4);
+    assert_true(j->regs > 0 && j->regs <= 255);
+    if (j->spill_bytes != 0)
+        print_error("spills:\n%s\n", j->log);
+    assert_int_equal(j->spill_bytes, 0);
+    bool serialized = strstr(j->log, "wgmma.mma_async instructions are serialized") != NULL;
+    if (serialized)
+        print_error("ptxas serialized the wgmmas:\n%s\n", j->log);
+    assert_false(serialized);
+    for (int l = 0; l < plan->nlaunches; l++) {
+        char line[128];
+        snprintf(line, sizeof line, "Compiling entry function '%s' for '%s'", plan->launches[l].entry, arch);
+        assert_non_null(strstr(j->log, line));
+        assert_true(has_bytes(j->cubin, j->cubin_size, plan->launches[l].entry));
+    }
+}
+
 /* The memory-bound family at a short-K shape (the default shape's Kc does not
  * fit it): both dtypes and both USER forms for sm_90a, and sm_80, which it
  * also targets; no spills, every launched entry in the cubin. */
@@ -232,21 +257,64 @@ static void test_lce_mem(void **state)
         printf("  lce_mem    %-54s %s %-6s: %.1f s, %d regs, %d B spill, plan smem %u B\n",
                cases[i].params ? cases[i].params : "default", kevo_dtype_name(cases[i].dt), cases[i].arch, j->seconds,
                j->regs, j->spill_bytes, plans[i].launches[plans[i].nlaunches - 1].smem);
-        if (j->fail != KEVO_FAIL_NONE)
-            print_error("lce_mem failed (%s):\n%s\n", kevo_fail_name(j->fail), j->log ? j->log : "");
-        assert_int_equal(j->fail, KEVO_FAIL_NONE);
-        assert_non_null(j->cubin);
-        assert_memory_equal(j->cubin, "\177ELF", 4);
-        assert_true(j->regs > 0 && j->regs <= 255);
-        assert_int_equal(j->spill_bytes, 0);
+        check_built(j, &plans[i], cases[i].arch);
         assert_int_equal(j->smem_static, 0); /* all of it dynamic: the plan's smem is the whole */
-        for (int l = 0; l < plans[i].nlaunches; l++) {
-            char line[128];
-            snprintf(line, sizeof line, "Compiling entry function '%s' for '%s'", plans[i].launches[l].entry,
-                     cases[i].arch);
-            assert_non_null(strstr(j->log, line));
-            assert_true(has_bytes(j->cubin, j->cubin_size, plans[i].launches[l].entry));
-        }
+        kevo_compile_job_release(j);
+        kv_buf_release(&src[i]);
+    }
+    kevo_space_free(sp);
+}
+
+/* lce_ws's split-K tail (SPLITK 2..4) at a shape with few candidate tiles
+ * (B * tiles under eight waves, the space's condition for it): ping-pong,
+ * cooperative, a cluster, FUSE=0, URES=1, TRANS=1, both dtypes; no spills,
+ * every entry built, the wgmmas still pipelined (ptxas says when not). */
+static void test_lce_ws_split(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *params;
+        kevo_dtype dt;
+    } cases[] = {
+        {"SPLITK=2,URES=1", KEVO_DTYPE_F16},
+        {"SPLITK=3,PINGPONG=0,CLUSTER=2,URES=1", KEVO_DTYPE_BF16},
+        {"SPLITK=4,BN=128,CONSUMERS=4,PINGPONG=0,FUSE=0,EPI=0,STAGES=3", KEVO_DTYPE_F16},
+        {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", KEVO_DTYPE_BF16},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    char path[PATH_MAX];
+    kevo_space *sp;
+    kevo_syms shape;
+    kevo_limits lim;
+    kevo_err err;
+    kevo_err_clear(&err);
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
+    assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=256,M=200,N=256,Ku=512,Kc=2048,ratio=16", &shape, &err),
+                     KEVO_OK);
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+    kevo_compile_job jobs[N];
+    kevo_plan plans[N];
+    kv_buf src[N];
+    for (int i = 0; i < N; i++) {
+        kevo_config cfg;
+        char why[256];
+        assert_true(tu_config_of(sp, cases[i].params, &cfg));
+        int ok = kevo_space_check(sp, &shape, &lim, cases[i].dt, &cfg, why, sizeof why);
+        if (ok != 1)
+            print_error("lce_ws %s: %s\n", cases[i].params, why);
+        assert_int_equal(ok, 1);
+        kv_buf_init(&src[i]);
+        assert_int_equal(kevo_space_render(sp, &cfg, cases[i].dt, abi, &src[i], &err), KEVO_OK);
+        assert_int_equal(kevo_space_plan(sp, &shape, &lim, cases[i].dt, &cfg, &plans[i], &err), KEVO_OK);
+        assert_int_equal(kevo_compile_job_init(&jobs[i], sp->source_name, src[i].data, "sm_90a", &err), KEVO_OK);
+    }
+    assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
+    for (int i = 0; i < N; i++) {
+        kevo_compile_job *j = &jobs[i];
+        printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,
+               kevo_dtype_name(cases[i].dt), j->seconds, j->regs, j->spill_bytes, (size_t)plans[i].workspace_bytes);
+        check_built(j, &plans[i], "sm_90a");
         kevo_compile_job_release(j);
         kv_buf_release(&src[i]);
     }
@@ -667,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_timeout_in_pool),
         cmocka_unit_test(test_families_and_ref),
         cmocka_unit_test(test_lce_mem),
+        cmocka_unit_test(test_lce_ws_split),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

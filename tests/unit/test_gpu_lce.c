@@ -5,7 +5,8 @@
  * or two launches, ping-pong or cooperative, clusters, both epilogues,
  * user_res in fp32 or the storage dtype, every BN from 64 to 256 in steps
  * of 32, one to four consumer warp groups, BK 64 and 128, tiles of out's
- * transpose with M in steps of 8, two or four staging buffers)
+ * transpose with M in steps of 8, two or four staging buffers, the last
+ * wave's tiles split along K)
  * passes the worker's verification on shapes that are not multiples of any
  * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
@@ -167,15 +168,25 @@ typedef struct gpu_case {
 } gpu_case;
 
 /* Every case in fp16 and bf16: verified on all three maps. */
+/* Every case, in fp16 and bf16 (KEVO_GPU_CASES=TEXT: only those whose params
+ * contain TEXT, to re-run a few on the device; KEVO_GPU_TESTS=PATTERN picks
+ * the test functions, as cmocka's filter does). */
 static void run_cases(const kevo_space *sp, const gpu_case *cases, size_t n)
 {
+    const char *only = getenv("KEVO_GPU_CASES");
+    size_t ran = 0;
     for (size_t i = 0; i < n; i++)
-        for (int d = 0; d < 2; d++) {
+        for (int d = 0; d < 2 && (!only || !*only || strstr(cases[i].params, only)); d++) {
+            ran += d == 0;
             kevo_gpu_result r =
                 run_config(sp, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, cases[i].shape, cases[i].params, false);
             assert_int_equal(r.fail, KEVO_FAIL_NONE);
             assert_int_equal(r.checks, 3);
         }
+    if (!only || !*only)
+        assert_int_equal(ran, n);
+    else if (ran == 0)
+        printf("  %s: no case matches KEVO_GPU_CASES=%s\n", sp->family, only);
 }
 
 /* Hopper family: every tail comes from TMA's zero fill. */
@@ -268,6 +279,19 @@ static const gpu_case persistent[] = {
     {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=0,SBUF=4"},
     {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
     {"B=64,M=1024,N=128,Ku=63,Kc=57,U=8", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SBUF=4"},
+    /* SPLITK: the last wave's candidate tiles (min(B * tiles, clusters))
+     * split along Kc, partial sums through the workspace, the main part's
+     * epilogue adding them: whole tiles then split ones (560 tiles on 132
+     * CTAs; 128 cluster tiles on 66 clusters), every tile split (81 tiles),
+     * exactly one wave split (132), ping-pong and cooperative, a cluster,
+     * FUSE=0, URES=1, TRANS=1, BK=128, four consumers, uneven part ranges
+     * (14 k-tiles in 3, 9 in 4, 5 in 2) */
+    {"B=40,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=192,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,SPLITK=2"},
+    {"B=64,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,SPLITK=3"},
+    {"B=9,M=133,N=200,Ku=130,Kc=530,U=4", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=0,EPI=0,RASTER=1,URES=1,SPLITK=2"},
+    {"B=9,M=133,N=200,Ku=130,Kc=530,U=4", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,SPLITK=4"},
+    {"B=33,M=200,N=512,Ku=301,Kc=700,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24,SPLITK=2"},
+    {"B=150,M=433,N=200,Ku=331,Kc=1100,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,SPLITK=3"},
 };
 
 static void test_persistent_family(void **state)
@@ -454,5 +478,8 @@ int main(void)
         cmocka_unit_test(test_planted_defect_caught),
         cmocka_unit_test(test_retime),
     };
+    const char *only = getenv("KEVO_GPU_TESTS");
+    if (only && *only)
+        cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, setup, teardown);
 }
