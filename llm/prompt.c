@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/op.h"
+#include "llm/lex.h"
 
 struct kevo_knowledge {
     sqlite3 *db;
@@ -714,6 +715,53 @@ static bool pr_failed(const kevo_llm_node *n)
     return n->fail && *n->fail && strcmp(n->fail, "none") != 0;
 }
 
+/* The plan keys a reply may give (prompts/system.md), in the order shown. */
+static const char *const pr_plan_keys[] = {"params", "let", "workspace", "pad_k", "tmaps", "launches"};
+
+/* A one-point space as a reply's plan block: only the keys a reply may set,
+ * one per line, "params" as {"NAME": value} (the space's one value of each);
+ * the family's description, constraints and cost model are left out (a
+ * one-point space meets its constraints; the rest is the search's).  NULL
+ * when space is not an object or memory runs out; caller frees. */
+static char *pr_plan_view(const cJSON *space)
+{
+    if (!cJSON_IsObject(space))
+        return NULL;
+    kv_buf b;
+    kv_buf_init(&b);
+    kv_buf_puts(&b, "{");
+    bool first = true;
+    for (size_t k = 0; k < KV_ARRAY_LEN(pr_plan_keys); k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(space, pr_plan_keys[k]);
+        if (!v)
+            continue;
+        cJSON *shown = NULL;
+        if (k == 0 && cJSON_IsArray(v)) { /* [{"name", "values": [x]}, ...] -> {"name": x} */
+            shown = cJSON_CreateObject();
+            const cJSON *e;
+            cJSON_ArrayForEach(e, v)
+            {
+                const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+                const cJSON *vals = cJSON_GetObjectItemCaseSensitive(e, "values");
+                const cJSON *x = cJSON_IsArray(vals) ? cJSON_GetArrayItem(vals, 0) : NULL;
+                if (shown && cJSON_IsString(n) && x)
+                    cJSON_AddItemToObject(shown, n->valuestring, cJSON_Duplicate(x, true));
+            }
+        }
+        char *txt = cJSON_PrintUnformatted(shown ? shown : v);
+        cJSON_Delete(shown);
+        if (!txt) {
+            kv_buf_release(&b);
+            return NULL;
+        }
+        kv_buf_printf(&b, "%s\n \"%s\": %s", first ? "" : ",", pr_plan_keys[k], txt);
+        first = false;
+        free(txt);
+    }
+    kv_buf_puts(&b, "\n}");
+    return kv_buf_take(&b);
+}
+
 /* The parent: identity, measurements, failure, plan.  (The source is a part of its own.) */
 static void pr_parent(const kevo_prompt_in *in, kv_buf *b)
 {
@@ -751,7 +799,7 @@ static void pr_parent(const kevo_prompt_in *in, kv_buf *b)
     const char *sp = p->space ? p->space : "";
     size_t sl = strnlen(sp, KEVO_PROMPT_SPACE_MAX + 1);
     cJSON *j = sl <= KEVO_PROMPT_SPACE_MAX ? cJSON_Parse(sp) : NULL;
-    char *pretty = j ? cJSON_Print(j) : NULL;
+    char *pretty = j ? pr_plan_view(j) : NULL;
     if (pretty && strlen(pretty) <= KEVO_PROMPT_SPACE_MAX * 2) {
         pr_block(b, "json", pretty, strlen(pretty));
     } else if (sl > 0) {
@@ -766,13 +814,88 @@ static void pr_parent(const kevo_prompt_in *in, kv_buf *b)
     cJSON_Delete(j);
 }
 
-/* The parent's source: whole, or with keep bytes around a cut middle. */
-static void pr_source(const kevo_prompt_in *in, kv_buf *b, size_t keep)
+char *kevo_prompt_source_view(const char *src)
 {
-    const char *src = in->parent->source ? in->parent->source : "";
+    if (!src)
+        return NULL;
+    kevo_lex lx;
+    if (!kevo_lex_run(src, strlen(src), &lx))
+        return NULL;
+    kv_buf raw, out;
+    kv_buf_init(&raw);
+    kv_buf_init(&out);
+    size_t at = 0; /* in lx.text: the first byte not yet copied */
+    for (int i = 0; i <= lx.ntok; i++) {
+        size_t end = i < lx.ntok ? lx.tok[i].off : lx.n;
+        /* the gap before token i: whitespace and comments; comments go */
+        for (size_t k = at; k < end;) {
+            if (k + 1 < end && lx.text[k] == '/' && lx.text[k + 1] == '*') {
+                const char *close = NULL;
+                for (size_t q = k + 2; q + 1 < end; q++)
+                    if (lx.text[q] == '*' && lx.text[q + 1] == '/') {
+                        close = lx.text + q;
+                        break;
+                    }
+                k = close ? (size_t)(close - lx.text) + 2 : end;
+                kv_buf_puts(&raw, " ");
+            } else if (k + 1 < end && lx.text[k] == '/' && lx.text[k + 1] == '/') {
+                while (k < end && lx.text[k] != '\n')
+                    k++;
+            } else {
+                kv_buf_append(&raw, lx.text + k, 1);
+                k++;
+            }
+        }
+        if (i < lx.ntok) {
+            kv_buf_append(&raw, lx.text + lx.tok[i].off, lx.tok[i].len);
+            at = lx.tok[i].off + lx.tok[i].len;
+        }
+    }
+    kevo_lex_free(&lx);
+    /* lines without trailing blanks; blank lines dropped */
+    const char *t = raw.data ? raw.data : "";
+    for (const char *line = t; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        size_t m = n;
+        while (m > 0 && (line[m - 1] == ' ' || line[m - 1] == '\t' || line[m - 1] == '\r'))
+            m--;
+        size_t lead = 0;
+        while (lead < m && (line[lead] == ' ' || line[lead] == '\t'))
+            lead++;
+        if (lead < m) {
+            kv_buf_append(&out, line, m);
+            kv_buf_puts(&out, "\n");
+        }
+        line += n + (nl ? 1 : 0);
+    }
+    kv_buf_release(&raw);
+    if (!out.data) /* all comments, or empty */
+        kv_buf_puts(&out, "");
+    return kv_buf_take(&out);
+}
+
+/* How the parent's source is shown. */
+typedef enum {
+    PR_SRC_WHOLE = 0,    /* as stored */
+    PR_SRC_STRIPPED = 1, /* without comments and blank lines (kevo_prompt_source_view) */
+    PR_SRC_CUT = 2,      /* stripped, with keep bytes around a cut middle */
+    PR_SRC_OMITTED = 3,  /* left out: the task asks for a new kernel */
+} pr_src_mode;
+
+/* The parent's source in one of the modes above (src: the stored text or
+ * its stripped view, as the mode says). */
+static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
+{
     size_t len = strlen(src);
     kv_buf_puts(b, "\n## The parent's source\n\n");
-    if (keep == 0 || keep >= len) {
+    if (mode == PR_SRC_OMITTED) {
+        kv_buf_printf(b, "(left out: its %zu bytes do not fit this prompt's limit, --llm-prompt-chars)\n", len);
+        return;
+    }
+    if (mode == PR_SRC_STRIPPED)
+        kv_buf_puts(b, "(comments and blank lines left out)\n\n");
+    if (mode != PR_SRC_CUT || keep >= len) {
         pr_block(b, "cuda", src, len);
         return;
     }
@@ -788,7 +911,8 @@ static void pr_source(const kevo_prompt_in *in, kv_buf *b, size_t keep)
     kv_buf tmp;
     kv_buf_init(&tmp);
     kv_buf_append(&tmp, src, head);
-    kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source cut here to fit the prompt ...]\n", tail - head);
+    kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source (comments left out) cut here to fit the prompt ...]\n",
+                  tail - head);
     kv_buf_append(&tmp, src + tail, len - tail);
     pr_block(b, "cuda", tmp.data ? tmp.data : "", tmp.len);
     kv_buf_release(&tmp);
@@ -871,7 +995,7 @@ static void pr_knowledge(const kevo_knowledge_hit *h, int nh, int show, const ch
                       nh - show == 1 ? "" : "s");
 }
 
-static void pr_task(const kevo_prompt_in *in, int bound, bool source_cut, kv_buf *b)
+static void pr_task(const kevo_prompt_in *in, int bound, pr_src_mode mode, kv_buf *b)
 {
     const kevo_llm_node *p = in->parent;
     kv_buf_puts(b, "\n# Task\n\n");
@@ -905,15 +1029,20 @@ static void pr_task(const kevo_prompt_in *in, int bound, bool source_cut, kv_buf
         kv_buf_puts(b, "The parent has not been measured yet. Improve it from its source and the notes. ");
     }
     kv_buf_puts(b, "Do not repeat what the siblings tried and failed at.\n\n");
-    if (source_cut)
-        kv_buf_puts(b, "The parent's source is shown with its middle cut. Reply with one sentence saying what you "
-                       "changed, then either SEARCH/REPLACE edits against the parts shown (and optionally a ```json "
-                       "plan), or one ```cuda block with a whole new kernel written from scratch and one ```json "
-                       "plan block with its launches (a new source cannot keep the cut part).\n");
+    if (mode == PR_SRC_OMITTED)
+        kv_buf_puts(b, "The parent's source is not shown: write a new kernel for this op from scratch, correct for "
+                       "every shape, with the parent's plan and numbers as a guide. Reply in this order: one "
+                       "```cuda block with the whole device source (start your reply with it), then one ```json "
+                       "block with its launch plan, then one sentence saying what the kernel does.\n");
+    else if (mode == PR_SRC_CUT)
+        kv_buf_puts(b, "The parent's source is shown with its middle cut. Reply with either SEARCH/REPLACE edits "
+                       "against the parts shown (and optionally a ```json plan), or one ```cuda block with a whole "
+                       "new kernel written from scratch and one ```json plan block with its launches (a new source "
+                       "cannot keep the cut part); then one sentence saying what you changed.\n");
     else
-        kv_buf_puts(b, "Reply with one sentence saying what you changed, then either one ```cuda block with the "
-                       "whole new source (and optionally one ```json plan block), or SEARCH/REPLACE edits "
-                       "against the parent's source.\n");
+        kv_buf_puts(b, "Reply with either one ```cuda block with the whole new source (start your reply with it; "
+                       "optionally one ```json plan block after it), or SEARCH/REPLACE edits against the parent's "
+                       "source; then one sentence saying what you changed.\n");
 }
 
 kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const kevo_prompt_in *in, kv_buf *system,
@@ -971,7 +1100,10 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     /* fit: knowledge, then siblings, then the source's middle */
     int nsib = in->siblings && in->nsiblings > 0 ? in->nsiblings : 0;
     int show_sib = nsib < KEVO_PROMPT_SIBLINGS_MAX ? nsib : KEVO_PROMPT_SIBLINGS_MAX, show_k = nhits;
-    size_t src_len = in->parent->source ? strlen(in->parent->source) : 0, keep = 0;
+    const char *whole = in->parent->source ? in->parent->source : "";
+    char *view = NULL; /* the stripped view, made when first needed */
+    pr_src_mode mode = PR_SRC_WHOLE;
+    size_t keep = 0;
     kv_buf out;
     kv_buf_init(&out);
     bool fits = false;
@@ -981,11 +1113,11 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
         kv_buf_init(&sib);
         kv_buf_init(&know);
         kv_buf_init(&task);
-        pr_source(in, &src, keep);
+        pr_source(&src, mode == PR_SRC_WHOLE ? whole : view, mode, keep);
         pr_siblings(in, &sib, show_sib);
         if (kb)
             pr_knowledge(hits, nhits, show_k, fts, &know);
-        pr_task(in, bound, keep > 0, &task);
+        pr_task(in, bound, mode, &task);
         size_t total = head.len + abi.len + parent.len + src.len + sib.len + know.len + task.len;
         if (in->max_chars == 0 || total <= in->max_chars) {
             fits = true;
@@ -999,17 +1131,26 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
             show_k--;
         } else if (show_sib > 0) {
             show_sib = show_sib > 4 ? show_sib / 2 : show_sib - 1;
-        } else {
-            size_t over = total - in->max_chars;
-            size_t cur = keep ? keep : src_len;
+        } else if (mode == PR_SRC_WHOLE) {
+            view = kevo_prompt_source_view(whole);
+            if (!view)
+                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building a prompt");
+            mode = PR_SRC_STRIPPED;
+        } else if (mode != PR_SRC_OMITTED) {
+            /* cut the stripped view's middle; below 40% of it, leave it out */
+            size_t over = total - in->max_chars, len = strlen(view);
+            size_t cur = mode == PR_SRC_CUT ? keep : len;
             size_t marker = 256;
-            if (cur <= over + marker + 512) {
-                st = kevo_err_set(err, KEVO_ERR_ARG,
-                                  "a prompt cap of %zu bytes is too small: the fixed parts take %zu bytes",
-                                  in->max_chars, total - src.len);
+            if (cur <= over + marker + 512 || cur - over - marker < len * 2 / 5) {
+                mode = PR_SRC_OMITTED;
             } else {
                 keep = cur - over - marker;
+                mode = PR_SRC_CUT;
             }
+        } else {
+            st = kevo_err_set(err, KEVO_ERR_ARG,
+                              "a prompt cap of %zu bytes is too small: the fixed parts take %zu bytes",
+                              in->max_chars, total - src.len);
         }
         kv_buf_release(&src);
         kv_buf_release(&sib);
@@ -1027,6 +1168,7 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building a prompt");
     }
     kv_buf_release(&out);
+    free(view);
     kevo_knowledge_hits_free(hits, nhits);
     kv_buf_release(&head);
     kv_buf_release(&abi);

@@ -103,6 +103,13 @@ typedef struct kevo_prompt_in {
 #define KEVO_PROMPT_SIBLINGS_MAX 24  /* siblings shown at most (the latest ones) */
 #define KEVO_PROMPT_KNOWLEDGE_K 5    /* sections retrieved */
 
+/* The parent's source as a prompt shows it when it is too long whole: the
+ * same code without comments, blank lines and trailing blanks (line splices
+ * joined, string literals untouched).  SEARCH/REPLACE edits made against it
+ * apply to it, not to the stored text.  NULL when src is NULL or memory runs
+ * out; caller frees. */
+char *kevo_prompt_source_view(const char *src);
+
 /* Build one prompt.  system <- <prompts_dir>/system.md.  user <- in order:
  *   1. "# Operator": prompts/ops/<op>.md, then the run (shape, dtype, arch)
  *      and, when the op and shape are known, its FLOPs, least bytes,
@@ -111,19 +118,26 @@ typedef struct kevo_prompt_in {
  *   2. "# ABI header": the header in a ```c block;
  *   3. "# Parent": generator, family, params, status, measurements (time,
  *      TFLOP/s, fraction of roofline, speedup, registers, spills, shared
- *      memory), the failure kind and message, the launch plan (```json,
- *      pretty-printed) and the source (```cuda);
+ *      memory), the failure kind and message, the launch plan (```json)
+ *      and the source (```cuda);
  *   4. "# Siblings": what earlier children of this parent changed and got;
  *   5. "# Knowledge": the sections retrieved for the parent's bottleneck and
  *      failure (query: see query_used);
  *   6. "# Task": fix the failure, or the bottleneck to go after, the run's
  *      best, and the reply format.
- * Code blocks use a fence longer than any backtick run inside them.  With
- * max_chars > 0 and the message over it, parts are cut in this order, each
- * leaving a marker line: knowledge sections (the lowest ranked first, then
- * all), siblings (the oldest first), then the middle of the parent's source
- * (head and tail kept; the task then asks for SEARCH/REPLACE edits only).
- * When even that does not fit: KEVO_ERR_ARG, nothing appended.
+ * Code blocks use a fence longer than any backtick run inside them.
+ * The parent's plan is shown as a reply's plan block would give it
+ * (params as {"NAME": value}; no description, constraints or cost model).
+ * With max_chars > 0 and the message over it, parts are cut in this order,
+ * each leaving a marker line: knowledge sections (the lowest ranked first,
+ * then all), siblings (the oldest first), the source's comments and blank
+ * lines (kevo_prompt_source_view), the middle of that view (head and tail
+ * kept; the task then asks for SEARCH/REPLACE edits against it or a new
+ * kernel), and, when less than 40% of the view would be left, the whole
+ * source (the task then asks for a new kernel from scratch; small models
+ * with short contexts write one, where a cut source makes them echo the
+ * prompt).  The task asks for the code block first and the summary sentence
+ * last.  When even that does not fit: KEVO_ERR_ARG, nothing appended.
  * query_used[qn] (may be NULL) receives the FTS5 query.  kb may be NULL (no
  * knowledge part).  system and user are appended to.
  * Errors: KEVO_ERR_ARG (no parent, a bad op name, max_chars too small),

@@ -236,7 +236,19 @@ kevo_status kevo_llm_gen_finish(kevo_llm_gen *g, kevo_gen_source *out, kevo_err 
     kevo_llm_parsed p;
     kevo_err perr;
     kevo_err_clear(&perr);
-    if (kevo_llm_parse_reply(r.content, g->parent_source, g->parent_space, &p, &perr)) {
+    kevo_status pst = kevo_llm_parse_reply(r.content, g->parent_source, g->parent_space, &p, &perr);
+    if (pst == KEVO_ERR_PARSE && strstr(perr.msg, "SEARCH block") && strstr(perr.msg, " matches ")) {
+        /* edits made against the source as a long prompt shows it (without
+         * comments): they apply to that view, a valid source of its own */
+        char *view = kevo_prompt_source_view(g->parent_source);
+        kevo_err verr;
+        kevo_err_clear(&verr);
+        if (view && strcmp(view, g->parent_source) != 0 &&
+            kevo_llm_parse_reply(r.content, view, g->parent_space, &p, &verr) == KEVO_OK)
+            pst = KEVO_OK;
+        free(view);
+    }
+    if (pst) {
         out->fail = KEVO_FAIL_PARSE_ERROR;
         snprintf(out->why, sizeof out->why, "%.500s", perr.msg);
     } else {

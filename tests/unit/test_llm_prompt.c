@@ -297,7 +297,8 @@ static void fixture(prompt_fixture *f, bool failed)
     char *src = render("lce_mma", KEVO_DTYPE_F16, NULL);
     kv_buf b;
     kv_buf_init(&b);
-    kv_buf_printf(&b, "// UNIQUE_PARENT_MARKER\n%s\n// UNIQUE_TAIL_MARKER\n", src);
+    kv_buf_printf(&b, "#define UNIQUE_PARENT_MARKER 1 // (code: kept in every view of the source)\n%s\n"
+                      "#define UNIQUE_TAIL_MARKER 2\n", src);
     free(src);
     f->source = kv_buf_take(&b);
     f->space = one_point_space("lce_mma");
@@ -480,21 +481,81 @@ static void test_prompt_cap(void **state)
     assert_null(strstr(u.data, "cut here to fit"));
     kv_buf_release(&u);
 
-    /* then the middle of the source, head and tail kept: edits, or a kernel written from scratch */
-    cap = full / 2;
-    assert_true(build_len(kb, &f, cap, &u, KEVO_OK) <= cap);
-    assert_non_null(strstr(u.data, "cut here to fit the prompt"));
-    assert_non_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
-    assert_non_null(strstr(u.data, "UNIQUE_TAIL_MARKER"));
-    assert_non_null(strstr(u.data, "either SEARCH/REPLACE edits against the parts shown"));
-    assert_non_null(strstr(u.data, "a whole new kernel written from scratch"));
-    kv_buf_release(&u);
+    /* then, as the cap falls: the source without comments, its middle cut
+     * (head and tail kept: edits, or a kernel written from scratch), the
+     * source left out (a new kernel), and an error; each in that order */
+    int seen = 0; /* the furthest stage reached: 1 stripped, 2 cut, 3 left out, 4 error */
+    for (size_t c = cap; c > 1500; c -= 250) {
+        char dir[PATH_MAX];
+        prompts_dir(dir, sizeof dir);
+        kv_buf sys;
+        kv_buf_init(&sys);
+        kv_buf_init(&u);
+        kevo_err err;
+        f.in.max_chars = c;
+        kevo_status st = kevo_prompt_build(dir, kb, &f.in, &sys, &u, NULL, 0, &err);
+        int stage = st ? 4 : strstr(u.data, "cut here to fit") ? 2 : strstr(u.data, "(left out: its") ? 3
+                          : strstr(u.data, "(comments and blank lines left out)") ? 1 : 0;
+        assert_true(stage >= seen); /* never back to a fuller form */
+        seen = stage;
+        if (stage == 4) {
+            assert_int_equal(st, KEVO_ERR_ARG);
+            assert_int_equal(u.len, 0);
+        } else {
+            assert_int_equal(st, KEVO_OK);
+            assert_true(u.len <= c);
+        }
+        if (stage == 1 || stage == 2) {
+            assert_non_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
+            assert_non_null(strstr(u.data, "UNIQUE_TAIL_MARKER"));
+            assert_null(strstr(u.data, "(code: kept in every view of the source)")); /* a comment */
+        }
+        if (stage == 2) {
+            assert_non_null(strstr(u.data, "either SEARCH/REPLACE edits against the parts shown"));
+            assert_non_null(strstr(u.data, "a whole new kernel written from scratch"));
+        }
+        if (stage == 3) {
+            assert_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
+            assert_non_null(strstr(u.data, "write a new kernel for this op from scratch"));
+        }
+        kv_buf_release(&sys);
+        kv_buf_release(&u);
+        if (stage == 4)
+            break;
+    }
+    assert_int_equal(seen, 4);
+    f.in.max_chars = 0;
 
     /* too small for the fixed parts: an error, nothing appended */
     assert_int_equal(build_len(kb, &f, 2000, &u, KEVO_ERR_ARG), 0);
     kv_buf_release(&u);
     fixture_free(&f);
     kevo_knowledge_close(kb);
+}
+
+/* The source view a long prompt shows: comments and blank lines go, code
+ * and literals stay byte for byte. */
+static void test_source_view(void **state)
+{
+    (void)state;
+    const char *src = "// header comment\n"
+                      "\n"
+                      "#define X 1 /* a block\n"
+                      "   comment */\n"
+                      "__device__ const char *s = \"// not a comment /* either */\";   \n"
+                      "int f(int a) { return a /* inline */ + X; } // tail\n"
+                      "\n\n";
+    char *v = kevo_prompt_source_view(src);
+    assert_non_null(v);
+    assert_string_equal(v, "#define X 1\n"
+                           "__device__ const char *s = \"// not a comment /* either */\";\n"
+                           "int f(int a) { return a   + X; }\n");
+    free(v);
+    v = kevo_prompt_source_view("/* only */ // comments\n");
+    assert_non_null(v);
+    assert_string_equal(v, "");
+    free(v);
+    assert_null(kevo_prompt_source_view(NULL));
 }
 
 static void test_prompt_errors(void **state)
@@ -1288,6 +1349,7 @@ int main(void)
         cmocka_unit_test(test_knowledge_files),
         cmocka_unit_test(test_prompt_contents),
         cmocka_unit_test(test_prompt_cap),
+        cmocka_unit_test(test_source_view),
         cmocka_unit_test(test_prompt_errors),
         cmocka_unit_test(test_reply_good),
         cmocka_unit_test(test_reply_edits),
