@@ -795,23 +795,6 @@ static void pr_parent(const kevo_prompt_in *in, kv_buf *b)
             kv_buf_release(&msg);
         }
     }
-    kv_buf_puts(b, "\n## The parent's launch plan (one-point space)\n\n");
-    const char *sp = p->space ? p->space : "";
-    size_t sl = strnlen(sp, KEVO_PROMPT_SPACE_MAX + 1);
-    cJSON *j = sl <= KEVO_PROMPT_SPACE_MAX ? cJSON_Parse(sp) : NULL;
-    char *pretty = j ? pr_plan_view(j) : NULL;
-    if (pretty && strlen(pretty) <= KEVO_PROMPT_SPACE_MAX * 2) {
-        pr_block(b, "json", pretty, strlen(pretty));
-    } else if (sl > 0) {
-        size_t n = pr_cut(sp, sl, KEVO_PROMPT_SPACE_MAX);
-        pr_block(b, "json", sp, n);
-        if (n < sl)
-            kv_buf_puts(b, "[the plan was cut here to fit the prompt]\n");
-    } else {
-        kv_buf_puts(b, "(none given)\n");
-    }
-    free(pretty);
-    cJSON_Delete(j);
 }
 
 char *kevo_prompt_source_view(const char *src)
@@ -873,6 +856,36 @@ char *kevo_prompt_source_view(const char *src)
     if (!out.data) /* all comments, or empty */
         kv_buf_puts(&out, "");
     return kv_buf_take(&out);
+}
+
+/* The parent's launch plan as a reply's plan block (left out with the
+ * source: a kernel written from scratch names entries of its own). */
+static void pr_plan(const kevo_prompt_in *in, kv_buf *b, bool omitted)
+{
+    const kevo_llm_node *p = in->parent;
+    if (omitted) {
+        kv_buf_puts(b, "\n## The parent's launch plan\n\n(left out with its source: a new kernel needs a plan of its "
+                       "own, whose launches name the entries of the new source, as in the system prompt's "
+                       "example)\n");
+        return;
+    }
+    kv_buf_puts(b, "\n## The parent's launch plan (one-point space)\n\n");
+    const char *sp = p->space ? p->space : "";
+    size_t sl = strnlen(sp, KEVO_PROMPT_SPACE_MAX + 1);
+    cJSON *j = sl <= KEVO_PROMPT_SPACE_MAX ? cJSON_Parse(sp) : NULL;
+    char *pretty = j ? pr_plan_view(j) : NULL;
+    if (pretty && strlen(pretty) <= KEVO_PROMPT_SPACE_MAX * 2) {
+        pr_block(b, "json", pretty, strlen(pretty));
+    } else if (sl > 0) {
+        size_t n = pr_cut(sp, sl, KEVO_PROMPT_SPACE_MAX);
+        pr_block(b, "json", sp, n);
+        if (n < sl)
+            kv_buf_puts(b, "[the plan was cut here to fit the prompt]\n");
+    } else {
+        kv_buf_puts(b, "(none given)\n");
+    }
+    free(pretty);
+    cJSON_Delete(j);
 }
 
 /* How the parent's source is shown. */
@@ -1113,6 +1126,7 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
         kv_buf_init(&sib);
         kv_buf_init(&know);
         kv_buf_init(&task);
+        pr_plan(in, &src, mode == PR_SRC_OMITTED);
         pr_source(&src, mode == PR_SRC_WHOLE ? whole : view, mode, keep);
         pr_siblings(in, &sib, show_sib);
         if (kb)

@@ -517,6 +517,8 @@ static void test_prompt_cap(void **state)
         if (stage == 3) {
             assert_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
             assert_non_null(strstr(u.data, "write a new kernel for this op from scratch"));
+            assert_non_null(strstr(u.data, "left out with its source")); /* the plan too */
+            assert_null(strstr(u.data, "\"launches\""));
         }
         kv_buf_release(&sys);
         kv_buf_release(&u);
