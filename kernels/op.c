@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-/* Defined in kernels/ikbo_lce.c. */
+/* Defined in kernels/ikbo_lce/spec.c. */
 extern const kevo_op kevo_op_ikbo_lce;
 
 static const kevo_op *const op_table[] = {

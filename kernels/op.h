@@ -51,6 +51,10 @@ typedef struct kevo_op {
      * candidate, and the GPU reference/utility module the evaluator compiles. */
     const char *abi_header;
     const char *ref_source;
+    /* The reference module's program name (its #line and compile job): part
+     * of the source whose hash keys the DB's binary cache, so it keeps the
+     * name it had when runs were stored. */
+    const char *ref_name;
     /* The ABI struct's tensor fields a kernel reads and the ones it writes
      * (the LLM source check refuses writes to inputs and reads of outputs). */
     const char *const *inputs;
@@ -66,7 +70,7 @@ const kevo_op *const *kevo_op_list(int *n);
 
 /* ---- ikbo_lce host data (tests and the exported-library checks) ---- */
 
-/* Counter-based generator shared by host and device (kernels/ikbo_lce_ref.cu
+/* Counter-based generator shared by host and device (kernels/ikbo_lce/ref.cu
  * implements the same function): the value of element idx of the tensor
  * numbered `tensor` under `seed`, an exactly representable value in [-1, 1):
  * k/1024 for fp16 and k/128 for bf16.  Returns the float value; *bits gets

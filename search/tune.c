@@ -410,11 +410,11 @@ static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
     if (st)
         return st;
     kv_buf_printf(&w->source, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s", e->dt == KEVO_DTYPE_BF16, e->abi,
-                  e->op->ref_source, text);
+                  e->op->ref_name, text);
     free(text);
     if (!w->source.data)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    if ((st = kevo_compile_job_init(&w->job, e->op->ref_source, w->source.data, e->arch, err)))
+    if ((st = kevo_compile_job_init(&w->job, e->op->ref_name, w->source.data, e->arch, err)))
         return st;
     const void *bufs[] = {w->source.data};
     size_t lens[] = {w->source.len};
@@ -424,7 +424,7 @@ static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
         return st;
     if (w->job.fail != KEVO_FAIL_NONE)
         return kevo_err_set(err, KEVO_ERR_NVRTC, "the reference module '%s' did not compile for %s: %.400s",
-                            e->op->ref_source, e->arch, w->job.log ? w->job.log : "");
+                            e->op->ref_name, e->arch, w->job.log ? w->job.log : "");
     return KEVO_OK;
 }
 

@@ -12,7 +12,7 @@ mkdir -p "$out"
 cc=${CC_FUZZ:-clang}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -I$root/include -I$root"
 flags="$flags -DKEVO_FUZZ_ROOT=\"$root\""
-lib="$root/util/util.c $root/templates/syms.c $root/templates/expr.c $root/templates/space.c $root/kernels/op.c $root/kernels/ikbo_lce.c"
+lib="$root/util/util.c $root/templates/syms.c $root/templates/expr.c $root/templates/space.c $root/kernels/op.c $root/kernels/ikbo_lce/spec.c"
 lib="$lib $root/export/emit.c $root/llm/lex.c $root/llm/check.c $root/llm/reply.c $root/llm/prompt.c"
 status=0
 for t in ${KEVO_FUZZ_TARGETS:-expr shape space export_rows export_emit llm}; do

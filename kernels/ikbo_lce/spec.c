@@ -1,4 +1,4 @@
-/* ikbo_lce.c — the ikbo_lce spec (decomposed linear compression embedding):
+/* spec.c — the ikbo_lce spec (decomposed linear compression embedding):
  *     out[b] = W_cand @ E_cand[b] + W_user @ E_user[cand_to_user[b]]
  * Shape parsing, FLOP and byte counts, the input generator shared with the
  * device, cand_to_user maps and a CPU reference. */
@@ -272,8 +272,9 @@ const kevo_op kevo_op_ikbo_lce = {
     .shape_str = lce_shape_str,
     .flops = lce_flops,
     .bytes = lce_bytes,
-    .abi_header = "ikbo_lce_abi.h",
-    .ref_source = "ikbo_lce_ref.cu",
+    .abi_header = "ikbo_lce/abi.h",
+    .ref_source = "ikbo_lce/ref.cu",
+    .ref_name = "ikbo_lce_ref.cu",
     .inputs = lce_inputs,
     .ninputs = (int)(sizeof lce_inputs / sizeof lce_inputs[0]),
     .outputs = lce_outputs,

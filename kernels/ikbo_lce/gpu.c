@@ -1,4 +1,4 @@
-/* lce_gpu.c — ikbo_lce inside the GPU worker: inputs, the fp32 reference,
+/* gpu.c — ikbo_lce inside the GPU worker: inputs, the fp32 reference,
  * verification of a candidate's plan, its timing, and the stage-0 baseline
  * (materialized broadcast + one cuBLAS strided-batched GEMM, what a PyTorch
  * user runs today). */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "evaluator/gpu_int.h"
-#include "kernels/ikbo_lce_abi.h"
+#include "kernels/ikbo_lce/abi.h"
 #include "util/util.h"
 
 /* Device buffers and functions of one worker. */
@@ -90,7 +90,7 @@ static kevo_lce_args lce_args(const lce_state *s, bool padded)
     return a;
 }
 
-/* Encode the plan's TMA descriptors into a (see ikbo_lce_abi.h for the
+/* Encode the plan's TMA descriptors into a (see ikbo_lce/abi.h for the
  * tensor shapes).  Returns false with why[] set when one cannot be made. */
 static bool lce_encode_tmaps(wk_ctx *w, const kevo_plan *pl, kevo_lce_args *a, char *why, size_t n)
 {
