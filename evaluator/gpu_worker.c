@@ -1,6 +1,6 @@
 /* gpu_worker.c — the GPU worker process: driver and context, device figures,
- * loading candidates, and the request loop.  Op-specific work (inputs,
- * reference, baseline, verification) lives in the op's backend. */
+ * loading candidates, and the request loop.  Inputs, verification and timing
+ * are gpu_eval.c's; what only the op knows, its GPU side's (kevo_op.gpu). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -129,13 +129,6 @@ CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int war
     return r;
 }
 
-static const wk_backend *wk_backend_for(const char *op)
-{
-    if (strcmp(op, kv_lce_backend.op) == 0)
-        return &kv_lce_backend;
-    return NULL;
-}
-
 /* Driver, device, context, stream, events, flush buffer, reference module. */
 /* Load the driver, initialise it and check that device ordinal `device`
  * exists.  Errors: KEVO_ERR_NO_GPU. */
@@ -207,8 +200,8 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     size_t mem = 0;
     cu->cuDeviceTotalMem(&mem, w->dev);
     in->mem_bytes = (int64_t)mem;
-    in->baseline_ms = in->baseline_bcast_ms = in->decomposed_ms = in->peak_tflops = in->copy_tbps = NAN;
-    in->decomposed_rel_err = NAN;
+    in->baseline_ms = in->baseline_bcast_ms = in->peer_ms = in->peak_tflops = in->copy_tbps = NAN;
+    in->peer_rel_err = NAN;
     in->baseline_rel_err = NAN;
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
@@ -287,7 +280,7 @@ static CUmodule wk_load_cand(wk_ctx *w, const kevo_gpu_request *req, wk_cand *c,
 /* A GP_RETIME request: read its candidates, load them, time them
  * interleaved, answer one gp_retime_response each; exit after a sticky
  * error (the parent starts a fresh worker). */
-static void wk_retime(wk_ctx *w, const wk_backend *be, const gp_request *head, int rfd, int wfd)
+static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
 {
     int n = head->count;
     if (n < 1 || n > KEVO_GPU_RETIME_MAX)
@@ -320,7 +313,7 @@ static void wk_retime(wk_ctx *w, const wk_backend *be, const gp_request *head, i
         }
     }
     if (all_loaded)
-        be->retime(w, reqs, cands, n, head->warmup, head->rounds, out, &sticky);
+        wk_op_retime(w, reqs, cands, n, head->warmup, head->rounds, out, &sticky);
     else
         for (int i = 0; i < n; i++)
             if (mods[i]) {
@@ -351,11 +344,10 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
     kevo_err_clear(&err);
     gp_hello hello;
     memset(&hello, 0, sizeof hello);
-    const wk_backend *be = wk_backend_for(cfg->op->name);
-    kevo_status st = be ? wk_open_device(&w, &err)
-                        : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
+    kevo_status st = cfg->op->gpu ? wk_open_device(&w, &err)
+                                  : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
     if (!st)
-        st = be->init(&w, first, &err);
+        st = wk_op_init(&w, first, &err);
     hello.status = st;
     snprintf(hello.msg, sizeof hello.msg, "%s", err.msg);
     hello.info = w.info;
@@ -367,7 +359,7 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         if (gp_read(rfd, &rq, sizeof rq))
             break; /* parent closed the pipe: done */
         if (rq.kind == GP_RETIME) {
-            wk_retime(&w, be, &rq, rfd, wfd);
+            wk_retime(&w, &rq, rfd, wfd);
             continue;
         }
         void *cubin = malloc(rq.cubin_size ? rq.cubin_size : 1);
@@ -385,7 +377,7 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         memset(&c, 0, sizeof c);
         CUmodule mod = wk_load_cand(&w, &req, &c, &rs.res, &sticky);
         if (mod) {
-            be->eval(&w, &req, &c, &rs.res, &sticky);
+            wk_op_eval(&w, &req, &c, &rs.res, &sticky);
             if (!sticky)
                 w.cu.cuModuleUnload(mod);
         }
@@ -396,6 +388,6 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         if (sticky)
             _exit(0); /* the context is broken: the parent starts a fresh worker */
     }
-    be->fini(&w);
+    wk_op_fini(&w);
     _exit(0);
 }

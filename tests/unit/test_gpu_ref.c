@@ -16,6 +16,7 @@
 #include "evaluator/cudrv.h"
 #include "evaluator/gpu.h"
 #include "kernels/ikbo_lce/abi.h"
+#include "kernels/ikbo_lce/ikbo_lce.h"
 #include "kernels/op.h"
 #include "templates/space.h"
 #include "testutil.h"
