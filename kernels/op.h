@@ -3,7 +3,7 @@
  * shape parsing, FLOP and byte counts), its tensors described as data (the
  * generic evaluator allocates, fills, poisons, checksums and compares them
  * and encodes their TMA descriptors from these descriptions), tolerances,
- * the names of its same-run peers, and its GPU side
+ * the names of its same-run peers, what export needs, and its GPU side
  * (struct kevo_op_gpu, evaluator/gpu_int.h).  kernels/ops.c is the table
  * of ops.  Shared by every op: dtypes, cand_to_user maps, the input
  * generator and the 16-bit storage conversions (kernels/op.c). */
@@ -77,6 +77,25 @@ typedef struct kevo_op_peers {
     const char *peer_short;  /* in report's lines: "decomposed" */
 } kevo_op_peers;
 
+/* What `kevo export` needs of an op beyond its spec: export/template/lib.h.in
+ * and lib.c.in hold the library's op-independent runtime, these pieces the
+ * rest.  Each piece is a file under kernels/, filled like the library's own
+ * templates (@NAME@, @NAME_UPPER@). */
+typedef struct kevo_op_export {
+    const char *head;     /* the header's opening comment: what the library computes */
+    const char *api;      /* the header's argument struct and calls */
+    const char *dispatch; /* the source's argument checks, a call's symbols, the choice of a kernel, workspace size */
+    const char *call;     /* the source's tensor maps and the call itself */
+    /* Symbols a tuned entry is matched on (a call at exactly these values
+     * takes the kernel tuned there), in the dispatch's order. */
+    const char *const *tuned_keys;
+    int ntuned_keys;
+    const char *what;            /* README and pkg-config: "IKBO linear-compression kernels" */
+    const char *readme_fallback; /* README: what a caller uses where no kernel won ("what cuBLAS gives (...)") */
+    const char *pad_column;      /* README kernels table: the column for plans with pad_k ("pads W") */
+    const char *pad_yes;         /* ... and its value for them ("yes (rows of 8)") */
+} kevo_op_export;
+
 struct kevo_op_gpu; /* evaluator/gpu_int.h */
 
 /* An operator. */
@@ -114,6 +133,7 @@ typedef struct kevo_op {
     const kevo_tensor_desc *tensors;
     int ntensors;
     kevo_op_peers peers;
+    const kevo_op_export *export_desc;
     const struct kevo_op_gpu *gpu; /* NULL: no GPU side (compile-only) */
 } kevo_op;
 

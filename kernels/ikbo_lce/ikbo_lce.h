@@ -2,10 +2,11 @@
  *     out[b] = W_cand @ E_cand[b] + W_user @ E_user[cand_to_user[b]]
  * Its kevo_op and GPU side for the table (kernels/ops.c), and host input
  * sets with a CPU reference for the tests.  Files of the op: spec.c (spec,
- * tensors, tolerances, peers' names, host inputs, CPU reference), abi.h (the
- * kernels' argument struct), ref.cu (the GPU reference module), gpu.c (the
- * worker's op-specific side: arguments, reference launch, the same-run
- * peers). */
+ * tensors, tolerances, peers' names, export description, host inputs, CPU
+ * reference), abi.h (the kernels' argument struct), ref.cu (the GPU
+ * reference module), gpu.c (the worker's op-specific side: arguments,
+ * reference launch, the same-run peers), export/ (the library's op pieces),
+ * README.md. */
 #ifndef KEVO_IKBO_LCE_H
 #define KEVO_IKBO_LCE_H
 

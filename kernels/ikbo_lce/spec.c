@@ -1,8 +1,8 @@
 /* spec.c — the ikbo_lce spec (decomposed linear compression embedding):
  *     out[b] = W_cand @ E_cand[b] + W_user @ E_user[cand_to_user[b]]
  * Shape parsing, FLOP and byte counts, the tensors as the evaluator sees
- * them, tolerances, the names of the same-run peers, host input sets and a
- * CPU reference. */
+ * them, tolerances, the names of the same-run peers, what export needs,
+ * host input sets and a CPU reference. */
 #include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -289,6 +289,22 @@ static const kevo_tensor_desc lce_tensors[] = {
      .tmap_offset = offsetof(kevo_lce_args, tm_out)},
 };
 
+/* The symbols the library's dispatch matches a tuned shape on. */
+static const char *const lce_tuned_keys[] = {"B", "M", "N", "Ku", "Kc", "U"};
+
+static const kevo_op_export lce_export = {
+    .head = "ikbo_lce/export/head.h.in",
+    .api = "ikbo_lce/export/api.h.in",
+    .dispatch = "ikbo_lce/export/dispatch.c.in",
+    .call = "ikbo_lce/export/call.c.in",
+    .tuned_keys = lce_tuned_keys,
+    .ntuned_keys = (int)(sizeof lce_tuned_keys / sizeof lce_tuned_keys[0]),
+    .what = "IKBO linear-compression kernels",
+    .readme_fallback = "what cuBLAS gives (the stage-0 batched GEMM or the decomposed form)",
+    .pad_column = "pads W",
+    .pad_yes = "yes (rows of 8)",
+};
+
 const kevo_op kevo_op_ikbo_lce = {
     .name = "ikbo_lce",
     .summary = "linear compression embedding, decomposed: out[b] = Wc @ Ec[b] + Wu @ Eu[cand_to_user[b]]",
@@ -309,6 +325,7 @@ const kevo_op kevo_op_ikbo_lce = {
               .peer = "decomposed cuBLAS",
               .peer_detail = "decomposed (cuBLAS, K padded)",
               .peer_short = "decomposed"},
+    .export_desc = &lce_export,
     .gpu = &kevo_ikbo_lce_gpu,
 };
 

@@ -78,8 +78,8 @@ static void test_op_lookup(void **state)
         assert_string_equal(op->symbols[i], want[i]);
 }
 
-/* Every op of the table describes what the generic evaluator and the LLM
- * check need: one output, at most one map, dimensions that evaluate at its
+/* Every op of the table describes what the generic evaluator, the LLM check
+ * and export need: one output, at most one map, dimensions that evaluate at its
  * default shape, tensor maps inside its ABI struct, a launch_seq. */
 static void test_op_interface(void **state)
 {
@@ -99,6 +99,7 @@ static void test_op_interface(void **state)
         assert_non_null(op->peers.peer_detail);
         assert_non_null(op->peers.peer_short);
         assert_non_null(op->ref_name);
+        assert_non_null(op->export_desc);
         int outputs = 0, maps = 0;
         for (int i = 0; i < op->ntensors; i++) {
             const kevo_tensor_desc *t = &op->tensors[i];
@@ -124,6 +125,10 @@ static void test_op_interface(void **state)
         if (op->gpu) {
             assert_true(op->gpu->args_size <= WK_ARGS_MAX);
             assert_true(op->gpu->seq_offset + sizeof(int) <= op->gpu->args_size);
+        }
+        for (int i = 0; i < op->export_desc->ntuned_keys; i++) {
+            int64_t v;
+            assert_true(kevo_syms_get(&shape, op->export_desc->tuned_keys[i], &v));
         }
     }
     char names[64];
