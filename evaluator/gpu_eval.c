@@ -15,13 +15,6 @@
 #include "evaluator/gpu_int.h"
 #include "util/util.h"
 
-#define WK_TRY(call)                                                                                                   \
-    do {                                                                                                               \
-        CUresult r_ = (call);                                                                                          \
-        if (r_ != CUDA_SUCCESS)                                                                                        \
-            return r_;                                                                                                 \
-    } while (0)
-
 /* An ABI struct, aligned for its tensor maps. */
 typedef struct wk_args {
     _Alignas(64) unsigned char b[WK_ARGS_MAX];

@@ -116,6 +116,16 @@ void wk_op_fini(wk_ctx *w);
 
 /* ---- helpers for the op's GPU side ---- */
 
+/* Return from the calling function with the driver result of call unless it
+ * is CUDA_SUCCESS. */
+#define WK_TRY(call)                                                                                                   \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != CUDA_SUCCESS)                                                                                        \
+            return r_;                                                                                                 \
+    } while (0)
+
+
 /* dst[i] = kevo_gen_value(seed, stream, i) for i < count (the module's kv_gen). */
 CUresult wk_gen(wk_ctx *w, CUdeviceptr dst, unsigned long long count, uint64_t seed, unsigned stream);
 

@@ -169,18 +169,18 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     if (st)
         return st;
     CUresult r;
-#define WK_TRY(call, what)                                                                                             \
+#define WK_OPEN_TRY(call, what)                                                                                        \
     do {                                                                                                               \
         r = (call);                                                                                                    \
         if (r != CUDA_SUCCESS)                                                                                         \
             return kevo_err_set(err, KEVO_ERR_CUDA, "%s: %s", what, kv_cu_errstr(cu, r, buf, sizeof buf));             \
     } while (0)
-    WK_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
-    WK_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
-    WK_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
-    WK_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    WK_OPEN_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
+    WK_OPEN_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
+    WK_OPEN_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+    WK_OPEN_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     for (int i = 0; i < 2 * WK_MAX_REPS; i++)
-        WK_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        WK_OPEN_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
 
     kevo_gpu_info *in = &w->info;
     cu->cuDeviceGetName(in->name, sizeof in->name, w->dev);
@@ -206,7 +206,7 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
     w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
-    WK_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
+    WK_OPEN_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
     r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
     if (r != CUDA_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "loading the reference module: %s (is --arch right for %s?)",
@@ -217,7 +217,7 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     if (w->cb.cublasCreate_v2(&w->blas) != CUBLAS_STATUS_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "cublasCreate failed");
     w->cb.cublasSetStream_v2(w->blas, (cudaStream_t)w->stream);
-#undef WK_TRY
+#undef WK_OPEN_TRY
     return KEVO_OK;
 }
 
@@ -344,8 +344,9 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
     kevo_err_clear(&err);
     gp_hello hello;
     memset(&hello, 0, sizeof hello);
-    kevo_status st = cfg->op->gpu ? wk_open_device(&w, &err)
-                                  : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
+    kevo_status st = cfg->op->gpu
+                         ? wk_open_device(&w, &err)
+                         : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
     if (!st)
         st = wk_op_init(&w, first, &err);
     hello.status = st;

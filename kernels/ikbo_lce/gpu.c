@@ -27,13 +27,6 @@ typedef struct lce_state {
     CUfunction f_ref, f_cat_e, f_cat_w, f_bcast_add;
 } lce_state;
 
-#define LCE_TRY(call)                                                                                                  \
-    do {                                                                                                               \
-        CUresult r_ = (call);                                                                                          \
-        if (r_ != CUDA_SUCCESS)                                                                                        \
-            return r_;                                                                                                 \
-    } while (0)
-
 /* Device address of tensor i (its padded copy when padded and it has one). */
 static CUdeviceptr lce_ptr(const wk_ctx *w, int i, bool padded)
 {
@@ -116,10 +109,10 @@ static CUresult lce_base_run(wk_ctx *w, void *arg)
     int64_t K = s->Ku + s->Kc;
     if (b->with_broadcast) {
         void *pe[] = {&b->a, &b->e_full};
-        LCE_TRY(wk_launch(w, s->f_cat_e, wk_blocks((unsigned long long)(s->B * K * s->N / 8)), 1, 1, 256, 1, 1, 0,
+        WK_TRY(wk_launch(w, s->f_cat_e, wk_blocks((unsigned long long)(s->B * K * s->N / 8)), 1, 1, 256, 1, 1, 0,
                           pe));
         void *pw[] = {&b->a, &b->w_full};
-        LCE_TRY(wk_launch(w, s->f_cat_w, wk_blocks((unsigned long long)(s->M * K)), 1, 1, 256, 1, 1, 0, pw));
+        WK_TRY(wk_launch(w, s->f_cat_w, wk_blocks((unsigned long long)(s->M * K)), 1, 1, 256, 1, 1, 0, pw));
     }
     return lce_gemm(w, b->e_full, K, b->w_full, K, b->out, s->B);
 }
@@ -133,9 +126,9 @@ static CUresult lce_decomposed_run(wk_ctx *w, void *arg)
     (void)arg;
     lce_state *s = w->op_state;
     CUdeviceptr out = lce_ptr(w, LCE_OUT, false), map = lce_ptr(w, LCE_MAP, false);
-    LCE_TRY(lce_gemm(w, lce_ptr(w, LCE_E_USER, false), s->Ku, lce_ptr(w, LCE_W_USER, true), s->Kup, s->user_res,
+    WK_TRY(lce_gemm(w, lce_ptr(w, LCE_E_USER, false), s->Ku, lce_ptr(w, LCE_W_USER, true), s->Kup, s->user_res,
                      s->U));
-    LCE_TRY(lce_gemm(w, lce_ptr(w, LCE_E_CAND, false), s->Kc, lce_ptr(w, LCE_W_CAND, true), s->Kcp, out, s->B));
+    WK_TRY(lce_gemm(w, lce_ptr(w, LCE_E_CAND, false), s->Kc, lce_ptr(w, LCE_W_CAND, true), s->Kcp, out, s->B));
     int B = (int)s->B, M = (int)s->M, N = (int)s->N;
     void *p[] = {&out, &s->user_res, &map, &B, &M, &N};
     return wk_launch(w, s->f_bcast_add, wk_blocks((unsigned long long)(s->B * s->M * s->N / 8)), 1, 1, 256, 1, 1, 0,
