@@ -99,7 +99,7 @@ def load_abi(path):
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read().strip()
     except OSError:
-        return "/* kernels/ikbo_lce_abi.h not found */"
+        return "/* kernels/ikbo_lce/abi.h not found */"
 
 
 def body(kind, a):
@@ -228,7 +228,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--temperature", type=float, default=0.7)
-    ap.add_argument("--abi", default="kernels/ikbo_lce_abi.h")
+    ap.add_argument("--abi", default="kernels/ikbo_lce/abi.h")
     ap.add_argument("--style", choices=["example", "rules"], default="example",
                     help="kernel request: the format shown as an example reply (default) or described in rules")
     a = ap.parse_args()

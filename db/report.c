@@ -270,17 +270,25 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
     return s;
 }
 
-void kevo_peer_verdict(double vs_peer, double baseline_ms, double decomposed_ms, char *out, size_t n)
+void kevo_peer_verdict(const kevo_op *op, double vs_peer, double baseline_ms, double peer_ms, char *out, size_t n)
 {
-    bool dec = isfinite(decomposed_ms) && decomposed_ms > 0 && !(baseline_ms <= decomposed_ms);
-    const char *peer = dec ? "decomposed cuBLAS" : "the stage-0 cuBLAS baseline";
-    double peer_ms = dec ? decomposed_ms : baseline_ms;
-    if (!isfinite(vs_peer) || !isfinite(peer_ms)) /* NaN or inf: nothing to compare */
+    bool other = isfinite(peer_ms) && peer_ms > 0 && !(baseline_ms <= peer_ms);
+    const char *peer = other ? (op ? op->peers.peer : "the in-run peer")
+                             : (op ? op->peers.baseline : "the stage-0 baseline");
+    double best_ms = other ? peer_ms : baseline_ms;
+    if (!isfinite(vs_peer) || !isfinite(best_ms)) /* NaN or inf: nothing to compare */
         snprintf(out, n, "no in-run peer was measured");
     else if (vs_peer >= 1.0)
-        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, peer_ms, vs_peer);
+        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, best_ms, vs_peer);
     else
-        snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)", peer, vs_peer, peer_ms);
+        snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)", peer, vs_peer, best_ms);
+}
+
+/* How report names the op's other peer ("decomposed"). */
+static const char *rp_peer_short(const kevo_run_row *r)
+{
+    const kevo_op *op = kevo_op_find(r->op);
+    return op ? op->peers.peer_short : "peer";
 }
 
 /* ---- table ---- */
@@ -557,7 +565,7 @@ static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated
     if (!s && isfinite(r->baseline_ms) && isfinite(r->baseline_bcast_ms))
         s = kv_buf_printf(b, " (with broadcast %.3f ms)", r->baseline_bcast_ms);
     if (!s && isfinite(r->decomposed_ms))
-        s = kv_buf_printf(b, "   decomposed %.3f ms", r->decomposed_ms);
+        s = kv_buf_printf(b, "   %s %.3f ms", rp_peer_short(r), r->decomposed_ms);
     if (!s)
         s = isfinite(r->peak_tflops) ? kv_buf_printf(b, "   peak %.0f TFLOP/s", r->peak_tflops)
                                      : kv_buf_puts(b, "   peak -");
@@ -623,12 +631,12 @@ static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kev
         if (isfinite(shapes[j].weight))
             snprintf(weight, sizeof weight, "%g", shapes[j].weight);
         if (best[j]) {
-            kevo_peer_verdict(br[j].vs_peer, shapes[j].baseline_ms, shapes[j].decomposed_ms, verdict,
-                              sizeof verdict);
+            kevo_peer_verdict(kevo_op_find(r->op), br[j].vs_peer, shapes[j].baseline_ms, shapes[j].decomposed_ms,
+                              verdict, sizeof verdict);
             snprintf(line, sizeof line, "fastest #%lld %.4f ms; ", (long long)best[j], br[j].median_ms);
         }
-        if (kv_buf_printf(b, "  %s weight %s: baseline %s, decomposed %s; %s%s\n", shape, weight, base, dec, line,
-                          verdict))
+        if (kv_buf_printf(b, "  %s weight %s: baseline %s, %s %s; %s%s\n", shape, weight, base, rp_peer_short(r), dec,
+                          line, verdict))
             s = rp_nomem(err);
     }
 out:
@@ -672,7 +680,8 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
             k++;
         char verdict[256];
         if (k < n)
-            kevo_peer_verdict(rows[k].vs_peer, r.baseline_ms, r.decomposed_ms, verdict, sizeof verdict);
+            kevo_peer_verdict(kevo_op_find(r.op), rows[k].vs_peer, r.baseline_ms, r.decomposed_ms, verdict,
+                              sizeof verdict);
         else
             snprintf(verdict, sizeof verdict, "no kernel verified at this shape: nothing beats the peers");
         if (kv_buf_printf(b, "%s\n", verdict)) {

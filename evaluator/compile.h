@@ -15,7 +15,7 @@
  * released by kevo_compile_job_release(). */
 typedef struct kevo_compile_job {
     /* in */
-    const char *name;   /* program name shown in diagnostics, e.g. "lce_mma.cu" */
+    const char *name;   /* program name shown in diagnostics: the template's file name */
     const char *source; /* complete source (everything inlined) */
     char arch[16];      /* "sm_90a" */
     int nopts;

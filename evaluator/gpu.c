@@ -86,16 +86,6 @@ static int gp_read_deadline(int fd, void *p, size_t n, double deadline)
     return 0;
 }
 
-void kevo_tolerance(kevo_dtype dt, double *rel_bound, double *rtol)
-{
-    /* unit roundoff u: 2^-11 (fp16), 2^-8 (bf16).  The output is rounded once
-     * (twice in the decomposed form); the norm-wise error of one rounding is
-     * about u/sqrt(3).  Bounds leave room for two roundings. */
-    double u = dt == KEVO_DTYPE_BF16 ? 1.0 / 256 : 1.0 / 2048;
-    *rel_bound = 2.0 * u;
-    *rtol = 4.0 * u;
-}
-
 /* Reap the worker; describe how it ended into msg. */
 static void gp_reap(kevo_gpu *g, char *msg, size_t n)
 {

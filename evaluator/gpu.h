@@ -2,8 +2,8 @@
  *
  * The parent never touches the CUDA driver.  kevo_gpu_start() forks a worker
  * that loads libcuda at run time, makes a context, allocates the op's inputs,
- * times the stage-0 baseline (cuBLAS, loaded at run time too) and answers
- * evaluation requests over a pipe.  When the worker crashes, hangs past the
+ * times the op's same-run peers (its stage-0 baseline first; cuBLAS is
+ * loaded at run time too) and answers evaluation requests over a pipe.  When the worker crashes, hangs past the
  * time limit or reports a sticky CUDA error, the parent records the
  * candidate's failure, kills the worker and starts a fresh one for the next
  * request.
@@ -11,7 +11,8 @@
  * Verification (per request, per cand_to_user map kind asked for): fresh
  * random inputs from a new seed, output and workspace poisoned with NaN, the
  * fp32-accumulating GPU reference, then ||out-ref||/||ref|| against the
- * dtype's bound and an elementwise bound |out-ref| <= rtol*|ref| + atol.
+ * op's bound for the dtype and an elementwise bound |out-ref| <= rtol*|ref| +
+ * atol (kevo_op.tolerance).
  * Timing: CUDA events around each repetition, warm-up first, L2 flushed (a
  * write over twice the L2 size) before every repetition, median reported.
  */
@@ -36,7 +37,7 @@ typedef struct kevo_gpu_config {
     int reps;            /* timed repetitions */
     double timeout_s;    /* per request */
     uint64_t seed;       /* base seed for inputs */
-    bool baseline;       /* time the stage-0 baseline at start */
+    bool baseline;       /* check and time the op's same-run peers at start */
     bool ceilings;       /* measure cuBLAS GEMM peak and copy bandwidth at start */
     const void *ref_cubin; /* the op's reference/utility module, compiled by the parent */
     size_t ref_cubin_size;
@@ -54,14 +55,14 @@ typedef struct kevo_gpu_info {
     int64_t l2_bytes;
     int64_t mem_bytes;
     int max_smem_optin;
-    double baseline_ms;       /* stage 0: one cuBLAS strided-batched GEMM on a pre-broadcast E */
-    double baseline_bcast_ms; /* the same with the broadcast (gather + concat) in each call */
-    double decomposed_ms;     /* peer: cuBLAS user GEMM (batch U) + candidate GEMM (batch B), K padded to 8,
-                                 then one broadcast-add pass */
+    /* The op's same-run peers (kevo_op_gpu.peers, in the op's folder). */
+    double baseline_ms;       /* stage 0, what a framework user runs today, on pre-broadcast inputs */
+    double baseline_bcast_ms; /* the same with the broadcast (the gather) in each call */
+    double peer_ms;           /* the op's other peer (kevo_op.peers names it) */
     double peak_tflops;       /* cuBLAS fp16/bf16 GEMM 8192^3 */
     double copy_tbps;         /* device-to-device copy, bytes read + written per second / 1e12 */
     double baseline_rel_err;  /* the baseline's own check against the reference */
-    double decomposed_rel_err; /* the decomposed peer's */
+    double peer_rel_err;      /* the other peer's */
 } kevo_gpu_info;
 
 /* One evaluation. */
@@ -131,9 +132,5 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
 int kevo_gpu_restarts(const kevo_gpu *g);
 
 void kevo_gpu_stop(kevo_gpu *g);
-
-/* Tolerances for a dtype: norm-wise relative bound and elementwise rtol
- * (atol = rtol * rms(ref)). */
-void kevo_tolerance(kevo_dtype dt, double *rel_bound, double *rtol);
 
 #endif /* KEVO_GPU_H */

@@ -1,6 +1,8 @@
-/* gpu_int.h — inside the GPU worker process: the context every op backend
- * shares (driver, stream, reference module, timing helpers) and the backend
- * interface.  Nothing here is used by the parent process. */
+/* gpu_int.h — inside the GPU worker process: the context every op shares
+ * (driver, stream, reference module, the op's tensors, timing helpers), the
+ * generic evaluation (gpu_eval.c) and the interface of an op's GPU side
+ * (kevo_op_gpu, implemented in kernels/<op>/gpu.c).  Nothing here is used
+ * by the parent process. */
 #ifndef KEVO_GPU_INT_H
 #define KEVO_GPU_INT_H
 
@@ -10,6 +12,33 @@
 #include "evaluator/gpu.h"
 
 #define WK_MAX_REPS KEVO_GPU_MAX_REPS
+#define WK_ARGS_MAX 2048 /* bytes of the largest ABI struct an op may have */
+
+/* One of the op's tensors on the device (kevo_op.tensors, same index). */
+typedef struct wk_tensor {
+    CUdeviceptr p;                       /* natural layout */
+    CUdeviceptr pad;                     /* the copy with padded rows (kevo_tensor_desc.padded); 0: none */
+    int64_t dims[KEVO_TENSOR_MAX_RANK];  /* outermost first */
+    int64_t ld;                          /* the padded copy's row stride, elements (the last dim when none) */
+    uint64_t count, pad_count;           /* elements of each copy */
+    size_t elem;                         /* bytes per element: 2 (storage dtype) or 4 (the int32 map) */
+} wk_tensor;
+
+/* What the generic evaluation owns: the op's tensors, the reference, the
+ * comparison's statistics, the workspace and the launch tags. */
+typedef struct wk_io {
+    wk_tensor t[KEVO_OP_MAX_TENSORS];
+    int out;                      /* index of the output tensor */
+    int map;                      /* index of the cand_to_user tensor, -1: none */
+    int64_t map_users, map_ratio; /* its users and the sorted map's candidates per user */
+    int32_t *host_map;
+    CUdeviceptr ref;              /* fp32 reference, the output's element count */
+    CUdeviceptr stats;            /* 8 doubles: the comparison's sums, the checksum's slot */
+    CUdeviceptr ws;
+    size_t ws_cap;
+    int launch_seq; /* last tag handed to a plan run: one counter for every candidate on this workspace */
+    CUfunction f_gen, f_gen_padded, f_sumsq, f_compare, f_checksum;
+} wk_io;
 
 /* Worker-wide state. */
 typedef struct wk_ctx {
@@ -25,7 +54,8 @@ typedef struct wk_ctx {
     CUevent ev[2 * WK_MAX_REPS];
     kevo_gpu_config cfg;
     kevo_gpu_info info;
-    void *op_state;             /* the backend's */
+    wk_io io;
+    void *op_state;             /* the op's GPU side's own */
 } wk_ctx;
 
 /* A candidate ready to run: its module's functions, one per plan launch. */
@@ -34,22 +64,84 @@ typedef struct wk_cand {
     CUfunction fn[KEVO_MAX_LAUNCHES];
 } wk_cand;
 
-/* An op's GPU side. */
-typedef struct wk_backend {
-    const char *op;
-    /* Allocate inputs; when `first`, time the baseline and fill info. */
-    kevo_status (*init)(wk_ctx *w, bool first, kevo_err *err);
-    /* Verify (and time) a loaded candidate into res; set *sticky when the
-     * context is no longer usable. */
-    void (*eval)(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky);
-    /* Time n loaded candidates interleaved (kevo_gpu_retime): fill out[i]
-     * for each; set *sticky when the context is no longer usable. */
-    void (*retime)(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int warmup, int rounds,
-                   kevo_gpu_retime_result *out, bool *sticky);
+/* An op's GPU side (kernels/<op>/gpu.c, behind kevo_op.gpu): what the
+ * generic evaluation cannot know.  The worker allocates the tensors of
+ * kevo_op.tensors (w->io), fills, poisons, checksums and compares them,
+ * encodes the plan's tensor maps, owns the workspace and the launch tags,
+ * and times. */
+typedef struct kevo_op_gpu {
+    size_t args_size;  /* bytes of the op's ABI struct, at most WK_ARGS_MAX */
+    size_t seq_offset; /* offset of its int launch_seq in that struct */
+    /* After the tensors are allocated: the op's own buffers and reference
+     * module functions, into w->op_state.  Errors: KEVO_ERR_NOMEM,
+     * KEVO_ERR_CUDA. */
+    kevo_status (*init)(wk_ctx *w, kevo_err *err);
+    /* The ABI struct over the current tensors (the padded copies where
+     * padded and the tensor has one), w->io.ws and num_sms, into out
+     * (args_size bytes, zeroed).  Tensor maps and launch_seq are the
+     * worker's to fill. */
+    void (*args)(wk_ctx *w, bool padded, int num_sms, void *out);
+    /* Launch the fp32 reference of the current inputs into w->io.ref. */
+    CUresult (*reference)(wk_ctx *w);
+    /* Check and time the same-run peers on the timing inputs (the run's
+     * seed, sorted map) into w->info: baseline_ms, baseline_bcast_ms,
+     * peer_ms and the peers' errors.  Errors: KEVO_ERR_CUDA, and
+     * KEVO_ERR_INTERNAL when a peer disagrees with the reference. */
+    kevo_status (*peers)(wk_ctx *w, kevo_err *err);
+    /* Free what init allocated (w->op_state may be NULL: init failed early). */
     void (*fini)(wk_ctx *w);
-} wk_backend;
+} kevo_op_gpu;
 
-extern const wk_backend kv_lce_backend;
+/* ---- the generic evaluation (gpu_eval.c), called by the worker's loop ---- */
+
+/* Allocate the op's tensors, run the op's init; when `first`, check and
+ * time its peers (cfg.baseline) and measure the ceilings (cfg.ceilings).
+ * Errors: KEVO_ERR_UNSUPPORTED (an op without a GPU side), KEVO_ERR_NOMEM,
+ * KEVO_ERR_CUDA, KEVO_ERR_INTERNAL. */
+kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err);
+
+/* Verify (and time) a loaded candidate into res: per map kind asked for,
+ * fresh inputs, the reference, output (and the first time the workspace)
+ * poisoned, the plan run, inputs and reference checksummed around it, the
+ * output compared.  *sticky when the context is no longer usable. */
+void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky);
+
+/* Time n loaded candidates interleaved (kevo_gpu_retime) on the timing
+ * inputs: out[i] for each; *sticky when the context is no longer usable. */
+void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int warmup, int rounds,
+                  kevo_gpu_retime_result *out, bool *sticky);
+
+/* Free the tensors and the op's state. */
+void wk_op_fini(wk_ctx *w);
+
+/* ---- helpers for the op's GPU side ---- */
+
+/* Return from the calling function with the driver result of call unless it
+ * is CUDA_SUCCESS. */
+#define WK_TRY(call)                                                                                                   \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != CUDA_SUCCESS)                                                                                        \
+            return r_;                                                                                                 \
+    } while (0)
+
+
+/* dst[i] = kevo_gen_value(seed, stream, i) for i < count (the module's kv_gen). */
+CUresult wk_gen(wk_ctx *w, CUdeviceptr dst, unsigned long long count, uint64_t seed, unsigned stream);
+
+/* A fresh input set: every input from `seed` (their padded copies holding
+ * the same values) and the cand_to_user map of `kind`; synchronizes. */
+CUresult wk_fill(wk_ctx *w, uint64_t seed, kevo_map_kind kind);
+
+/* The op's reference of the current inputs into w->io.ref; *ref_sumsq =
+ * sum ref^2.  Synchronizes. */
+CUresult wk_reference(wk_ctx *w, double *ref_sumsq);
+
+/* Run fn(w, arg) once with the output poisoned and compare the output with
+ * the reference (ref2: sum ref^2): *rel its relative error (NaN when ref2
+ * is 0), *nonfinite its NaN/Inf elements. */
+CUresult wk_check_peer(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, double ref2, double *rel,
+                       double *nonfinite);
 
 /* Failure kind for a driver error, and whether it leaves the context broken. */
 kevo_fail wk_fail_of(CUresult r, bool *sticky);

@@ -1,6 +1,6 @@
 /* gpu_worker.c — the GPU worker process: driver and context, device figures,
- * loading candidates, and the request loop.  Op-specific work (inputs,
- * reference, baseline, verification) lives in the op's backend. */
+ * loading candidates, and the request loop.  Inputs, verification and timing
+ * are gpu_eval.c's; what only the op knows, its GPU side's (kevo_op.gpu). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -129,13 +129,6 @@ CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int war
     return r;
 }
 
-static const wk_backend *wk_backend_for(const char *op)
-{
-    if (strcmp(op, kv_lce_backend.op) == 0)
-        return &kv_lce_backend;
-    return NULL;
-}
-
 /* Driver, device, context, stream, events, flush buffer, reference module. */
 /* Load the driver, initialise it and check that device ordinal `device`
  * exists.  Errors: KEVO_ERR_NO_GPU. */
@@ -176,18 +169,18 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     if (st)
         return st;
     CUresult r;
-#define WK_TRY(call, what)                                                                                             \
+#define WK_OPEN_TRY(call, what)                                                                                        \
     do {                                                                                                               \
         r = (call);                                                                                                    \
         if (r != CUDA_SUCCESS)                                                                                         \
             return kevo_err_set(err, KEVO_ERR_CUDA, "%s: %s", what, kv_cu_errstr(cu, r, buf, sizeof buf));             \
     } while (0)
-    WK_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
-    WK_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
-    WK_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
-    WK_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    WK_OPEN_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
+    WK_OPEN_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
+    WK_OPEN_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+    WK_OPEN_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     for (int i = 0; i < 2 * WK_MAX_REPS; i++)
-        WK_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        WK_OPEN_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
 
     kevo_gpu_info *in = &w->info;
     cu->cuDeviceGetName(in->name, sizeof in->name, w->dev);
@@ -207,13 +200,13 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     size_t mem = 0;
     cu->cuDeviceTotalMem(&mem, w->dev);
     in->mem_bytes = (int64_t)mem;
-    in->baseline_ms = in->baseline_bcast_ms = in->decomposed_ms = in->peak_tflops = in->copy_tbps = NAN;
-    in->decomposed_rel_err = NAN;
+    in->baseline_ms = in->baseline_bcast_ms = in->peer_ms = in->peak_tflops = in->copy_tbps = NAN;
+    in->peer_rel_err = NAN;
     in->baseline_rel_err = NAN;
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
     w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
-    WK_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
+    WK_OPEN_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
     r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
     if (r != CUDA_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "loading the reference module: %s (is --arch right for %s?)",
@@ -224,7 +217,7 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     if (w->cb.cublasCreate_v2(&w->blas) != CUBLAS_STATUS_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "cublasCreate failed");
     w->cb.cublasSetStream_v2(w->blas, (cudaStream_t)w->stream);
-#undef WK_TRY
+#undef WK_OPEN_TRY
     return KEVO_OK;
 }
 
@@ -287,7 +280,7 @@ static CUmodule wk_load_cand(wk_ctx *w, const kevo_gpu_request *req, wk_cand *c,
 /* A GP_RETIME request: read its candidates, load them, time them
  * interleaved, answer one gp_retime_response each; exit after a sticky
  * error (the parent starts a fresh worker). */
-static void wk_retime(wk_ctx *w, const wk_backend *be, const gp_request *head, int rfd, int wfd)
+static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
 {
     int n = head->count;
     if (n < 1 || n > KEVO_GPU_RETIME_MAX)
@@ -320,7 +313,7 @@ static void wk_retime(wk_ctx *w, const wk_backend *be, const gp_request *head, i
         }
     }
     if (all_loaded)
-        be->retime(w, reqs, cands, n, head->warmup, head->rounds, out, &sticky);
+        wk_op_retime(w, reqs, cands, n, head->warmup, head->rounds, out, &sticky);
     else
         for (int i = 0; i < n; i++)
             if (mods[i]) {
@@ -351,11 +344,11 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
     kevo_err_clear(&err);
     gp_hello hello;
     memset(&hello, 0, sizeof hello);
-    const wk_backend *be = wk_backend_for(cfg->op->name);
-    kevo_status st = be ? wk_open_device(&w, &err)
-                        : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
+    kevo_status st = cfg->op->gpu
+                         ? wk_open_device(&w, &err)
+                         : kevo_err_set(&err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", cfg->op->name);
     if (!st)
-        st = be->init(&w, first, &err);
+        st = wk_op_init(&w, first, &err);
     hello.status = st;
     snprintf(hello.msg, sizeof hello.msg, "%s", err.msg);
     hello.info = w.info;
@@ -367,7 +360,7 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         if (gp_read(rfd, &rq, sizeof rq))
             break; /* parent closed the pipe: done */
         if (rq.kind == GP_RETIME) {
-            wk_retime(&w, be, &rq, rfd, wfd);
+            wk_retime(&w, &rq, rfd, wfd);
             continue;
         }
         void *cubin = malloc(rq.cubin_size ? rq.cubin_size : 1);
@@ -385,7 +378,7 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         memset(&c, 0, sizeof c);
         CUmodule mod = wk_load_cand(&w, &req, &c, &rs.res, &sticky);
         if (mod) {
-            be->eval(&w, &req, &c, &rs.res, &sticky);
+            wk_op_eval(&w, &req, &c, &rs.res, &sticky);
             if (!sticky)
                 w.cu.cuModuleUnload(mod);
         }
@@ -396,6 +389,6 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         if (sticky)
             _exit(0); /* the context is broken: the parent starts a fresh worker */
     }
-    be->fini(&w);
+    wk_op_fini(&w);
     _exit(0);
 }

@@ -226,12 +226,14 @@ kevo_status kevo_emit_plan(kv_buf *b, const kevo_space *sp, const kevo_op *op, c
     for (int i = 0; i < sp->nlets && !st; i++)
         if (!kevo_emit_is_ident(sp->lets[i].name, KEVO_SYM_NAME_MAX - 1))
             st = kevo_err_set(err, KEVO_ERR_ARG, "family '%s' has a let whose name is not an identifier", sp->family);
+    for (int i = 0; i < op->nsymbols && !st; i++)
+        if (!kevo_emit_is_ident(op->symbols[i], KEVO_SYM_NAME_MAX - 1))
+            st = kevo_err_set(err, KEVO_ERR_ARG, "op '%s' has a symbol that is not an identifier", op->name);
     if (st)
         return st;
     kv_buf_printf(b, "static int x_k%d_plan(const x_syms *s, x_plan *p)\n{\n", ki);
-    static const char *const shape_f[] = {"B", "M", "N", "Ku", "Kc", "U", "ratio", "Kup", "Kcp"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(shape_f); i++)
-        kv_buf_printf(b, "    const int64_t v_%s = s->%s;\n", shape_f[i], shape_f[i]);
+    for (int i = 0; i < op->nsymbols; i++)
+        kv_buf_printf(b, "    const int64_t v_%s = s->%s;\n", op->symbols[i], op->symbols[i]);
     for (size_t i = 0; i < KV_ARRAY_LEN(xp_limits); i++)
         kv_buf_printf(b, "    const int64_t v_%s = s->%s;\n", xp_limits[i], xp_limits[i]);
     for (int i = 0; i < sp->nparams; i++)
@@ -241,8 +243,8 @@ kevo_status kevo_emit_plan(kv_buf *b, const kevo_space *sp, const kevo_op *op, c
         st = xp_emit_expr(b, sp->lets[i].expr, &ctx, err);
         kv_buf_puts(b, ";\n");
     }
-    for (size_t i = 0; i < KV_ARRAY_LEN(shape_f); i++)
-        kv_buf_printf(b, "    (void)v_%s;\n", shape_f[i]);
+    for (int i = 0; i < op->nsymbols; i++)
+        kv_buf_printf(b, "    (void)v_%s;\n", op->symbols[i]);
     for (size_t i = 0; i < KV_ARRAY_LEN(xp_limits); i++)
         kv_buf_printf(b, "    (void)v_%s;\n", xp_limits[i]);
     for (int i = 0; i < sp->nparams; i++)
@@ -325,17 +327,32 @@ kevo_status kevo_emit_plan(kv_buf *b, const kevo_space *sp, const kevo_op *op, c
     return st;
 }
 
-static int xp_tensor_index(const char *t)
+int kevo_emit_tmap_index(const kevo_op *op, const char *tensor)
 {
-    static const char *const names[] = {"w_user", "w_cand", "e_user", "e_cand", "out"};
-    for (int i = 0; i < 5; i++)
-        if (strcmp(names[i], t) == 0)
-            return i;
+    for (int i = 0, k = 0; i < op->ntensors; i++) {
+        if (!op->tensors[i].tmap)
+            continue;
+        if (strcmp(op->tensors[i].name, tensor) == 0)
+            return k;
+        k++;
+    }
     return -1;
 }
 
-kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_config *cfg, int dtype, int sm, int ki,
-                                   kevo_err *err)
+kevo_status kevo_emit_tmap_tensors(kv_buf *b, const kevo_op *op)
+{
+    kevo_status st = KEVO_OK;
+    for (int i = 0, k = 0; i < op->ntensors && !st; i++) {
+        if (!op->tensors[i].tmap)
+            continue;
+        st = kv_buf_printf(b, "%s%d %s", k ? ", " : "", k, op->tensors[i].name);
+        k++;
+    }
+    return st;
+}
+
+kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_op *op, const kevo_config *cfg,
+                                   int dtype, int sm, int ki, kevo_err *err)
 {
     kevo_status st = KEVO_OK;
     kv_buf params;
@@ -363,7 +380,7 @@ kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_c
     }
     kv_buf_printf(b, "}, x_k%d_plan, %d, {", ki, sp->ntmaps);
     for (int t = 0; t < sp->ntmaps; t++) {
-        int ti = xp_tensor_index(sp->tmaps[t].tensor);
+        int ti = kevo_emit_tmap_index(op, sp->tmaps[t].tensor);
         if (ti < 0 && !st)
             st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "family '%s' maps unknown tensor '%s'", sp->family,
                               kevo_emit_is_ident(sp->tmaps[t].tensor, 23) ? sp->tmaps[t].tensor : "(not a name)");

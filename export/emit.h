@@ -44,16 +44,26 @@ kevo_status kevo_emit_fill(const char *text, const char *name, const char *const
 /* The C function "static int x_k<ki>_plan(const x_syms *s, x_plan *p)" of
  * one kernel: family sp at configuration cfg (parsed and checked by
  * kevo_config_parse_stored), its lets, requires, constraints and launch
- * plan compiled to C.  Appended to b.  Errors: KEVO_ERR_ARG (a symbol the
- * family does not define, a name that is not an identifier). */
+ * plan compiled to C over op's symbols (x_syms has one field per symbol).
+ * Appended to b.  Errors: KEVO_ERR_ARG (a symbol the family does not
+ * define, a name that is not an identifier). */
 kevo_status kevo_emit_plan(kv_buf *b, const kevo_space *sp, const kevo_op *op, const kevo_config *cfg, int ki,
                            kevo_err *err);
 
 /* One entry of the x_kernels[] table: family, canonical params, dtype,
- * sm, cubin x_k<ki>_cubin, entries, plan x_k<ki>_plan and tensor maps.
- * Appended to b.  Errors: KEVO_ERR_UNSUPPORTED (a tensor map of a tensor
- * the library does not know). */
-kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_config *cfg, int dtype, int sm, int ki,
-                                   kevo_err *err);
+ * sm, cubin x_k<ki>_cubin, entries, plan x_k<ki>_plan and tensor maps (by
+ * kevo_emit_tmap_index).  Appended to b.  Errors: KEVO_ERR_UNSUPPORTED (a
+ * tensor map of a tensor the op cannot map). */
+kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_op *op, const kevo_config *cfg,
+                                   int dtype, int sm, int ki, kevo_err *err);
+
+/* The library's number for a tensor map of op's tensor `tensor`: its index
+ * among the op's tensors that a plan may map (kevo_tensor_desc.tmap), in
+ * order; -1 when it is none of them. */
+int kevo_emit_tmap_index(const kevo_op *op, const char *tensor);
+
+/* Those numbers and names as the library's comment lists them ("0 w_user,
+ * 1 w_cand, ..."), appended to b. */
+kevo_status kevo_emit_tmap_tensors(kv_buf *b, const kevo_op *op);
 
 #endif /* KEVO_EMIT_H */

@@ -2,14 +2,17 @@
  *
  * For each run of the op and archs: its fastest `top` distinct verified
  * configurations (the winner of its paired re-timing first), and its
- * fastest one that reads the natural (unpadded) W layout, become kernels of
- * the library: the cubin from the DB, the launch plan and constraints of the
+ * fastest one that reads the natural layout (no padded copy: pad_k off),
+ * become kernels of the library: the cubin from the DB, the launch plan and constraints of the
  * family's space file translated to C (so the library plans any shape
  * without kevo), and the run's shape as a tuned entry.  A run whose best
  * does not beat its best in-run peer gives no kernel and a tuned entry that
  * returns UNSUPPORTED; a distribution run gives, per shape, the candidate
  * fastest there; several runs at one shape give the fastest measured.
- * Output is a pure function of the DB and the options.
+ * Output is a pure function of the DB and the options.  What is the op's
+ * (its API, argument checks, dispatch keys, tensor maps, README wording)
+ * comes from its export description (kevo_op_export, kernels/<op>/export/);
+ * export/template/ holds the library's op-independent runtime and package.
  *
  * The DB is untrusted: stored params are checked against the family's
  * domains (kevo_config_parse_stored) and only their canonical text, names
@@ -45,7 +48,7 @@
 void kevo_export_opts_init(kevo_export_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->op = "ikbo_lce";
+    o->op = kevo_op_list(NULL)[0]->name;
     o->name = "kevo_tuned";
     o->top = 3;
 }
@@ -276,14 +279,14 @@ static kevo_status xp_collect_dist(xp_state *x, const kevo_run_row *run, int dty
     return st;
 }
 
-/* Whether two tuned entries are at one shape (what the library's dispatch compares). */
-static bool xp_same_shape(const xp_tuned *a, const xp_tuned *b)
+/* Whether two tuned entries are at one shape (what the library's dispatch
+ * compares: the op's tuned keys). */
+static bool xp_same_shape(const kevo_op_export *xd, const xp_tuned *a, const xp_tuned *b)
 {
-    static const char *const f[6] = {"B", "M", "N", "Ku", "Kc", "U"};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < xd->ntuned_keys; i++) {
         int64_t u = -1, v = -2;
-        kevo_syms_get(&a->shape, f[i], &u);
-        kevo_syms_get(&b->shape, f[i], &v);
+        kevo_syms_get(&a->shape, xd->tuned_keys[i], &u);
+        kevo_syms_get(&b->shape, xd->tuned_keys[i], &v);
         if (u != v)
             return false;
     }
@@ -300,7 +303,8 @@ static void xp_fastest_per_shape(xp_state *x)
     for (int i = 0; i < x->nt; i++) {
         const xp_tuned *t = &x->t[i];
         int j = 0;
-        while (j < n && !(x->t[j].dtype == t->dtype && x->t[j].sm == t->sm && xp_same_shape(&x->t[j], t)))
+        while (j < n &&
+               !(x->t[j].dtype == t->dtype && x->t[j].sm == t->sm && xp_same_shape(x->op->export_desc, &x->t[j], t)))
             j++;
         if (j == n)
             x->t[n++] = *t;
@@ -422,20 +426,21 @@ static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
     }
     kv_buf_printf(b, "#define X_NKERNELS %d\nstatic x_kernel x_kernels[X_NKERNELS] = {\n", x->nk);
     for (int i = 0; i < x->nk && !st; i++)
-        st = kevo_emit_kernel_entry(b, x->k[i].sp, &x->k[i].cfg, x->k[i].dtype, x->k[i].sm, i, err);
+        st = kevo_emit_kernel_entry(b, x->k[i].sp, x->op, &x->k[i].cfg, x->k[i].dtype, x->k[i].sm, i, err);
     kv_buf_puts(b, "};\n\n");
     kv_buf_printf(b, "#define X_NTUNED %d\nstatic const x_tuned x_tuned_shapes[X_NTUNED > 0 ? X_NTUNED : 1] = {\n",
                   x->nt);
+    const kevo_op_export *xd = x->op->export_desc;
     for (int i = 0; i < x->nt; i++) {
         const xp_tuned *t = &x->t[i];
-        int64_t v[6];
-        const char *f[6] = {"B", "M", "N", "Ku", "Kc", "U"};
-        for (int j = 0; j < 6; j++)
-            kevo_syms_get(&t->shape, f[j], &v[j]);
-        kv_buf_printf(b, "    {%lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %d}, /* run %lld: %.4f ms%s */\n",
-                      (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
-                      (long long)v[5], t->dtype, t->sm, t->kernel, (long long)t->run.id, t->ms,
-                      t->kernel < 0 ? ", beats no in-run peer: UNSUPPORTED" : "");
+        kv_buf_puts(b, "    {");
+        for (int j = 0; j < xd->ntuned_keys; j++) {
+            int64_t v = 0;
+            kevo_syms_get(&t->shape, xd->tuned_keys[j], &v);
+            kv_buf_printf(b, "%lld, ", (long long)v);
+        }
+        kv_buf_printf(b, "%d, %d, %d}, /* run %lld: %.4f ms%s */\n", t->dtype, t->sm, t->kernel, (long long)t->run.id,
+                      t->ms, t->kernel < 0 ? ", beats no in-run peer: UNSUPPORTED" : "");
     }
     kv_buf_puts(b, "};\n");
     return st;
@@ -463,15 +468,16 @@ static kevo_status xp_mkdir(const char *path, kevo_err *err)
 static kevo_status xp_readme(const xp_state *x, kv_buf *b)
 {
     const char *n = x->o->name;
+    const kevo_op_export *xd = x->op->export_desc;
     kv_buf_printf(b,
-                  "# %s\n\nIKBO linear-compression kernels (`ikbo_lce`) tuned by kevo. Generated by `kevo export`; do "
+                  "# %s\n\n%s (`%s`) tuned by kevo. Generated by `kevo export`; do "
                   "not edit.\nThe library links only the CUDA driver API.\n\n"
                   "```\ncmake -S . -B build && cmake --build build && cmake --install build --prefix PREFIX\n```\n\n"
                   "Then `find_package(%s)` and link `%s::%s` (or `%s::%s_static`), or use pkg-config `%s`.\n"
                   "API: `include/%s.h`.\n\n## Tuned shapes\n\n"
                   "| shape | dtype | arch | device | kernel | median ms | speedup over the stage-0 baseline | "
                   "vs the best in-run peer |\n|---|---|---|---|---|---|---|---|\n",
-                  n, n, n, n, n, n, n, n);
+                  n, xd->what, x->op->name, n, n, n, n, n, n, n);
     for (int i = 0; i < x->nt; i++) {
         const xp_tuned *t = &x->t[i];
         char vs[32] = "-";
@@ -492,13 +498,14 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
         const xp_kernel *k = &x->k[t->kernel];
         kv_buf_printf(b, "| %s `%s` | %.4f | %.2fx | %s |\n", k->sp->family, k->params, t->ms, t->speedup, vs);
     }
-    kv_buf_puts(b, "\nA shape marked UNSUPPORTED returns `UNSUPPORTED`: there kevo's best kernel was slower than what "
-                   "cuBLAS gives (the stage-0 batched GEMM or the decomposed form), so use that. Shapes not in this "
-                   "table run the fastest kernel whose constraints accept them (or return UNSUPPORTED). Where "
-                   "several runs tuned one shape, dtype and arch, the table and the library take the fastest "
-                   "measured one.\n\n"
-                   "## Kernels\n\n| # | family | params | arch | dtype | pads W |\n"
-                   "|---|---|---|---|---|---|\n");
+    kv_buf_printf(b,
+                  "\nA shape marked UNSUPPORTED returns `UNSUPPORTED`: there kevo's best kernel was slower than %s, so "
+                  "use that. Shapes not in this table run the fastest kernel whose constraints accept them (or return "
+                  "UNSUPPORTED). Where several runs tuned one shape, dtype and arch, the table and the library take "
+                  "the fastest measured one.\n\n"
+                  "## Kernels\n\n| # | family | params | arch | dtype | %s |\n"
+                  "|---|---|---|---|---|---|\n",
+                  xd->readme_fallback, xd->pad_column);
     for (int i = 0; i < x->nk; i++) {
         const xp_kernel *k = &x->k[i];
         kevo_plan p;
@@ -509,7 +516,7 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
             kevo_space_plan(k->sp, &sh, &lim, (kevo_dtype)k->dtype, &k->cfg, &p, NULL) == KEVO_OK)
             pads = p.pad_k != 0;
         kv_buf_printf(b, "| %d | %s | `%s` | %s | %s | %s |\n", i, k->sp->family, k->params, k->arch,
-                      k->dtype ? "bf16" : "fp16", pads ? "yes (rows of 8)" : "no");
+                      k->dtype ? "bf16" : "fp16", pads ? xd->pad_yes : "no");
     }
     kv_buf_puts(b, "\n`" XP_MANIFEST "` lists the files `kevo export` wrote here: exporting this library again "
                    "replaces those (while unchanged) and nothing else.\n");
@@ -690,15 +697,15 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     if (!st)
         st = xp_collect(&x, err);
     snprintf(tdir, sizeof tdir, "%s/export/template", o->data_dir);
-    kv_buf abi, kernels, hdr, src, cm, cfg, pc, readme;
-    kv_buf_init(&abi);
-    kv_buf_init(&kernels);
-    kv_buf_init(&hdr);
-    kv_buf_init(&src);
-    kv_buf_init(&cm);
-    kv_buf_init(&cfg);
-    kv_buf_init(&pc);
-    kv_buf_init(&readme);
+    const kevo_op_export *xd = x.op->export_desc;
+    kv_buf abi, kernels, hdr, src, cm, cfg, pc, readme, syms, tmaps, tkeys;
+    kv_buf piece[4]; /* the op's head, api, dispatch, call */
+    kv_buf *bufs[] = {&abi, &kernels, &hdr, &src, &cm, &cfg, &pc, &readme, &syms, &tmaps, &tkeys,
+                      &piece[0], &piece[1], &piece[2], &piece[3]};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+        kv_buf_init(bufs[i]);
+    if (!st && !xd)
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "op '%s' has no export description", x.op->name);
     if (!st) {
         char *a = NULL;
         snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, x.op->abi_header);
@@ -709,15 +716,36 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     }
     if (!st)
         st = xp_emit_kernels(&kernels, &x, err);
-    const char *keys[] = {"@ABI@", "@KERNELS@"};
-    const char *vals[] = {abi.data ? abi.data : "", kernels.data ? kernels.data : ""};
+    /* the op's pieces, each filled with the name before it goes into the runtime */
+    const char *const pieces[4] = {xd ? xd->head : NULL, xd ? xd->api : NULL, xd ? xd->dispatch : NULL,
+                                   xd ? xd->call : NULL};
+    for (int i = 0; i < 4 && !st; i++) {
+        snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, pieces[i]);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &piece[i], err);
+    }
+    for (int i = 0; i < x.op->nsymbols && !st; i++)
+        st = kv_buf_printf(&syms, "%s%s", i ? ", " : "", x.op->symbols[i]);
+    for (int i = 0; xd && i < xd->ntuned_keys && !st; i++)
+        st = kv_buf_printf(&tkeys, "%s%s", i ? ", " : "", xd->tuned_keys[i]);
+    if (!st)
+        st = kevo_emit_tmap_tensors(&tmaps, x.op);
+    const char *hkeys[] = {"@OP_HEAD@", "@OP_API@"};
+    const char *hvals[] = {piece[0].data ? piece[0].data : "", piece[1].data ? piece[1].data : ""};
+    const char *keys[] = {"@ABI@", "@KERNELS@", "@SYMBOLS@", "@TMAP_TENSORS@", "@TUNED_KEYS@", "@OP_DISPATCH@",
+                          "@OP_CALL@"};
+    const char *vals[] = {abi.data ? abi.data : "",         kernels.data ? kernels.data : "",
+                          syms.data ? syms.data : "",       tmaps.data ? tmaps.data : "",
+                          tkeys.data ? tkeys.data : "",     piece[2].data ? piece[2].data : "",
+                          piece[3].data ? piece[3].data : ""};
+    const char *pkeys[] = {"@OP_WHAT@"};
+    const char *pvals[] = {xd ? xd->what : ""};
     if (!st) {
         snprintf(path, sizeof path, "%s/lib.h.in", tdir);
-        st = xp_fill(path, o->name, NULL, NULL, 0, &hdr, err);
+        st = xp_fill(path, o->name, hkeys, hvals, 2, &hdr, err);
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/lib.c.in", tdir);
-        st = xp_fill(path, o->name, keys, vals, 2, &src, err);
+        st = xp_fill(path, o->name, keys, vals, (int)KV_ARRAY_LEN(keys), &src, err);
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/CMakeLists.txt.in", tdir);
@@ -729,7 +757,7 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/pc.in", tdir);
-        st = xp_fill(path, o->name, NULL, NULL, 0, &pc, err);
+        st = xp_fill(path, o->name, pkeys, pvals, 1, &pc, err);
     }
     if (!st)
         st = xp_readme(&x, &readme);
@@ -776,9 +804,8 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         *nkernels = x.nk;
         *ntuned = x.nt;
     }
-    kv_buf *all[] = {&abi, &kernels, &hdr, &src, &cm, &cfg, &pc, &readme};
-    for (size_t i = 0; i < KV_ARRAY_LEN(all); i++)
-        kv_buf_release(all[i]);
+    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+        kv_buf_release(bufs[i]);
     for (int i = 0; i < x.nk; i++) {
         free(x.k[i].params);
         free(x.k[i].cubin);

@@ -1,32 +1,13 @@
-/* op.c — the table of operator specs, dtype and map names, and the 16-bit
- * storage conversions (fp16, bf16) every op shares. */
+/* op.c — what every op shares: dtype and map names, the input generator
+ * and cand_to_user maps, tensor descriptions evaluated at a shape, and the
+ * 16-bit storage conversions (fp16, bf16).  The table of ops: ops.c. */
 #include "kernels/op.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
-/* Defined in kernels/ikbo_lce.c. */
-extern const kevo_op kevo_op_ikbo_lce;
-
-static const kevo_op *const op_table[] = {
-    &kevo_op_ikbo_lce,
-};
-
-const kevo_op *kevo_op_find(const char *name)
-{
-    if (!name)
-        return NULL;
-    for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
-        if (strcmp(op_table[i]->name, name) == 0)
-            return op_table[i];
-    return NULL;
-}
-
-const kevo_op *const *kevo_op_list(int *n)
-{
-    if (n)
-        *n = (int)(sizeof op_table / sizeof op_table[0]);
-    return op_table;
-}
+#include "util/util.h"
 
 /* ---- names ---- */
 
@@ -83,6 +64,131 @@ bool kevo_map_parse(const char *s, kevo_map_kind *out)
         }
     }
     return false;
+}
+
+/* ---- tensors ---- */
+
+int kevo_op_tensor_index(const kevo_op *op, const char *name)
+{
+    for (int i = 0; op && name && i < op->ntensors; i++)
+        if (strcmp(op->tensors[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int kevo_op_tensor_names(const kevo_op *op, bool outputs, const char **names, int max)
+{
+    int n = 0;
+    for (int i = 0; op && i < op->ntensors && n < max; i++)
+        if ((op->tensors[i].role == KEVO_TENSOR_OUTPUT) == outputs)
+            names[n++] = op->tensors[i].name;
+    return n;
+}
+
+/* Value of expression text at shape, at least 1; what names it in messages. */
+static kevo_status op_dim(const kevo_tensor_desc *t, const char *what, const char *text, const kevo_syms *shape,
+                          int64_t *out, kevo_err *err)
+{
+    kevo_status st = text ? kevo_expr_eval_text(text, shape, out, err)
+                          : kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' has no %s", t->name, what);
+    if (st) {
+        kevo_err_prefix(err, "tensor '%s' %s", t->name, what);
+        return st;
+    }
+    if (*out < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' %s '%s' is %" PRId64 ", not positive", t->name, what, text,
+                            *out);
+    return KEVO_OK;
+}
+
+kevo_status kevo_tensor_shape(const kevo_tensor_desc *t, const kevo_syms *shape, int64_t dims[KEVO_TENSOR_MAX_RANK],
+                              int64_t *ld, uint64_t *count, kevo_err *err)
+{
+    if (t->rank < 1 || t->rank > KEVO_TENSOR_MAX_RANK)
+        return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' has rank %d", t->name, t->rank);
+    const uint64_t limit = UINT64_C(1) << 62;
+    uint64_t n = 1;
+    for (int d = 0; d < t->rank; d++) {
+        kevo_status st = op_dim(t, "dimension", t->dims[d], shape, &dims[d], err);
+        if (st)
+            return st;
+        if ((uint64_t)dims[d] > limit / n)
+            return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' has more than 2^62 elements", t->name);
+        n *= (uint64_t)dims[d];
+    }
+    *ld = dims[t->rank - 1];
+    if (t->padded) {
+        kevo_status st = op_dim(t, "padded row stride", t->padded, shape, ld, err);
+        if (st)
+            return st;
+        if (*ld < dims[t->rank - 1] || (uint64_t)*ld > limit / (n / (uint64_t)dims[t->rank - 1]))
+            return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' padded row stride %" PRId64 " is out of range",
+                                t->name, *ld);
+    }
+    *count = n;
+    return KEVO_OK;
+}
+
+/* ---- input generation (each op's ref.cu implements the same arithmetic) ---- */
+
+static uint64_t op_mix64(uint64_t z)
+{
+    z ^= z >> 30;
+    z *= 0xbf58476d1ce4e5b9ull;
+    z ^= z >> 27;
+    z *= 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z;
+}
+
+float kevo_gen_value(uint64_t seed, uint32_t tensor, uint64_t idx, kevo_dtype dt, uint16_t *bits)
+{
+    uint64_t h = op_mix64(op_mix64(seed + 0x9e3779b97f4a7c15ull * ((uint64_t)tensor + 1)) ^ idx);
+    int Q = (dt == KEVO_DTYPE_F16) ? 1024 : 128;
+    int k = (int)(h % (uint64_t)(2 * Q)) - Q; /* in [-Q, Q) */
+    float v = (float)k / (float)Q;            /* exact in the dtype */
+    if (bits)
+        *bits = kevo_float_to_bits(v, dt);
+    return v;
+}
+
+void kevo_make_map(kevo_map_kind kind, int64_t B, int64_t U, int64_t ratio, uint64_t seed, int32_t *map)
+{
+    if (!map || B < 1 || U < 1)
+        return;
+    if (ratio < 1)
+        ratio = (B + U - 1) / U;
+    uint64_t state = seed;
+
+    if (kind == KEVO_MAP_UNEVEN) {
+        /* U-1 cut points uniform in [0, B]; sorted, user u owns
+         * [cut[u-1], cut[u]).  So map[b] = number of cuts <= b: count the
+         * cuts per position in map itself, then take prefix sums.  Same
+         * result as sorting the cuts, with no extra memory. */
+        memset(map, 0, (size_t)B * sizeof *map);
+        for (int64_t i = 0; i < U - 1; i++) {
+            uint64_t c = kv_rand_below(&state, (uint64_t)B + 1);
+            if (c < (uint64_t)B)
+                map[c]++;
+        }
+        for (int64_t b = 1; b < B; b++)
+            map[b] += map[b - 1];
+        return;
+    }
+
+    for (int64_t b = 0; b < B; b++) {
+        int64_t u = b / ratio;
+        map[b] = (int32_t)(u < U - 1 ? u : U - 1);
+    }
+    if (kind == KEVO_MAP_SHUFFLED) {
+        /* Fisher-Yates */
+        for (int64_t i = B - 1; i > 0; i--) {
+            int64_t j = (int64_t)kv_rand_below(&state, (uint64_t)i + 1);
+            int32_t t = map[i];
+            map[i] = map[j];
+            map[j] = t;
+        }
+    }
 }
 
 /* ---- 16-bit storage conversions ---- */

@@ -1,5 +1,12 @@
-/* op.h — operator specs: symbols, shapes, dtypes, FLOP and byte counts, input
- * generation and a CPU reference.  One kevo_op per operator, found by name. */
+/* op.h — the op interface.  Everything op-specific lives in kernels/<op>/
+ * and reaches the rest of kevo through one kevo_op: the spec (symbols,
+ * shape parsing, FLOP and byte counts), its tensors described as data (the
+ * generic evaluator allocates, fills, poisons, checksums and compares them
+ * and encodes their TMA descriptors from these descriptions), tolerances,
+ * the names of its same-run peers, what export needs, and its GPU side
+ * (struct kevo_op_gpu, evaluator/gpu_int.h).  kernels/ops.c is the table
+ * of ops.  Shared by every op: dtypes, cand_to_user maps, the input
+ * generator and the 16-bit storage conversions (kernels/op.c). */
 #ifndef KEVO_OP_H
 #define KEVO_OP_H
 
@@ -30,7 +37,68 @@ typedef enum kevo_map_kind {
 const char *kevo_map_name(kevo_map_kind k); /* "sorted", "uneven", "shuffled" */
 bool kevo_map_parse(const char *s, kevo_map_kind *out);
 
-/* An operator spec. */
+#define KEVO_OP_MAX_TENSORS 8
+#define KEVO_TENSOR_MAX_RANK 4
+
+/* What a tensor of an op is to the evaluator. */
+typedef enum kevo_tensor_role {
+    KEVO_TENSOR_INPUT = 0,  /* storage dtype; fresh random values for every check, checksummed around each run */
+    KEVO_TENSOR_OUTPUT = 1, /* storage dtype; poisoned with NaN before every check, compared with the reference */
+    KEVO_TENSOR_MAP = 2,    /* int32 cand_to_user index in [0, users): a kevo_map_kind for every check */
+} kevo_tensor_role;
+
+/* One tensor of an op's ABI struct, as data: the generic evaluator sizes,
+ * fills, checks and maps it (TMA) from this alone.  Row-major, the last
+ * dimension contiguous. */
+typedef struct kevo_tensor_desc {
+    const char *name;                       /* the ABI struct's field, e.g. "w_user" */
+    kevo_tensor_role role;
+    int rank;                               /* 1..KEVO_TENSOR_MAX_RANK */
+    const char *dims[KEVO_TENSOR_MAX_RANK]; /* outermost first; expressions over the op's symbols ("U", "Ku", "N") */
+    /* NULL, or the row stride (an expression, at least the last dim) of a
+     * second copy whose rows are padded with zeros: what a plan with pad_k
+     * reads instead (K padded to 16-byte rows for vector and TMA loads). */
+    const char *padded;
+    int stream;                 /* INPUT: the generator's tensor number (kevo_gen_value) */
+    const char *users;          /* MAP: the number of users, the values' bound (an expression) */
+    const char *per_user;       /* MAP: candidates per user of the sorted map (an expression) */
+    bool tmap;                  /* a plan may ask for a TMA descriptor of it (INPUT or OUTPUT) */
+    size_t tmap_offset;         /* where that descriptor (kevo_tmap, 128 bytes) lies in the ABI struct */
+} kevo_tensor_desc;
+
+/* How the CLI and `report` name an op's same-run peers.  The DB keeps their
+ * times in the columns baseline_ms (stage 0, the speedup's denominator),
+ * baseline_bcast_ms (stage 0 with its broadcast in each call) and
+ * decomposed_ms (the op's other peer). */
+typedef struct kevo_op_peers {
+    const char *baseline;    /* in verdicts: "the stage-0 cuBLAS baseline" */
+    const char *peer;        /* in verdicts: "decomposed cuBLAS" */
+    const char *peer_detail; /* in tune's and verify's lines: "decomposed (cuBLAS, K padded)" */
+    const char *peer_short;  /* in report's lines: "decomposed" */
+} kevo_op_peers;
+
+/* What `kevo export` needs of an op beyond its spec: export/template/lib.h.in
+ * and lib.c.in hold the library's op-independent runtime, these pieces the
+ * rest.  Each piece is a file under kernels/, filled like the library's own
+ * templates (@NAME@, @NAME_UPPER@). */
+typedef struct kevo_op_export {
+    const char *head;     /* the header's opening comment: what the library computes */
+    const char *api;      /* the header's argument struct and calls */
+    const char *dispatch; /* the source's argument checks, a call's symbols, the choice of a kernel, workspace size */
+    const char *call;     /* the source's tensor maps and the call itself */
+    /* Symbols a tuned entry is matched on (a call at exactly these values
+     * takes the kernel tuned there), in the dispatch's order. */
+    const char *const *tuned_keys;
+    int ntuned_keys;
+    const char *what;            /* README and pkg-config: "IKBO linear-compression kernels" */
+    const char *readme_fallback; /* README: what a caller uses where no kernel won ("what cuBLAS gives (...)") */
+    const char *pad_column;      /* README kernels table: the column for plans with pad_k ("pads W") */
+    const char *pad_yes;         /* ... and its value for them ("yes (rows of 8)") */
+} kevo_op_export;
+
+struct kevo_op_gpu; /* evaluator/gpu_int.h */
+
+/* An operator. */
 typedef struct kevo_op {
     const char *name;          /* "ikbo_lce" */
     const char *summary;       /* one line */
@@ -47,55 +115,63 @@ typedef struct kevo_op {
     double (*flops)(const kevo_syms *shape);
     /* Fewest bytes an implementation must move through device memory. */
     double (*bytes)(const kevo_syms *shape, kevo_dtype dtype);
+    /* Verification bounds for a dtype: ||out-ref||/||ref|| <= *rel_bound, and
+     * elementwise |out-ref| <= *rtol * |ref| + *rtol * rms(ref). */
+    void (*tolerance)(kevo_dtype dtype, double *rel_bound, double *rtol);
     /* Files under kernels/: the ABI header inlined in front of every
-     * candidate, and the GPU reference/utility module the evaluator compiles. */
+     * candidate, and the GPU reference/utility module the evaluator compiles
+     * (it defines kv_gen, kv_sumsq, kv_compare and kv_checksum, and
+     * kv_gen_padded when a tensor has a padded copy; see kernels/ikbo_lce/ref.cu). */
     const char *abi_header;
     const char *ref_source;
-    /* The ABI struct's tensor fields a kernel reads and the ones it writes
-     * (the LLM source check refuses writes to inputs and reads of outputs). */
-    const char *const *inputs;
-    int ninputs;
-    const char *const *outputs;
-    int noutputs;
+    /* The reference module's program name (its #line and compile job): part
+     * of the source whose hash keys the DB's binary cache, so it keeps the
+     * name it had when runs were stored. */
+    const char *ref_name;
+    /* The ABI struct's tensors, in its order: the inputs (the LLM source
+     * check refuses writes to them), the cand_to_user map and one output. */
+    const kevo_tensor_desc *tensors;
+    int ntensors;
+    kevo_op_peers peers;
+    const kevo_op_export *export_desc;
+    const struct kevo_op_gpu *gpu; /* NULL: no GPU side (compile-only) */
 } kevo_op;
 
 /* Look up an op by name; NULL when unknown. */
 const kevo_op *kevo_op_find(const char *name);
 /* The table of ops, for listings; *n receives its length. */
 const kevo_op *const *kevo_op_list(int *n);
+/* The known ops' names, ", "-separated, into out (truncated to n). */
+void kevo_op_names(char *out, size_t n);
 
-/* ---- ikbo_lce host data (tests and the exported-library checks) ---- */
+/* Index of the tensor named name in op->tensors, or -1. */
+int kevo_op_tensor_index(const kevo_op *op, const char *name);
 
-/* Counter-based generator shared by host and device (kernels/ikbo_lce_ref.cu
+/* The names of op's tensors that kernels read (inputs and the map;
+ * outputs false) or write (outputs true), in order, into names[max].
+ * Returns how many. */
+int kevo_op_tensor_names(const kevo_op *op, bool outputs, const char **names, int max);
+
+/* A tensor's dimensions at a shape: dims[t->rank] (outermost first), *ld
+ * the row stride of its padded copy (the last dim when it has none), *count
+ * its elements.  Errors: KEVO_ERR_ARG (an expression that does not evaluate,
+ * a dimension below 1, more than 2^62 elements), naming the tensor. */
+kevo_status kevo_tensor_shape(const kevo_tensor_desc *t, const kevo_syms *shape, int64_t dims[KEVO_TENSOR_MAX_RANK],
+                              int64_t *ld, uint64_t *count, kevo_err *err);
+
+/* ---- inputs every op draws (the device side: each op's ref.cu) ---- */
+
+/* Counter-based generator shared by host and device (kernels/ikbo_lce/ref.cu
  * implements the same function): the value of element idx of the tensor
  * numbered `tensor` under `seed`, an exactly representable value in [-1, 1):
  * k/1024 for fp16 and k/128 for bf16.  Returns the float value; *bits gets
  * the 16-bit storage pattern. */
-float kevo_lce_gen_value(uint64_t seed, uint32_t tensor, uint64_t idx, kevo_dtype dt, uint16_t *bits);
+float kevo_gen_value(uint64_t seed, uint32_t tensor, uint64_t idx, kevo_dtype dt, uint16_t *bits);
 
 /* cand_to_user map for B candidates over U users (B >= 1, U >= 1).
  * `ratio` is candidates per user for the sorted map; seed picks the random
  * ones.  Fills map[B]; every value in [0, U). */
-void kevo_lce_make_map(kevo_map_kind kind, int64_t B, int64_t U, int64_t ratio, uint64_t seed, int32_t *map);
-
-/* Host copies of one ikbo_lce input set; owns every array. */
-typedef struct kevo_lce_host {
-    kevo_syms shape;
-    kevo_dtype dtype;
-    int64_t B, M, N, Ku, Kc, U;
-    uint16_t *w_user, *w_cand; /* [M, Ku], [M, Kc] storage bits */
-    uint16_t *e_user, *e_cand; /* [U, Ku, N], [B, Kc, N] */
-    int32_t *map;              /* [B] */
-} kevo_lce_host;
-
-/* Generate an input set on the host (tensor numbers: 0 w_user, 1 w_cand,
- * 2 e_user, 3 e_cand).  Errors: KEVO_ERR_NOMEM, KEVO_ERR_ARG. */
-kevo_status kevo_lce_host_init(kevo_lce_host *h, const kevo_syms *shape, kevo_dtype dt, kevo_map_kind map,
-                               uint64_t seed, kevo_err *err);
-void kevo_lce_host_release(kevo_lce_host *h);
-
-/* CPU reference in double precision: out[B*M*N].  O(B*M*N*(Ku+Kc)): small shapes only. */
-void kevo_lce_reference_cpu(const kevo_lce_host *h, double *out);
+void kevo_make_map(kevo_map_kind kind, int64_t B, int64_t U, int64_t ratio, uint64_t seed, int32_t *map);
 
 /* Storage bits <-> float for the dtype (round to nearest even). */
 float kevo_bits_to_float(uint16_t bits, kevo_dtype dt);

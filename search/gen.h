@@ -65,7 +65,7 @@ typedef struct kevo_llm_gen_opts {
     int retries;               /* after a 429, a 5xx or a failed connection */
     int prompt_chars;          /* cap on the user message, bytes (<= 0: 96 KiB) */
     const char *prompts_dir;   /* prompts/ (system.md, ops/, knowledge/) */
-    const char *op;            /* the op's name, e.g. "ikbo_lce" */
+    const char *op;            /* the op's name (kevo_op.name) */
     const char *shape, *dtype, *arch;
     const char *abi_header;    /* the op's ABI header text */
     const char *const *inputs; /* the ABI struct's input fields (the static check) */

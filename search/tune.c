@@ -36,7 +36,7 @@
 void kevo_tune_opts_init(kevo_tune_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->op = "ikbo_lce";
+    o->op = kevo_op_list(NULL)[0]->name;
     o->dtype = "fp16";
     o->arch = "sm_90a";
     o->policy = "greedy";
@@ -83,6 +83,9 @@ typedef struct tn_env {
     char arch[16];
     kevo_limits lim;
     char *abi;         /* the op's ABI header text */
+    /* the names of the op's tensors kernels read and write (the LLM source check) */
+    const char *inputs[KEVO_OP_MAX_TENSORS], *outputs[KEVO_OP_MAX_TENSORS];
+    int ninputs, noutputs;
     char kernels_dir[PATH_MAX];
     kevo_space **spaces;
     int nspaces;
@@ -144,8 +147,13 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
 {
     memset(e, 0, sizeof *e);
     e->op = kevo_op_find(op);
-    if (!e->op)
-        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s' (known: ikbo_lce)", op);
+    if (!e->op) {
+        char known[256];
+        kevo_op_names(known, sizeof known);
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s' (known: %s)", op, known);
+    }
+    e->ninputs = kevo_op_tensor_names(e->op, false, e->inputs, KEVO_OP_MAX_TENSORS);
+    e->noutputs = kevo_op_tensor_names(e->op, true, e->outputs, KEVO_OP_MAX_TENSORS);
     kevo_status st = e->op->parse_shape(shape, &e->shape, err);
     if (st)
         return st;
@@ -410,11 +418,11 @@ static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
     if (st)
         return st;
     kv_buf_printf(&w->source, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s", e->dt == KEVO_DTYPE_BF16, e->abi,
-                  e->op->ref_source, text);
+                  e->op->ref_name, text);
     free(text);
     if (!w->source.data)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    if ((st = kevo_compile_job_init(&w->job, e->op->ref_source, w->source.data, e->arch, err)))
+    if ((st = kevo_compile_job_init(&w->job, e->op->ref_name, w->source.data, e->arch, err)))
         return st;
     const void *bufs[] = {w->source.data};
     size_t lens[] = {w->source.len};
@@ -424,7 +432,7 @@ static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
         return st;
     if (w->job.fail != KEVO_FAIL_NONE)
         return kevo_err_set(err, KEVO_ERR_NVRTC, "the reference module '%s' did not compile for %s: %.400s",
-                            e->op->ref_source, e->arch, w->job.log ? w->job.log : "");
+                            e->op->ref_name, e->arch, w->job.log ? w->job.log : "");
     return KEVO_OK;
 }
 
@@ -488,7 +496,7 @@ static kevo_status tn_start_shape_gpu(tn_env *e, const tn_work *ref, int i, int 
     if (!(p->baseline_ms > 0)) { /* a new run, or a resumed one that never measured them */
         p->baseline_ms = info.baseline_ms;
         p->baseline_bcast_ms = info.baseline_bcast_ms;
-        p->decomposed_ms = info.decomposed_ms;
+        p->decomposed_ms = info.peer_ms;
     }
     return KEVO_OK;
 }
@@ -642,15 +650,15 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
 
 #define TN_BOOTSTRAP 2000 /* resamples for a median's confidence interval */
 
-/* The faster in-run peer (stage-0 baseline or decomposed form), ms; NaN
- * when neither was measured. */
-static double tn_best_peer(double baseline_ms, double decomposed_ms)
+/* The faster in-run peer (the stage-0 baseline or the op's other peer), ms;
+ * NaN when neither was measured. */
+static double tn_best_peer(double baseline_ms, double peer_ms)
 {
-    if (isnan(decomposed_ms) || decomposed_ms <= 0)
+    if (isnan(peer_ms) || peer_ms <= 0)
         return baseline_ms;
     if (isnan(baseline_ms) || baseline_ms <= 0)
-        return decomposed_ms;
-    return baseline_ms < decomposed_ms ? baseline_ms : decomposed_ms;
+        return peer_ms;
+    return baseline_ms < peer_ms ? baseline_ms : peer_ms;
 }
 
 /* The roofline floor, ms: max(FLOPs / measured GEMM peak, bytes / measured
@@ -669,14 +677,14 @@ typedef struct tn_figs {
     double median_ms, ci_lo_ms, ci_hi_ms, speedup, vs_peer, roofline, tflops;
 } tn_figs;
 
-static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, double baseline_ms, double decomposed_ms,
+static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, double baseline_ms, double peer_ms,
                           double flops, double bytes, double peak_tflops, double copy_tbps)
 {
     tn_figs f;
     f.median_ms = res->median_ms;
     kv_median_ci(res->rep_ms, res->reps, seed, TN_BOOTSTRAP, &f.ci_lo_ms, &f.ci_hi_ms);
     f.speedup = baseline_ms / res->median_ms;
-    f.vs_peer = tn_best_peer(baseline_ms, decomposed_ms) / res->median_ms;
+    f.vs_peer = tn_best_peer(baseline_ms, peer_ms) / res->median_ms;
     f.roofline = tn_floor_ms(flops, bytes, peak_tflops, copy_tbps) / res->median_ms;
     f.tflops = flops / (res->median_ms * 1e-3) / 1e12;
     return f;
@@ -1143,7 +1151,7 @@ static void tn_dist_summary(tn_env *e, const kevo_run_row *run, tn_progress *pro
             continue;
         }
         char verdict[256];
-        kevo_peer_verdict(bres[j].vs_peer, e->peers[j].baseline_ms, e->peers[j].decomposed_ms, verdict,
+        kevo_peer_verdict(e->op, bres[j].vs_peer, e->peers[j].baseline_ms, e->peers[j].decomposed_ms, verdict,
                           sizeof verdict);
         tn_line(prog, "  %s (weight %g): fastest #%lld %s %s %.4f ms, %.2fx the baseline; %s", e->dist->text[j],
                 e->dist->weight[j], (long long)best[j], rows[bi[j]].family, rows[bi[j]].params, bres[j].median_ms,
@@ -2061,14 +2069,14 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             run.mem_clock_mhz = e.info.mem_clock_mhz;
             run.baseline_ms = e.info.baseline_ms;
             run.baseline_bcast_ms = e.info.baseline_bcast_ms;
-            run.decomposed_ms = e.info.decomposed_ms;
+            run.decomposed_ms = e.info.peer_ms;
             run.peak_tflops = e.info.peak_tflops;
             run.copy_tbps = e.info.copy_tbps;
         }
     } else if (!ro.compile_only && isnan(run.baseline_ms)) {
         run.baseline_ms = e.info.baseline_ms;
         run.baseline_bcast_ms = e.info.baseline_bcast_ms;
-        run.decomposed_ms = e.info.decomposed_ms;
+        run.decomposed_ms = e.info.peer_ms;
     }
     if (!st && handoff) { /* the GPU the compile-only run never had */
         snprintf(run.device, sizeof run.device, "%s", e.info.name);
@@ -2115,8 +2123,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                                 .prompt_chars = ro.llm_prompt_chars,
                                 .prompts_dir = ro.prompts_dir ? ro.prompts_dir : prompts,
                                 .op = e.op->name, .shape = e.shape_txt, .dtype = kevo_dtype_name(e.dt),
-                                .arch = e.arch, .abi_header = e.abi, .inputs = e.op->inputs,
-                                .ninputs = e.op->ninputs, .outputs = e.op->outputs, .noutputs = e.op->noutputs};
+                                .arch = e.arch, .abi_header = e.abi, .inputs = e.inputs,
+                                .ninputs = e.ninputs, .outputs = e.outputs, .noutputs = e.noutputs};
         st = kevo_llm_gen_open(&go, &lg, err);
     }
     if (!st && !e.db)
@@ -2175,10 +2183,9 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         if (!ro.compile_only)
             tn_line(&prog,
                     "device %s (%d SMs, driver %d); peers: stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
-                    "decomposed (cuBLAS, K padded) %.3f ms; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline "
-                    "floor %.3f ms",
+                    "%s %.3f ms; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline floor %.3f ms",
                     e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
-                    run.decomposed_ms, run.peak_tflops, run.copy_tbps,
+                    e.op->peers.peer_detail, run.decomposed_ms, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
         if (handoff)
             tn_line(&prog, "run %lld was compile-only: its compiled candidates are verified and timed on %s first",
@@ -2385,7 +2392,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                     (long long)b.id, b.family, b.params, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, b.speedup,
                     run.baseline_ms, b.tflops, 100 * b.roofline);
             char verdict[256];
-            kevo_peer_verdict(b.vs_peer, run.baseline_ms, run.decomposed_ms, verdict, sizeof verdict);
+            kevo_peer_verdict(e.op, b.vs_peer, run.baseline_ms, run.decomposed_ms, verdict, sizeof verdict);
             tn_line(&prog, "%s", verdict);
             kevo_cand_row_release(&b);
         } else if (!ro.compile_only) {
@@ -2524,7 +2531,7 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
             if (o->maps & (1u << k))
                 kv_buf_printf(&maps, "%s%s", maps.len ? "," : "", kevo_map_name((kevo_map_kind)k));
         double rel_bound, rtol;
-        kevo_tolerance(e.dt, &rel_bound, &rtol);
+        e.op->tolerance(e.dt, &rel_bound, &rtol);
         *passed = res.fail == KEVO_FAIL_NONE;
         kv_term_clean(c.family); /* DB text: no escape sequences to the terminal */
         kv_term_clean(c.params);
@@ -2537,17 +2544,16 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
             printf(" %s: %s\n", kevo_fail_name(res.fail), res.msg);
         tn_figs f = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (*passed && o->time) {
-            f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.decomposed_ms, e.op->flops(&e.shape),
+            f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.peer_ms, e.op->flops(&e.shape),
                            e.op->bytes(&e.shape, e.dt), e.info.peak_tflops, e.info.copy_tbps);
             printf("  device %s: %.4f ms [%.4f, %.4f], %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s), "
                    "%.0f%% of the roofline\n"
-                   "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; decomposed (cuBLAS, K padded) %.4f ms -> "
-                   "vs_best_peer %.2fx\n",
+                   "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; %s %.4f ms -> vs_best_peer %.2fx\n",
                    e.info.name, f.median_ms, f.ci_lo_ms, f.ci_hi_ms, f.tflops,
                    e.info.peak_tflops > 0 ? 100.0 * f.tflops / e.info.peak_tflops : 0.0, e.info.peak_tflops,
-                   100 * f.roofline, e.info.baseline_ms, f.speedup, e.info.decomposed_ms, f.vs_peer);
+                   100 * f.roofline, e.info.baseline_ms, f.speedup, e.op->peers.peer_detail, e.info.peer_ms, f.vs_peer);
             char verdict[256];
-            kevo_peer_verdict(f.vs_peer, e.info.baseline_ms, e.info.decomposed_ms, verdict, sizeof verdict);
+            kevo_peer_verdict(e.op, f.vs_peer, e.info.baseline_ms, e.info.peer_ms, verdict, sizeof verdict);
             printf("  %s\n", verdict);
         }
         kv_buf_release(&maps);

@@ -48,7 +48,7 @@ enum {
 #define KEVO_TUNE_TIMEOUT_MAX 86400 /* seconds: the most a compile or an evaluation may be given */
 
 typedef struct kevo_tune_opts {
-    const char *op;         /* "ikbo_lce" */
+    const char *op;         /* an op's name (kevo_op_find); default: the table's first */
     const char *shape;      /* shape text; NULL: the op's default */
     const char *dtype;      /* "fp16" (default) or "bf16" */
     const char *arch;       /* "sm_90a" (default) */

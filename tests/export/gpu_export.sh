@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/export/gpu_export.sh [DB] — GPU test (ctest label gpu; exit 77 without
 # a GPU): export a real tuning DB (given, or a short tune made here), build the
-# library with CMake, install it, build export/example against the installed
-# package, and run the example at every tuned shape (timed, against the DB's
-# best time) and at an untuned shape; each run verifies its output.
+# library with CMake, install it, build kernels/ikbo_lce/export/example against
+# the installed package, and run the example at every tuned shape (timed,
+# against the DB's best time) and at an untuned shape; each run verifies its
+# output.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 kevo=${KEVO_BINARY:-$root/build/kevo}
@@ -23,7 +24,7 @@ fi
 cmake -S "$T/lib" -B "$T/lib/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$T/lib/build" -j >/dev/null
 cmake --install "$T/lib/build" --prefix "$T/inst" >/dev/null
-cmake -S "$root/export/example" -B "$T/ex" -Dkevo_tuned_DIR="$T/inst/lib/cmake/kevo_tuned" >/dev/null
+cmake -S "$root/kernels/ikbo_lce/export/example" -B "$T/ex" -Dkevo_tuned_DIR="$T/inst/lib/cmake/kevo_tuned" >/dev/null
 cmake --build "$T/ex" >/dev/null
 status=0
 # every tuned shape: verify, time, compare with the DB's best

@@ -141,7 +141,7 @@ static void fz_space(const char *json)
         kv_buf c;
         kv_buf_init(&c);
         if (kevo_emit_plan(&c, sp, op, &cfg, n, &err) == KEVO_OK)
-            kevo_emit_kernel_entry(&c, sp, &cfg, 1, 90, n, &err);
+            kevo_emit_kernel_entry(&c, sp, op, &cfg, 1, 90, n, &err);
         if (c.data && !fz_c_inert(c.data))
             abort();
         kv_buf_release(&c);

@@ -60,7 +60,7 @@ static void fz_params(const char *params)
         if (kevo_config_parse_json(sp, params, &lenient, &err) != KEVO_OK || memcmp(&lenient, &cfg, sizeof cfg) != 0)
             abort(); /* strict accepts a subset of what the lenient parser does, with the same values */
         if (kevo_emit_plan(&c, sp, op, &cfg, 0, &err) == KEVO_OK)
-            kevo_emit_kernel_entry(&c, sp, &cfg, 0, 90, 0, &err);
+            kevo_emit_kernel_entry(&c, sp, op, &cfg, 0, 90, 0, &err);
         if (c.data && !fz_c_inert(c.data))
             abort();
         kv_buf_release(&canon);

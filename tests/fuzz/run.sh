@@ -11,8 +11,12 @@ out=$root/build-fuzz
 mkdir -p "$out"
 cc=${CC_FUZZ:-clang}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -I$root/include -I$root"
-flags="$flags -DKEVO_FUZZ_ROOT=\"$root\""
-lib="$root/util/util.c $root/templates/syms.c $root/templates/expr.c $root/templates/space.c $root/kernels/op.c $root/kernels/ikbo_lce.c"
+flags="$flags -DKEVO_FUZZ_ROOT=\"$root\" -I${KEVO_CUDA_INCLUDE:-/usr/local/cuda/include}"
+# the op table links every op's GPU side, and so the worker's generic part
+# (the CUDA driver is loaded at run time: only its headers are needed here)
+lib="$root/util/util.c $root/templates/syms.c $root/templates/expr.c $root/templates/space.c $root/kernels/*.c"
+lib="$lib $root/kernels/*/*.c $root/evaluator/eval.c $root/evaluator/cudrv.c $root/evaluator/gpu.c"
+lib="$lib $root/evaluator/gpu_worker.c $root/evaluator/gpu_eval.c"
 lib="$lib $root/export/emit.c $root/llm/lex.c $root/llm/check.c $root/llm/reply.c $root/llm/prompt.c"
 status=0
 for t in ${KEVO_FUZZ_TARGETS:-expr shape space export_rows export_emit llm}; do

@@ -699,7 +699,7 @@ static int group_setup(void **state)
     (void)state;
     char path[PATH_MAX];
     kevo_err err;
-    snprintf(path, sizeof path, "%s/kernels/ikbo_lce_abi.h", home());
+    snprintf(path, sizeof path, "%s/kernels/ikbo_lce/abi.h", home());
     if (kv_read_file(path, &abi, NULL, &err))
         return -1;
     snprintf(path, sizeof path, "%s/templates/lce_mma.json", home());

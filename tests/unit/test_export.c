@@ -6,7 +6,9 @@
  *   - the folder configures, builds and installs with CMake, and the example
  *     builds against the installed package (find_package);
  *   - the launch plans compiled to C agree with kevo's own planner on every
- *     kernel at many shapes, valid and not. */
+ *     kernel at many shapes, valid and not;
+ *   - the op's pieces and what its description derives fill every key of
+ *     the generic runtime. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export/emit.h"
 #include "export/export.h"
 #include "kernels/op.h"
 #include "templates/space.h"
@@ -128,8 +131,9 @@ static void test_cmake_package(void **state)
                         tmp, tmp, tmp, tmp, tmp),
                      0);
     /* an application finds and links it */
-    assert_int_equal(sh("cmake -S '%s/export/example' -B '%s/ex' -Dkevo_tuned_DIR='%s/inst/lib/cmake/kevo_tuned' "
-                        ">/dev/null && cmake --build '%s/ex' >/dev/null && test -x '%s/ex/ikbo_example'",
+    assert_int_equal(sh("cmake -S '%s/kernels/ikbo_lce/export/example' -B '%s/ex' "
+                        "-Dkevo_tuned_DIR='%s/inst/lib/cmake/kevo_tuned' >/dev/null && cmake --build '%s/ex' "
+                        ">/dev/null && test -x '%s/ex/ikbo_example'",
                         home(), tmp, tmp, tmp, tmp),
                      0);
 }
@@ -329,6 +333,44 @@ static void test_unsupported(void **state)
                      0);
 }
 
+/* The library is the generic runtime (export/template/) filled with the
+ * op's pieces (kernels/ikbo_lce/export/) and what its description derives:
+ * symbols, tensor-map numbers, dispatch keys; no key is left unfilled. */
+static void test_op_pieces(void **state)
+{
+    (void)state;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    assert_int_equal(kevo_emit_tmap_index(op, "w_user"), 0);
+    assert_int_equal(kevo_emit_tmap_index(op, "out"), 4);
+    assert_int_equal(kevo_emit_tmap_index(op, "cand_to_user"), -1);
+    assert_int_equal(kevo_emit_tmap_index(op, "nope"), -1);
+    char dir[128], path[256];
+    snprintf(dir, sizeof dir, "%s/pieces", tmp);
+    export_to(dir);
+    static const char *const files[] = {"include/kevo_tuned.h", "src/kevo_tuned.c", "kevo_tuned.pc.in"};
+    static const char *const keys[] = {"@OP_", "@ABI@", "@KERNELS@", "@SYMBOLS@", "@TMAP_TENSORS@", "@TUNED_KEYS@",
+                                       "@NAME"};
+    kevo_err err;
+    for (size_t i = 0; i < KV_ARRAY_LEN(files); i++) {
+        char *text = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+        for (size_t k = 0; k < KV_ARRAY_LEN(keys); k++)
+            assert_null(strstr(text, keys[k]));
+        if (i == 0)
+            assert_non_null(strstr(text, "kevo_tuned_status kevo_tuned_ikbo_lce(const kevo_tuned_ikbo_lce_args *args"));
+        if (i == 1) {
+            assert_non_null(strstr(text, "    int64_t B, M, N, Ku, Kc, U, ratio, Kup, Kcp;\n"));
+            assert_non_null(strstr(text, "int tensor; /* 0 w_user, 1 w_cand, 2 e_user, 3 e_cand, 4 out */"));
+            assert_non_null(strstr(text, "    int B, M, N, Ku, Kc, U, dtype, sm;\n"));
+            assert_non_null(strstr(text, "static int x_choose(const kevo_tuned_ikbo_lce_args *a"));
+        }
+        if (i == 2)
+            assert_non_null(strstr(text, "Description: IKBO linear-compression kernels tuned by kevo"));
+        free(text);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -350,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_cmake_package),
         cmocka_unit_test(test_plans_match_kevo),
         cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_op_pieces),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -25,7 +25,7 @@
 #include "evaluator/compile.h"
 #include "evaluator/cudrv.h"
 #include "evaluator/gpu.h"
-#include "kernels/ikbo_lce_abi.h"
+#include "kernels/ikbo_lce/abi.h"
 #include "kernels/op.h"
 #include "templates/space.h"
 #include "testutil.h"
@@ -339,7 +339,7 @@ static void test_planted_defect_caught(void **state)
 static int setup(void **state)
 {
     (void)state;
-    abi_text = tu_read_src("kernels/ikbo_lce_abi.h");
+    abi_text = tu_read_src("kernels/ikbo_lce/abi.h");
     const char *home = getenv("KEVO_HOME");
     char path[1024];
     snprintf(path, sizeof path, "%s/templates/lce_mma.json", home && *home ? home : KEVO_SOURCE_DIR);

@@ -15,7 +15,8 @@
 #include "evaluator/compile.h"
 #include "evaluator/cudrv.h"
 #include "evaluator/gpu.h"
-#include "kernels/ikbo_lce_abi.h"
+#include "kernels/ikbo_lce/abi.h"
+#include "kernels/ikbo_lce/ikbo_lce.h"
 #include "kernels/op.h"
 #include "templates/space.h"
 #include "testutil.h"
@@ -134,7 +135,7 @@ static void test_reference_bf16(void **state)
 static int setup(void **state)
 {
     (void)state;
-    abi_text = tu_read_src("kernels/ikbo_lce_abi.h");
+    abi_text = tu_read_src("kernels/ikbo_lce/abi.h");
     return 0;
 }
 

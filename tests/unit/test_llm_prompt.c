@@ -293,7 +293,7 @@ typedef struct prompt_fixture {
 
 static void fixture(prompt_fixture *f, bool failed)
 {
-    f->abi = tu_read_src("kernels/ikbo_lce_abi.h");
+    f->abi = tu_read_src("kernels/ikbo_lce/abi.h");
     char *src = render("lce_mma", KEVO_DTYPE_F16, NULL);
     kv_buf b;
     kv_buf_init(&b);
@@ -972,7 +972,7 @@ static void test_reply_hostile_bytes(void **state)
 static void test_check_templates(void **state)
 {
     (void)state;
-    char *abi = tu_read_src("kernels/ikbo_lce_abi.h");
+    char *abi = tu_read_src("kernels/ikbo_lce/abi.h");
     char tdir[PATH_MAX];
     snprintf(tdir, sizeof tdir, "%s/templates", home());
     kevo_space **sp = NULL;

@@ -1,4 +1,5 @@
-/* test_op.c — op table, ikbo_lce shapes, dtype conversions, the input
+/* test_op.c — op table and interface (tensor descriptions, tolerances, the
+ * GPU side's ABI layout), ikbo_lce shapes, dtype conversions, the input
  * generator, cand_to_user maps and the CPU reference. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evaluator/gpu_int.h"
+#include "kernels/ikbo_lce/abi.h"
+#include "kernels/ikbo_lce/ikbo_lce.h"
 #include "kernels/op.h"
 #include "util/util.h"
 
@@ -72,6 +76,142 @@ static void test_op_lookup(void **state)
     assert_int_equal(op->nsymbols, 9);
     for (int i = 0; i < 9; i++)
         assert_string_equal(op->symbols[i], want[i]);
+}
+
+/* Every op of the table describes what the generic evaluator, the LLM check
+ * and export need: one output, at most one map, dimensions that evaluate at its
+ * default shape, tensor maps inside its ABI struct, a launch_seq. */
+static void test_op_interface(void **state)
+{
+    (void)state;
+    int n = 0;
+    const kevo_op *const *ops = kevo_op_list(&n);
+    for (int k = 0; k < n; k++) {
+        const kevo_op *op = ops[k];
+        kevo_syms shape;
+        kevo_err err;
+        kevo_err_clear(&err);
+        assert_int_equal(op->parse_shape(NULL, &shape, &err), KEVO_OK);
+        assert_true(op->ntensors >= 2 && op->ntensors <= KEVO_OP_MAX_TENSORS);
+        assert_non_null(op->tolerance);
+        assert_non_null(op->peers.baseline);
+        assert_non_null(op->peers.peer);
+        assert_non_null(op->peers.peer_detail);
+        assert_non_null(op->peers.peer_short);
+        assert_non_null(op->ref_name);
+        assert_non_null(op->export_desc);
+        int outputs = 0, maps = 0;
+        for (int i = 0; i < op->ntensors; i++) {
+            const kevo_tensor_desc *t = &op->tensors[i];
+            outputs += t->role == KEVO_TENSOR_OUTPUT;
+            maps += t->role == KEVO_TENSOR_MAP;
+            assert_int_equal(kevo_op_tensor_index(op, t->name), i);
+            int64_t dims[KEVO_TENSOR_MAX_RANK], ld = 0;
+            uint64_t count = 0;
+            assert_int_equal(kevo_tensor_shape(t, &shape, dims, &ld, &count, &err), KEVO_OK);
+            assert_true(ld >= dims[t->rank - 1]);
+            if (t->role == KEVO_TENSOR_MAP) {
+                assert_non_null(t->users);
+                assert_non_null(t->per_user);
+                assert_false(t->tmap);
+                assert_null(t->padded);
+            }
+            if (op->gpu && t->tmap)
+                assert_true(t->tmap_offset % 64 == 0 && t->tmap_offset + 128 <= op->gpu->args_size);
+        }
+        assert_int_equal(outputs, 1);
+        assert_true(maps <= 1);
+        assert_int_equal(kevo_op_tensor_index(op, "no_such_tensor"), -1);
+        if (op->gpu) {
+            assert_true(op->gpu->args_size <= WK_ARGS_MAX);
+            assert_true(op->gpu->seq_offset + sizeof(int) <= op->gpu->args_size);
+        }
+        for (int i = 0; i < op->export_desc->ntuned_keys; i++) {
+            int64_t v;
+            assert_true(kevo_syms_get(&shape, op->export_desc->tuned_keys[i], &v));
+        }
+    }
+    char names[64];
+    kevo_op_names(names, sizeof names);
+    assert_string_equal(names, "ikbo_lce");
+    kevo_op_names(names, 4);
+    assert_string_equal(names, "ikb");
+}
+
+/* ikbo_lce's tensors are its ABI struct's: names, layouts, tensor map slots;
+ * what kernels read and write (the LLM source check) as before. */
+static void test_lce_tensors(void **state)
+{
+    (void)state;
+    const kevo_op *op = lce();
+    const char *in[KEVO_OP_MAX_TENSORS], *out[KEVO_OP_MAX_TENSORS];
+    static const char *const want_in[] = {"w_user", "w_cand", "e_user", "e_cand", "cand_to_user"};
+    assert_int_equal(kevo_op_tensor_names(op, false, in, KEVO_OP_MAX_TENSORS), 5);
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(in[i], want_in[i]);
+    assert_int_equal(kevo_op_tensor_names(op, true, out, KEVO_OP_MAX_TENSORS), 1);
+    assert_string_equal(out[0], "out");
+    assert_int_equal(kevo_op_tensor_names(op, false, in, 2), 2);
+
+    static const struct {
+        const char *name;
+        size_t tmap_offset;
+    } maps[] = {
+        {"w_user", offsetof(kevo_lce_args, tm_w_user)}, {"w_cand", offsetof(kevo_lce_args, tm_w_cand)},
+        {"e_user", offsetof(kevo_lce_args, tm_e_user)}, {"e_cand", offsetof(kevo_lce_args, tm_e_cand)},
+        {"out", offsetof(kevo_lce_args, tm_out)},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(maps); i++) {
+        int t = kevo_op_tensor_index(op, maps[i].name);
+        assert_true(t >= 0 && op->tensors[t].tmap);
+        assert_int_equal(op->tensors[t].tmap_offset, maps[i].tmap_offset);
+    }
+    assert_int_equal(op->gpu->args_size, sizeof(kevo_lce_args));
+    assert_int_equal(op->gpu->seq_offset, offsetof(kevo_lce_args, launch_seq));
+
+    kevo_syms s;
+    parse_ok("B=7,M=5,N=16,Ku=9,Kc=3,U=2", &s);
+    int64_t dims[KEVO_TENSOR_MAX_RANK], ld;
+    uint64_t count;
+    kevo_err err;
+    const kevo_tensor_desc *w = &op->tensors[kevo_op_tensor_index(op, "w_user")];
+    assert_int_equal(kevo_tensor_shape(w, &s, dims, &ld, &count, &err), KEVO_OK);
+    assert_int_equal(dims[0], 5);
+    assert_int_equal(dims[1], 9);
+    assert_int_equal(ld, 16); /* Kup */
+    assert_int_equal(count, 45);
+    const kevo_tensor_desc *e = &op->tensors[kevo_op_tensor_index(op, "e_user")];
+    assert_int_equal(kevo_tensor_shape(e, &s, dims, &ld, &count, &err), KEVO_OK);
+    assert_int_equal(dims[0], 2);
+    assert_int_equal(ld, 16); /* no padded copy: the last dim */
+    assert_int_equal(count, 2 * 9 * 16);
+    const kevo_tensor_desc *m = &op->tensors[kevo_op_tensor_index(op, "cand_to_user")];
+    assert_int_equal(m->role, KEVO_TENSOR_MAP);
+    assert_int_equal(kevo_tensor_shape(m, &s, dims, &ld, &count, &err), KEVO_OK);
+    assert_int_equal(count, 7);
+
+    /* a symbol the shape lacks, a dimension below 1: errors naming the tensor */
+    kevo_tensor_desc bad = {.name = "bad", .role = KEVO_TENSOR_INPUT, .rank = 2, .dims = {"M", "nope"}};
+    assert_int_equal(kevo_tensor_shape(&bad, &s, dims, &ld, &count, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "tensor 'bad'"));
+    bad.dims[1] = "M - 5";
+    assert_int_equal(kevo_tensor_shape(&bad, &s, dims, &ld, &count, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "not positive"));
+    bad.dims[1] = "M";
+    bad.padded = "M - 1";
+    assert_int_equal(kevo_tensor_shape(&bad, &s, dims, &ld, &count, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "padded row stride"));
+}
+
+/* Norm-wise 2u, elementwise 4u (u = 2^-11 fp16, 2^-8 bf16), as README states. */
+static void test_lce_tolerance(void **state)
+{
+    (void)state;
+    double rel, rtol;
+    lce()->tolerance(KEVO_DTYPE_F16, &rel, &rtol);
+    assert_true(rel == 2.0 / 2048 && rtol == 4.0 / 2048);
+    lce()->tolerance(KEVO_DTYPE_BF16, &rel, &rtol);
+    assert_true(rel == 2.0 / 256 && rtol == 4.0 / 256);
 }
 
 /* ---- shapes ---- */
@@ -513,14 +653,14 @@ static void test_gen_value_range(void **state)
         for (uint32_t t = 0; t < 4; t++) {
             for (uint64_t i = 0; i < 5000; i++) {
                 uint16_t bits = 0;
-                float v = kevo_lce_gen_value(42, t, i, dt, &bits);
+                float v = kevo_gen_value(42, t, i, dt, &bits);
                 float k = v * (float)Q;
                 assert_true(k == floorf(k));
                 assert_true(k >= (float)-Q && k < (float)Q);
                 assert_int_equal((int)k, ref_gen_k(42, t, i, Q));
                 assert_int_equal(bits, kevo_float_to_bits(v, dt));
                 assert_true(kevo_bits_to_float(bits, dt) == v); /* exact in the dtype */
-                assert_true(kevo_lce_gen_value(42, t, i, dt, NULL) == v);
+                assert_true(kevo_gen_value(42, t, i, dt, NULL) == v);
                 lo = (int)k < lo ? (int)k : lo;
                 hi = (int)k > hi ? (int)k : hi;
             }
@@ -536,15 +676,15 @@ static void test_gen_value_streams(void **state)
     const kevo_dtype H = KEVO_DTYPE_F16;
     int same_tensor = 0, same_seed = 0;
     for (uint64_t i = 0; i < 64; i++) {
-        float a = kevo_lce_gen_value(1, 0, i, H, NULL);
-        same_tensor += a == kevo_lce_gen_value(1, 1, i, H, NULL);
-        same_seed += a == kevo_lce_gen_value(2, 0, i, H, NULL);
+        float a = kevo_gen_value(1, 0, i, H, NULL);
+        same_tensor += a == kevo_gen_value(1, 1, i, H, NULL);
+        same_seed += a == kevo_gen_value(2, 0, i, H, NULL);
     }
     /* independent streams agree on about 1 in 2048 draws */
     assert_true(same_tensor <= 2);
     assert_true(same_seed <= 2);
     /* reproducible */
-    assert_true(kevo_lce_gen_value(7, 3, 12345, H, NULL) == kevo_lce_gen_value(7, 3, 12345, H, NULL));
+    assert_true(kevo_gen_value(7, 3, 12345, H, NULL) == kevo_gen_value(7, 3, 12345, H, NULL));
 }
 
 static void test_gen_value_known(void **state)
@@ -557,15 +697,15 @@ static void test_gen_value_known(void **state)
     for (int i = 0; i < 8; i++) {
         assert_int_equal(ref_gen_k(1, 0, (uint64_t)i, 1024), want_f16[i]);
         uint16_t bits;
-        float v = kevo_lce_gen_value(1, 0, (uint64_t)i, KEVO_DTYPE_F16, &bits);
+        float v = kevo_gen_value(1, 0, (uint64_t)i, KEVO_DTYPE_F16, &bits);
         assert_true(v == (float)want_f16[i] / 1024.0f);
         assert_int_equal(bits, kevo_float_to_bits((float)want_f16[i] / 1024.0f, KEVO_DTYPE_F16));
-        v = kevo_lce_gen_value(1, 0, (uint64_t)i, KEVO_DTYPE_BF16, &bits);
+        v = kevo_gen_value(1, 0, (uint64_t)i, KEVO_DTYPE_BF16, &bits);
         assert_true(v == (float)want_bf16[i] / 128.0f);
     }
     /* 440/1024 = 0.4296875 = 0x36e0 in fp16 */
     uint16_t bits;
-    kevo_lce_gen_value(1, 0, 0, KEVO_DTYPE_F16, &bits);
+    kevo_gen_value(1, 0, 0, KEVO_DTYPE_F16, &bits);
     assert_int_equal(bits, 0x36e0);
 }
 
@@ -586,7 +726,7 @@ static void test_map_sorted(void **state)
     (void)state;
     int32_t map[1024];
     int64_t count[1024];
-    kevo_lce_make_map(KEVO_MAP_SORTED, 1024, 15, 70, 1, map);
+    kevo_make_map(KEVO_MAP_SORTED, 1024, 15, 70, 1, map);
     histogram(map, 1024, 15, count);
     for (int64_t b = 0; b < 1024; b++)
         assert_int_equal(map[b], b / 70);
@@ -595,22 +735,22 @@ static void test_map_sorted(void **state)
     assert_int_equal(count[14], 1024 - 14 * 70);
 
     /* U from cdiv(B, U): ratio 2 gives 5 groups, the 6th user is empty */
-    kevo_lce_make_map(KEVO_MAP_SORTED, 10, 6, 2, 1, map);
+    kevo_make_map(KEVO_MAP_SORTED, 10, 6, 2, 1, map);
     histogram(map, 10, 6, count);
     static const int32_t want[10] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4};
     for (int b = 0; b < 10; b++)
         assert_int_equal(map[b], want[b]);
 
     /* ratio too small for U users: the last user takes the rest */
-    kevo_lce_make_map(KEVO_MAP_SORTED, 10, 3, 2, 1, map);
+    kevo_make_map(KEVO_MAP_SORTED, 10, 3, 2, 1, map);
     static const int32_t want2[10] = {0, 0, 1, 1, 2, 2, 2, 2, 2, 2};
     for (int b = 0; b < 10; b++)
         assert_int_equal(map[b], want2[b]);
 
     map[0] = 99;
-    kevo_lce_make_map(KEVO_MAP_SORTED, 1, 1, 1, 1, map);
+    kevo_make_map(KEVO_MAP_SORTED, 1, 1, 1, 1, map);
     assert_int_equal(map[0], 0);
-    kevo_lce_make_map(KEVO_MAP_SORTED, 5, 1, 5, 1, map);
+    kevo_make_map(KEVO_MAP_SORTED, 5, 1, 5, 1, map);
     for (int b = 0; b < 5; b++)
         assert_int_equal(map[b], 0);
 }
@@ -652,7 +792,7 @@ static void test_map_uneven(void **state)
                  {7, 3, 6},     {1, 1, 7},     {1, 4, 8},       {1000, 1, 9}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t B = cases[c].B, U = cases[c].U;
-        kevo_lce_make_map(KEVO_MAP_UNEVEN, B, U, (B + U - 1) / U, cases[c].seed, map);
+        kevo_make_map(KEVO_MAP_UNEVEN, B, U, (B + U - 1) / U, cases[c].seed, map);
         histogram(map, B, U, count);
         int64_t total = 0;
         for (int64_t u = 0; u < U; u++)
@@ -662,12 +802,12 @@ static void test_map_uneven(void **state)
             assert_true(map[b] >= map[b - 1]); /* contiguous groups */
         ref_uneven(B, U, cases[c].seed, ref);
         assert_memory_equal(map, ref, (size_t)B * sizeof *map);
-        kevo_lce_make_map(KEVO_MAP_UNEVEN, B, U, (B + U - 1) / U, cases[c].seed, again);
+        kevo_make_map(KEVO_MAP_UNEVEN, B, U, (B + U - 1) / U, cases[c].seed, again);
         assert_memory_equal(map, again, (size_t)B * sizeof *map);
     }
 
     /* sizes really are uneven, with empty users, and seeds differ */
-    kevo_lce_make_map(KEVO_MAP_UNEVEN, 1000, 100, 10, 11, map);
+    kevo_make_map(KEVO_MAP_UNEVEN, 1000, 100, 10, 11, map);
     histogram(map, 1000, 100, count);
     int64_t lo = 1000, hi = 0, empty = 0;
     for (int u = 0; u < 100; u++) {
@@ -678,7 +818,7 @@ static void test_map_uneven(void **state)
     assert_true(hi > 2 * 10);
     assert_int_equal(lo, 0);
     assert_true(empty > 0);
-    kevo_lce_make_map(KEVO_MAP_UNEVEN, 1000, 100, 10, 12, again);
+    kevo_make_map(KEVO_MAP_UNEVEN, 1000, 100, 10, 12, again);
     assert_memory_not_equal(map, again, sizeof map);
 }
 
@@ -706,24 +846,24 @@ static void test_map_shuffled(void **state)
     } cases[] = {{1024, 15, 70}, {16, 4, 4}, {16, 2, 8}, {17, 2, 9}, {100, 10, 10}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t B = cases[c].B, U = cases[c].U, r = cases[c].ratio;
-        kevo_lce_make_map(KEVO_MAP_SORTED, B, U, r, 0, sorted);
+        kevo_make_map(KEVO_MAP_SORTED, B, U, r, 0, sorted);
         histogram(sorted, B, U, hs);
         for (uint64_t seed = 1; seed <= 20; seed++) {
-            kevo_lce_make_map(KEVO_MAP_SHUFFLED, B, U, r, seed, map);
+            kevo_make_map(KEVO_MAP_SHUFFLED, B, U, r, seed, map);
             histogram(map, B, U, hm);
             assert_memory_equal(hs, hm, (size_t)U * sizeof *hs);
             assert_memory_not_equal(sorted, map, (size_t)B * sizeof *map);
-            kevo_lce_make_map(KEVO_MAP_SHUFFLED, B, U, r, seed, again);
+            kevo_make_map(KEVO_MAP_SHUFFLED, B, U, r, seed, again);
             assert_memory_equal(map, again, (size_t)B * sizeof *map);
             ref_shuffled(B, U, r, seed, ref);
             assert_memory_equal(map, ref, (size_t)B * sizeof *map);
         }
-        kevo_lce_make_map(KEVO_MAP_SHUFFLED, B, U, r, 1, map);
-        kevo_lce_make_map(KEVO_MAP_SHUFFLED, B, U, r, 2, again);
+        kevo_make_map(KEVO_MAP_SHUFFLED, B, U, r, 1, map);
+        kevo_make_map(KEVO_MAP_SHUFFLED, B, U, r, 2, again);
         assert_memory_not_equal(map, again, (size_t)B * sizeof *map);
     }
     map[0] = 5;
-    kevo_lce_make_map(KEVO_MAP_SHUFFLED, 1, 1, 1, 3, map);
+    kevo_make_map(KEVO_MAP_SHUFFLED, 1, 1, 1, 3, map);
     assert_int_equal(map[0], 0);
 }
 
@@ -753,19 +893,19 @@ static void test_host_init(void **state)
     assert_syms_equal(&h.shape, &s);
     uint16_t bits;
     for (uint64_t i = 0; i < 2 * 3; i++) {
-        kevo_lce_gen_value(9, 0, i, KEVO_DTYPE_F16, &bits);
+        kevo_gen_value(9, 0, i, KEVO_DTYPE_F16, &bits);
         assert_int_equal(h.w_user[i], bits);
     }
     for (uint64_t i = 0; i < 2 * 5; i++) {
-        kevo_lce_gen_value(9, 1, i, KEVO_DTYPE_F16, &bits);
+        kevo_gen_value(9, 1, i, KEVO_DTYPE_F16, &bits);
         assert_int_equal(h.w_cand[i], bits);
     }
     for (uint64_t i = 0; i < 2 * 3 * 8; i++) {
-        kevo_lce_gen_value(9, 2, i, KEVO_DTYPE_F16, &bits);
+        kevo_gen_value(9, 2, i, KEVO_DTYPE_F16, &bits);
         assert_int_equal(h.e_user[i], bits);
     }
     for (uint64_t i = 0; i < 3 * 5 * 8; i++) {
-        kevo_lce_gen_value(9, 3, i, KEVO_DTYPE_F16, &bits);
+        kevo_gen_value(9, 3, i, KEVO_DTYPE_F16, &bits);
         assert_int_equal(h.e_cand[i], bits);
     }
     assert_int_equal(h.map[0], 0);
@@ -778,9 +918,9 @@ static void test_host_init(void **state)
     /* the map follows kind and seed */
     assert_int_equal(kevo_lce_host_init(&h, &s, KEVO_DTYPE_BF16, KEVO_MAP_UNEVEN, 5, &err), KEVO_OK);
     int32_t want[3];
-    kevo_lce_make_map(KEVO_MAP_UNEVEN, 3, 2, 2, 5, want);
+    kevo_make_map(KEVO_MAP_UNEVEN, 3, 2, 2, 5, want);
     assert_memory_equal(h.map, want, sizeof want);
-    kevo_lce_gen_value(5, 3, 7, KEVO_DTYPE_BF16, &bits);
+    kevo_gen_value(5, 3, 7, KEVO_DTYPE_BF16, &bits);
     assert_int_equal(h.e_cand[7], bits);
     kevo_lce_host_release(&h);
 }
@@ -924,6 +1064,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_lookup),
+        cmocka_unit_test(test_op_interface),
+        cmocka_unit_test(test_lce_tensors),
+        cmocka_unit_test(test_lce_tolerance),
         cmocka_unit_test(test_default_shape),
         cmocka_unit_test(test_parse_ratio_and_u),
         cmocka_unit_test(test_shape_str_round_trip),

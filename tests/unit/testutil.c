@@ -66,7 +66,7 @@ void tu_compile(kevo_compile_job *job, const char *name, const char *src)
 
 char *tu_ref_source(kevo_dtype dt, const char *abi)
 {
-    char *ref = tu_read_src("kernels/ikbo_lce_ref.cu");
+    char *ref = tu_read_src("kernels/ikbo_lce/ref.cu");
     kv_buf b;
     kv_buf_init(&b);
     kv_buf_printf(&b, "#define DTYPE_BF16 %d\n%s\n#line 1 \"ikbo_lce_ref.cu\"\n%s", dt == KEVO_DTYPE_BF16, abi, ref);

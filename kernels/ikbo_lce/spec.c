@@ -1,12 +1,16 @@
-/* ikbo_lce.c — the ikbo_lce spec (decomposed linear compression embedding):
+/* spec.c — the ikbo_lce spec (decomposed linear compression embedding):
  *     out[b] = W_cand @ E_cand[b] + W_user @ E_user[cand_to_user[b]]
- * Shape parsing, FLOP and byte counts, the input generator shared with the
- * device, cand_to_user maps and a CPU reference. */
+ * Shape parsing, FLOP and byte counts, the tensors as the evaluator sees
+ * them, tolerances, the names of the same-run peers, what export needs,
+ * host input sets and a CPU reference. */
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ikbo_lce/abi.h"
+#include "kernels/ikbo_lce/ikbo_lce.h"
 #include "kernels/op.h"
 #include "util/util.h"
 
@@ -259,8 +263,47 @@ static double lce_bytes(const kevo_syms *shape, kevo_dtype dtype)
     return elem * (M * Ku + M * Kc + U * Ku * N + B * Kc * N + B * M * N) + 4.0 * B;
 }
 
-static const char *const lce_inputs[] = {"w_user", "w_cand", "e_user", "e_cand", "cand_to_user"};
-static const char *const lce_outputs[] = {"out"};
+/* The output is rounded once (twice in the decomposed peer): the norm-wise
+ * error of one rounding is about u/sqrt(3), u the unit roundoff, 2^-11
+ * (fp16) or 2^-8 (bf16).  The bounds leave room for two roundings. */
+static void lce_tolerance(kevo_dtype dt, double *rel_bound, double *rtol)
+{
+    double u = dt == KEVO_DTYPE_BF16 ? 1.0 / 256 : 1.0 / 2048;
+    *rel_bound = 2.0 * u;
+    *rtol = 4.0 * u;
+}
+
+/* The ABI struct's tensors (abi.h), in its order; the weights have copies
+ * with rows padded to 8 elements for plans with pad_k. */
+static const kevo_tensor_desc lce_tensors[] = {
+    {.name = "w_user", .role = KEVO_TENSOR_INPUT, .rank = 2, .dims = {"M", "Ku"}, .padded = "Kup", .stream = 0,
+     .tmap = true, .tmap_offset = offsetof(kevo_lce_args, tm_w_user)},
+    {.name = "w_cand", .role = KEVO_TENSOR_INPUT, .rank = 2, .dims = {"M", "Kc"}, .padded = "Kcp", .stream = 1,
+     .tmap = true, .tmap_offset = offsetof(kevo_lce_args, tm_w_cand)},
+    {.name = "e_user", .role = KEVO_TENSOR_INPUT, .rank = 3, .dims = {"U", "Ku", "N"}, .stream = 2, .tmap = true,
+     .tmap_offset = offsetof(kevo_lce_args, tm_e_user)},
+    {.name = "e_cand", .role = KEVO_TENSOR_INPUT, .rank = 3, .dims = {"B", "Kc", "N"}, .stream = 3, .tmap = true,
+     .tmap_offset = offsetof(kevo_lce_args, tm_e_cand)},
+    {.name = "cand_to_user", .role = KEVO_TENSOR_MAP, .rank = 1, .dims = {"B"}, .users = "U", .per_user = "ratio"},
+    {.name = "out", .role = KEVO_TENSOR_OUTPUT, .rank = 3, .dims = {"B", "M", "N"}, .tmap = true,
+     .tmap_offset = offsetof(kevo_lce_args, tm_out)},
+};
+
+/* The symbols the library's dispatch matches a tuned shape on. */
+static const char *const lce_tuned_keys[] = {"B", "M", "N", "Ku", "Kc", "U"};
+
+static const kevo_op_export lce_export = {
+    .head = "ikbo_lce/export/head.h.in",
+    .api = "ikbo_lce/export/api.h.in",
+    .dispatch = "ikbo_lce/export/dispatch.c.in",
+    .call = "ikbo_lce/export/call.c.in",
+    .tuned_keys = lce_tuned_keys,
+    .ntuned_keys = (int)(sizeof lce_tuned_keys / sizeof lce_tuned_keys[0]),
+    .what = "IKBO linear-compression kernels",
+    .readme_fallback = "what cuBLAS gives (the stage-0 batched GEMM or the decomposed form)",
+    .pad_column = "pads W",
+    .pad_yes = "yes (rows of 8)",
+};
 
 const kevo_op kevo_op_ikbo_lce = {
     .name = "ikbo_lce",
@@ -272,75 +315,19 @@ const kevo_op kevo_op_ikbo_lce = {
     .shape_str = lce_shape_str,
     .flops = lce_flops,
     .bytes = lce_bytes,
-    .abi_header = "ikbo_lce_abi.h",
-    .ref_source = "ikbo_lce_ref.cu",
-    .inputs = lce_inputs,
-    .ninputs = (int)(sizeof lce_inputs / sizeof lce_inputs[0]),
-    .outputs = lce_outputs,
-    .noutputs = (int)(sizeof lce_outputs / sizeof lce_outputs[0]),
+    .tolerance = lce_tolerance,
+    .abi_header = "ikbo_lce/abi.h",
+    .ref_source = "ikbo_lce/ref.cu",
+    .ref_name = "ikbo_lce_ref.cu",
+    .tensors = lce_tensors,
+    .ntensors = (int)(sizeof lce_tensors / sizeof lce_tensors[0]),
+    .peers = {.baseline = "the stage-0 cuBLAS baseline",
+              .peer = "decomposed cuBLAS",
+              .peer_detail = "decomposed (cuBLAS, K padded)",
+              .peer_short = "decomposed"},
+    .export_desc = &lce_export,
+    .gpu = &kevo_ikbo_lce_gpu,
 };
-
-/* ---- input generation (the device implements the same arithmetic) ---- */
-
-static uint64_t lce_mix64(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xbf58476d1ce4e5b9ull;
-    z ^= z >> 27;
-    z *= 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return z;
-}
-
-float kevo_lce_gen_value(uint64_t seed, uint32_t tensor, uint64_t idx, kevo_dtype dt, uint16_t *bits)
-{
-    uint64_t h = lce_mix64(lce_mix64(seed + 0x9e3779b97f4a7c15ull * ((uint64_t)tensor + 1)) ^ idx);
-    int Q = (dt == KEVO_DTYPE_F16) ? 1024 : 128;
-    int k = (int)(h % (uint64_t)(2 * Q)) - Q; /* in [-Q, Q) */
-    float v = (float)k / (float)Q;            /* exact in the dtype */
-    if (bits)
-        *bits = kevo_float_to_bits(v, dt);
-    return v;
-}
-
-void kevo_lce_make_map(kevo_map_kind kind, int64_t B, int64_t U, int64_t ratio, uint64_t seed, int32_t *map)
-{
-    if (!map || B < 1 || U < 1)
-        return;
-    if (ratio < 1)
-        ratio = lce_cdiv(B, U);
-    uint64_t state = seed;
-
-    if (kind == KEVO_MAP_UNEVEN) {
-        /* U-1 cut points uniform in [0, B]; sorted, user u owns
-         * [cut[u-1], cut[u]).  So map[b] = number of cuts <= b: count the
-         * cuts per position in map itself, then take prefix sums.  Same
-         * result as sorting the cuts, with no extra memory. */
-        memset(map, 0, (size_t)B * sizeof *map);
-        for (int64_t i = 0; i < U - 1; i++) {
-            uint64_t c = kv_rand_below(&state, (uint64_t)B + 1);
-            if (c < (uint64_t)B)
-                map[c]++;
-        }
-        for (int64_t b = 1; b < B; b++)
-            map[b] += map[b - 1];
-        return;
-    }
-
-    for (int64_t b = 0; b < B; b++) {
-        int64_t u = b / ratio;
-        map[b] = (int32_t)(u < U - 1 ? u : U - 1);
-    }
-    if (kind == KEVO_MAP_SHUFFLED) {
-        /* Fisher-Yates */
-        for (int64_t i = B - 1; i > 0; i--) {
-            int64_t j = (int64_t)kv_rand_below(&state, (uint64_t)i + 1);
-            int32_t t = map[i];
-            map[i] = map[j];
-            map[j] = t;
-        }
-    }
-}
 
 /* ---- host input sets ---- */
 
@@ -369,7 +356,7 @@ static kevo_status lce_shape_value(const kevo_syms *shape, const char *name, int
 static void lce_fill(uint16_t *dst, uint64_t n, uint64_t seed, uint32_t tensor, kevo_dtype dt)
 {
     for (uint64_t i = 0; i < n; i++)
-        kevo_lce_gen_value(seed, tensor, i, dt, &dst[i]);
+        kevo_gen_value(seed, tensor, i, dt, &dst[i]);
 }
 
 kevo_status kevo_lce_host_init(kevo_lce_host *h, const kevo_syms *shape, kevo_dtype dt, kevo_map_kind map,
@@ -431,7 +418,7 @@ kevo_status kevo_lce_host_init(kevo_lce_host *h, const kevo_syms *shape, kevo_dt
     h->U = U;
     for (uint32_t i = 0; i < 4; i++)
         lce_fill(*t[i].dst, t[i].n, seed, i, dt);
-    kevo_lce_make_map(map, B, U, ratio, seed, h->map);
+    kevo_make_map(map, B, U, ratio, seed, h->map);
     return KEVO_OK;
 }
 

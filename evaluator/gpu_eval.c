@@ -1,0 +1,581 @@
+/* gpu_eval.c — inside the GPU worker: the evaluation every op shares.  The
+ * op's tensors are allocated, filled and checked from their descriptions
+ * (kevo_op.tensors); a candidate's plan runs on them with the op's ABI
+ * struct (kevo_op_gpu.args), its tensor maps encoded here; verification is
+ * fresh inputs -> reference -> poison -> run -> checksums -> compare on
+ * every map kind; then timing, the interleaved re-timing and the measured
+ * ceilings.  What only the op knows (its arguments, its reference launch,
+ * its same-run peers) is behind kevo_op.gpu (kernels/<op>/gpu.c). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluator/gpu_int.h"
+#include "util/util.h"
+
+/* An ABI struct, aligned for its tensor maps. */
+typedef struct wk_args {
+    _Alignas(64) unsigned char b[WK_ARGS_MAX];
+} wk_args;
+
+CUresult wk_gen(wk_ctx *w, CUdeviceptr dst, unsigned long long count, uint64_t seed, unsigned stream)
+{
+    unsigned long long sd = seed;
+    void *p[] = {&dst, &count, &sd, &stream};
+    return wk_launch(w, w->io.f_gen, wk_blocks(count), 1, 1, 256, 1, 1, 0, p);
+}
+
+/* dst = a [rows, cols] tensor's values with rows padded to ld (zeros). */
+static CUresult wk_gen_padded(wk_ctx *w, CUdeviceptr dst, int rows, int cols, int ld, uint64_t seed, unsigned stream)
+{
+    unsigned long long sd = seed;
+    void *p[] = {&dst, &rows, &cols, &ld, &sd, &stream};
+    return wk_launch(w, w->io.f_gen_padded, wk_blocks((unsigned long long)rows * ld), 1, 1, 256, 1, 1, 0, p);
+}
+
+CUresult wk_fill(wk_ctx *w, uint64_t seed, kevo_map_kind kind)
+{
+    const kevo_op *op = w->cfg.op;
+    wk_io *io = &w->io;
+    for (int i = 0; i < op->ntensors; i++)
+        if (op->tensors[i].role == KEVO_TENSOR_INPUT)
+            WK_TRY(wk_gen(w, io->t[i].p, io->t[i].count, seed, (unsigned)op->tensors[i].stream));
+    for (int i = 0; i < op->ntensors; i++) {
+        const wk_tensor *t = &io->t[i];
+        if (op->tensors[i].role == KEVO_TENSOR_INPUT && t->pad) {
+            int64_t cols = t->dims[op->tensors[i].rank - 1];
+            WK_TRY(wk_gen_padded(w, t->pad, (int)(t->count / (uint64_t)cols), (int)cols, (int)t->ld, seed,
+                                 (unsigned)op->tensors[i].stream));
+        }
+    }
+    if (io->map >= 0) {
+        const wk_tensor *m = &io->t[io->map];
+        kevo_make_map(kind, (int64_t)m->count, io->map_users, io->map_ratio, seed ^ 0x5eedull, io->host_map);
+        /* the host map is rewritten by the next fill: finish the copy first */
+        WK_TRY(w->cu.cuMemcpyHtoDAsync(m->p, io->host_map, (size_t)m->count * sizeof(int32_t), w->stream));
+    }
+    return w->cu.cuStreamSynchronize(w->stream);
+}
+
+/* The op's ABI struct for a plan: its arguments and the plan's tensor maps
+ * (see wk_encode_tmaps). */
+static void wk_op_args(wk_ctx *w, bool padded, int num_sms, wk_args *a)
+{
+    memset(a, 0, sizeof *a);
+    w->cfg.op->gpu->args(w, padded, num_sms, a->b);
+}
+
+/* Encode the plan's TMA descriptors into the ABI struct: the tensor's
+ * dimensions innermost first (the padded row stride for a padded copy),
+ * its storage dtype, the plan's box and swizzle.  Returns false with why[]
+ * set when one cannot be made. */
+static bool wk_encode_tmaps(wk_ctx *w, const kevo_plan *pl, wk_args *a, char *why, size_t n)
+{
+    const kevo_op *op = w->cfg.op;
+    for (int i = 0; i < pl->ntmaps; i++) {
+        const kevo_tmap_spec *t = &pl->tmaps[i];
+        int ti = kevo_op_tensor_index(op, t->tensor);
+        const kevo_tensor_desc *d = ti >= 0 ? &op->tensors[ti] : NULL;
+        if (!d || !d->tmap) {
+            snprintf(why, n, "plan asks for a tensor map of unknown tensor '%s'", t->tensor);
+            return false;
+        }
+        if (d->rank > 3) { /* a plan's box has three dimensions */
+            snprintf(why, n, "tensor map for '%s': rank %d, plans give boxes of at most 3", t->tensor, d->rank);
+            return false;
+        }
+        const wk_tensor *x = &w->io.t[ti];
+        bool pad = pl->pad_k && x->pad;
+        cuuint32_t rank = (cuuint32_t)d->rank;
+        cuuint64_t dims[3], strides[2];
+        cuuint32_t box[3], estr[3] = {1, 1, 1};
+        for (cuuint32_t k = 0; k < rank; k++)
+            dims[k] = (cuuint64_t)x->dims[rank - 1 - k];
+        if (pad)
+            dims[0] = (cuuint64_t)x->ld;
+        for (cuuint32_t k = 0; k + 1 < rank; k++)
+            strides[k] = (k ? strides[k - 1] : (cuuint64_t)x->elem) * dims[k];
+        for (cuuint32_t k = 0; k < rank; k++)
+            box[k] = t->box[k];
+        CUtensorMapSwizzle swz = t->swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                 : t->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                 : t->swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                    : CU_TENSOR_MAP_SWIZZLE_NONE;
+        CUtensorMapDataType dt =
+            w->cfg.dtype == KEVO_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+        CUresult r = w->cu.cuTensorMapEncodeTiled((CUtensorMap *)(void *)(a->b + d->tmap_offset), dt, rank,
+                                                  (void *)(uintptr_t)(pad ? x->pad : x->p), dims, strides, box, estr,
+                                                  CU_TENSOR_MAP_INTERLEAVE_NONE, swz,
+                                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) {
+            char buf[200];
+            snprintf(why, n, "tensor map for '%s' (box %u,%u,%u, swizzle %d%s): %s", t->tensor, t->box[0], t->box[1],
+                     t->box[2], t->swizzle, d->padded && !pl->pad_k ? ", rows not 16-byte aligned: needs pad_k" : "",
+                     kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+            return false;
+        }
+    }
+    return true;
+}
+
+CUresult wk_reference(wk_ctx *w, double *ref_sumsq)
+{
+    wk_io *io = &w->io;
+    WK_TRY(w->cfg.op->gpu->reference(w));
+    WK_TRY(w->cu.cuMemsetD8Async(io->stats, 0, 8 * sizeof(double), w->stream));
+    unsigned long long n = io->t[io->out].count;
+    void *q[] = {&io->ref, &n, &io->stats};
+    WK_TRY(wk_launch(w, io->f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, q));
+    WK_TRY(w->cu.cuMemcpyDtoHAsync(ref_sumsq, io->stats, sizeof(double), w->stream));
+    return w->cu.cuStreamSynchronize(w->stream);
+}
+
+/* Compare the output with ref.  st: d2, max|d|, elements over the bound, non-finite. */
+static CUresult wk_compare(wk_ctx *w, double ref_sumsq, double st[4])
+{
+    wk_io *io = &w->io;
+    double rel_bound, rtol;
+    w->cfg.op->tolerance(w->cfg.dtype, &rel_bound, &rtol);
+    CUdeviceptr out = io->t[io->out].p;
+    unsigned long long n = io->t[io->out].count;
+    float frtol = (float)rtol, fatol = (float)(rtol * sqrt(ref_sumsq / (double)n));
+    WK_TRY(w->cu.cuMemsetD8Async(io->stats, 0, 8 * sizeof(double), w->stream));
+    void *p[] = {&out, &io->ref, &n, &frtol, &fatol, &io->stats};
+    WK_TRY(wk_launch(w, io->f_compare, wk_blocks(n), 1, 1, 256, 1, 1, 0, p));
+    double h[5];
+    WK_TRY(w->cu.cuMemcpyDtoHAsync(h, io->stats, sizeof h, w->stream));
+    WK_TRY(w->cu.cuStreamSynchronize(w->stream));
+    st[0] = h[1];
+    st[1] = h[2];
+    st[2] = h[3];
+    st[3] = h[4];
+    return CUDA_SUCCESS;
+}
+
+/* Poison the output with NaN. */
+static CUresult wk_poison_out(wk_ctx *w)
+{
+    const wk_tensor *o = &w->io.t[w->io.out];
+    return w->cu.cuMemsetD16Async(o->p, 0xFFFF, (size_t)o->count * o->elem / 2, w->stream);
+}
+
+CUresult wk_check_peer(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, double ref2, double *rel,
+                       double *nonfinite)
+{
+    double st[4] = {0};
+    WK_TRY(wk_poison_out(w));
+    WK_TRY(fn(w, arg));
+    WK_TRY(w->cu.cuStreamSynchronize(w->stream));
+    WK_TRY(wk_compare(w, ref2, st));
+    *rel = ref2 > 0 ? sqrt(st[0] / ref2) : NAN;
+    *nonfinite = st[3];
+    return CUDA_SUCCESS;
+}
+
+/* *slot += the checksum of `bytes` bytes at p, salted with k. */
+static CUresult wk_checksum(wk_ctx *w, CUdeviceptr p, size_t bytes, unsigned long long k, CUdeviceptr slot)
+{
+    unsigned long long n = bytes / 4, salt = k << 56;
+    void *a[] = {&p, &n, &salt, &slot};
+    return n > 0 ? wk_launch(w, w->io.f_checksum, wk_blocks(n), 1, 1, 256, 1, 1, 0, a) : CUDA_SUCCESS;
+}
+
+/* *sum = the checksum of every tensor a kernel must not write (the inputs,
+ * their padded copies, the map) and of the reference the output is compared
+ * with (a kernel reaching past its tensors must not rewrite the answer it is
+ * judged by), computed on the device into the last slot of the stats buffer
+ * (the comparison uses the first five). */
+static CUresult wk_inputs_sum(wk_ctx *w, unsigned long long *sum)
+{
+    const kevo_op *op = w->cfg.op;
+    wk_io *io = &w->io;
+    CUdeviceptr slot = io->stats + 7 * sizeof(double);
+    unsigned long long k = 0;
+    WK_TRY(w->cu.cuMemsetD8Async(slot, 0, sizeof(unsigned long long), w->stream));
+    for (int i = 0; i < op->ntensors; i++) {
+        const wk_tensor *t = &io->t[i];
+        if (op->tensors[i].role == KEVO_TENSOR_OUTPUT)
+            continue;
+        WK_TRY(wk_checksum(w, t->p, (size_t)t->count * t->elem, k++, slot));
+        if (t->pad)
+            WK_TRY(wk_checksum(w, t->pad, (size_t)t->pad_count * t->elem, k++, slot));
+    }
+    WK_TRY(wk_checksum(w, io->ref, (size_t)io->t[io->out].count * sizeof(float), k, slot));
+    WK_TRY(w->cu.cuMemcpyDtoHAsync(sum, slot, sizeof *sum, w->stream));
+    return w->cu.cuStreamSynchronize(w->stream);
+}
+
+/* Run a candidate's plan once on the current buffers. */
+typedef struct wk_run_arg {
+    const wk_cand *c;
+    wk_args a;
+} wk_run_arg;
+
+static CUresult wk_run_plan(wk_ctx *w, void *arg)
+{
+    wk_run_arg *ra = arg;
+    const kevo_plan *pl = ra->c->plan;
+    /* a new tag for flags the kernels keep in the workspace, never reused
+     * by a later candidate on the same workspace; never -1 (the poison) */
+    if (++w->io.launch_seq <= 0)
+        w->io.launch_seq = 1;
+    memcpy(ra->a.b + w->cfg.op->gpu->seq_offset, &w->io.launch_seq, sizeof(int));
+    void *p[] = {ra->a.b};
+    for (int i = 0; i < pl->nlaunches; i++) {
+        const kevo_launch *l = &pl->launches[i];
+        WK_TRY(wk_launch(w, ra->c->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+                         l->smem, p));
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult wk_ensure_ws(wk_ctx *w, size_t bytes)
+{
+    wk_io *io = &w->io;
+    if (bytes <= io->ws_cap)
+        return CUDA_SUCCESS;
+    if (io->ws)
+        w->cu.cuMemFree(io->ws);
+    io->ws = 0;
+    io->ws_cap = 0;
+    size_t cap = (bytes + 255) & ~(size_t)255;
+    WK_TRY(w->cu.cuMemAlloc(&io->ws, cap));
+    io->ws_cap = cap;
+    return CUDA_SUCCESS;
+}
+
+/* Seed for one check: distinct per request and per map kind. */
+static uint64_t wk_check_seed(uint64_t seed, int kind)
+{
+    uint64_t st = seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(kind + 7));
+    return kv_rand_next(&st);
+}
+
+void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky)
+{
+    wk_io *io = &w->io;
+    double rel_bound, rtol;
+    w->cfg.op->tolerance(w->cfg.dtype, &rel_bound, &rtol);
+    CUresult r = wk_ensure_ws(w, req->plan.workspace_bytes ? req->plan.workspace_bytes : 256);
+    if (r != CUDA_SUCCESS) {
+        wk_result_cuda(w, res, r, "allocating the workspace", sticky);
+        res->fail = KEVO_FAIL_RESOURCE_EXCEEDED;
+        return;
+    }
+    wk_run_arg ra = {.c = c};
+    wk_op_args(w, req->plan.pad_k != 0, w->info.sm_count, &ra.a);
+    if (!wk_encode_tmaps(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
+        res->fail = KEVO_FAIL_LOAD_ERROR;
+        return;
+    }
+    size_t out_elems = (size_t)io->t[io->out].count;
+    res->rel_err = 0.0;
+    res->max_abs_err = 0.0;
+    bool first = true;
+    for (int kind = 0; kind < 3; kind++) {
+        if (!(req->maps & (1u << kind)))
+            continue;
+        double ref2 = 0, st[4];
+        unsigned long long sum_before = 0, sum_after = 0;
+        r = wk_fill(w, wk_check_seed(req->seed, kind), (kevo_map_kind)kind);
+        if (r == CUDA_SUCCESS)
+            r = wk_reference(w, &ref2);
+        if (r == CUDA_SUCCESS)
+            r = wk_inputs_sum(w, &sum_before);
+        if (r != CUDA_SUCCESS) {
+            wk_result_cuda(w, res, r, "preparing a check (reference side)", sticky);
+            return;
+        }
+        /* poison: NaN in every output element; NaN in every workspace byte
+         * before the first check only.  The later checks (new inputs) find
+         * the workspace as the previous run left it, as a library caller's
+         * reused workspace is: a kernel that trusts stale flags or partial
+         * results there reads the previous inputs' values and fails. */
+        r = wk_poison_out(w);
+        if (r == CUDA_SUCCESS && first)
+            r = w->cu.cuMemsetD8Async(io->ws, 0xFF, io->ws_cap, w->stream);
+        first = false;
+        if (r != CUDA_SUCCESS) {
+            wk_result_cuda(w, res, r, "poisoning the output", sticky);
+            return;
+        }
+        r = wk_run_plan(w, &ra);
+        if (r != CUDA_SUCCESS) {
+            wk_result_cuda(w, res, r, "launch", sticky);
+            return;
+        }
+        r = w->cu.cuStreamSynchronize(w->stream);
+        if (r != CUDA_SUCCESS) {
+            wk_result_cuda(w, res, r, "kernel", sticky);
+            return;
+        }
+        r = wk_compare(w, ref2, st);
+        if (r == CUDA_SUCCESS)
+            r = wk_inputs_sum(w, &sum_after);
+        if (r != CUDA_SUCCESS) {
+            wk_result_cuda(w, res, r, "comparing", sticky);
+            return;
+        }
+        res->checks++;
+        if (sum_after != sum_before) { /* before the output is judged: a kernel may hide its writes in a right answer */
+            res->fail = KEVO_FAIL_INPUT_MODIFIED;
+            snprintf(res->msg, sizeof res->msg, "the kernel wrote an input tensor or the reference (checksum changed, %s map)",
+                     kevo_map_name((kevo_map_kind)kind));
+            return;
+        }
+        double rel = ref2 > 0 ? sqrt(st[0] / ref2) : sqrt(st[0]);
+        if (rel > res->rel_err)
+            res->rel_err = rel;
+        if (st[1] > res->max_abs_err)
+            res->max_abs_err = st[1];
+        if (st[3] > 0) {
+            res->fail = KEVO_FAIL_NAN_OUTPUT;
+            res->bad_elems = (int64_t)st[3];
+            snprintf(res->msg, sizeof res->msg, "%.0f of %zu outputs NaN/Inf or never written (%s map)", st[3],
+                     out_elems, kevo_map_name((kevo_map_kind)kind));
+            return;
+        }
+        if (rel > rel_bound || st[2] > 0) {
+            res->fail = KEVO_FAIL_WRONG_RESULT;
+            res->bad_elems = (int64_t)st[2];
+            snprintf(res->msg, sizeof res->msg,
+                     "rel_err %.3e (bound %.1e), %.0f elements beyond %.1e*|ref|+atol, max |d| %.3e (%s map)", rel,
+                     rel_bound, st[2], rtol, st[1], kevo_map_name((kevo_map_kind)kind));
+            return;
+        }
+    }
+    if (!req->time)
+        return;
+    /* timing inputs: the run's fixed seed, sorted map, for every candidate alike */
+    r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
+    if (r == CUDA_SUCCESS)
+        r = wk_time(w, wk_run_plan, &ra, w->cfg.warmup, w->cfg.reps, &res->median_ms, &res->min_ms, &res->max_ms,
+                    res->rep_ms);
+    if (r != CUDA_SUCCESS) {
+        wk_result_cuda(w, res, r, "timing", sticky);
+        return;
+    }
+    res->reps = w->cfg.reps;
+}
+
+/* Time n loaded candidates interleaved on the timing inputs (the run's
+ * seed, sorted map), each with its own arguments (tensor maps) and one
+ * workspace large enough for all. */
+void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int warmup, int rounds,
+                  kevo_gpu_retime_result *out, bool *sticky)
+{
+    static wk_run_arg ra[KEVO_GPU_RETIME_MAX]; /* large; one re-timing at a time per process */
+    void *args[KEVO_GPU_RETIME_MAX];
+    uint64_t ws = 256;
+    for (int i = 0; i < n; i++)
+        if (reqs[i].plan.workspace_bytes > ws)
+            ws = reqs[i].plan.workspace_bytes;
+    CUresult r = wk_ensure_ws(w, ws);
+    bool ok = r == CUDA_SUCCESS;
+    for (int i = 0; i < n && ok; i++) {
+        ra[i].c = &c[i];
+        wk_op_args(w, reqs[i].plan.pad_k != 0, w->info.sm_count, &ra[i].a);
+        args[i] = &ra[i];
+        if (!wk_encode_tmaps(w, &reqs[i].plan, &ra[i].a, out[i].msg, sizeof out[i].msg)) {
+            out[i].fail = KEVO_FAIL_LOAD_ERROR;
+            ok = false;
+        }
+    }
+    if (!ok && r == CUDA_SUCCESS)
+        return;
+    double *ms = ok ? malloc((size_t)n * (size_t)rounds * sizeof *ms) : NULL;
+    if (ok && !ms)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS)
+        r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
+    if (r == CUDA_SUCCESS)
+        r = wk_time_interleaved(w, wk_run_plan, args, n, warmup, rounds, ms);
+    for (int i = 0; i < n; i++) {
+        if (r != CUDA_SUCCESS) {
+            kevo_gpu_result res;
+            memset(&res, 0, sizeof res);
+            wk_result_cuda(w, &res, r, "re-timing", sticky);
+            out[i].fail = res.fail;
+            snprintf(out[i].msg, sizeof out[i].msg, "%.255s", res.msg);
+            continue;
+        }
+        out[i].rounds = rounds;
+        memcpy(out[i].ms, ms + (size_t)i * rounds, (size_t)rounds * sizeof *ms);
+    }
+    free(ms);
+}
+
+/* ---- measured ceilings ---- */
+
+typedef struct wk_peak_arg {
+    CUdeviceptr a, b, c, src, dst;
+    size_t copy_bytes;
+    int n;
+} wk_peak_arg;
+
+static CUresult wk_peak_gemm(wk_ctx *w, void *arg)
+{
+    wk_peak_arg *p = arg;
+    float alpha = 1.0f, beta = 0.0f;
+    cudaDataType dt = w->cfg.dtype == KEVO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cublasStatus_t cs = w->cb.cublasGemmEx(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->n, p->n, &alpha,
+                                           (const void *)(uintptr_t)p->a, dt, p->n, (const void *)(uintptr_t)p->b,
+                                           dt, p->n, &beta, (void *)(uintptr_t)p->c, dt, p->n, CUBLAS_COMPUTE_32F,
+                                           CUBLAS_GEMM_DEFAULT);
+    return cs == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+static CUresult wk_peak_copy(wk_ctx *w, void *arg)
+{
+    wk_peak_arg *p = arg;
+    return w->cu.cuMemcpyDtoDAsync(p->dst, p->src, p->copy_bytes, w->stream);
+}
+
+/* cuBLAS GEMM 8192^3 on random data, and a 1 GiB device-to-device copy. */
+static void wk_ceilings(wk_ctx *w)
+{
+    wk_peak_arg p = {.n = 8192, .copy_bytes = (size_t)1 << 30};
+    size_t mat = (size_t)p.n * p.n * 2;
+    CUresult r = w->cu.cuMemAlloc(&p.a, mat);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemAlloc(&p.b, mat);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemAlloc(&p.c, mat);
+    if (r == CUDA_SUCCESS)
+        r = wk_gen(w, p.a, (unsigned long long)p.n * p.n, 11, 0);
+    if (r == CUDA_SUCCESS)
+        r = wk_gen(w, p.b, (unsigned long long)p.n * p.n, 12, 0);
+    double med = NAN, lo, hi;
+    if (r == CUDA_SUCCESS && wk_time(w, wk_peak_gemm, &p, 3, 10, &med, &lo, &hi, NULL) == CUDA_SUCCESS)
+        w->info.peak_tflops = 2.0 * p.n * (double)p.n * p.n / (med * 1e-3) / 1e12;
+    if (p.a)
+        w->cu.cuMemFree(p.a);
+    if (p.b)
+        w->cu.cuMemFree(p.b);
+    if (p.c)
+        w->cu.cuMemFree(p.c);
+    r = w->cu.cuMemAlloc(&p.src, p.copy_bytes);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemAlloc(&p.dst, p.copy_bytes);
+    if (r == CUDA_SUCCESS && wk_time(w, wk_peak_copy, &p, 3, 10, &med, &lo, &hi, NULL) == CUDA_SUCCESS)
+        w->info.copy_tbps = 2.0 * (double)p.copy_bytes / (med * 1e-3) / 1e12;
+    if (p.src)
+        w->cu.cuMemFree(p.src);
+    if (p.dst)
+        w->cu.cuMemFree(p.dst);
+}
+
+/* ---- set-up ---- */
+
+/* Size the op's tensors at the run's shape into w->io (nothing allocated). */
+static kevo_status wk_size_tensors(wk_ctx *w, kevo_err *err)
+{
+    const kevo_op *op = w->cfg.op;
+    wk_io *io = &w->io;
+    io->out = io->map = -1;
+    if (op->ntensors < 1 || op->ntensors > KEVO_OP_MAX_TENSORS)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "op '%s' has %d tensors", op->name, op->ntensors);
+    for (int i = 0; i < op->ntensors; i++) {
+        const kevo_tensor_desc *d = &op->tensors[i];
+        wk_tensor *t = &io->t[i];
+        kevo_status st = kevo_tensor_shape(d, &w->cfg.shape, t->dims, &t->ld, &t->count, err);
+        if (st)
+            return st;
+        t->elem = d->role == KEVO_TENSOR_MAP ? sizeof(int32_t) : 2;
+        if (d->padded)
+            t->pad_count = t->count / (uint64_t)t->dims[d->rank - 1] * (uint64_t)t->ld;
+        if (d->role == KEVO_TENSOR_OUTPUT && io->out < 0)
+            io->out = i;
+        if (d->role == KEVO_TENSOR_MAP && io->map < 0) {
+            io->map = i;
+            if ((st = kevo_expr_eval_text(d->users, &w->cfg.shape, &io->map_users, err)) ||
+                (st = kevo_expr_eval_text(d->per_user, &w->cfg.shape, &io->map_ratio, err))) {
+                kevo_err_prefix(err, "tensor '%s'", d->name);
+                return st;
+            }
+        }
+    }
+    if (io->out < 0)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "op '%s' has no output tensor", op->name);
+    return KEVO_OK;
+}
+
+kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err)
+{
+    const kevo_op *op = w->cfg.op;
+    const kevo_op_gpu *g = op->gpu;
+    wk_io *io = &w->io;
+    if (!g)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "no GPU backend for op '%s'", op->name);
+    if (g->args_size > WK_ARGS_MAX || g->seq_offset + sizeof(int) > g->args_size)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "op '%s': an ABI struct of %zu bytes", op->name, g->args_size);
+    kevo_status st = wk_size_tensors(w, err);
+    if (st)
+        return st;
+    bool padded = false;
+    for (int i = 0; i < op->ntensors; i++)
+        padded |= io->t[i].pad_count > 0;
+    if ((st = wk_ref_fn(w, "kv_gen", &io->f_gen, err)) ||
+        (padded && (st = wk_ref_fn(w, "kv_gen_padded", &io->f_gen_padded, err))) ||
+        (st = wk_ref_fn(w, "kv_sumsq", &io->f_sumsq, err)) || (st = wk_ref_fn(w, "kv_compare", &io->f_compare, err)) ||
+        (st = wk_ref_fn(w, "kv_checksum", &io->f_checksum, err)))
+        return st;
+    if (io->map >= 0 && !(io->host_map = malloc((size_t)io->t[io->map].count * sizeof *io->host_map)))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    struct {
+        CUdeviceptr *p;
+        size_t bytes;
+    } bufs[2 * KEVO_OP_MAX_TENSORS + 2];
+    size_t nb = 0;
+    for (int i = 0; i < op->ntensors; i++) {
+        wk_tensor *t = &io->t[i];
+        bufs[nb].p = &t->p;
+        bufs[nb++].bytes = (size_t)t->count * t->elem;
+        if (t->pad_count) {
+            bufs[nb].p = &t->pad;
+            bufs[nb++].bytes = (size_t)t->pad_count * t->elem;
+        }
+    }
+    bufs[nb].p = &io->ref;
+    bufs[nb++].bytes = (size_t)io->t[io->out].count * sizeof(float);
+    bufs[nb].p = &io->stats;
+    bufs[nb++].bytes = 8 * sizeof(double);
+    for (size_t i = 0; i < nb; i++) {
+        CUresult r = w->cu.cuMemAlloc(bufs[i].p, bufs[i].bytes);
+        if (r != CUDA_SUCCESS) {
+            char buf[256];
+            return kevo_err_set(err, KEVO_ERR_CUDA, "allocating %zu bytes of inputs: %s", bufs[i].bytes,
+                                kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+        }
+    }
+    if ((st = g->init(w, err)))
+        return st;
+    if (first && w->cfg.baseline && (st = g->peers(w, err)))
+        return st;
+    if (first && w->cfg.ceilings)
+        wk_ceilings(w);
+    return KEVO_OK;
+}
+
+void wk_op_fini(wk_ctx *w)
+{
+    const kevo_op *op = w->cfg.op;
+    wk_io *io = &w->io;
+    if (op->gpu)
+        op->gpu->fini(w);
+    for (int i = 0; i < op->ntensors && i < KEVO_OP_MAX_TENSORS; i++) {
+        if (io->t[i].p)
+            w->cu.cuMemFree(io->t[i].p);
+        if (io->t[i].pad)
+            w->cu.cuMemFree(io->t[i].pad);
+    }
+    CUdeviceptr bufs[] = {io->ref, io->stats, io->ws};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+        if (bufs[i])
+            w->cu.cuMemFree(bufs[i]);
+    free(io->host_map);
+    memset(io, 0, sizeof *io);
+}
