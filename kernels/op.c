@@ -80,8 +80,11 @@ int kevo_op_tensor_names(const kevo_op *op, bool outputs, const char **names, in
 {
     int n = 0;
     for (int i = 0; op && i < op->ntensors && n < max; i++)
-        if ((op->tensors[i].role == KEVO_TENSOR_OUTPUT) == outputs)
+        if ((op->tensors[i].role == KEVO_TENSOR_OUTPUT) == outputs) {
             names[n++] = op->tensors[i].name;
+            if (op->tensors[i].tmap && op->tensors[i].tmap_field && n < max)
+                names[n++] = op->tensors[i].tmap_field;
+        }
     return n;
 }
 

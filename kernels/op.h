@@ -38,6 +38,7 @@ const char *kevo_map_name(kevo_map_kind k); /* "sorted", "uneven", "shuffled" */
 bool kevo_map_parse(const char *s, kevo_map_kind *out);
 
 #define KEVO_OP_MAX_TENSORS 8
+#define KEVO_OP_MAX_FIELDS (2 * KEVO_OP_MAX_TENSORS) /* tensors and their TMA descriptors */
 #define KEVO_TENSOR_MAX_RANK 4
 
 /* What a tensor of an op is to the evaluator. */
@@ -64,6 +65,7 @@ typedef struct kevo_tensor_desc {
     const char *per_user;       /* MAP: candidates per user of the sorted map (an expression) */
     bool tmap;                  /* a plan may ask for a TMA descriptor of it (INPUT or OUTPUT) */
     size_t tmap_offset;         /* where that descriptor (kevo_tmap, 128 bytes) lies in the ABI struct */
+    const char *tmap_field;     /* that descriptor's field in the ABI struct, e.g. "tm_out" */
 } kevo_tensor_desc;
 
 /* How the CLI and `report` name an op's same-run peers.  The DB keeps their
@@ -147,9 +149,11 @@ void kevo_op_names(char *out, size_t n);
 /* Index of the tensor named name in op->tensors, or -1. */
 int kevo_op_tensor_index(const kevo_op *op, const char *name);
 
-/* The names of op's tensors that kernels read (inputs and the map;
- * outputs false) or write (outputs true), in order, into names[max].
- * Returns how many. */
+/* The ABI fields through which kernels read (inputs and the map; outputs
+ * false) or write (outputs true) op's tensors, in order, into names[max]:
+ * each tensor's name, then its TMA descriptor's field when it has one (a
+ * TMA store through "tm_e_cand" writes an input as surely as a store
+ * through "e_cand").  Returns how many. */
 int kevo_op_tensor_names(const kevo_op *op, bool outputs, const char **names, int max);
 
 /* A tensor's dimensions at a shape: dims[t->rank] (outermost first), *ld

@@ -84,7 +84,7 @@ typedef struct tn_env {
     kevo_limits lim;
     char *abi;         /* the op's ABI header text */
     /* the names of the op's tensors kernels read and write (the LLM source check) */
-    const char *inputs[KEVO_OP_MAX_TENSORS], *outputs[KEVO_OP_MAX_TENSORS];
+    const char *inputs[KEVO_OP_MAX_FIELDS], *outputs[KEVO_OP_MAX_FIELDS];
     int ninputs, noutputs;
     char kernels_dir[PATH_MAX];
     kevo_space **spaces;
@@ -152,8 +152,8 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
         kevo_op_names(known, sizeof known);
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s' (known: %s)", op, known);
     }
-    e->ninputs = kevo_op_tensor_names(e->op, false, e->inputs, KEVO_OP_MAX_TENSORS);
-    e->noutputs = kevo_op_tensor_names(e->op, true, e->outputs, KEVO_OP_MAX_TENSORS);
+    e->ninputs = kevo_op_tensor_names(e->op, false, e->inputs, KEVO_OP_MAX_FIELDS);
+    e->noutputs = kevo_op_tensor_names(e->op, true, e->outputs, KEVO_OP_MAX_FIELDS);
     kevo_status st = e->op->parse_shape(shape, &e->shape, err);
     if (st)
         return st;

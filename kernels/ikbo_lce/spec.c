@@ -277,16 +277,21 @@ static void lce_tolerance(kevo_dtype dt, double *rel_bound, double *rtol)
  * with rows padded to 8 elements for plans with pad_k. */
 static const kevo_tensor_desc lce_tensors[] = {
     {.name = "w_user", .role = KEVO_TENSOR_INPUT, .rank = 2, .dims = {"M", "Ku"}, .padded = "Kup", .stream = 0,
-     .tmap = true, .tmap_offset = offsetof(kevo_lce_args, tm_w_user)},
+     .tmap = true, .tmap_offset = offsetof(kevo_lce_args, tm_w_user),
+     .tmap_field = "tm_w_user"},
     {.name = "w_cand", .role = KEVO_TENSOR_INPUT, .rank = 2, .dims = {"M", "Kc"}, .padded = "Kcp", .stream = 1,
-     .tmap = true, .tmap_offset = offsetof(kevo_lce_args, tm_w_cand)},
+     .tmap = true, .tmap_offset = offsetof(kevo_lce_args, tm_w_cand),
+     .tmap_field = "tm_w_cand"},
     {.name = "e_user", .role = KEVO_TENSOR_INPUT, .rank = 3, .dims = {"U", "Ku", "N"}, .stream = 2, .tmap = true,
-     .tmap_offset = offsetof(kevo_lce_args, tm_e_user)},
+     .tmap_offset = offsetof(kevo_lce_args, tm_e_user),
+     .tmap_field = "tm_e_user"},
     {.name = "e_cand", .role = KEVO_TENSOR_INPUT, .rank = 3, .dims = {"B", "Kc", "N"}, .stream = 3, .tmap = true,
-     .tmap_offset = offsetof(kevo_lce_args, tm_e_cand)},
+     .tmap_offset = offsetof(kevo_lce_args, tm_e_cand),
+     .tmap_field = "tm_e_cand"},
     {.name = "cand_to_user", .role = KEVO_TENSOR_MAP, .rank = 1, .dims = {"B"}, .users = "U", .per_user = "ratio"},
     {.name = "out", .role = KEVO_TENSOR_OUTPUT, .rank = 3, .dims = {"B", "M", "N"}, .tmap = true,
-     .tmap_offset = offsetof(kevo_lce_args, tm_out)},
+     .tmap_offset = offsetof(kevo_lce_args, tm_out),
+     .tmap_field = "tm_out"},
 };
 
 /* The symbols the library's dispatch matches a tuned shape on. */

@@ -144,13 +144,16 @@ static void test_lce_tensors(void **state)
 {
     (void)state;
     const kevo_op *op = lce();
-    const char *in[KEVO_OP_MAX_TENSORS], *out[KEVO_OP_MAX_TENSORS];
-    static const char *const want_in[] = {"w_user", "w_cand", "e_user", "e_cand", "cand_to_user"};
-    assert_int_equal(kevo_op_tensor_names(op, false, in, KEVO_OP_MAX_TENSORS), 5);
-    for (int i = 0; i < 5; i++)
+    const char *in[KEVO_OP_MAX_FIELDS], *out[KEVO_OP_MAX_FIELDS];
+    /* each tensor, then its TMA descriptor: the LLM check guards both */
+    static const char *const want_in[] = {"w_user", "tm_w_user", "w_cand", "tm_w_cand", "e_user",
+                                          "tm_e_user", "e_cand", "tm_e_cand", "cand_to_user"};
+    assert_int_equal(kevo_op_tensor_names(op, false, in, KEVO_OP_MAX_FIELDS), 9);
+    for (int i = 0; i < 9; i++)
         assert_string_equal(in[i], want_in[i]);
-    assert_int_equal(kevo_op_tensor_names(op, true, out, KEVO_OP_MAX_TENSORS), 1);
+    assert_int_equal(kevo_op_tensor_names(op, true, out, KEVO_OP_MAX_FIELDS), 2);
     assert_string_equal(out[0], "out");
+    assert_string_equal(out[1], "tm_out");
     assert_int_equal(kevo_op_tensor_names(op, false, in, 2), 2);
 
     static const struct {
