@@ -27,12 +27,19 @@ struct kv_buf; /* util/util.h */
 #define KEVO_SYM_NAME_MAX 32
 #define KEVO_SYMS_MAX 96
 
+#define KEVO_SYMS_SLOTS 256 /* hash slots: a power of two over twice KEVO_SYMS_MAX */
+
 /* A set of named int64 values: shape symbols, template parameters, derived
- * values, device limits.  Plain value type; copy freely. */
+ * values, device limits.  Plain value type; copy freely.  Names keep their
+ * insertion order (name[0..n)); slot[] is an open-addressing hash of them
+ * (0: empty, else index + 1), so a lookup costs about one string compare:
+ * ranking a space binds and evaluates every configuration's lets,
+ * constraints and model terms, millions of lookups at start-up. */
 typedef struct kevo_syms {
     int n;
     char name[KEVO_SYMS_MAX][KEVO_SYM_NAME_MAX];
     int64_t value[KEVO_SYMS_MAX];
+    unsigned char slot[KEVO_SYMS_SLOTS];
 } kevo_syms;
 
 void kevo_syms_init(kevo_syms *s);

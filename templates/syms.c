@@ -1,11 +1,30 @@
 /* syms.c — named int64 values that expressions read. */
+#include <stdint.h>
 #include <string.h>
 
 #include "templates/expr.h"
 
+_Static_assert(KEVO_SYMS_SLOTS >= 2 * KEVO_SYMS_MAX && (KEVO_SYMS_SLOTS & (KEVO_SYMS_SLOTS - 1)) == 0,
+               "the hash needs a power-of-two table at most half full");
+_Static_assert(KEVO_SYMS_MAX < 256, "slots hold index + 1 in a byte");
+
 void kevo_syms_init(kevo_syms *s)
 {
     s->n = 0;
+    memset(s->slot, 0, sizeof s->slot);
+}
+
+/* The slot that holds name, or the empty one where it would go (FNV-1a,
+ * linear probing; the table is never more than half full). */
+static unsigned sy_slot(const kevo_syms *s, const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    unsigned i = h & (KEVO_SYMS_SLOTS - 1);
+    while (s->slot[i] && strcmp(s->name[s->slot[i] - 1], name) != 0)
+        i = (i + 1) & (KEVO_SYMS_SLOTS - 1);
+    return i;
 }
 
 kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value)
@@ -13,27 +32,25 @@ kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value)
     size_t len = name ? strlen(name) : 0;
     if (len == 0 || len >= KEVO_SYM_NAME_MAX)
         return KEVO_ERR_ARG;
-    for (int i = 0; i < s->n; i++) {
-        if (strcmp(s->name[i], name) == 0) {
-            s->value[i] = value;
-            return KEVO_OK;
-        }
+    unsigned i = sy_slot(s, name);
+    if (s->slot[i]) {
+        s->value[s->slot[i] - 1] = value;
+        return KEVO_OK;
     }
     if (s->n >= KEVO_SYMS_MAX)
         return KEVO_ERR_NOMEM;
     memcpy(s->name[s->n], name, len + 1);
     s->value[s->n++] = value;
+    s->slot[i] = (unsigned char)s->n;
     return KEVO_OK;
 }
 
 bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value)
 {
-    for (int i = 0; i < s->n; i++) {
-        if (strcmp(s->name[i], name) == 0) {
-            if (value)
-                *value = s->value[i];
-            return true;
-        }
-    }
-    return false;
+    unsigned i = sy_slot(s, name);
+    if (!s->slot[i])
+        return false;
+    if (value)
+        *value = s->value[s->slot[i] - 1];
+    return true;
 }

@@ -6,6 +6,7 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,40 @@ static void test_ternary(void **state)
     assert_int_equal(ev_s("FUSE==0 ? 1 : 0", &s), 1);
     assert_int_equal(kevo_syms_set(&s, "FUSE", 1), KEVO_OK);
     assert_int_equal(ev_s("FUSE==0 ? 1 : 0", &s), 0);
+}
+
+/* The symbol table: full to KEVO_SYMS_MAX names (the hash probes past
+ * collisions), insertion order kept, a replace adds nothing, one more is
+ * refused, a struct copy and a re-init behave. */
+static void test_syms_table(void **state)
+{
+    (void)state;
+    kevo_syms s;
+    kevo_syms_init(&s);
+    char name[KEVO_SYM_NAME_MAX];
+    for (int i = 0; i < KEVO_SYMS_MAX; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        assert_int_equal(kevo_syms_set(&s, name, 1000 + i), KEVO_OK);
+    }
+    assert_int_equal(s.n, KEVO_SYMS_MAX);
+    assert_int_equal(kevo_syms_set(&s, "one_more", 1), KEVO_ERR_NOMEM);
+    assert_int_equal(kevo_syms_set(&s, "s7", -7), KEVO_OK); /* a replace fits a full table */
+    assert_int_equal(s.n, KEVO_SYMS_MAX);
+    kevo_syms c = s;
+    for (int i = 0; i < KEVO_SYMS_MAX; i++) {
+        int64_t v = 0;
+        snprintf(name, sizeof name, "s%d", i);
+        assert_string_equal(c.name[i], name);
+        assert_true(kevo_syms_get(&c, name, &v));
+        assert_int_equal(v, i == 7 ? -7 : 1000 + i);
+    }
+    assert_false(kevo_syms_get(&c, "s96", NULL));
+    assert_false(kevo_syms_get(&c, "S1", NULL));
+    assert_int_equal(kevo_syms_set(&s, "", 1), KEVO_ERR_ARG);
+    kevo_syms_init(&c);
+    assert_false(kevo_syms_get(&c, "s0", NULL));
+    assert_int_equal(kevo_syms_set(&c, "s0", 5), KEVO_OK);
+    assert_int_equal(c.n, 1);
 }
 
 static void test_short_circuit(void **state)
@@ -493,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_literals_and_whitespace),
         cmocka_unit_test(test_precedence),
         cmocka_unit_test(test_ternary),
+        cmocka_unit_test(test_syms_table),
         cmocka_unit_test(test_short_circuit),
         cmocka_unit_test(test_functions),
         cmocka_unit_test(test_function_errors),
