@@ -1423,6 +1423,26 @@ static kevo_status tn_warm_collect_new(tn_env *e, const kevo_tune_opts *o, kevo_
 }
 
 /* Fill the run row's settings from the options (a new run). */
+/* The run's device: its name, driver, SMs, clocks and measured ceilings. */
+static void tn_run_device(kevo_run_row *run, const kevo_gpu_info *info)
+{
+    snprintf(run->device, sizeof run->device, "%s", info->name);
+    run->driver_version = info->driver_version;
+    run->sm_count = info->sm_count;
+    run->sm_clock_mhz = info->sm_clock_mhz;
+    run->mem_clock_mhz = info->mem_clock_mhz;
+    run->peak_tflops = info->peak_tflops;
+    run->copy_tbps = info->copy_tbps;
+}
+
+/* The run's same-run peers (ms): stage 0, stage 0 with its broadcast, the op's other peer. */
+static void tn_run_peers(kevo_run_row *run, const kevo_gpu_info *info)
+{
+    run->baseline_ms = info->baseline_ms;
+    run->baseline_bcast_ms = info->baseline_bcast_ms;
+    run->decomposed_ms = info->peer_ms;
+}
+
 static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_opts *o, const char *policy,
                             const char *families)
 {
@@ -2062,31 +2082,14 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     if (!resume) {
         tn_run_settings(&run, &e, &ro, policy->name, fams.data ? fams.data : "");
         if (!ro.compile_only) {
-            snprintf(run.device, sizeof run.device, "%s", e.info.name);
-            run.driver_version = e.info.driver_version;
-            run.sm_count = e.info.sm_count;
-            run.sm_clock_mhz = e.info.sm_clock_mhz;
-            run.mem_clock_mhz = e.info.mem_clock_mhz;
-            run.baseline_ms = e.info.baseline_ms;
-            run.baseline_bcast_ms = e.info.baseline_bcast_ms;
-            run.decomposed_ms = e.info.peer_ms;
-            run.peak_tflops = e.info.peak_tflops;
-            run.copy_tbps = e.info.copy_tbps;
+            tn_run_device(&run, &e.info);
+            tn_run_peers(&run, &e.info);
         }
     } else if (!ro.compile_only && isnan(run.baseline_ms)) {
-        run.baseline_ms = e.info.baseline_ms;
-        run.baseline_bcast_ms = e.info.baseline_bcast_ms;
-        run.decomposed_ms = e.info.peer_ms;
+        tn_run_peers(&run, &e.info);
     }
-    if (!st && handoff) { /* the GPU the compile-only run never had */
-        snprintf(run.device, sizeof run.device, "%s", e.info.name);
-        run.driver_version = e.info.driver_version;
-        run.sm_count = e.info.sm_count;
-        run.sm_clock_mhz = e.info.sm_clock_mhz;
-        run.mem_clock_mhz = e.info.mem_clock_mhz;
-        run.peak_tflops = e.info.peak_tflops;
-        run.copy_tbps = e.info.copy_tbps;
-    }
+    if (!st && handoff) /* the GPU the compile-only run never had */
+        tn_run_device(&run, &e.info);
     kv_buf_release(&fams);
     tn_settings_fill(&rs, &ro);
 
