@@ -8,18 +8,6 @@
 
 #include "export/export.h"
 
-bool kevo_emit_is_ident(const char *s, size_t max)
-{
-    if (!s || !*s || strlen(s) > max)
-        return false;
-    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return false;
-    for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
-}
-
 kevo_status kevo_emit_c_string(kv_buf *b, const char *s)
 {
     kevo_status st = kv_buf_puts(b, "\"");
@@ -136,7 +124,7 @@ kevo_status kevo_export_check_name(const char *name, kevo_err *err)
 kevo_status kevo_emit_fill(const char *text, const char *name, const char *const *keys, const char *const *vals,
                            int nkeys, kv_buf *out, kevo_err *err)
 {
-    if (!kevo_emit_is_ident(name, 64))
+    if (!kv_is_ident(name, 64))
         return kevo_err_set(err, KEVO_ERR_ARG, "a library name that is not an identifier");
     char upper[80];
     snprintf(upper, sizeof upper, "%s", name);
@@ -202,7 +190,7 @@ static kevo_status xp_sym(void *ctx, const char *name, kv_buf *out, kevo_err *er
         known = strcmp(xp_limits[i], name) == 0;
     if (!known)
         return kevo_err_set(err, KEVO_ERR_ARG, "family '%s' uses unknown symbol '%s'", c->sp->family, name);
-    if (!kevo_emit_is_ident(name, KEVO_SYM_NAME_MAX - 1))
+    if (!kv_is_ident(name, KEVO_SYM_NAME_MAX - 1))
         return kevo_err_set(err, KEVO_ERR_ARG, "family '%s' uses a symbol that is not an identifier", c->sp->family);
     return kv_buf_printf(out, "v_%s", name);
 }
@@ -220,14 +208,14 @@ kevo_status kevo_emit_plan(kv_buf *b, const kevo_space *sp, const kevo_op *op, c
     kevo_status st = KEVO_OK;
     /* names become C identifiers: the space file's loader checks them, and so does the emitter */
     for (int i = 0; i < sp->nparams && !st; i++)
-        if (!kevo_emit_is_ident(sp->params[i].name, KEVO_SYM_NAME_MAX - 1))
+        if (!kv_is_ident(sp->params[i].name, KEVO_SYM_NAME_MAX - 1))
             st = kevo_err_set(err, KEVO_ERR_ARG, "family '%s' has a param whose name is not an identifier",
                               sp->family);
     for (int i = 0; i < sp->nlets && !st; i++)
-        if (!kevo_emit_is_ident(sp->lets[i].name, KEVO_SYM_NAME_MAX - 1))
+        if (!kv_is_ident(sp->lets[i].name, KEVO_SYM_NAME_MAX - 1))
             st = kevo_err_set(err, KEVO_ERR_ARG, "family '%s' has a let whose name is not an identifier", sp->family);
     for (int i = 0; i < op->nsymbols && !st; i++)
-        if (!kevo_emit_is_ident(op->symbols[i], KEVO_SYM_NAME_MAX - 1))
+        if (!kv_is_ident(op->symbols[i], KEVO_SYM_NAME_MAX - 1))
             st = kevo_err_set(err, KEVO_ERR_ARG, "op '%s' has a symbol that is not an identifier", op->name);
     if (st)
         return st;
@@ -383,7 +371,7 @@ kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_o
         int ti = kevo_emit_tmap_index(op, sp->tmaps[t].tensor);
         if (ti < 0 && !st)
             st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "family '%s' maps unknown tensor '%s'", sp->family,
-                              kevo_emit_is_ident(sp->tmaps[t].tensor, 23) ? sp->tmaps[t].tensor : "(not a name)");
+                              kv_is_ident(sp->tmaps[t].tensor, 23) ? sp->tmaps[t].tensor : "(not a name)");
         kv_buf_printf(b, "%s{%d}", t ? ", " : "", ti);
     }
     kv_buf_puts(b, "}, 0, NULL, {0}, {0}},\n");

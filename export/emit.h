@@ -16,8 +16,6 @@
 #include "templates/space.h"
 #include "util/util.h"
 
-/* Whether s is a C identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max bytes. */
-bool kevo_emit_is_ident(const char *s, size_t max);
 
 /* Append s as a C string literal, quotes included: printable ASCII as is,
  * except \\, \" and \? (no trigraph can form); every other byte (newlines,

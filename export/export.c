@@ -145,7 +145,7 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
     }
     if (!sp)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",
-                            (long long)c->id, kevo_emit_is_ident(c->family, 63) ? c->family : "(not a name)");
+                            (long long)c->id, kv_is_ident(c->family, 63) ? c->family : "(not a name)");
     /* the stored params are untrusted: only a configuration of the family's domains goes on */
     char who[64];
     snprintf(who, sizeof who, "candidate %lld (run %lld)", (long long)c->id, (long long)run->id);
@@ -331,7 +331,7 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
         if (kevo_limits_for_arch(run.arch, &lim, NULL) != KEVO_OK) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "run %lld in '%s' names arch '%s', which kevo does not know",
                               (long long)run.id, x->o->db_path,
-                              kevo_emit_is_ident(run.arch, 15) ? run.arch : "(not a name)");
+                              kv_is_ident(run.arch, 15) ? run.arch : "(not a name)");
             break;
         }
         kevo_cand_row *rows = NULL;

@@ -85,14 +85,7 @@ static kevo_status sp_copy_str(const cJSON *obj, const char *key, char *dst, siz
 /* A C identifier shorter than n bytes. */
 static bool sp_is_ident_n(const char *s, size_t n)
 {
-    if (!s || !*s || strlen(s) >= n)
-        return false;
-    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return false;
-    for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return false;
-    return true;
+    return n > 0 && kv_is_ident(s, n - 1);
 }
 
 static bool sp_is_ident(const char *s)

@@ -373,6 +373,18 @@ void kv_dirname(const char *path, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)len, path);
 }
 
+bool kv_is_ident(const char *s, size_t max_len)
+{
+    if (!s || !*s || strlen(s) > max_len)
+        return false;
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    for (const char *p = s + 1; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
 bool kv_parse_i64(const char *s, int64_t *out)
 {
     if (!s || !*s)

@@ -81,6 +81,9 @@ void kv_dirname(const char *path, char *out, size_t n);
 /* Parse a decimal int64 with no trailing junk; false on junk or overflow. */
 bool kv_parse_i64(const char *s, int64_t *out);
 
+/* Whether s is a C identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max_len bytes. */
+bool kv_is_ident(const char *s, size_t max_len);
+
 /* splitmix64: a small seeded generator for reproducible host-side choices
  * (Steele, Lea, Flood 2014). */
 uint64_t kv_rand_next(uint64_t *state);

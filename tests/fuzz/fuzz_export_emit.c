@@ -44,7 +44,7 @@ static void fz_name(const char *name)
     kevo_err err;
     if (kevo_export_check_name(name, &err) != KEVO_OK)
         return;
-    if (!kevo_emit_is_ident(name, 64) || !(name[0] >= 'a' && name[0] <= 'z'))
+    if (!kv_is_ident(name, 64) || !(name[0] >= 'a' && name[0] <= 'z'))
         abort();
     kv_buf out;
     kv_buf_init(&out);
