@@ -205,16 +205,42 @@ static void check_built(const kevo_compile_job *j, const kevo_plan *plan, const 
     }
 }
 
+/* A configuration of a family at a shape, for one arch and dtype. */
+typedef struct shape_case {
+    const char *params, *arch;
+    kevo_dtype dt;
+} shape_case;
+
+/* Check c valid at shape (the family supports the shape, the configuration
+ * passes the space's constraints), render it, plan it and set up its
+ * compile job; *cfg receives the configuration. */
+static void prep_at_shape(const kevo_space *sp, const kevo_syms *shape, const shape_case *c, kevo_config *cfg,
+                          kv_buf *src, kevo_plan *plan, kevo_compile_job *job)
+{
+    kevo_limits lim;
+    kevo_err err;
+    char why[256];
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_limits_for_arch(c->arch, &lim, &err), KEVO_OK);
+    assert_true(tu_config_of(sp, c->params, cfg));
+    assert_int_equal(kevo_space_supports(sp, shape, &lim, c->dt, &err), KEVO_OK);
+    int ok = kevo_space_check(sp, shape, &lim, c->dt, cfg, why, sizeof why);
+    if (ok != 1)
+        print_error("%s %s: %s\n", sp->family, c->params ? c->params : "default", why);
+    assert_int_equal(ok, 1);
+    kv_buf_init(src);
+    assert_int_equal(kevo_space_render(sp, cfg, c->dt, abi, src, &err), KEVO_OK);
+    assert_int_equal(kevo_space_plan(sp, shape, &lim, c->dt, cfg, plan, &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(job, sp->source_name, src->data, c->arch, &err), KEVO_OK);
+}
+
 /* The memory-bound family at a short-K shape (the default shape's Kc does not
  * fit it): both dtypes and both USER forms for sm_90a, and sm_80, which it
  * also targets; no spills, every launched entry in the cubin. */
 static void test_lce_mem(void **state)
 {
     (void)state;
-    static const struct {
-        const char *params, *arch;
-        kevo_dtype dt;
-    } cases[] = {
+    static const shape_case cases[] = {
         {NULL, "sm_90a", KEVO_DTYPE_F16},
         {NULL, "sm_90a", KEVO_DTYPE_BF16},
         {"BM=96,BN=64,WARPS_M=2,WARPS_N=4,STAGES=4,OCC=1,USER=0", "sm_90a", KEVO_DTYPE_F16},
@@ -235,21 +261,9 @@ static void test_lce_mem(void **state)
     kevo_plan plans[N];
     kv_buf src[N];
     for (int i = 0; i < N; i++) {
-        kevo_limits lim;
         kevo_config cfg;
-        char why[256];
-        assert_int_equal(kevo_limits_for_arch(cases[i].arch, &lim, &err), KEVO_OK);
-        assert_true(tu_config_of(sp, cases[i].params, &cfg));
-        assert_int_equal(kevo_space_supports(sp, &shape, &lim, cases[i].dt, &err), KEVO_OK);
-        int ok = kevo_space_check(sp, &shape, &lim, cases[i].dt, &cfg, why, sizeof why);
-        if (ok != 1)
-            print_error("lce_mem %s: %s\n", cases[i].params ? cases[i].params : "default", why);
-        assert_int_equal(ok, 1);
-        kv_buf_init(&src[i]);
-        assert_int_equal(kevo_space_render(sp, &cfg, cases[i].dt, abi, &src[i], &err), KEVO_OK);
-        assert_int_equal(kevo_space_plan(sp, &shape, &lim, cases[i].dt, &cfg, &plans[i], &err), KEVO_OK);
+        prep_at_shape(sp, &shape, &cases[i], &cfg, &src[i], &plans[i], &jobs[i]);
         assert_int_equal(plans[i].nlaunches, cfg.v[kevo_space_param_index(sp, "USER")] ? 2 : 1);
-        assert_int_equal(kevo_compile_job_init(&jobs[i], sp->source_name, src[i].data, cases[i].arch, &err), KEVO_OK);
     }
     assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
     for (int i = 0; i < N; i++) {
@@ -272,49 +286,35 @@ static void test_lce_mem(void **state)
 static void test_lce_ws_split(void **state)
 {
     (void)state;
-    static const struct {
-        const char *params;
-        kevo_dtype dt;
-    } cases[] = {
-        {"SPLITK=2,URES=1", KEVO_DTYPE_F16},
-        {"SPLITK=3,PINGPONG=0,CLUSTER=2,URES=1", KEVO_DTYPE_BF16},
-        {"SPLITK=4,BN=128,CONSUMERS=4,PINGPONG=0,FUSE=0,EPI=0,STAGES=3", KEVO_DTYPE_F16},
-        {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", KEVO_DTYPE_BF16},
+    static const shape_case cases[] = {
+        {"SPLITK=2,URES=1", "sm_90a", KEVO_DTYPE_F16},
+        {"SPLITK=3,PINGPONG=0,CLUSTER=2,URES=1", "sm_90a", KEVO_DTYPE_BF16},
+        {"SPLITK=4,BN=128,CONSUMERS=4,PINGPONG=0,FUSE=0,EPI=0,STAGES=3", "sm_90a", KEVO_DTYPE_F16},
+        {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", "sm_90a", KEVO_DTYPE_BF16},
     };
     enum { N = sizeof cases / sizeof cases[0] };
     char path[PATH_MAX];
     kevo_space *sp;
     kevo_syms shape;
-    kevo_limits lim;
     kevo_err err;
     kevo_err_clear(&err);
     snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
     assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
     assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=256,M=200,N=256,Ku=512,Kc=2048,ratio=16", &shape, &err),
                      KEVO_OK);
-    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
     kevo_compile_job jobs[N];
     kevo_plan plans[N];
     kv_buf src[N];
     for (int i = 0; i < N; i++) {
         kevo_config cfg;
-        char why[256];
-        assert_true(tu_config_of(sp, cases[i].params, &cfg));
-        int ok = kevo_space_check(sp, &shape, &lim, cases[i].dt, &cfg, why, sizeof why);
-        if (ok != 1)
-            print_error("lce_ws %s: %s\n", cases[i].params, why);
-        assert_int_equal(ok, 1);
-        kv_buf_init(&src[i]);
-        assert_int_equal(kevo_space_render(sp, &cfg, cases[i].dt, abi, &src[i], &err), KEVO_OK);
-        assert_int_equal(kevo_space_plan(sp, &shape, &lim, cases[i].dt, &cfg, &plans[i], &err), KEVO_OK);
-        assert_int_equal(kevo_compile_job_init(&jobs[i], sp->source_name, src[i].data, "sm_90a", &err), KEVO_OK);
+        prep_at_shape(sp, &shape, &cases[i], &cfg, &src[i], &plans[i], &jobs[i]);
     }
     assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
     for (int i = 0; i < N; i++) {
         kevo_compile_job *j = &jobs[i];
         printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,
                kevo_dtype_name(cases[i].dt), j->seconds, j->regs, j->spill_bytes, (size_t)plans[i].workspace_bytes);
-        check_built(j, &plans[i], "sm_90a");
+        check_built(j, &plans[i], cases[i].arch);
         kevo_compile_job_release(j);
         kv_buf_release(&src[i]);
     }

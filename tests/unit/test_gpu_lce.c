@@ -175,17 +175,18 @@ static void run_cases(const kevo_space *sp, const gpu_case *cases, size_t n)
 {
     const char *only = getenv("KEVO_GPU_CASES");
     size_t ran = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int d = 0; d < 2 && (!only || !*only || strstr(cases[i].params, only)); d++) {
-            ran += d == 0;
+    for (size_t i = 0; i < n; i++) {
+        if (only && *only && !strstr(cases[i].params, only))
+            continue;
+        ran++;
+        for (int d = 0; d < 2; d++) {
             kevo_gpu_result r =
                 run_config(sp, d ? KEVO_DTYPE_BF16 : KEVO_DTYPE_F16, cases[i].shape, cases[i].params, false);
             assert_int_equal(r.fail, KEVO_FAIL_NONE);
             assert_int_equal(r.checks, 3);
         }
-    if (!only || !*only)
-        assert_int_equal(ran, n);
-    else if (ran == 0)
+    }
+    if (ran == 0)
         printf("  %s: no case matches KEVO_GPU_CASES=%s\n", sp->family, only);
 }
 

@@ -432,7 +432,8 @@ static void test_prompt_contents(void **state)
     kevo_knowledge_close(kb);
 }
 
-static size_t build_len(kevo_knowledge *kb, prompt_fixture *f, size_t cap, kv_buf *user, kevo_status want)
+/* Build the fixture's prompt under cap into *user (initialized here). */
+static kevo_status build_at(kevo_knowledge *kb, prompt_fixture *f, size_t cap, kv_buf *user, kevo_err *err)
 {
     char dir[PATH_MAX];
     prompts_dir(dir, sizeof dir);
@@ -440,12 +441,18 @@ static size_t build_len(kevo_knowledge *kb, prompt_fixture *f, size_t cap, kv_bu
     kv_buf_init(&sys);
     kv_buf_init(user);
     f->in.max_chars = cap;
+    kevo_status st = kevo_prompt_build(dir, kb, &f->in, &sys, user, NULL, 0, err);
+    kv_buf_release(&sys);
+    return st;
+}
+
+static size_t build_len(kevo_knowledge *kb, prompt_fixture *f, size_t cap, kv_buf *user, kevo_status want)
+{
     kevo_err err;
-    kevo_status st = kevo_prompt_build(dir, kb, &f->in, &sys, user, NULL, 0, &err);
+    kevo_status st = build_at(kb, f, cap, user, &err);
     if (st != want)
         print_error("cap %zu: %s\n", cap, err.msg);
     assert_int_equal(st, want);
-    kv_buf_release(&sys);
     return user->len;
 }
 
@@ -486,14 +493,8 @@ static void test_prompt_cap(void **state)
      * source left out (a new kernel), and an error; each in that order */
     int seen = 0; /* the furthest stage reached: 1 stripped, 2 cut, 3 left out, 4 error */
     for (size_t c = cap; c > 1500; c -= 250) {
-        char dir[PATH_MAX];
-        prompts_dir(dir, sizeof dir);
-        kv_buf sys;
-        kv_buf_init(&sys);
-        kv_buf_init(&u);
         kevo_err err;
-        f.in.max_chars = c;
-        kevo_status st = kevo_prompt_build(dir, kb, &f.in, &sys, &u, NULL, 0, &err);
+        kevo_status st = build_at(kb, &f, c, &u, &err);
         int stage = st ? 4 : strstr(u.data, "cut here to fit") ? 2 : strstr(u.data, "(left out: its") ? 3
                           : strstr(u.data, "(comments and blank lines left out)") ? 1 : 0;
         assert_true(stage >= seen); /* never back to a fuller form */
@@ -520,7 +521,6 @@ static void test_prompt_cap(void **state)
             assert_non_null(strstr(u.data, "left out with its source")); /* the plan too */
             assert_null(strstr(u.data, "\"launches\""));
         }
-        kv_buf_release(&sys);
         kv_buf_release(&u);
         if (stage == 4)
             break;
