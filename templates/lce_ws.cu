@@ -363,6 +363,15 @@ __device__ __forceinline__ uint4 *ws_ures(const kevo_lce_args &a, const ws_geom 
     return static_cast<uint4 *>(a.workspace) + (ws_cta_tile(g, u, tm, tn, rank) * (TILE_R / 64) + slice) * UBLOCK + tid;
 }
 
+// Wait until a workspace flag carries this run's launch_seq (acquire: what
+// its writer stored before setting it is visible after).
+__device__ __forceinline__ void wait_flag(int *flag, int seq)
+{
+    cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
+    while (f.load(cuda::memory_order_acquire) != seq)
+        __nanosleep(64);
+}
+
 // Arrive on barrier `bar` of every CTA in the cluster (the ring's empty
 // slots: a multicast may write only once both CTAs have released the slot).
 __device__ __forceinline__ void arrive_all_ranks(unsigned long long *bar)
@@ -567,9 +576,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             if constexpr (PHASE == PHASE_BOTH) {
                 if (first) {
                     if (tid == 0) {
-                        cuda::atomic_ref<int, cuda::thread_scope_device> f(*ws_flag(a, g, u, it.tm, it.tn, rank));
-                        while (f.load(cuda::memory_order_acquire) != seq)
-                            __nanosleep(64);
+                        wait_flag(ws_flag(a, g, u, it.tm, it.tn, rank), seq);
                     }
                     wg_sync(1 + c);
                 }
@@ -672,11 +679,8 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 // loads per thread: +17% at B=256, ratio=70 on an H100) ----
                 if (it.part == 0) {
                     if (tid == 0) {
-                        for (int q = 1; q < SPLITK; ++q) {
-                            cuda::atomic_ref<int, cuda::thread_scope_device> f(*ws_part_flag(a, g, it.sidx, q, rank));
-                            while (f.load(cuda::memory_order_acquire) != seq)
-                                __nanosleep(64);
-                        }
+                        for (int q = 1; q < SPLITK; ++q)
+                            wait_flag(ws_part_flag(a, g, it.sidx, q, rank), seq);
                     }
                     wg_sync(1 + c);
                     const float4 *pp = ws_part(a, g, it.sidx, 1, rank, PINGPONG ? 0 : c, tid);
