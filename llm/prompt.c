@@ -1079,10 +1079,12 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     }
 
     /* the fixed parts */
-    kv_buf head, abi, parent, query;
+    kv_buf head, abi, parent, plan, plan_out, query;
     kv_buf_init(&head);
     kv_buf_init(&abi);
     kv_buf_init(&parent);
+    kv_buf_init(&plan);
+    kv_buf_init(&plan_out);
     kv_buf_init(&query);
     kv_buf_puts(&head, "# Operator\n\n");
     pr_put_clean(&head, opdesc, strlen(opdesc), true);
@@ -1098,6 +1100,8 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     const char *ah = in->abi_header ? in->abi_header : "";
     pr_block(&abi, "c", ah, pr_cut(ah, strlen(ah), 64 * 1024));
     pr_parent(in, &parent);
+    pr_plan(in, &plan, false);    /* shown with the source */
+    pr_plan(in, &plan_out, true); /* left out with it */
 
     /* knowledge */
     pr_query(in, bound, &query);
@@ -1126,7 +1130,8 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
         kv_buf_init(&sib);
         kv_buf_init(&know);
         kv_buf_init(&task);
-        pr_plan(in, &src, mode == PR_SRC_OMITTED);
+        const kv_buf *pl = mode == PR_SRC_OMITTED ? &plan_out : &plan;
+        kv_buf_append(&src, pl->data ? pl->data : "", pl->len);
         pr_source(&src, mode == PR_SRC_WHOLE ? whole : view, mode, keep);
         pr_siblings(in, &sib, show_sib);
         if (kb)
@@ -1187,6 +1192,8 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     kv_buf_release(&head);
     kv_buf_release(&abi);
     kv_buf_release(&parent);
+    kv_buf_release(&plan);
+    kv_buf_release(&plan_out);
     kv_buf_release(&query);
     free(sys);
     free(opdesc);
