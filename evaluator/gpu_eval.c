@@ -50,6 +50,7 @@ CUresult wk_fill(wk_ctx *w, uint64_t seed, kevo_map_kind kind)
                                  (unsigned)op->tensors[i].stream));
         }
     }
+    io->cur_map = kind;
     if (io->map >= 0) {
         const wk_tensor *m = &io->t[io->map];
         kevo_make_map(kind, (int64_t)m->count, io->map_users, io->map_ratio, seed ^ 0x5eedull, io->host_map);
@@ -119,6 +120,16 @@ static bool wk_encode_tmaps(wk_ctx *w, const kevo_plan *pl, wk_args *a, char *wh
         }
     }
     return true;
+}
+
+/* The op's ABI struct for a plan over the current input set, its tensor
+ * maps encoded; false with why[] set when a map cannot be made.  Built
+ * after every fill: an op's arguments may depend on the input set
+ * (w->io.cur_map). */
+static bool wk_plan_args(wk_ctx *w, const kevo_plan *pl, wk_args *a, char *why, size_t n)
+{
+    wk_op_args(w, pl->pad_k != 0, w->info.sm_count, a);
+    return wk_encode_tmaps(w, pl, a, why, n);
 }
 
 CUresult wk_reference(wk_ctx *w, double *ref_sumsq)
@@ -266,8 +277,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         return;
     }
     wk_run_arg ra = {.c = c};
-    wk_op_args(w, req->plan.pad_k != 0, w->info.sm_count, &ra.a);
-    if (!wk_encode_tmaps(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
+    if (!wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) { /* rebuilt after every fill */
         res->fail = KEVO_FAIL_LOAD_ERROR;
         return;
     }
@@ -283,6 +293,10 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         r = wk_fill(w, wk_check_seed(req->seed, kind), (kevo_map_kind)kind);
         if (r == CUDA_SUCCESS)
             r = wk_reference(w, &ref2);
+        if (r == CUDA_SUCCESS && !wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
+            res->fail = KEVO_FAIL_LOAD_ERROR;
+            return;
+        }
         if (r == CUDA_SUCCESS)
             r = wk_inputs_sum(w, &sum_before);
         if (r != CUDA_SUCCESS) {
@@ -351,6 +365,10 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         return;
     /* timing inputs: the run's fixed seed, sorted map, for every candidate alike */
     r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
+    if (r == CUDA_SUCCESS && !wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
+        res->fail = KEVO_FAIL_LOAD_ERROR;
+        return;
+    }
     if (r == CUDA_SUCCESS)
         r = wk_time(w, wk_run_plan, &ra, w->cfg.warmup, w->cfg.reps, &res->median_ms, &res->min_ms, &res->max_ms,
                     res->rep_ms);
@@ -374,12 +392,13 @@ void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int
         if (reqs[i].plan.workspace_bytes > ws)
             ws = reqs[i].plan.workspace_bytes;
     CUresult r = wk_ensure_ws(w, ws);
+    if (r == CUDA_SUCCESS) /* the inputs first: the arguments may depend on them */
+        r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     bool ok = r == CUDA_SUCCESS;
     for (int i = 0; i < n && ok; i++) {
         ra[i].c = &c[i];
-        wk_op_args(w, reqs[i].plan.pad_k != 0, w->info.sm_count, &ra[i].a);
         args[i] = &ra[i];
-        if (!wk_encode_tmaps(w, &reqs[i].plan, &ra[i].a, out[i].msg, sizeof out[i].msg)) {
+        if (!wk_plan_args(w, &reqs[i].plan, &ra[i].a, out[i].msg, sizeof out[i].msg)) {
             out[i].fail = KEVO_FAIL_LOAD_ERROR;
             ok = false;
         }
@@ -389,8 +408,6 @@ void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int
     double *ms = ok ? malloc((size_t)n * (size_t)rounds * sizeof *ms) : NULL;
     if (ok && !ms)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS)
-        r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     if (r == CUDA_SUCCESS)
         r = wk_time_interleaved(w, wk_run_plan, args, n, warmup, rounds, ms);
     for (int i = 0; i < n; i++) {

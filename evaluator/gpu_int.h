@@ -32,6 +32,10 @@ typedef struct wk_io {
     int map;                      /* index of the cand_to_user tensor, -1: none */
     int64_t map_users, map_ratio; /* its users and the sorted map's candidates per user */
     int32_t *host_map;
+    /* The map kind of the current input set (wk_fill's): an op may make
+     * its arguments and reference depend on it (ikbo_fa's check scale on
+     * the uneven map), so the ABI struct is rebuilt after every fill. */
+    kevo_map_kind cur_map;
     CUdeviceptr ref;              /* fp32 reference, the output's element count */
     CUdeviceptr stats;            /* 8 doubles: the comparison's sums, the checksum's slot */
     CUdeviceptr ws;
@@ -130,7 +134,8 @@ void wk_op_fini(wk_ctx *w);
 CUresult wk_gen(wk_ctx *w, CUdeviceptr dst, unsigned long long count, uint64_t seed, unsigned stream);
 
 /* A fresh input set: every input from `seed` (their padded copies holding
- * the same values) and the cand_to_user map of `kind`; synchronizes. */
+ * the same values) and the cand_to_user map of `kind` (w->io.cur_map =
+ * kind); synchronizes. */
 CUresult wk_fill(wk_ctx *w, uint64_t seed, kevo_map_kind kind);
 
 /* The op's reference of the current inputs into w->io.ref; *ref_sumsq =

@@ -689,6 +689,8 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     x.op = kevo_op_find(o->op);
     if (!x.op)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s'", o->op);
+    if (!x.op->export_desc) /* before anything reads it */
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "export of %s is not supported yet", x.op->name);
     char path[PATH_MAX], tdir[PATH_MAX - 64];
     snprintf(path, sizeof path, "%s/templates", o->data_dir);
     st = kevo_spaces_load_dirs(path, o->extra_templates, o->op, &x.spaces, &x.nspaces, err);
@@ -704,8 +706,6 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
                       &piece[0], &piece[1], &piece[2], &piece[3]};
     for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
         kv_buf_init(bufs[i]);
-    if (!st && !xd)
-        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "op '%s' has no export description", x.op->name);
     if (!st) {
         char *a = NULL;
         snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, x.op->abi_header);

@@ -132,6 +132,191 @@ kevo_status kevo_tensor_shape(const kevo_tensor_desc *t, const kevo_syms *shape,
     return KEVO_OK;
 }
 
+/* ---- shape text ---- */
+
+#define OP_QUOTE_MAX 200 /* longest piece of input quoted in a message */
+
+static int64_t op_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static bool op_is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* Trim [*p, *e) of surrounding white space. */
+static void op_trim(const char **p, const char **e)
+{
+    while (*p < *e && op_is_space(**p))
+        (*p)++;
+    while (*e > *p && op_is_space((*e)[-1]))
+        (*e)--;
+}
+
+static int op_quote_len(const char *p, const char *e)
+{
+    return e - p > OP_QUOTE_MAX ? OP_QUOTE_MAX : (int)(e - p);
+}
+
+/* True when [p, e) spells key exactly (case-sensitive). */
+static bool op_key_is(const char *key, const char *p, const char *e)
+{
+    size_t n = (size_t)(e - p);
+    return strlen(key) == n && memcmp(key, p, n) == 0;
+}
+
+/* Parse one value [p, e) for key into *out (in [1, 2^31-1]). */
+static kevo_status op_parse_value(const char *key, const char *p, const char *e, int64_t *out, kevo_err *err)
+{
+    int qn = op_quote_len(p, e);
+    if (p == e)
+        return kevo_err_set(err, KEVO_ERR_ARG, "empty value for shape key '%s'", key);
+    const char *d = p;
+    bool negative = false;
+    if (*d == '+' || *d == '-')
+        negative = *d++ == '-';
+    if (d == e)
+        return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%.*s' for shape key '%s'", qn, p, key);
+    bool nonzero = false;
+    for (const char *c = d; c < e; c++) {
+        if (*c < '0' || *c > '9')
+            return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%.*s' for shape key '%s'", qn, p, key);
+        nonzero |= *c != '0';
+    }
+    if (negative || !nonzero)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%.*s' for shape key '%s' must be positive", qn, p, key);
+    /* all digits from here: a failed or long parse is out of range */
+    char buf[32];
+    int64_t v = 0;
+    bool ok = (size_t)(e - p) < sizeof buf;
+    if (ok) {
+        memcpy(buf, p, (size_t)(e - p));
+        buf[e - p] = '\0';
+        ok = kv_parse_i64(buf, &v);
+    }
+    if (!ok || v > KEVO_SHAPE_VALUE_MAX)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%.*s' for shape key '%s' exceeds %" PRId64, qn, p, key,
+                            KEVO_SHAPE_VALUE_MAX);
+    *out = v;
+    return KEVO_OK;
+}
+
+/* "(known: A, B, C)" for an unknown key's message. */
+static void op_known_keys(const char *const *keys, int nkeys, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int k = 0; k < nkeys && len < n; k++) {
+        int w = snprintf(out + len, n - len, "%s%s", k ? ", " : "", keys[k]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+kevo_status kevo_shape_parse_items(const char *text, const char *const *keys, int nkeys, int64_t *val, bool *given,
+                                   kevo_err *err)
+{
+    for (int k = 0; k < nkeys; k++)
+        given[k] = false;
+    if (!text)
+        text = "";
+    const char *end = text + strlen(text);
+    const char *tp = text, *te = end;
+    op_trim(&tp, &te);
+    if (tp == te)
+        return KEVO_OK;
+
+    const char *p = text;
+    for (;;) {
+        const char *e = p;
+        while (e < end && *e != ',')
+            e++;
+        const char *ip = p, *ie = e;
+        op_trim(&ip, &ie);
+        if (ip == ie)
+            return kevo_err_set(err, KEVO_ERR_ARG, "empty item in shape '%.*s'", op_quote_len(text, end), text);
+        const char *eq = memchr(ip, '=', (size_t)(ie - ip));
+        if (!eq)
+            return kevo_err_set(err, KEVO_ERR_ARG, "missing '=' in shape item '%.*s'", op_quote_len(ip, ie), ip);
+        const char *kp = ip, *ke = eq, *vp = eq + 1, *ve = ie;
+        op_trim(&kp, &ke);
+        op_trim(&vp, &ve);
+        if (kp == ke)
+            return kevo_err_set(err, KEVO_ERR_ARG, "missing key in shape item '%.*s'", op_quote_len(ip, ie), ip);
+        int k = 0;
+        while (k < nkeys && !op_key_is(keys[k], kp, ke))
+            k++;
+        if (k == nkeys) {
+            char known[256];
+            op_known_keys(keys, nkeys, known, sizeof known);
+            return kevo_err_set(err, KEVO_ERR_ARG, "unknown shape key '%.*s' (known: %s)", op_quote_len(kp, ke), kp,
+                                known);
+        }
+        if (given[k])
+            return kevo_err_set(err, KEVO_ERR_ARG, "duplicate shape key '%s'", keys[k]);
+        kevo_status st = op_parse_value(keys[k], vp, ve, &val[k], err);
+        if (st != KEVO_OK)
+            return st;
+        given[k] = true;
+        if (e == end)
+            return KEVO_OK;
+        p = e + 1;
+    }
+}
+
+kevo_status kevo_shape_users(const char *batch_key, int64_t B, bool ratio_given, int64_t ratio_value, bool u_given,
+                             int64_t u_value, int64_t default_ratio, int64_t *ratio, int64_t *U, kevo_err *err)
+{
+    if (u_given && u_value > B)
+        return kevo_err_set(err, KEVO_ERR_ARG, "value '%" PRId64 "' for shape key 'U' exceeds %s '%" PRId64 "'",
+                            u_value, batch_key, B);
+    /* a ratio above B is one user owning every candidate (U = 1) */
+    if (u_given && ratio_given) {
+        /* either derivation may have produced the pair (shape_str prints both) */
+        if (u_value != op_cdiv(B, ratio_value) && ratio_value != op_cdiv(B, u_value))
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "value '%" PRId64 "' for shape key 'U' does not match ratio '%" PRId64
+                                "' at %s '%" PRId64 "' (expected '%" PRId64 "')",
+                                u_value, ratio_value, batch_key, B, op_cdiv(B, ratio_value));
+        *ratio = ratio_value;
+        *U = u_value;
+    } else if (u_given) {
+        *U = u_value;
+        *ratio = op_cdiv(B, u_value);
+    } else {
+        int64_t r = ratio_given ? ratio_value : default_ratio;
+        if (!ratio_given && r > B) /* the default does not fit: ask for ratio or U */
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "default ratio '%" PRId64 "' exceeds %s '%" PRId64 "' (give ratio or U)", r, batch_key,
+                                B);
+        *ratio = r;
+        *U = op_cdiv(B, r);
+    }
+    return KEVO_OK;
+}
+
+uint64_t kevo_shape_count(const int64_t *f, int nf, uint64_t limit)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < nf; i++) {
+        uint64_t x = (uint64_t)f[i];
+        if (x != 0 && n > limit / x)
+            return limit + 1;
+        n *= x;
+    }
+    return n;
+}
+
+kevo_status kevo_shape_check_elems(const char *tensor, const char *dims, const int64_t *f, int nf, kevo_err *err)
+{
+    if (kevo_shape_count(f, nf, KEVO_SHAPE_ELEMS_MAX) <= KEVO_SHAPE_ELEMS_MAX)
+        return KEVO_OK;
+    return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' [%s] has more than 2^48 elements", tensor, dims);
+}
+
 /* ---- input generation (each op's ref.cu implements the same arithmetic) ---- */
 
 static uint64_t op_mix64(uint64_t z)

@@ -163,6 +163,41 @@ int kevo_op_tensor_names(const kevo_op *op, bool outputs, const char **names, in
 kevo_status kevo_tensor_shape(const kevo_tensor_desc *t, const kevo_syms *shape, int64_t dims[KEVO_TENSOR_MAX_RANK],
                               int64_t *ld, uint64_t *count, kevo_err *err);
 
+/* ---- shape text (each op's parse_shape) ---- */
+
+#define KEVO_SHAPE_VALUE_MAX INT64_C(2147483647)   /* 2^31-1: sizes are int in the device ABIs */
+#define KEVO_SHAPE_ELEMS_MAX (UINT64_C(1) << 48)    /* most elements of any one tensor */
+
+/* Parse "KEY=VALUE,..." over the nkeys keys of keys[] into val[nkeys] and
+ * given[nkeys] (given[k]: keys[k] appeared; val[k] then holds its value).
+ * Keys are case-sensitive, values whole numbers in [1, 2^31-1] (decimal
+ * digits, an optional '+'); white space around items, keys and values is
+ * ignored; blank text (NULL, or white space only) gives nothing.  Errors:
+ * KEVO_ERR_ARG quoting the offending piece (at most 200 characters): an
+ * empty item, a missing '=' or key, an unknown key (the message lists
+ * keys[]), a duplicate key, an empty, malformed, non-positive or too large
+ * value. */
+kevo_status kevo_shape_parse_items(const char *text, const char *const *keys, int nkeys, int64_t *val, bool *given,
+                                   kevo_err *err);
+
+/* Users and candidates per user of a batch of B candidates (the key
+ * batch_key, e.g. "B"): from U alone ratio = cdiv(B, U); from ratio alone
+ * U = cdiv(B, ratio) (a ratio above B is one user); both given must agree
+ * (either derived from the other); neither: default_ratio, refused when
+ * above B (give ratio or U).  Errors: KEVO_ERR_ARG quoting the values
+ * (U above B, U and ratio that disagree, the default ratio above B). */
+kevo_status kevo_shape_users(const char *batch_key, int64_t B, bool ratio_given, int64_t ratio_value, bool u_given,
+                             int64_t u_value, int64_t default_ratio, int64_t *ratio, int64_t *U, kevo_err *err);
+
+/* The product of nf >= 0 positive factors f[], saturated at limit + 1 (so
+ * nothing overflows). */
+uint64_t kevo_shape_count(const int64_t *f, int nf, uint64_t limit);
+
+/* Refuse a tensor of more than 2^48 elements, the product of f[nf]:
+ * KEVO_ERR_ARG "tensor 'NAME' [DIMS] has more than 2^48 elements", dims the
+ * dimensions' text ("B, M, N"). */
+kevo_status kevo_shape_check_elems(const char *tensor, const char *dims, const int64_t *f, int nf, kevo_err *err);
+
 /* ---- inputs every op draws (the device side: each op's ref.cu) ---- */
 
 /* Counter-based generator shared by host and device (kernels/ikbo_lce/ref.cu

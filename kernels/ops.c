@@ -3,11 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/ikbo_fa/ikbo_fa.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
 #include "kernels/op.h"
 
 static const kevo_op *const op_table[] = {
     &kevo_op_ikbo_lce,
+    &kevo_op_ikbo_fa,
 };
 
 const kevo_op *kevo_op_find(const char *name)

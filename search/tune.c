@@ -179,6 +179,10 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
  * shape; say why each other one is left out. */
 static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, kevo_err *err)
 {
+    if (e->nspaces == 0)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
+                            "op '%s' has no template family yet (no space file under templates/ names it)",
+                            e->op->name);
     if (list) {
         /* every name must exist */
         char *buf = kv_strdup(list);

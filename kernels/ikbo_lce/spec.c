@@ -15,9 +15,6 @@
 #include "util/util.h"
 
 #define LCE_DEFAULT_SHAPE "B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70"
-#define LCE_VALUE_MAX INT64_C(2147483647) /* 2^31-1: sizes are int in the device ABI */
-#define LCE_ELEMS_MAX (UINT64_C(1) << 48) /* most elements of any one tensor */
-#define LCE_QUOTE_MAX 200                 /* longest piece of input quoted in a message */
 
 static const char *const lce_symbols[] = {"B", "M", "N", "Ku", "Kc", "U", "ratio", "Kup", "Kcp"};
 
@@ -47,131 +44,16 @@ static int64_t lce_sym(const kevo_syms *s, const char *name)
 /* a*b*c for positive factors, saturated at limit+1 so nothing overflows. */
 static uint64_t lce_count(int64_t a, int64_t b, int64_t c, uint64_t limit)
 {
-    uint64_t f[3] = {(uint64_t)a, (uint64_t)b, (uint64_t)c};
-    uint64_t n = 1;
-    for (int i = 0; i < 3; i++) {
-        if (f[i] != 0 && n > limit / f[i])
-            return limit + 1;
-        n *= f[i];
-    }
-    return n;
-}
-
-static bool lce_is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-/* Trim [*p, *e) of surrounding white space. */
-static void lce_trim(const char **p, const char **e)
-{
-    while (*p < *e && lce_is_space(**p))
-        (*p)++;
-    while (*e > *p && lce_is_space((*e)[-1]))
-        (*e)--;
-}
-
-static int lce_quote_len(const char *p, const char *e)
-{
-    return e - p > LCE_QUOTE_MAX ? LCE_QUOTE_MAX : (int)(e - p);
-}
-
-/* True when [p, e) spells key exactly (case-sensitive). */
-static bool lce_key_is(const char *key, const char *p, const char *e)
-{
-    size_t n = (size_t)(e - p);
-    return strlen(key) == n && memcmp(key, p, n) == 0;
-}
-
-/* Parse one value [p, e) for key into *out (in [1, 2^31-1]). */
-static kevo_status lce_parse_value(const char *key, const char *p, const char *e, int64_t *out, kevo_err *err)
-{
-    int qn = lce_quote_len(p, e);
-    if (p == e)
-        return kevo_err_set(err, KEVO_ERR_ARG, "empty value for shape key '%s'", key);
-    const char *d = p;
-    bool negative = false;
-    if (*d == '+' || *d == '-')
-        negative = *d++ == '-';
-    if (d == e)
-        return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%.*s' for shape key '%s'", qn, p, key);
-    bool nonzero = false;
-    for (const char *c = d; c < e; c++) {
-        if (*c < '0' || *c > '9')
-            return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%.*s' for shape key '%s'", qn, p, key);
-        nonzero |= *c != '0';
-    }
-    if (negative || !nonzero)
-        return kevo_err_set(err, KEVO_ERR_ARG, "value '%.*s' for shape key '%s' must be positive", qn, p, key);
-    /* all digits from here: a failed or long parse is out of range */
-    char buf[32];
-    int64_t v = 0;
-    bool ok = (size_t)(e - p) < sizeof buf;
-    if (ok) {
-        memcpy(buf, p, (size_t)(e - p));
-        buf[e - p] = '\0';
-        ok = kv_parse_i64(buf, &v);
-    }
-    if (!ok || v > LCE_VALUE_MAX)
-        return kevo_err_set(err, KEVO_ERR_ARG, "value '%.*s' for shape key '%s' exceeds %" PRId64, qn, p, key,
-                            LCE_VALUE_MAX);
-    *out = v;
-    return KEVO_OK;
-}
-
-/* Parse "KEY=VALUE,..." into val[] / given[]; blank text gives nothing. */
-static kevo_status lce_parse_items(const char *text, int64_t val[LCE_NKEYS], bool given[LCE_NKEYS], kevo_err *err)
-{
-    for (int k = 0; k < LCE_NKEYS; k++)
-        given[k] = false;
-    const char *end = text + strlen(text);
-    const char *tp = text, *te = end;
-    lce_trim(&tp, &te);
-    if (tp == te)
-        return KEVO_OK;
-
-    const char *p = text;
-    for (;;) {
-        const char *e = p;
-        while (e < end && *e != ',')
-            e++;
-        const char *ip = p, *ie = e;
-        lce_trim(&ip, &ie);
-        if (ip == ie)
-            return kevo_err_set(err, KEVO_ERR_ARG, "empty item in shape '%.*s'", lce_quote_len(text, end), text);
-        const char *eq = memchr(ip, '=', (size_t)(ie - ip));
-        if (!eq)
-            return kevo_err_set(err, KEVO_ERR_ARG, "missing '=' in shape item '%.*s'", lce_quote_len(ip, ie), ip);
-        const char *kp = ip, *ke = eq, *vp = eq + 1, *ve = ie;
-        lce_trim(&kp, &ke);
-        lce_trim(&vp, &ve);
-        if (kp == ke)
-            return kevo_err_set(err, KEVO_ERR_ARG, "missing key in shape item '%.*s'", lce_quote_len(ip, ie), ip);
-        int k = 0;
-        while (k < LCE_NKEYS && !lce_key_is(lce_keys[k], kp, ke))
-            k++;
-        if (k == LCE_NKEYS)
-            return kevo_err_set(err, KEVO_ERR_ARG, "unknown shape key '%.*s' (known: B, M, N, Ku, Kc, ratio, U)",
-                                lce_quote_len(kp, ke), kp);
-        if (given[k])
-            return kevo_err_set(err, KEVO_ERR_ARG, "duplicate shape key '%s'", lce_keys[k]);
-        kevo_status st = lce_parse_value(lce_keys[k], vp, ve, &val[k], err);
-        if (st != KEVO_OK)
-            return st;
-        given[k] = true;
-        if (e == end)
-            return KEVO_OK;
-        p = e + 1;
-    }
+    const int64_t f[3] = {a, b, c};
+    return kevo_shape_count(f, 3, limit);
 }
 
 /* Refuse a tensor of more than 2^48 elements. */
 static kevo_status lce_check_elems(const char *tensor, const char *dims, int64_t a, int64_t b, int64_t c,
                                    kevo_err *err)
 {
-    if (lce_count(a, b, c, LCE_ELEMS_MAX) <= LCE_ELEMS_MAX)
-        return KEVO_OK;
-    return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' [%s] has more than 2^48 elements", tensor, dims);
+    const int64_t f[3] = {a, b, c};
+    return kevo_shape_check_elems(tensor, dims, f, 3, err);
 }
 
 static kevo_status lce_parse_shape(const char *text, kevo_syms *out, kevo_err *err)
@@ -182,38 +64,18 @@ static kevo_status lce_parse_shape(const char *text, kevo_syms *out, kevo_err *e
 
     if (!out)
         return kevo_err_set(err, KEVO_ERR_ARG, "no output for shape '%s'", text ? text : "");
-    if (lce_parse_items(LCE_DEFAULT_SHAPE, dv, dgiven, err) != KEVO_OK)
+    if (kevo_shape_parse_items(LCE_DEFAULT_SHAPE, lce_keys, LCE_NKEYS, dv, dgiven, err) != KEVO_OK)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "bad default shape '%s'", LCE_DEFAULT_SHAPE);
-    if ((st = lce_parse_items(text ? text : "", v, given, err)) != KEVO_OK)
+    if ((st = kevo_shape_parse_items(text, lce_keys, LCE_NKEYS, v, given, err)) != KEVO_OK)
         return st;
     for (int k = LCE_B; k <= LCE_KC; k++)
         if (!given[k])
             v[k] = dv[k];
 
     int64_t B = v[LCE_B], ratio, U;
-    if (given[LCE_U] && v[LCE_U] > B)
-        return kevo_err_set(err, KEVO_ERR_ARG, "value '%" PRId64 "' for shape key 'U' exceeds B '%" PRId64 "'",
-                            v[LCE_U], B);
-    /* a ratio above B is one user owning every candidate (U = 1) */
-    if (given[LCE_U] && given[LCE_RATIO]) {
-        ratio = v[LCE_RATIO];
-        U = v[LCE_U];
-        /* either derivation may have produced the pair (shape_str prints both) */
-        if (U != lce_cdiv(B, ratio) && ratio != lce_cdiv(B, U))
-            return kevo_err_set(err, KEVO_ERR_ARG,
-                                "value '%" PRId64 "' for shape key 'U' does not match ratio '%" PRId64
-                                "' at B '%" PRId64 "' (expected '%" PRId64 "')",
-                                U, ratio, B, lce_cdiv(B, ratio));
-    } else if (given[LCE_U]) {
-        U = v[LCE_U];
-        ratio = lce_cdiv(B, U);
-    } else {
-        ratio = given[LCE_RATIO] ? v[LCE_RATIO] : dv[LCE_RATIO];
-        if (!given[LCE_RATIO] && ratio > B) /* the default does not fit: ask for ratio or U */
-            return kevo_err_set(err, KEVO_ERR_ARG,
-                                "default ratio '%" PRId64 "' exceeds B '%" PRId64 "' (give ratio or U)", ratio, B);
-        U = lce_cdiv(B, ratio);
-    }
+    if ((st = kevo_shape_users("B", B, given[LCE_RATIO], v[LCE_RATIO], given[LCE_U], v[LCE_U], dv[LCE_RATIO], &ratio,
+                               &U, err)) != KEVO_OK)
+        return st;
 
     int64_t M = v[LCE_M], N = v[LCE_N], Ku = v[LCE_KU], Kc = v[LCE_KC];
     int64_t Kup = lce_round_up8(Ku), Kcp = lce_round_up8(Kc);
@@ -352,7 +214,7 @@ static kevo_status lce_shape_value(const kevo_syms *shape, const char *name, int
 {
     if (!kevo_syms_get(shape, name, out))
         return kevo_err_set(err, KEVO_ERR_ARG, "shape lacks symbol '%s'", name);
-    if (*out < 1 || *out > LCE_VALUE_MAX)
+    if (*out < 1 || *out > KEVO_SHAPE_VALUE_MAX)
         return kevo_err_set(err, KEVO_ERR_ARG, "bad value '%" PRId64 "' for shape symbol '%s'", *out, name);
     return KEVO_OK;
 }

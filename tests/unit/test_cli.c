@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"
 
@@ -486,6 +487,50 @@ static int candidate_lines(const char *out, int *cached)
     return n;
 }
 
+/* ikbo_fa from the command line: listed; a bad head dimension is a usage
+ * error; a compile-only tune runs once a template family exists and says
+ * plainly that none does until then (nothing written); export refuses the
+ * op for now. */
+static void test_fa_cli(void **state)
+{
+    (void)state;
+    result r = RUN("list", "ops");
+    expect(&r, 0, NULL);
+    assert_non_null(strstr(r.out, "ikbo_fa"));
+    assert_non_null(strstr(r.out, "Bc=2048,H=2,Sq=64,D=128,Skv=2048,ratio=64"));
+    result_release(&r);
+
+    r = RUN("tune", "--op", "ikbo_fa", "--compile-only", "--shape", "D=96", "--db", "FA.db");
+    expect(&r, 2, "'D'");
+    assert_non_null(strstr(r.err, "64 or 128"));
+    result_release(&r);
+    assert_false(exists("FA.db"));
+
+    kevo_space **sp = NULL;
+    int n = 0;
+    kevo_err err;
+    assert_int_equal(kevo_spaces_load_dir(KEVO_SOURCE_DIR "/templates", "ikbo_fa", &sp, &n, &err), KEVO_OK);
+    for (int i = 0; i < n; i++)
+        kevo_space_free(sp[i]);
+    free(sp);
+    r = RUN("tune", "--op", "ikbo_fa", "--compile-only", "--budget", "2", "--jobs", "2", "--db", "FA.db");
+    if (n == 0) {
+        expect_fail_line(&r, "op 'ikbo_fa' has no template family yet");
+        assert_false(exists("FA.db"));
+    } else {
+        expect(&r, 0, NULL);
+        assert_non_null(strstr(r.out, "compile-only"));
+        assert_true(exists("FA.db"));
+    }
+    result_release(&r);
+    assert_no_default_db();
+
+    r = RUN("export", "--op", "ikbo_fa", "--db", "FA.db", "--out", "fa_lib");
+    expect_fail_line(&r, "export of ikbo_fa is not supported yet");
+    result_release(&r);
+    assert_false(exists("fa_lib"));
+}
+
 static void test_compile_only(void **state)
 {
     (void)state;
@@ -646,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_report_usage),
         cmocka_unit_test(test_tune_without_gpu),
         cmocka_unit_test(test_compile_only),
+        cmocka_unit_test(test_fa_cli),
         cmocka_unit_test(test_shapes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -74,6 +74,21 @@ char *tu_ref_source(kevo_dtype dt, const char *abi)
     return kv_buf_take(&b);
 }
 
+char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "kernels/%s", op->abi_header);
+    char *abi = tu_read_src(rel);
+    snprintf(rel, sizeof rel, "kernels/%s", op->ref_source);
+    char *ref = tu_read_src(rel);
+    kv_buf b;
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s", dt == KEVO_DTYPE_BF16, abi, op->ref_name, ref);
+    free(abi);
+    free(ref);
+    return kv_buf_take(&b);
+}
+
 int tu_spawn(const char *log, char *const args[])
 {
     fflush(NULL);

@@ -22,6 +22,10 @@ void tu_compile(kevo_compile_job *job, const char *name, const char *src);
 /* The op's reference module source for a dtype, ABI inlined.  Caller frees. */
 char *tu_ref_source(kevo_dtype dt, const char *abi);
 
+/* Any op's reference module for a dtype as kevo compiles it (its ABI
+ * header inlined, #line naming op->ref_name).  Caller frees. */
+char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt);
+
 /* Start the kevo binary with args (argv[0] included, NULL-terminated) in its
  * own process group, stdout and stderr into log.  Returns the pid. */
 int tu_spawn(const char *log, char *const args[]);

@@ -1,0 +1,318 @@
+/* gpu.c — ikbo_fa inside the GPU worker: what the generic evaluation
+ * (evaluator/gpu_eval.c) cannot know.  The kernels' argument struct over the
+ * worker's tensors (with the softmax scale of the current input set), the
+ * fp32 reference's launch, and the same-run peers: the stage-0 baseline (K
+ * and V gathered per candidate, then per head cuBLAS strided-batched QK^T,
+ * a row softmax kernel and cuBLAS strided-batched PV: the unfused form a
+ * framework falls back to), without and with its gather. */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluator/gpu_int.h"
+#include "kernels/ikbo_fa/abi.h"
+#include "kernels/ikbo_fa/ikbo_fa.h"
+#include "util/util.h"
+
+/* Indices into kevo_op_ikbo_fa.tensors (spec.c). */
+enum { FA_Q, FA_K, FA_V, FA_MAP, FA_OUT };
+
+#define FA_LOG2E 1.4426950408889634
+#define FA_REF_BM 64                            /* query rows per tile of kv_fa_ref_d* (ref.cu FA_BM) */
+#define FA_REF_SMEM(D) ((2 * (D) + 64) * 68 * 4) /* its dynamic shared memory (ref.cu FA_REF_SMEM) */
+#define FA_SCRATCH_MAX ((size_t)2 << 30)        /* bytes of the baseline's S and P per chunk of candidates */
+
+/* The op's own state in one worker. */
+typedef struct fa_state {
+    int64_t Bc, H, Sq, D, Skv, U;
+    unsigned ref_smem; /* dynamic shared memory of f_ref, bytes */
+    CUfunction f_ref, f_gather, f_softmax;
+    /* the baseline's buffers, while its peers() runs (fini frees leftovers) */
+    CUdeviceptr kg, vg; /* [Bc*Skv, H, D] K and V gathered per candidate */
+    CUdeviceptr s, p;   /* scores [chunk, Sq, Skv] fp32, probabilities in the storage dtype */
+    int64_t chunk;      /* candidates per batched GEMM */
+} fa_state;
+
+/* The softmax scale of the current input set (kevo_fa_scale). */
+static float fa_scale(const wk_ctx *w)
+{
+    const fa_state *s = w->op_state;
+    return (float)kevo_fa_scale(s->D, w->io.cur_map);
+}
+
+static CUdeviceptr fa_ptr(const wk_ctx *w, int i)
+{
+    return w->io.t[i].p;
+}
+
+/* The kernel argument struct over the current buffers (tensor maps and
+ * launch_seq are the worker's). */
+static kevo_fa_args fa_args(wk_ctx *w)
+{
+    const fa_state *s = w->op_state;
+    kevo_fa_args a;
+    memset(&a, 0, sizeof a);
+    a.q = (const void *)(uintptr_t)fa_ptr(w, FA_Q);
+    a.k = (const void *)(uintptr_t)fa_ptr(w, FA_K);
+    a.v = (const void *)(uintptr_t)fa_ptr(w, FA_V);
+    a.cand_to_user = (const int *)(uintptr_t)fa_ptr(w, FA_MAP);
+    a.out = (void *)(uintptr_t)fa_ptr(w, FA_OUT);
+    a.workspace = (void *)(uintptr_t)w->io.ws;
+    a.Bc = (int)s->Bc;
+    a.H = (int)s->H;
+    a.Sq = (int)s->Sq;
+    a.D = (int)s->D;
+    a.Skv = (int)s->Skv;
+    a.U = (int)s->U;
+    a.scale = fa_scale(w);
+    a.scale_log2 = (float)((double)a.scale * FA_LOG2E);
+    return a;
+}
+
+static void fa_gpu_args(wk_ctx *w, bool padded, int num_sms, void *out)
+{
+    (void)padded; /* no tensor of ikbo_fa has a padded copy */
+    kevo_fa_args a = fa_args(w);
+    a.num_sms = num_sms;
+    memcpy(out, &a, sizeof a);
+}
+
+/* ref = the fp32 reference of the current inputs, at the current scale. */
+static CUresult fa_reference(wk_ctx *w)
+{
+    fa_state *s = w->op_state;
+    kevo_fa_args a = fa_args(w);
+    unsigned long long tiles = (unsigned long long)s->Bc * (unsigned long long)s->H *
+                               (unsigned long long)((s->Sq + FA_REF_BM - 1) / FA_REF_BM);
+    unsigned grid = (unsigned)(tiles < (1ull << 20) ? tiles : (1ull << 20)); /* a grid-stride loop does the rest */
+    void *p[] = {&a, &w->io.ref};
+    return wk_launch(w, s->f_ref, grid, 1, 1, 256, 1, 1, s->ref_smem, p);
+}
+
+/* ---- the peers: the stage-0 baseline ---- */
+
+static cudaDataType fa_cuda_dtype(const wk_ctx *w)
+{
+    return w->cfg.dtype == KEVO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+/* S[c] = Q[c] Kg[c]^T (fp32, [Sq, Skv]) for nc candidates from c0, head h:
+ * row-major S is column-major S^T [Skv x Sq] = Kg_c^T Q_c^T, both operands
+ * column-major [D x rows] with leading dimension H*D. */
+static CUresult fa_gemm_qk(wk_ctx *w, int64_t c0, int64_t nc, int64_t h)
+{
+    fa_state *s = w->op_state;
+    const int64_t row = s->H * s->D;
+    const float alpha = 1.0f, beta = 0.0f;
+    CUdeviceptr kg = s->kg + (CUdeviceptr)((c0 * s->Skv * row + h * s->D) * 2);
+    CUdeviceptr q = fa_ptr(w, FA_Q) + (CUdeviceptr)((c0 * s->Sq * row + h * s->D) * 2);
+    cudaDataType dt = fa_cuda_dtype(w);
+    cublasStatus_t cs = w->cb.cublasGemmStridedBatchedEx(
+        w->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)s->Skv, (int)s->Sq, (int)s->D, &alpha, (const void *)(uintptr_t)kg, dt,
+        (int)row, (long long)(s->Skv * row), (const void *)(uintptr_t)q, dt, (int)row, (long long)(s->Sq * row), &beta,
+        (void *)(uintptr_t)s->s, CUDA_R_32F, (int)s->Skv, (long long)(s->Sq * s->Skv), (int)nc, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
+    return cs == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* out[c] (rows of head h) = P[c] Vg[c] for nc candidates from c0: column-major
+ * out_c^T [D x Sq] (ld H*D) = Vg_c^T [D x Skv] (ld H*D) P_c^T [Skv x Sq] (ld Skv). */
+static CUresult fa_gemm_pv(wk_ctx *w, int64_t c0, int64_t nc, int64_t h)
+{
+    fa_state *s = w->op_state;
+    const int64_t row = s->H * s->D;
+    const float alpha = 1.0f, beta = 0.0f;
+    CUdeviceptr vg = s->vg + (CUdeviceptr)((c0 * s->Skv * row + h * s->D) * 2);
+    CUdeviceptr out = fa_ptr(w, FA_OUT) + (CUdeviceptr)((c0 * s->Sq * row + h * s->D) * 2);
+    cudaDataType dt = fa_cuda_dtype(w);
+    cublasStatus_t cs = w->cb.cublasGemmStridedBatchedEx(
+        w->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)s->D, (int)s->Sq, (int)s->Skv, &alpha, (const void *)(uintptr_t)vg, dt,
+        (int)row, (long long)(s->Skv * row), (const void *)(uintptr_t)s->p, dt, (int)s->Skv,
+        (long long)(s->Sq * s->Skv), &beta, (void *)(uintptr_t)out, dt, (int)row, (long long)(s->Sq * row), (int)nc,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return cs == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* P = softmax(S * scale) row by row, nc * Sq rows. */
+static CUresult fa_softmax(wk_ctx *w, int64_t nc)
+{
+    fa_state *s = w->op_state;
+    unsigned long long rows = (unsigned long long)(nc * s->Sq);
+    int skv = (int)s->Skv;
+    float scale = fa_scale(w);
+    unsigned grid = (unsigned)(rows < (1ull << 20) ? rows : (1ull << 20));
+    void *p[] = {&s->s, &s->p, &rows, &skv, &scale};
+    return wk_launch(w, s->f_softmax, grid, 1, 1, 256, 1, 1, 0, p);
+}
+
+/* Kg = K[cand_to_user], Vg = V[cand_to_user]: [Bc*Skv, H, D] each. */
+static CUresult fa_gather(wk_ctx *w)
+{
+    fa_state *s = w->op_state;
+    CUdeviceptr map = fa_ptr(w, FA_MAP);
+    int bc = (int)s->Bc, skv = (int)s->Skv;
+    unsigned long long row = (unsigned long long)(s->H * s->D);
+    unsigned long long pieces = (unsigned long long)s->Bc * (unsigned long long)s->Skv * row / 8;
+    CUdeviceptr src[2] = {fa_ptr(w, FA_K), fa_ptr(w, FA_V)}, dst[2] = {s->kg, s->vg};
+    for (int i = 0; i < 2; i++) {
+        void *p[] = {&src[i], &map, &bc, &skv, &row, &dst[i]};
+        WK_TRY(wk_launch(w, s->f_gather, wk_blocks(pieces), 1, 1, 256, 1, 1, 0, p));
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Stage 0: per head, per chunk of candidates, QK^T, softmax, PV; with the
+ * gather first when arg points to true (what a framework runs each call). */
+static CUresult fa_base_run(wk_ctx *w, void *arg)
+{
+    fa_state *s = w->op_state;
+    if (*(const bool *)arg)
+        WK_TRY(fa_gather(w));
+    for (int64_t h = 0; h < s->H; h++)
+        for (int64_t c0 = 0; c0 < s->Bc; c0 += s->chunk) {
+            int64_t nc = s->Bc - c0 < s->chunk ? s->Bc - c0 : s->chunk;
+            WK_TRY(fa_gemm_qk(w, c0, nc, h));
+            WK_TRY(fa_softmax(w, nc));
+            WK_TRY(fa_gemm_pv(w, c0, nc, h));
+        }
+    return CUDA_SUCCESS;
+}
+
+static void fa_free_peers(wk_ctx *w)
+{
+    fa_state *s = w->op_state;
+    CUdeviceptr *bufs[] = {&s->kg, &s->vg, &s->s, &s->p};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+        if (*bufs[i]) {
+            w->cu.cuMemFree(*bufs[i]);
+            *bufs[i] = 0;
+        }
+}
+
+/* Allocate the baseline's buffers: the gathered K and V whole, S and P for
+ * one chunk of candidates (at most FA_SCRATCH_MAX bytes unless one
+ * candidate needs more). */
+static CUresult fa_alloc_peers(wk_ctx *w, size_t *failed_bytes)
+{
+    fa_state *s = w->op_state;
+    size_t kv = (size_t)s->Bc * (size_t)s->Skv * (size_t)(s->H * s->D) * 2;
+    size_t per_cand = (size_t)s->Sq * (size_t)s->Skv * (4 + 2);
+    s->chunk = (int64_t)(FA_SCRATCH_MAX / per_cand);
+    if (s->chunk < 1)
+        s->chunk = 1;
+    if (s->chunk > s->Bc)
+        s->chunk = s->Bc;
+    size_t sp = (size_t)s->chunk * (size_t)s->Sq * (size_t)s->Skv;
+    struct {
+        CUdeviceptr *p;
+        size_t bytes;
+    } b[] = {{&s->kg, kv}, {&s->vg, kv}, {&s->s, sp * 4}, {&s->p, sp * 2}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(b); i++) {
+        CUresult r = w->cu.cuMemAlloc(b[i].p, b[i].bytes);
+        if (r != CUDA_SUCCESS) {
+            *failed_bytes = b[i].bytes;
+            return r;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Check and time the peers on the timing inputs (the run's seed, sorted
+ * map, so the default scale): stage 0 without its gather (baseline_ms),
+ * with it (baseline_bcast_ms).  peer_ms is stage 0 with its gather too, for
+ * now: the issue's baseline (b), the run's best kevo FA kernel on gathered
+ * K/V plus the gather, is wired into that slot later. */
+static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
+{
+    fa_state *s = w->op_state;
+    char buf[256];
+    if (s->H * s->D > INT_MAX)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
+                            "in-run peers: a row of H * D = %lld elements is past cuBLAS's int leading dimension",
+                            (long long)(s->H * s->D));
+    size_t failed = 0;
+    CUresult r = fa_alloc_peers(w, &failed);
+    if (r != CUDA_SUCCESS) {
+        fa_free_peers(w);
+        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers: allocating %zu bytes for the stage-0 baseline: %s",
+                            failed, kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    }
+    double ref2 = 0, nf = 0, lo, hi;
+    bool gather = true, no_gather = false;
+    r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
+    if (r == CUDA_SUCCESS)
+        r = wk_reference(w, &ref2);
+    if (r == CUDA_SUCCESS)
+        r = wk_check_peer(w, fa_base_run, &gather, ref2, &w->info.baseline_rel_err, &nf);
+    w->info.peer_rel_err = w->info.baseline_rel_err;
+    if (r == CUDA_SUCCESS)
+        r = wk_time(w, fa_base_run, &gather, w->cfg.warmup, w->cfg.reps, &w->info.baseline_bcast_ms, &lo, &hi, NULL);
+    w->info.peer_ms = w->info.baseline_bcast_ms;
+    /* the gathered K/V of the timing inputs are in place from the runs above */
+    if (r == CUDA_SUCCESS)
+        r = wk_time(w, fa_base_run, &no_gather, w->cfg.warmup, w->cfg.reps, &w->info.baseline_ms, &lo, &hi, NULL);
+    fa_free_peers(w);
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers (cuBLAS): %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    double rel_bound, rtol;
+    w->cfg.op->tolerance(w->cfg.dtype, &rel_bound, &rtol);
+    if (nf > 0 || !(w->info.baseline_rel_err <= rel_bound))
+        return kevo_err_set(err, KEVO_ERR_INTERNAL,
+                            "the stage-0 cuBLAS baseline disagrees with the reference (rel_err %.3e, %.0f "
+                            "non-finite): the reference, the gather or the softmax is wrong",
+                            w->info.baseline_rel_err, nf);
+    return KEVO_OK;
+}
+
+static kevo_status fa_init(wk_ctx *w, kevo_err *err)
+{
+    fa_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    w->op_state = s;
+    const kevo_syms *sh = &w->cfg.shape;
+    kevo_syms_get(sh, "Bc", &s->Bc);
+    kevo_syms_get(sh, "H", &s->H);
+    kevo_syms_get(sh, "Sq", &s->Sq);
+    kevo_syms_get(sh, "D", &s->D);
+    kevo_syms_get(sh, "Skv", &s->Skv);
+    kevo_syms_get(sh, "U", &s->U);
+    if (s->D != 64 && s->D != 128)
+        return kevo_err_set(err, KEVO_ERR_ARG, "ikbo_fa: head dimension D=%lld, not 64 or 128", (long long)s->D);
+    kevo_status st;
+    if ((st = wk_ref_fn(w, s->D == 64 ? "kv_fa_ref_d64" : "kv_fa_ref_d128", &s->f_ref, err)) ||
+        (st = wk_ref_fn(w, "kv_fa_gather", &s->f_gather, err)) ||
+        (st = wk_ref_fn(w, "kv_fa_softmax", &s->f_softmax, err)))
+        return st;
+    s->ref_smem = (unsigned)FA_REF_SMEM(s->D);
+    CUresult r = w->cu.cuFuncSetAttribute(s->f_ref, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)s->ref_smem);
+    if (r != CUDA_SUCCESS) {
+        char buf[256];
+        return kevo_err_set(err, KEVO_ERR_CUDA, "the reference's %u bytes of shared memory: %s", s->ref_smem,
+                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    }
+    return KEVO_OK;
+}
+
+static void fa_fini(wk_ctx *w)
+{
+    if (!w->op_state)
+        return;
+    fa_free_peers(w);
+    free(w->op_state);
+    w->op_state = NULL;
+}
+
+const kevo_op_gpu kevo_ikbo_fa_gpu = {
+    .args_size = sizeof(kevo_fa_args),
+    .seq_offset = offsetof(kevo_fa_args, launch_seq),
+    .init = fa_init,
+    .args = fa_gpu_args,
+    .reference = fa_reference,
+    .peers = fa_peers,
+    .fini = fa_fini,
+};

@@ -1,0 +1,395 @@
+// ikbo_fa_ref.cu — the GPU side of the ikbo_fa spec: input generation, the
+// fp32 reference, the comparison, and the stage-0 baseline's gather and row
+// softmax.  Compiled by kevo like a candidate, with DTYPE_BF16 set for the
+// run's dtype; the ABI header (kernels/ikbo_fa/abi.h) is inlined in front.
+//
+// kv_gen, kv_checksum, kv_sumsq and kv_compare are the evaluator's contract
+// with every op's module (evaluator/gpu_eval.c calls them by name): the same
+// text as kernels/ikbo_lce/ref.cu, whose bytes key the DB's binary cache and
+// so stay where they are.
+//
+// The reference: exact fp32 softmax with the running row max subtracted
+// (online, one pass over K/V: O and l rescaled by exp(m_old - m_new) when
+// the max grows), P never rounded to the storage dtype, both products
+// accumulated in fp32.  Tiled through shared memory as fp32, 64 query rows
+// by 64 keys per step, each thread 4x4 scores and 4 x D/16 outputs, so that
+// it runs on every check at the default shape in tens of milliseconds.
+
+#ifndef DTYPE_BF16
+#define DTYPE_BF16 0
+#endif
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define FA_NEG_INF __int_as_float(0xff800000) // -inf (NVRTC has no <math.h> INFINITY)
+
+#if DTYPE_BF16
+typedef __nv_bfloat16 elem_t;
+#define GEN_Q 128
+__device__ __forceinline__ float to_f(elem_t v) { return __bfloat162float(v); }
+__device__ __forceinline__ elem_t from_f(float v) { return __float2bfloat16_rn(v); }
+#else
+typedef __half elem_t;
+#define GEN_Q 1024
+__device__ __forceinline__ float to_f(elem_t v) { return __half2float(v); }
+__device__ __forceinline__ elem_t from_f(float v) { return __float2half_rn(v); }
+#endif
+
+// Same arithmetic as kevo_gen_value() in kernels/op.c.
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z)
+{
+    z ^= z >> 30;
+    z *= 0xbf58476d1ce4e5b9ull;
+    z ^= z >> 27;
+    z *= 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z;
+}
+__device__ __forceinline__ elem_t gen_value(unsigned long long stream, unsigned long long idx)
+{
+    unsigned long long h = mix64(stream ^ idx);
+    int k = (int)(h % (unsigned long long)(2 * GEN_Q)) - GEN_Q;
+    return from_f((float)k / (float)GEN_Q);
+}
+__device__ __forceinline__ unsigned long long gen_stream(unsigned long long seed, unsigned tensor)
+{
+    return mix64(seed + 0x9e3779b97f4a7c15ull * ((unsigned long long)tensor + 1));
+}
+
+// dst[i] = value(seed, tensor, i) for i < count.
+extern "C" __global__ void kv_gen(elem_t *dst, unsigned long long count, unsigned long long seed, unsigned tensor)
+{
+    const unsigned long long s = gen_stream(seed, tensor);
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        dst[i] = gen_value(s, i);
+}
+
+// ---- the fp32 reference ----
+
+#define FA_BM 64             // query rows per tile
+#define FA_BN 64             // keys per step
+#define FA_LD (FA_BM + 4)    // row stride of the transposed tiles (floats; float4-aligned)
+
+// Shared memory of kv_fa_ref_d<D>, bytes (the host asks for the same:
+// kernels/ikbo_fa/gpu.c): Q^T [D][FA_LD], K^T [D][FA_LD] (V [FA_BN][D] in
+// the same place later), P^T [FA_BN][FA_LD], all fp32.
+#define FA_REF_SMEM(D) ((2 * (D) + FA_BN) * FA_LD * 4)
+
+// f[0..8) = the 8 storage elements at p (16 bytes), or zeros when !ok.
+__device__ __forceinline__ void fa_load8(const elem_t *p, bool ok, float (&f)[8])
+{
+    if (!ok) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            f[e] = 0.0f;
+        return;
+    }
+    const uint4 raw = *reinterpret_cast<const uint4 *>(p);
+    const elem_t *x = reinterpret_cast<const elem_t *>(&raw);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        f[e] = to_f(x[e]);
+}
+
+// rows [row0, row0 + 64) (zeros past nrows) of a [rows, H, D] tensor at
+// head offset src (the head's first row), transposed into t[D][FA_LD].
+template <int D>
+__device__ __forceinline__ void fa_load_t(float *t, const elem_t *src, size_t row, int row0, int nrows)
+{
+    for (int i = threadIdx.x; i < FA_BM * (D / 8); i += 256) {
+        const int r = i % FA_BM, d0 = (i / FA_BM) * 8; // consecutive threads: consecutive rows, no bank conflicts
+        float f[8];
+        fa_load8(src + (size_t)(row0 + r) * row + d0, row0 + r < nrows, f);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            t[(d0 + e) * FA_LD + r] = f[e];
+    }
+}
+
+// One tile: candidate c, head h, query rows [m0, m0 + 64) into ref.
+template <int D>
+__device__ void fa_ref_tile(const kevo_fa_args &a, float *ref, long long c, int h, int m0, float *sm)
+{
+    constexpr int DC = D / 16; // output columns per thread: jj*64 + tx*4 + e
+    float *qt = sm;            // [D][FA_LD]
+    float *kv = qt + D * FA_LD; // K^T [D][FA_LD], then V [FA_BN][D]
+    float *pt = kv + D * FA_LD; // P^T [FA_BN][FA_LD]
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int Sq = a.Sq, Skv = a.Skv;
+    const size_t row = (size_t)a.H * D;
+    const int u = a.cand_to_user[c];
+    const elem_t *q = static_cast<const elem_t *>(a.q) + (size_t)c * Sq * row + (size_t)h * D;
+    const elem_t *k = static_cast<const elem_t *>(a.k) + (size_t)u * Skv * row + (size_t)h * D;
+    const elem_t *v = static_cast<const elem_t *>(a.v) + (size_t)u * Skv * row + (size_t)h * D;
+
+    float o[4][DC], m[4], l[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        m[i] = FA_NEG_INF;
+        l[i] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < DC; ++j)
+            o[i][j] = 0.0f;
+    }
+    fa_load_t<D>(qt, q, row, m0, Sq);
+
+    for (int n0 = 0; n0 < Skv; n0 += FA_BN) {
+        __syncthreads(); // the previous step's reads of kv and pt are done
+        fa_load_t<D>(kv, k, row, n0, Skv);
+        __syncthreads();
+
+        // s = Q K^T for rows ty*4+i, keys tx*4+j
+        float s[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                s[i][j] = 0.0f;
+#pragma unroll 4
+        for (int d = 0; d < D; ++d) {
+            const float4 qa = *reinterpret_cast<const float4 *>(&qt[d * FA_LD + ty * 4]);
+            const float4 kb = *reinterpret_cast<const float4 *>(&kv[d * FA_LD + tx * 4]);
+            const float qv[4] = {qa.x, qa.y, qa.z, qa.w}, kw[4] = {kb.x, kb.y, kb.z, kb.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[i][j] = fmaf(qv[i], kw[j], s[i][j]);
+        }
+
+        // online softmax: the 16 threads of a row (one half-warp) agree on
+        // its max and sum through xor shuffles (every lane gets the same bits)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            float mx = FA_NEG_INF;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                s[i][j] = n0 + tx * 4 + j < Skv ? s[i][j] * a.scale : FA_NEG_INF;
+                mx = fmaxf(mx, s[i][j]);
+            }
+#pragma unroll
+            for (int off = 8; off > 0; off >>= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            const float mn = fmaxf(m[i], mx); // finite: key n0 is in every step
+            const float alpha = expf(m[i] - mn); // 0 on the first step (m = -inf)
+            float sum = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                s[i][j] = expf(s[i][j] - mn); // masked keys: exp(-inf) = 0
+                sum += s[i][j];
+            }
+#pragma unroll
+            for (int off = 8; off > 0; off >>= 1)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            l[i] = l[i] * alpha + sum;
+            m[i] = mn;
+#pragma unroll
+            for (int j = 0; j < DC; ++j)
+                o[i][j] *= alpha;
+        }
+        __syncthreads(); // every read of K^T is done: V may take its place
+
+        // P^T (one float4 of rows per key), V [FA_BN][D]
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            *reinterpret_cast<float4 *>(&pt[(tx * 4 + j) * FA_LD + ty * 4]) =
+                make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+        for (int i = tid; i < FA_BN * (D / 8); i += 256) {
+            const int n = i / (D / 8), d0 = (i % (D / 8)) * 8;
+            float f[8];
+            fa_load8(v + (size_t)(n0 + n) * row + d0, n0 + n < Skv, f);
+            *reinterpret_cast<float4 *>(&kv[n * D + d0]) = make_float4(f[0], f[1], f[2], f[3]);
+            *reinterpret_cast<float4 *>(&kv[n * D + d0 + 4]) = make_float4(f[4], f[5], f[6], f[7]);
+        }
+        __syncthreads();
+
+        // O += P V
+#pragma unroll 4
+        for (int n = 0; n < FA_BN; ++n) {
+            const float4 pa = *reinterpret_cast<const float4 *>(&pt[n * FA_LD + ty * 4]);
+            const float pv[4] = {pa.x, pa.y, pa.z, pa.w};
+#pragma unroll
+            for (int jj = 0; jj < DC / 4; ++jj) {
+                const float4 vb = *reinterpret_cast<const float4 *>(&kv[n * D + jj * 64 + tx * 4]);
+                const float vw[4] = {vb.x, vb.y, vb.z, vb.w};
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        o[i][jj * 4 + e] = fmaf(pv[i], vw[e], o[i][jj * 4 + e]);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = m0 + ty * 4 + i;
+        if (r >= Sq)
+            continue;
+        float *dst = ref + ((size_t)c * Sq + r) * row + (size_t)h * D;
+        const float inv = 1.0f / l[i];
+#pragma unroll
+        for (int jj = 0; jj < DC / 4; ++jj)
+            *reinterpret_cast<float4 *>(&dst[jj * 64 + tx * 4]) =
+                make_float4(o[i][jj * 4] * inv, o[i][jj * 4 + 1] * inv, o[i][jj * 4 + 2] * inv, o[i][jj * 4 + 3] * inv);
+    }
+}
+
+// ref = the op on the current inputs in fp32 (out's layout).  Block: 256
+// threads; any grid (a grid-stride loop over the Bc * H * cdiv(Sq, 64)
+// tiles, rows fastest, then heads, then candidates); dynamic shared memory
+// FA_REF_SMEM(D).
+template <int D>
+__device__ void fa_ref(const kevo_fa_args &a, float *ref)
+{
+    extern __shared__ float4 fa_smem4[];
+    float *sm = reinterpret_cast<float *>(fa_smem4);
+    const int mt = (a.Sq + FA_BM - 1) / FA_BM;
+    const long long ntiles = (long long)a.Bc * a.H * mt;
+    for (long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const int m0 = (int)(t % mt) * FA_BM;
+        const int h = (int)((t / mt) % a.H);
+        const long long c = t / ((long long)mt * a.H);
+        fa_ref_tile<D>(a, ref, c, h, m0, sm);
+        __syncthreads(); // the next tile's Q^T load waits for this one's reads
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) kv_fa_ref_d64(const kevo_fa_args a, float *ref)
+{
+    fa_ref<64>(a, ref);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) kv_fa_ref_d128(const kevo_fa_args a, float *ref)
+{
+    fa_ref<128>(a, ref);
+}
+
+// *sum += a position-weighted checksum of n 32-bit words (each word times an
+// odd multiplier of its index, wrapping mod 2^64, salted per tensor), so a
+// changed, moved or swapped word changes it: after a candidate's checked run
+// the inputs must sum as before (a kernel that writes its inputs fails).
+extern "C" __global__ void kv_checksum(const unsigned *p, unsigned long long n, unsigned long long salt,
+                                       unsigned long long *sum)
+{
+    unsigned long long s = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        s += ((unsigned long long)p[i] + 1ull) * (((i + salt) * 0x9e3779b97f4a7c15ull) | 1ull);
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0)
+        atomicAdd(sum, s);
+}
+
+// stats[0] += sum ref^2 (first pass, before the tolerance is known).
+extern "C" __global__ void kv_sumsq(const float *ref, unsigned long long n, double *stats)
+{
+    double s = 0.0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        s += (double)ref[i] * ref[i];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0)
+        atomicAdd(&stats[0], s);
+}
+
+// Compare out (storage dtype) with ref (fp32):
+//   stats[1] += sum (out-ref)^2 over finite outputs
+//   stats[2]  = max |out-ref| (as the bits of a non-negative double)
+//   stats[3] += count of |out-ref| > rtol*|ref| + atol
+//   stats[4] += count of NaN/Inf outputs (poisoned elements never written land here)
+extern "C" __global__ void kv_compare(const elem_t *out, const float *ref, unsigned long long n, float rtol,
+                                      float atol, double *stats)
+{
+    double d2 = 0.0, dmax = 0.0, bad = 0.0, nonfinite = 0.0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        float o = to_f(out[i]), r = ref[i];
+        if (!isfinite(o)) {
+            nonfinite += 1.0;
+            continue;
+        }
+        double d = fabs((double)o - (double)r);
+        d2 += d * d;
+        dmax = fmax(dmax, d);
+        if (d > (double)rtol * fabs((double)r) + (double)atol)
+            bad += 1.0;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        d2 += __shfl_down_sync(0xffffffffu, d2, o);
+        dmax = fmax(dmax, __shfl_down_sync(0xffffffffu, dmax, o));
+        bad += __shfl_down_sync(0xffffffffu, bad, o);
+        nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&stats[1], d2);
+        atomicMax(reinterpret_cast<unsigned long long *>(&stats[2]), (unsigned long long)__double_as_longlong(dmax));
+        atomicAdd(&stats[3], bad);
+        atomicAdd(&stats[4], nonfinite);
+    }
+}
+
+// ---- the stage-0 baseline (kernels/ikbo_fa/gpu.c) ----
+
+// What a framework builds before attention: dst[c*Skv + j] = src[c2u[c]*Skv
+// + j] for c < Bc, j < Skv, rows of row_elems elements (H * D, a multiple of
+// 8), 16 bytes per thread.  src [U*Skv, H, D], dst [Bc*Skv, H, D].
+extern "C" __global__ void kv_fa_gather(const elem_t *src, const int *c2u, int Bc, int Skv,
+                                        unsigned long long row_elems, elem_t *dst)
+{
+    const unsigned long long per_c = (unsigned long long)Skv * row_elems / 8; // 16-byte pieces per candidate
+    const unsigned long long total = per_c * Bc;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < total;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long c = i / per_c, off = (i % per_c) * 8;
+        *reinterpret_cast<uint4 *>(dst + c * per_c * 8 + off) =
+            *reinterpret_cast<const uint4 *>(src + (unsigned long long)c2u[c] * per_c * 8 + off);
+    }
+}
+
+// x reduced over the block (max or sum); every thread gets the result.
+// red: blockDim.x / 32 floats of shared memory.
+__device__ float fa_block_reduce(float x, bool is_max, float *red)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = is_max ? fmaxf(x, y) : x + y;
+    }
+    __syncthreads(); // red's previous readers are done
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = red[0];
+    for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
+        x = is_max ? fmaxf(x, red[w]) : x + red[w];
+    return x;
+}
+
+// The baseline's softmax, what a framework runs between its two GEMMs: for
+// each of `rows` rows of Skv fp32 scores s, p = exp(scale*s - max(scale*s))
+// / sum, in fp32, rounded once to the storage dtype.  Block: a multiple of
+// 32 threads, at most 1024; one row per block at a time (grid-stride).
+extern "C" __global__ void kv_fa_softmax(const float *s, elem_t *p, unsigned long long rows, int Skv, float scale)
+{
+    __shared__ float red[32];
+    for (unsigned long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *sr = s + r * Skv;
+        elem_t *pr = p + r * Skv;
+        float m = FA_NEG_INF;
+        for (int j = threadIdx.x; j < Skv; j += blockDim.x)
+            m = fmaxf(m, sr[j] * scale);
+        m = fa_block_reduce(m, true, red);
+        float l = 0.0f;
+        for (int j = threadIdx.x; j < Skv; j += blockDim.x)
+            l += expf(sr[j] * scale - m);
+        l = fa_block_reduce(l, false, red);
+        const float inv = 1.0f / l;
+        for (int j = threadIdx.x; j < Skv; j += blockDim.x)
+            pr[j] = from_f(expf(sr[j] * scale - m) * inv);
+    }
+}
