@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/op.h"
 #include "llm/check.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
@@ -972,7 +973,6 @@ static void test_reply_hostile_bytes(void **state)
 static void test_check_templates(void **state)
 {
     (void)state;
-    char *abi = tu_read_src("kernels/ikbo_lce/abi.h");
     char tdir[PATH_MAX];
     snprintf(tdir, sizeof tdir, "%s/templates", home());
     kevo_space **sp = NULL;
@@ -981,6 +981,15 @@ static void test_check_templates(void **state)
     assert_int_equal(kevo_spaces_load_dir(tdir, NULL, &sp, &n, &err), KEVO_OK);
     assert_true(n >= 4);
     for (int i = 0; i < n; i++) {
+        /* each family against its own op's ABI header and tensors */
+        const kevo_op *op = kevo_op_find(sp[i]->op);
+        assert_non_null(op);
+        char apath[PATH_MAX];
+        snprintf(apath, sizeof apath, "kernels/%s", op->abi_header);
+        char *abi = tu_read_src(apath);
+        const char *inputs[KEVO_OP_MAX_FIELDS], *outputs[KEVO_OP_MAX_FIELDS];
+        int nin = kevo_op_tensor_names(op, false, inputs, KEVO_OP_MAX_FIELDS);
+        int nout = kevo_op_tensor_names(op, true, outputs, KEVO_OP_MAX_FIELDS);
         for (int dt = 0; dt < 2; dt++) {
             kevo_config cfg;
             kevo_space_default(sp[i], &cfg);
@@ -988,8 +997,7 @@ static void test_check_templates(void **state)
             kv_buf_init(&b);
             assert_int_equal(kevo_space_render(sp[i], &cfg, (kevo_dtype)dt, abi, &b, &err), KEVO_OK);
             char why[512];
-            bool ok = kevo_llm_check_source(b.data, lce_inputs, KV_ARRAY_LEN(lce_inputs), lce_outputs,
-                                            KV_ARRAY_LEN(lce_outputs), why, sizeof why);
+            bool ok = kevo_llm_check_source(b.data, inputs, nin, outputs, nout, why, sizeof why);
             if (!ok)
                 print_error("template %s rejected: %s\n", sp[i]->family, why);
             assert_true(ok);
@@ -997,8 +1005,7 @@ static void test_check_templates(void **state)
             kv_buf_release(&b);
             kv_buf_init(&b);
             assert_int_equal(kevo_space_render(sp[i], &cfg, (kevo_dtype)dt, NULL, &b, &err), KEVO_OK);
-            assert_true(kevo_llm_check_source(b.data, lce_inputs, KV_ARRAY_LEN(lce_inputs), lce_outputs,
-                                              KV_ARRAY_LEN(lce_outputs), why, sizeof why));
+            assert_true(kevo_llm_check_source(b.data, inputs, nin, outputs, nout, why, sizeof why));
             /* its entries are found, extern "C" */
             kevo_llm_entry e[8];
             int ne = kevo_llm_find_entries(b.data, e, 8);
@@ -1013,9 +1020,9 @@ static void test_check_templates(void **state)
             }
             kv_buf_release(&b);
         }
+        free(abi);
     }
     kevo_spaces_free(sp, n);
-    free(abi);
 }
 
 /* A small correct kernel with room for a file-scope part and a statement. */

@@ -1384,8 +1384,15 @@ static void test_load_dir(void **state)
     assert_null(kevo_spaces_find(sp, n, "nope"));
     kevo_spaces_free(sp, n);
 
+    /* every op's families: ikbo_lce's four and ikbo_fa's */
+    int nfa = -1;
+    assert_int_equal(kevo_spaces_load_dir(dir, "ikbo_fa", &sp, &nfa, &err), KEVO_OK);
+    assert_true(nfa >= 1);
+    for (int i = 0; i < nfa; i++)
+        assert_string_equal(sp[i]->op, "ikbo_fa");
+    kevo_spaces_free(sp, nfa);
     assert_int_equal(kevo_spaces_load_dir(dir, NULL, &sp, &n, &err), KEVO_OK);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 4 + nfa);
     kevo_spaces_free(sp, n);
 
     assert_int_equal(kevo_spaces_load_dir(dir, "other_op", &sp, &n, &err), KEVO_OK);

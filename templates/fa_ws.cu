@@ -1,0 +1,509 @@
+// fa_ws.cu — ikbo_fa on Hopper (sm_90a): warp-specialized, persistent, in the
+// manner of FlashAttention-3 (Shah et al., 2024), with the IKBO reuse: the Q
+// blocks of several candidates of one user share every K/V tile loaded.
+//
+//   fa_ws_sched (one block): groups the candidates by user (a counting sort
+//     of cand_to_user into the workspace) and counts the work items: a user
+//     with n candidates has n * QB Q blocks (QB = cdiv(Sq, 64): 64 query rows
+//     of one candidate each), taken CONSUMERS at a time per item.
+//   fa_ws_main (persistent, one CTA per SM): item t is (head t % H, item
+//     t / H); CTA b takes t = b, b + grid, ...
+//   producer (warp group 0, one thread, 24 registers): for each item, the
+//     Q block of each consumer warp group (TMA, 128-byte swizzle, HD/64
+//     boxes of 64 columns; after that warp group has read its last one),
+//     then the user's K and V tiles of BN rows into a STAGES-deep ring.
+//   consumers (warp groups 1..CONSUMERS, setmaxnreg 240 or 160): each owns
+//     one Q block of the item (64 rows, the WGMMA's M).  Per K/V tile:
+//     S = Q K^T (wgmma, both K-major), the online softmax in registers
+//     (running max and sum in fp32, exp2 of scores scaled by scale*log2(e)),
+//     P rounded to the storage dtype in the accumulator layout, which is the
+//     A operand layout of O += P V (wgmma with A from registers, V N-major).
+//     The P V of one tile runs while the next tile's S = Q K^T is issued, and
+//     the consumers' softmaxes run under each other's MMAs.
+//   epilogue: O / l, rounded, stored with 4-byte stores; rows past the
+//     candidate's Sq (a Q block spanning two candidates) are not written.
+//
+// Key columns past Skv (a K/V tile running into the next user's rows, or
+// past the tensor, which TMA fills with zeros) are masked to -inf before the
+// softmax.  A consumer warp group without a Q block in an item (the item
+// holds fewer than CONSUMERS) still releases each K/V tile.
+//
+// Workspace (int32): cnt[U] | off[U + 1] (first index of user u's
+// candidates in order) | ioff[U + 1] (first item of user u) | order[Bc] |
+// (16-byte aligned) itab[items of one head]: each item's {u, first Q block,
+// Q blocks, 0}, so a warp group reads its item with one load.
+
+// ---- tunables (kevo defines them; these defaults make a standalone compile) ----
+#ifndef HD
+#define HD 128 // head dimension D (the space pins it to the shape's D)
+#endif
+#ifndef BN
+#define BN 128 // K/V rows per tile
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef QBUF
+#define QBUF 2 // Q buffers per consumer: 2 loads the next item's Q block under this item's tiles
+#endif
+#ifndef PP
+#define PP 1 // consumers take turns issuing their MMAs (ping-pong): one's softmax runs under the other's MMAs
+#endif
+
+#ifndef KEVO_WGMMA_ATTN_CUH
+#include "wgmma_attn.cuh" // kevo inlines it ahead of this file (space "include")
+#endif
+#ifndef KEVO_HOPPER_CUH
+#include "hopper.cuh"
+#endif
+
+constexpr int NT = 128 * (CONSUMERS + 1);
+constexpr int DCH = HD / 64;              // 64-column chunks of a row: one 128-byte swizzle atom wide
+constexpr int Q_BYTES = 64 * HD * 2;      // one consumer's Q block
+constexpr int KV_BYTES = BN * HD * 2;     // a K or a V tile
+constexpr int STAGE_BYTES = 2 * KV_BYTES; // K then V
+constexpr int NS = BN / 2;                // S accumulators per consumer thread
+constexpr int NO = HD / 2;                // O accumulators per consumer thread
+constexpr int Q_ALL = CONSUMERS * QBUF * Q_BYTES;   // the Q buffers, before the ring
+constexpr int SMEM_CTL = Q_ALL + STAGES * STAGE_BYTES;
+constexpr int BAR_TURN = 1; // named barriers 1..CONSUMERS: consumer c's turn to issue (PP=1)
+constexpr int LAUNCH_REGS = (65536 / NT < 255 ? 65536 / NT : 255) / 8 * 8;
+constexpr int PRODUCER_REGS = 24;
+constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - PRODUCER_REGS) / CONSUMERS / 8 * 8;
+constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
+
+static_assert(HD == 64 || HD == 128, "HD (the head dimension) must be 64 or 128");
+static_assert(BN % 16 == 0 && BN >= 32 && BN <= 256, "BN must be 32..256 in steps of 16");
+static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one to three consumer warp groups");
+static_assert(STAGES >= 2 && STAGES <= 6, "STAGES must be 2..6");
+static_assert(KV_BYTES % 1024 == 0, "K/V tiles must keep the 1024-byte swizzle atoms aligned");
+static_assert(QBUF == 1 || QBUF == 2, "QBUF is 1 or 2");
+static_assert(PP == 0 || PP == 1, "PP is 0 or 1");
+
+// Barriers in shared memory after the Q blocks and the ring.
+struct fa_ctl {
+    unsigned long long full[STAGES];  // a K/V tile landed (TMA transaction count)
+    unsigned long long empty[STAGES]; // every consumer warp released it
+    unsigned long long qfull[CONSUMERS][QBUF];
+    unsigned long long qempty[CONSUMERS][QBUF];
+};
+
+// -inf (NVRTC has no math.h and so no INFINITY).
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
+
+// 2^x, the SFU's approximation (ex2.approx.ftz: about 2 ulp; -inf gives 0).
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ unsigned pack_bits(float x, float y)
+{
+    elem2_t v = pack2(x, y);
+    return *reinterpret_cast<unsigned *>(&v);
+}
+
+// The workspace's arrays.
+struct fa_ws {
+    int *cnt, *off, *ioff, *order;
+    int4 *itab;
+};
+__device__ __forceinline__ fa_ws fa_workspace(const kevo_fa_args &a)
+{
+    int *w = static_cast<int *>(a.workspace);
+    fa_ws s;
+    s.cnt = w;
+    s.off = w + a.U;
+    s.ioff = s.off + a.U + 1;
+    s.order = s.ioff + a.U + 1;
+    s.itab = reinterpret_cast<int4 *>(w + (3 * a.U + 2 + a.Bc + 3) / 4 * 4);
+    return s;
+}
+
+// Exclusive scan over the users of one block of 1024 threads: every thread
+// sums a contiguous run of users, the runs' sums are scanned in shared memory.
+__device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int qb)
+{
+    __shared__ int part[2][1024];
+    const int per = (U + 1023) / 1024, lo = min(U, threadIdx.x * per), hi = min(U, lo + per);
+    int sc = 0, si = 0;
+    for (int u = lo; u < hi; ++u) {
+        sc += cnt[u];
+        si += (cnt[u] * qb + CONSUMERS - 1) / CONSUMERS;
+    }
+    part[0][threadIdx.x] = sc;
+    part[1][threadIdx.x] = si;
+    __syncthreads();
+    for (int d = 1; d < 1024; d *= 2) {
+        const int c0 = threadIdx.x >= d ? part[0][threadIdx.x - d] : 0;
+        const int c1 = threadIdx.x >= d ? part[1][threadIdx.x - d] : 0;
+        __syncthreads();
+        part[0][threadIdx.x] += c0;
+        part[1][threadIdx.x] += c1;
+        __syncthreads();
+    }
+    int rc = part[0][threadIdx.x] - sc, ri = part[1][threadIdx.x] - si; // exclusive
+    for (int u = lo; u < hi; ++u) {
+        off[u] = rc;
+        ioff[u] = ri;
+        rc += cnt[u];
+        ri += (cnt[u] * qb + CONSUMERS - 1) / CONSUMERS;
+    }
+    if (threadIdx.x == 1023) {
+        off[U] = part[0][1023];
+        ioff[U] = part[1][1023];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_constant__ kevo_fa_args a)
+{
+    const fa_ws w = fa_workspace(a);
+    const int U = a.U, Bc = a.Bc, qb = (a.Sq + 63) / 64;
+    for (int u = threadIdx.x; u < U; u += 1024)
+        w.cnt[u] = 0;
+    __syncthreads();
+    for (int c = threadIdx.x; c < Bc; c += 1024) {
+        const int u = a.cand_to_user[c];
+        if (u >= 0 && u < U) // a map outside [0, U) leaves its candidate unwritten
+            atomicAdd(&w.cnt[u], 1);
+    }
+    __syncthreads();
+    block_scan_users(w.cnt, w.off, w.ioff, U, qb);
+    __syncthreads();
+    for (int u = threadIdx.x; u < U; u += 1024)
+        w.cnt[u] = 0; // cursors for the scatter
+    __syncthreads();
+    for (int c = threadIdx.x; c < Bc; c += 1024) {
+        const int u = a.cand_to_user[c];
+        if (u >= 0 && u < U)
+            w.order[w.off[u] + atomicAdd(&w.cnt[u], 1)] = c;
+    }
+    // the item table: item i belongs to the last user u with ioff[u] <= i
+    // (users without items share their ioff with the next)
+    const int items = w.ioff[U];
+    for (int i = threadIdx.x; i < items; i += 1024) {
+        int lo = 0, hi = U;
+        while (hi - lo > 1) {
+            const int mid = (lo + hi) / 2;
+            if (w.ioff[mid] <= i)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        const int qb0 = (i - w.ioff[lo]) * CONSUMERS;
+        w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, (w.off[lo + 1] - w.off[lo]) * qb - qb0), 0);
+    }
+}
+
+// An item of the main launch: head h of user u, Q blocks [qb0, qb0 + nq) of
+// the user's list (q block i: candidate order[off[u] + i / QB], rows
+// (i % QB) * 64 ..).
+struct fa_item {
+    int h, u, qb0, nq;
+};
+__device__ __forceinline__ fa_item fa_decode(const kevo_fa_args &a, const fa_ws &w, int t)
+{
+    const int4 e = __ldg(w.itab + t / a.H);
+    fa_item it;
+    it.h = t % a.H;
+    it.u = e.x;
+    it.qb0 = e.y;
+    it.nq = e.z;
+    return it;
+}
+
+// S = Q K^T for one tile: HD/16 k-steps of 16 columns (32 bytes of a
+// 128-byte swizzled row; a 64-column chunk further on every fourth step).
+__device__ __forceinline__ void issue_s(float (&sacc)[NS], unsigned qs, unsigned ks)
+{
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+        const unsigned off = (kk % 4) * 32;
+        const unsigned long long dq = sw128_desc(qs + (kk / 4) * 64 * 128 + off, 16, 1024);
+        const unsigned long long dk = sw128_desc(ks + (kk / 4) * BN * 128 + off, 16, 1024);
+        wgmma_ss_t<BN, 0, 0>(sacc, dq, dk, kk > 0);
+    }
+}
+
+// O += P V for one tile: BN/16 k-steps of 16 rows of V (16 * 128 bytes
+// each), P from registers; V N-major, its 64-column chunks BN * 128 apart.
+__device__ __forceinline__ void issue_pv(float (&o)[NO], const unsigned (&pa)[BN / 4], unsigned vs)
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+        const unsigned pk[4] = {pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3]};
+        wgmma_rs<HD, 1>(o, pk, sw128_desc(vs + kk * 16 * 128, BN * 128, 1024), 1);
+    }
+}
+
+// Keys at or past lim (columns of this tile past Skv): -inf.
+__device__ __forceinline__ void mask_tail(float (&sacc)[NS], int lim, int fc)
+{
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) {
+        const int col = 8 * n + fc;
+        if (col >= lim) {
+            sacc[4 * n] = neg_inf();
+            sacc[4 * n + 2] = neg_inf();
+        }
+        if (col + 1 >= lim) {
+            sacc[4 * n + 1] = neg_inf();
+            sacc[4 * n + 3] = neg_inf();
+        }
+    }
+}
+
+// The online softmax of one tile for the thread's two rows (fr, fr + 8), in
+// units of scale * log2(e): the running maxima m and sums l (this thread's
+// columns; the row's four threads add theirs in the epilogue) move on, O is
+// rescaled, P = 2^(S * sl2 - m) is packed into pa in the storage dtype.
+__device__ __forceinline__ void softmax_tile(const float (&sacc)[NS], unsigned (&pa)[BN / 4], float (&o)[NO],
+                                             float &m0, float &m1, float &l0, float &l1, float sl2)
+{
+    float x0 = m0, x1 = m1;
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) {
+        x0 = fmaxf(x0, fmaxf(sacc[4 * n], sacc[4 * n + 1]) * sl2);
+        x1 = fmaxf(x1, fmaxf(sacc[4 * n + 2], sacc[4 * n + 3]) * sl2);
+    }
+    x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, 1));
+    x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, 2));
+    x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, 1));
+    x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, 2));
+    const float al0 = fast_exp2(m0 - x0), al1 = fast_exp2(m1 - x1);
+    m0 = x0;
+    m1 = x1;
+    float r0 = 0.0f, r1 = 0.0f;
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) {
+        const float p00 = fast_exp2(fmaf(sacc[4 * n], sl2, -x0));
+        const float p01 = fast_exp2(fmaf(sacc[4 * n + 1], sl2, -x0));
+        const float p10 = fast_exp2(fmaf(sacc[4 * n + 2], sl2, -x1));
+        const float p11 = fast_exp2(fmaf(sacc[4 * n + 3], sl2, -x1));
+        r0 += p00 + p01;
+        r1 += p10 + p11;
+        pa[2 * n] = pack_bits(p00, p01);
+        pa[2 * n + 1] = pack_bits(p10, p11);
+    }
+    l0 = l0 * al0 + r0;
+    l1 = l1 * al1 + r1;
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n) {
+        o[4 * n] *= al0;
+        o[4 * n + 1] *= al0;
+        o[4 * n + 2] *= al1;
+        o[4 * n + 3] *= al1;
+    }
+}
+
+// Ping-pong (PP=1): consumer c waits for its turn before issuing its MMAs
+// and hands the turn to the next one after, so each one's softmax runs under
+// the others' MMAs (the turn order of FlashAttention-3's warp-group barriers).
+__device__ __forceinline__ void turn_begin(int c)
+{
+    if constexpr (PP && CONSUMERS > 1)
+        named_bar_sync(BAR_TURN + c, 128 * 2);
+}
+__device__ __forceinline__ void turn_end(int c)
+{
+    if constexpr (PP && CONSUMERS > 1)
+        named_bar_arrive(BAR_TURN + (c + 1) % CONSUMERS, 128 * 2);
+}
+
+// One consumer warp arrives on an mbarrier (its lane 0, after the warp converged).
+__device__ __forceinline__ void warp_arrive(unsigned long long *bar, int lane)
+{
+    __syncwarp();
+    if (lane == 0)
+        cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(bar));
+}
+
+extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_constant__ kevo_fa_args a)
+{
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+    unsigned char *smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
+    fa_ctl *ctl = reinterpret_cast<fa_ctl *>(smem + SMEM_CTL);
+    const fa_ws w = fa_workspace(a);
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    const int items = __ldg(w.ioff + a.U) * a.H;
+    const int nt = (a.Skv + BN - 1) / BN, qb = (a.Sq + 63) / 64;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->full[s]), 1);
+            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->empty[s]), 4 * CONSUMERS);
+        }
+        for (int c = 0; c < CONSUMERS; ++c)
+            for (int b = 0; b < QBUF; ++b) {
+                cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->qfull[c][b]), 1);
+                cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->qempty[c][b]), 4);
+            }
+        cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // ---- producer ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+        if (tid == 0) {
+            int p = 0;                   // ring position of the next K/V tile
+            int qn[CONSUMERS] = {};      // Q blocks loaded so far per consumer
+            for (int t = blockIdx.x; t < items; t += gridDim.x) {
+                const fa_item it = fa_decode(a, w, t);
+                for (int c = 0; c < it.nq; ++c) {
+                    const int i = it.qb0 + c;
+                    const int cand = __ldg(w.order + __ldg(w.off + it.u) + i / qb);
+                    const int row0 = cand * a.Sq + (i % qb) * 64;
+                    const int b = qn[c] % QBUF;
+                    mbar_wait(&ctl->qempty[c][b], ((qn[c] / QBUF) & 1) ^ 1);
+                    ++qn[c];
+                    uint64_t *bar = reinterpret_cast<uint64_t *>(&ctl->qfull[c][b]);
+                    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                         cuda::ptx::space_shared, bar, Q_BYTES);
+#pragma unroll
+                    for (int ch = 0; ch < DCH; ++ch) {
+                        const int32_t cq[3] = {64 * ch, it.h, row0};
+                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                        smem + (c * QBUF + b) * Q_BYTES + ch * 64 * 128, &a.tm_q, cq, bar);
+                    }
+                }
+                const int kv0 = it.u * a.Skv;
+                for (int j = 0; j < nt; ++j, ++p) {
+                    const int s = p % STAGES;
+                    mbar_wait(&ctl->empty[s], ((p / STAGES) & 1) ^ 1);
+                    uint64_t *bar = reinterpret_cast<uint64_t *>(&ctl->full[s]);
+                    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                         cuda::ptx::space_shared, bar, STAGE_BYTES);
+                    unsigned char *ks = smem + Q_ALL + s * STAGE_BYTES;
+#pragma unroll
+                    for (int ch = 0; ch < DCH; ++ch) {
+                        const int32_t ck[3] = {64 * ch, it.h, kv0 + j * BN};
+                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                        ks + ch * BN * 128, &a.tm_k, ck, bar);
+                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                        ks + KV_BYTES + ch * BN * 128, &a.tm_v, ck, bar);
+                    }
+                }
+            }
+        }
+    } else {
+        // ---- consumers ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+        const int c = wg - 1, warp = tid / 32, lane = tid % 32;
+        const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+        const float sl2 = a.scale_log2;
+        const int fr = warp * 16 + (lane >> 2), fc = 2 * (lane & 3); // fragment row / column
+        elem_t *out = static_cast<elem_t *>(a.out);
+        int p = 0, qn = 0; // ring position of the item's first tile; Q blocks read so far
+        float sacc[NS], o[NO];
+        unsigned pa[BN / 4]; // P in the storage dtype, pairs packed: the A operand of P V
+        if constexpr (PP && CONSUMERS > 1) {
+            if (c == CONSUMERS - 1)
+                named_bar_arrive(BAR_TURN, 128 * 2); // consumer 0 takes the first turn
+        }
+        // each item's entry is read one item ahead, under the previous item's work
+        fa_item nxt = blockIdx.x < items ? fa_decode(a, w, blockIdx.x) : fa_item{};
+        for (int t = blockIdx.x; t < items; t += gridDim.x) {
+            const fa_item it = nxt;
+            if (t + (int)gridDim.x < items)
+                nxt = fa_decode(a, w, t + gridDim.x);
+            if (c >= it.nq) {
+                // no Q block for this warp group: it takes its turns and releases the tiles
+                for (int j = 0; j <= nt; ++j) {
+                    if (j < nt)
+                        mbar_wait(&ctl->full[(p + j) % STAGES], ((p + j) / STAGES) & 1);
+                    turn_begin(c);
+                    turn_end(c);
+                    if (j > 0)
+                        warp_arrive(&ctl->empty[(p + j - 1) % STAGES], lane);
+                }
+                p += nt;
+                continue;
+            }
+            const int qbuf = qn % QBUF;
+            const unsigned qs = base + (c * QBUF + qbuf) * Q_BYTES;
+            // the candidate whose rows this warp group writes (loaded now, used at the end)
+            const int qi = it.qb0 + c;
+            const int cand = __ldg(w.order + __ldg(w.off + it.u) + qi / qb);
+            mbar_wait(&ctl->qfull[c][qbuf], (qn / QBUF) & 1);
+#pragma unroll
+            for (int i = 0; i < NO; ++i)
+                o[i] = 0.0f;
+            float m0 = neg_inf(), m1 = neg_inf(), l0 = 0.0f, l1 = 0.0f; // rows fr and fr + 8
+            // turn j: O += P V of tile j - 1 (j > 0), then S = Q K^T of tile j (j < nt);
+            // the first and last turns are peeled so no wgmma sits on a conditional path
+            // (ptxas serializes them there: C7520)
+            {
+                const int s = p % STAGES;
+                mbar_wait(&ctl->full[s], (p / STAGES) & 1);
+                turn_begin(c);
+                wgmma_fence();
+                issue_s(sacc, qs, base + Q_ALL + s * STAGE_BYTES);
+                wgmma_commit();
+                turn_end(c);
+                wgmma_wait<0>();
+                fence_acc(sacc);
+                if (nt == 1) {
+                    warp_arrive(&ctl->qempty[c][qbuf], lane); // Q read for the last time
+                    mask_tail(sacc, a.Skv, fc);
+                }
+                softmax_tile(sacc, pa, o, m0, m1, l0, l1, sl2);
+            }
+            for (int j = 1; j < nt; ++j) {
+                const int s = (p + j) % STAGES, sp = (p + j - 1) % STAGES;
+                mbar_wait(&ctl->full[s], ((p + j) / STAGES) & 1);
+                turn_begin(c);
+                wgmma_fence();
+                issue_pv(o, pa, base + Q_ALL + sp * STAGE_BYTES + KV_BYTES);
+                issue_s(sacc, qs, base + Q_ALL + s * STAGE_BYTES);
+                wgmma_commit();
+                turn_end(c);
+                wgmma_wait<0>();
+                fence_acc(o);
+                fence_acc(sacc);
+                warp_arrive(&ctl->empty[sp], lane);
+                if (j == nt - 1) {
+                    warp_arrive(&ctl->qempty[c][qbuf], lane); // Q read for the last time
+                    mask_tail(sacc, a.Skv - j * BN, fc);
+                }
+                softmax_tile(sacc, pa, o, m0, m1, l0, l1, sl2);
+            }
+            {
+                const int sp = (p + nt - 1) % STAGES;
+                turn_begin(c);
+                wgmma_fence();
+                issue_pv(o, pa, base + Q_ALL + sp * STAGE_BYTES + KV_BYTES);
+                wgmma_commit();
+                turn_end(c);
+                wgmma_wait<0>();
+                fence_acc(o);
+                warp_arrive(&ctl->empty[sp], lane);
+            }
+            p += nt;
+            ++qn;
+
+            // ---- epilogue: O / l, rows of this candidate only ----
+            l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+            l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+            l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+            l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+            const float i0 = 1.0f / l0, i1 = 1.0f / l1;
+            const int r0 = (qi % qb) * 64 + fr; // rows of the candidate's Sq
+            const size_t ld = (size_t)a.H * HD;
+            elem_t *o0 = out + ((size_t)cand * a.Sq + r0) * ld + (size_t)it.h * HD + fc;
+#pragma unroll
+            for (int n = 0; n < HD / 8; ++n) {
+                if (r0 < a.Sq)
+                    *reinterpret_cast<elem2_t *>(o0 + 8 * n) = pack2(o[4 * n] * i0, o[4 * n + 1] * i0);
+                if (r0 + 8 < a.Sq)
+                    *reinterpret_cast<elem2_t *>(o0 + 8 * ld + 8 * n) = pack2(o[4 * n + 2] * i1, o[4 * n + 3] * i1);
+            }
+        }
+    }
+}
