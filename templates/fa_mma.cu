@@ -164,40 +164,47 @@ __device__ __forceinline__ long long plan_scan(long long v, long long *total)
 }
 
 // Launch 1, one block: candidates sorted by user (counting sort) and the
-// work items, BM packed rows of one user each, in user order.
+// work items, BM packed rows of one user each, in user order.  The per-user
+// counters live in shared memory when U <= PLAN_SU (shared-memory atomics;
+// global ones on a few hot counters cost microseconds), else in the workspace.
+constexpr int PLAN_SU = 2048;
 extern "C" __global__ void __launch_bounds__(PLAN_NT) fa_plan(const __grid_constant__ kevo_fa_args a)
 {
+    __shared__ int s_count[PLAN_SU], s_start[PLAN_SU], s_cursor[PLAN_SU], s_istart[PLAN_SU + 1];
     const fa_ws w = fa_ws_at(a);
     const int tid = threadIdx.x, U = a.U, Bc = a.Bc, Sq = a.Sq;
+    const bool in_smem = U <= PLAN_SU;
+    int *count = in_smem ? s_count : w.count, *start = in_smem ? s_start : w.start;
+    int *cursor = in_smem ? s_cursor : w.cursor, *istart = in_smem ? s_istart : w.istart;
     for (int u = tid; u < U; u += PLAN_NT)
-        w.count[u] = 0;
+        count[u] = 0;
     __syncthreads();
     for (int c = tid; c < Bc; c += PLAN_NT)
-        atomicAdd(&w.count[a.cand_to_user[c]], 1);
+        atomicAdd(&count[a.cand_to_user[c]], 1);
     __syncthreads();
     // candidates before user u (high half) and items before it (low half)
     long long carry = 0;
     for (int u0 = 0; u0 < U; u0 += PLAN_NT) {
         const int u = u0 + tid;
-        long long n = u < U ? w.count[u] : 0;
+        long long n = u < U ? count[u] : 0;
         long long nb = (n * Sq + BM - 1) / BM;
         long long total;
         long long before = carry + plan_scan((n << 32) + nb, &total);
         if (u < U) {
-            w.start[u] = w.cursor[u] = (int)(before >> 32);
-            w.istart[u] = (int)(before & 0xffffffff);
+            start[u] = cursor[u] = (int)(before >> 32);
+            istart[u] = (int)(before & 0xffffffff);
         }
         carry += total;
     }
     const int nitems = (int)(carry & 0xffffffff);
     if (tid == 0) {
-        w.istart[U] = nitems;
+        istart[U] = nitems;
         *w.nitems = nitems;
     }
     __syncthreads();
     for (int c = tid; c < Bc; c += PLAN_NT) {
         const int u = a.cand_to_user[c];
-        w.order[atomicAdd(&w.cursor[u], 1)] = c;
+        w.order[atomicAdd(&cursor[u], 1)] = c;
     }
     // item i belongs to the last user whose first item is <= i (users with no
     // items share their istart with the next user, so that one is never empty)
@@ -205,12 +212,12 @@ extern "C" __global__ void __launch_bounds__(PLAN_NT) fa_plan(const __grid_const
         int lo = 0, hi = U - 1;
         while (lo < hi) {
             const int mid = (lo + hi + 1) >> 1;
-            if (w.istart[mid] <= i)
+            if (istart[mid] <= i)
                 lo = mid;
             else
                 hi = mid - 1;
         }
-        w.items[i] = make_int4(lo, (i - w.istart[lo]) * BM, w.start[lo], w.count[lo] * Sq);
+        w.items[i] = make_int4(lo, (i - istart[lo]) * BM, start[lo], count[lo] * Sq);
     }
 }
 
