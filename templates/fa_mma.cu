@@ -70,6 +70,7 @@ static_assert(MT * ON * 4 + MT * SN * 4 + (QREG ? MT * HEAD_DIM / 4 : 0) <= 224,
 constexpr int Q_ELEMS = BM * HEAD_DIM;
 constexpr int KV_ELEMS = BN * HEAD_DIM;
 constexpr int SMEM_BYTES = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2 + BM * 4;
+static_assert(SMEM_BYTES <= 232448, "shared memory over the largest per-block limit (sm_90)");
 
 // ---- small PTX wrappers mma.cuh lacks ----
 // 16 bytes global -> shared through L2 only; bytes < 16 zero-fills the rest.
@@ -80,6 +81,8 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+// -inf without math.h (NVRTC has none).
+#define FA_NEG_INF __int_as_float(0xff800000)
 // 2^x on the special-function unit (2^-inf = 0).
 __device__ __forceinline__ float fa_exp2(float x)
 {
@@ -348,7 +351,7 @@ __device__ __forceinline__ void softmax_tile(const float (&s)[MT][SN][4], unsign
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             // a row with every score masked so far keeps max -inf: shift by 0
-            const float ms = mx == -INFINITY ? 0.0f : mx * sl2;
+            const float ms = mx == FA_NEG_INF ? 0.0f : mx * sl2;
             const float corr = fa_exp2(m[mt][h] * sl2 - ms);
             m[mt][h] = mx;
             float sum = 0.0f;
@@ -487,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(NT) fa_attn(const __grid_constant__
 #pragma unroll
             for (int r = 0; r < 4; ++r)
                 o[mt][n][r] = 0.0f;
-        m[mt][0] = m[mt][1] = -INFINITY;
+        m[mt][0] = m[mt][1] = FA_NEG_INF;
         l[mt][0] = l[mt][1] = 0.0f;
     }
     const float sl2 = a.scale_log2;
@@ -514,7 +517,7 @@ extern "C" __global__ void __launch_bounds__(NT) fa_attn(const __grid_constant__
 #pragma unroll
                     for (int r = 0; r < 4; ++r)
                         if (kv0 + n * 8 + (lane & 3) * 2 + (r & 1) >= a.Skv)
-                            s[mt][n][r] = -INFINITY;
+                            s[mt][n][r] = FA_NEG_INF;
         }
         unsigned p[MT][SN / 2][4];
         softmax_tile(s, p, o, m, l, sl2);
