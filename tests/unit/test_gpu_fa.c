@@ -394,10 +394,13 @@ int main(void)
     const char *only = getenv("KEVO_GPU_TESTS");
     if (only && *only)
         cmocka_set_test_filter(only);
+    /* the tests that start a GPU worker (a forked process) come first: once
+     * this process has initialised CUDA for the reference tests, a forked
+     * child cannot (cuInit: CUDA_ERROR_NOT_INITIALIZED) */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_peers),          cmocka_unit_test(test_faults),
         cmocka_unit_test(test_reference_fp16), cmocka_unit_test(test_reference_bf16),
-        cmocka_unit_test(test_reference_time), cmocka_unit_test(test_peers),
-        cmocka_unit_test(test_faults),
+        cmocka_unit_test(test_reference_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
