@@ -212,6 +212,10 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     ok = ok && rp_add_num(o, "baseline_ms", r.compile_only ? none : r.baseline_ms);
     ok = ok && rp_add_num(o, "baseline_bcast_ms", r.compile_only ? none : r.baseline_bcast_ms);
     ok = ok && rp_add_num(o, "decomposed_ms", r.compile_only ? none : r.decomposed_ms);
+    /* an op peer measured after the search (ikbo_fa's (b)): decomposed_ms = kernel + gather */
+    ok = ok && rp_add_num(o, "peer_kernel_ms", r.compile_only ? none : r.peer_kernel_ms);
+    ok = ok && rp_add_num(o, "peer_gather_ms", r.compile_only ? none : r.peer_gather_ms);
+    ok = ok && rp_add_num(o, "peer_candidate", r.peer_id > 0 ? (double)r.peer_id : none);
     ok = ok && rp_add_num(o, "peak_tflops", r.compile_only ? none : r.peak_tflops);
     ok = ok && rp_add_num(o, "copy_tbps", r.compile_only ? none : r.copy_tbps);
     if (!ok) {
@@ -566,6 +570,9 @@ static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated
         s = kv_buf_printf(b, " (with broadcast %.3f ms)", r->baseline_bcast_ms);
     if (!s && isfinite(r->decomposed_ms))
         s = kv_buf_printf(b, "   %s %.3f ms", rp_peer_short(r), r->decomposed_ms);
+    if (!s && isfinite(r->decomposed_ms) && isfinite(r->peer_kernel_ms) && isfinite(r->peer_gather_ms))
+        s = kv_buf_printf(b, " (#%lld without the co-design %.3f ms + broadcast %.3f ms)", (long long)r->peer_id,
+                          r->peer_kernel_ms, r->peer_gather_ms);
     if (!s)
         s = isfinite(r->peak_tflops) ? kv_buf_printf(b, "   peak %.0f TFLOP/s", r->peak_tflops)
                                      : kv_buf_puts(b, "   peak -");

@@ -20,7 +20,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 5
+#define ST_SCHEMA_VERSION 6
 
 struct kevo_db {
     sqlite3 *h;
@@ -75,7 +75,7 @@ static const char st_schema_sql[] =
     " driver_version INTEGER, sm_count INTEGER, sm_clock_mhz INTEGER, mem_clock_mhz INTEGER,"
     " baseline_ms REAL, baseline_bcast_ms REAL, peak_tflops REAL, copy_tbps REAL, flops REAL, bytes REAL,"
     " pid INTEGER, created_at TEXT, finished_at TEXT, filter TEXT, decomposed_ms REAL, nshapes INTEGER,"
-    " warm_start TEXT, best_id INTEGER);"
+    " warm_start TEXT, best_id INTEGER, peer_id INTEGER, peer_kernel_ms REAL, peer_gather_ms REAL);"
     "CREATE TABLE sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
     "CREATE TABLE binaries("
     " key TEXT PRIMARY KEY, arch TEXT, nvrtc_version TEXT, options TEXT, source_hash TEXT, cubin BLOB,"
@@ -354,7 +354,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=5", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=6", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -368,7 +368,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 5, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 6, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -378,7 +378,10 @@ _Static_assert(ST_SCHEMA_VERSION == 5, "user_version literal in st_create_schema
  *   3 -> 4: run settings (batch, maps, reps, termination, timeouts, the
  *           space files' hashes), so that --resume applies or refuses
  *           every option;
- *   4 -> 5: LLM generations and a run's LLM settings. */
+ *   4 -> 5: LLM generations and a run's LLM settings;
+ *   5 -> 6: how a run's op peer measured after the search was made (the
+ *           candidate whose configuration ran without the co-design, its
+ *           kernel's time and the broadcast's). */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -395,6 +398,10 @@ static const char *const st_migrations[] = {
     "ALTER TABLE candidates ADD COLUMN tied INTEGER;" ST_SCHEMA_V3_TABLES "PRAGMA user_version=3;",
     ST_SCHEMA_V4_TABLES "PRAGMA user_version=4;",
     ST_SCHEMA_V5_TABLES "PRAGMA user_version=5;",
+    "ALTER TABLE runs ADD COLUMN peer_id INTEGER;"
+    "ALTER TABLE runs ADD COLUMN peer_kernel_ms REAL;"
+    "ALTER TABLE runs ADD COLUMN peer_gather_ms REAL;"
+    "PRAGMA user_version=6;",
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 
@@ -806,14 +813,17 @@ void kevo_run_row_init(kevo_run_row *r)
     r->flops = NAN;
     r->bytes = NAN;
     r->decomposed_ms = NAN;
+    r->peer_kernel_ms = NAN;
+    r->peer_gather_ms = NAN;
 }
 
 #define ST_RUN_COLS                                                                                          \
     "op, shape, dtype, arch, policy, families, seed, budget, compile_only, status, stop_reason, device, "   \
     "driver_version, sm_count, sm_clock_mhz, mem_clock_mhz, baseline_ms, baseline_bcast_ms, peak_tflops, " \
-    "copy_tbps, flops, bytes, pid, created_at, finished_at, filter, decomposed_ms, nshapes, warm_start, best_id"
+    "copy_tbps, flops, bytes, pid, created_at, finished_at, filter, decomposed_ms, nshapes, warm_start, best_id, " \
+    "peer_id, peer_kernel_ms, peer_gather_ms"
 
-/* Bind the 30 columns of ST_RUN_COLS in order.  Device figures of 0 and
+/* Bind the 33 columns of ST_RUN_COLS in order.  Device figures of 0 and
  * empty stop_reason/device/finished_at are stored as NULL. */
 static void st_bind_run(st_binder *b, const kevo_run_row *r)
 {
@@ -847,6 +857,9 @@ static void st_bind_run(st_binder *b, const kevo_run_row *r)
     st_b_int_opt(b, r->nshapes, 0);
     st_b_text_opt(b, r->warm_start);
     st_b_i64_opt(b, r->best_id, 0);
+    st_b_i64_opt(b, r->peer_id, 0);
+    st_b_double(b, r->peer_kernel_ms);
+    st_b_double(b, r->peer_gather_ms);
 }
 
 kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
@@ -856,7 +869,7 @@ kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(
         db,
-        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         &st, err, "run insert");
     if (s)
         return s;
@@ -879,7 +892,8 @@ kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err
                                "budget=?, compile_only=?, status=?, stop_reason=?, device=?, driver_version=?, "
                                "sm_count=?, sm_clock_mhz=?, mem_clock_mhz=?, baseline_ms=?, baseline_bcast_ms=?, "
                                "peak_tflops=?, copy_tbps=?, flops=?, bytes=?, pid=?, created_at=?, "
-                               "finished_at=?, filter=?, decomposed_ms=?, nshapes=?, warm_start=?, best_id=? "
+                               "finished_at=?, filter=?, decomposed_ms=?, nshapes=?, warm_start=?, best_id=?, peer_id=?, "
+                               "peer_kernel_ms=?, peer_gather_ms=? "
                                "WHERE id=?",
                                &st, err, "run update");
     if (s)
@@ -895,6 +909,41 @@ kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err
     s = st_exec_stmt(db, st, err, what);
     if (s == KEVO_OK && sqlite3_changes(db->h) == 0)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)r->id, db->path);
+    return s;
+}
+
+kevo_status kevo_db_run_peer_update(kevo_db *db, const kevo_run_row *r, kevo_err *err)
+{
+    /* the faster measured peer, as tune's tn_best_peer */
+    double best = NAN;
+    if (isfinite(r->baseline_ms) && r->baseline_ms > 0)
+        best = r->baseline_ms;
+    if (isfinite(r->decomposed_ms) && r->decomposed_ms > 0 && !(best <= r->decomposed_ms))
+        best = r->decomposed_ms;
+    kevo_status s = kevo_db_begin(db, err);
+    if (s)
+        return s;
+    s = kevo_db_run_update(db, r, err);
+    sqlite3_stmt *st = NULL;
+    if (!s)
+        s = st_prepare(db,
+                       "UPDATE candidates SET vs_peer = ? / median_ms WHERE run_id = ? AND status = 'ok' "
+                       "AND median_ms > 0",
+                       &st, err, "vs_peer update");
+    if (!s) {
+        st_binder b;
+        st_bind_init(&b, st);
+        st_b_double(&b, best); /* NULL when no peer was measured: vs_peer unknown */
+        st_b_i64(&b, r->id);
+        if (b.rc != SQLITE_OK)
+            s = st_bind_fail(db, st, b.rc, err, "vs_peer");
+        else
+            s = st_exec_stmt(db, st, err, "update the candidates' vs_peer");
+    }
+    if (!s)
+        s = kevo_db_commit(db, err);
+    if (s)
+        kevo_db_rollback(db);
     return s;
 }
 
@@ -939,6 +988,9 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
         r->nshapes = st_col_int_opt(st, i++, 0);
         st_col_text(st, i++, r->warm_start, sizeof r->warm_start);
         r->best_id = sqlite3_column_int64(st, i++);
+        r->peer_id = sqlite3_column_int64(st, i++);
+        r->peer_kernel_ms = st_col_double(st, i++);
+        r->peer_gather_ms = st_col_double(st, i++);
         s = KEVO_OK;
     } else if (rc == SQLITE_DONE) {
         s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)id, db->path);

@@ -74,10 +74,16 @@ typedef struct kevo_run_row {
     char created_at[32];
     char finished_at[32];
     char filter[512]; /* --where expression over the params, "" for none */
-    double decomposed_ms; /* the decomposed peer (K padded, two cuBLAS GEMMs + broadcast-add); NaN when none */
+    double decomposed_ms; /* the op's other peer (ikbo_lce: K padded, two cuBLAS GEMMs + broadcast-add;
+                             ikbo_fa: baseline (b), peer_kernel_ms + peer_gather_ms); NaN when none */
     int nshapes;          /* shapes of a distribution run (run_shapes rows); 0 for a one-shape run */
     char warm_start[512]; /* the DB the seeds' warm start read, "" for this DB or none */
     int64_t best_id;      /* the winner named by the paired re-timing at the end, 0 when none */
+    /* An op peer that `kevo tune` measured after the search (kevo_op.nocodesign_shape):
+     * decomposed_ms = peer_kernel_ms + peer_gather_ms. */
+    int64_t peer_id;       /* the candidate whose configuration ran without the co-design, 0 when none */
+    double peer_kernel_ms; /* that kernel's time there, NaN when not measured */
+    double peer_gather_ms; /* the broadcast (gather) it needs: baseline_bcast_ms - baseline_ms, NaN when none */
 } kevo_run_row;
 
 void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */
@@ -85,6 +91,14 @@ void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */
 kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err); /* sets r->id */
 /* Write every field of r over the row with r->id. */
 kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err);
+/* The op peer measured after the search: write r over its row (as
+ * kevo_db_run_update; r->decomposed_ms is the new peer) and set vs_peer of
+ * every verified candidate of the run (status ok, median_ms > 0) to the
+ * faster in-run peer's time (baseline_ms or decomposed_ms, whichever is
+ * measured and smaller) over its median_ms, in one transaction: nothing
+ * changes on an error.  Candidates' fitness is left alone.  Errors:
+ * KEVO_ERR_NOT_FOUND (no such run), KEVO_ERR_DB. */
+kevo_status kevo_db_run_peer_update(kevo_db *db, const kevo_run_row *r, kevo_err *err);
 /* Errors: KEVO_ERR_NOT_FOUND. */
 kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *err);
 /* Ids of all runs, ascending; *ids is malloc'd (caller frees). */

@@ -71,7 +71,9 @@ typedef struct kevo_tensor_desc {
 /* How the CLI and `report` name an op's same-run peers.  The DB keeps their
  * times in the columns baseline_ms (stage 0, the speedup's denominator),
  * baseline_bcast_ms (stage 0 with its broadcast in each call) and
- * decomposed_ms (the op's other peer). */
+ * decomposed_ms (the op's other peer: measured by the worker at start, or,
+ * for an op with nocodesign_shape, by `kevo tune` after the search; the
+ * runs columns peer_id, peer_kernel_ms and peer_gather_ms say how). */
 typedef struct kevo_op_peers {
     const char *baseline;    /* in verdicts: "the stage-0 cuBLAS baseline" */
     const char *peer;        /* in verdicts: "decomposed cuBLAS" */
@@ -135,6 +137,14 @@ typedef struct kevo_op {
     const kevo_tensor_desc *tensors;
     int ntensors;
     kevo_op_peers peers;
+    /* NULL, or the same problem without the op's co-design, for a peer that
+     * runs the run's best kernel there (`kevo tune` measures it after the
+     * search): shape is a parsed shape of this op; *out receives the shape
+     * with every candidate given its own copy of what the co-design shares
+     * (ikbo_fa: U = Bc, ratio = 1, K/V [Bc*Skv, H, D]), checked by the op's
+     * own parse_shape.  Errors: KEVO_ERR_ARG naming the limit that shape
+     * passes there (a tensor's rows past an int, its elements past 2^48). */
+    kevo_status (*nocodesign_shape)(const kevo_syms *shape, kevo_syms *out, kevo_err *err);
     const kevo_op_export *export_desc;
     const struct kevo_op_gpu *gpu; /* NULL: no GPU side (compile-only) */
 } kevo_op;

@@ -1164,6 +1164,53 @@ static void tn_dist_summary(tn_env *e, const kevo_run_row *run, tn_progress *pro
     kevo_cand_rows_free(rows, n);
 }
 
+/* ---- a candidate at another shape ---- */
+
+/* Verify (and time when `time`) configuration cfg of space sp, a stored
+ * candidate c's, at e's shape on e's worker: checked against the family's
+ * constraints there, planned, compiled through e's compile cache (added to
+ * unless e->db is read-only), then kevo_gpu_eval on the maps with seed.
+ * w receives the prepared work (the caller releases it), res the result: a
+ * failed check is res->fail, not an error.  What `kevo verify` does, and
+ * `kevo tune` for a peer at the shape without the co-design.  Errors:
+ * KEVO_ERR_UNSUPPORTED (not valid or no launch plan at the shape, naming
+ * why), KEVO_ERR_NVRTC (does not compile), the worker's errors. */
+static kevo_status tn_check_config(tn_env *e, const kevo_space *sp, const kevo_config *cfg, const kevo_cand_row *c,
+                                   unsigned maps, bool time, uint64_t seed, tn_work *w, kevo_gpu_result *res,
+                                   kevo_err *err)
+{
+    memset(w, 0, sizeof *w);
+    kv_buf_init(&w->source);
+    char why[256];
+    if (kevo_space_check(sp, &e->shape, &e->lim, e->dt, cfg, why, sizeof why) != 1)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s %s) is not valid at %s: %s",
+                            (long long)c->id, c->family, c->params, e->shape_txt, why);
+    kevo_status st = tn_prepare(e, sp, 0, cfg, w, err);
+    if (!st && w->job.fail == KEVO_FAIL_PLAN_ERROR)
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld has no launch plan at %s: %s", (long long)c->id,
+                          e->shape_txt, w->job.log ? w->job.log : "");
+    if (!st)
+        st = tn_compile(e, w, 1, err);
+    if (!st && w->job.fail != KEVO_FAIL_NONE) {
+        char line[300];
+        tn_first_line(w->job.log, line, sizeof line);
+        st = kevo_err_set(err, KEVO_ERR_NVRTC, "candidate %lld does not compile for %s %s: %s", (long long)c->id,
+                          e->arch, kevo_dtype_name(e->dt), line);
+    }
+    if (st)
+        return st;
+    kevo_gpu_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.candidate_id = c->id;
+    rq.cubin = w->job.cubin;
+    rq.cubin_size = w->job.cubin_size;
+    rq.plan = w->plan;
+    rq.maps = maps;
+    rq.time = time;
+    rq.seed = seed;
+    return kevo_gpu_eval(e->gpu, &rq, res, err);
+}
+
 /* ---- the winner beyond the noise ---- */
 
 typedef struct tn_lead {
@@ -1304,6 +1351,104 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
     free(lead);
     free(out);
     kevo_cand_rows_free(rows, n);
+    return st;
+}
+
+/* ---- the op's peer without the co-design ---- */
+
+/* Measure the op peer that needs the search's winner (ikbo_fa's baseline
+ * (b)): the configuration of the run's best (run->best_id) planned at the
+ * op's shape without the co-design (kevo_op.nocodesign_shape), compiled
+ * through the cache, verified on the run's maps and timed on a worker of
+ * that shape that measures no peers and no ceilings (the run's worker is
+ * stopped first: at Skv=16384 the gathered K/V alone take 2 x 17 GB).  The
+ * timing inputs are the worker's (the sorted map: identity at ratio 1).
+ * The peer is that kernel's time plus the broadcast's, baseline_bcast_ms -
+ * baseline_ms of the run; it becomes run->decomposed_ms (with peer_id,
+ * peer_kernel_ms, peer_gather_ms) and every verified candidate's vs_peer is
+ * recomputed, in one transaction.  What keeps it from being measured (no
+ * gather time, a shape past the op's limits, a configuration not valid or
+ * failing there, a worker that cannot start) is said in one line and
+ * leaves the peer unmeasured (NaN), not the run failed.  Errors: the DB's,
+ * KEVO_ERR_NOMEM, KEVO_ERR_INTERRUPTED. */
+static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, const tn_work *ref,
+                                      tn_progress *prog, kevo_err *err)
+{
+    const char *name = e->op->peers.peer_short;
+    if (e->op->nocodesign_shape && e->dist)
+        tn_line(prog, "peer %s is not measured for a distribution of shapes", name);
+    if (!e->op->nocodesign_shape || e->dist || run->best_id <= 0)
+        return KEVO_OK;
+    double gather_ms = run->baseline_bcast_ms - run->baseline_ms;
+    if (!(isfinite(gather_ms) && gather_ms > 0)) {
+        tn_line(prog, "peer %s not measured: no time for the broadcast (stage 0 %.3f ms, with it %.3f ms)", name,
+                run->baseline_ms, run->baseline_bcast_ms);
+        return KEVO_OK;
+    }
+    kevo_err why;
+    kevo_err_clear(&why);
+    tn_env v = *e; /* a view of e at the other shape: borrows e's spaces, DB and ABI, owns only v.gpu */
+    v.gpu = NULL;
+    v.dist = NULL;
+    v.peers = NULL;
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    tn_work w;
+    memset(&w, 0, sizeof w);
+    kevo_gpu_result *res = calloc(1, sizeof *res);
+    if (!res)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    const kevo_space *sp = NULL;
+    kevo_config cfg;
+    kevo_status st = kevo_db_cand_get(e->db, run->best_id, &c, err);
+    kevo_status soft = KEVO_OK; /* what leaves the peer unmeasured, in why */
+    if (!st)
+        soft = e->op->nocodesign_shape(&e->shape, &v.shape, &why);
+    if (!st && !soft) {
+        e->op->shape_str(&v.shape, v.shape_txt, sizeof v.shape_txt);
+        soft = tn_space_of(e, &c, &sp, &why);
+        if (!soft && !sp)
+            soft = kevo_err_set(&why, KEVO_ERR_DB, "candidate %lld has no source", (long long)c.id);
+        if (!soft)
+            soft = kevo_config_parse_json(sp, c.params, &cfg, &why);
+    }
+    if (!st && !soft) {
+        tn_line(prog, "peer %s: #%lld %s %s at %s (K/V gathered), on a worker of its own", name, (long long)c.id,
+                c.family, c.params, v.shape_txt);
+        kevo_gpu_stop(e->gpu); /* its memory is the new worker's */
+        e->gpu = NULL;
+        kevo_gpu_config gc = tn_gpu_config(e, ref, &v.shape, o->device, o->warmup, o->reps, o->eval_timeout, o->seed,
+                                           false, false);
+        kevo_gpu_info info;
+        soft = kevo_gpu_start(&gc, &v.gpu, &info, &why);
+    }
+    if (!st && !soft)
+        soft = tn_check_config(&v, sp, &cfg, &c, o->maps, true, o->seed ^ 0x6a09e667f3bcc909ull, &w, res, &why);
+    if (!st && !soft && res->fail != KEVO_FAIL_NONE)
+        soft = kevo_err_set(&why, KEVO_ERR_INTERNAL, "#%lld failed at %s: %s: %s", (long long)c.id, v.shape_txt,
+                            kevo_fail_name(res->fail), res->msg);
+    if (!st && !soft && !(res->median_ms > 0))
+        soft = kevo_err_set(&why, KEVO_ERR_INTERNAL, "#%lld was not timed at %s", (long long)c.id, v.shape_txt);
+    if (!st && (soft == KEVO_ERR_INTERRUPTED || soft == KEVO_ERR_NOMEM || kv_interrupted())) {
+        st = kv_interrupted() ? KEVO_ERR_INTERRUPTED : soft;
+        *err = why;
+    } else if (!st && soft) {
+        tn_line(prog, "peer %s not measured: %s", name, why.msg);
+    } else if (!st) {
+        run->peer_id = c.id;
+        run->peer_kernel_ms = res->median_ms;
+        run->peer_gather_ms = gather_ms;
+        run->decomposed_ms = res->median_ms + gather_ms;
+        st = kevo_db_run_peer_update(e->db, run, err);
+        if (!st)
+            tn_line(prog, "peer %s: #%lld %s %s at %s (K/V gathered) %.4f ms + gather %.4f ms = %.4f ms", name,
+                    (long long)c.id, c.family, c.params, v.shape_txt, run->peer_kernel_ms, gather_ms,
+                    run->decomposed_ms);
+    }
+    kevo_gpu_stop(v.gpu);
+    tn_work_release(&w);
+    kevo_cand_row_release(&c);
+    free(res);
     return st;
 }
 
@@ -2187,13 +2332,19 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             for (int i = 0; i < nwarm; i++)
                 tn_line(&prog, "warm start: %s %s, winner of run %lld at %s", warm[i].family, warm[i].params,
                         (long long)warm[i].from_run, warm[i].from_shape);
-        if (!ro.compile_only)
+        if (!ro.compile_only) {
+            char peer[64];
+            if (isnan(run.decomposed_ms) && e.op->nocodesign_shape)
+                snprintf(peer, sizeof peer, "measured after the search");
+            else
+                snprintf(peer, sizeof peer, "%.3f ms", run.decomposed_ms);
             tn_line(&prog,
                     "device %s (%d SMs, driver %d); peers: stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
-                    "%s %.3f ms; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline floor %.3f ms",
+                    "%s %s; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline floor %.3f ms",
                     e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
-                    e.op->peers.peer_detail, run.decomposed_ms, run.peak_tflops, run.copy_tbps,
+                    e.op->peers.peer_detail, peer, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
+        }
         if (handoff)
             tn_line(&prog, "run %lld was compile-only: its compiled candidates are verified and timed on %s first",
                     (long long)run.id, e.info.name);
@@ -2359,6 +2510,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         kevo_search_release(&s);
     if (written && !st && !ro.compile_only && !e.dist)
         st = tn_settle(&e, &run, &ro, &prog, err);
+    if (written && !st && !ro.compile_only)
+        st = tn_peer_nocodesign(&e, &run, &ro, &ref, &prog, err);
     if (st == KEVO_ERR_INTERRUPTED || (st && kv_interrupted())) {
         st = KEVO_ERR_INTERRUPTED;
         /* a second signal now ends kevo at once (the default action) */
@@ -2501,36 +2654,9 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         st = tn_ref_module(&e, &ref, err);
     if (!st)
         st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, o->time, err);
-    char why[256];
-    if (!st && kevo_space_check(sp, &e.shape, &e.lim, e.dt, &cfg, why, sizeof why) != 1)
-        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld (%s %s) is not valid at %s: %s",
-                          (long long)c.id, c.family, c.params, e.shape_txt, why);
-    if (!st)
-        st = tn_prepare(&e, sp, 0, &cfg, &w, err);
-    if (!st && w.job.fail == KEVO_FAIL_PLAN_ERROR)
-        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "candidate %lld has no launch plan at %s: %s", (long long)c.id,
-                          e.shape_txt, w.job.log ? w.job.log : "");
-    if (!st)
-        st = tn_compile(&e, &w, 1, err);
-    if (!st && w.job.fail != KEVO_FAIL_NONE) {
-        char line[300];
-        tn_first_line(w.job.log, line, sizeof line);
-        st = kevo_err_set(err, KEVO_ERR_NVRTC, "candidate %lld does not compile for %s %s: %s", (long long)c.id,
-                          e.arch, kevo_dtype_name(e.dt), line);
-    }
     kevo_gpu_result res;
-    if (!st) {
-        kevo_gpu_request rq;
-        memset(&rq, 0, sizeof rq);
-        rq.candidate_id = c.id;
-        rq.cubin = w.job.cubin;
-        rq.cubin_size = w.job.cubin_size;
-        rq.plan = w.plan;
-        rq.maps = o->maps;
-        rq.time = o->time;
-        rq.seed = o->seed;
-        st = kevo_gpu_eval(e.gpu, &rq, &res, err);
-    }
+    if (!st)
+        st = tn_check_config(&e, sp, &cfg, &c, o->maps, o->time, o->seed, &w, &res, err);
     if (!st) {
         kv_buf maps;
         kv_buf_init(&maps);
@@ -2553,12 +2679,17 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         if (*passed && o->time) {
             f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.peer_ms, e.op->flops(&e.shape),
                            e.op->bytes(&e.shape, e.dt), e.info.peak_tflops, e.info.copy_tbps);
+            char peer[64];
+            if (isnan(e.info.peer_ms)) /* ikbo_fa's (b) needs a run's winner: `kevo tune` measures it */
+                snprintf(peer, sizeof peer, "not measured here");
+            else
+                snprintf(peer, sizeof peer, "%.4f ms", e.info.peer_ms);
             printf("  device %s: %.4f ms [%.4f, %.4f], %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s), "
                    "%.0f%% of the roofline\n"
-                   "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; %s %.4f ms -> vs_best_peer %.2fx\n",
+                   "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; %s %s -> vs_best_peer %.2fx\n",
                    e.info.name, f.median_ms, f.ci_lo_ms, f.ci_hi_ms, f.tflops,
                    e.info.peak_tflops > 0 ? 100.0 * f.tflops / e.info.peak_tflops : 0.0, e.info.peak_tflops,
-                   100 * f.roofline, e.info.baseline_ms, f.speedup, e.op->peers.peer_detail, e.info.peer_ms, f.vs_peer);
+                   100 * f.roofline, e.info.baseline_ms, f.speedup, e.op->peers.peer_detail, peer, f.vs_peer);
             char verdict[256];
             kevo_peer_verdict(e.op, f.vs_peer, e.info.baseline_ms, e.info.peer_ms, verdict, sizeof verdict);
             printf("  %s\n", verdict);

@@ -4,7 +4,8 @@
  * fp32 reference's launch, and the same-run peers: the stage-0 baseline (K
  * and V gathered per candidate, then per head cuBLAS strided-batched QK^T,
  * a row softmax kernel and cuBLAS strided-batched PV: the unfused form a
- * framework falls back to), without and with its gather. */
+ * framework falls back to), without and with its gather.  The op's other
+ * peer, baseline (b), is measured by `kevo tune` (search/tune.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
 #include <math.h>
@@ -223,9 +224,11 @@ static CUresult fa_alloc_peers(wk_ctx *w, size_t *failed_bytes)
 
 /* Check and time the peers on the timing inputs (the run's seed, sorted
  * map, so the default scale): stage 0 without its gather (baseline_ms),
- * with it (baseline_bcast_ms).  peer_ms is stage 0 with its gather too, for
- * now: the issue's baseline (b), the run's best kevo FA kernel on gathered
- * K/V plus the gather, is wired into that slot later. */
+ * with it (baseline_bcast_ms).  peer_ms stays NaN: baseline (b), the run's
+ * best kevo FA kernel on gathered K/V plus the gather, needs the search's
+ * winner and is measured by `kevo tune` after the search, on a worker of
+ * its own (kevo_op.nocodesign_shape), with the gather's time taken as
+ * baseline_bcast_ms - baseline_ms of this worker. */
 static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
 {
     fa_state *s = w->op_state;
@@ -248,10 +251,8 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
         r = wk_reference(w, &ref2);
     if (r == CUDA_SUCCESS)
         r = wk_check_peer(w, fa_base_run, &gather, ref2, &w->info.baseline_rel_err, &nf);
-    w->info.peer_rel_err = w->info.baseline_rel_err;
     if (r == CUDA_SUCCESS)
         r = wk_time(w, fa_base_run, &gather, w->cfg.warmup, w->cfg.reps, &w->info.baseline_bcast_ms, &lo, &hi, NULL);
-    w->info.peer_ms = w->info.baseline_bcast_ms;
     /* the gathered K/V of the timing inputs are in place from the runs above */
     if (r == CUDA_SUCCESS)
         r = wk_time(w, fa_base_run, &no_gather, w->cfg.warmup, w->cfg.reps, &w->info.baseline_ms, &lo, &hi, NULL);

@@ -488,9 +488,9 @@ static int candidate_lines(const char *out, int *cached)
 }
 
 /* ikbo_fa from the command line: listed; a bad head dimension is a usage
- * error; a compile-only tune runs once a template family exists and says
- * plainly that none does until then (nothing written); export refuses the
- * op for now. */
+ * error; a compile-only tune runs once a template family exists (and does
+ * not try baseline (b), which needs a GPU) and says plainly that none does
+ * until then (nothing written); export refuses the op for now. */
 static void test_fa_cli(void **state)
 {
     (void)state;
@@ -521,8 +521,24 @@ static void test_fa_cli(void **state)
         expect(&r, 0, NULL);
         assert_non_null(strstr(r.out, "compile-only"));
         assert_true(exists("FA.db"));
+        /* compile-only: baseline (b) is not tried, nothing of it stored */
+        assert_null(strstr(r.out, "peer (b)"));
+        assert_null(strstr(r.err, "peer (b)"));
     }
     result_release(&r);
+    if (n > 0) {
+        r = RUN("report", "--db", "FA.db", "--format", "json");
+        expect(&r, 0, NULL);
+        cJSON *j = cJSON_Parse(r.out);
+        assert_non_null(j);
+        const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), 0);
+        assert_non_null(run);
+        static const char *const none[] = {"decomposed_ms", "peer_kernel_ms", "peer_gather_ms", "peer_candidate"};
+        for (size_t i = 0; i < KV_ARRAY_LEN(none); i++)
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(run, none[i])));
+        cJSON_Delete(j);
+        result_release(&r);
+    }
     assert_no_default_db();
 
     r = RUN("export", "--op", "ikbo_fa", "--db", "FA.db", "--out", "fa_lib");

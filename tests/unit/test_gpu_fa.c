@@ -289,7 +289,9 @@ static void check_peers(kevo_dtype dt, const char *shape_txt)
     fa()->tolerance(dt, &rel_bound, &rtol);
     printf("  peers %s %s: stage 0 %.3f ms, with gather %.3f ms, rel_err %.2e (bound %.2e)\n", kevo_dtype_name(dt),
            shape_txt, info.baseline_ms, info.baseline_bcast_ms, info.baseline_rel_err, rel_bound);
-    assert_true(info.baseline_ms > 0 && info.baseline_bcast_ms > 0 && info.peer_ms > 0);
+    assert_true(info.baseline_ms > 0 && info.baseline_bcast_ms > 0);
+    assert_true(info.baseline_bcast_ms > info.baseline_ms); /* the gather's time, (b)'s broadcast, is positive */
+    assert_true(isnan(info.peer_ms)); /* baseline (b) needs a run's winner: kevo tune measures it */
     assert_true(info.baseline_rel_err > 0);              /* P and out rounded: never exact */
     assert_true(info.baseline_rel_err < 0.6 * rel_bound); /* margin: the derivation expects 0.6u to 0.8u */
     kevo_gpu_stop(g);

@@ -440,6 +440,49 @@ static void test_fa_host_init(void **state)
     assert_int_equal(kevo_fa_host_init(&h, &s, (kevo_dtype)7, KEVO_MAP_SORTED, 1, &err), KEVO_ERR_ARG);
 }
 
+/* ---- the shape without the co-design (baseline (b)) ---- */
+
+static void check_nocodesign(const char *text, int64_t Bc)
+{
+    kevo_syms s, n;
+    parse_ok(text, &s);
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(fa()->nocodesign_shape(&s, &n, &err), KEVO_OK);
+    assert_int_equal(sym(&n, "Bc"), Bc);
+    assert_int_equal(sym(&n, "U"), Bc); /* each candidate its own K/V */
+    assert_int_equal(sym(&n, "ratio"), 1);
+    static const char *const same[] = {"Bc", "H", "Sq", "D", "Skv"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(same); i++)
+        assert_int_equal(sym(&n, same[i]), sym(&s, same[i]));
+}
+
+static void test_fa_nocodesign_shape(void **state)
+{
+    (void)state;
+    check_nocodesign(NULL, 2048);
+    check_nocodesign("Skv=16384", 2048);
+    check_nocodesign("Bc=2047,ratio=70,D=64,Skv=3000", 2047);
+    check_nocodesign("Bc=3,U=2", 3);
+    check_nocodesign("Bc=5,ratio=1", 5);
+
+    /* K/V of Bc * Skv = 2^32 rows: fine shared (U = 32), past the ABI's int per candidate */
+    kevo_syms s, n;
+    parse_ok("Bc=2048,Skv=2097152,ratio=64", &s);
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(fa()->nocodesign_shape(&s, &n, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "without the co-design"));
+    assert_non_null(strstr(err.msg, "tensor 'k' has more than 2147483647 rows (U * Skv)"));
+    assert_int_equal(fa()->nocodesign_shape(NULL, &n, &err), KEVO_ERR_ARG);
+
+    /* ikbo_lce has no such peer */
+    const kevo_op *lce = kevo_op_find("ikbo_lce");
+    assert_non_null(lce);
+    assert_null(lce->nocodesign_shape);
+    assert_string_equal(fa()->peers.peer_short, "(b)");
+}
+
 /* ---- export and the reference module ---- */
 
 static void test_fa_export_refused(void **state)
@@ -540,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_fa_reference_by_hand),
         cmocka_unit_test(test_fa_reference_convex),
         cmocka_unit_test(test_fa_host_init),
+        cmocka_unit_test(test_fa_nocodesign_shape),
         cmocka_unit_test(test_fa_export_refused),
         cmocka_unit_test(test_fa_ref_module_compiles),
         cmocka_unit_test(test_fa_fault_fixture_compiles),

@@ -250,11 +250,15 @@ static void test_json_all_runs(void **state)
     static const char *keys[] = {"id",         "op",          "shape",       "dtype",      "arch",
                                  "device",     "policy",      "status",      "stop_reason", "compile_only",
                                  "evaluated",  "failed",      "compiled",    "verified",   "baseline_ms",
-                                 "baseline_bcast_ms", "decomposed_ms", "peak_tflops", "copy_tbps", "best",
+                                 "baseline_bcast_ms", "decomposed_ms", "peer_kernel_ms", "peer_gather_ms",
+                                 "peer_candidate", "peak_tflops", "copy_tbps", "best",
                                  "llm",        "candidates"};
     for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
         get(m, keys[i]);
     assert_int_equal(cJSON_GetArraySize(m), KV_ARRAY_LEN(keys));
+    /* ikbo_lce's peer is measured by the worker: nothing measured after the search */
+    assert_true(cJSON_IsNull(get(m, "peer_kernel_ms")) && cJSON_IsNull(get(m, "peer_gather_ms")) &&
+                cJSON_IsNull(get(m, "peer_candidate")));
     assert_string_equal(str(m, "op"), "ikbo_lce");
     assert_string_equal(str(m, "shape"), "B=1024,M=433,N=128");
     assert_string_equal(str(m, "dtype"), "fp16");

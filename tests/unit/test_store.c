@@ -161,7 +161,7 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 6);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
                                    "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
@@ -278,10 +278,11 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 6);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
-                                   "('filter','decomposed_ms','nshapes','warm_start','best_id')"),
-                     5);
+                                   "('filter','decomposed_ms','nshapes','warm_start','best_id','peer_id',"
+                                   "'peer_kernel_ms','peer_gather_ms')"),
+                     8);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('candidates') WHERE name IN "
                                    "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied')"),
                      7);
@@ -316,9 +317,10 @@ static void test_migrate_v3(void **state)
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     int64_t run = add_run(db, "ikbo_lce");
     kevo_db_close(db);
+    raw_exec(path, TU_SCHEMA5_SQL);
     raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 6);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
     kevo_db_close(db);
@@ -412,14 +414,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=6;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=7;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 6)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 7)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -630,6 +632,71 @@ static void test_run_ids(void **state)
     assert_int_equal(ids[1], 2);
     assert_int_equal(ids[2], 3);
     free(ids);
+}
+
+/* The op peer measured after the search (ikbo_fa's baseline (b)): the run
+ * row gets it with how it was made, every verified candidate's vs_peer
+ * becomes the faster peer over its median (the other candidates and runs
+ * untouched), and fitness is left alone. */
+static void test_run_peer_update(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_fa");
+    int64_t other = add_run(f->db, "ikbo_fa");
+    int64_t a = add_cand(f->db, run, 1, "fa_ws", "{\"BM\":64}", "ok", "", 4.0, 0.5, "");
+    int64_t b = add_cand(f->db, run, 2, "fa_ws", "{\"BM\":128}", "ok", "", 2.0, 1.0, "");
+    int64_t c = add_cand(f->db, run, 3, "fa_ws", "{\"BM\":32}", "failed", "wrong_result", NAN, NAN, "");
+    int64_t d = add_cand(f->db, other, 1, "fa_ws", "{\"BM\":64}", "ok", "", 4.0, 0.5, "");
+    kevo_cand_row x;
+    for (int64_t id = a; id <= d; id++) { /* vs_peer and fitness as the search stored them */
+        assert_int_equal(kevo_db_cand_get(f->db, id, &x, &err), KEVO_OK);
+        x.vs_peer = 7.0;
+        x.fitness = 3.0;
+        assert_int_equal(kevo_db_cand_update(f->db, &x, &err), KEVO_OK);
+        kevo_cand_row_release(&x);
+    }
+    kevo_run_row r;
+    assert_int_equal(kevo_db_run_get(f->db, run, &r, &err), KEVO_OK);
+    assert_true(r.peer_id == 0 && isnan(r.peer_kernel_ms) && isnan(r.peer_gather_ms) && isnan(r.decomposed_ms));
+
+    /* (b) 1.5 ms, faster than stage 0 (2 ms): it is the best peer */
+    r.baseline_ms = 2.0;
+    r.baseline_bcast_ms = 3.0;
+    r.peer_id = a;
+    r.peer_kernel_ms = 0.5;
+    r.peer_gather_ms = 1.0;
+    r.decomposed_ms = 1.5;
+    assert_int_equal(kevo_db_run_peer_update(f->db, &r, &err), KEVO_OK);
+    kevo_run_row back;
+    assert_int_equal(kevo_db_run_get(f->db, run, &back, &err), KEVO_OK);
+    assert_true(back.peer_id == a && back.peer_kernel_ms == 0.5 && back.peer_gather_ms == 1.0 &&
+                back.decomposed_ms == 1.5 && back.baseline_ms == 2.0);
+    const struct {
+        int64_t id;
+        double vs_peer;
+    } want[] = {{a, 3.0}, {b, 1.5}, {c, 7.0}, {d, 7.0}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(want); i++) {
+        assert_int_equal(kevo_db_cand_get(f->db, want[i].id, &x, &err), KEVO_OK);
+        assert_true(fabs(x.vs_peer - want[i].vs_peer) < 1e-12);
+        assert_true(x.fitness == 3.0);
+        kevo_cand_row_release(&x);
+    }
+
+    /* (b) slower than stage 0: stage 0 stays the best peer */
+    r.decomposed_ms = 5.0;
+    assert_int_equal(kevo_db_run_peer_update(f->db, &r, &err), KEVO_OK);
+    assert_int_equal(kevo_db_cand_get(f->db, b, &x, &err), KEVO_OK);
+    assert_true(fabs(x.vs_peer - 2.0) < 1e-12);
+    kevo_cand_row_release(&x);
+
+    /* no such run: refused, nothing changed */
+    r.id = 999;
+    r.decomposed_ms = 0.1;
+    assert_int_equal(kevo_db_run_peer_update(f->db, &r, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_db_cand_get(f->db, b, &x, &err), KEVO_OK);
+    assert_true(fabs(x.vs_peer - 2.0) < 1e-12);
+    kevo_cand_row_release(&x);
 }
 
 /* ---- candidates ---- */
@@ -1139,6 +1206,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_text_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_peer_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_duplicate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_best, setup, teardown),
