@@ -48,6 +48,9 @@
 #ifndef KEVO_MMA_CUH
 #include "mma.cuh" // ldmatrix, mma.sync (space "include")
 #endif
+#ifndef KEVO_SOFTMAX_CUH
+#include "softmax.cuh" // -inf, 2^x, packed pairs (space "include")
+#endif
 
 constexpr int NT = WARPS * 32;             // threads per CTA
 constexpr int WM = BM / WARPS;             // query rows per warp
@@ -81,20 +84,6 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-// -inf without math.h (NVRTC has none).
-#define FA_NEG_INF __int_as_float(0xff800000)
-// 2^x on the special-function unit (2^-inf = 0).
-__device__ __forceinline__ float fa_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-__device__ __forceinline__ unsigned pack2u(float x, float y)
-{
-    elem2_t v = pack2(x, y);
-    return *reinterpret_cast<unsigned *>(&v);
-}
 
 // Element offset of the 16-byte chunk (row, chunk) of a [rows][HEAD_DIM]
 // tile: the low three chunk bits XORed with the row, so the eight rows one
@@ -351,16 +340,16 @@ __device__ __forceinline__ void softmax_tile(const float (&s)[MT][SN][4], unsign
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             // a row with every score masked so far keeps max -inf: shift by 0
-            const float ms = mx == FA_NEG_INF ? 0.0f : mx * sl2;
-            const float corr = fa_exp2(m[mt][h] * sl2 - ms);
+            const float ms = mx == neg_inf() ? 0.0f : mx * sl2;
+            const float corr = fast_exp2(m[mt][h] * sl2 - ms);
             m[mt][h] = mx;
             float sum = 0.0f;
 #pragma unroll
             for (int n = 0; n < SN; ++n) {
-                const float x = fa_exp2(fmaf(s[mt][n][2 * h], sl2, -ms));
-                const float y = fa_exp2(fmaf(s[mt][n][2 * h + 1], sl2, -ms));
+                const float x = fast_exp2(fmaf(s[mt][n][2 * h], sl2, -ms));
+                const float y = fast_exp2(fmaf(s[mt][n][2 * h + 1], sl2, -ms));
                 sum += x + y;
-                p[mt][n / 2][(n & 1) * 2 + h] = pack2u(x, y);
+                p[mt][n / 2][(n & 1) * 2 + h] = pack2_bits(x, y);
             }
             l[mt][h] = l[mt][h] * corr + sum;
 #pragma unroll
@@ -490,7 +479,7 @@ extern "C" __global__ void __launch_bounds__(NT) fa_attn(const __grid_constant__
 #pragma unroll
             for (int r = 0; r < 4; ++r)
                 o[mt][n][r] = 0.0f;
-        m[mt][0] = m[mt][1] = FA_NEG_INF;
+        m[mt][0] = m[mt][1] = neg_inf();
         l[mt][0] = l[mt][1] = 0.0f;
     }
     const float sl2 = a.scale_log2;
@@ -517,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(NT) fa_attn(const __grid_constant__
 #pragma unroll
                     for (int r = 0; r < 4; ++r)
                         if (kv0 + n * 8 + (lane & 3) * 2 + (r & 1) >= a.Skv)
-                            s[mt][n][r] = FA_NEG_INF;
+                            s[mt][n][r] = neg_inf();
         }
         unsigned p[MT][SN / 2][4];
         softmax_tile(s, p, o, m, l, sl2);

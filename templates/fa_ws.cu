@@ -59,6 +59,9 @@
 #ifndef KEVO_HOPPER_CUH
 #include "hopper.cuh"
 #endif
+#ifndef KEVO_SOFTMAX_CUH
+#include "softmax.cuh"
+#endif
 
 constexpr int NT = 128 * (CONSUMERS + 1);
 constexpr int DCH = HD / 64;              // 64-column chunks of a row: one 128-byte swizzle atom wide
@@ -90,23 +93,6 @@ struct fa_ctl {
     unsigned long long qfull[CONSUMERS][QBUF];
     unsigned long long qempty[CONSUMERS][QBUF];
 };
-
-// -inf (NVRTC has no math.h and so no INFINITY).
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
-
-// 2^x, the SFU's approximation (ex2.approx.ftz: about 2 ulp; -inf gives 0).
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-__device__ __forceinline__ unsigned pack_bits(float x, float y)
-{
-    elem2_t v = pack2(x, y);
-    return *reinterpret_cast<unsigned *>(&v);
-}
 
 // The workspace's arrays.
 struct fa_ws {
@@ -287,8 +273,8 @@ __device__ __forceinline__ void softmax_tile(const float (&sacc)[NS], unsigned (
         const float p11 = fast_exp2(fmaf(sacc[4 * n + 3], sl2, -x1));
         r0 += p00 + p01;
         r1 += p10 + p11;
-        pa[2 * n] = pack_bits(p00, p01);
-        pa[2 * n + 1] = pack_bits(p10, p11);
+        pa[2 * n] = pack2_bits(p00, p01);
+        pa[2 * n + 1] = pack2_bits(p10, p11);
     }
     l0 = l0 * al0 + r0;
     l1 = l1 * al1 + r1;
