@@ -43,58 +43,71 @@ def chunks(items, n):
     return [items[i:i + n] for i in range(0, len(items), n)]
 
 
-def wrapper(n):
+def asm_wrapper(n, template, name, args, pred, operands, inputs):
+    """One m64n<n>k16 wrapper: `template` and `name`(`args`) spell its
+    declaration, `pred` is the operand number of scale_d, `operands` what
+    follows the accumulator list in the PTX, `inputs` the asm's input list."""
     r = n // 2  # accumulators per thread
-    regs = ["%%%d" % i for i in range(r)]
     lines = [
-        "template <int TA>",
-        "__device__ __forceinline__ void wgmma_n%d(float (&d)[%d], unsigned long long da, "
-        "unsigned long long db, int scale_d)" % (n, r),
+        template,
+        "__device__ __forceinline__ void %s(float (&d)[%d], %s)" % (name, r, args),
         "{",
-        '    asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 2),
+        '    asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % pred,
         '                 "wgmma.mma_async.sync.aligned.m64n%dk16.f32." MMA_AB "." MMA_AB " "' % n,
     ]
-    groups = chunks(regs, PER_LINE)
+    groups = chunks(["%%%d" % i for i in range(r)], PER_LINE)
     for i, g in enumerate(groups):
         text = ", ".join(g)
         if i == 0:
             text = "{" + text
-        if i + 1 < len(groups):
-            text += ", "
-        else:
-            text += "}, %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n" % (r, r + 1, r + 3, r + 4)
+        text += ", " if i + 1 < len(groups) else "}" + operands
         lines.append('                 "%s"' % text)
     outs = ['"+f"(d[%d])' % i for i in range(r)]
     for i, g in enumerate(chunks(outs, PER_LINE)):
         lines.append("                 %s %s%s" % (":" if i == 0 else " ", ", ".join(g),
                                                   "," if (i + 1) * PER_LINE < r else ""))
-    lines.append('                 : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(1 - TA));')
+    lines.append("                 : %s);" % inputs)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+SS_ARGS = "unsigned long long da, unsigned long long db, int scale_d"
+
+
+def ss_operands(r):
+    """After the accumulators of an SS form: A and B descriptors, the predicate, scales and transposes."""
+    return ", %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n" % (r, r + 1, r + 3, r + 4)
+
+
+def wrapper(n):
+    return asm_wrapper(n, "template <int TA>", "wgmma_n%d" % n, SS_ARGS, n // 2 + 2, ss_operands(n // 2),
+                       '"l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(1 - TA)')
+
+
+def dispatch(ns, targs, name, sig, asserts, call):
+    """The if-constexpr chain from N to its wrapper."""
+    lines = ["template <int N, %s>" % targs, "__device__ __forceinline__ void %s(%s)" % (name, sig), "{"] + asserts
+    for i, n in enumerate(ns):
+        if i + 1 < len(ns):
+            lines.append(("    if constexpr (N == %d)" if i == 0 else "    else if constexpr (N == %d)") % n)
+        else:
+            lines.append("    else")
+        lines.append("        %s;" % (call % n))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
 def dispatcher():
     ns = list(NS)
-    lines = [
-        "// D (+)= A B for the tile width N; TA: the operand majors (see the top).",
-        "template <int N, int TA = 0>",
-        "__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long da, "
-        "unsigned long long db, int scale_d)",
-        "{",
+    step = ns[1] - ns[0]
+    asserts = [
         '    static_assert(N %% %d == 0 && N >= %d && N <= %d, "wgmma N must be %d..%d in steps of %d");'
-        % (ns[1] - ns[0], ns[0], ns[-1], ns[0], ns[-1], ns[1] - ns[0]),
+        % (step, ns[0], ns[-1], ns[0], ns[-1], step),
         '    static_assert(TA == 0 || TA == 1, "TA: 0 (A K-major, B N-major) or 1 (A M-major, B K-major)");',
     ]
-    for i, n in enumerate(ns):
-        if i == 0:
-            lines.append("    if constexpr (N == %d)" % n)
-        elif i + 1 < len(ns):
-            lines.append("    else if constexpr (N == %d)" % n)
-        else:
-            lines.append("    else")
-        lines.append("        wgmma_n%d<TA>(d, da, db, scale_d);" % n)
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return ("// D (+)= A B for the tile width N; TA: the operand majors (see the top).\n" +
+            dispatch(ns, "int TA = 0", "wgmma_ss", "float (&d)[N / 2], " + SS_ARGS, asserts,
+                     "wgmma_n%d<TA>(d, da, db, scale_d)"))
 
 
 def header():
@@ -130,74 +143,23 @@ ATTN_HEAD = """\
 """
 
 
-def acc_lines(r, lead, tail):
-    """The accumulator list {%0, ..., %r-1} as source lines, tail appended."""
-    out = []
-    groups = chunks(["%%%d" % i for i in range(r)], PER_LINE)
-    for i, g in enumerate(groups):
-        text = ", ".join(g)
-        if i == 0:
-            text = "{" + text
-        text += ", " if i + 1 < len(groups) else "}" + tail
-        out.append('                 "%s"' % text)
-    return out
-
-
-def out_lines(r):
-    outs = ['"+f"(d[%d])' % i for i in range(r)]
-    return ["                 %s %s%s" % (":" if i == 0 else " ", ", ".join(g), "," if (i + 1) * PER_LINE < r else "")
-            for i, g in enumerate(chunks(outs, PER_LINE))]
-
-
 def attn_ss(n):
-    r = n // 2
-    lines = [
-        "template <int TA, int TB>",
-        "__device__ __forceinline__ void wgmma_ss_t_n%d(float (&d)[%d], unsigned long long da, "
-        "unsigned long long db, int scale_d)" % (n, r),
-        "{",
-        '    asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 2),
-        '                 "wgmma.mma_async.sync.aligned.m64n%dk16.f32." MMA_AB "." MMA_AB " "' % n,
-    ]
-    lines += acc_lines(r, "", ", %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n" % (r, r + 1, r + 3, r + 4))
-    lines += out_lines(r)
-    lines.append('                 : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return asm_wrapper(n, "template <int TA, int TB>", "wgmma_ss_t_n%d" % n, SS_ARGS, n // 2 + 2, ss_operands(n // 2),
+                       '"l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB)')
 
 
 def attn_rs(n):
     r = n // 2
-    lines = [
-        "template <int TB>",
-        "__device__ __forceinline__ void wgmma_rs_n%d(float (&d)[%d], const unsigned (&a)[4], "
-        "unsigned long long db, int scale_d)" % (n, r),
-        "{",
-        '    asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 5),
-        '                 "wgmma.mma_async.sync.aligned.m64n%dk16.f32." MMA_AB "." MMA_AB " "' % n,
-    ]
-    lines += acc_lines(r, "", ", {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %%%d;\\n}\\n"
-                       % (r, r + 1, r + 2, r + 3, r + 4, r + 6))
-    lines += out_lines(r)
-    lines.append('                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return asm_wrapper(n, "template <int TB>", "wgmma_rs_n%d" % n,
+                       "const unsigned (&a)[4], unsigned long long db, int scale_d", r + 5,
+                       ", {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %%%d;\\n}\\n" % (r, r + 1, r + 2, r + 3, r + 4, r + 6),
+                       '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB)')
 
 
 def attn_dispatch(name, sig, call, targs):
-    ns = list(ATTN_NS)
-    lines = ["template <int N, %s>" % targs,
-             "__device__ __forceinline__ void %s(%s)" % (name, sig),
-             "{",
-             '    static_assert(N % 16 == 0 && N >= 16 && N <= 256, "wgmma N must be 16..256 in steps of 16");']
-    for i, n in enumerate(ns):
-        if i + 1 < len(ns):
-            lines.append(("    if constexpr (N == %d)" if i == 0 else "    else if constexpr (N == %d)") % n)
-        else:
-            lines.append("    else")
-        lines.append("        %s;" % (call % n))
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return dispatch(list(ATTN_NS), targs, name, sig,
+                    ['    static_assert(N % 16 == 0 && N >= 16 && N <= 256, "wgmma N must be 16..256 in steps of 16");'],
+                    call)
 
 
 def attn_header():
