@@ -38,9 +38,7 @@
 
 static const kevo_op *fa(void)
 {
-    const kevo_op *op = kevo_op_find("ikbo_fa");
-    assert_non_null(op);
-    return op;
+    return tu_op("ikbo_fa");
 }
 
 /* The driver with a context on device 0, and the reference module for dt. */

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,26 +27,12 @@
 
 static const kevo_op *fa(void)
 {
-    const kevo_op *op = kevo_op_find("ikbo_fa");
-    assert_non_null(op);
-    return op;
-}
-
-static int64_t sym(const kevo_syms *s, const char *name)
-{
-    int64_t v = -1;
-    assert_true(kevo_syms_get(s, name, &v));
-    return v;
+    return tu_op("ikbo_fa");
 }
 
 static void parse_ok(const char *text, kevo_syms *s)
 {
-    kevo_err err;
-    kevo_err_clear(&err);
-    kevo_status st = fa()->parse_shape(text, s, &err);
-    if (st != KEVO_OK)
-        print_error("parse_shape('%s'): %s\n", text ? text : "(null)", err.msg);
-    assert_int_equal(st, KEVO_OK);
+    tu_parse_ok(fa(), text, s);
 }
 
 /* ---- the op in the table ---- */
@@ -77,13 +62,13 @@ static void check_default(const kevo_syms *s)
     assert_int_equal(s->n, 7);
     for (int i = 0; i < 7; i++) /* bound in print order */
         assert_string_equal(s->name[i], fa()->symbols[i]);
-    assert_int_equal(sym(s, "Bc"), 2048);
-    assert_int_equal(sym(s, "H"), 2);
-    assert_int_equal(sym(s, "Sq"), 64);
-    assert_int_equal(sym(s, "D"), 128);
-    assert_int_equal(sym(s, "Skv"), 2048);
-    assert_int_equal(sym(s, "ratio"), 64);
-    assert_int_equal(sym(s, "U"), 32);
+    assert_int_equal(tu_sym(s, "Bc"), 2048);
+    assert_int_equal(tu_sym(s, "H"), 2);
+    assert_int_equal(tu_sym(s, "Sq"), 64);
+    assert_int_equal(tu_sym(s, "D"), 128);
+    assert_int_equal(tu_sym(s, "Skv"), 2048);
+    assert_int_equal(tu_sym(s, "ratio"), 64);
+    assert_int_equal(tu_sym(s, "U"), 32);
 }
 
 static void test_fa_default_shape(void **state)
@@ -110,46 +95,31 @@ static void test_fa_parse_ratio_and_u(void **state)
     char buf[256];
 
     parse_ok("U=10", &s); /* Bc from the default: ratio = cdiv(2048, 10) */
-    assert_int_equal(sym(&s, "U"), 10);
-    assert_int_equal(sym(&s, "ratio"), 205);
+    assert_int_equal(tu_sym(&s, "U"), 10);
+    assert_int_equal(tu_sym(&s, "ratio"), 205);
 
     parse_ok(" Bc = 2047 , D=64,Skv=3000, ratio=64 ", &s);
-    assert_int_equal(sym(&s, "Bc"), 2047);
-    assert_int_equal(sym(&s, "D"), 64);
-    assert_int_equal(sym(&s, "Skv"), 3000);
-    assert_int_equal(sym(&s, "U"), 32);
-    assert_int_equal(sym(&s, "H"), 2); /* the rest from the default */
-    assert_int_equal(sym(&s, "Sq"), 64);
+    assert_int_equal(tu_sym(&s, "Bc"), 2047);
+    assert_int_equal(tu_sym(&s, "D"), 64);
+    assert_int_equal(tu_sym(&s, "Skv"), 3000);
+    assert_int_equal(tu_sym(&s, "U"), 32);
+    assert_int_equal(tu_sym(&s, "H"), 2); /* the rest from the default */
+    assert_int_equal(tu_sym(&s, "Sq"), 64);
 
     parse_ok("Bc=7,U=3,Sq=5,H=3,Skv=1", &s);
-    assert_int_equal(sym(&s, "ratio"), 3);
+    assert_int_equal(tu_sym(&s, "ratio"), 3);
     fa()->shape_str(&s, buf, sizeof buf);
     assert_string_equal(buf, "Bc=7,H=3,Sq=5,D=128,Skv=1,ratio=3,U=3");
     parse_ok(buf, &t);
-    assert_int_equal(sym(&t, "U"), 3);
+    assert_int_equal(tu_sym(&t, "U"), 3);
 
     parse_ok("Bc=100,ratio=1000", &s); /* more candidates per user than Bc: one user */
-    assert_int_equal(sym(&s, "U"), 1);
+    assert_int_equal(tu_sym(&s, "U"), 1);
 }
 
 static void check_parse_error(const char *text, const char *quoted)
 {
-    kevo_syms s;
-    kevo_syms_init(&s);
-    s.n = 77; /* sentinel: a failed parse leaves out alone */
-    kevo_err err;
-    kevo_err_clear(&err);
-    kevo_status st = fa()->parse_shape(text, &s, &err);
-    if (st != KEVO_ERR_ARG || !strstr(err.msg, quoted))
-        print_error("parse_shape('%s') -> %d '%s', want '%s' quoted\n", text, (int)st, err.msg, quoted);
-    assert_int_equal(st, KEVO_ERR_ARG);
-    assert_non_null(strstr(err.msg, quoted));
-    size_t len = strlen(err.msg);
-    assert_true(len > 0);
-    assert_false(isupper((unsigned char)err.msg[0]));
-    assert_true(err.msg[len - 1] != '.');
-    assert_null(strchr(err.msg, '\n'));
-    assert_int_equal(s.n, 77);
+    tu_parse_error(fa(), text, quoted);
 }
 
 static void test_fa_parse_errors(void **state)
@@ -449,12 +419,12 @@ static void check_nocodesign(const char *text, int64_t Bc)
     kevo_err err;
     kevo_err_clear(&err);
     assert_int_equal(fa()->nocodesign_shape(&s, &n, &err), KEVO_OK);
-    assert_int_equal(sym(&n, "Bc"), Bc);
-    assert_int_equal(sym(&n, "U"), Bc); /* each candidate its own K/V */
-    assert_int_equal(sym(&n, "ratio"), 1);
+    assert_int_equal(tu_sym(&n, "Bc"), Bc);
+    assert_int_equal(tu_sym(&n, "U"), Bc); /* each candidate its own K/V */
+    assert_int_equal(tu_sym(&n, "ratio"), 1);
     static const char *const same[] = {"Bc", "H", "Sq", "D", "Skv"};
     for (size_t i = 0; i < KV_ARRAY_LEN(same); i++)
-        assert_int_equal(sym(&n, same[i]), sym(&s, same[i]));
+        assert_int_equal(tu_sym(&n, same[i]), tu_sym(&s, same[i]));
 }
 
 static void test_fa_nocodesign_shape(void **state)

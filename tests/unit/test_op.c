@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,30 +16,17 @@
 #include "kernels/ikbo_lce/abi.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
 #include "kernels/op.h"
+#include "testutil.h"
 #include "util/util.h"
 
 static const kevo_op *lce(void)
 {
-    const kevo_op *op = kevo_op_find("ikbo_lce");
-    assert_non_null(op);
-    return op;
-}
-
-static int64_t sym(const kevo_syms *s, const char *name)
-{
-    int64_t v = -1;
-    assert_true(kevo_syms_get(s, name, &v));
-    return v;
+    return tu_op("ikbo_lce");
 }
 
 static void parse_ok(const char *text, kevo_syms *s)
 {
-    kevo_err err;
-    kevo_err_clear(&err);
-    kevo_status st = lce()->parse_shape(text, s, &err);
-    if (st != KEVO_OK)
-        print_error("parse_shape('%s'): %s\n", text ? text : "(null)", err.msg);
-    assert_int_equal(st, KEVO_OK);
+    tu_parse_ok(lce(), text, s);
 }
 
 static void assert_syms_equal(const kevo_syms *a, const kevo_syms *b)
@@ -224,15 +210,15 @@ static void check_default(const kevo_syms *s)
     assert_int_equal(s->n, 9);
     for (int i = 0; i < 9; i++) /* bound in print order */
         assert_string_equal(s->name[i], lce()->symbols[i]);
-    assert_int_equal(sym(s, "B"), 1024);
-    assert_int_equal(sym(s, "M"), 433);
-    assert_int_equal(sym(s, "N"), 256);
-    assert_int_equal(sym(s, "Ku"), 1178);
-    assert_int_equal(sym(s, "Kc"), 866);
-    assert_int_equal(sym(s, "ratio"), 70);
-    assert_int_equal(sym(s, "U"), 15);
-    assert_int_equal(sym(s, "Kup"), 1184);
-    assert_int_equal(sym(s, "Kcp"), 872);
+    assert_int_equal(tu_sym(s, "B"), 1024);
+    assert_int_equal(tu_sym(s, "M"), 433);
+    assert_int_equal(tu_sym(s, "N"), 256);
+    assert_int_equal(tu_sym(s, "Ku"), 1178);
+    assert_int_equal(tu_sym(s, "Kc"), 866);
+    assert_int_equal(tu_sym(s, "ratio"), 70);
+    assert_int_equal(tu_sym(s, "U"), 15);
+    assert_int_equal(tu_sym(s, "Kup"), 1184);
+    assert_int_equal(tu_sym(s, "Kcp"), 872);
 }
 
 static void test_default_shape(void **state)
@@ -257,50 +243,50 @@ static void test_parse_ratio_and_u(void **state)
     kevo_syms s;
 
     parse_ok("B=2048,ratio=10", &s);
-    assert_int_equal(sym(&s, "B"), 2048);
-    assert_int_equal(sym(&s, "ratio"), 10);
-    assert_int_equal(sym(&s, "U"), 205);
-    assert_int_equal(sym(&s, "M"), 433); /* the rest from the default */
-    assert_int_equal(sym(&s, "Kc"), 866);
+    assert_int_equal(tu_sym(&s, "B"), 2048);
+    assert_int_equal(tu_sym(&s, "ratio"), 10);
+    assert_int_equal(tu_sym(&s, "U"), 205);
+    assert_int_equal(tu_sym(&s, "M"), 433); /* the rest from the default */
+    assert_int_equal(tu_sym(&s, "Kc"), 866);
 
     parse_ok("B=1024,U=16", &s);
-    assert_int_equal(sym(&s, "U"), 16);
-    assert_int_equal(sym(&s, "ratio"), 64);
+    assert_int_equal(tu_sym(&s, "U"), 16);
+    assert_int_equal(tu_sym(&s, "ratio"), 64);
 
     parse_ok("U=15", &s); /* B from the default: ratio = cdiv(1024, 15) */
-    assert_int_equal(sym(&s, "U"), 15);
-    assert_int_equal(sym(&s, "ratio"), 69);
+    assert_int_equal(tu_sym(&s, "U"), 15);
+    assert_int_equal(tu_sym(&s, "ratio"), 69);
 
     parse_ok("B=512", &s); /* default ratio */
-    assert_int_equal(sym(&s, "ratio"), 70);
-    assert_int_equal(sym(&s, "U"), 8);
+    assert_int_equal(tu_sym(&s, "ratio"), 70);
+    assert_int_equal(tu_sym(&s, "U"), 8);
 
     parse_ok(" Ku = 9 ,\tKc=17 , B = 64 , ratio = 8 ", &s);
-    assert_int_equal(sym(&s, "B"), 64);
-    assert_int_equal(sym(&s, "ratio"), 8);
-    assert_int_equal(sym(&s, "U"), 8);
-    assert_int_equal(sym(&s, "Ku"), 9);
-    assert_int_equal(sym(&s, "Kup"), 16);
-    assert_int_equal(sym(&s, "Kc"), 17);
-    assert_int_equal(sym(&s, "Kcp"), 24);
+    assert_int_equal(tu_sym(&s, "B"), 64);
+    assert_int_equal(tu_sym(&s, "ratio"), 8);
+    assert_int_equal(tu_sym(&s, "U"), 8);
+    assert_int_equal(tu_sym(&s, "Ku"), 9);
+    assert_int_equal(tu_sym(&s, "Kup"), 16);
+    assert_int_equal(tu_sym(&s, "Kc"), 17);
+    assert_int_equal(tu_sym(&s, "Kcp"), 24);
 
     parse_ok("B=1,M=1,N=1,Ku=8,Kc=1,U=1", &s);
-    assert_int_equal(sym(&s, "ratio"), 1);
-    assert_int_equal(sym(&s, "Kup"), 8);
-    assert_int_equal(sym(&s, "Kcp"), 8);
+    assert_int_equal(tu_sym(&s, "ratio"), 1);
+    assert_int_equal(tu_sym(&s, "Kup"), 8);
+    assert_int_equal(tu_sym(&s, "Kcp"), 8);
 
     parse_ok("B=10,U=6", &s); /* equal groups cannot give 6 users: ratio 2 */
-    assert_int_equal(sym(&s, "ratio"), 2);
-    assert_int_equal(sym(&s, "U"), 6);
+    assert_int_equal(tu_sym(&s, "ratio"), 2);
+    assert_int_equal(tu_sym(&s, "U"), 6);
 
     parse_ok("B=512,ratio=1000", &s); /* more candidates per user than B: one user */
-    assert_int_equal(sym(&s, "ratio"), 1000);
-    assert_int_equal(sym(&s, "U"), 1);
+    assert_int_equal(tu_sym(&s, "ratio"), 1000);
+    assert_int_equal(tu_sym(&s, "U"), 1);
 
     /* the largest accepted value */
     parse_ok("B=2147483647,M=1,N=1,Ku=1,Kc=1,ratio=2147483647", &s);
-    assert_int_equal(sym(&s, "B"), 2147483647);
-    assert_int_equal(sym(&s, "U"), 1);
+    assert_int_equal(tu_sym(&s, "B"), 2147483647);
+    assert_int_equal(tu_sym(&s, "U"), 1);
 }
 
 static void test_shape_str_round_trip(void **state)
@@ -337,23 +323,7 @@ static void test_shape_str_round_trip(void **state)
 
 static void check_parse_error(const char *text, const char *quoted)
 {
-    kevo_syms s;
-    kevo_syms_init(&s);
-    s.n = 77; /* sentinel: a failed parse leaves out alone */
-    kevo_err err;
-    kevo_err_clear(&err);
-    kevo_status st = lce()->parse_shape(text, &s, &err);
-    if (st != KEVO_ERR_ARG || !strstr(err.msg, quoted))
-        print_error("parse_shape('%s') -> %d '%s', want '%s' quoted\n", text, (int)st, err.msg, quoted);
-    assert_int_equal(st, KEVO_ERR_ARG);
-    assert_int_equal(err.status, KEVO_ERR_ARG);
-    assert_non_null(strstr(err.msg, quoted));
-    size_t len = strlen(err.msg);
-    assert_true(len > 0);
-    assert_false(isupper((unsigned char)err.msg[0]));
-    assert_true(err.msg[len - 1] != '.');
-    assert_null(strchr(err.msg, '\n'));
-    assert_int_equal(s.n, 77);
+    tu_parse_error(lce(), text, quoted);
 }
 
 static void test_parse_errors(void **state)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -278,4 +279,49 @@ char *tu_graph_dump(const char *db)
     }
     sqlite3_close(h);
     return kv_buf_take(&b);
+}
+
+const kevo_op *tu_op(const char *name)
+{
+    const kevo_op *op = kevo_op_find(name);
+    assert_non_null(op);
+    return op;
+}
+
+int64_t tu_sym(const kevo_syms *s, const char *name)
+{
+    int64_t v = -1;
+    assert_true(kevo_syms_get(s, name, &v));
+    return v;
+}
+
+void tu_parse_ok(const kevo_op *op, const char *text, kevo_syms *s)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = op->parse_shape(text, s, &err);
+    if (st != KEVO_OK)
+        print_error("parse_shape('%s'): %s\n", text ? text : "(null)", err.msg);
+    assert_int_equal(st, KEVO_OK);
+}
+
+void tu_parse_error(const kevo_op *op, const char *text, const char *quoted)
+{
+    kevo_syms s;
+    kevo_syms_init(&s);
+    s.n = 77; /* sentinel: a failed parse leaves out alone */
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = op->parse_shape(text, &s, &err);
+    if (st != KEVO_ERR_ARG || !strstr(err.msg, quoted))
+        print_error("parse_shape('%s') -> %d '%s', want '%s' quoted\n", text, (int)st, err.msg, quoted);
+    assert_int_equal(st, KEVO_ERR_ARG);
+    assert_int_equal(err.status, KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, quoted));
+    size_t len = strlen(err.msg);
+    assert_true(len > 0);
+    assert_false(isupper((unsigned char)err.msg[0]));
+    assert_true(err.msg[len - 1] != '.');
+    assert_null(strchr(err.msg, '\n'));
+    assert_int_equal(s.n, 77);
 }

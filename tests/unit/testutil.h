@@ -26,6 +26,20 @@ char *tu_ref_source(kevo_dtype dt, const char *abi);
  * header inlined, #line naming op->ref_name).  Caller frees. */
 char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt);
 
+/* The op named name from the table (the test fails when it is unknown). */
+const kevo_op *tu_op(const char *name);
+
+/* The value of a bound symbol of s (the test fails when it is unbound). */
+int64_t tu_sym(const kevo_syms *s, const char *name);
+
+/* op->parse_shape(text) into s; the test fails (printing the message) unless it succeeds. */
+void tu_parse_ok(const kevo_op *op, const char *text, kevo_syms *s);
+
+/* op->parse_shape(text) must fail with KEVO_ERR_ARG, its message quoting
+ * `quoted` in kevo's style (lower-case start, no full stop, one line), and
+ * leave the output alone. */
+void tu_parse_error(const kevo_op *op, const char *text, const char *quoted);
+
 /* Start the kevo binary with args (argv[0] included, NULL-terminated) in its
  * own process group, stdout and stderr into log.  Returns the pid. */
 int tu_spawn(const char *log, char *const args[]);
