@@ -234,6 +234,27 @@ static void prep_at_shape(const kevo_space *sp, const kevo_syms *shape, const sh
     assert_int_equal(kevo_compile_job_init(job, sp->source_name, src->data, c->arch, &err), KEVO_OK);
 }
 
+/* Load `family`, parse `shape_text` (ikbo_lce), set up the n cases with
+ * prep_at_shape (cfgs[i], src[i], plans[i], jobs[i]) and compile them all,
+ * two at a time.  Returns the loaded space (the caller frees it and
+ * releases each job and source). */
+static kevo_space *compile_at_shape(const char *family, const char *shape_text, const shape_case *cases, int n,
+                                    kevo_config *cfgs, kv_buf *src, kevo_plan *plans, kevo_compile_job *jobs)
+{
+    char path[PATH_MAX];
+    kevo_space *sp;
+    kevo_syms shape;
+    kevo_err err;
+    kevo_err_clear(&err);
+    snprintf(path, sizeof path, "%s/templates/%s.json", home(), family);
+    assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(shape_text, &shape, &err), KEVO_OK);
+    for (int i = 0; i < n; i++)
+        prep_at_shape(sp, &shape, &cases[i], &cfgs[i], &src[i], &plans[i], &jobs[i]);
+    assert_int_equal(kevo_compile_run(jobs, n, 2, 300, &err), KEVO_OK);
+    return sp;
+}
+
 /* The memory-bound family at a short-K shape (the default shape's Kc does not
  * fit it): both dtypes and both USER forms for sm_90a, and sm_80, which it
  * also targets; no spills, every launched entry in the cubin. */
@@ -248,25 +269,13 @@ static void test_lce_mem(void **state)
         {"BM=64,BN=64,WARPS_M=1,WARPS_N=2,STAGES=3,OCC=2,USER=1", "sm_80", KEVO_DTYPE_F16},
     };
     enum { N = sizeof cases / sizeof cases[0] };
-    char path[PATH_MAX];
-    kevo_space *sp;
-    kevo_syms shape;
-    kevo_err err;
-    kevo_err_clear(&err);
-    snprintf(path, sizeof path, "%s/templates/lce_mem.json", home());
-    assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
-    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=4096,M=96,N=64,Ku=128,Kc=48,U=1", &shape, &err),
-                     KEVO_OK);
     kevo_compile_job jobs[N];
     kevo_plan plans[N];
+    kevo_config cfgs[N];
     kv_buf src[N];
+    kevo_space *sp = compile_at_shape("lce_mem", "B=4096,M=96,N=64,Ku=128,Kc=48,U=1", cases, N, cfgs, src, plans, jobs);
     for (int i = 0; i < N; i++) {
-        kevo_config cfg;
-        prep_at_shape(sp, &shape, &cases[i], &cfg, &src[i], &plans[i], &jobs[i]);
-        assert_int_equal(plans[i].nlaunches, cfg.v[kevo_space_param_index(sp, "USER")] ? 2 : 1);
-    }
-    assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
-    for (int i = 0; i < N; i++) {
+        assert_int_equal(plans[i].nlaunches, cfgs[i].v[kevo_space_param_index(sp, "USER")] ? 2 : 1);
         kevo_compile_job *j = &jobs[i];
         printf("  lce_mem    %-54s %s %-6s: %.1f s, %d regs, %d B spill, plan smem %u B\n",
                cases[i].params ? cases[i].params : "default", kevo_dtype_name(cases[i].dt), cases[i].arch, j->seconds,
@@ -293,23 +302,12 @@ static void test_lce_ws_split(void **state)
         {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", "sm_90a", KEVO_DTYPE_BF16},
     };
     enum { N = sizeof cases / sizeof cases[0] };
-    char path[PATH_MAX];
-    kevo_space *sp;
-    kevo_syms shape;
-    kevo_err err;
-    kevo_err_clear(&err);
-    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
-    assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
-    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=256,M=200,N=256,Ku=512,Kc=2048,ratio=16", &shape, &err),
-                     KEVO_OK);
     kevo_compile_job jobs[N];
     kevo_plan plans[N];
+    kevo_config cfgs[N];
     kv_buf src[N];
-    for (int i = 0; i < N; i++) {
-        kevo_config cfg;
-        prep_at_shape(sp, &shape, &cases[i], &cfg, &src[i], &plans[i], &jobs[i]);
-    }
-    assert_int_equal(kevo_compile_run(jobs, N, 2, 300, &err), KEVO_OK);
+    kevo_space *sp =
+        compile_at_shape("lce_ws", "B=256,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, N, cfgs, src, plans, jobs);
     for (int i = 0; i < N; i++) {
         kevo_compile_job *j = &jobs[i];
         printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,
