@@ -696,20 +696,30 @@ static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, double base
 
 /* ---- tune ---- */
 
+/* The evaluation request for a prepared candidate: its id, cubin and plan,
+ * the maps to verify, whether to time, the inputs' seed. */
+static kevo_gpu_request tn_request(const tn_work *w, int64_t id, unsigned maps, bool time, uint64_t seed)
+{
+    kevo_gpu_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.candidate_id = id;
+    rq.cubin = w->job.cubin;
+    rq.cubin_size = w->job.cubin_size;
+    rq.plan = w->plan;
+    rq.maps = maps;
+    rq.time = time;
+    rq.seed = seed;
+    return rq;
+}
+
 /* Verify and time a compiled candidate at shape i of the run (0: its shape;
  * a distribution's others need their own plan) on that shape's worker. */
 static kevo_status tn_eval_at(tn_env *e, const tn_work *w, int i, uint64_t seed, unsigned maps,
                               kevo_gpu_result *res, kevo_err *err)
 {
-    kevo_gpu_request rq;
-    memset(&rq, 0, sizeof rq);
-    rq.candidate_id = w->cand_id;
-    rq.cubin = w->job.cubin;
-    rq.cubin_size = w->job.cubin_size;
-    rq.plan = w->plan;
-    rq.maps = maps;
-    rq.time = true;
-    rq.seed = seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull ^ (uint64_t)i * 0xbf58476d1ce4e5b9ull;
+    kevo_gpu_request rq = tn_request(w, w->cand_id, maps, true,
+                                     seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull ^
+                                         (uint64_t)i * 0xbf58476d1ce4e5b9ull);
     if (i > 0) {
         kevo_status st = kevo_space_plan(w->space, &e->dist->shape[i], &e->lim, e->dt, &w->cfg, &rq.plan, err);
         if (st)
@@ -1199,15 +1209,7 @@ static kevo_status tn_check_config(tn_env *e, const kevo_space *sp, const kevo_c
     }
     if (st)
         return st;
-    kevo_gpu_request rq;
-    memset(&rq, 0, sizeof rq);
-    rq.candidate_id = c->id;
-    rq.cubin = w->job.cubin;
-    rq.cubin_size = w->job.cubin_size;
-    rq.plan = w->plan;
-    rq.maps = maps;
-    rq.time = time;
-    rq.seed = seed;
+    kevo_gpu_request rq = tn_request(w, c->id, maps, time, seed);
     return kevo_gpu_eval(e->gpu, &rq, res, err);
 }
 
