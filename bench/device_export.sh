@@ -31,26 +31,6 @@ gcc -O2 -DKEVO_EXPORT_SRC="\"$T/lib/src/kevo_tuned.c\"" -I"$T/lib/include" -I/us
   bench/export_overhead.c -lcuda -lpthread -o "$T/overhead" >>"$OUT/export.log" 2>&1
 "$T/overhead" 1024 433 256 1178 866 15 >>"$OUT/export.log" 2>&1
 echo "overhead rc=$?" | tee -a "$OUT/export.log"
-python3 - "$OUT/kevo.db" "$OUT/export_fixture.db" <<'PY'
-import shutil, sqlite3, sys
-shutil.copy(sys.argv[1], sys.argv[2])
-db = sqlite3.connect(sys.argv[2])
-keep = set()
-for (run,) in db.execute("select id from runs"):
-    rows = db.execute("select binary_key, plan from candidates where run_id = ? and status = 'ok' "
-                      "order by speedup desc, median_ms, id", (run,)).fetchall()
-    keep.update(k for k, _ in rows[:4])  # what kevo export takes: the fastest distinct ones
-    natural = [k for k, p in rows if '"pad_k":0' in p]  # and the fastest on unpadded weights
-    if natural:
-        keep.add(natural[0])
-db.execute("create temp table keep(k text primary key)")
-db.executemany("insert or ignore into keep values (?)", [(k,) for k in keep])
-db.execute("update binaries set cubin = null, log = null where key not in (select k from keep)")
-db.execute("delete from sources")
-db.commit()
-db.execute("pragma journal_mode=delete")
-db.execute("vacuum")
-db.close()
-PY
+python3 bench/export_fixture.py "$OUT/kevo.db" "$OUT/export_fixture.db"
 ls -la "$OUT"
 tail -5 "$OUT/tune.log"; cat "$OUT/verify.log" | grep -E "==|speedup|ok|FAILED"; cat "$OUT/export.log" | tail -12

@@ -374,6 +374,6 @@ kevo_status kevo_emit_kernel_entry(kv_buf *b, const kevo_space *sp, const kevo_o
                               kv_is_ident(sp->tmaps[t].tensor, 23) ? sp->tmaps[t].tensor : "(not a name)");
         kv_buf_printf(b, "%s{%d}", t ? ", " : "", ti);
     }
-    kv_buf_puts(b, "}, 0, NULL, {0}, {0}},\n");
+    kv_buf_puts(b, "}, 0, NULL, {0}, {{0}}},\n");
     return st;
 }
