@@ -109,11 +109,12 @@ static const struct {
      "  --model: how well each family's cost model ranks the measured candidates\n"
      "  (Spearman's rank correlation of predicted and measured times)\n"},
     {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
-     "kevo export --db FILE --out DIR [--op ikbo_lce] [--arch sm_90a,...] [--name NAME] [--top N]\n"
-     "            [--force]\n"
-     "  the fastest N (default 3) distinct verified kernels of each run, plus its fastest one\n"
-     "  for unpadded weights, with their cubins and launch plans; NAME (default kevo_tuned)\n"
-     "  prefixes every symbol; the library links only the CUDA driver\n"
+     "kevo export --db FILE --out DIR [--op ikbo_lce|ikbo_fa] [--arch sm_90a,...] [--name NAME]\n"
+     "            [--top N] [--force]\n"
+     "  the op's (default ikbo_lce) fastest N (default 3) distinct verified kernels of each\n"
+     "  run, plus its fastest one for unpadded weights, with their cubins and launch plans;\n"
+     "  NAME (default kevo_tuned) prefixes every symbol; the library links only the CUDA\n"
+     "  driver; one library per op (export each op under its own NAME)\n"
      "  DIR: new, empty, or an earlier export of NAME (DIR/kevo-export.json lists the files\n"
      "  export wrote; exporting again replaces only those, and only while unchanged)\n"
      "  --force  also write into a non-empty DIR that is no export of NAME, beside what is\n"

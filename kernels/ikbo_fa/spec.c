@@ -166,6 +166,22 @@ static const kevo_tensor_desc fa_tensors[] = {
      .tmap_offset = offsetof(kevo_fa_args, tm_out), .tmap_field = "tm_out"},
 };
 
+/* The symbols the library's dispatch matches a tuned shape on. */
+static const char *const fa_tuned_keys[] = {"Bc", "H", "Sq", "D", "Skv", "U"};
+
+static const kevo_op_export fa_export = {
+    .head = "ikbo_fa/export/head.h.in",
+    .api = "ikbo_fa/export/api.h.in",
+    .dispatch = "ikbo_fa/export/dispatch.c.in",
+    .call = "ikbo_fa/export/call.c.in",
+    .tuned_keys = fa_tuned_keys,
+    .ntuned_keys = (int)(sizeof fa_tuned_keys / sizeof fa_tuned_keys[0]),
+    .what = "IKBO flash-attention kernels",
+    .readme_fallback = "the unfused attention on gathered K/V (stage 0) or the gathered form of kevo's best (baseline (b))",
+    .pad_column = "padded copy",
+    .pad_yes = "yes",
+};
+
 const kevo_op kevo_op_ikbo_fa = {
     .name = "ikbo_fa",
     .summary = "IKBO flash attention: out[c] = softmax(Q[c] K[u]^T * scale) V[u], u = cand_to_user[c]",
@@ -190,7 +206,7 @@ const kevo_op kevo_op_ikbo_fa = {
               .peer_detail = "(b) best kevo FA kernel on gathered K/V + gather",
               .peer_short = "(b)"},
     .nocodesign_shape = fa_nocodesign_shape,
-    .export_desc = NULL, /* kevo export refuses the op for now */
+    .export_desc = &fa_export,
     .gpu = &kevo_ikbo_fa_gpu,
 };
 

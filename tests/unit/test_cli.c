@@ -542,7 +542,7 @@ static void test_fa_cli(void **state)
     assert_no_default_db();
 
     r = RUN("export", "--op", "ikbo_fa", "--db", "FA.db", "--out", "fa_lib");
-    expect_fail_line(&r, "export of ikbo_fa is not supported yet");
+    expect_fail_line(&r, "'FA.db' has no verified ikbo_fa candidate");
     result_release(&r);
     assert_false(exists("fa_lib"));
 }

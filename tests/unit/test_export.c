@@ -1,6 +1,7 @@
-/* test_export.c — kevo export on a DB measured on an H200
- * (tests/fixtures/export/kevo_h200.db: a fp16 and a bf16 run, the exported
- * candidates' cubins kept), without a GPU:
+/* test_export.c — kevo export on DBs measured on a GPU, without one:
+ * tests/fixtures/export/kevo_h200.db (ikbo_lce on an H200) and
+ * kevo_fa_h100.db (ikbo_fa on an H100), each a fp16 and a bf16 run with the
+ * exported candidates' cubins kept (bench/export_fixture.py); for each op:
  *   - the same DB exports to the same bytes;
  *   - the header compiles as C11 and C++17 with -Wall -Wextra -Werror -pedantic;
  *   - the folder configures, builds and installs with CMake, and the example
@@ -8,7 +9,9 @@
  *   - the launch plans compiled to C agree with kevo's own planner on every
  *     kernel at many shapes, valid and not;
  *   - the op's pieces and what its description derives fill every key of
- *     the generic runtime. */
+ *     the generic runtime;
+ *   - ikbo_fa's call path against a fake driver (launches, arguments,
+ *     tensor maps, shared-memory attribute, refusals). */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,12 +39,13 @@ static const char *home(void)
     return h && *h ? h : KEVO_SOURCE_DIR;
 }
 
-/* Export db into dir (asserting it works); *nk and *nt get the kernel and
- * tuned-shape counts. */
-static void export_db(const char *db, const char *dir, int *nk, int *nt)
+/* Export op's kernels in db into dir (asserting it works); *nk and *nt
+ * get the kernel and tuned-shape counts. */
+static void export_db(const char *op, const char *db, const char *dir, int *nk, int *nt)
 {
     kevo_export_opts o;
     kevo_export_opts_init(&o);
+    o.op = op;
     o.db_path = db;
     o.out_dir = dir;
     o.data_dir = home();
@@ -52,14 +56,47 @@ static void export_db(const char *db, const char *dir, int *nk, int *nt)
     assert_int_equal(st, KEVO_OK);
 }
 
-static void export_to(const char *dir)
+/* An op's export fixture: a DB measured on a GPU with the exported
+ * candidates' cubins kept (bench/export_fixture.py), its kernels' args
+ * struct built from a row of the op's six dispatch keys (C text over
+ * `sh[i]` and `dt`), and shapes for the plan comparison. */
+typedef struct xp_case {
+    const char *op, *fixture, *args_init;
+    const char *shapes[8];
+} xp_case;
+
+static const xp_case xp_lce = {
+    "ikbo_lce", "kevo_h200.db",
+    "{(kevo_tuned_dtype)dt, sh[i][0], sh[i][1], sh[i][2], sh[i][3], sh[i][4], sh[i][5], 0, 0, 0, 0, 0, 0, 0, 0}",
+    {"B=1024,M=433,N=256,Ku=1178,Kc=866,U=15", "B=2048,M=433,N=256,Ku=1178,Kc=866,U=30",
+     "B=300,M=200,N=128,Ku=500,Kc=300,U=20", "B=7,M=37,N=72,Ku=45,Kc=29,U=2",
+     "B=64,M=100,N=100,Ku=96,Kc=72,U=8", /* N % 8 != 0: refused */
+     "B=4096,M=1000,N=512,Ku=64,Kc=4000,U=4096"},
+};
+
+/* (H100: a fp16 D=128 and a bf16 D=64 run, bench/device_fa_export.sh) */
+static const xp_case xp_fa = {
+    "ikbo_fa", "kevo_fa_h100.db",
+    "{(kevo_tuned_dtype)dt, sh[i][0], sh[i][1], sh[i][2], sh[i][3], sh[i][4], sh[i][5], 0.125f, 0, 0, 0, 0, 0}",
+    {"Bc=2048,H=2,Sq=64,D=128,Skv=2048,U=32", "Bc=1024,H=2,Sq=64,D=64,Skv=1024,U=32",
+     "Bc=2047,H=2,Sq=64,D=64,Skv=3000,U=40", "Bc=300,H=3,Sq=50,D=128,Skv=777,U=7",
+     "Bc=5,H=1,Sq=1,D=128,Skv=20,U=5", /* Skv far below the tiles: refused */
+     "Bc=65536,H=16,Sq=128,D=128,Skv=16384,U=1000"},
+};
+
+static void export_op(const xp_case *c, const char *dir)
 {
     char db[1024];
-    snprintf(db, sizeof db, "%s/tests/fixtures/export/kevo_h200.db", home());
+    snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", home(), c->fixture);
     int nk = 0, nt = 0;
-    export_db(db, dir, &nk, &nt);
+    export_db(c->op, db, dir, &nk, &nt);
     assert_true(nk >= 2);
-    assert_int_equal(nt, 2); /* the fp16 and the bf16 run */
+    assert_int_equal(nt, 2); /* each fixture: two runs at two shapes */
+}
+
+static void export_to(const char *dir)
+{
+    export_op(&xp_lce, dir);
 }
 
 static int sh(const char *fmt, ...)
@@ -78,64 +115,86 @@ static int sh(const char *fmt, ...)
 static void test_reproducible(void **state)
 {
     (void)state;
-    char a[128], b[128];
-    snprintf(a, sizeof a, "%s/a", tmp);
-    snprintf(b, sizeof b, "%s/b", tmp);
-    export_to(a);
-    export_to(b);
-    assert_int_equal(sh("diff -r '%s' '%s' >/dev/null", a, b), 0);
+    const xp_case *cases[] = {&xp_lce, &xp_fa};
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        char a[128], b[128];
+        snprintf(a, sizeof a, "%s/a_%s", tmp, cases[i]->op);
+        snprintf(b, sizeof b, "%s/b_%s", tmp, cases[i]->op);
+        export_op(cases[i], a);
+        export_op(cases[i], b);
+        assert_int_equal(sh("diff -r '%s' '%s' >/dev/null", a, b), 0);
+    }
 }
 
 static void test_header_strict(void **state)
 {
     (void)state;
-    char dir[128];
-    snprintf(dir, sizeof dir, "%s/h", tmp);
-    export_to(dir);
-    const char *use = "#include \"kevo_tuned.h\"\n"
+    const xp_case *cases[] = {&xp_lce, &xp_fa};
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        const char *op = cases[i]->op;
+        char dir[128], c[160], cpp[160];
+        snprintf(dir, sizeof dir, "%s/h_%s", tmp, op);
+        export_op(cases[i], dir);
+        kv_buf use;
+        kv_buf_init(&use);
+        kv_buf_printf(&use,
+                      "#include \"kevo_tuned.h\"\n"
                       "int main(void) {\n"
-                      "    kevo_tuned_ikbo_lce_args a;\n"
+                      "    kevo_tuned_%s_args a;\n"
                       "    a.dtype = KEVO_TUNED_DTYPE_BF16;\n"
-                      "    return kevo_tuned_ikbo_lce_workspace_size(&a) == 0 &&\n"
+                      "    return kevo_tuned_%s_workspace_size(&a) == 0 &&\n"
                       "           kevo_tuned_status_string(KEVO_TUNED_STATUS_UNSUPPORTED)[0] == 0;\n"
-                      "}\n";
-    char c[160], cpp[160];
-    snprintf(c, sizeof c, "%s/use.c", tmp);
-    snprintf(cpp, sizeof cpp, "%s/use.cpp", tmp);
-    kevo_err err;
-    assert_int_equal(kv_write_file(c, use, strlen(use), &err), KEVO_OK);
-    assert_int_equal(kv_write_file(cpp, use, strlen(use), &err), KEVO_OK);
-    assert_int_equal(sh("gcc -std=c11 -Wall -Wextra -Werror -pedantic -I'%s/include' -I'%s' -fsyntax-only '%s'", dir,
-                        KEVO_CUDA_INCLUDE, c),
-                     0);
-    assert_int_equal(sh("g++ -std=c++17 -Wall -Wextra -Werror -pedantic -I'%s/include' -I'%s' -fsyntax-only '%s'",
-                        dir, KEVO_CUDA_INCLUDE, cpp),
-                     0);
+                      "}\n",
+                      op, op);
+        snprintf(c, sizeof c, "%s/use_%s.c", tmp, op);
+        snprintf(cpp, sizeof cpp, "%s/use_%s.cpp", tmp, op);
+        kevo_err err;
+        assert_int_equal(kv_write_file(c, use.data, use.len, &err), KEVO_OK);
+        assert_int_equal(kv_write_file(cpp, use.data, use.len, &err), KEVO_OK);
+        kv_buf_release(&use);
+        assert_int_equal(sh("gcc -std=c11 -Wall -Wextra -Werror -pedantic -I'%s/include' -I'%s' -fsyntax-only '%s'",
+                            dir, KEVO_CUDA_INCLUDE, c),
+                         0);
+        assert_int_equal(sh("g++ -std=c++17 -Wall -Wextra -Werror -pedantic -I'%s/include' -I'%s' -fsyntax-only '%s'",
+                            dir, KEVO_CUDA_INCLUDE, cpp),
+                         0);
+        /* the library's own source: no warning a user's build flags would raise */
+        assert_int_equal(sh("gcc -std=c11 -Wall -Wextra -Werror -I'%s/include' -I'%s' -fsyntax-only "
+                            "'%s/src/kevo_tuned.c'",
+                            dir, KEVO_CUDA_INCLUDE, dir),
+                         0);
+    }
 }
 
 static void test_cmake_package(void **state)
 {
     (void)state;
-    char dir[128];
-    snprintf(dir, sizeof dir, "%s/pkg", tmp);
-    export_to(dir);
-    assert_int_equal(sh("cmake -S '%s' -B '%s/build' -DCMAKE_BUILD_TYPE=Release >/dev/null && "
-                        "cmake --build '%s/build' -j2 >/dev/null && "
-                        "cmake --install '%s/build' --prefix '%s/inst' >/dev/null",
-                        dir, dir, dir, dir, tmp),
-                     0);
-    assert_int_equal(sh("test -f '%s/inst/lib/cmake/kevo_tuned/kevo_tunedConfig.cmake' && "
-                        "test -f '%s/inst/include/kevo_tuned.h' && ls '%s'/inst/lib*/libkevo_tuned.so >/dev/null && "
-                        "ls '%s'/inst/lib*/libkevo_tuned.a >/dev/null && ls '%s'/inst/lib*/pkgconfig/kevo_tuned.pc "
-                        ">/dev/null",
-                        tmp, tmp, tmp, tmp, tmp),
-                     0);
-    /* an application finds and links it */
-    assert_int_equal(sh("cmake -S '%s/kernels/ikbo_lce/export/example' -B '%s/ex' "
-                        "-Dkevo_tuned_DIR='%s/inst/lib/cmake/kevo_tuned' >/dev/null && cmake --build '%s/ex' "
-                        ">/dev/null && test -x '%s/ex/ikbo_example'",
-                        home(), tmp, tmp, tmp, tmp),
-                     0);
+    const xp_case *cases[] = {&xp_lce, &xp_fa};
+    static const char *const examples[] = {"ikbo_example", "ikbo_fa_example"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        const char *op = cases[i]->op;
+        char dir[128], inst[128];
+        snprintf(dir, sizeof dir, "%s/pkg_%s", tmp, op);
+        snprintf(inst, sizeof inst, "%s/inst_%s", tmp, op);
+        export_op(cases[i], dir);
+        assert_int_equal(sh("cmake -S '%s' -B '%s/build' -DCMAKE_BUILD_TYPE=Release >/dev/null && "
+                            "cmake --build '%s/build' -j2 >/dev/null && "
+                            "cmake --install '%s/build' --prefix '%s' >/dev/null",
+                            dir, dir, dir, dir, inst),
+                         0);
+        assert_int_equal(sh("test -f '%s/lib/cmake/kevo_tuned/kevo_tunedConfig.cmake' && "
+                            "test -f '%s/include/kevo_tuned.h' && ls '%s'/lib*/libkevo_tuned.so >/dev/null && "
+                            "ls '%s'/lib*/libkevo_tuned.a >/dev/null && ls '%s'/lib*/pkgconfig/kevo_tuned.pc "
+                            ">/dev/null",
+                            inst, inst, inst, inst, inst),
+                         0);
+        /* an application finds and links it */
+        assert_int_equal(sh("cmake -S '%s/kernels/%s/export/example' -B '%s/ex_%s' "
+                            "-Dkevo_tuned_DIR='%s/lib/cmake/kevo_tuned' >/dev/null && cmake --build '%s/ex_%s' "
+                            ">/dev/null && test -x '%s/ex_%s/%s'",
+                            home(), op, tmp, op, inst, tmp, op, tmp, op, examples[i]),
+                         0);
+    }
 }
 
 /* The generated plan of every kernel at several shapes, printed by a small
@@ -162,18 +221,17 @@ static const char xp_stubs[] =
     "{ return CUDA_ERROR_NOT_INITIALIZED; }\n"
 ;
 
-static void test_plans_match_kevo(void **state)
+static void plans_match_kevo(const xp_case *c)
 {
-    (void)state;
     char dir[128], prog[160], bin[160], out[160];
-    snprintf(dir, sizeof dir, "%s/plans", tmp);
-    export_to(dir);
-    static const char *const shapes[] = {
-        "B=1024,M=433,N=256,Ku=1178,Kc=866,U=15", "B=2048,M=433,N=256,Ku=1178,Kc=866,U=30",
-        "B=300,M=200,N=128,Ku=500,Kc=300,U=20",   "B=7,M=37,N=72,Ku=45,Kc=29,U=2",
-        "B=64,M=100,N=100,Ku=96,Kc=72,U=8", /* N % 8 != 0: refused */
-        "B=4096,M=1000,N=512,Ku=64,Kc=4000,U=4096",
-    };
+    snprintf(dir, sizeof dir, "%s/plans_%s", tmp, c->op);
+    export_op(c, dir);
+    const kevo_op *op = kevo_op_find(c->op);
+    const kevo_op_export *xd = op->export_desc;
+    assert_int_equal(xd->ntuned_keys, 6);
+    int nshapes = 0;
+    while (nshapes < (int)KV_ARRAY_LEN(c->shapes) && c->shapes[nshapes])
+        nshapes++;
     kv_buf src;
     kv_buf_init(&src);
     kv_buf_printf(&src,
@@ -182,25 +240,25 @@ static void test_plans_match_kevo(void **state)
                   "static int run(const int (*sh)[6]);\n"
                   "int main(void) {\n  static const int sh[][6] = {\n",
                   dir, xp_stubs);
-    kevo_syms syms[KV_ARRAY_LEN(shapes)];
-    const kevo_op *op = kevo_op_find("ikbo_lce");
+    kevo_syms syms[KV_ARRAY_LEN(c->shapes)];
     kevo_err err;
-    for (size_t i = 0; i < KV_ARRAY_LEN(shapes); i++) {
-        assert_int_equal(op->parse_shape(shapes[i], &syms[i], &err), KEVO_OK);
-        int64_t v[6];
-        const char *f[6] = {"B", "M", "N", "Ku", "Kc", "U"};
-        for (int j = 0; j < 6; j++)
-            kevo_syms_get(&syms[i], f[j], &v[j]);
-        kv_buf_printf(&src, "    {%lld, %lld, %lld, %lld, %lld, %lld},\n", (long long)v[0], (long long)v[1],
-                      (long long)v[2], (long long)v[3], (long long)v[4], (long long)v[5]);
+    for (int i = 0; i < nshapes; i++) {
+        assert_int_equal(op->parse_shape(c->shapes[i], &syms[i], &err), KEVO_OK);
+        kv_buf_puts(&src, "    {");
+        for (int j = 0; j < 6; j++) {
+            int64_t v = 0;
+            assert_true(kevo_syms_get(&syms[i], xd->tuned_keys[j], &v));
+            kv_buf_printf(&src, "%s%lld", j ? ", " : "", (long long)v);
+        }
+        kv_buf_puts(&src, "},\n");
     }
     /* planning never reaches the driver: stubs let the program run without one */
     kv_buf_puts(&src, "  };\n  return run(sh);\n}\n");
     kv_buf_printf(&src,
                   "static int run(const int (*sh)[6]) {\n  for (int k = 0; k < X_NKERNELS; k++)\n"
                   "    for (int i = 0; i < %d; i++) {\n"
-                  "      kevo_tuned_ikbo_lce_args a = {(kevo_tuned_dtype)x_kernels[k].dtype, sh[i][0], sh[i][1], "
-                  "sh[i][2], sh[i][3], sh[i][4], sh[i][5], 0, 0, 0, 0, 0, 0, 0, 0};\n"
+                  "      int dt = x_kernels[k].dtype;\n"
+                  "      kevo_tuned_%s_args a = %s;\n"
                   "      x_device d = {1, 90, 132, 232448};\n      x_syms s;\n      x_plan p;\n"
                   "      x_syms_of(&a, &d, &s);\n      int ok = x_kernels[k].plan(&s, &p);\n"
                   "      printf(\"%%s|%%s|%%d|%%d|%%d\", x_kernels[k].family, x_kernels[k].params, "
@@ -213,10 +271,10 @@ static void test_plans_match_kevo(void **state)
                   "        for (int t = 0; t < x_kernels[k].ntmaps; t++)\n"
                   "          printf(\"|box %%u %%u %%u\", p.tbox[t][0], p.tbox[t][1], p.tbox[t][2]);\n      }\n"
                   "      printf(\"\\n\");\n    }\n  return 0;\n}\n",
-                  (int)KV_ARRAY_LEN(shapes));
-    snprintf(prog, sizeof prog, "%s/plans.c", tmp);
-    snprintf(bin, sizeof bin, "%s/plans_bin", tmp);
-    snprintf(out, sizeof out, "%s/plans.txt", tmp);
+                  nshapes, c->op, c->args_init);
+    snprintf(prog, sizeof prog, "%s/plans_%s.c", tmp, c->op);
+    snprintf(bin, sizeof bin, "%s/plans_%s_bin", tmp, c->op);
+    snprintf(out, sizeof out, "%s/plans_%s.txt", tmp, c->op);
     assert_int_equal(kv_write_file(prog, src.data, src.len, &err), KEVO_OK);
     kv_buf_release(&src);
     assert_int_equal(sh("gcc -std=c11 -w -I'%s/include' -I'%s' '%s' -o '%s' -lpthread && '%s' > '%s'",
@@ -229,7 +287,7 @@ static void test_plans_match_kevo(void **state)
     snprintf(tdir, sizeof tdir, "%s/templates", home());
     kevo_space **sp = NULL;
     int nsp = 0;
-    assert_int_equal(kevo_spaces_load_dir(tdir, "ikbo_lce", &sp, &nsp, &err), KEVO_OK);
+    assert_int_equal(kevo_spaces_load_dir(tdir, c->op, &sp, &nsp, &err), KEVO_OK);
     kevo_limits lim = {90, 132, 232448, 255};
     int lines = 0, valid = 0;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -270,10 +328,30 @@ static void test_plans_match_kevo(void **state)
         }
         lines++;
     }
-    printf("  %d kernel x shape plans compared, %d valid\n", lines, valid);
+    printf("  %s: %d kernel x shape plans compared, %d valid\n", c->op, lines, valid);
     assert_true(valid > 0 && valid < lines); /* both kinds were exercised */
     kevo_spaces_free(sp, nsp);
     free(text);
+}
+
+static void test_plans_match_kevo(void **state)
+{
+    (void)state;
+    plans_match_kevo(&xp_lce);
+    plans_match_kevo(&xp_fa);
+}
+
+/* The FA library's call path against a fake driver (tests/export/fake_driver_fa.c). */
+static void test_fa_call(void **state)
+{
+    (void)state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/call_fa", tmp);
+    export_op(&xp_fa, dir);
+    assert_int_equal(sh("gcc -std=c11 -Wall -Wextra -Werror -DKEVO_LIB_SRC='\"%s/src/kevo_tuned.c\"' -I'%s/include' "
+                        "-I'%s' '%s/tests/export/fake_driver_fa.c' -o '%s/fake_fa' -lpthread -lm && '%s/fake_fa'",
+                        dir, dir, KEVO_CUDA_INCLUDE, home(), tmp, tmp),
+                     0);
 }
 
 /* A tuned shape whose best does not beat its best in-run peer gets no
@@ -298,7 +376,7 @@ static void test_unsupported(void **state)
     sqlite3_close(h);
     int nk = 0, nt = 0;
     kevo_err err;
-    export_db(db, dir, &nk, &nt);
+    export_db("ikbo_lce", db, dir, &nk, &nt);
     assert_int_equal(nt, 2);
     assert_true(nk >= 1);
     char path[256];
@@ -369,6 +447,30 @@ static void test_op_pieces(void **state)
             assert_non_null(strstr(text, "Description: IKBO linear-compression kernels tuned by kevo"));
         free(text);
     }
+    /* ikbo_fa: its tensors with maps, its symbols and keys */
+    const kevo_op *fa = kevo_op_find("ikbo_fa");
+    assert_int_equal(kevo_emit_tmap_index(fa, "q"), 0);
+    assert_int_equal(kevo_emit_tmap_index(fa, "out"), 3);
+    snprintf(dir, sizeof dir, "%s/pieces_fa", tmp);
+    export_op(&xp_fa, dir);
+    for (size_t i = 0; i < KV_ARRAY_LEN(files); i++) {
+        char *text = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+        for (size_t k = 0; k < KV_ARRAY_LEN(keys); k++)
+            assert_null(strstr(text, keys[k]));
+        assert_null(strstr(text, "lce_args")); /* nothing of the other op but comments */
+        if (i == 0)
+            assert_non_null(strstr(text, "kevo_tuned_status kevo_tuned_ikbo_fa(const kevo_tuned_ikbo_fa_args *args"));
+        if (i == 1) {
+            assert_non_null(strstr(text, "    int64_t Bc, H, Sq, D, Skv, U, ratio;\n"));
+            assert_non_null(strstr(text, "int tensor; /* 0 q, 1 k, 2 v, 3 out */"));
+            assert_non_null(strstr(text, "    int Bc, H, Sq, D, Skv, U, dtype, sm;\n"));
+        }
+        if (i == 2)
+            assert_non_null(strstr(text, "Description: IKBO flash-attention kernels tuned by kevo"));
+        free(text);
+    }
 }
 
 static int setup(void **state)
@@ -391,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_header_strict),
         cmocka_unit_test(test_cmake_package),
         cmocka_unit_test(test_plans_match_kevo),
+        cmocka_unit_test(test_fa_call),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_op_pieces),
     };

@@ -2,7 +2,7 @@
  * and values, D not 64 or 128, limits), FLOPs and bytes, its tensors as the
  * evaluator and the LLM check see them, tolerances, the check scale, the CPU
  * double reference (against the formula written out, convex combinations of
- * V rows, one key gives V, no overflow at the check scale), export's refusal
+ * V rows, one key gives V, no overflow at the check scale), its export pieces
  * and the reference module compiled by NVRTC. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "evaluator/compile.h"
 #include "evaluator/gpu_int.h"
-#include "export/export.h"
 #include "kernels/ikbo_fa/abi.h"
 #include "kernels/ikbo_fa/ikbo_fa.h"
 #include "kernels/op.h"
@@ -50,7 +50,7 @@ static void test_fa_lookup(void **state)
     assert_string_equal(op->abi_header, "ikbo_fa/abi.h");
     assert_string_equal(op->ref_source, "ikbo_fa/ref.cu");
     assert_string_equal(op->ref_name, "ikbo_fa_ref.cu");
-    assert_null(op->export_desc); /* export comes later; kevo export refuses the op */
+    assert_non_null(op->export_desc);
     assert_non_null(op->gpu);
     assert_string_equal(op->peers.baseline, "the stage-0 cuBLAS baseline");
 }
@@ -455,20 +455,23 @@ static void test_fa_nocodesign_shape(void **state)
 
 /* ---- export and the reference module ---- */
 
-static void test_fa_export_refused(void **state)
+/* The library's dispatch keys are the shape's own symbols (U rather than
+ * ratio: the caller gives U), and the op's pieces are files of the tree. */
+static void test_fa_export_desc(void **state)
 {
     (void)state;
-    kevo_export_opts o;
-    kevo_export_opts_init(&o);
-    o.op = "ikbo_fa";
-    o.db_path = "/nonexistent/kevo.db";
-    o.out_dir = "/nonexistent/out";
-    o.data_dir = KEVO_SOURCE_DIR;
-    int nk = -1, nt = -1;
-    kevo_err err;
-    kevo_err_clear(&err);
-    assert_int_equal(kevo_export(&o, &nk, &nt, &err), KEVO_ERR_UNSUPPORTED);
-    assert_string_equal(err.msg, "export of ikbo_fa is not supported yet");
+    const kevo_op_export *xd = fa()->export_desc;
+    static const char *const keys[] = {"Bc", "H", "Sq", "D", "Skv", "U"};
+    assert_int_equal(xd->ntuned_keys, (int)KV_ARRAY_LEN(keys));
+    for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
+        assert_string_equal(xd->tuned_keys[i], keys[i]);
+    const char *const pieces[] = {xd->head, xd->api, xd->dispatch, xd->call};
+    for (size_t i = 0; i < KV_ARRAY_LEN(pieces); i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/kernels/%s", KEVO_SOURCE_DIR, pieces[i]);
+        assert_int_equal(access(path, R_OK), 0);
+        assert_non_null(strstr(pieces[i], "ikbo_fa/export/"));
+    }
 }
 
 /* The module kevo compiles for every ikbo_fa run: both dtypes for sm_90a
@@ -554,7 +557,7 @@ int main(void)
         cmocka_unit_test(test_fa_reference_convex),
         cmocka_unit_test(test_fa_host_init),
         cmocka_unit_test(test_fa_nocodesign_shape),
-        cmocka_unit_test(test_fa_export_refused),
+        cmocka_unit_test(test_fa_export_desc),
         cmocka_unit_test(test_fa_ref_module_compiles),
         cmocka_unit_test(test_fa_fault_fixture_compiles),
     };
