@@ -74,8 +74,9 @@ typedef struct kevo_run_row {
     char created_at[32];
     char finished_at[32];
     char filter[512]; /* --where expression over the params, "" for none */
-    double decomposed_ms; /* the op's other peer (ikbo_lce: K padded, two cuBLAS GEMMs + broadcast-add;
-                             ikbo_fa: baseline (b), peer_kernel_ms + peer_gather_ms); NaN when none */
+    double decomposed_ms; /* the op's other peer (kevo_op.peers.peer: the linear op's decomposed cuBLAS
+                             form, attention's baseline (b) = peer_kernel_ms + peer_gather_ms); NaN when
+                             none */
     int nshapes;          /* shapes of a distribution run (run_shapes rows); 0 for a one-shape run */
     char warm_start[512]; /* the DB the seeds' warm start read, "" for this DB or none */
     int64_t best_id;      /* the winner named by the paired re-timing at the end, 0 when none */

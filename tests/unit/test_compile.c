@@ -1,5 +1,6 @@
 /* test_compile.c — NVRTC compiles in child processes (no GPU needed): every
- * template family and the op's reference module for sm_90a, compile errors,
+ * template family of every op (sm_90a, and sm_80 where a family declares it)
+ * and ikbo_lce's reference module, compile errors,
  * the compile time limit, a pool of jobs, the cache key and the ptxas report
  * parser. */
 #define _POSIX_C_SOURCE 200809L
@@ -180,9 +181,10 @@ static void test_families_and_ref(void **state)
     }
 }
 
-/* A compiled template job: built, no spills, the wgmmas pipelined, every
- * entry the plan launches in the cubin and in ptxas's report. */
-static void check_built(const kevo_compile_job *j, const kevo_plan *plan, const char *arch)
+/* A compiled template job: built, at most max_spill bytes spilled (0 but
+ * for a spill a family's notes record), the wgmmas pipelined, every entry
+ * the plan launches in the cubin and in ptxas's report. */
+static void check_built(const kevo_compile_job *j, const kevo_plan *plan, const char *arch, int max_spill)
 {
     if (j->fail != KEVO_FAIL_NONE)
         print_error("failed (%s):\n%s\n", kevo_fail_name(j->fail), j->log ? j->log : "");
@@ -190,9 +192,9 @@ static void check_built(const kevo_compile_job *j, const kevo_plan *plan, const 
     assert_non_null(j->cubin);
     assert_memory_equal(j->cubin, "\177ELF", 4);
     assert_true(j->regs > 0 && j->regs <= 255);
-    if (j->spill_bytes != 0)
+    if (j->spill_bytes > max_spill)
         print_error("spills:\n%s\n", j->log);
-    assert_int_equal(j->spill_bytes, 0);
+    assert_true(j->spill_bytes <= max_spill);
     bool serialized = strstr(j->log, "wgmma.mma_async instructions are serialized") != NULL;
     if (serialized)
         print_error("ptxas serialized the wgmmas:\n%s\n", j->log);
@@ -214,8 +216,8 @@ typedef struct shape_case {
 /* Check c valid at shape (the family supports the shape, the configuration
  * passes the space's constraints), render it, plan it and set up its
  * compile job; *cfg receives the configuration. */
-static void prep_at_shape(const kevo_space *sp, const kevo_syms *shape, const shape_case *c, kevo_config *cfg,
-                          kv_buf *src, kevo_plan *plan, kevo_compile_job *job)
+static void prep_at_shape(const kevo_space *sp, const char *op_abi, const kevo_syms *shape, const shape_case *c,
+                          kevo_config *cfg, kv_buf *src, kevo_plan *plan, kevo_compile_job *job)
 {
     kevo_limits lim;
     kevo_err err;
@@ -229,15 +231,15 @@ static void prep_at_shape(const kevo_space *sp, const kevo_syms *shape, const sh
         print_error("%s %s: %s\n", sp->family, c->params ? c->params : "default", why);
     assert_int_equal(ok, 1);
     kv_buf_init(src);
-    assert_int_equal(kevo_space_render(sp, cfg, c->dt, abi, src, &err), KEVO_OK);
+    assert_int_equal(kevo_space_render(sp, cfg, c->dt, op_abi, src, &err), KEVO_OK);
     assert_int_equal(kevo_space_plan(sp, shape, &lim, c->dt, cfg, plan, &err), KEVO_OK);
     assert_int_equal(kevo_compile_job_init(job, sp->source_name, src->data, c->arch, &err), KEVO_OK);
 }
 
-/* Load `family`, parse `shape_text` (ikbo_lce), set up the n cases with
- * prep_at_shape (cfgs[i], src[i], plans[i], jobs[i]) and compile them all,
- * two at a time.  Returns the loaded space (the caller frees it and
- * releases each job and source). */
+/* Load `family`, parse `shape_text` (a shape of the family's op), set up
+ * the n cases with prep_at_shape (cfgs[i], src[i], plans[i], jobs[i]; the
+ * op's ABI header in front) and compile them all, two at a time.  Returns
+ * the loaded space (the caller frees it and releases each job and source). */
 static kevo_space *compile_at_shape(const char *family, const char *shape_text, const shape_case *cases, int n,
                                     kevo_config *cfgs, kv_buf *src, kevo_plan *plans, kevo_compile_job *jobs)
 {
@@ -248,9 +250,15 @@ static kevo_space *compile_at_shape(const char *family, const char *shape_text, 
     kevo_err_clear(&err);
     snprintf(path, sizeof path, "%s/templates/%s.json", home(), family);
     assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
-    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(shape_text, &shape, &err), KEVO_OK);
+    const kevo_op *op = kevo_op_find(sp->op);
+    assert_non_null(op);
+    char *op_abi = NULL;
+    snprintf(path, sizeof path, "%s/kernels/%s", home(), op->abi_header);
+    assert_int_equal(kv_read_file(path, &op_abi, NULL, &err), KEVO_OK);
+    assert_int_equal(op->parse_shape(shape_text, &shape, &err), KEVO_OK);
     for (int i = 0; i < n; i++)
-        prep_at_shape(sp, &shape, &cases[i], &cfgs[i], &src[i], &plans[i], &jobs[i]);
+        prep_at_shape(sp, op_abi, &shape, &cases[i], &cfgs[i], &src[i], &plans[i], &jobs[i]);
+    free(op_abi);
     assert_int_equal(kevo_compile_run(jobs, n, 2, 300, &err), KEVO_OK);
     return sp;
 }
@@ -280,7 +288,7 @@ static void test_lce_mem(void **state)
         printf("  lce_mem    %-54s %s %-6s: %.1f s, %d regs, %d B spill, plan smem %u B\n",
                cases[i].params ? cases[i].params : "default", kevo_dtype_name(cases[i].dt), cases[i].arch, j->seconds,
                j->regs, j->spill_bytes, plans[i].launches[plans[i].nlaunches - 1].smem);
-        check_built(j, &plans[i], cases[i].arch);
+        check_built(j, &plans[i], cases[i].arch, 0);
         assert_int_equal(j->smem_static, 0); /* all of it dynamic: the plan's smem is the whole */
         kevo_compile_job_release(j);
         kv_buf_release(&src[i]);
@@ -312,11 +320,70 @@ static void test_lce_ws_split(void **state)
         kevo_compile_job *j = &jobs[i];
         printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,
                kevo_dtype_name(cases[i].dt), j->seconds, j->regs, j->spill_bytes, (size_t)plans[i].workspace_bytes);
-        check_built(j, &plans[i], cases[i].arch);
+        check_built(j, &plans[i], cases[i].arch, 0);
         kevo_compile_job_release(j);
         kv_buf_release(&src[i]);
     }
     kevo_space_free(sp);
+}
+
+/* The ikbo_fa families, each a shape of its head dimension: fa_ws
+ * (sm_90a) at its default, with one and three consumer warp groups, four
+ * stages and two Q buffers without ping-pong, and D=64 with a 192-row K/V
+ * tile; fa_mma (declared for sm_80 and up) for sm_90a and sm_80, one and two
+ * m16 fragments a warp, Q in registers.  No spills, the wgmmas pipelined,
+ * every launched entry built. */
+static void fa_family(const char *family, const char *shape_text, const shape_case *cases, int n, int max_spill)
+{
+    kevo_compile_job jobs[8];
+    kevo_plan plans[8];
+    kevo_config cfgs[8];
+    kv_buf src[8];
+    assert_true(n <= 8);
+    kevo_space *sp = compile_at_shape(family, shape_text, cases, n, cfgs, src, plans, jobs);
+    for (int i = 0; i < n; i++) {
+        kevo_compile_job *j = &jobs[i];
+        printf("  %-7s %-44s %s %-6s: %.1f s, %d regs, %d B spill, plan smem %u B\n", family,
+               cases[i].params ? cases[i].params : "default", kevo_dtype_name(cases[i].dt), cases[i].arch, j->seconds,
+               j->regs, j->spill_bytes, plans[i].launches[plans[i].nlaunches - 1].smem);
+        check_built(j, &plans[i], cases[i].arch, max_spill);
+        kevo_compile_job_release(j);
+        kv_buf_release(&src[i]);
+    }
+    kevo_space_free(sp);
+}
+
+static void test_fa_families(void **state)
+{
+    (void)state;
+    static const shape_case ws128[] = {
+        {NULL, "sm_90a", KEVO_DTYPE_F16},
+        {NULL, "sm_90a", KEVO_DTYPE_BF16},
+        {"CONSUMERS=1,BN=160,STAGES=2,PP=0", "sm_90a", KEVO_DTYPE_F16},
+        {"CONSUMERS=3,BN=64,STAGES=2", "sm_90a", KEVO_DTYPE_BF16},
+        {"BN=64,STAGES=4,QBUF=2,PP=0", "sm_90a", KEVO_DTYPE_F16},
+    };
+    fa_family("fa_ws", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", ws128, (int)KV_ARRAY_LEN(ws128), 0);
+    static const shape_case ws64[] = {
+        {"HD=64,BN=192,CONSUMERS=2,STAGES=3", "sm_90a", KEVO_DTYPE_BF16},
+    };
+    fa_family("fa_ws", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", ws64, 1, 0);
+    static const shape_case mma128[] = {
+        {"BM=64,WARPS=4,BN=128", "sm_90a", KEVO_DTYPE_F16},
+        {"BM=64,WARPS=4,BN=64,QREG=1", "sm_80", KEVO_DTYPE_F16},
+    };
+    fa_family("fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", mma128, (int)KV_ARRAY_LEN(mma128), 0);
+    /* the default (two m16 fragments a warp at D=128, BN=64) spills 88 bytes
+     * and is still the family's fastest (docs/fa_mma.md): held to that */
+    static const shape_case mma128_default[] = {
+        {NULL, "sm_90a", KEVO_DTYPE_F16},
+        {NULL, "sm_80", KEVO_DTYPE_BF16},
+    };
+    fa_family("fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", mma128_default, 2, 96);
+    static const shape_case mma64[] = {
+        {"HEAD_DIM=64,BM=64,WARPS=4,BN=128,STAGES=3", "sm_80", KEVO_DTYPE_BF16},
+    };
+    fa_family("fa_mma", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", mma64, 1, 0);
 }
 
 /* ---- 2. failures ---- */
@@ -734,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_families_and_ref),
         cmocka_unit_test(test_lce_mem),
         cmocka_unit_test(test_lce_ws_split),
+        cmocka_unit_test(test_fa_families),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
