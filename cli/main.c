@@ -110,7 +110,7 @@ static const struct {
      "  (Spearman's rank correlation of predicted and measured times)\n"},
     {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
      "kevo export --db FILE --out DIR [--op ikbo_lce|ikbo_fa] [--arch sm_90a,...] [--name NAME]\n"
-     "            [--top N] [--force]\n"
+     "            [--top N] [--force] [--torch]\n"
      "  the op's (default ikbo_lce) fastest N (default 3) distinct verified kernels of each\n"
      "  run, plus its fastest one for unpadded weights, with their cubins and launch plans;\n"
      "  NAME (default kevo_tuned) prefixes every symbol; the library links only the CUDA\n"
@@ -118,7 +118,9 @@ static const struct {
      "  DIR: new, empty, or an earlier export of NAME (DIR/kevo-export.json lists the files\n"
      "  export wrote; exporting again replaces only those, and only while unchanged)\n"
      "  --force  also write into a non-empty DIR that is no export of NAME, beside what is\n"
-     "           there; even then no existing file that export did not write is replaced\n"},
+     "           there; even then no existing file that export did not write is replaced\n"
+     "  --torch  also DIR/python: a Python package registering the op as torch.ops.kevo.OP\n"
+     "           (pip install --no-build-isolation DIR/python; see DIR/python/README.md)\n"},
     {"list", cmd_list, "list ops, template families and search policies", "kevo list [ops|families|policies]\n"},
 };
 
@@ -295,6 +297,7 @@ enum {
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
     OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
     OPT_FORCE, /* export */
+    OPT_TORCH,
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
     OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_PROMPTS, /* tune: the LLM */
     OPT__END
@@ -876,6 +879,7 @@ static int cmd_export(int argc, char **argv)
         {"top", required_argument, 0, OPT_TOP},
         {"templates", required_argument, 0, OPT_TEMPLATES},
         {"force", no_argument, 0, OPT_FORCE},
+        {"torch", no_argument, 0, OPT_TORCH},
         {0, 0, 0, 0},
     };
     kevo_export_opts o;
@@ -896,6 +900,7 @@ static int cmd_export(int argc, char **argv)
         case OPT_NAME: o.name = optarg; break;
         case OPT_TEMPLATES: o.extra_templates = optarg; break;
         case OPT_FORCE: o.force = true; break;
+        case OPT_TORCH: o.torch = true; break;
         case OPT_TOP:
             if (!cli_int(optarg, 1, 100, &v))
                 return cli_bad_usage("export", "--top takes a whole number from 1 to 100, not '%s'", optarg);

@@ -523,6 +523,53 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
     return KEVO_OK;
 }
 
+/* Names a Python package may not take: Python's keywords and the modules
+ * the generated package imports or builds with. */
+static const char *const xp_py_reserved[] = {
+    "and",   "as",     "assert", "async", "await",    "break", "class",  "continue", "def",   "del",
+    "elif",  "else",   "except", "false", "finally",  "for",   "from",   "global",   "if",    "import",
+    "in",    "is",     "lambda", "none",  "nonlocal", "not",   "or",     "pass",     "raise", "return",
+    "true",  "try",    "while",  "with",  "yield",    "torch", "setuptools", "os",   "sys",   "typing",
+    "numpy", "triton", "kevo",
+};
+
+/* The Python package of --torch into py[5] (pyproject.toml, setup.py,
+ * README.md, __init__.py, the bindings' C++): export/template/torch/
+ * filled with the op's pieces (kevo_op_export.torch, .torch_usage).
+ * Errors: KEVO_ERR_ARG (a library name Python cannot import), KEVO_ERR_IO. */
+static kevo_status xp_torch(const xp_state *x, const char *tdir, kv_buf py[5], kevo_err *err)
+{
+    const kevo_export_opts *o = x->o;
+    const kevo_op_export *xd = x->op->export_desc;
+    for (size_t i = 0; i < KV_ARRAY_LEN(xp_py_reserved); i++)
+        if (strcmp(o->name, xp_py_reserved[i]) == 0)
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "--torch: '%s' cannot name a Python package (a keyword or a module it imports); "
+                                "give another --name",
+                                o->name);
+    char path[PATH_MAX];
+    kv_buf op_torch, usage;
+    kv_buf_init(&op_torch);
+    kv_buf_init(&usage);
+    snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, xd->torch);
+    kevo_status st = xp_fill(path, o->name, NULL, NULL, 0, &op_torch, err);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, xd->torch_usage);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &usage, err);
+    }
+    const char *keys[] = {"@OP@", "@OP_WHAT@", "@OP_TORCH@", "@OP_USAGE@"};
+    const char *vals[] = {x->op->name, xd->what, op_torch.data ? op_torch.data : "", usage.data ? usage.data : ""};
+    static const char *const tpl[5] = {"pyproject.toml.in", "setup.py.in", "README.md.in", "__init__.py.in",
+                                       "torch.cpp.in"};
+    for (int i = 0; i < 5 && !st; i++) {
+        snprintf(path, sizeof path, "%s/torch/%s", tdir, tpl[i]);
+        st = xp_fill(path, o->name, keys, vals, 4, &py[i], err);
+    }
+    kv_buf_release(&op_torch);
+    kv_buf_release(&usage);
+    return st;
+}
+
 /* One file of the library: its path under the output folder and its text. */
 typedef struct xp_file {
     char rel[160];
@@ -577,6 +624,20 @@ static bool xp_dir_has_entries(const char *dir)
     return any;
 }
 
+/* The folders of the library under its output folder, into dirs (each at
+ * most 80 bytes); with the Python package (--torch) its three too.
+ * Returns how many. */
+static int xp_folders(const kevo_export_opts *o, char dirs[6][80])
+{
+    static const char *const fixed[] = {"include", "src", "cmake", "python", "python/csrc"};
+    int n = o->torch ? 5 : 3;
+    for (int i = 0; i < n; i++)
+        snprintf(dirs[i], 80, "%s", fixed[i]);
+    if (o->torch)
+        snprintf(dirs[n++], 80, "python/%s", o->name);
+    return n;
+}
+
 /* Decide, before anything is written, whether the library may be written
  * into o->out_dir: a new or empty folder, or an earlier export of this
  * library (its manifest names it), or with o->force any folder.  In every
@@ -607,8 +668,9 @@ static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files,
     }
     const cJSON *listed = cJSON_GetObjectItemCaseSensitive(m, "files");
     kevo_status st = KEVO_OK;
-    static const char *const dirs[] = {"include", "src", "cmake"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(dirs) && !st; i++) {
+    char dirs[6][80];
+    int ndirs = xp_folders(o, dirs);
+    for (int i = 0; i < ndirs && !st; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", o->out_dir, dirs[i]);
         if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
@@ -761,23 +823,45 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     }
     if (!st)
         st = xp_readme(&x, &readme);
+    /* --torch: the Python package (its C sources are copies of the library's) */
+    kv_buf py[5]; /* pyproject.toml, setup.py, README.md, __init__.py, the bindings */
+    for (int i = 0; i < 5; i++)
+        kv_buf_init(&py[i]);
+    if (!st && o->torch)
+        st = xp_torch(&x, tdir, py, err);
     /* the files, the manifest last: it is written only once all the others are */
     const struct {
-        const char *dir, *file;
+        const char *dir;
+        bool named; /* the library's name between dir and tail */
+        const char *tail;
         kv_buf *b;
+        bool torch;
     } parts[] = {
-        {"include/", ".h", &hdr}, {"src/", ".c", &src}, {"", "CMakeLists.txt", &cm},
-        {"cmake/", "Config.cmake.in", &cfg}, {"", ".pc.in", &pc}, {"", "README.md", &readme},
+        {"include/", true, ".h", &hdr, false},
+        {"src/", true, ".c", &src, false},
+        {"", false, "CMakeLists.txt", &cm, false},
+        {"cmake/", true, "Config.cmake.in", &cfg, false},
+        {"", true, ".pc.in", &pc, false},
+        {"", false, "README.md", &readme, false},
+        {"python/", false, "pyproject.toml", &py[0], true},
+        {"python/", false, "setup.py", &py[1], true},
+        {"python/", false, "README.md", &py[2], true},
+        {"python/", true, "/__init__.py", &py[3], true},
+        {"python/csrc/", true, ".h", &hdr, true},
+        {"python/csrc/", true, ".c", &src, true},
+        {"python/csrc/", true, "_torch.cpp", &py[4], true},
     };
     xp_file files[KV_ARRAY_LEN(parts) + 1];
     kv_buf manifest;
     kv_buf_init(&manifest);
-    int nf = (int)KV_ARRAY_LEN(parts);
-    for (int i = 0; i < nf; i++) {
-        /* .h, .c, .pc.in, Config.cmake.in take the library's name */
-        bool named = parts[i].file[0] == '.' || strcmp(parts[i].file, "Config.cmake.in") == 0;
-        snprintf(files[i].rel, sizeof files[i].rel, "%s%s%s", parts[i].dir, named ? o->name : "", parts[i].file);
-        files[i].b = parts[i].b;
+    int nf = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(parts); i++) {
+        if (parts[i].torch && !o->torch)
+            continue;
+        snprintf(files[nf].rel, sizeof files[nf].rel, "%s%s%s", parts[i].dir, parts[i].named ? o->name : "",
+                 parts[i].tail);
+        files[nf].b = parts[i].b;
+        nf++;
     }
     if (!st)
         st = xp_manifest(o->name, files, nf, &manifest, err);
@@ -790,8 +874,9 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         st = xp_guard_out(o, files, nf + 1, err);
     if (!st)
         st = xp_mkdir(o->out_dir, err);
-    static const char *const dirs[] = {"include", "src", "cmake"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(dirs) && !st; i++) {
+    char dirs[6][80];
+    int ndirs = xp_folders(o, dirs);
+    for (int i = 0; i < ndirs && !st; i++) {
         snprintf(path, sizeof path, "%s/%s", o->out_dir, dirs[i]);
         st = xp_mkdir(path, err);
     }
@@ -799,6 +884,8 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         snprintf(path, sizeof path, "%s/%s", o->out_dir, files[i].rel);
         st = kv_write_file(path, files[i].b->data ? files[i].b->data : "", files[i].b->len, err);
     }
+    for (int i = 0; i < 5; i++)
+        kv_buf_release(&py[i]);
     kv_buf_release(&manifest);
     if (!st) {
         *nkernels = x.nk;

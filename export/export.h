@@ -19,6 +19,7 @@ typedef struct kevo_export_opts {
     const char *extra_templates; /* or NULL */
     int top;                     /* fastest distinct configurations taken per run (default 3) */
     bool force;                  /* write into a non-empty folder that is no earlier export of `name` */
+    bool torch;                  /* also a Python package with the op as a PyTorch custom op (python/) */
 } kevo_export_opts;
 
 void kevo_export_opts_init(kevo_export_opts *o);

@@ -98,6 +98,11 @@ typedef struct kevo_op_export {
     const char *readme_fallback; /* README: what a caller uses where no kernel won ("what cuBLAS gives (...)") */
     const char *pad_column;      /* README kernels table: the column for plans with pad_k ("pads W") */
     const char *pad_yes;         /* ... and its value for them ("yes (rows of 8)") */
+    /* `kevo export --torch`: the op's PyTorch binding (the schema, the CUDA
+     * kernel calling the library with the decomposed PyTorch form where it
+     * returns UNSUPPORTED, the meta kernel) and the README's usage lines */
+    const char *torch;
+    const char *torch_usage;
 } kevo_op_export;
 
 struct kevo_op_gpu; /* evaluator/gpu_int.h */

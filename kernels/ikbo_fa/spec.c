@@ -179,6 +179,8 @@ static const kevo_op_export fa_export = {
     .what = "IKBO flash-attention kernels",
     .readme_fallback = "the unfused attention on gathered K/V (stage 0) or the gathered form of kevo's best (baseline (b))",
     .pad_column = "padded copy",
+    .torch = "ikbo_fa/export/torch.cpp.in",
+    .torch_usage = "ikbo_fa/export/torch_usage.md.in",
     .pad_yes = "yes",
 };
 

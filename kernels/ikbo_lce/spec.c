@@ -169,6 +169,8 @@ static const kevo_op_export lce_export = {
     .what = "IKBO linear-compression kernels",
     .readme_fallback = "what cuBLAS gives (the stage-0 batched GEMM or the decomposed form)",
     .pad_column = "pads W",
+    .torch = "ikbo_lce/export/torch.cpp.in",
+    .torch_usage = "ikbo_lce/export/torch_usage.md.in",
     .pad_yes = "yes (rows of 8)",
 };
 

@@ -354,6 +354,89 @@ static void test_fa_call(void **state)
                      0);
 }
 
+/* --torch: the Python package beside the library, for both ops.  Without
+ * PyTorch here the check is what can be done without its headers: the
+ * Python compiles, every key is filled, the op is registered in the kevo
+ * namespace with a CUDA and a meta kernel, the C sources are the library's
+ * own bytes and compile as C11; with PyTorch importable, the bindings also
+ * pass g++ -fsyntax-only against its headers.  (The build, the op against
+ * PyTorch, torch.compile and CUDA graphs: bench/device_torch.sh.) */
+static void test_torch_package(void **state)
+{
+    (void)state;
+    const xp_case *cases[] = {&xp_lce, &xp_fa};
+    int have_torch = system("python3 -c 'import torch' >/dev/null 2>&1") == 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        const char *op = cases[i]->op;
+        char dir[128], db[1024];
+        snprintf(dir, sizeof dir, "%s/torch_%s", tmp, op);
+        snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", home(), cases[i]->fixture);
+        kevo_export_opts o;
+        kevo_export_opts_init(&o);
+        o.op = op;
+        o.db_path = db;
+        o.out_dir = dir;
+        o.data_dir = home();
+        o.name = "kevo_pkg";
+        o.torch = true;
+        int nk = 0, nt = 0;
+        kevo_err err;
+        kevo_status st = kevo_export(&o, &nk, &nt, &err);
+        if (st)
+            fprintf(stderr, "%s\n", err.msg);
+        assert_int_equal(st, KEVO_OK);
+        assert_int_equal(sh("cd '%s/python' && python3 -m py_compile setup.py kevo_pkg/__init__.py && "
+                            "cmp csrc/kevo_pkg.c ../src/kevo_pkg.c && cmp csrc/kevo_pkg.h ../include/kevo_pkg.h && "
+                            "test -f pyproject.toml && test -f README.md && "
+                            "! grep -l '@OP\\|@NAME\\|@ABI' setup.py pyproject.toml README.md kevo_pkg/__init__.py "
+                            "csrc/kevo_pkg_torch.cpp && "
+                            "grep -q 'TORCH_LIBRARY_FRAGMENT(kevo, m)' csrc/kevo_pkg_torch.cpp && "
+                            "grep -q 'm.def(\"%s(' csrc/kevo_pkg_torch.cpp && "
+                            "grep -q 'TORCH_LIBRARY_IMPL(kevo, CUDA, m)' csrc/kevo_pkg_torch.cpp && "
+                            "grep -q 'TORCH_LIBRARY_IMPL(kevo, Meta, m)' csrc/kevo_pkg_torch.cpp && "
+                            "grep -q '^%s = torch.ops.kevo.%s$' kevo_pkg/__init__.py && "
+                            "gcc -std=c11 -Wall -Wextra -Werror -Icsrc -I'%s' -c csrc/kevo_pkg.c -o '%s/pkg_%s.o'",
+                            dir, op, op, op, KEVO_CUDA_INCLUDE, tmp, op),
+                         0);
+        /* the manifest lists the package's files */
+        char path[256];
+        char *text = NULL;
+        snprintf(path, sizeof path, "%s/kevo-export.json", dir);
+        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+        assert_non_null(strstr(text, "\"python/csrc/kevo_pkg_torch.cpp\""));
+        assert_non_null(strstr(text, "\"python/kevo_pkg/__init__.py\""));
+        free(text);
+        if (have_torch)
+            assert_int_equal(sh("cd '%s/python' && g++ -std=c++17 -fsyntax-only -Icsrc -I'%s' "
+                                "$(python3 -c 'import sysconfig, torch.utils.cpp_extension as c; "
+                                "print(\" \".join(\"-I\" + p for p in c.include_paths() + "
+                                "[sysconfig.get_paths()[\"include\"]]))') csrc/kevo_pkg_torch.cpp",
+                                dir, KEVO_CUDA_INCLUDE),
+                             0);
+        else
+            printf("  %s: PyTorch is not importable here: the bindings' C++ is checked on the device "
+                   "(bench/device_torch.sh)\n",
+                   op);
+    }
+    /* a name Python cannot import as a package is refused before anything is written */
+    kevo_export_opts o;
+    kevo_export_opts_init(&o);
+    char db[1024], dir[128];
+    snprintf(db, sizeof db, "%s/tests/fixtures/export/kevo_fa_h100.db", home());
+    snprintf(dir, sizeof dir, "%s/torch_bad", tmp);
+    o.op = "ikbo_fa";
+    o.db_path = db;
+    o.out_dir = dir;
+    o.data_dir = home();
+    o.name = "lambda";
+    o.torch = true;
+    int nk = 0, nt = 0;
+    kevo_err err;
+    assert_int_equal(kevo_export(&o, &nk, &nt, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "cannot name a Python package"));
+    assert_int_equal(access(dir, F_OK), -1);
+}
+
 /* A tuned shape whose best does not beat its best in-run peer gets no
  * kernel and a dispatch entry that returns UNSUPPORTED (the README says
  * so); the other run's shape still dispatches to its kernel. */
@@ -494,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_cmake_package),
         cmocka_unit_test(test_plans_match_kevo),
         cmocka_unit_test(test_fa_call),
+        cmocka_unit_test(test_torch_package),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_op_pieces),
     };
