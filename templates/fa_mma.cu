@@ -326,6 +326,13 @@ __device__ __forceinline__ void qk_tile(unsigned qa, unsigned ka, const unsigned
 // in the A-fragment order of P V: the C fragments of n8 blocks 2t and 2t+1
 // are the A fragment of k16 step t.  Each thread holds rows lane/4 (h=0)
 // and lane/4 + 8 (h=1) of each m16 fragment.
+// Both m * scale_log2 are rounded products (__fmul_rn), so the rescale is
+// exactly 1 while the max holds: written as m_old * scale_log2 - ms, the
+// compiler fuses it into one FFMA, whose unrounded product leaves the
+// rounding residual of m * scale_log2 (up to half an ulp: 3e-5 at 700, the
+// check scale's peaked scores) in the exponent of every tile, and over
+// Skv / BN tiles the early keys' weights drift against the late ones' by up
+// to (Skv / BN) * 3e-5 * ln 2 (1% at 512 tiles; docs/fa_mma.md, v5).
 __device__ __forceinline__ void softmax_tile(const float (&s)[MT][SN][4], unsigned (&p)[MT][SN / 2][4],
                                              float (&o)[MT][ON][4], float (&m)[MT][2], float (&l)[MT][2], float sl2)
 {
@@ -340,8 +347,8 @@ __device__ __forceinline__ void softmax_tile(const float (&s)[MT][SN][4], unsign
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             // a row with every score masked so far keeps max -inf: shift by 0
-            const float ms = mx == neg_inf() ? 0.0f : mx * sl2;
-            const float corr = fast_exp2(m[mt][h] * sl2 - ms);
+            const float ms = mx == neg_inf() ? 0.0f : __fmul_rn(mx, sl2);
+            const float corr = fast_exp2(__fmul_rn(m[mt][h], sl2) - ms);
             m[mt][h] = mx;
             float sum = 0.0f;
 #pragma unroll

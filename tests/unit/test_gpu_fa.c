@@ -11,7 +11,12 @@
  *   4. through the worker's verification, planted faults
  *      (tests/fixtures/fa/fa_faults.cu): a kernel without the running-max
  *      subtraction and one with a built-in scale fail, one that rounds P to
- *      the storage dtype (as flash kernels do) passes every map.
+ *      the storage dtype (as flash kernels do) passes every map;
+ *   5. fa_mma with 32-key tiles at Skv=16384 passes every map: the uneven
+ *      map's check scale (32) makes the softmax peaked, and 512 online
+ *      rescales a row expose a rescale factor that is not exactly 1 while
+ *      the max holds (docs/fa_mma.md, v5: 1,755 elements of this shape
+ *      failed before the fix, max |d| 7.9u).
  * KEVO_GPU_TESTS=PATTERN picks test functions (cmocka's filter). */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -385,6 +390,61 @@ static void test_faults(void **state)
     }
 }
 
+/* ---- 5. a template family at a long Skv through the worker ---- */
+
+static void test_fa_mma_long(void **state)
+{
+    (void)state;
+    const char *shape_txt = "Bc=256,H=1,Sq=64,D=128,Skv=16384,ratio=64", *params = "BM=128,WARPS=4,BN=32";
+    kevo_err err;
+    kevo_syms shape;
+    assert_int_equal(fa()->parse_shape(shape_txt, &shape, &err), KEVO_OK);
+    const char *home = getenv("KEVO_HOME");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/templates/fa_mma.json", home && *home ? home : KEVO_SOURCE_DIR);
+    kevo_space *sp = NULL;
+    assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
+    kevo_limits lim;
+    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
+    kevo_config cfg;
+    assert_true(tu_config_of(sp, params, &cfg));
+    char why[256];
+    assert_int_equal(kevo_space_check(sp, &shape, &lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    char *abi = tu_read_src("kernels/ikbo_fa/abi.h");
+    kv_buf src;
+    kv_buf_init(&src);
+    assert_int_equal(kevo_space_render(sp, &cfg, KEVO_DTYPE_F16, abi, &src, &err), KEVO_OK);
+    kevo_gpu_request rq;
+    memset(&rq, 0, sizeof rq);
+    assert_int_equal(kevo_space_plan(sp, &shape, &lim, KEVO_DTYPE_F16, &cfg, &rq.plan, &err), KEVO_OK);
+    kevo_compile_job job;
+    tu_compile(&job, sp->source_name, src.data);
+
+    char *rs = tu_op_ref_source(fa(), KEVO_DTYPE_F16);
+    kevo_compile_job rj;
+    tu_compile(&rj, fa()->ref_name, rs);
+    kevo_gpu *g = start_worker(&shape, KEVO_DTYPE_F16, &rj, false, NULL);
+    rq.cubin = job.cubin;
+    rq.cubin_size = job.cubin_size;
+    rq.maps = 7;
+    rq.time = false;
+    rq.seed = 1234;
+    kevo_gpu_result res;
+    assert_int_equal(kevo_gpu_eval(g, &rq, &res, &err), KEVO_OK);
+    printf("  fa_mma %s at %s: %s checks %d rel %.2e max |d| %.2e %s\n", params, shape_txt,
+           res.fail ? kevo_fail_name(res.fail) : "ok", res.checks, res.rel_err, res.max_abs_err,
+           res.fail ? res.msg : "");
+    assert_int_equal(res.fail, KEVO_FAIL_NONE);
+    assert_int_equal(res.checks, 3);
+    kevo_gpu_stop(g);
+    kevo_compile_job_release(&rj);
+    kevo_compile_job_release(&job);
+    kv_buf_release(&src);
+    kevo_space_free(sp);
+    free(rs);
+    free(abi);
+}
+
 int main(void)
 {
     if (!tu_have_gpu()) {
@@ -399,6 +459,7 @@ int main(void)
      * child cannot (cuInit: CUDA_ERROR_NOT_INITIALIZED) */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peers),          cmocka_unit_test(test_faults),
+        cmocka_unit_test(test_fa_mma_long),
         cmocka_unit_test(test_reference_fp16), cmocka_unit_test(test_reference_bf16),
         cmocka_unit_test(test_reference_time),
     };
