@@ -43,13 +43,12 @@
 //     8x8 block of the fragment transposed (stmatrix .trans) into the same
 //     64x64 boxes of out (64 rows of M by 64 columns of N).
 //
-//   SPLITK > 1: a persistent grid idles in its last wave when the candidate
-//     tiles are not a multiple of its clusters.  The whole waves stay whole;
-//     the remainder r = (B * tiles) mod clusters (all of them when there are
-//     fewer tiles than clusters) is split along Kc into SPLITK parts of
-//     balanced k-tile ranges, claimed last, when that shortens the last
-//     wave (r * SPLITK <= clusters * (SPLITK - 1): ceil(r * SPLITK /
-//     clusters) rounds of parts of 1/SPLITK tile, fewer than SPLITK).  Each
+//   SPLITK > 1: a persistent grid idles in its last wave when its items are
+//     not a multiple of its clusters.  The whole waves stay whole; the
+//     candidate tiles of the remainder (n mod clusters of the launch's n
+//     items, all of them when fewer) are split along Kc into SPLITK parts of
+//     balanced k-tile ranges, claimed last, when that shortens the last wave
+//     (ws_geometry: fewer than SPLITK rounds of parts of 1/SPLITK tile).  Each
 //     part writes its fp32 partial sum (fragment order) to its own slot and
 //     counts itself in on its tile's counter (tagged with launch_seq); the
 //     part that arrives last adds the others' sums to its own, in part
@@ -280,18 +279,26 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
     g.per = g.tiles_m * g.tiles_n;
     g.user_items = a.U * g.per;
     const int cand = a.B * g.per, clusters = (int)(gridDim.x / CLUSTER);
-    // Split the tiles past the last whole wave, r = cand mod clusters (every
-    // tile when cand < clusters), when SPLITK parts of each shorten the last
-    // wave: its r * SPLITK parts take ceil(r * SPLITK / clusters) rounds of
-    // 1/SPLITK tile, fewer than SPLITK when r * SPLITK <= clusters * (SPLITK
-    // - 1).  The space file's let `tail` is the same expression with the
-    // device's clusters, and the two agree: the plan's grid is min(device
-    // clusters, items) clusters, and where items are fewer (cand < clusters)
-    // both see r = cand and the same verdict.
-    const int rem = cand % clusters;
-    g.tail = PHASE != PHASE_USER && SPLITK > 1 && (a.Kc + BK - 1) / BK >= SPLITK &&
-                     rem * SPLITK <= clusters * (SPLITK - 1)
-                 ? rem
+    // Split the candidate tiles past the last whole wave of this launch's
+    // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
+    // (n itself when fewer), the last t = min(r, cand) candidate tiles.  The
+    // user tiles count as items, short as they are: a producer claims its
+    // next item as soon as it starts the current one, so the first two
+    // items of every cluster are dealt at the start, in claim order, and a
+    // short user tile ahead pushes a whole tile into the second round.  The
+    // last round then holds r - t user tiles and t * SPLITK parts of 1/SPLITK
+    // tile each: split when that is at most clusters * (SPLITK - 1) items,
+    // fewer than SPLITK rounds of parts (a shorter last wave).  The space
+    // file's let `tail` is the same expression with the device's clusters;
+    // the two agree: the plan's grid is min(device clusters, items)
+    // clusters, and where the items are fewer, both see r = n and the same
+    // verdict (with a split the grid is n + t * (SPLITK - 1) <= the
+    // condition's bound; without, r = n mod n = 0 here).
+    const int n = (PHASE == PHASE_BOTH ? g.user_items : 0) + cand;
+    const int rem = n % clusters, t = rem < cand ? rem : cand;
+    g.tail = PHASE != PHASE_USER && SPLITK > 1 && (a.Kc + BK - 1) / BK >= SPLITK && t > 0 &&
+                     rem - t + t * SPLITK <= clusters * (SPLITK - 1)
+                 ? t
                  : 0;
     g.whole = cand - g.tail;
     const int cand_items = cand + g.tail * (SPLITK - 1);

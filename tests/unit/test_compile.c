@@ -297,7 +297,7 @@ static void test_lce_mem(void **state)
 }
 
 /* lce_ws's split-K remainder (SPLITK 2..4) at a shape whose candidate tiles
- * run a little past whole waves (B=140 on 132 SMs: 32, 8, 16, 16 and 16
+ * run a little past whole waves (B=136 on 132 SMs: 52, 13, 8, 26 and 26
  * tiles past them, the space's condition for a split): ping-pong,
  * cooperative, a cluster, FUSE=0, URES=1, TRANS=1, both dtypes; no spills,
  * every entry built, the wgmmas still pipelined (ptxas says when not). */
@@ -317,7 +317,7 @@ static void test_lce_ws_split(void **state)
     kevo_config cfgs[N];
     kv_buf src[N];
     kevo_space *sp =
-        compile_at_shape("lce_ws", "B=140,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, N, cfgs, src, plans, jobs);
+        compile_at_shape("lce_ws", "B=136,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, N, cfgs, src, plans, jobs);
     for (int i = 0; i < N; i++) {
         kevo_compile_job *j = &jobs[i];
         printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,

@@ -653,11 +653,13 @@ static void test_plan_ws(void **state)
     config_of(f.s, "PINGPONG=0,STAGES=5", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
 
-    /* SPLITK: only the candidate tiles past the whole waves are split.
-     * B=140, M=200, 64-row ping-pong tiles: 560 tiles, 4 waves of 132 and 32
-     * more, each in two parts (64 parts: the last wave takes half a tile) */
+    /* SPLITK: only the candidate tiles past the whole waves of the launch's
+     * items are split.  B=136, M=200, 64-row ping-pong tiles: 9 users' and
+     * 136 candidates' 4 tiles, 580 items, 4 waves of 132 and 52 candidate
+     * tiles more, each in two parts (104 parts: the last wave takes half a
+     * tile) */
     kevo_syms past;
-    shape_of("B=140,M=200,N=256,Ku=512,Kc=2048,ratio=16", &past);
+    shape_of("B=136,M=200,N=256,Ku=512,Kc=2048,ratio=16", &past);
     config_of(f.s, "SPLITK=2,URES=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
     assert_int_equal(kevo_space_plan(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
@@ -666,24 +668,39 @@ static void test_plan_ws(void **state)
         int64_t v;
         assert_int_equal(kevo_space_bind(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &b, &f.err), KEVO_OK);
         assert_true(kevo_syms_get(&b, "tail", &v));
-        assert_int_equal(v, 32);
+        assert_int_equal(v, 52);
         assert_true(kevo_syms_get(&b, "items", &v));
-        assert_int_equal(v, (9 + 140) * 4 + 32); /* U = 9 users' tiles, candidates', second parts */
+        assert_int_equal(v, (9 + 136) * 4 + 52); /* users' tiles, candidates', second parts */
         /* user_res (storage dtype, 16 vectors a thread), claim counters,
-         * flags; 32 arrival counters; 2 x 32 partial sums of 64 x 256 fp32 */
+         * flags; 52 arrival counters; 2 x 52 partial sums of 64 x 256 fp32 */
         const int64_t res = 9 * 4 * 128 * 16 * 16, ctr = res + 512 /* 128 + 4 * 36, rounded up */,
-                      part = ctr + 256;
-        assert_int_equal(plan.workspace_bytes, part + 2 * 32 * 64 * 256 * 4);
+                      part = ctr + 512 /* 8 * 52 */;
+        assert_int_equal(plan.workspace_bytes, part + 2 * 52 * 64 * 256 * 4);
     }
-    /* B=160: 112 tiles past 4 waves; two to four parts leave the last wave
-     * a whole tile long (224 parts on 132 clusters, 336, 448): no split */
-    shape_of("B=160,M=200,N=256,Ku=512,Kc=2048,ratio=16", &past);
-    for (int k = 2; k <= 4; k++) {
-        char p[64];
-        snprintf(p, sizeof p, "SPLITK=%d,URES=1", k);
-        config_of(f.s, p, &cfg);
-        assert_int_equal(kevo_space_check(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
-        assert_non_null(strstr(why, "nothing to split"));
+    /* B=120: 116 tiles past 3 waves of 128 items; two to four parts leave
+     * the last wave a whole tile long (232 parts on 132 clusters, 348, 464);
+     * B=124: no tile past whole waves.  SPLITK > 1 stays valid there (the
+     * search's moves along `split` pass through it) and plans as SPLITK=1 */
+    static const char *const whole[] = {"B=120,M=200,N=256,Ku=512,Kc=2048,ratio=16",
+                                        "B=124,M=200,N=256,Ku=512,Kc=2048,ratio=16"};
+    for (size_t w = 0; w < KV_ARRAY_LEN(whole); w++) {
+        shape_of(whole[w], &past);
+        kevo_plan one;
+        config_of(f.s, "SPLITK=1,URES=1", &cfg);
+        assert_int_equal(kevo_space_plan(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &one, &f.err), KEVO_OK);
+        for (int k = 2; k <= 4; k++) {
+            char p[64];
+            snprintf(p, sizeof p, "SPLITK=%d,URES=1", k);
+            config_of(f.s, p, &cfg);
+            assert_int_equal(kevo_space_check(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+            kevo_syms b;
+            int64_t v;
+            assert_int_equal(kevo_space_bind(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &b, &f.err), KEVO_OK);
+            assert_true(kevo_syms_get(&b, "tail", &v));
+            assert_int_equal(v, 0);
+            assert_int_equal(kevo_space_plan(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+            assert_int_equal(plan.launches[0].grid[0], one.launches[0].grid[0]);
+        }
     }
     kevo_space_free(f.s);
 }
