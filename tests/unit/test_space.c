@@ -1410,6 +1410,11 @@ static void test_names_shadow_symbols(void **state)
     expect_refused(SP_HEAD "\"params\": [{\"name\": \"num_sms\", \"values\": [1, 2]}],\n" SP_LAUNCH "}",
                    "param named like the limit num_sms");
     expect_refused(SP_HEAD SP_PARAMS "\"let\": [[\"A\", \"5\"]],\n" SP_LAUNCH "}", "let named like param A");
+    /* the model's terms see the device's rates under these names */
+    expect_refused(SP_HEAD SP_PARAMS "\"let\": [[\"dram_gbs\", \"3000\"]],\n" SP_LAUNCH "}",
+                   "let named like the model's rate dram_gbs");
+    expect_refused(SP_HEAD "\"params\": [{\"name\": \"peak_gflops\", \"values\": [1, 2]}],\n" SP_LAUNCH "}",
+                   "param named like the model's rate peak_gflops");
 }
 
 /* ---- directories ---- */
