@@ -10,7 +10,11 @@
 #   bench/device_ws.sh split      the SPLITK GPU tests, then at each shape of
 #                                 $SPLIT_SHAPES: the README's tune of lce_ws, and
 #                                 its best configuration with SPLITK 1..4 timed
-#                                 side by side (exhaustive over SPLITK)
+#                                 side by side (exhaustive over SPLITK); with
+#                                 $SPLIT_WHERE (a fixed tile) no tune, that
+#                                 tile with every SPLITK the space allows; then
+#                                 with $SPLIT_TUNE (a shape) the README's tune
+#                                 of lce_ws there, and its SPLITK > 1 candidates
 #   bench/device_ws.sh main [N]   the main job (all families, greedy, budget N),
 #                                 then its best verified and timed over the sweep
 #                                 B x candidates-per-user x dtype, as a table
@@ -82,18 +86,20 @@ if [ "$MODE" = split ]; then
   KEVO_GPU_TESTS=test_persistent_family KEVO_GPU_CASES=SPLITK timeout 240 build/tests/test_gpu_lce \
     >"$OUT/gpu_split.log" 2>&1
   echo "test_gpu_lce (SPLITK cases) rc=$?"
-  grep -E "SPLITK|FAILED|PASSED" "$OUT/gpu_split.log" | sed -E 's/ +/ /g' | cut -c1-200 | tail -14
+  grep -E "SPLITK|FAILED|PASSED" "$OUT/gpu_split.log" | sed -E 's/ +/ /g' | cut -c1-200 | tail -20
   SHAPES=${SPLIT_SHAPES:-"B=300,M=256,N=256,Ku=512,Kc=4096,ratio=10 B=256,ratio=70 B=300,M=900,N=256,Ku=2500,Kc=400,ratio=3"}
   i=0
   : >"$OUT/split_table.txt"
   for shape in $SHAPES; do
     i=$((i + 1))
-    timeout 120 build/kevo tune --op ikbo_lce --shape "$shape" --family lce_ws --db "$OUT/split$i.db" --no-bar \
-      >"$OUT/split$i.log" 2>&1
-    echo "tune $shape rc=$?"
-    tail -1 "$OUT/split$i.log"
-    # the tune's best, with every SPLITK the space allows at this shape
-    where=$(python3 - "$OUT/split$i.db" <<'PY'
+    where=${SPLIT_WHERE:-}
+    if [ -z "$where" ]; then
+      timeout 120 build/kevo tune --op ikbo_lce --shape "$shape" --family lce_ws --db "$OUT/split$i.db" --no-bar \
+        >"$OUT/split$i.log" 2>&1
+      echo "tune $shape rc=$?"
+      tail -1 "$OUT/split$i.log"
+      # the tune's best, with every SPLITK the space allows at this shape
+      where=$(python3 - "$OUT/split$i.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 r = db.execute("select params from candidates where status='ok' and family='lce_ws' "
@@ -103,23 +109,44 @@ if r:
     print(" && ".join(f"{k} == {v}" for k, v in json.loads(r[0]).items() if k != "SPLITK"))
 PY
 )
+    fi
     [ -n "$where" ] || continue
     timeout 120 build/kevo tune --op ikbo_lce --shape "$shape" --family lce_ws --policy exhaustive --budget 8 \
       --where "$where" --db "$OUT/split$i.db" --no-bar >"$OUT/split${i}x.log" 2>&1
-    echo "exhaustive over SPLITK rc=$?"
+    echo "exhaustive over SPLITK at $shape rc=$?"
     python3 - "$OUT/split$i.db" "$shape" >>"$OUT/split_table.txt" <<'PY'
-import re, sqlite3, sys
+import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 run = db.execute("select max(id) from runs").fetchone()[0]
 rows = db.execute("select params, median_ms, speedup from candidates where run_id=? and status='ok'", (run,)).fetchall()
 best = db.execute("select min(median_ms) from candidates where status='ok' and run_id<?", (run,)).fetchone()[0]
-import json
+tb = f"(tune's best {best:.4f} ms)" if best else ""
 for p, ms, sp in sorted(rows, key=lambda r: json.loads(r[0]).get("SPLITK", 1)):
     k = json.loads(p).get("SPLITK", 1)
-    print(f"{sys.argv[2]:<45} SPLITK={k} {ms:.4f} ms {sp:.2f}x  (tune's best {best:.4f} ms)  {p}")
+    print(f"{sys.argv[2]:<45} SPLITK={k} {ms:.4f} ms {sp:.2f}x {tb} {p}")
+bad = db.execute("select count(*) from candidates where run_id=? and status!='ok'", (run,)).fetchone()[0]
+if bad:
+    print(f"{sys.argv[2]:<45} {bad} candidates not ok")
 PY
     slim "$OUT/split$i.db" "$OUT/split${i}_slim.db" && rm -f "$OUT/split$i.db"
   done
+  if [ -n "${SPLIT_TUNE:-}" ]; then
+    timeout 150 build/kevo tune --op ikbo_lce --shape "$SPLIT_TUNE" --family lce_ws --time-limit 120 \
+      --db "$OUT/split_tune.db" --no-bar >"$OUT/split_tune.log" 2>&1
+    echo "tune $SPLIT_TUNE rc=$?"
+    tail -1 "$OUT/split_tune.log"
+    python3 - "$OUT/split_tune.db" "$SPLIT_TUNE" >>"$OUT/split_table.txt" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select params, median_ms from candidates where status='ok' order by median_ms").fetchall()
+if rows:
+    print(f"tune {sys.argv[2]}: best {rows[0][1]:.4f} ms {rows[0][0]}")
+    for p, ms in rows:
+        if json.loads(p).get("SPLITK", 1) > 1:
+            print(f"  SPLITK>1 evaluated: {ms:.4f} ms {p}")
+PY
+    slim "$OUT/split_tune.db" "$OUT/split_tune_slim.db" && rm -f "$OUT/split_tune.db"
+  fi
   cat "$OUT/split_table.txt"
   exit 0
 fi

@@ -56,6 +56,11 @@ kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, cons
     kevo_status st = kevo_space_bind(s, shape, lim, dt, cfg, &b, err);
     if (st)
         return st;
+    /* the rates, for terms that compare times of their own (GFLOP/s, GB/s) */
+    if (kevo_syms_set(&b, "peak_gflops", llround(d->peak_flops / 1e9)) ||
+        kevo_syms_set(&b, "dram_gbs", llround(d->dram_bw / 1e9)) ||
+        kevo_syms_set(&b, "l2_gbs", llround(d->l2_bw / 1e9)))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols binding '%s'", s->family);
     /* defaults of the optional terms */
     double v[KEVO_MODEL__COUNT] = {[KEVO_MODEL_MMA_EFF] = 700, [KEVO_MODEL_LOAD_EFF] = 1000, [KEVO_MODEL_LAUNCHES] = 1};
     v[KEVO_MODEL_L2_BYTES] = NAN;

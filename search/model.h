@@ -19,6 +19,11 @@
  *                                                         too few bytes in flight
  *   t        = max(t_mma, t_dram, t_l2, t_lat)
  *              + ceil(items / slots) * item_ns + launches * launch
+ *
+ * The terms see the device's rates besides the shape, params, lets and
+ * limits (lets do not: they are bound without a device): peak_gflops (the
+ * dense tensor peak, GFLOP/s), dram_gbs and l2_gbs (GB/s), so that a term
+ * can compare times of its own (a phase's MMA time with its DRAM time).
  */
 #ifndef KEVO_MODEL_H
 #define KEVO_MODEL_H

@@ -78,6 +78,18 @@ __device__ __forceinline__ void wg_sync(int id)
 {
     asm volatile("barrier.sync %0, 128;\n" ::"r"(id) : "memory");
 }
+// The same barrier, and whether any of the 128 threads passed p true
+// (barrier.red.or: one thread's verdict reaches the warp group without shared memory).
+__device__ __forceinline__ bool wg_any(int id, bool p)
+{
+    unsigned r;
+    asm volatile("{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\tbarrier.red.or.pred q, %2, 128, p;\n\t"
+                 "selp.u32 %0, 1, 0, q;\n}\n"
+                 : "=r"(r)
+                 : "r"((unsigned)p), "r"(id)
+                 : "memory");
+    return r != 0;
+}
 // A named barrier between warp groups: some arrive (and go on), the others
 // wait until `threads` in all have come (arrivals and waiters).
 __device__ __forceinline__ void named_bar_arrive(int id, int threads)

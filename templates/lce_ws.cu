@@ -43,21 +43,25 @@
 //     8x8 block of the fragment transposed (stmatrix .trans) into the same
 //     64x64 boxes of out (64 rows of M by 64 columns of N).
 //
-//   SPLITK > 1: a persistent grid still idles in its last wave when the
-//     candidate tiles are few or just past a multiple of the clusters; the
-//     last wave's worth of them (min(B * tiles, clusters)) are split along
-//     Kc into SPLITK parts of balanced k-tile ranges.  Parts 1.. write fp32
-//     partial sums (fragment order) to the workspace and set a flag; part 0,
-//     claimed after them, computes its range on top of user_res, waits for
-//     the flags, adds the partial sums and runs the epilogue (the serial
-//     fix-up of split-K, with the tile order of stream-K's data-parallel +
-//     split hybrid).
+//   SPLITK > 1: a persistent grid idles in its last wave when its items are
+//     not a multiple of its clusters.  The whole waves stay whole; the
+//     candidate tiles of the remainder (n mod clusters of the launch's n
+//     items, all of them when fewer) are split along Kc into SPLITK parts of
+//     balanced k-tile ranges, claimed last, when that shortens the last wave
+//     (ws_geometry: fewer than SPLITK rounds of parts of 1/SPLITK tile).  Each
+//     part writes its fp32 partial sum (fragment order) to its own slot and
+//     counts itself in on its tile's counter (tagged with launch_seq); the
+//     part that arrives last adds the others' sums to its own, in part
+//     order (the same bits whichever part is last), and runs the epilogue.
+//     No part waits for another (stream-K's fix-up by the last arrival, not
+//     by a designated owner).
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
-// [U][tiles_n][tiles_m][CLUSTER] int | SPLITK > 1: split flags and partial
-// sums (ws_part).  Counters and flags carry the run's
-// launch_seq, so stale values from earlier runs (or poison) never count.
+// [U][tiles_n][tiles_m][CLUSTER] int | SPLITK > 1: the split tiles' arrival
+// counters and partial sums (ws_split_ctr, ws_part).  Counters and flags
+// carry the run's launch_seq, so stale values from earlier runs (or poison)
+// never count.
 // Needs the padded-K layout (TMA rows of 16-byte multiples); K, M and N
 // tails come from TMA's zero fill (a box wholly past the tensor, such as
 // BK=128's second W box when K % 128 <= 64, reads as zeros and still counts
@@ -104,7 +108,7 @@
 #define SBUF 2 // staged output boxes per consumer warp group (EPI=1: SBUF - 1 TMA stores in flight)
 #endif
 #ifndef SPLITK
-#define SPLITK 1 // the last wave's candidate tiles split along Kc into SPLITK parts (1: none)
+#define SPLITK 1 // the last partial wave's candidate tiles split along Kc into SPLITK parts (1: none)
 #endif
 
 #ifndef KEVO_HOPPER_CUH
@@ -250,17 +254,17 @@ struct ws_item {
     int tm, tn; // cluster tile coordinates
     int m0, n0; // this CTA's first row and column
     int k0, kt; // first k-tile and k-tiles
-    int part;   // -1: a whole tile; split tiles: 0 the main part (adds the others' partial sums and
-                // stores the tile), 1..SPLITK-1 a partial sum (fp32, to the workspace)
+    int part;   // -1: a whole tile; a split tile's part 0..SPLITK-1 (k-tiles in that order; part 0
+                // starts from user_res; whichever part arrives last stores the tile)
     int sidx;   // split tiles: index in [0, tail)
 };
 
 // Work items: U * per user tiles (FUSE=1 or the first launch), then the
 // candidate tiles: the first `whole` of them one item each, the last `tail`
-// (SPLITK > 1: the last wave's worth, min(B * per, clusters of the grid)) as
-// SPLITK items each, the partial parts SPLITK-1..1 first and the main part
-// last.  Every part is claimed after the parts it waits for, so the
-// argument above (no wait on a CTA that is not resident) still holds.
+// (SPLITK > 1: the remainder of the whole waves, see ws_geometry) as SPLITK
+// items each, parts 0..SPLITK-1 of a tile one after the other.  A part waits
+// for nothing but its user tile's flag (part 0, as a whole tile does), so
+// the argument above (no wait on a CTA that is not resident) still holds.
 struct ws_geom {
     int tiles_m, tiles_n, per, user_items, lo, count;
     int whole, tail; // candidate tiles computed whole, and split
@@ -275,9 +279,27 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
     g.per = g.tiles_m * g.tiles_n;
     g.user_items = a.U * g.per;
     const int cand = a.B * g.per, clusters = (int)(gridDim.x / CLUSTER);
-    // the plan's grid is min(clusters of the device, items) clusters, so this
-    // is the plan's tail on any device: min(cand, clusters) when split
-    g.tail = SPLITK > 1 && (a.Kc + BK - 1) / BK >= SPLITK ? (cand < clusters ? cand : clusters) : 0;
+    // Split the candidate tiles past the last whole wave of this launch's
+    // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
+    // (n itself when fewer), the last t = min(r, cand) candidate tiles.  The
+    // user tiles count as items, short as they are: a producer claims its
+    // next item as soon as it starts the current one, so the first two
+    // items of every cluster are dealt at the start, in claim order, and a
+    // short user tile ahead pushes a whole tile into the second round.  The
+    // last round then holds r - t user tiles and t * SPLITK parts of 1/SPLITK
+    // tile each: split when that is at most clusters * (SPLITK - 1) items,
+    // fewer than SPLITK rounds of parts (a shorter last wave).  The space
+    // file's let `tail` is the same expression with the device's clusters;
+    // the two agree: the plan's grid is min(device clusters, items)
+    // clusters, and where the items are fewer, both see r = n and the same
+    // verdict (with a split the grid is n + t * (SPLITK - 1) <= the
+    // condition's bound; without, r = n mod n = 0 here).
+    const int n = (PHASE == PHASE_BOTH ? g.user_items : 0) + cand;
+    const int rem = n % clusters, t = rem < cand ? rem : cand;
+    g.tail = PHASE != PHASE_USER && SPLITK > 1 && (a.Kc + BK - 1) / BK >= SPLITK && t > 0 &&
+                     rem - t + t * SPLITK <= clusters * (SPLITK - 1)
+                 ? t
+                 : 0;
     g.whole = cand - g.tail;
     const int cand_items = cand + g.tail * (SPLITK - 1);
     g.lo = PHASE == PHASE_CAND ? g.user_items : 0;
@@ -295,7 +317,7 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     if (SPLITK > 1 && !it.user && rest >= g.whole) {
         const int j = rest - g.whole;
         it.sidx = j / SPLITK;
-        it.part = SPLITK - 1 - j % SPLITK;
+        it.part = j % SPLITK;
         rest = g.whole + it.sidx;
     }
     it.bb = rest / g.per;
@@ -334,26 +356,34 @@ __device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g
     int *flags = reinterpret_cast<int *>(static_cast<char *>(a.workspace) + ws_sched_offset(a, g) + 128);
     return flags + ws_cta_tile(g, u, tm, tn, rank);
 }
-// Split tiles: flags [tail][SPLITK - 1][CLUSTER] int after the user tiles'
-// flags, then (256-byte aligned) the partial sums, fp32 in fragment order as
-// user_res is, [tail][SPLITK - 1][CLUSTER][TILE_R / 64] blocks of PBLOCK.
+// Split tiles: after the user tiles' flags (256-byte aligned) one arrival
+// counter per CTA tile's 64-row slice, [tail][CLUSTER][TILE_R / 64]
+// unsigned long long; then (256-byte aligned) the partial sums, fp32 in
+// fragment order as user_res is, [tail][SPLITK][CLUSTER][TILE_R / 64]
+// blocks of PBLOCK.  (The space file's lets ctr_off and part_off.)
 constexpr int PBLOCK = 128 * (NACC / 4); // float4 vectors per warp group's 64 x BW block
-__device__ __forceinline__ size_t ws_part_index(int sidx, int part, unsigned rank)
+constexpr int PSTRIDE = CLUSTER * (TILE_R / 64) * PBLOCK; // from one part's block to the next part's
+// The last part's fix-up: SB 16-byte loads in flight (32 registers beside the
+// accumulators and URES=1's prefetch, as many as ptxas leaves at BW=256)
+constexpr int SB = 8;
+__device__ __forceinline__ size_t ws_split_offset(const kevo_lce_args &a, const ws_geom &g)
 {
-    return ((size_t)sidx * (SPLITK - 1) + part - 1) * CLUSTER + rank;
+    const size_t flags_end = ws_sched_offset(a, g) + 128 + 4 * ws_cta_tile(g, a.U, 0, 0, 0);
+    return (flags_end + 255) & ~(size_t)255;
 }
-__device__ __forceinline__ int *ws_part_flag(const kevo_lce_args &a, const ws_geom &g, int sidx, int part,
-                                             unsigned rank)
+__device__ __forceinline__ unsigned long long *ws_split_ctr(const kevo_lce_args &a, const ws_geom &g, int sidx,
+                                                            unsigned rank, int slice)
 {
-    return ws_flag(a, g, a.U, 0, 0, 0) + ws_part_index(sidx, part, rank);
+    unsigned long long *ctr =
+        reinterpret_cast<unsigned long long *>(static_cast<char *>(a.workspace) + ws_split_offset(a, g));
+    return ctr + ((size_t)sidx * CLUSTER + rank) * (TILE_R / 64) + slice;
 }
 __device__ __forceinline__ float4 *ws_part(const kevo_lce_args &a, const ws_geom &g, int sidx, int part,
                                            unsigned rank, int slice, int tid)
 {
-    const size_t flags_end = ws_sched_offset(a, g) + 128 + 4 * (ws_cta_tile(g, a.U, 0, 0, 0) +
-                                                                 ws_part_index(g.tail, 1, 0));
-    float4 *base = reinterpret_cast<float4 *>(static_cast<char *>(a.workspace) + ((flags_end + 255) & ~(size_t)255));
-    return base + (ws_part_index(sidx, part, rank) * (TILE_R / 64) + slice) * PBLOCK + tid;
+    const size_t ctr_end = ws_split_offset(a, g) + 8 * (size_t)g.tail * CLUSTER * (TILE_R / 64);
+    float4 *base = reinterpret_cast<float4 *>(static_cast<char *>(a.workspace) + ((ctr_end + 255) & ~(size_t)255));
+    return base + ((((size_t)sidx * SPLITK + part) * CLUSTER + rank) * (TILE_R / 64) + slice) * PBLOCK + tid;
 }
 
 // This thread's vectors of the user_res block of the 64-row slice `slice`.
@@ -370,6 +400,21 @@ __device__ __forceinline__ void wait_flag(int *flag, int seq)
     cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
     while (f.load(cuda::memory_order_acquire) != seq)
         __nanosleep(64);
+}
+
+// Count a split tile's part in: the counter holds (launch_seq << 32) |
+// parts arrived, a stale tag (earlier run, poison) counting as none.  Called
+// after the part's sums are stored and fenced (release); true for the last
+// of the SPLITK parts, whose acquire makes the others' sums visible.
+__device__ __forceinline__ bool split_arrive(unsigned long long *ctr, unsigned seq)
+{
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*ctr);
+    unsigned long long cur = c.load(cuda::memory_order_relaxed), next;
+    do {
+        const unsigned n = (unsigned)(cur >> 32) == seq ? (unsigned)cur + 1u : 1u;
+        next = ((unsigned long long)seq << 32) | n;
+    } while (!c.compare_exchange_weak(cur, next, cuda::memory_order_acq_rel, cuda::memory_order_relaxed));
+    return (unsigned)next == (unsigned)SPLITK;
 }
 
 // Arrive on barrier `bar` of every CTA in the cluster (the ring's empty
@@ -664,42 +709,85 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 continue;
             }
             if constexpr (SPLITK > 1) {
-                if (it.part > 0) {
-                    // ---- a split tile's partial sum: fp32, fragment order, then its flag ----
-                    float4 *pp = ws_part(a, g, it.sidx, it.part, rank, PINGPONG ? 0 : c, tid);
+                if (it.part >= 0) {
+                    // ---- a split tile's part: its sum to its own slot (part 0's with
+                    // fp32 user_res, URES=0), then counted in; the last to arrive adds
+                    // the others' and stores the tile, the rest go on.  This warp
+                    // group's 64-row slice has a counter of its own, so no other warp
+                    // group is met ----
+                    const int slice = PINGPONG ? 0 : c;
+                    float4 *pp = ws_part(a, g, it.sidx, 0, rank, slice, tid);
 #pragma unroll
                     for (int v = 0; v < NACC / 4; ++v)
-                        __stcg(pp + v * 128, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-                    publish(ws_part_flag(a, g, it.sidx, it.part, rank));
-                    continue;
-                }
-                // ---- the main part: wait for the others, add their sums into
-                // the accumulators, eight 16-byte loads in flight at a time
-                // (adding them pair by pair in the epilogue serialized 64
-                // loads per thread: +17% at B=256, ratio=70 on an H100) ----
-                if (it.part == 0) {
+                        __stcg(pp + it.part * PSTRIDE + v * 128,
+                               make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
+                    wg_sync(1 + c); // every thread's sums stored before thread 0 counts the part in
+                    bool last = false;
                     if (tid == 0) {
-                        for (int q = 1; q < SPLITK; ++q)
-                            wait_flag(ws_part_flag(a, g, it.sidx, q, rank), seq);
+                        __threadfence();
+                        last = split_arrive(ws_split_ctr(a, g, it.sidx, rank, slice), (unsigned)seq);
                     }
-                    wg_sync(1 + c);
-                    const float4 *pp = ws_part(a, g, it.sidx, 1, rank, PINGPONG ? 0 : c, tid);
+                    if (!wg_any(1 + c, last))
+                        continue;
+                    // ---- the last part: the sum in part order, ((p0 + p1) + p2) + ...,
+                    // the same bits whichever part came last.  Part 0 or 1 starts
+                    // from its own share (p0 + p1 == p1 + p0); a later part reloads
+                    // p0 over its accumulators (its own share is read back in turn).
+                    // Then one part at a time added in place, SB 16-byte loads in
+                    // flight (the registers ptxas leaves beside BW=256's accumulators
+                    // and URES=1's prefetch) ----
+                    const int self = it.part;
+#if URES
+                    // storage-dtype user_res, added by the epilogue: part 0 prefetched
+                    // it; another part loads it now (its flag was set: part 0 waited for
+                    // it before counting itself in, and this part acquired that), in
+                    // flight under the sums' loads.  (Folding it into part 0's sum made
+                    // ptxas spill at BW=256.)
+                    if (self != 0) {
+                        // (its address recomputed: held across the main loop it cost a spill)
+                        const uint4 *ur = ws_ures(a, g, __ldg(a.cand_to_user + it.bb), it.tm, it.tn, rank, slice, tid);
+                        const bool rows = row0 < (TRANS ? N : M);
+#pragma unroll
+                        for (int v = 0; v < UVECS; ++v)
+                            pre[v] = rows ? __ldcg(ur + v * 128) : make_uint4(0, 0, 0, 0);
+                    }
+#endif
+                    constexpr int NV = NACC / 4;
+                    if (self >= 2) {
+#pragma unroll
+                        for (int v0 = 0; v0 < NV; v0 += SB) {
+                            float4 x[SB];
+#pragma unroll
+                            for (int j = 0; j < SB; ++j)
+                                x[j] = v0 + j < NV ? __ldcg(pp + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+                            for (int j = 0; j < SB && v0 + j < NV; ++j) {
+                                acc[4 * (v0 + j)] = x[j].x;
+                                acc[4 * (v0 + j) + 1] = x[j].y;
+                                acc[4 * (v0 + j) + 2] = x[j].z;
+                                acc[4 * (v0 + j) + 3] = x[j].w;
+                            }
+                            asm volatile("" ::: "memory"); // one batch of loads at a time
+                        }
+                    }
 #pragma unroll 1
-                    for (int q = 1; q < SPLITK; ++q, pp += CLUSTER * (TILE_R / 64) * PBLOCK) {
+                    for (int q = 1; q < SPLITK; ++q) {
+                        // part 1 adds p0 where part 0 or a later one adds p1
+                        const float4 *pq = pp + (q == 1 && self == 1 ? 0 : q) * PSTRIDE;
 #pragma unroll
-                        for (int v0 = 0; v0 < NACC / 4; v0 += 8) {
-                            float4 x[8];
+                        for (int v0 = 0; v0 < NV; v0 += SB) {
+                            float4 x[SB];
 #pragma unroll
-                            for (int j = 0; j < 8; ++j)
-                                x[j] = v0 + j < NACC / 4 ? __ldcg(pp + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+                            for (int j = 0; j < SB; ++j)
+                                x[j] = v0 + j < NV ? __ldcg(pq + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-                            for (int j = 0; j < 8 && v0 + j < NACC / 4; ++j) {
+                            for (int j = 0; j < SB && v0 + j < NV; ++j) {
                                 acc[4 * (v0 + j)] += x[j].x;
                                 acc[4 * (v0 + j) + 1] += x[j].y;
                                 acc[4 * (v0 + j) + 2] += x[j].z;
                                 acc[4 * (v0 + j) + 3] += x[j].w;
                             }
-                            asm volatile("" ::: "memory"); // one batch of loads at a time
+                            asm volatile("" ::: "memory");
                         }
                     }
                 }

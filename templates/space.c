@@ -351,9 +351,13 @@ static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *
 static const char *const sp_reserved[] = {"sm", "num_sms", "max_smem", "max_regs_per_thread", "dtype_bytes",
                                           "dtype_bf16", "DTYPE_BF16"};
 
-/* A param or let may not shadow the op's shape symbols, the device limits,
- * a param, or an earlier let: expressions would see another value than the
- * one the source is rendered with. */
+/* Names the model's terms see besides those: the device's rates (search/model.h). */
+static const char *const sp_model_reserved[] = {"peak_gflops", "dram_gbs", "l2_gbs"};
+
+/* A param or let may not shadow the op's shape symbols, the device limits or
+ * rates, a param, or an earlier let: expressions would see another value
+ * than the one the source is rendered with (the model another rate than the
+ * device's). */
 static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_err *err)
 {
     const kevo_op *op = kevo_op_find(s->op); /* NULL: an op this build lacks, never searched */
@@ -368,6 +372,10 @@ static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_er
         for (size_t k = 0; k < KV_ARRAY_LEN(sp_reserved); k++)
             if (strcmp(name, sp_reserved[k]) == 0)
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' shadows a device limit", path, what, name);
+        for (size_t k = 0; k < KV_ARRAY_LEN(sp_model_reserved); k++)
+            if (strcmp(name, sp_model_reserved[k]) == 0)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' shadows a device rate of the model", path,
+                                    what, name);
         for (int j = 0; j < i; j++) {
             const char *other = j < s->nparams ? s->params[j].name : s->lets[j - s->nparams].name;
             if (strcmp(name, other) == 0)

@@ -296,8 +296,9 @@ static void test_lce_mem(void **state)
     kevo_space_free(sp);
 }
 
-/* lce_ws's split-K tail (SPLITK 2..4) at a shape with few candidate tiles
- * (B * tiles under eight waves, the space's condition for it): ping-pong,
+/* lce_ws's split-K remainder (SPLITK 2..4) at a shape whose candidate tiles
+ * run a little past whole waves (B=136 on 132 SMs: 52, 13, 8, 26 and 26
+ * tiles past them, the space's condition for a split): ping-pong,
  * cooperative, a cluster, FUSE=0, URES=1, TRANS=1, both dtypes; no spills,
  * every entry built, the wgmmas still pipelined (ptxas says when not). */
 static void test_lce_ws_split(void **state)
@@ -308,6 +309,7 @@ static void test_lce_ws_split(void **state)
         {"SPLITK=3,PINGPONG=0,CLUSTER=2,URES=1", "sm_90a", KEVO_DTYPE_BF16},
         {"SPLITK=4,BN=128,CONSUMERS=4,PINGPONG=0,FUSE=0,EPI=0,STAGES=3", "sm_90a", KEVO_DTYPE_F16},
         {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", "sm_90a", KEVO_DTYPE_BF16},
+        {"SPLITK=3,PINGPONG=0,STAGES=3,URES=0", "sm_90a", KEVO_DTYPE_F16}, /* BW=256 with fp32 user_res */
     };
     enum { N = sizeof cases / sizeof cases[0] };
     kevo_compile_job jobs[N];
@@ -315,7 +317,7 @@ static void test_lce_ws_split(void **state)
     kevo_config cfgs[N];
     kv_buf src[N];
     kevo_space *sp =
-        compile_at_shape("lce_ws", "B=256,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, N, cfgs, src, plans, jobs);
+        compile_at_shape("lce_ws", "B=136,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, N, cfgs, src, plans, jobs);
     for (int i = 0; i < N; i++) {
         kevo_compile_job *j = &jobs[i];
         printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,

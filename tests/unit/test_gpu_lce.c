@@ -280,19 +280,27 @@ static const gpu_case persistent[] = {
     {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=0,SBUF=4"},
     {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
     {"B=64,M=1024,N=128,Ku=63,Kc=57,U=8", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SBUF=4"},
-    /* SPLITK: the last wave's candidate tiles (min(B * tiles, clusters))
-     * split along Kc, partial sums through the workspace, the main part's
-     * epilogue adding them: whole tiles then split ones (560 tiles on 132
-     * CTAs; 128 cluster tiles on 66 clusters), every tile split (81 tiles),
-     * exactly one wave split (132), ping-pong and cooperative, a cluster,
-     * FUSE=0, URES=1, TRANS=1, BK=128, four consumers, uneven part ranges
-     * (14 k-tiles in 3, 9 in 4, 5 in 2) */
-    {"B=40,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=192,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,SPLITK=2"},
-    {"B=64,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,SPLITK=3"},
-    {"B=9,M=133,N=200,Ku=130,Kc=530,U=4", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=0,EPI=0,RASTER=1,URES=1,SPLITK=2"},
+    /* SPLITK: the candidate tiles past the last whole wave of the launch's
+     * items (r = n mod clusters, n = user and candidate tiles, all of them
+     * when fewer) split along Kc, every part's partial sum to its own slot,
+     * the last part to count itself in adding the others' and storing the
+     * tile.  On 132 SMs: 42 user and 140 candidate tiles, 50 of them split
+     * in two (ping-pong, URES=0: part 0 starts from fp32 user_res); a
+     * cluster, 10 + 80 cluster tiles, 24 in 3 uneven parts (4, 5, 5
+     * k-tiles), URES=1 (a last part other than 0 loads user_res itself);
+     * every tile split, FUSE=0 (a grid of 126 for 63 tiles in 2), BK=128,
+     * EPI=0; every tile in 4 (2, 2, 2, 3) behind 16 user tiles,
+     * cooperative; TRANS=1 with TRIM, 24 of 136 tiles; four consumers, 2
+     * waves and 48 tiles in 3; ping-pong with a cluster in 4; TRANS=1
+     * BW=256, 24 tiles of 64 k-tiles in 4 (a grid of 100 clusters) */
+    {"B=10,M=433,N=256,Ku=1178,Kc=866,U=3", "BN=192,CONSUMERS=2,PINGPONG=1,STAGES=4,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,SPLITK=2"},
+    {"B=40,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,SPLITK=3"},
+    {"B=7,M=133,N=200,Ku=130,Kc=530,U=4", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=0,EPI=0,RASTER=1,URES=1,SPLITK=2"},
     {"B=9,M=133,N=200,Ku=130,Kc=530,U=4", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,SPLITK=4"},
-    {"B=33,M=200,N=512,Ku=301,Kc=700,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24,SPLITK=2"},
-    {"B=150,M=433,N=200,Ku=331,Kc=1100,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,SPLITK=3"},
+    {"B=34,M=200,N=512,Ku=301,Kc=700,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=24,SPLITK=2"},
+    {"B=64,M=433,N=200,Ku=331,Kc=1100,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,SPLITK=3"},
+    {"B=20,M=133,N=200,Ku=130,Kc=530,U=4", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=3,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,SPLITK=4"},
+    {"B=12,M=256,N=256,Ku=512,Kc=4096,U=2", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SPLITK=4"},
 };
 
 static void test_persistent_family(void **state)

@@ -652,6 +652,56 @@ static void test_plan_ws(void **state)
     /* 5 cooperative stages of 48 KB do not fit */
     config_of(f.s, "PINGPONG=0,STAGES=5", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+
+    /* SPLITK: only the candidate tiles past the whole waves of the launch's
+     * items are split.  B=136, M=200, 64-row ping-pong tiles: 9 users' and
+     * 136 candidates' 4 tiles, 580 items, 4 waves of 132 and 52 candidate
+     * tiles more, each in two parts (104 parts: the last wave takes half a
+     * tile) */
+    kevo_syms past;
+    shape_of("B=136,M=200,N=256,Ku=512,Kc=2048,ratio=16", &past);
+    config_of(f.s, "SPLITK=2,URES=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    {
+        kevo_syms b;
+        int64_t v;
+        assert_int_equal(kevo_space_bind(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &b, &f.err), KEVO_OK);
+        assert_true(kevo_syms_get(&b, "tail", &v));
+        assert_int_equal(v, 52);
+        assert_true(kevo_syms_get(&b, "items", &v));
+        assert_int_equal(v, (9 + 136) * 4 + 52); /* users' tiles, candidates', second parts */
+        /* user_res (storage dtype, 16 vectors a thread), claim counters,
+         * flags; 52 arrival counters; 2 x 52 partial sums of 64 x 256 fp32 */
+        const int64_t res = 9 * 4 * 128 * 16 * 16, ctr = res + 512 /* 128 + 4 * 36, rounded up */,
+                      part = ctr + 512 /* 8 * 52 */;
+        assert_int_equal(plan.workspace_bytes, part + 2 * 52 * 64 * 256 * 4);
+    }
+    /* B=120: 116 tiles past 3 waves of 128 items; two to four parts leave
+     * the last wave a whole tile long (232 parts on 132 clusters, 348, 464);
+     * B=124: no tile past whole waves.  SPLITK > 1 stays valid there (the
+     * search's moves along `split` pass through it) and plans as SPLITK=1 */
+    static const char *const whole[] = {"B=120,M=200,N=256,Ku=512,Kc=2048,ratio=16",
+                                        "B=124,M=200,N=256,Ku=512,Kc=2048,ratio=16"};
+    for (size_t w = 0; w < KV_ARRAY_LEN(whole); w++) {
+        shape_of(whole[w], &past);
+        kevo_plan one;
+        config_of(f.s, "SPLITK=1,URES=1", &cfg);
+        assert_int_equal(kevo_space_plan(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &one, &f.err), KEVO_OK);
+        for (int k = 2; k <= 4; k++) {
+            char p[64];
+            snprintf(p, sizeof p, "SPLITK=%d,URES=1", k);
+            config_of(f.s, p, &cfg);
+            assert_int_equal(kevo_space_check(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+            kevo_syms b;
+            int64_t v;
+            assert_int_equal(kevo_space_bind(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &b, &f.err), KEVO_OK);
+            assert_true(kevo_syms_get(&b, "tail", &v));
+            assert_int_equal(v, 0);
+            assert_int_equal(kevo_space_plan(f.s, &past, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+            assert_int_equal(plan.launches[0].grid[0], one.launches[0].grid[0]);
+        }
+    }
     kevo_space_free(f.s);
 }
 
@@ -1360,6 +1410,11 @@ static void test_names_shadow_symbols(void **state)
     expect_refused(SP_HEAD "\"params\": [{\"name\": \"num_sms\", \"values\": [1, 2]}],\n" SP_LAUNCH "}",
                    "param named like the limit num_sms");
     expect_refused(SP_HEAD SP_PARAMS "\"let\": [[\"A\", \"5\"]],\n" SP_LAUNCH "}", "let named like param A");
+    /* the model's terms see the device's rates under these names */
+    expect_refused(SP_HEAD SP_PARAMS "\"let\": [[\"dram_gbs\", \"3000\"]],\n" SP_LAUNCH "}",
+                   "let named like the model's rate dram_gbs");
+    expect_refused(SP_HEAD "\"params\": [{\"name\": \"peak_gflops\", \"values\": [1, 2]}],\n" SP_LAUNCH "}",
+                   "param named like the model's rate peak_gflops");
 }
 
 /* ---- directories ---- */
