@@ -39,16 +39,22 @@ static const char *home(void)
     return h && *h ? h : KEVO_SOURCE_DIR;
 }
 
+/* Export options for op's kernels in db into dir, the rest defaults. */
+static void opts_for(kevo_export_opts *o, const char *op, const char *db, const char *dir)
+{
+    kevo_export_opts_init(o);
+    o->op = op;
+    o->db_path = db;
+    o->out_dir = dir;
+    o->data_dir = home();
+}
+
 /* Export op's kernels in db into dir (asserting it works); *nk and *nt
  * get the kernel and tuned-shape counts. */
 static void export_db(const char *op, const char *db, const char *dir, int *nk, int *nt)
 {
     kevo_export_opts o;
-    kevo_export_opts_init(&o);
-    o.op = op;
-    o.db_path = db;
-    o.out_dir = dir;
-    o.data_dir = home();
+    opts_for(&o, op, db, dir);
     kevo_err err;
     kevo_status st = kevo_export(&o, nk, nt, &err);
     if (st)
@@ -92,11 +98,6 @@ static void export_op(const xp_case *c, const char *dir)
     export_db(c->op, db, dir, &nk, &nt);
     assert_true(nk >= 2);
     assert_int_equal(nt, 2); /* each fixture: two runs at two shapes */
-}
-
-static void export_to(const char *dir)
-{
-    export_op(&xp_lce, dir);
 }
 
 static int sh(const char *fmt, ...)
@@ -372,11 +373,7 @@ static void test_torch_package(void **state)
         snprintf(dir, sizeof dir, "%s/torch_%s", tmp, op);
         snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", home(), cases[i]->fixture);
         kevo_export_opts o;
-        kevo_export_opts_init(&o);
-        o.op = op;
-        o.db_path = db;
-        o.out_dir = dir;
-        o.data_dir = home();
+        opts_for(&o, op, db, dir);
         o.name = "kevo_pkg";
         o.torch = true;
         int nk = 0, nt = 0;
@@ -420,14 +417,10 @@ static void test_torch_package(void **state)
     }
     /* a name Python cannot import as a package is refused before anything is written */
     kevo_export_opts o;
-    kevo_export_opts_init(&o);
     char db[1024], dir[128];
     snprintf(db, sizeof db, "%s/tests/fixtures/export/kevo_fa_h100.db", home());
     snprintf(dir, sizeof dir, "%s/torch_bad", tmp);
-    o.op = "ikbo_fa";
-    o.db_path = db;
-    o.out_dir = dir;
-    o.data_dir = home();
+    opts_for(&o, "ikbo_fa", db, dir);
     o.name = "lambda";
     o.torch = true;
     int nk = 0, nt = 0;
@@ -494,6 +487,32 @@ static void test_unsupported(void **state)
                      0);
 }
 
+/* Export case c into tmp/sub and check its header, source and pkg-config
+ * file: no template key left unfilled, each of want[file][] (NULL-ended)
+ * present, `absent` (unless NULL) nowhere. */
+static void check_pieces(const xp_case *c, const char *sub, const char *const want[3][5], const char *absent)
+{
+    static const char *const files[] = {"include/kevo_tuned.h", "src/kevo_tuned.c", "kevo_tuned.pc.in"};
+    static const char *const keys[] = {"@OP_", "@ABI@", "@KERNELS@", "@SYMBOLS@", "@TMAP_TENSORS@", "@TUNED_KEYS@",
+                                       "@NAME"};
+    char dir[128], path[256];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, sub);
+    export_op(c, dir);
+    kevo_err err;
+    for (size_t i = 0; i < KV_ARRAY_LEN(files); i++) {
+        char *text = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+        for (size_t k = 0; k < KV_ARRAY_LEN(keys); k++)
+            assert_null(strstr(text, keys[k]));
+        for (int w = 0; w < 5 && want[i][w]; w++)
+            assert_non_null(strstr(text, want[i][w]));
+        if (absent)
+            assert_null(strstr(text, absent));
+        free(text);
+    }
+}
+
 /* The library is the generic runtime (export/template/) filled with the
  * op's pieces (kernels/ikbo_lce/export/) and what its description derives:
  * symbols, tensor-map numbers, dispatch keys; no key is left unfilled. */
@@ -505,55 +524,26 @@ static void test_op_pieces(void **state)
     assert_int_equal(kevo_emit_tmap_index(op, "out"), 4);
     assert_int_equal(kevo_emit_tmap_index(op, "cand_to_user"), -1);
     assert_int_equal(kevo_emit_tmap_index(op, "nope"), -1);
-    char dir[128], path[256];
-    snprintf(dir, sizeof dir, "%s/pieces", tmp);
-    export_to(dir);
-    static const char *const files[] = {"include/kevo_tuned.h", "src/kevo_tuned.c", "kevo_tuned.pc.in"};
-    static const char *const keys[] = {"@OP_", "@ABI@", "@KERNELS@", "@SYMBOLS@", "@TMAP_TENSORS@", "@TUNED_KEYS@",
-                                       "@NAME"};
-    kevo_err err;
-    for (size_t i = 0; i < KV_ARRAY_LEN(files); i++) {
-        char *text = NULL;
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
-        for (size_t k = 0; k < KV_ARRAY_LEN(keys); k++)
-            assert_null(strstr(text, keys[k]));
-        if (i == 0)
-            assert_non_null(strstr(text, "kevo_tuned_status kevo_tuned_ikbo_lce(const kevo_tuned_ikbo_lce_args *args"));
-        if (i == 1) {
-            assert_non_null(strstr(text, "    int64_t B, M, N, Ku, Kc, U, ratio, Kup, Kcp;\n"));
-            assert_non_null(strstr(text, "int tensor; /* 0 w_user, 1 w_cand, 2 e_user, 3 e_cand, 4 out */"));
-            assert_non_null(strstr(text, "    int B, M, N, Ku, Kc, U, dtype, sm;\n"));
-            assert_non_null(strstr(text, "static int x_choose(const kevo_tuned_ikbo_lce_args *a"));
-        }
-        if (i == 2)
-            assert_non_null(strstr(text, "Description: IKBO linear-compression kernels tuned by kevo"));
-        free(text);
-    }
-    /* ikbo_fa: its tensors with maps, its symbols and keys */
     const kevo_op *fa = kevo_op_find("ikbo_fa");
     assert_int_equal(kevo_emit_tmap_index(fa, "q"), 0);
     assert_int_equal(kevo_emit_tmap_index(fa, "out"), 3);
-    snprintf(dir, sizeof dir, "%s/pieces_fa", tmp);
-    export_op(&xp_fa, dir);
-    for (size_t i = 0; i < KV_ARRAY_LEN(files); i++) {
-        char *text = NULL;
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
-        for (size_t k = 0; k < KV_ARRAY_LEN(keys); k++)
-            assert_null(strstr(text, keys[k]));
-        assert_null(strstr(text, "lce_args")); /* nothing of the other op but comments */
-        if (i == 0)
-            assert_non_null(strstr(text, "kevo_tuned_status kevo_tuned_ikbo_fa(const kevo_tuned_ikbo_fa_args *args"));
-        if (i == 1) {
-            assert_non_null(strstr(text, "    int64_t Bc, H, Sq, D, Skv, U, ratio;\n"));
-            assert_non_null(strstr(text, "int tensor; /* 0 q, 1 k, 2 v, 3 out */"));
-            assert_non_null(strstr(text, "    int Bc, H, Sq, D, Skv, U, dtype, sm;\n"));
-        }
-        if (i == 2)
-            assert_non_null(strstr(text, "Description: IKBO flash-attention kernels tuned by kevo"));
-        free(text);
-    }
+    /* per file (header, source, pkg-config): what the op's pieces and description put there */
+    static const char *const lce_want[3][5] = {
+        {"kevo_tuned_status kevo_tuned_ikbo_lce(const kevo_tuned_ikbo_lce_args *args"},
+        {"    int64_t B, M, N, Ku, Kc, U, ratio, Kup, Kcp;\n",
+         "int tensor; /* 0 w_user, 1 w_cand, 2 e_user, 3 e_cand, 4 out */", "    int B, M, N, Ku, Kc, U, dtype, sm;\n",
+         "static int x_choose(const kevo_tuned_ikbo_lce_args *a"},
+        {"Description: IKBO linear-compression kernels tuned by kevo"},
+    };
+    static const char *const fa_want[3][5] = {
+        {"kevo_tuned_status kevo_tuned_ikbo_fa(const kevo_tuned_ikbo_fa_args *args"},
+        {"    int64_t Bc, H, Sq, D, Skv, U, ratio;\n", "int tensor; /* 0 q, 1 k, 2 v, 3 out */",
+         "    int Bc, H, Sq, D, Skv, U, dtype, sm;\n"},
+        {"Description: IKBO flash-attention kernels tuned by kevo"},
+    };
+    check_pieces(&xp_lce, "pieces", lce_want, NULL);
+    /* nothing of the other op but comments ("lce_args" names no ikbo_fa type) */
+    check_pieces(&xp_fa, "pieces_fa", fa_want, "lce_args");
 }
 
 static int setup(void **state)
