@@ -67,15 +67,19 @@ kevo_status kevo_compile_job_init(kevo_compile_job *job, const char *name, const
     if (strncmp(arch, "sm_", 3) != 0 || strlen(arch) >= sizeof job->arch)
         return kevo_err_set(err, KEVO_ERR_ARG, "bad arch '%s'", arch);
     snprintf(job->arch, sizeof job->arch, "%s", arch);
-    const char *inc = kevo_cuda_include_dir();
     kevo_status st = KEVO_OK;
     st = st ? st : cp_add_opt(job, err, "--gpu-architecture=%s", arch);
     st = st ? st : cp_add_opt(job, err, "%s", "-std=c++17");
     st = st ? st : cp_add_opt(job, err, "%s", "-Xptxas=-v");
     st = st ? st : cp_add_opt(job, err, "%s", "-lineinfo");
-    st = st ? st : cp_add_opt(job, err, "-I%s/cccl", inc);
-    st = st ? st : cp_add_opt(job, err, "-I%s", inc);
-    return st;
+    return st ? st : kevo_compile_job_add_includes(job, err);
+}
+
+kevo_status kevo_compile_job_add_includes(kevo_compile_job *job, kevo_err *err)
+{
+    const char *inc = kevo_cuda_include_dir();
+    kevo_status st = cp_add_opt(job, err, "-I%s/cccl", inc);
+    return st ? st : cp_add_opt(job, err, "-I%s", inc);
 }
 
 void kevo_compile_key(kevo_compile_job *job)

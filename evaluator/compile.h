@@ -39,7 +39,13 @@ typedef struct kevo_compile_job {
  * directories (CCCL and the toolkit's headers).  Errors: KEVO_ERR_ARG. */
 kevo_status kevo_compile_job_init(kevo_compile_job *job, const char *name, const char *source, const char *arch,
                                   kevo_err *err);
-/* Compute job->key from source, options, NVRTC version and arch. */
+/* Append this machine's include options (-I of CCCL and of the toolkit's
+ * headers) to job->opts: what kevo_compile_job_init ends with, and what a
+ * job received from another machine (evaluator/wire.h) gets instead of the
+ * sender's paths.  Errors: KEVO_ERR_ARG (too many options, a path too long). */
+kevo_status kevo_compile_job_add_includes(kevo_compile_job *job, kevo_err *err);
+/* Compute job->key from source, options, NVRTC version and arch; the -I
+ * options are left out (paths differ between machines with one toolkit). */
 void kevo_compile_key(kevo_compile_job *job);
 void kevo_compile_job_release(kevo_compile_job *job);
 
