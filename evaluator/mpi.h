@@ -16,7 +16,8 @@
  * ends the whole job when any process dies (the run is then stored as
  * interrupted and `--resume` continues it).  After a loss no rank calls
  * MPI_Finalize (its fence waits on the dead process and can hang); they
- * exit instead, which mpirun accepts under --enable-recovery.  A rank 0 that
+ * exit instead, which mpirun accepts under --enable-recovery (which also
+ * makes mpirun exit 0 whatever the ranks return).  A rank 0 that
  * dies: the others notice its silence after KEVO_MPI_ORPHANED_AFTER seconds
  * and exit.
  *
