@@ -4,7 +4,7 @@
 # machine; a GPU driver is not needed to build, test or --compile-only.
 set -euo pipefail
 cd "$(dirname "$0")"
-pkgs="cmake gcc libcurl4-openssl-dev libcjson-dev libsqlite3-dev libcmocka-dev libssl-dev"
+pkgs="cmake gcc libcurl4-openssl-dev libcjson-dev libsqlite3-dev libcmocka-dev libssl-dev libopenmpi-dev openmpi-bin"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -14,6 +14,7 @@
 
 #include "db/report.h"
 #include "db/store.h"
+#include "evaluator/mpi.h"
 #include "kernels/op.h"
 #include "export/export.h"
 #include "search/replay.h"
@@ -48,8 +49,9 @@ static const struct {
      "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
      "          [--generators template,llm] [--llm-url URL] [--llm-model M] [--llm-budget N]\n"
      "          [--llm-max-tokens N] [--llm-temperature T] [--llm-seed S] [--llm-timeout S]\n"
-     "          [--llm-retries N] [--llm-prompt-chars N] [--prompts DIR]\n"
+     "          [--llm-retries N] [--llm-prompt-chars N] [--prompts DIR] [--mpi]\n"
      "kevo tune --resume RUN_ID --db FILE [--jobs N] [--budget N] [...]\n"
+     "mpirun [--enable-recovery] -np N kevo tune --mpi ...\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
      "             missing keys take the op's default shape\n"
      "  --policy   greedy (default), exhaustive, random, ucb, evolve\n"
@@ -62,6 +64,10 @@ static const struct {
      "             round before it proposes the next; --jobs (default: the CPUs) compiles up to\n"
      "             that many of a round at once and never changes what is proposed\n"
      "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
+     "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, GPU, LLM) and every\n"
+     "             rank compiles (each with its own --jobs); the candidates are those of one\n"
+     "             process.  A rank that dies or hangs is named and its compiles go back to\n"
+     "             the queue (mpirun --enable-recovery; without it mpirun ends the job)\n"
      "  --templates     also search the template families in DIR\n"
      "  --shapes   FILE holds a distribution: one shape per line, optionally followed by\n"
      "             a weight (default 1; '#' comments); one search whose fitness is the\n"
@@ -300,6 +306,7 @@ enum {
     OPT_TORCH,
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
     OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_PROMPTS, /* tune: the LLM */
+    OPT_MPI,
     OPT__END
 };
 _Static_assert(OPT__END <= 256 + 64, "cli_repeated keeps one bit per option");
@@ -370,6 +377,28 @@ static int cli_all_failed(const char *db_path, int64_t run_id)
     return 1;
 }
 
+/* A line from the MPI ranks (a rank lost, the ranks at start), on stderr. */
+static void cli_mpi_note(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "kevo: %s\n", line);
+    fflush(stderr);
+}
+
+/* An MPI rank other than 0: compile what rank 0 sends, then leave. */
+static int cli_mpi_serve(kevo_mpi *m)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_mpi_serve(m, &err);
+    kevo_mpi_end(m, st == KEVO_ERR_INTERRUPTED);
+    if (st == KEVO_ERR_INTERRUPTED) {
+        int sig = kv_signal_caught();
+        return sig > 0 ? 128 + sig : 130;
+    }
+    return st ? cli_fail(st, &err) : 0;
+}
+
 static int cmd_tune(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv))
@@ -414,13 +443,14 @@ static int cmd_tune(int argc, char **argv)
         {"llm-retries", required_argument, 0, OPT_LLM_RETRIES},
         {"llm-prompt-chars", required_argument, 0, OPT_LLM_PROMPT_CHARS},
         {"prompts", required_argument, 0, OPT_PROMPTS},
+        {"mpi", no_argument, 0, OPT_MPI},
         {0, 0, 0, 0},
     };
     kevo_tune_opts o;
     kevo_tune_opts_init(&o);
     o.op = NULL;
     o.data_dir = cli_data_dir();
-    bool quiet = false, nobar = false;
+    bool quiet = false, nobar = false, mpi = false;
     int64_t v;
     int c;
     uint64_t seen = 0;
@@ -439,6 +469,7 @@ static int cmd_tune(int argc, char **argv)
         case OPT_COMPILE_ONLY: o.compile_only = true; o.given |= KEVO_TUNE_GIVEN_COMPILE_ONLY; break;
         case OPT_QUIET: quiet = true; break;
         case OPT_NOBAR: nobar = true; break;
+        case OPT_MPI: mpi = true; break;
         case OPT_TEMPLATES: o.extra_templates = optarg; o.given |= KEVO_TUNE_GIVEN_TEMPLATES; break;
         case OPT_WHERE: o.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
         case OPT_WARM: o.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;
@@ -572,24 +603,36 @@ static int cmd_tune(int argc, char **argv)
     int rc = cli_tune_names(&o);
     if (rc)
         return rc;
+    if (mpi && !kevo_mpi_built())
+        return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
+                             "configure and build again)");
     o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
     int64_t run_id = 0;
     kevo_err err;
     kevo_err_clear(&err);
+    if (mpi) {
+        kevo_status st = kevo_mpi_start(o.jobs, cli_mpi_note, NULL, &o.mpi, &err);
+        if (st)
+            return cli_fail(st, &err);
+        if (kevo_mpi_rank(o.mpi) != 0) /* every other rank only compiles what rank 0 sends */
+            return cli_mpi_serve(o.mpi);
+    }
     kevo_status st = kevo_tune(&o, &run_id, &err);
+    int code;
     if (st == KEVO_ERR_INTERRUPTED) {
         cli_say("kevo", st, &err);
         int sig = kv_signal_caught();
-        return sig > 0 ? 128 + sig : 130;
-    }
-    if (st == KEVO_ERR_ARG) { /* the options are wrong: a usage error */
+        code = sig > 0 ? 128 + sig : 130;
+    } else if (st == KEVO_ERR_ARG) { /* the options are wrong: a usage error */
         cli_say("kevo tune", st, &err);
         fprintf(stderr, "(try 'kevo tune --help')\n");
-        return 2;
+        code = 2;
+    } else {
+        code = st ? cli_fail(st, &err) : cli_all_failed(o.db_path, run_id);
     }
-    if (st)
-        return cli_fail(st, &err);
-    return cli_all_failed(o.db_path, run_id);
+    /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
+    kevo_mpi_end(o.mpi, st == KEVO_ERR_INTERRUPTED);
+    return code;
 }
 
 static int cmd_report(int argc, char **argv)

@@ -67,15 +67,19 @@ kevo_status kevo_compile_job_init(kevo_compile_job *job, const char *name, const
     if (strncmp(arch, "sm_", 3) != 0 || strlen(arch) >= sizeof job->arch)
         return kevo_err_set(err, KEVO_ERR_ARG, "bad arch '%s'", arch);
     snprintf(job->arch, sizeof job->arch, "%s", arch);
-    const char *inc = kevo_cuda_include_dir();
     kevo_status st = KEVO_OK;
     st = st ? st : cp_add_opt(job, err, "--gpu-architecture=%s", arch);
     st = st ? st : cp_add_opt(job, err, "%s", "-std=c++17");
     st = st ? st : cp_add_opt(job, err, "%s", "-Xptxas=-v");
     st = st ? st : cp_add_opt(job, err, "%s", "-lineinfo");
-    st = st ? st : cp_add_opt(job, err, "-I%s/cccl", inc);
-    st = st ? st : cp_add_opt(job, err, "-I%s", inc);
-    return st;
+    return st ? st : kevo_compile_job_add_includes(job, err);
+}
+
+kevo_status kevo_compile_job_add_includes(kevo_compile_job *job, kevo_err *err)
+{
+    const char *inc = kevo_cuda_include_dir();
+    kevo_status st = cp_add_opt(job, err, "-I%s/cccl", inc);
+    return st ? st : cp_add_opt(job, err, "-I%s", inc);
 }
 
 void kevo_compile_key(kevo_compile_job *job)
@@ -235,13 +239,22 @@ static void cp_child(const kevo_compile_job *job, int fd)
 
 /* Parent-side state of one running child. */
 typedef struct cp_slot {
-    int job;
+    kevo_compile_job *job; /* NULL: the slot is free */
     pid_t pid;
     int fd;
     double deadline;
     kv_buf in;
     bool timed_out;
 } cp_slot;
+
+struct kevo_compile_pool {
+    int parallel;
+    int active;            /* children running */
+    cp_slot *slots;        /* [parallel] */
+    struct pollfd *pfd;    /* [parallel] */
+    kevo_compile_job **done; /* finished, not yet handed back, in finishing order ([parallel]) */
+    int ndone, done_head;
+};
 
 static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
 {
@@ -289,128 +302,180 @@ static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
     kv_buf_release(&s->in);
 }
 
-kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err)
+kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_err *err)
 {
+    *out = NULL;
     if (parallel < 1)
         parallel = 1;
     if (parallel > 256)
         parallel = 256;
-    cp_slot *slots = calloc((size_t)parallel, sizeof *slots);
-    struct pollfd *pfd = calloc((size_t)parallel, sizeof *pfd);
-    if (!slots || !pfd) {
-        free(slots);
-        free(pfd);
+    kevo_compile_pool *p = calloc(1, sizeof *p);
+    if (p) {
+        p->parallel = parallel;
+        p->slots = calloc((size_t)parallel, sizeof *p->slots);
+        p->pfd = calloc((size_t)parallel, sizeof *p->pfd);
+        p->done = calloc((size_t)parallel, sizeof *p->done);
+    }
+    if (!p || !p->slots || !p->pfd || !p->done) {
+        kevo_compile_pool_free(p);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
-    int next = 0, active = 0;
-    kevo_status st = KEVO_OK;
     for (int i = 0; i < parallel; i++)
-        slots[i].pid = -1;
-    while (next < n || active > 0) {
-        /* start children into free slots */
-        for (int i = 0; i < parallel && next < n && !st; i++) {
-            if (slots[i].pid != -1)
-                continue;
-            kevo_compile_job *job = &jobs[next];
-            if (job->cached) {
-                next++;
-                continue;
-            }
-            int fds[2];
-            if (pipe(fds) != 0) {
-                st = kevo_err_set(err, KEVO_ERR_IO, "unable to create a pipe: %s", strerror(errno));
-                break;
-            }
-            fflush(NULL);
-            pid_t parent = getpid();
-            pid_t pid = fork();
-            if (pid < 0) {
-                close(fds[0]);
-                close(fds[1]);
-                st = kevo_err_set(err, KEVO_ERR_IO, "unable to start a compile process: %s", strerror(errno));
-                break;
-            }
-            if (pid == 0) {
-                kv_child_init(parent);
-                close(fds[0]);
-                cp_child(job, fds[1]);
-            }
-            close(fds[1]);
-            slots[i] = (cp_slot){.job = next, .pid = pid, .fd = fds[0], .deadline = kv_now() + timeout_s};
-            kv_buf_init(&slots[i].in);
-            next++;
-            active++;
+        p->slots[i].pid = -1;
+    *out = p;
+    return KEVO_OK;
+}
+
+int kevo_compile_pool_idle(const kevo_compile_pool *p)
+{
+    return p->parallel - p->active - p->ndone;
+}
+
+int kevo_compile_pool_busy(const kevo_compile_pool *p)
+{
+    return p->active + p->ndone;
+}
+
+kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job, double timeout_s, kevo_err *err)
+{
+    if (job->cached)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a cached compile job was started");
+    if (kevo_compile_pool_idle(p) < 1)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
+    cp_slot *s = NULL;
+    for (int i = 0; i < p->parallel && !s; i++)
+        if (p->slots[i].pid == -1)
+            s = &p->slots[i];
+    if (!s)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
+    int fds[2];
+    if (pipe(fds) != 0)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to create a pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to start a compile process: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        kv_child_init(parent);
+        close(fds[0]);
+        cp_child(job, fds[1]);
+    }
+    close(fds[1]);
+    *s = (cp_slot){.job = job, .pid = pid, .fd = fds[0], .deadline = kv_now() + timeout_s};
+    kv_buf_init(&s->in);
+    p->active++;
+    return KEVO_OK;
+}
+
+/* Read what a child sent, or kill it past its deadline; when it is over,
+ * reap it and queue its job as done. */
+static void cp_service(kevo_compile_pool *p, cp_slot *s, short revents, double now)
+{
+    bool over = false;
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+        char chunk[65536];
+        ssize_t r = read(s->fd, chunk, sizeof chunk);
+        if (r > 0) {
+            if (kv_buf_append(&s->in, chunk, (size_t)r))
+                over = true; /* out of memory: the short message reads as a crash */
+        } else if (r == 0 || errno != EINTR) {
+            over = true;
         }
-        if (active == 0) {
-            if (st || next >= n)
-                break; /* no child could start, or only cached jobs remained */
-            continue;  /* every free slot met a cached job: start the next ones */
-        }
+    }
+    if (!over && now >= s->deadline) {
+        kill(s->pid, SIGKILL);
+        s->timed_out = true;
+        over = true;
+    }
+    if (!over)
+        return;
+    int ws = 0;
+    close(s->fd);
+    while (waitpid(s->pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    cp_finish(s->job, s, ws);
+    p->done[(p->done_head + p->ndone) % p->parallel] = s->job;
+    p->ndone++;
+    s->job = NULL;
+    s->pid = -1;
+    p->active--;
+}
+
+kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err)
+{
+    *done = NULL;
+    if (p->ndone == 0 && p->active > 0) {
         double now = kv_now();
-        int wait_ms = 1000;
-        for (int i = 0; i < parallel; i++) {
-            pfd[i].fd = slots[i].pid != -1 ? slots[i].fd : -1;
-            pfd[i].events = POLLIN;
-            pfd[i].revents = 0;
-            if (slots[i].pid != -1) {
-                double left = slots[i].deadline - now;
+        int wait_ms = wait_s <= 0 ? 0 : (int)(wait_s * 1000);
+        for (int i = 0; i < p->parallel; i++) {
+            cp_slot *s = &p->slots[i];
+            p->pfd[i].fd = s->pid != -1 ? s->fd : -1;
+            p->pfd[i].events = POLLIN;
+            p->pfd[i].revents = 0;
+            if (s->pid != -1) {
+                double left = s->deadline - now;
                 int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
                 if (ms < wait_ms)
                     wait_ms = ms;
             }
         }
-        int pr = poll(pfd, (nfds_t)parallel, wait_ms);
-        if (pr < 0 && errno != EINTR) {
-            st = kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
-            break;
-        }
-        if (kv_interrupted()) { /* SIGINT/SIGTERM: the children are killed below, nothing is kept */
-            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
-                              kv_signal_caught());
-            break;
-        }
+        int pr = poll(p->pfd, (nfds_t)p->parallel, wait_ms);
+        if (pr < 0 && errno != EINTR)
+            return kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
+        if (kv_interrupted()) /* SIGINT/SIGTERM: the caller frees the pool, which kills the children */
+            return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
+                                kv_signal_caught());
         now = kv_now();
-        for (int i = 0; i < parallel; i++) {
-            cp_slot *s = &slots[i];
-            if (s->pid == -1)
-                continue;
-            bool done = false;
-            if (pr > 0 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-                char chunk[65536];
-                ssize_t r = read(s->fd, chunk, sizeof chunk);
-                if (r > 0) {
-                    if (kv_buf_append(&s->in, chunk, (size_t)r))
-                        done = true; /* out of memory: the short message reads as a crash */
-                } else if (r == 0 || errno != EINTR) {
-                    done = true;
-                }
-            }
-            if (!done && now >= s->deadline) {
-                kill(s->pid, SIGKILL);
-                s->timed_out = true;
-                done = true;
-            }
-            if (done) {
-                int ws = 0;
-                close(s->fd);
-                while (waitpid(s->pid, &ws, 0) < 0 && errno == EINTR)
-                    ;
-                cp_finish(&jobs[s->job], s, ws);
-                s->pid = -1;
-                active--;
-            }
+        for (int i = 0; i < p->parallel; i++)
+            if (p->slots[i].pid != -1)
+                cp_service(p, &p->slots[i], pr > 0 ? p->pfd[i].revents : 0, now);
+    }
+    if (p->ndone > 0) {
+        *done = p->done[p->done_head];
+        p->done_head = (p->done_head + 1) % p->parallel;
+        p->ndone--;
+    }
+    return KEVO_OK;
+}
+
+void kevo_compile_pool_free(kevo_compile_pool *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; p->slots && i < p->parallel; i++) {
+        cp_slot *s = &p->slots[i];
+        if (s->pid != -1) {
+            kill(s->pid, SIGKILL);
+            close(s->fd);
+            while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            kv_buf_release(&s->in);
         }
     }
-    /* on an error, reap whatever still runs */
-    for (int i = 0; i < parallel; i++) {
-        if (slots[i].pid != -1) {
-            kill(slots[i].pid, SIGKILL);
-            close(slots[i].fd);
-            waitpid(slots[i].pid, NULL, 0);
-            kv_buf_release(&slots[i].in);
-        }
+    free(p->slots);
+    free(p->pfd);
+    free(p->done);
+    free(p);
+}
+
+kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err)
+{
+    kevo_compile_pool *p;
+    kevo_status st = kevo_compile_pool_new(parallel, &p, err);
+    int next = 0;
+    while (!st) {
+        for (; next < n && !st && kevo_compile_pool_idle(p) > 0; next++)
+            if (!jobs[next].cached)
+                st = kevo_compile_pool_start(p, &jobs[next], timeout_s, err);
+        if (st || kevo_compile_pool_busy(p) == 0)
+            break; /* an error, or every job is done */
+        kevo_compile_job *done;
+        st = kevo_compile_pool_wait(p, 1.0, &done, err);
     }
-    free(slots);
-    free(pfd);
+    kevo_compile_pool_free(p); /* on an error, kills whatever still runs */
     return st;
 }

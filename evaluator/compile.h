@@ -39,7 +39,13 @@ typedef struct kevo_compile_job {
  * directories (CCCL and the toolkit's headers).  Errors: KEVO_ERR_ARG. */
 kevo_status kevo_compile_job_init(kevo_compile_job *job, const char *name, const char *source, const char *arch,
                                   kevo_err *err);
-/* Compute job->key from source, options, NVRTC version and arch. */
+/* Append this machine's include options (-I of CCCL and of the toolkit's
+ * headers) to job->opts: what kevo_compile_job_init ends with, and what a
+ * job received from another machine (evaluator/wire.h) gets instead of the
+ * sender's paths.  Errors: KEVO_ERR_ARG (too many options, a path too long). */
+kevo_status kevo_compile_job_add_includes(kevo_compile_job *job, kevo_err *err);
+/* Compute job->key from source, options, NVRTC version and arch; the -I
+ * options are left out (paths differ between machines with one toolkit). */
 void kevo_compile_key(kevo_compile_job *job);
 void kevo_compile_job_release(kevo_compile_job *job);
 
@@ -47,6 +53,31 @@ void kevo_compile_job_release(kevo_compile_job *job);
  * timeout_s.  Every job ends with fail set; a job's failure is not an error.
  * Errors: KEVO_ERR_IO when children cannot be started. */
 kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err);
+
+/* A pool of compile children fed one job at a time, for a caller that also
+ * waits on something else (evaluator/mpi.c: jobs sent to other ranks).
+ * kevo_compile_run is a loop over it.  A started job must stay where it is
+ * until the pool hands it back (or is freed). */
+typedef struct kevo_compile_pool kevo_compile_pool;
+
+/* A pool of `parallel` (1..256, clamped) child slots.  Errors: KEVO_ERR_NOMEM. */
+kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_err *err);
+/* Slots free for a new job. */
+int kevo_compile_pool_idle(const kevo_compile_pool *p);
+/* Jobs started and not yet handed back by kevo_compile_pool_wait. */
+int kevo_compile_pool_busy(const kevo_compile_pool *p);
+/* Fork a child that compiles job (not a cached one), killed after timeout_s.
+ * Errors: KEVO_ERR_IO (no pipe or process), KEVO_ERR_INTERNAL (no free slot,
+ * a cached job). */
+kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job, double timeout_s, kevo_err *err);
+/* Wait up to wait_s seconds for a job to finish; *done is a finished job
+ * (its fail, log, cubin and ptxas figures set) or NULL when none finished
+ * in time (at once when nothing runs).  Errors: KEVO_ERR_INTERRUPTED after
+ * SIGINT/SIGTERM (kv_signals_catch), KEVO_ERR_IO when poll fails. */
+kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err);
+/* Kill and reap the children still running (their jobs stay unfinished)
+ * and free the pool; p may be NULL. */
+void kevo_compile_pool_free(kevo_compile_pool *p);
 
 /* Parse a ptxas -v report into the job's regs/spill/smem/stack fields. */
 void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log);

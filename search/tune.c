@@ -22,6 +22,7 @@
 #include "db/store.h"
 #include "evaluator/compile.h"
 #include "evaluator/gpu.h"
+#include "evaluator/mpi.h"
 #include "kernels/op.h"
 #include "search/dist.h"
 #include "search/gen.h"
@@ -94,6 +95,7 @@ typedef struct tn_env {
     kevo_gpu_info info;
     int jobs;
     double compile_timeout;
+    kevo_mpi *mpi;     /* compiles spread over MPI ranks; NULL: here */
     /* a distribution run (--shapes): its shapes (0 is `shape` above), the
      * workers of shapes 1.. (0 is `gpu`) and each shape's peers as stored
      * with the run; NULL for a one-shape run */
@@ -300,7 +302,8 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
         kevo_binary_row_release(&b);
         jobs[i] = w[i].job;
     }
-    kevo_status st = kevo_compile_run(jobs, n, e->jobs, e->compile_timeout, err);
+    kevo_status st = e->mpi ? kevo_mpi_compile(e->mpi, jobs, n, e->jobs, e->compile_timeout, err)
+                            : kevo_compile_run(jobs, n, e->jobs, e->compile_timeout, err);
     for (int i = 0; i < n; i++)
         w[i].job = jobs[i];
     free(jobs);
@@ -2212,6 +2215,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     }
     e.jobs = ro.jobs;
     e.compile_timeout = ro.compile_timeout;
+    e.mpi = o->mpi;
 
     tn_progress prog = {.mode = ro.progress, .budget = ro.budget, .t0 = kv_now()};
     tn_work ref;

@@ -92,6 +92,9 @@ typedef struct kevo_tune_opts {
     int llm_retries;         /* retries after a 429, a 5xx or a failed connection (this process's) */
     int llm_prompt_chars;    /* cap on a prompt's user message, bytes (the server's context; this process's) */
     const char *prompts_dir; /* NULL: data_dir/prompts */
+    /* rank 0 of an MPI job (evaluator/mpi.h, kevo_mpi_start): each batch's compiles are spread over the
+       ranks; NULL: all here.  Like jobs, not part of the run: the proposals never depend on it */
+    struct kevo_mpi *mpi;
 } kevo_tune_opts;
 
 /* Defaults for every field. */

@@ -1,0 +1,1084 @@
+/* mpi.c — compiles over MPI ranks (see mpi.h).
+ *
+ * Rank 0 keeps, per other rank, its state (waiting for hello, ready,
+ * refused, lost, gone after bye), its slots and compiles in flight, and when
+ * it last heard from it.  kevo_mpi_compile hands each waiting job to the
+ * place with the most free slots (rank 0's own pool first on a tie), then
+ * waits on its pool and the network in turns of 20 ms until every job has
+ * its outcome.  A rank lost meanwhile gives its jobs back to the queue.
+ *
+ * Threads: rank 0 runs one more thread, which sends `alive` every second
+ * (the search can keep the main thread for minutes: a GPU evaluation, an
+ * LLM reply), so that the other ranks can tell a busy rank 0 from a dead
+ * one.  Every MPI call of either thread holds m->lock (MPI_THREAD_SERIALIZED).
+ */
+#define _GNU_SOURCE /* dl_iterate_phdr, in sanitized builds */
+#include "evaluator/mpi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluator/wire.h"
+#include "util/util.h"
+
+#ifndef KEVO_HAVE_MPI
+
+bool kevo_mpi_built(void)
+{
+    return false;
+}
+
+kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out, kevo_err *err)
+{
+    (void)slots;
+    (void)note;
+    (void)ctx;
+    *out = NULL;
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
+                        "built without MPI (install libopenmpi-dev and configure kevo again for --mpi)");
+}
+
+int kevo_mpi_rank(const kevo_mpi *m)
+{
+    (void)m;
+    return 0;
+}
+
+int kevo_mpi_size(const kevo_mpi *m)
+{
+    (void)m;
+    return 1;
+}
+
+kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
+                             kevo_err *err)
+{
+    (void)m;
+    return kevo_compile_run(jobs, n, parallel, timeout_s, err);
+}
+
+kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
+{
+    (void)m;
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
+}
+
+bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
+{
+    (void)m;
+    (void)interrupted;
+    return false;
+}
+
+#else /* KEVO_HAVE_MPI */
+
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <time.h>
+#include <unistd.h>
+
+/* In a KEVO_SANITIZE build: what Open MPI allocates inside its calls (and
+ * partly never frees, some of it in components it unloads, whose frames
+ * LeakSanitizer can then not name) is not reported as kevo's leak; kevo's own
+ * allocations stay outside these regions and are tracked as everywhere. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
+#include <link.h>
+#include <sanitizer/lsan_interface.h>
+#define MR_LSAN_OFF() __lsan_disable()
+#define MR_LSAN_ON() __lsan_enable()
+
+static int mr_pin_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    if (info->dlpi_name && info->dlpi_name[0])
+        dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD); /* one more reference, never dropped */
+    return 0;
+}
+
+/* Keep every library loaded now (Open MPI's components, libpmix) loaded
+ * until exit: MPI_Finalize unloads them, and then LeakSanitizer cannot name
+ * their frames for tests/lsan_openmpi.supp (leaks in PMIx's own threads are
+ * beyond MR_LSAN_OFF). */
+static void mr_pin_libraries(void)
+{
+    dl_iterate_phdr(mr_pin_one, NULL);
+}
+#else
+#define MR_LSAN_OFF() ((void)0)
+#define MR_LSAN_ON() ((void)0)
+static void mr_pin_libraries(void)
+{
+}
+#endif
+
+enum { MR_HELLO_WAIT, MR_READY, MR_REFUSED, MR_LOST, MR_GONE };
+
+/* Where a job of kevo_mpi_compile is: waiting, done, rank 0's pool (0) or
+ * another rank (its number). */
+enum { JS_WAIT = -1, JS_DONE = -2 };
+
+/* Rank 0's view of another rank. */
+typedef struct mr_rank {
+    int state;
+    int slots, busy;     /* compile slots; compiles it has now */
+    double last_heard;   /* kv_now() of its last message, or of the job that ended its idleness */
+    char host[256];
+    long long pid;
+    MPI_Request alive;   /* the heartbeat thread's last `alive` to it */
+} mr_rank;
+
+/* A send and the buffer it reads, which must outlive it. */
+typedef struct mr_send {
+    kv_buf buf;
+    MPI_Request req;
+} mr_send;
+
+struct kevo_mpi {
+    int rank, size, slots;
+    kevo_mpi_note_fn note;
+    void *ctx;
+    char nvrtc[16];
+    pthread_mutex_t lock; /* held around every MPI call */
+    bool failed;          /* this rank stopped on an error: it leaves without MPI_Finalize */
+    /* rank 0 */
+    mr_rank *ranks;       /* [size]; [0] unused */
+    int64_t next_id;
+    bool any_lost;
+    kv_buf alive;         /* the `alive` frame every heartbeat sends */
+    pthread_t hb;
+    bool hb_running, hb_stop;
+    pthread_cond_t hb_cond;
+    mr_send *orphans;     /* sends to lost ranks, which may never complete; freed at the end */
+    int norphans, orphans_cap;
+    /* other ranks */
+    double last0;         /* kv_now() of rank 0's last message */
+    bool finalize;        /* what rank 0's fin said */
+};
+
+/* Every MPI call holds m->lock.  Open MPI's allocations inside them are its
+ * own business (see MR_LSAN_OFF), so the lock also turns leak tracking off
+ * for this thread. */
+static void mr_lock(kevo_mpi *m)
+{
+    pthread_mutex_lock(&m->lock);
+    MR_LSAN_OFF();
+}
+
+static void mr_unlock(kevo_mpi *m)
+{
+    MR_LSAN_ON();
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void mr_note(kevo_mpi *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mr_note(kevo_mpi *m, const char *fmt, ...)
+{
+    if (!m->note)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    m->note(m->ctx, kv_term_clean(line)); /* host names come from other processes */
+}
+
+static void mr_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static const char *mr_errstr(int rc, char *buf, int n)
+{
+    int len = 0;
+    if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS)
+        snprintf(buf, (size_t)n, "MPI error %d", rc);
+    return buf;
+}
+
+/* MPI_Test under the lock; true when the request is complete (or null).
+ * An error counts as complete: the request is over either way. */
+static bool mr_test(kevo_mpi *m, MPI_Request *r)
+{
+    if (*r == MPI_REQUEST_NULL)
+        return true;
+    int flag = 0;
+    mr_lock(m);
+    int rc = MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+    mr_unlock(m);
+    return rc != MPI_SUCCESS || flag;
+}
+
+/* Start sending s->buf to dest under tag. */
+static kevo_status mr_isend(kevo_mpi *m, mr_send *s, int dest, int tag, kevo_err *err)
+{
+    if (s->buf.len > (size_t)INT32_MAX)
+        return kevo_err_set(err, KEVO_ERR_ARG, "a message of %zu bytes is too large for MPI", s->buf.len);
+    mr_lock(m);
+    int rc = MPI_Isend(s->buf.data, (int)s->buf.len, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &s->req);
+    mr_unlock(m);
+    if (rc != MPI_SUCCESS) {
+        char e[MPI_MAX_ERROR_STRING];
+        s->req = MPI_REQUEST_NULL;
+        return kevo_err_set(err, KEVO_ERR_WORKER, "sending to rank %d failed: %s", dest,
+                            mr_errstr(rc, e, sizeof e));
+    }
+    return KEVO_OK;
+}
+
+/* Send a buffer and wait (up to limit_s) until the send is complete.  For
+ * small control frames; a send that does not complete in time is left to
+ * the end (orphaned) and is an error. */
+static kevo_status mr_send_wait(kevo_mpi *m, mr_send *s, int dest, int tag, double limit_s, kevo_err *err)
+{
+    kevo_status st = mr_isend(m, s, dest, tag, err);
+    for (double t0 = kv_now(); !st && !mr_test(m, &s->req); mr_sleep_ms(1))
+        if (kv_now() - t0 > limit_s)
+            st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d did not take a message within %.0f s", dest, limit_s);
+    return st;
+}
+
+/* Keep a send that may never complete (its peer is lost) until the end. */
+static void mr_orphan(kevo_mpi *m, mr_send *s)
+{
+    if (s->req == MPI_REQUEST_NULL || mr_test(m, &s->req)) {
+        kv_buf_release(&s->buf);
+        return;
+    }
+    if (m->norphans == m->orphans_cap) {
+        int cap = m->orphans_cap ? 2 * m->orphans_cap : 8;
+        mr_send *a = realloc(m->orphans, (size_t)cap * sizeof *a);
+        if (!a) { /* out of memory: the buffer is let go unfreed, as MPI may still read it */
+            kv_buf_init(&s->buf);
+            s->req = MPI_REQUEST_NULL;
+            return;
+        }
+        m->orphans = a;
+        m->orphans_cap = cap;
+    }
+    m->orphans[m->norphans++] = *s;
+    kv_buf_init(&s->buf);
+    s->req = MPI_REQUEST_NULL;
+}
+
+/* The next message from src (or any rank) if one is waiting: *got, its
+ * sender and tag, and its bytes in *data (caller frees).  A message whose
+ * transfer stalls for KEVO_MPI_LOST_AFTER seconds (its sender died in the
+ * middle): KEVO_ERR_WORKER with *from set. */
+static kevo_status mr_recv(kevo_mpi *m, int src, bool *got, int *from, int *tag, unsigned char **data, size_t *len,
+                           kevo_err *err)
+{
+    *got = false;
+    *data = NULL;
+    *len = 0;
+    int flag = 0, count = 0;
+    MPI_Status s;
+    char e[MPI_MAX_ERROR_STRING];
+    mr_lock(m);
+    int rc = MPI_Iprobe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &s);
+    if (rc == MPI_SUCCESS && flag)
+        rc = MPI_Get_count(&s, MPI_BYTE, &count);
+    mr_unlock(m);
+    if (rc != MPI_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_WORKER, "MPI_Iprobe failed: %s", mr_errstr(rc, e, sizeof e));
+    if (!flag)
+        return KEVO_OK;
+    *from = s.MPI_SOURCE;
+    *tag = s.MPI_TAG;
+    unsigned char *buf = malloc(count > 0 ? (size_t)count : 1);
+    if (!buf)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory for a message of %d bytes", count);
+    MPI_Request req;
+    mr_lock(m);
+    rc = MPI_Irecv(buf, count, MPI_BYTE, s.MPI_SOURCE, s.MPI_TAG, MPI_COMM_WORLD, &req);
+    mr_unlock(m);
+    if (rc != MPI_SUCCESS) {
+        free(buf);
+        return kevo_err_set(err, KEVO_ERR_WORKER, "receiving from rank %d failed: %s", *from,
+                            mr_errstr(rc, e, sizeof e));
+    }
+    for (double t0 = kv_now(); !mr_test(m, &req); mr_sleep_ms(1)) {
+        if (kv_now() - t0 > KEVO_MPI_LOST_AFTER) {
+            /* buf stays allocated: the receive may still write into it */
+            return kevo_err_set(err, KEVO_ERR_WORKER, "a message from rank %d stalled for %.0f s", *from,
+                                KEVO_MPI_LOST_AFTER);
+        }
+    }
+    *got = true;
+    *data = buf;
+    *len = (size_t)count;
+    return KEVO_OK;
+}
+
+bool kevo_mpi_built(void)
+{
+    return true;
+}
+
+int kevo_mpi_rank(const kevo_mpi *m)
+{
+    return m ? m->rank : 0;
+}
+
+int kevo_mpi_size(const kevo_mpi *m)
+{
+    return m ? m->size : 1;
+}
+
+/* ---- rank 0 ---- */
+
+/* The heartbeat: `alive` to every rank not lost, every second, one send in
+ * flight per rank at most. */
+static void *mr_heartbeat(void *arg)
+{
+    kevo_mpi *m = arg;
+    mr_lock(m);
+    while (!m->hb_stop) {
+        for (int r = 1; r < m->size; r++) {
+            mr_rank *R = &m->ranks[r];
+            if (R->state == MR_LOST || R->state == MR_GONE)
+                continue;
+            if (R->alive != MPI_REQUEST_NULL) {
+                int flag = 0;
+                if (MPI_Test(&R->alive, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag)
+                    continue;
+                R->alive = MPI_REQUEST_NULL;
+            }
+            if (MPI_Isend(m->alive.data, (int)m->alive.len, MPI_BYTE, r, KEVO_WIRE_ALIVE, MPI_COMM_WORLD,
+                          &R->alive) != MPI_SUCCESS)
+                R->alive = MPI_REQUEST_NULL;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&m->hb_cond, &m->lock, &until);
+    }
+    mr_unlock(m);
+    return NULL;
+}
+
+static void mr_set_state(kevo_mpi *m, int r, int state)
+{
+    mr_lock(m); /* the heartbeat thread reads it */
+    m->ranks[r].state = state;
+    mr_unlock(m);
+}
+
+/* What kevo_mpi_compile is doing now (NULL between calls). */
+typedef struct mr_batch {
+    kevo_compile_job *jobs;
+    int n;
+    int *owner;      /* JS_WAIT, JS_DONE, 0 or a rank */
+    int64_t *id;     /* the id a remote job was sent under */
+    mr_send *send;   /* its job message */
+} mr_batch;
+
+/* Rank r is lost: its jobs go back to the queue, the user is told why. */
+static void mr_lose(kevo_mpi *m, mr_batch *b, int r, const char *why)
+{
+    mr_rank *R = &m->ranks[r];
+    if (R->state == MR_LOST)
+        return;
+    mr_set_state(m, r, MR_LOST);
+    m->any_lost = true;
+    int back = 0;
+    for (int i = 0; b && i < b->n; i++) {
+        if (b->owner[i] == r) {
+            b->owner[i] = JS_WAIT;
+            mr_orphan(m, &b->send[i]);
+            back++;
+        }
+    }
+    R->busy = 0;
+    char where[300] = "";
+    if (R->host[0])
+        snprintf(where, sizeof where, " (%s, pid %lld)", R->host, R->pid);
+    if (b)
+        mr_note(m, "MPI rank %d%s lost: %s; its %d compile%s in flight go%s back to the queue", r, where, why, back,
+                back == 1 ? "" : "s", back == 1 ? "es" : "");
+    else
+        mr_note(m, "MPI rank %d%s lost: %s", r, where, why);
+}
+
+static void mr_hello(kevo_mpi *m, int r, const unsigned char *data, size_t len)
+{
+    mr_rank *R = &m->ranks[r];
+    if (R->state != MR_HELLO_WAIT)
+        return;
+    kevo_wire_hello h;
+    kevo_err e;
+    kevo_err_clear(&e);
+    if (kevo_wire_hello_unpack(data, len, &h, &e) != KEVO_OK) {
+        mr_set_state(m, r, MR_REFUSED);
+        mr_note(m, "MPI rank %d takes no work: its hello could not be read (%s)", r, e.msg);
+        return;
+    }
+    snprintf(R->host, sizeof R->host, "%s", h.host);
+    R->pid = h.pid;
+    R->slots = h.slots;
+    if (h.rank != r) {
+        mr_set_state(m, r, MR_REFUSED);
+        mr_note(m, "MPI rank %d takes no work: it calls itself rank %d", r, h.rank);
+    } else if (strcmp(h.nvrtc, m->nvrtc) != 0) {
+        mr_set_state(m, r, MR_REFUSED);
+        mr_note(m, "MPI rank %d (%s) takes no work: its NVRTC is %s, rank 0's %s (cubins and cache keys would not "
+                "match)", r, h.host, h.nvrtc, m->nvrtc);
+    } else {
+        mr_set_state(m, r, MR_READY);
+    }
+}
+
+/* A result for batch b from rank r. */
+static void mr_result(kevo_mpi *m, mr_batch *b, int r, const unsigned char *data, size_t len)
+{
+    mr_rank *R = &m->ranks[r];
+    if (R->state != MR_READY)
+        return; /* late: a rank already lost or refused */
+    kevo_compile_job tmp;
+    memset(&tmp, 0, sizeof tmp);
+    int64_t id = 0;
+    kevo_err e;
+    kevo_err_clear(&e);
+    if (kevo_wire_result_unpack(data, len, &id, &tmp, &e) != KEVO_OK) {
+        char why[sizeof e.msg + 40];
+        snprintf(why, sizeof why, "its result could not be read (%s)", e.msg);
+        mr_lose(m, b, r, why);
+        return;
+    }
+    for (int i = 0; b && i < b->n; i++) {
+        if (b->owner[i] == r && b->id[i] == id) {
+            kevo_compile_job *j = &b->jobs[i];
+            kevo_compile_job_release(j);
+            j->fail = tmp.fail;
+            j->log = tmp.log;
+            j->cubin = tmp.cubin;
+            j->cubin_size = tmp.cubin_size;
+            j->seconds = tmp.seconds;
+            j->regs = tmp.regs;
+            j->spill_bytes = tmp.spill_bytes;
+            j->smem_static = tmp.smem_static;
+            j->stack_bytes = tmp.stack_bytes;
+            b->owner[i] = JS_DONE;
+            R->busy--;
+            return;
+        }
+    }
+    kevo_compile_job_release(&tmp); /* the result of a job no longer waited for */
+}
+
+/* Take every waiting message: results into b (NULL between batches),
+ * hellos, alive, bye. */
+static kevo_status mr_drain(kevo_mpi *m, mr_batch *b, kevo_err *err)
+{
+    for (;;) {
+        bool got = false;
+        int from = -1, tag = 0;
+        unsigned char *data = NULL;
+        size_t len = 0;
+        kevo_err e;
+        kevo_err_clear(&e);
+        kevo_status st = mr_recv(m, MPI_ANY_SOURCE, &got, &from, &tag, &data, &len, &e);
+        if (st == KEVO_ERR_WORKER && from > 0 && from < m->size) {
+            mr_lose(m, b, from, e.msg);
+            continue;
+        }
+        if (st)
+            return kevo_err_set(err, st, "%s", e.msg);
+        if (!got)
+            return KEVO_OK;
+        if (from > 0 && from < m->size) {
+            m->ranks[from].last_heard = kv_now();
+            switch (tag) {
+            case KEVO_WIRE_HELLO: mr_hello(m, from, data, len); break;
+            case KEVO_WIRE_RESULT: mr_result(m, b, from, data, len); break;
+            case KEVO_WIRE_BYE:
+                if (m->ranks[from].state != MR_LOST)
+                    mr_set_state(m, from, MR_GONE);
+                break;
+            default: break; /* alive: the time above is all it says */
+            }
+        }
+        free(data);
+    }
+}
+
+/* Ranks with work that have been silent too long are lost. */
+static void mr_check_silence(kevo_mpi *m, mr_batch *b, bool busy_only)
+{
+    double now = kv_now();
+    for (int r = 1; r < m->size; r++) {
+        mr_rank *R = &m->ranks[r];
+        if ((R->state == MR_READY || R->state == MR_REFUSED) && (R->busy > 0 || !busy_only) &&
+            now - R->last_heard > KEVO_MPI_LOST_AFTER) {
+            char why[96];
+            snprintf(why, sizeof why, "no word from it for %.0f s", now - R->last_heard);
+            mr_lose(m, b, r, why);
+        }
+    }
+}
+
+/* Send job i of b to rank r. */
+static kevo_status mr_send_job(kevo_mpi *m, mr_batch *b, int i, int r, double timeout_s, kevo_err *err)
+{
+    mr_send *s = &b->send[i];
+    kv_buf_release(&s->buf);
+    kv_buf_init(&s->buf);
+    b->id[i] = ++m->next_id;
+    kevo_status st = kevo_wire_job_pack(&s->buf, b->id[i], &b->jobs[i], timeout_s, err);
+    if (st)
+        return st;
+    kevo_err e;
+    kevo_err_clear(&e);
+    if (mr_isend(m, s, r, KEVO_WIRE_JOB, &e)) {
+        mr_lose(m, b, r, e.msg); /* the job stays waiting */
+        return KEVO_OK;
+    }
+    mr_rank *R = &m->ranks[r];
+    if (R->busy++ == 0) /* its silence counts from now */
+        R->last_heard = kv_now();
+    b->owner[i] = r;
+    return KEVO_OK;
+}
+
+kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
+                             kevo_err *err)
+{
+    if (!m || m->size == 1)
+        return kevo_compile_run(jobs, n, parallel, timeout_s, err);
+    if (m->rank != 0)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank %d asked to hand out compiles", m->rank);
+    mr_batch b = {.jobs = jobs, .n = n};
+    b.owner = calloc((size_t)(n > 0 ? n : 1), sizeof *b.owner);
+    b.id = calloc((size_t)(n > 0 ? n : 1), sizeof *b.id);
+    b.send = calloc((size_t)(n > 0 ? n : 1), sizeof *b.send);
+    kevo_compile_pool *pool = NULL;
+    if (!b.owner || !b.id || !b.send) {
+        free(b.owner);
+        free(b.id);
+        free(b.send);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        b.owner[i] = jobs[i].cached ? JS_DONE : JS_WAIT;
+        kv_buf_init(&b.send[i].buf);
+        b.send[i].req = MPI_REQUEST_NULL;
+    }
+    kevo_status st = kevo_compile_pool_new(parallel, &pool, err);
+    while (!st) {
+        /* hand out waiting jobs in order, each to the place with the most free slots */
+        for (int i = 0; i < n && !st; i++) {
+            if (b.owner[i] != JS_WAIT)
+                continue;
+            int best = -1, most = kevo_compile_pool_idle(pool);
+            if (most > 0)
+                best = 0;
+            for (int r = 1; r < m->size; r++) {
+                mr_rank *R = &m->ranks[r];
+                if (R->state == MR_READY && R->slots - R->busy > most) {
+                    best = r;
+                    most = R->slots - R->busy;
+                }
+            }
+            if (best < 0)
+                break;
+            if (best == 0) {
+                st = kevo_compile_pool_start(pool, &jobs[i], timeout_s, err);
+                b.owner[i] = 0;
+            } else {
+                st = mr_send_job(m, &b, i, best, timeout_s, err);
+                if (!st && b.owner[i] == JS_WAIT)
+                    i--; /* that rank was lost on the way: place the job again */
+            }
+        }
+        int left = 0, remote = 0;
+        for (int i = 0; i < n; i++) {
+            left += b.owner[i] != JS_DONE;
+            remote += b.owner[i] > 0;
+        }
+        if (st || left == 0)
+            break;
+        if (kevo_compile_pool_busy(pool) > 0) {
+            kevo_compile_job *done = NULL;
+            st = kevo_compile_pool_wait(pool, remote ? 0.02 : 1.0, &done, err);
+            if (done)
+                b.owner[done - jobs] = JS_DONE;
+        } else {
+            mr_sleep_ms(20);
+            if (kv_interrupted())
+                st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
+                                  kv_signal_caught());
+        }
+        if (!st)
+            st = mr_drain(m, &b, err);
+        mr_check_silence(m, &b, true);
+    }
+    /* after an error, jobs still out there are abandoned: their results will be ignored */
+    for (int i = 0; i < n; i++) {
+        if (b.owner[i] > 0)
+            m->ranks[b.owner[i]].busy--;
+        mr_orphan(m, &b.send[i]);
+    }
+    kevo_compile_pool_free(pool);
+    free(b.owner);
+    free(b.id);
+    free(b.send);
+    return st;
+}
+
+/* Rank 0's start: the heartbeat, then every rank's hello. */
+static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
+{
+    m->ranks = calloc((size_t)m->size, sizeof *m->ranks);
+    if (!m->ranks)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    double now = kv_now();
+    for (int r = 0; r < m->size; r++) {
+        m->ranks[r].alive = MPI_REQUEST_NULL;
+        m->ranks[r].last_heard = now;
+    }
+    kevo_status st = kevo_wire_control_pack(&m->alive, KEVO_WIRE_ALIVE, false, err);
+    if (st)
+        return st;
+    if (pthread_cond_init(&m->hb_cond, NULL) != 0)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "no condition variable for the heartbeat");
+    /* SIGINT and SIGTERM stay with the main thread, whose waits they interrupt */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int rc = pthread_create(&m->hb, NULL, mr_heartbeat, m);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&m->hb_cond);
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to start the MPI heartbeat thread");
+    }
+    m->hb_running = true;
+    for (double t0 = kv_now(); kv_now() - t0 < KEVO_MPI_HELLO_WAIT && !kv_interrupted(); mr_sleep_ms(10)) {
+        if ((st = mr_drain(m, NULL, err)))
+            return st;
+        int waiting = 0;
+        for (int r = 1; r < m->size; r++)
+            waiting += m->ranks[r].state == MR_HELLO_WAIT;
+        if (waiting == 0)
+            break;
+    }
+    kv_buf line;
+    kv_buf_init(&line);
+    int total = m->slots;
+    kv_buf_printf(&line, "rank 0: %d on ", m->slots);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    kv_buf_puts(&line, host);
+    for (int r = 1; r < m->size; r++) {
+        mr_rank *R = &m->ranks[r];
+        if (R->state == MR_HELLO_WAIT) {
+            char why[96];
+            snprintf(why, sizeof why, "no hello from it within %.0f s", KEVO_MPI_HELLO_WAIT);
+            mr_lose(m, NULL, r, why);
+        }
+        if (R->state == MR_READY) {
+            kv_buf_printf(&line, "; rank %d: %d on %s", r, R->slots, R->host);
+            total += R->slots;
+        }
+    }
+    mr_note(m, "MPI: %d ranks, %d compile slots (%s)", m->size, total, line.data ? line.data : "");
+    kv_buf_release(&line);
+    return KEVO_OK;
+}
+
+/* Rank 0's end: stop, wait for every bye (unless interrupted), then fin.
+ * Whether to finalize. */
+static bool mr_end_root(kevo_mpi *m, bool interrupted)
+{
+    kevo_err e;
+    mr_send *stops = calloc((size_t)m->size, sizeof *stops);
+    kv_buf stop;
+    kv_buf_init(&stop);
+    bool ok = stops && kevo_wire_control_pack(&stop, KEVO_WIRE_STOP, false, &e) == KEVO_OK;
+    for (int r = 1; stops && r < m->size; r++) {
+        stops[r].req = MPI_REQUEST_NULL;
+        kv_buf_init(&stops[r].buf);
+    }
+    for (int r = 1; ok && r < m->size; r++) {
+        mr_rank *R = &m->ranks[r];
+        if (R->state != MR_READY && R->state != MR_REFUSED)
+            continue;
+        kv_buf_append(&stops[r].buf, stop.data, stop.len);
+        R->last_heard = kv_now();
+        if (mr_isend(m, &stops[r], r, KEVO_WIRE_STOP, &e))
+            mr_lose(m, NULL, r, e.msg);
+    }
+    kv_buf_release(&stop);
+    /* every live rank answers bye once its sends are through (results are drained and dropped) */
+    for (bool waiting = ok && !interrupted; waiting;) {
+        if (mr_drain(m, NULL, &e))
+            break;
+        mr_check_silence(m, NULL, false);
+        waiting = false;
+        for (int r = 1; r < m->size; r++)
+            waiting |= m->ranks[r].state == MR_READY || m->ranks[r].state == MR_REFUSED;
+        if (waiting)
+            mr_sleep_ms(5);
+    }
+    bool finalize = ok && !interrupted && !m->any_lost && !m->failed;
+    kv_buf fin;
+    kv_buf_init(&fin);
+    if (kevo_wire_control_pack(&fin, KEVO_WIRE_FIN, finalize, &e))
+        finalize = false;
+    for (int r = 1; r < m->size; r++) {
+        if (m->ranks[r].state != MR_GONE)
+            continue;
+        mr_send s = {.req = MPI_REQUEST_NULL};
+        kv_buf_init(&s.buf);
+        kv_buf_append(&s.buf, fin.data, fin.len);
+        if (mr_send_wait(m, &s, r, KEVO_WIRE_FIN, KEVO_MPI_LOST_AFTER, &e)) {
+            finalize = false; /* it may still wait; it leaves after its own time limit */
+            mr_orphan(m, &s);
+        } else {
+            kv_buf_release(&s.buf);
+        }
+    }
+    kv_buf_release(&fin);
+    for (int r = 1; stops && r < m->size; r++)
+        mr_orphan(m, &stops[r]);
+    free(stops);
+    return finalize;
+}
+
+/* ---- the other ranks ---- */
+
+/* The received job whose compile job is j (the pool hands back the latter). */
+static kevo_wire_job *mr_wire_of(kevo_compile_job *j)
+{
+    return (kevo_wire_job *)(void *)((char *)j - offsetof(kevo_wire_job, job));
+}
+
+static void mr_work_free(kevo_wire_job *w)
+{
+    if (w) {
+        kevo_wire_job_release(w);
+        free(w);
+    }
+}
+
+kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
+{
+    if (!m || m->rank == 0)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank 0 asked to serve compiles");
+    kv_signals_catch();
+    kevo_compile_pool *pool = NULL;
+    kevo_status st = kevo_compile_pool_new(m->slots, &pool, err);
+    kevo_wire_job **pending = NULL; /* received, waiting for a slot, in order */
+    int npending = 0, pending_cap = 0;
+    kevo_wire_job **running = calloc((size_t)m->slots, sizeof *running); /* in the pool */
+    if (!st && !running)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    mr_send *out = NULL;      /* results on their way */
+    int nout = 0, out_cap = 0;
+    mr_send alive = {.req = MPI_REQUEST_NULL};
+    kv_buf_init(&alive.buf);
+    if (!st)
+        st = kevo_wire_control_pack(&alive.buf, KEVO_WIRE_ALIVE, false, err);
+    double last_alive = 0;
+    bool stopping = false, fin_seen = false;
+    m->last0 = kv_now();
+    while (!st && !stopping) {
+        if (kv_interrupted()) {
+            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "rank %d interrupted by signal %d", m->rank,
+                              kv_signal_caught());
+            break;
+        }
+        /* what rank 0 says */
+        for (bool got = true; got && !st && !stopping;) {
+            int from = 0, tag = 0;
+            unsigned char *data = NULL;
+            size_t len = 0;
+            st = mr_recv(m, 0, &got, &from, &tag, &data, &len, err);
+            if (st || !got)
+                break;
+            m->last0 = kv_now();
+            if (tag == KEVO_WIRE_JOB) {
+                kevo_wire_job *w = calloc(1, sizeof *w);
+                kevo_err e;
+                kevo_err_clear(&e);
+                if (!w)
+                    st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+                else if (kevo_wire_job_unpack(data, len, w, &e))
+                    st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: a job from rank 0 could not be read: %s",
+                                      m->rank, e.msg);
+                if (!st && npending == pending_cap) {
+                    int cap = pending_cap ? 2 * pending_cap : 16;
+                    kevo_wire_job **a = realloc(pending, (size_t)cap * sizeof *a);
+                    if (!a)
+                        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+                    else {
+                        pending = a;
+                        pending_cap = cap;
+                    }
+                }
+                if (!st)
+                    pending[npending++] = w;
+                else
+                    mr_work_free(w);
+            } else if (tag == KEVO_WIRE_STOP) {
+                stopping = true;
+            } else if (tag == KEVO_WIRE_FIN) { /* a fin before any stop: leave as told */
+                kevo_wire_control_unpack(data, len, KEVO_WIRE_FIN, &m->finalize, NULL);
+                stopping = fin_seen = true;
+            }
+            free(data);
+        }
+        if (st || stopping)
+            break;
+        while (npending > 0 && kevo_compile_pool_idle(pool) > 0 && !st) {
+            kevo_wire_job *w = pending[0];
+            memmove(pending, pending + 1, (size_t)(npending - 1) * sizeof *pending);
+            npending--;
+            /* a rank that cannot fork compiles no more: rank 0 finds it silent and takes its jobs */
+            st = kevo_compile_pool_start(pool, &w->job, w->timeout_s, err);
+            for (int i = 0; !st && i < m->slots; i++)
+                if (!running[i]) {
+                    running[i] = w;
+                    w = NULL;
+                    break;
+                }
+            mr_work_free(w);
+        }
+        if (st)
+            break;
+        if (kevo_compile_pool_busy(pool) > 0) {
+            kevo_compile_job *done = NULL;
+            st = kevo_compile_pool_wait(pool, 0.05, &done, err);
+            if (done) {
+                kevo_wire_job *w = mr_wire_of(done);
+                for (int i = 0; i < m->slots; i++)
+                    if (running[i] == w)
+                        running[i] = NULL;
+                if (nout == out_cap) {
+                    int cap = out_cap ? 2 * out_cap : 8;
+                    mr_send *a = realloc(out, (size_t)cap * sizeof *a);
+                    if (a) {
+                        out = a;
+                        out_cap = cap;
+                    }
+                }
+                if (nout == out_cap) {
+                    st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+                } else {
+                    mr_send *s = &out[nout];
+                    kv_buf_init(&s->buf);
+                    s->req = MPI_REQUEST_NULL;
+                    st = kevo_wire_result_pack(&s->buf, w->id, &w->job, err);
+                    if (!st)
+                        st = mr_isend(m, s, 0, KEVO_WIRE_RESULT, err);
+                    if (!st)
+                        nout++;
+                    else
+                        kv_buf_release(&s->buf);
+                }
+                mr_work_free(w);
+            }
+        } else {
+            mr_sleep_ms(20);
+        }
+        /* results rank 0 has taken */
+        for (int i = 0; i < nout;) {
+            if (mr_test(m, &out[i].req)) {
+                kv_buf_release(&out[i].buf);
+                out[i] = out[--nout];
+            } else {
+                i++;
+            }
+        }
+        double now = kv_now();
+        bool busy = kevo_compile_pool_busy(pool) > 0 || npending > 0 || nout > 0;
+        if (!st && busy && now - last_alive >= 1.0 && mr_test(m, &alive.req)) {
+            st = mr_isend(m, &alive, 0, KEVO_WIRE_ALIVE, err);
+            last_alive = now;
+        }
+        if (!st && now - m->last0 > KEVO_MPI_ORPHANED_AFTER)
+            st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: nothing from rank 0 for %.0f s: it is gone, this rank "
+                              "stops", m->rank, now - m->last0);
+    }
+    /* stop: drop the compiles, let the results out, say bye, wait for fin */
+    kevo_compile_pool_free(pool);
+    for (int i = 0; running && i < m->slots; i++)
+        mr_work_free(running[i]);
+    free(running);
+    for (int i = 0; i < npending; i++)
+        mr_work_free(pending[i]);
+    free(pending);
+    for (int i = 0; !st && i < nout; i++)
+        while (!st && !mr_test(m, &out[i].req)) {
+            mr_sleep_ms(1);
+            if (kv_now() - m->last0 > KEVO_MPI_ORPHANED_AFTER)
+                st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: rank 0 takes no more results", m->rank);
+        }
+    if (!st && !fin_seen) {
+        mr_send bye = {.req = MPI_REQUEST_NULL};
+        kv_buf_init(&bye.buf);
+        st = kevo_wire_control_pack(&bye.buf, KEVO_WIRE_BYE, false, err);
+        if (!st)
+            st = mr_send_wait(m, &bye, 0, KEVO_WIRE_BYE, KEVO_MPI_ORPHANED_AFTER, err);
+        if (!st)
+            kv_buf_release(&bye.buf);
+        m->last0 = kv_now();
+        while (!st && !fin_seen) {
+            bool got = false;
+            int from = 0, tag = 0;
+            unsigned char *data = NULL;
+            size_t len = 0;
+            st = mr_recv(m, 0, &got, &from, &tag, &data, &len, err);
+            if (!st && got) {
+                m->last0 = kv_now();
+                if (tag == KEVO_WIRE_FIN) {
+                    kevo_err e;
+                    if (kevo_wire_control_unpack(data, len, KEVO_WIRE_FIN, &m->finalize, &e))
+                        st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: rank 0's fin could not be read: %s",
+                                          m->rank, e.msg);
+                    fin_seen = true;
+                }
+            } else if (!st) {
+                mr_sleep_ms(5);
+                if (kv_now() - m->last0 > KEVO_MPI_ORPHANED_AFTER)
+                    st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: no word from rank 0 after bye", m->rank);
+            }
+            free(data);
+        }
+    }
+    if (!mr_test(m, &alive.req))
+        mr_orphan(m, &alive);
+    else
+        kv_buf_release(&alive.buf);
+    for (int i = 0; i < nout; i++)
+        mr_orphan(m, &out[i]);
+    free(out);
+    kv_signals_restore();
+    if (st)
+        m->failed = true;
+    return st;
+}
+
+/* ---- start and end ---- */
+
+kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out, kevo_err *err)
+{
+    *out = NULL;
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (inited)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "MPI was started twice");
+    int provided = 0, rank = 0, size = 1;
+    MR_LSAN_OFF();
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+    if (rc == MPI_SUCCESS) {
+        /* errors come back as codes: a failed send to one rank must not end the job */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        mr_pin_libraries();
+    }
+    MR_LSAN_ON();
+    if (rc != MPI_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_WORKER, "MPI did not start (MPI_Init_thread: %d)", rc);
+    kevo_mpi *m = calloc(1, sizeof *m);
+    if (!m) {
+        MR_LSAN_OFF();
+        MPI_Finalize();
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    m->rank = rank;
+    m->size = size;
+    m->slots = slots < 1 ? 1 : slots > 256 ? 256 : slots;
+    m->note = note;
+    m->ctx = ctx;
+    pthread_mutex_init(&m->lock, NULL);
+    kv_buf_init(&m->alive);
+    kevo_nvrtc_version(m->nvrtc, sizeof m->nvrtc);
+    kevo_status st = KEVO_OK;
+    if (m->size > 1 && provided < MPI_THREAD_SERIALIZED)
+        st = kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "this MPI library gives thread level %d, kevo needs "
+                          "MPI_THREAD_SERIALIZED", provided);
+    else if (m->rank == 0 && m->size > 1)
+        st = mr_start_root(m, err);
+    else if (m->rank > 0) {
+        kevo_wire_hello h;
+        memset(&h, 0, sizeof h);
+        h.rank = m->rank;
+        gethostname(h.host, sizeof h.host - 1);
+        h.pid = (int64_t)getpid();
+        h.slots = m->slots;
+        snprintf(h.nvrtc, sizeof h.nvrtc, "%s", m->nvrtc);
+        mr_send s = {.req = MPI_REQUEST_NULL};
+        kv_buf_init(&s.buf);
+        st = kevo_wire_hello_pack(&s.buf, &h, err);
+        if (!st)
+            st = mr_send_wait(m, &s, 0, KEVO_WIRE_HELLO, KEVO_MPI_HELLO_WAIT, err);
+        if (st)
+            mr_orphan(m, &s);
+        else
+            kv_buf_release(&s.buf);
+    }
+    if (st) {
+        m->failed = true;
+        kevo_mpi_end(m, false);
+        return st;
+    }
+    *out = m;
+    return KEVO_OK;
+}
+
+bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
+{
+    if (!m)
+        return false;
+    if (interrupted)
+        m->failed = true;
+    bool finalize;
+    if (m->rank == 0 && m->size > 1 && m->ranks) {
+        finalize = mr_end_root(m, interrupted);
+        if (m->hb_running) {
+            mr_lock(m);
+            m->hb_stop = true;
+            pthread_cond_signal(&m->hb_cond);
+            mr_unlock(m);
+            pthread_join(m->hb, NULL);
+            pthread_cond_destroy(&m->hb_cond);
+        }
+        for (int r = 1; r < m->size; r++)
+            if (m->ranks[r].alive != MPI_REQUEST_NULL && !mr_test(m, &m->ranks[r].alive)) {
+                mr_lock(m);
+                MPI_Request_free(&m->ranks[r].alive);
+                mr_unlock(m);
+            }
+    } else {
+        finalize = m->size == 1 || m->finalize;
+    }
+    finalize = finalize && !m->failed;
+    /* requests still open belong to lost ranks: without MPI_Finalize (after
+     * a loss) nothing reads these buffers once this returns */
+    for (int i = 0; i < m->norphans; i++)
+        if (!finalize || mr_test(m, &m->orphans[i].req))
+            kv_buf_release(&m->orphans[i].buf);
+    if (finalize) {
+        MR_LSAN_OFF();
+        MPI_Finalize();
+        MR_LSAN_ON();
+    }
+    free(m->orphans);
+    kv_buf_release(&m->alive);
+    free(m->ranks);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+    return finalize;
+}
+
+#endif /* KEVO_HAVE_MPI */

@@ -1,0 +1,86 @@
+/* mpi.h — compiles spread over the ranks of an MPI job (`mpirun -np N kevo
+ * tune --mpi`).
+ *
+ * Rank 0 runs the search, owns the DB and any LLM call; it hands each batch's
+ * compiles to its own pool of compile children and to the other ranks, which
+ * run nothing but compile children (kevo_mpi_serve).  The batch is complete
+ * before the search goes on, so the proposals (a function of the seed and of
+ * the results in proposal order) are those of a single process.  Messages
+ * are evaluator/wire.h frames; no struct crosses a process.
+ *
+ * A rank that dies or hangs: every rank sends `alive` every second while it
+ * has work; a rank with compiles in flight that is silent for
+ * KEVO_MPI_LOST_AFTER seconds is lost, its compiles go back to the queue
+ * (rank 0's pool or another rank takes them) and a note names it.  This
+ * needs `mpirun --enable-recovery` with Open MPI 4.1: without it, mpirun
+ * ends the whole job when any process dies (the run is then stored as
+ * interrupted and `--resume` continues it).  After a loss no rank calls
+ * MPI_Finalize (its fence waits on the dead process and can hang); they
+ * exit instead, which mpirun accepts under --enable-recovery (which also
+ * makes mpirun exit 0 whatever the ranks return).  A rank 0 that
+ * dies: the others notice its silence after KEVO_MPI_ORPHANED_AFTER seconds
+ * and exit.
+ *
+ * Built without MPI (no MPI found by CMake), kevo_mpi_start fails with
+ * KEVO_ERR_UNSUPPORTED "built without MPI" and nothing else is reachable. */
+#ifndef KEVO_MPI_H
+#define KEVO_MPI_H
+
+#include <stdbool.h>
+
+#include "evaluator/compile.h"
+#include "kevo.h"
+
+#define KEVO_MPI_LOST_AFTER 10.0     /* seconds of silence after which a rank with work is lost */
+#define KEVO_MPI_ORPHANED_AFTER 60.0 /* seconds of silence from rank 0 after which a worker leaves */
+#define KEVO_MPI_HELLO_WAIT 60.0     /* seconds rank 0 waits at start for every rank's hello */
+
+typedef struct kevo_mpi kevo_mpi;
+
+/* A line for the user (a rank lost or refused, the ranks at start); text
+ * from other ranks is cleaned of control characters.  The library never
+ * prints: the CLI passes a function that does. */
+typedef void (*kevo_mpi_note_fn)(void *ctx, const char *line);
+
+/* Whether this build has MPI. */
+bool kevo_mpi_built(void);
+
+/* Start MPI and meet the other ranks.  slots: compiles this rank runs at
+ * once (its --jobs, 1..256).  Rank 0 waits up to KEVO_MPI_HELLO_WAIT seconds
+ * for every other rank's hello (one that does not come is lost; one with
+ * another NVRTC version or protocol takes no work) and starts a thread that
+ * sends `alive` to the others every second.  Errors: KEVO_ERR_UNSUPPORTED
+ * (built without MPI; an MPI library without MPI_THREAD_SERIALIZED),
+ * KEVO_ERR_WORKER (MPI does not start), KEVO_ERR_NOMEM. */
+kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out, kevo_err *err);
+
+/* This process's rank and the job's size (1.. ranks). */
+int kevo_mpi_rank(const kevo_mpi *m);
+int kevo_mpi_size(const kevo_mpi *m);
+
+/* Rank 0: kevo_compile_run over the job: n jobs (cached ones skipped), at
+ * most `parallel` at once here and each other rank's slots there, each
+ * killed after timeout_s where it runs.  Returns once every job has its
+ * outcome, whichever rank produced it; the jobs' fields are exactly what a
+ * compile here would give (the other ranks' NVRTC is checked to be this
+ * one's).  Errors: as kevo_compile_run (KEVO_ERR_INTERRUPTED after a
+ * signal); a lost rank is a note, not an error. */
+kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
+                             kevo_err *err);
+
+/* Any other rank: compile what rank 0 sends until it says stop (KEVO_OK).
+ * Errors: KEVO_ERR_WORKER (rank 0 silent for KEVO_MPI_ORPHANED_AFTER
+ * seconds, or a message this rank cannot read), KEVO_ERR_INTERRUPTED
+ * (SIGINT/SIGTERM). */
+kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err);
+
+/* Leave MPI and free m (NULL: nothing).  Rank 0 first tells every live rank
+ * to stop and waits for each to answer (or to be lost).  Every rank then
+ * calls MPI_Finalize unless a rank was lost, or this rank stopped on an
+ * error, in which case it leaves without (see above).  interrupted: this
+ * rank stopped on SIGINT/SIGTERM, which mpirun sends every rank: rank 0
+ * tells the others to stop but does not wait for them, and no MPI_Finalize.
+ * Returns whether MPI_Finalize was called. */
+bool kevo_mpi_end(kevo_mpi *m, bool interrupted);
+
+#endif /* KEVO_MPI_H */

@@ -1,0 +1,94 @@
+/* wire.h — the messages kevo's MPI ranks exchange (evaluator/mpi.c),
+ * serialized so that no struct or pointer crosses a process boundary.
+ *
+ * A message is one frame:
+ *
+ *   "KEVO"  u32 version (little-endian)  u32 header length  header  blob...
+ *
+ * The header is a JSON object with at least "type" (hello, job, result,
+ * alive, stop, bye, fin); it names the lengths of the byte blobs that follow
+ * it, in order (a job's source; a result's log and cubin).  A frame of
+ * another version is refused as a whole: ranks of different kevo builds
+ * never guess at each other's fields.  This file does no MPI: it only turns
+ * values into bytes and back, and checks everything it reads (a frame comes
+ * from another process, possibly another build). */
+#ifndef KEVO_WIRE_H
+#define KEVO_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evaluator/compile.h"
+#include "kevo.h"
+#include "util/util.h"
+
+#define KEVO_WIRE_VERSION 1
+#define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
+
+/* Message kinds; also the MPI tags they travel under. */
+typedef enum kevo_wire_type {
+    KEVO_WIRE_HELLO = 1, /* worker -> rank 0, once: who it is, how many compiles it runs at once */
+    KEVO_WIRE_JOB,       /* rank 0 -> worker: one compile */
+    KEVO_WIRE_RESULT,    /* worker -> rank 0: a compile's outcome */
+    KEVO_WIRE_ALIVE,     /* either way, every second: the sender still runs */
+    KEVO_WIRE_STOP,      /* rank 0 -> worker: the run is over, drop what runs */
+    KEVO_WIRE_BYE,       /* worker -> rank 0: stopped, nothing left to send */
+    KEVO_WIRE_FIN,       /* rank 0 -> worker: leave, calling MPI_Finalize or not */
+} kevo_wire_type;
+
+/* Name of a type ("job"), "?" for another value. */
+const char *kevo_wire_type_name(kevo_wire_type t);
+
+/* A worker's introduction. */
+typedef struct kevo_wire_hello {
+    int rank;
+    char host[256];  /* its host name */
+    int64_t pid;
+    int slots;       /* compiles it runs at once (its --jobs), 1..256 */
+    char nvrtc[16];  /* its NVRTC version ("13.0"): cubins and cache keys match only within one */
+} kevo_wire_hello;
+
+/* A compile received: the job points into name and source, which it owns
+ * (released by kevo_wire_job_release). */
+typedef struct kevo_wire_job {
+    int64_t id;         /* rank 0's number for this compile; the result quotes it */
+    double timeout_s;   /* the compile's time limit */
+    char *name, *source;
+    kevo_compile_job job; /* its options are the sender's without -I, then this machine's includes */
+} kevo_wire_job;
+
+/* Frames (appended to out).  Errors: KEVO_ERR_NOMEM; KEVO_ERR_ARG for a
+ * value a frame cannot carry (a blob over 4 GiB). */
+kevo_status kevo_wire_hello_pack(kv_buf *out, const kevo_wire_hello *h, kevo_err *err);
+/* The job's name, source, arch and options (the -I ones left out: each
+ * machine has its own paths) with id and its time limit. */
+kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, double timeout_s,
+                               kevo_err *err);
+/* A finished job's outcome: failure kind, seconds, ptxas figures, log and cubin. */
+kevo_status kevo_wire_result_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, kevo_err *err);
+/* alive, stop, bye, or fin (finalize: whether the receiver calls MPI_Finalize). */
+kevo_status kevo_wire_control_pack(kv_buf *out, kevo_wire_type type, bool finalize, kevo_err *err);
+
+/* The type of a frame, checking only its magic, version and header.
+ * Errors: KEVO_ERR_PARSE (not a frame, a bad header), KEVO_ERR_UNSUPPORTED
+ * (another protocol version, named). */
+kevo_status kevo_wire_type_of(const void *msg, size_t n, kevo_wire_type *type, kevo_err *err);
+
+/* Decoders: each checks the whole frame (type, every field's type and
+ * range, blob lengths that add up to the frame) and writes its outputs only
+ * on success.  Errors: KEVO_ERR_PARSE naming what is wrong,
+ * KEVO_ERR_UNSUPPORTED (another version), KEVO_ERR_NOMEM. */
+kevo_status kevo_wire_hello_unpack(const void *msg, size_t n, kevo_wire_hello *h, kevo_err *err);
+/* Into *out (released with kevo_wire_job_release). */
+kevo_status kevo_wire_job_unpack(const void *msg, size_t n, kevo_wire_job *out, kevo_err *err);
+void kevo_wire_job_release(kevo_wire_job *j);
+/* *id, and the outcome into job's output fields (fail, log, cubin, seconds,
+ * regs, spill_bytes, smem_static, stack_bytes; the job owns log and cubin);
+ * its inputs are left alone. */
+kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo_compile_job *job, kevo_err *err);
+/* A control frame of the expected type; *finalize from a fin (false otherwise). */
+kevo_status kevo_wire_control_unpack(const void *msg, size_t n, kevo_wire_type expect, bool *finalize,
+                                     kevo_err *err);
+
+#endif /* KEVO_WIRE_H */

@@ -1,0 +1,445 @@
+/* test_mpi.c — `mpirun -np 3 kevo tune --mpi` (ctest labels mpi and
+ * faults; no GPU: every run is --compile-only over a small template family
+ * this test writes, whose kernels compile in a tenth of a second, or in
+ * about a second with SLOW=1).
+ *
+ *   same: a 3-rank run of budget 40 stores exactly the candidates of a
+ *         single-process run of the same seed: configurations, order, graph,
+ *         statuses, ptxas figures, cubins and compile logs (their "Compile
+ *         time" lines aside), and the run ends "done".
+ *   kill: kill -9 of rank 1 while it compiles; the run (mpirun
+ *         --enable-recovery) still ends done, a line names the lost rank
+ *         and its compiles in flight, and the DB holds what a single
+ *         process stores (the run's status included).
+ *   nompi: a kevo built without MPI refuses --mpi (exit 2, "built without
+ *         MPI"); skipped in a build with MPI.
+ *
+ * `test_mpi same|kill|nompi` runs one (ctest registers each); without mpirun
+ * on the PATH (or the one CMake found) they skip with a line saying so. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "evaluator/mpi.h"
+#include "testutil.h"
+#include "util/util.h"
+
+#ifndef KEVO_MPIEXEC
+#define KEVO_MPIEXEC ""
+#endif
+
+static char tmpdir[64];
+static char tpl[128];
+static char mpirun[1024]; /* empty: none found */
+
+/* A kernel whose ptxas time grows with SLOW (straight-line code). */
+static const char mpi_cu[] =
+    "#define R4(x) x x x x\n"
+    "extern \"C\" __global__ void lce_mpi(const __grid_constant__ kevo_lce_args a)\n"
+    "{\n"
+    "    float acc = P * 100 + Q * 10 + R + S * 0.5f;\n"
+    "    const float *w = (const float *)a.out;\n"
+    "    size_t j = threadIdx.x;\n"
+    "#if SLOW == 1\n"
+    "    R4(R4(R4(R4({ acc = fmaf(acc, w[j & 1023], __sinf(acc)); j += 7; }))))\n"
+    "#endif\n"
+    "    if (threadIdx.x == 0)\n"
+    "        ((float *)a.out)[blockIdx.x] = acc + w[0];\n"
+    "}\n";
+
+/* 48 configurations at each SLOW, on four axes */
+static const char mpi_json[] =
+    "{\"family\": \"lce_mpi\", \"op\": \"ikbo_lce\", \"source\": \"lce_mpi.cu\",\n"
+    " \"description\": \"a small kernel for the MPI tests\",\n"
+    " \"archs\": [\"sm_80\", \"sm_90\", \"sm_90a\"],\n"
+    " \"params\": [{\"name\": \"P\", \"values\": [1, 2, 3, 4], \"default\": 1},\n"
+    "            {\"name\": \"Q\", \"values\": [1, 2, 3], \"default\": 1},\n"
+    "            {\"name\": \"R\", \"values\": [0, 1], \"default\": 0},\n"
+    "            {\"name\": \"S\", \"values\": [0, 1], \"default\": 0},\n"
+    "            {\"name\": \"SLOW\", \"values\": [0, 1], \"default\": 0}],\n"
+    " \"axes\": {\"p\": [\"P\"], \"q\": [\"Q\"], \"r\": [\"R\"], \"s\": [\"S\"]},\n"
+    " \"constraints\": [], \"pad_k\": \"0\", \"workspace\": \"0\",\n"
+    " \"launches\": [{\"entry\": \"lce_mpi\", \"grid\": [\"cdiv(B, 128)\", 1, 1], \"block\": [128, 1, 1], "
+    "\"smem\": 0}]}\n";
+
+static void path_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", tmpdir, name);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    kevo_err err;
+    assert_int_equal(kv_write_file(path, text, strlen(text), &err), KEVO_OK);
+}
+
+static char *read_text(const char *path)
+{
+    char *t = NULL;
+    kevo_err err;
+    if (kv_read_file(path, &t, NULL, &err) != KEVO_OK)
+        return kv_strdup("");
+    return t;
+}
+
+/* mpirun: the one CMake found, else the first on the PATH. */
+static bool find_mpirun(void)
+{
+    if (KEVO_MPIEXEC[0] && access(KEVO_MPIEXEC, X_OK) == 0) {
+        snprintf(mpirun, sizeof mpirun, "%s", KEVO_MPIEXEC);
+        return true;
+    }
+    const char *path = getenv("PATH");
+    char *copy = kv_strdup(path ? path : "");
+    bool found = false;
+    for (char *save = NULL, *dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+        snprintf(mpirun, sizeof mpirun, "%s/mpirun", dir);
+        found = access(mpirun, X_OK) == 0;
+    }
+    free(copy);
+    if (!found)
+        mpirun[0] = '\0';
+    return found;
+}
+
+/* The kevo tune arguments every run of these tests shares, then extra
+ * and more (NULL-ended; more may be NULL), into argv from index at; the new
+ * count. */
+static int tune_args(char **argv, int at, int max, const char *db, char *const *extra, char *const *more)
+{
+    static char *const common[] = {"tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mpi",
+                                   "--no-bar", NULL};
+    argv[at++] = KEVO_BINARY;
+    for (int i = 0; common[i]; i++)
+        argv[at++] = common[i];
+    argv[at++] = "--templates";
+    argv[at++] = tpl;
+    argv[at++] = "--db";
+    argv[at++] = (char *)db;
+    for (int i = 0; extra[i] && at < max - 1; i++)
+        argv[at++] = extra[i];
+    for (int i = 0; more && more[i] && at < max - 1; i++)
+        argv[at++] = more[i];
+    argv[at] = NULL;
+    return at;
+}
+
+/* Start argv[0] (a path) in its own process group, output into log. */
+static int spawn(const char *log, char *const *argv)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        setpgid(0, 0);
+        if (!freopen(log, "w", stdout))
+            _exit(126);
+        dup2(fileno(stdout), 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    setpgid(p, p);
+    return (int)p;
+}
+
+/* mpirun -np ranks [--enable-recovery] kevo tune --mpi ... in the background. */
+static int mpi_start(const char *log, const char *db, int ranks, bool recovery, char *const *extra,
+                     char *const *more)
+{
+    char *argv[64], np[16];
+    int n = 0;
+    snprintf(np, sizeof np, "%d", ranks);
+    argv[n++] = mpirun;
+    argv[n++] = "--oversubscribe";
+    if (geteuid() == 0) /* Open MPI refuses root without it (CI runs as root) */
+        argv[n++] = "--allow-run-as-root";
+    if (recovery)
+        argv[n++] = "--enable-recovery";
+    argv[n++] = "-np";
+    argv[n++] = np;
+    n = tune_args(argv, n, 62, db, extra, more);
+    argv[n++] = "--mpi";
+    argv[n] = NULL;
+    return spawn(log, argv);
+}
+
+/* One process: kevo tune ...; its exit status. */
+static int single_run(const char *log, const char *db, char *const *extra, char *const *more)
+{
+    char *argv[64];
+    tune_args(argv, 0, 64, db, extra, more);
+    return tu_wait(spawn(log, argv));
+}
+
+/* Everything a compile-only run stores that must not depend on where it
+ * compiled, as text: the run's status, every candidate in order (config,
+ * plan, source, binary key, status, failure, ptxas figures, the model's
+ * time), every edge, every binary (cubin by hash, log without the timing
+ * lines). */
+static char *dump_run(const char *db)
+{
+    sqlite3 *h = NULL;
+    kv_buf b;
+    kv_buf_init(&b);
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    static const char *const q[] = {
+        "SELECT status, stop_reason FROM runs ORDER BY id",
+        "SELECT seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, spill_bytes, "
+        "smem_static, smem_dynamic, model_ms FROM candidates ORDER BY seq",
+        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
+        "JOIN candidates c ON c.id = e.child_id ORDER BY c.seq, p.seq",
+        "SELECT key, arch, nvrtc_version, options, source_hash, fail, regs, spill_bytes, smem_static, stack_bytes, "
+        "cubin, log FROM binaries ORDER BY key",
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(q); i++) {
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(h, q[i], -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const char *name = sqlite3_column_name(st, c);
+                if (strcmp(name, "cubin") == 0) {
+                    const void *blob = sqlite3_column_blob(st, c);
+                    size_t len = (size_t)sqlite3_column_bytes(st, c);
+                    char hex[65];
+                    const void *bufs[] = {blob ? blob : ""};
+                    kv_sha256_hex(bufs, &len, 1, hex);
+                    kv_buf_printf(&b, "cubin %zu %s|", len, hex);
+                } else if (strcmp(name, "log") == 0) {
+                    const char *t = (const char *)sqlite3_column_text(st, c);
+                    for (const char *l = t; l && *l;) { /* ptxas prints its own time per entry */
+                        const char *e = strchr(l, '\n');
+                        size_t n = e ? (size_t)(e - l) + 1 : strlen(l);
+                        if (!memmem(l, n, "Compile time =", 14))
+                            kv_buf_append(&b, l, n);
+                        l += n;
+                    }
+                    kv_buf_puts(&b, "|");
+                } else {
+                    const unsigned char *t = sqlite3_column_text(st, c);
+                    kv_buf_printf(&b, "%s|", t ? (const char *)t : "NULL");
+                }
+            }
+            kv_buf_puts(&b, "\n");
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return kv_buf_take(&b);
+}
+
+static void expect_same(const char *what, const char *want_db, const char *got_db)
+{
+    char *want = dump_run(want_db), *got = dump_run(got_db);
+    if (strcmp(want, got) != 0)
+        fprintf(stderr, "%s differs from the single process:\n--- single\n%s--- %s\n%s", what, want, what, got);
+    assert_string_equal(want, got);
+    free(want);
+    free(got);
+}
+
+/* ---- same ---- */
+
+static void test_same(void **state)
+{
+    (void)state;
+    char *const extra[] = {"--budget", "40", "--seed", "11", "--where", "SLOW == 0", NULL};
+    char one[128], three[128], log1[128], log3[128];
+    path_in(one, sizeof one, "same1.db");
+    path_in(three, sizeof three, "same3.db");
+    path_in(log1, sizeof log1, "same1.log");
+    path_in(log3, sizeof log3, "same3.log");
+    assert_int_equal(single_run(log1, one, extra, NULL), 0);
+    int rc = tu_wait(mpi_start(log3, three, 3, false, extra, NULL));
+    char *out = read_text(log3);
+    if (rc != 0)
+        fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
+    assert_int_equal(rc, 0);
+    /* every rank took part */
+    assert_non_null(strstr(out, "MPI: 3 ranks"));
+    assert_null(strstr(out, "lost"));
+    free(out);
+    assert_int_equal(tu_query_int(three, "SELECT count(*) FROM candidates WHERE status = 'compiled'"), 40);
+    expect_same("3 ranks", one, three);
+}
+
+/* ---- kill ---- */
+
+/* The pid of the rank-th process mpirun (pid) started: its child whose
+ * environment says OMPI_COMM_WORLD_RANK=rank; -1 when there is none (yet). */
+static int rank_pid(int mpirun_pid, int rank)
+{
+    char want[48];
+    snprintf(want, sizeof want, "OMPI_COMM_WORLD_RANK=%d", rank);
+    DIR *d = opendir("/proc");
+    int found = -1;
+    for (struct dirent *e; d && found < 0 && (e = readdir(d)) != NULL;) {
+        int k = atoi(e->d_name);
+        if (k <= 0)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", k);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        const char *paren = strrchr(buf, ')');
+        int ppid = 0;
+        if (!paren || sscanf(paren + 2, "%*c %d", &ppid) != 1 || ppid != mpirun_pid)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/environ", k);
+        char *env = NULL;
+        size_t n = 0;
+        kevo_err err;
+        if (kv_read_file(path, &env, &n, &err) != KEVO_OK)
+            continue;
+        for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+            if (strcmp(env + i, want) == 0)
+                found = k;
+        free(env);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Whether pid has a child process (a compile in flight). */
+static bool has_child(int pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, pid);
+    char *t = NULL;
+    kevo_err err;
+    bool yes = kv_read_file(path, &t, NULL, &err) == KEVO_OK && t[0] != '\0';
+    free(t);
+    return yes;
+}
+
+static void test_kill(void **state)
+{
+    (void)state;
+    /* compiles of about a second (more under load), so that rank 1 is caught with one in flight; one
+     * slot a rank, so that it has one (--jobs never changes the candidates) */
+    char *const extra[] = {"--budget", "16", "--seed", "5", "--where", "SLOW == 1", NULL};
+    char *const jobs1[] = {"--jobs", "1", NULL}, *const jobs2[] = {"--jobs", "2", NULL};
+    char one[128], three[128], log1[128], log3[128];
+    path_in(one, sizeof one, "kill1.db");
+    path_in(three, sizeof three, "kill3.db");
+    path_in(log1, sizeof log1, "kill1.log");
+    path_in(log3, sizeof log3, "kill3.log");
+    assert_int_equal(single_run(log1, one, extra, jobs2), 0);
+    int pid = mpi_start(log3, three, 3, true, extra, jobs1);
+    int victim = -1;
+    for (int t = 0; t < 6000 && victim < 0; t++) { /* up to a minute */
+        int r1 = rank_pid(pid, 1);
+        if (r1 > 0 && has_child(r1))
+            victim = r1;
+        else
+            tu_sleep_ms(10);
+    }
+    if (victim < 0) {
+        kill(-pid, SIGKILL);
+        tu_wait(pid);
+        fail_msg("rank 1 never had a compile in flight");
+    }
+    assert_int_equal(kill(victim, SIGKILL), 0);
+    int rc = tu_wait(pid); /* 0 whatever the ranks return, under --enable-recovery: the DB tells */
+    char *out = read_text(log3);
+    if (rc != 0)
+        fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
+    assert_int_equal(rc, 0);
+    const char *lost = strstr(out, "MPI rank 1 (");
+    if (!lost)
+        fprintf(stderr, "no line names the lost rank:\n%s", out);
+    assert_non_null(lost);
+    char tail[96];
+    snprintf(tail, sizeof tail, "pid %d) lost: ", victim);
+    assert_non_null(strstr(lost, tail));
+    int back = 0;
+    const char *its = strstr(lost, "; its ");
+    assert_non_null(its);
+    assert_int_equal(sscanf(its, "; its %d compile", &back), 1);
+    assert_true(back >= 1); /* it had one in flight when it died, or got one since */
+    free(out);
+    assert_int_equal(tu_query_int(three, "SELECT count(*) FROM candidates WHERE status = 'compiled'"), 16);
+    expect_same("3 ranks, rank 1 killed", one, three);
+}
+
+/* ---- built without MPI ---- */
+
+static void test_nompi(void **state)
+{
+    (void)state;
+    if (kevo_mpi_built())
+        skip();
+    char log[128], db[128];
+    path_in(log, sizeof log, "nompi.log");
+    path_in(db, sizeof db, "nompi.db");
+    char *const extra[] = {"--budget", "1", "--mpi", NULL};
+    assert_int_equal(single_run(log, db, extra, NULL), 2);
+    char *out = read_text(log);
+    assert_non_null(strstr(out, "built without MPI"));
+    free(out);
+    struct stat st;
+    assert_int_not_equal(stat(db, &st), 0); /* nothing was written */
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo-mpi-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(tpl, sizeof tpl, "%s/tpl", tmpdir);
+    if (mkdir(tpl, 0700) != 0)
+        return -1;
+    char path[256];
+    snprintf(path, sizeof path, "%s/lce_mpi.cu", tpl);
+    write_text(path, mpi_cu);
+    snprintf(path, sizeof path, "%s/lce_mpi.json", tpl);
+    write_text(path, mpi_json);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return tu_rm_tree(tmpdir);
+}
+
+int main(int argc, char **argv)
+{
+    const char *which = argc > 1 ? argv[1] : "";
+    const struct CMUnitTest same[] = {cmocka_unit_test(test_same)};
+    const struct CMUnitTest killed[] = {cmocka_unit_test(test_kill)};
+    const struct CMUnitTest nompi[] = {cmocka_unit_test(test_nompi)};
+    if (strcmp(which, "nompi") == 0)
+        return cmocka_run_group_tests(nompi, setup, teardown);
+    if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0) {
+        fprintf(stderr, "usage: test_mpi same|kill|nompi\n");
+        return 2;
+    }
+    if (!kevo_mpi_built()) {
+        printf("test_mpi %s: kevo was built without MPI: skipped (test_mpi nompi checks --mpi there)\n", which);
+        return 77;
+    }
+    if (!find_mpirun()) {
+        printf("test_mpi %s: no mpirun (install openmpi-bin): skipped\n", which);
+        return 77;
+    }
+    return strcmp(which, "same") == 0 ? cmocka_run_group_tests(same, setup, teardown)
+                                      : cmocka_run_group_tests(killed, setup, teardown);
+}

@@ -1,0 +1,341 @@
+/* test_wire.c — the MPI ranks' messages (evaluator/wire.h), no MPI needed:
+ * every kind of frame round-trips; a job on the receiving side has its own
+ * include paths and the sender's other options; and a frame that is cut,
+ * flipped, of another version or lying about its lengths is refused with a
+ * message, never read past its end (the sanitized build checks that). */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluator/wire.h"
+#include "testutil.h"
+#include "util/util.h"
+
+static const char src[] = "extern \"C\" __global__ void k(float *o) { o[threadIdx.x] = 1.0f; }\n";
+
+/* A job as rank 0 builds it. */
+static void make_job(kevo_compile_job *j)
+{
+    kevo_err err;
+    assert_int_equal(kevo_compile_job_init(j, "k.cu", src, "sm_90a", &err), KEVO_OK);
+    kevo_compile_key(j);
+}
+
+/* A finished job as a worker has it: a cubin with a NUL and high bytes inside. */
+static void make_result(kevo_compile_job *j)
+{
+    memset(j, 0, sizeof *j);
+    static const unsigned char cubin[] = {0x7f, 'E', 'L', 'F', 0, 1, 2, 0xff, 0x80, 0};
+    j->fail = KEVO_FAIL_NONE;
+    j->log = kv_strdup("ptxas info    : Used 10 registers\n");
+    j->cubin = malloc(sizeof cubin);
+    memcpy(j->cubin, cubin, sizeof cubin);
+    j->cubin_size = sizeof cubin;
+    j->seconds = 0.25;
+    j->regs = 10;
+    j->spill_bytes = 0;
+    j->smem_static = 1024;
+    j->stack_bytes = 8;
+}
+
+static void test_job_roundtrip(void **state)
+{
+    (void)state;
+    kevo_compile_job j;
+    make_job(&j);
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    assert_int_equal(kevo_wire_job_pack(&b, 42, &j, 300, &err), KEVO_OK);
+    kevo_wire_type t;
+    assert_int_equal(kevo_wire_type_of(b.data, b.len, &t, &err), KEVO_OK);
+    assert_int_equal(t, KEVO_WIRE_JOB);
+    kevo_wire_job w;
+    assert_int_equal(kevo_wire_job_unpack(b.data, b.len, &w, &err), KEVO_OK);
+    assert_int_equal(w.id, 42);
+    assert_true(w.timeout_s == 300);
+    assert_string_equal(w.job.name, "k.cu");
+    assert_string_equal(w.job.source, src);
+    assert_string_equal(w.job.arch, "sm_90a");
+    /* the same options, so the same cache key, whatever the include paths */
+    assert_int_equal(w.job.nopts, j.nopts);
+    for (int i = 0; i < j.nopts; i++)
+        assert_string_equal(w.job.opts[i], j.opts[i]);
+    kevo_compile_key(&w.job);
+    assert_string_equal(w.job.key, j.key);
+    kevo_wire_job_release(&w);
+    /* another machine's include paths never travel */
+    snprintf(j.opts[j.nopts - 1], sizeof j.opts[0], "-I/home/someone/cuda/include");
+    b.len = 0;
+    assert_int_equal(kevo_wire_job_pack(&b, 43, &j, 300, &err), KEVO_OK);
+    assert_null(memmem(b.data, b.len, "/home/someone", 13));
+    kv_buf_release(&b);
+}
+
+static void test_result_roundtrip(void **state)
+{
+    (void)state;
+    kevo_compile_job r, got;
+    make_result(&r);
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    assert_int_equal(kevo_wire_result_pack(&b, 7, &r, &err), KEVO_OK);
+    memset(&got, 0, sizeof got);
+    int64_t id = 0;
+    assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &got, &err), KEVO_OK);
+    assert_int_equal(id, 7);
+    assert_int_equal(got.fail, KEVO_FAIL_NONE);
+    assert_string_equal(got.log, r.log);
+    assert_int_equal(got.cubin_size, r.cubin_size);
+    assert_memory_equal(got.cubin, r.cubin, r.cubin_size);
+    assert_true(got.seconds == 0.25);
+    assert_int_equal(got.regs, 10);
+    assert_int_equal(got.spill_bytes, 0);
+    assert_int_equal(got.smem_static, 1024);
+    assert_int_equal(got.stack_bytes, 8);
+    kevo_compile_job_release(&got);
+    /* a failed compile: no cubin, unknown figures, no time */
+    kevo_compile_job_release(&r);
+    memset(&r, 0, sizeof r);
+    r.fail = KEVO_FAIL_COMPILE_CRASH;
+    r.log = kv_strdup("compiler process died with signal 11 (Segmentation fault)");
+    r.regs = r.spill_bytes = r.smem_static = r.stack_bytes = -1;
+    r.seconds = NAN;
+    b.len = 0;
+    assert_int_equal(kevo_wire_result_pack(&b, 8, &r, &err), KEVO_OK);
+    memset(&got, 0, sizeof got);
+    assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &got, &err), KEVO_OK);
+    assert_int_equal(got.fail, KEVO_FAIL_COMPILE_CRASH);
+    assert_null(got.cubin);
+    assert_int_equal(got.regs, -1);
+    assert_true(isnan(got.seconds));
+    assert_string_equal(got.log, r.log);
+    kevo_compile_job_release(&got);
+    kevo_compile_job_release(&r);
+    kv_buf_release(&b);
+}
+
+static void test_hello_and_control(void **state)
+{
+    (void)state;
+    kevo_wire_hello h = {.rank = 3, .pid = 1234, .slots = 16}, g;
+    snprintf(h.host, sizeof h.host, "node7");
+    snprintf(h.nvrtc, sizeof h.nvrtc, "13.0");
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    assert_int_equal(kevo_wire_hello_pack(&b, &h, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_hello_unpack(b.data, b.len, &g, &err), KEVO_OK);
+    assert_int_equal(g.rank, 3);
+    assert_int_equal(g.pid, 1234);
+    assert_int_equal(g.slots, 16);
+    assert_string_equal(g.host, "node7");
+    assert_string_equal(g.nvrtc, "13.0");
+    /* a hello is not a job */
+    kevo_wire_job w;
+    assert_int_equal(kevo_wire_job_unpack(b.data, b.len, &w, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'hello' message where a 'job' one"));
+    for (int t = KEVO_WIRE_ALIVE; t <= KEVO_WIRE_FIN; t++) {
+        for (int fin = 0; fin < 2; fin++) {
+            b.len = 0;
+            assert_int_equal(kevo_wire_control_pack(&b, (kevo_wire_type)t, fin, &err), KEVO_OK);
+            bool f = !fin;
+            assert_int_equal(kevo_wire_control_unpack(b.data, b.len, (kevo_wire_type)t, &f, &err), KEVO_OK);
+            assert_int_equal(f, t == KEVO_WIRE_FIN && fin);
+        }
+    }
+    assert_int_equal(kevo_wire_control_pack(&b, KEVO_WIRE_JOB, false, &err), KEVO_ERR_ARG);
+    kv_buf_release(&b);
+}
+
+/* Build a frame by hand: version, header text, then data bytes. */
+static void frame(kv_buf *b, uint32_t version, const char *hdr, const void *data, size_t n)
+{
+    b->len = 0;
+    unsigned char pre[12] = {'K', 'E', 'V', 'O'};
+    uint32_t jl = (uint32_t)strlen(hdr);
+    for (int i = 0; i < 4; i++) {
+        pre[4 + i] = (unsigned char)(version >> (8 * i));
+        pre[8 + i] = (unsigned char)(jl >> (8 * i));
+    }
+    kv_buf_append(b, pre, sizeof pre);
+    kv_buf_append(b, hdr, jl);
+    if (n)
+        kv_buf_append(b, data, n);
+}
+
+static void expect_refused(const kv_buf *b, kevo_status want, const char *says)
+{
+    kevo_wire_job w;
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_wire_job_unpack(b->data, b->len, &w, &err);
+    if (st != want || !strstr(err.msg, says))
+        fprintf(stderr, "got status %d, message '%s'; wanted %d and '%s'\n", st, err.msg, want, says);
+    assert_int_equal(st, want);
+    assert_non_null(strstr(err.msg, says));
+}
+
+static void test_bad_frames(void **state)
+{
+    (void)state;
+    kv_buf b;
+    kv_buf_init(&b);
+    const char ok[] = "{\"type\":\"job\",\"id\":1,\"name\":\"k.cu\",\"arch\":\"sm_90a\",\"timeout_s\":300,"
+                      "\"source_len\":3,\"opts\":[\"-std=c++17\"]}";
+    frame(&b, KEVO_WIRE_VERSION, ok, "abc", 3);
+    kevo_wire_job w;
+    kevo_err err;
+    assert_int_equal(kevo_wire_job_unpack(b.data, b.len, &w, &err), KEVO_OK);
+    assert_string_equal(w.source, "abc");
+    kevo_wire_job_release(&w);
+
+    frame(&b, KEVO_WIRE_VERSION + 1, ok, "abc", 3);
+    expect_refused(&b, KEVO_ERR_UNSUPPORTED, "protocol version 2 (this kevo speaks 1)");
+    frame(&b, KEVO_WIRE_VERSION, ok, "ab", 2);
+    expect_refused(&b, KEVO_ERR_PARSE, "names 3 bytes of data but carries 2");
+    frame(&b, KEVO_WIRE_VERSION, ok, "abcd", 4);
+    expect_refused(&b, KEVO_ERR_PARSE, "names 3 bytes of data but carries 4");
+    frame(&b, KEVO_WIRE_VERSION, ok, "a\0c", 3);
+    expect_refused(&b, KEVO_ERR_PARSE, "NUL");
+    frame(&b, KEVO_WIRE_VERSION, "[1,2]", NULL, 0);
+    expect_refused(&b, KEVO_ERR_PARSE, "not a JSON object");
+    frame(&b, KEVO_WIRE_VERSION, "{\"type\":\"gossip\"}", NULL, 0);
+    expect_refused(&b, KEVO_ERR_PARSE, "no known type");
+    static const char *const bad[][2] = {
+        {"{\"type\":\"job\",\"id\":-1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0,\"opts\":[]}",
+         "'id'"},
+        {"{\"type\":\"job\",\"id\":1.5,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0,\"opts\":[]}",
+         "'id'"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":0,\"source_len\":0,\"opts\":[]}",
+         "'timeout_s'"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":7,\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0,\"opts\":[]}",
+         "'name'"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"gfx90a\",\"timeout_s\":3,\"source_len\":0,\"opts\":[]}",
+         "arch 'gfx90a'"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":1e30,\"opts\":[]}",
+         "'source_len'"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0,"
+         "\"opts\":[\"-I/etc\"]}",
+         "without an include path"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0,\"opts\":[3]}",
+         "compile option"},
+        {"{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0}", "'opts'"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        frame(&b, KEVO_WIRE_VERSION, bad[i][0], NULL, 0);
+        expect_refused(&b, KEVO_ERR_PARSE, bad[i][1]);
+    }
+    /* too many options for the job's table */
+    kv_buf h;
+    kv_buf_init(&h);
+    kv_buf_puts(&h, "{\"type\":\"job\",\"id\":1,\"name\":\"k\",\"arch\":\"sm_90a\",\"timeout_s\":3,\"source_len\":0,"
+                    "\"opts\":[");
+    for (int i = 0; i < KEVO_COMPILE_MAX_OPTS; i++)
+        kv_buf_printf(&h, "%s\"-DX%d\"", i ? "," : "", i);
+    kv_buf_puts(&h, "]}");
+    frame(&b, KEVO_WIRE_VERSION, h.data, NULL, 0);
+    expect_refused(&b, KEVO_ERR_PARSE, "more than");
+    kv_buf_release(&h);
+    /* a header longer than the frame, a frame too short for its prefix */
+    frame(&b, KEVO_WIRE_VERSION, ok, "abc", 3);
+    b.data[8] = (char)0xff;
+    expect_refused(&b, KEVO_ERR_PARSE, "header of");
+    expect_refused(&(kv_buf){.data = "KEVO", .len = 4}, KEVO_ERR_PARSE, "not a kevo message");
+
+    /* results: only a compile's four outcomes, a success carries a cubin */
+    kevo_compile_job j;
+    memset(&j, 0, sizeof j);
+    int64_t id;
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"result\",\"id\":1,\"fail\":\"wrong_result\",\"seconds\":1,\"regs\":1,\"spill_bytes\":0,"
+          "\"smem_static\":0,\"stack_bytes\":0,\"log_len\":0,\"cubin_len\":0}",
+          NULL, 0);
+    assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &j, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "wrong_result"));
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"result\",\"id\":1,\"fail\":\"none\",\"seconds\":1,\"regs\":1,\"spill_bytes\":0,"
+          "\"smem_static\":0,\"stack_bytes\":0,\"log_len\":0,\"cubin_len\":0}",
+          NULL, 0);
+    assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &j, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "without a cubin"));
+    assert_null(j.log);
+    assert_null(j.cubin);
+    kv_buf_release(&b);
+}
+
+/* Every prefix of every frame, and every frame with one byte changed, is
+ * read or refused, never read past (a cheap, deterministic fuzz). */
+static void test_cut_and_flipped(void **state)
+{
+    (void)state;
+    kv_buf frames[4];
+    kevo_err err;
+    kevo_compile_job j, r;
+    make_job(&j);
+    make_result(&r);
+    kevo_wire_hello h = {.rank = 1, .pid = 9, .slots = 2};
+    snprintf(h.host, sizeof h.host, "h");
+    snprintf(h.nvrtc, sizeof h.nvrtc, "13.0");
+    for (int i = 0; i < 4; i++)
+        kv_buf_init(&frames[i]);
+    assert_int_equal(kevo_wire_job_pack(&frames[0], 1, &j, 60, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_result_pack(&frames[1], 2, &r, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_hello_pack(&frames[2], &h, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_control_pack(&frames[3], KEVO_WIRE_FIN, true, &err), KEVO_OK);
+    for (int f = 0; f < 4; f++) {
+        size_t n = frames[f].len;
+        unsigned char *copy = malloc(n);
+        for (size_t cut = 0; cut <= n; cut++) {
+            for (long flip = -1; flip < (long)cut; flip++) {
+                memcpy(copy, frames[f].data, cut);
+                if (flip >= 0)
+                    copy[flip] ^= (unsigned char)(0x5a + flip);
+                /* an exact-size heap block: the sanitizer catches a read past it */
+                unsigned char *msg = malloc(cut ? cut : 1);
+                memcpy(msg, copy, cut);
+                kevo_wire_job w;
+                kevo_compile_job out;
+                memset(&out, 0, sizeof out);
+                int64_t id;
+                kevo_wire_hello g;
+                bool fin;
+                kevo_wire_type t;
+                kevo_err_clear(&err);
+                if (kevo_wire_job_unpack(msg, cut, &w, &err) == KEVO_OK)
+                    kevo_wire_job_release(&w);
+                else
+                    assert_true(err.msg[0] != '\0');
+                if (kevo_wire_result_unpack(msg, cut, &id, &out, &err) == KEVO_OK)
+                    kevo_compile_job_release(&out);
+                (void)kevo_wire_hello_unpack(msg, cut, &g, &err);
+                (void)kevo_wire_control_unpack(msg, cut, KEVO_WIRE_FIN, &fin, &err);
+                (void)kevo_wire_type_of(msg, cut, &t, &err);
+                free(msg);
+                if (cut < n && flip > 16) /* past the prefix, only whole frames are flipped */
+                    break;
+            }
+        }
+        free(copy);
+        kv_buf_release(&frames[f]);
+    }
+    kevo_compile_job_release(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_result_roundtrip),
+        cmocka_unit_test(test_hello_and_control), cmocka_unit_test(test_bad_frames),
+        cmocka_unit_test(test_cut_and_flipped),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
