@@ -44,7 +44,8 @@ static const struct {
      "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch sm_90a] [--policy P]\n"
      "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
      "          [--jobs N] [--batch N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
-     "          [--device N] [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
+     "          [--device N | --devices all|N,N,... [--mixed-devices]]\n"
+     "          [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
      "          [--where EXPR] [--time-limit S] [--plateau N] [--target SPEEDUP]\n"
      "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
      "          [--generators template,llm] [--llm-url URL] [--llm-model M] [--llm-budget N]\n"
@@ -64,6 +65,11 @@ static const struct {
      "             round before it proposes the next; --jobs (default: the CPUs) compiles up to\n"
      "             that many of a round at once and never changes what is proposed\n"
      "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
+     "  --devices  evaluate on several GPUs at once, one worker each (all: every GPU here);\n"
+     "             each GPU times its own peers and each candidate's speedup is over its own\n"
+     "             GPU's baseline; results are applied in proposal order, so the proposals do\n"
+     "             not depend on the number of GPUs.  GPUs of different models are refused\n"
+     "             unless --mixed-devices.  Not with --shapes yet\n"
      "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, GPU, LLM) and every\n"
      "             rank compiles (each with its own --jobs); the candidates are those of one\n"
      "             process.  A rank that dies or hangs is named and its compiles go back to\n"
@@ -306,7 +312,7 @@ enum {
     OPT_TORCH,
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
     OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_PROMPTS, /* tune: the LLM */
-    OPT_MPI,
+    OPT_MPI, OPT_DEVICES, OPT_MIXED_DEVICES,
     OPT__END
 };
 _Static_assert(OPT__END <= 256 + 64, "cli_repeated keeps one bit per option");
@@ -444,6 +450,8 @@ static int cmd_tune(int argc, char **argv)
         {"llm-prompt-chars", required_argument, 0, OPT_LLM_PROMPT_CHARS},
         {"prompts", required_argument, 0, OPT_PROMPTS},
         {"mpi", no_argument, 0, OPT_MPI},
+        {"devices", required_argument, 0, OPT_DEVICES},
+        {"mixed-devices", no_argument, 0, OPT_MIXED_DEVICES},
         {0, 0, 0, 0},
     };
     kevo_tune_opts o;
@@ -470,6 +478,8 @@ static int cmd_tune(int argc, char **argv)
         case OPT_QUIET: quiet = true; break;
         case OPT_NOBAR: nobar = true; break;
         case OPT_MPI: mpi = true; break;
+        case OPT_DEVICES: o.devices = optarg; break;
+        case OPT_MIXED_DEVICES: o.mixed_devices = true; break;
         case OPT_TEMPLATES: o.extra_templates = optarg; o.given |= KEVO_TUNE_GIVEN_TEMPLATES; break;
         case OPT_WHERE: o.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
         case OPT_WARM: o.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;

@@ -20,7 +20,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 6
+#define ST_SCHEMA_VERSION 7
 
 struct kevo_db {
     sqlite3 *h;
@@ -68,6 +68,15 @@ struct kevo_db {
     " run_id INTEGER PRIMARY KEY REFERENCES runs(id), generators TEXT, llm_budget INTEGER, url TEXT,"        \
     " model TEXT, temperature REAL, seed INTEGER, max_tokens INTEGER);"
 
+/* Tables schema 7 added: the GPUs a run evaluated on (--devices), each with
+ * its own peers, ceilings and throughput. */
+#define ST_SCHEMA_V7_TABLES                                                                                  \
+    "CREATE TABLE run_devices("                                                                              \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, ordinal INTEGER, host TEXT,"       \
+    " name TEXT, pci_bus TEXT, sm_count INTEGER, baseline_ms REAL, baseline_bcast_ms REAL, decomposed_ms REAL," \
+    " peak_tflops REAL, copy_tbps REAL, evaluated INTEGER, busy_s REAL, loop_s REAL,"                        \
+    " PRIMARY KEY(run_id, idx));"
+
 static const char st_schema_sql[] =
     "CREATE TABLE runs("
     " id INTEGER PRIMARY KEY, op TEXT, shape TEXT, dtype TEXT, arch TEXT, policy TEXT, families TEXT,"
@@ -88,7 +97,7 @@ static const char st_schema_sql[] =
     " smem_static INTEGER, smem_dynamic INTEGER, compile_s REAL, median_ms REAL, min_ms REAL,"
     " rel_err REAL, max_abs_err REAL, tflops REAL, speedup REAL, checks INTEGER, created_at TEXT,"
     " vs_peer REAL, roofline REAL, ci_lo_ms REAL, ci_hi_ms REAL, model_ms REAL, fitness REAL, tied INTEGER,"
-    " UNIQUE(run_id, family, params));"
+    " device INTEGER, eval_s REAL, UNIQUE(run_id, family, params));"
     "CREATE INDEX candidates_run_seq ON candidates(run_id, seq);"
     "CREATE TABLE edges("
     " run_id INTEGER NOT NULL, parent_id INTEGER NOT NULL REFERENCES candidates(id),"
@@ -97,7 +106,8 @@ static const char st_schema_sql[] =
     "CREATE INDEX edges_child ON edges(child_id);"
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
-    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES;
+    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES \
+        ST_SCHEMA_V7_TABLES;
 
 /* ---- errors ---- */
 
@@ -354,7 +364,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=6", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=7", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -368,7 +378,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 6, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 7, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -381,7 +391,9 @@ _Static_assert(ST_SCHEMA_VERSION == 6, "user_version literal in st_create_schema
  *   4 -> 5: LLM generations and a run's LLM settings;
  *   5 -> 6: how a run's op peer measured after the search was made (the
  *           candidate whose configuration ran without the co-design, its
- *           kernel's time and the broadcast's). */
+ *           kernel's time and the broadcast's);
+ *   6 -> 7: the GPUs of a run (--devices: each one's peers, ceilings and
+ *           throughput) and each candidate's device and evaluation time. */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -402,6 +414,8 @@ static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN peer_kernel_ms REAL;"
     "ALTER TABLE runs ADD COLUMN peer_gather_ms REAL;"
     "PRAGMA user_version=6;",
+    "ALTER TABLE candidates ADD COLUMN device INTEGER;"
+    "ALTER TABLE candidates ADD COLUMN eval_s REAL;" ST_SCHEMA_V7_TABLES "PRAGMA user_version=7;",
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 
@@ -1051,6 +1065,8 @@ void kevo_cand_row_init(kevo_cand_row *c)
     c->median_ms = c->min_ms = c->rel_err = c->max_abs_err = c->tflops = c->speedup = NAN;
     c->vs_peer = c->roofline = c->ci_lo_ms = c->ci_hi_ms = c->model_ms = c->fitness = NAN;
     c->tied = -1;
+    c->device = -1;
+    c->eval_s = NAN;
 }
 
 void kevo_cand_row_release(kevo_cand_row *c)
@@ -1075,9 +1091,9 @@ void kevo_cand_rows_free(kevo_cand_row *rows, int n)
 #define ST_CAND_COLS                                                                                        \
     "run_id, seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, "          \
     "spill_bytes, smem_static, smem_dynamic, compile_s, median_ms, min_ms, rel_err, max_abs_err, tflops, " \
-    "speedup, checks, vs_peer, roofline, ci_lo_ms, ci_hi_ms, model_ms, fitness, tied"
+    "speedup, checks, vs_peer, roofline, ci_lo_ms, ci_hi_ms, model_ms, fitness, tied, device, eval_s"
 
-/* Bind the 29 columns of ST_CAND_COLS in order. */
+/* Bind the 31 columns of ST_CAND_COLS in order. */
 static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
 {
     st_b_i64(b, c->run_id);
@@ -1109,6 +1125,8 @@ static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
     st_b_double(b, c->model_ms);
     st_b_double(b, c->fitness);
     st_b_int_opt(b, c->tied, -1);
+    st_b_int_opt(b, c->device, -1);
+    st_b_double(b, c->eval_s);
 }
 
 /* Read a row selected as "id, " ST_CAND_COLS into c (initialized here);
@@ -1147,6 +1165,8 @@ static bool st_read_cand(sqlite3_stmt *st, kevo_cand_row *c)
     c->model_ms = st_col_double(st, i++);
     c->fitness = st_col_double(st, i++);
     c->tied = st_col_int_opt(st, i++, -1);
+    c->device = st_col_int_opt(st, i++, -1);
+    c->eval_s = st_col_double(st, i++);
     if (!ok)
         kevo_cand_row_release(c);
     return ok;
@@ -1172,7 +1192,7 @@ kevo_status kevo_db_cand_insert(kevo_db *db, kevo_cand_row *c, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(db,
                                "INSERT INTO candidates(" ST_CAND_COLS ", created_at) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &st, err, "candidate insert");
     if (s)
         return s;
@@ -1205,7 +1225,7 @@ kevo_status kevo_db_cand_update(kevo_db *db, const kevo_cand_row *c, kevo_err *e
                                "binary_key=?, status=?, fail=?, fail_msg=?, regs=?, spill_bytes=?, smem_static=?, "
                                "smem_dynamic=?, compile_s=?, median_ms=?, min_ms=?, rel_err=?, max_abs_err=?, "
                                "tflops=?, speedup=?, checks=?, vs_peer=?, roofline=?, ci_lo_ms=?, ci_hi_ms=?, "
-                               "model_ms=?, fitness=?, tied=? WHERE id=?",
+                               "model_ms=?, fitness=?, tied=?, device=?, eval_s=? WHERE id=?",
                                &st, err, "candidate update");
     if (s)
         return s;
@@ -1476,6 +1496,77 @@ kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape *
         return s;
     sqlite3_bind_int64(st, 1, run_id);
     return st_collect(db, st, sizeof **v, st_read_run_shape, (void **)v, n, err, "the shapes of a run");
+}
+
+kevo_status kevo_db_run_devices_put(kevo_db *db, int64_t run_id, const kevo_run_device *v, int n, kevo_err *err)
+{
+    kevo_status s = KEVO_OK;
+    for (int i = 0; i < n && !s; i++) {
+        sqlite3_stmt *st;
+        s = st_prepare(db,
+                       "INSERT OR REPLACE INTO run_devices(run_id, idx, ordinal, host, name, pci_bus, sm_count, "
+                       "baseline_ms, baseline_bcast_ms, decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, "
+                       "loop_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       &st, err, "run device insert");
+        if (s)
+            break;
+        st_binder b;
+        st_bind_init(&b, st);
+        st_b_i64(&b, run_id);
+        st_b_i64(&b, v[i].idx);
+        st_b_i64(&b, v[i].ordinal);
+        st_b_text(&b, v[i].host);
+        st_b_text(&b, v[i].name);
+        st_b_text(&b, v[i].pci_bus);
+        st_b_i64(&b, v[i].sm_count);
+        st_b_double(&b, v[i].baseline_ms);
+        st_b_double(&b, v[i].baseline_bcast_ms);
+        st_b_double(&b, v[i].decomposed_ms);
+        st_b_double(&b, v[i].peak_tflops);
+        st_b_double(&b, v[i].copy_tbps);
+        st_b_i64(&b, v[i].evaluated);
+        st_b_double(&b, v[i].busy_s);
+        st_b_double(&b, v[i].loop_s);
+        if (b.rc != SQLITE_OK)
+            return st_bind_fail(db, st, b.rc, err, "run device");
+        s = st_exec_stmt(db, st, err, "insert run device");
+    }
+    return s;
+}
+
+static void st_read_run_device(sqlite3_stmt *st, void *p)
+{
+    kevo_run_device *r = p;
+    r->idx = sqlite3_column_int(st, 0);
+    r->ordinal = sqlite3_column_int(st, 1);
+    st_col_text(st, 2, r->host, sizeof r->host);
+    st_col_text(st, 3, r->name, sizeof r->name);
+    st_col_text(st, 4, r->pci_bus, sizeof r->pci_bus);
+    r->sm_count = sqlite3_column_int(st, 5);
+    r->baseline_ms = st_col_double(st, 6);
+    r->baseline_bcast_ms = st_col_double(st, 7);
+    r->decomposed_ms = st_col_double(st, 8);
+    r->peak_tflops = st_col_double(st, 9);
+    r->copy_tbps = st_col_double(st, 10);
+    r->evaluated = sqlite3_column_int(st, 11);
+    r->busy_s = st_col_double(st, 12);
+    r->loop_s = st_col_double(st, 13);
+}
+
+kevo_status kevo_db_run_devices_get(kevo_db *db, int64_t run_id, kevo_run_device **v, int *n, kevo_err *err)
+{
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db,
+                               "SELECT idx, ordinal, host, name, pci_bus, sm_count, baseline_ms, baseline_bcast_ms, "
+                               "decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, loop_s FROM run_devices "
+                               "WHERE run_id=? ORDER BY idx",
+                               &st, err, "run devices read");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    return st_collect(db, st, sizeof **v, st_read_run_device, (void **)v, n, err, "the devices of a run");
 }
 
 kevo_status kevo_db_shape_result_put(kevo_db *db, int64_t cand_id, const kevo_shape_result *r, kevo_err *err)

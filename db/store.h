@@ -130,6 +130,8 @@ typedef struct kevo_cand_row {
                               vs_peer over a distribution's shapes; 0 failed; NaN unknown */
     int tied;              /* after the paired re-timing: 1 cannot be told apart from the winner, 0 separated,
                               -1 not re-timed */
+    int device;            /* the run's device (run_devices.idx) that evaluated it; -1 none or unknown */
+    double eval_s;         /* wall seconds of its evaluation (verification and timing); NaN unknown */
 } kevo_cand_row;
 
 void kevo_cand_row_init(kevo_cand_row *c);
@@ -201,6 +203,28 @@ typedef struct kevo_run_shape {
 kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_shape *v, int n, kevo_err *err);
 /* The shape rows of a run by idx; *v malloc'd (caller frees), *n may be 0. */
 kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err);
+
+/* One GPU a run evaluated on (--devices): its own peers and ceilings, and
+ * its throughput over the last process's search loop. */
+typedef struct kevo_run_device {
+    int idx;                /* 0.. : what kevo_cand_row.device names */
+    int ordinal;            /* its CUDA device ordinal on its host */
+    char host[256];
+    char name[128];
+    char pci_bus[32];
+    int sm_count;
+    double baseline_ms, baseline_bcast_ms, decomposed_ms; /* its peers, ms; NaN not measured */
+    double peak_tflops, copy_tbps;                        /* its ceilings; NaN not measured */
+    int evaluated;          /* candidates it evaluated */
+    double busy_s;          /* seconds it had an evaluation in flight */
+    double loop_s;          /* seconds of the search loop it served; NaN before the end */
+} kevo_run_device;
+
+/* Insert or replace the device rows v[0..n) of a run (by idx).  Errors:
+ * KEVO_ERR_DB. */
+kevo_status kevo_db_run_devices_put(kevo_db *db, int64_t run_id, const kevo_run_device *v, int n, kevo_err *err);
+/* The device rows of a run by idx; *v malloc'd (caller frees), *n may be 0. */
+kevo_status kevo_db_run_devices_get(kevo_db *db, int64_t run_id, kevo_run_device **v, int *n, kevo_err *err);
 
 /* A candidate's figures at one shape of a distribution run. */
 typedef struct kevo_shape_result {

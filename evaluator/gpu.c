@@ -23,6 +23,11 @@ struct kevo_gpu {
     int to_worker, from_worker;
     int restarts;
     kevo_gpu_info info;
+    /* the evaluation in flight (kevo_gpu_submit) */
+    bool inflight;
+    double t_submit;  /* kv_now() when it was sent */
+    double busy_s;    /* seconds with an evaluation in flight, over the evaluations ended */
+    int evaluated;    /* evaluations ended */
 };
 
 int gp_write(int fd, const void *p, size_t n)
@@ -110,14 +115,15 @@ static void gp_reap(kevo_gpu *g, char *msg, size_t n)
 
 static void gp_kill(kevo_gpu *g)
 {
+    g->inflight = false;
     if (g->pid > 0) {
         kill(g->pid, SIGKILL);
         gp_reap(g, NULL, 0);
     }
 }
 
-/* Fork a worker and wait for its hello. */
-static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
+/* Fork a worker; its hello is read by gp_hello_wait. */
+static kevo_status gp_fork(kevo_gpu *g, bool first, kevo_err *err)
 {
     int down[2], up[2];
     if (pipe(down) != 0)
@@ -148,6 +154,13 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
     g->pid = pid;
     g->to_worker = down[1];
     g->from_worker = up[0];
+    g->inflight = false;
+    return KEVO_OK;
+}
+
+/* Wait for a forked worker's hello. */
+static kevo_status gp_hello_wait(kevo_gpu *g, bool first, kevo_err *err)
+{
     gp_hello hello;
     /* start-up times the baseline and the ceilings: allow minutes */
     int r = gp_read_deadline(g->from_worker, &hello, sizeof hello, kv_now() + (first ? 900.0 : 300.0));
@@ -166,6 +179,7 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
     }
     if (hello.status != KEVO_OK) {
         gp_reap(g, NULL, 0);
+        hello.msg[sizeof hello.msg - 1] = '\0';
         return kevo_err_set(err, (kevo_status)hello.status, "%s", hello.msg);
     }
     if (first)
@@ -173,8 +187,16 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
     return KEVO_OK;
 }
 
-kevo_status kevo_gpu_probe(int device, kevo_err *err)
+/* Fork a worker and wait for its hello. */
+static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
 {
+    kevo_status st = gp_fork(g, first, err);
+    return st ? st : gp_hello_wait(g, first, err);
+}
+
+kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
+{
+    *n = 0;
     int up[2];
     if (pipe(up) != 0)
         return kevo_err_set(err, KEVO_ERR_WORKER, "unable to create a pipe: %s", strerror(errno));
@@ -187,23 +209,49 @@ kevo_status kevo_gpu_probe(int device, kevo_err *err)
     }
     if (pid == 0) {
         close(up[0]);
-        kv_gpu_probe_main(device, up[1]);
+        kv_gpu_probe_main(up[1]);
     }
     close(up[1]);
-    gp_hello hello;
-    int r = gp_read_deadline(up[0], &hello, sizeof hello, kv_now() + 120.0);
+    gp_probe *pr = malloc(sizeof *pr);
+    int r = pr ? gp_read_deadline(up[0], pr, sizeof *pr, kv_now() + 120.0) : -1;
     close(up[0]);
     if (r == 1)
         kill(pid, SIGKILL);
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;
-    if (r != 0)
-        return kevo_err_set(err, KEVO_ERR_WORKER, "the GPU probe %s",
-                            r == 1 ? "gave no answer within 120 s" : "ended without an answer");
-    hello.msg[sizeof hello.msg - 1] = '\0';
-    if (hello.status != KEVO_OK)
-        return kevo_err_set(err, (kevo_status)hello.status, "%s", hello.msg);
+    if (!pr)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kevo_status st = KEVO_OK;
+    if (r != 0) {
+        st = kevo_err_set(err, KEVO_ERR_WORKER, "the GPU probe %s",
+                          r == 1 ? "gave no answer within 120 s" : "ended without an answer");
+    } else if (pr->status != KEVO_OK) {
+        pr->msg[sizeof pr->msg - 1] = '\0';
+        st = kevo_err_set(err, (kevo_status)pr->status, "%s", pr->msg);
+    } else {
+        for (int i = 0; i < pr->count && i < KEVO_GPU_MAX_DEVICES && i < max; i++) {
+            out[i] = pr->dev[i];
+            out[i].name[sizeof out[i].name - 1] = '\0';
+            out[i].pci_bus[sizeof out[i].pci_bus - 1] = '\0';
+        }
+        *n = pr->count < max ? pr->count : max;
+        if (*n > KEVO_GPU_MAX_DEVICES)
+            *n = KEVO_GPU_MAX_DEVICES;
+    }
+    free(pr);
+    return st;
+}
+
+kevo_status kevo_gpu_probe(int device, kevo_err *err)
+{
+    kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
+    int n = 0;
+    kevo_status st = kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &n, err);
+    if (st)
+        return st;
+    if (device < 0 || device >= n)
+        return kevo_err_set(err, KEVO_ERR_NO_GPU, "no CUDA device %d (this machine has %d)", device, n);
     return KEVO_OK;
 }
 
@@ -225,6 +273,48 @@ kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_
         *info = g->info;
     *out = g;
     return KEVO_OK;
+}
+
+kevo_status kevo_gpu_start_many(const kevo_gpu_config *cfg, int n, kevo_gpu **out, kevo_gpu_info *info,
+                                kevo_err *err)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = NULL;
+    signal(SIGPIPE, SIG_IGN);
+    kevo_status st = KEVO_OK;
+    int forked = 0;
+    for (; forked < n && !st; forked++) {
+        if (!(out[forked] = calloc(1, sizeof *out[forked]))) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        out[forked]->cfg = cfg[forked];
+        out[forked]->pid = -1;
+        st = gp_fork(out[forked], true, err);
+        if (st) {
+            free(out[forked]);
+            out[forked] = NULL;
+            kevo_err_prefix(err, "device %d", cfg[forked].device);
+            break;
+        }
+    }
+    for (int i = 0; i < forked && out[i]; i++) {
+        kevo_err e2;
+        kevo_status s2 = st ? KEVO_OK : gp_hello_wait(out[i], true, &e2);
+        if (s2) {
+            st = s2;
+            *err = e2;
+            kevo_err_prefix(err, "device %d", cfg[i].device);
+        } else if (!st && info) {
+            info[i] = out[i]->info;
+        }
+    }
+    if (st)
+        for (int i = 0; i < n; i++) {
+            kevo_gpu_stop(out[i]);
+            out[i] = NULL;
+        }
+    return st;
 }
 
 /* A live worker: a fresh one (no baseline, no ceilings: the first one's
@@ -253,10 +343,11 @@ static int gp_send(kevo_gpu *g, const kevo_gpu_request *req)
     return gp_write(g->to_worker, &rq, sizeof rq) || gp_write(g->to_worker, req->cubin, req->cubin_size) ? -1 : 0;
 }
 
-kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err)
+kevo_status kevo_gpu_submit(kevo_gpu *g, const kevo_gpu_request *req, kevo_err *err)
 {
-    memset(res, 0, sizeof *res);
-    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
+    if (g->inflight)
+        return kevo_err_set(err, KEVO_ERR_BUSY, "the GPU worker of device %d has an evaluation in flight",
+                            g->cfg.device);
     for (int attempt = 0; attempt < 2; attempt++) {
         kevo_status st = gp_ensure(g, err);
         if (st)
@@ -266,34 +357,132 @@ kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_res
             gp_kill(g);
             continue;
         }
-        gp_response rs;
-        int r = gp_read_deadline(g->from_worker, &rs, sizeof rs, kv_now() + g->cfg.timeout_s);
-        if (r == 2) {
-            gp_kill(g);
-            return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
-                                kv_signal_caught());
-        }
-        if (r == 1) {
-            kill(g->pid, SIGKILL);
-            gp_reap(g, NULL, 0);
-            res->fail = KEVO_FAIL_EVAL_TIMEOUT;
-            snprintf(res->msg, sizeof res->msg, "no result within %.0f s (hang or deadlock); worker restarted",
-                     g->cfg.timeout_s);
-            return KEVO_OK;
-        }
-        if (r != 0) {
-            char why[160];
-            gp_reap(g, why, sizeof why);
-            res->fail = KEVO_FAIL_WORKER_CRASH;
-            snprintf(res->msg, sizeof res->msg, "%s while evaluating; worker restarted", why);
-            return KEVO_OK;
-        }
-        *res = rs.res;
-        if (rs.restart)
-            gp_reap(g, NULL, 0);
+        g->inflight = true;
+        g->t_submit = kv_now();
         return KEVO_OK;
     }
     return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker keeps dying before it reads a request");
+}
+
+bool kevo_gpu_busy(const kevo_gpu *g)
+{
+    return g && g->inflight;
+}
+
+/* The evaluation in flight has ended (r: gp_read_deadline's answer for its
+ * response rs): its result, the worker reaped or killed as needed. */
+static void gp_finish(kevo_gpu *g, int r, const gp_response *rs, kevo_gpu_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
+    g->inflight = false;
+    g->busy_s += kv_now() - g->t_submit;
+    g->evaluated++;
+    if (r == 1) {
+        kill(g->pid, SIGKILL);
+        gp_reap(g, NULL, 0);
+        res->fail = KEVO_FAIL_EVAL_TIMEOUT;
+        snprintf(res->msg, sizeof res->msg, "no result within %.0f s (hang or deadlock); worker restarted",
+                 g->cfg.timeout_s);
+    } else if (r != 0) {
+        char why[160];
+        gp_reap(g, why, sizeof why);
+        res->fail = KEVO_FAIL_WORKER_CRASH;
+        snprintf(res->msg, sizeof res->msg, "%s while evaluating; worker restarted", why);
+    } else {
+        *res = rs->res;
+        if (rs->restart)
+            gp_reap(g, NULL, 0);
+    }
+}
+
+kevo_status kevo_gpu_wait(kevo_gpu *const *g, int n, double wait_s, int *which, kevo_gpu_result *res,
+                          kevo_err *err)
+{
+    *which = -1;
+    if (n < 0 || n > KEVO_GPU_MAX_DEVICES * 8)
+        return kevo_err_set(err, KEVO_ERR_ARG, "kevo_gpu_wait takes 0..%d workers", KEVO_GPU_MAX_DEVICES * 8);
+    struct pollfd pfd[KEVO_GPU_MAX_DEVICES * 8];
+    int idx[KEVO_GPU_MAX_DEVICES * 8];
+    double until = kv_now() + (wait_s > 0 ? wait_s : 0);
+    bool looked = false;
+    for (;;) {
+        if (kv_interrupted()) {
+            for (int i = 0; i < n; i++)
+                if (g[i] && g[i]->inflight) {
+                    g[i]->inflight = false;
+                    gp_kill(g[i]);
+                }
+            return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
+                                kv_signal_caught());
+        }
+        double now = kv_now(), wake = until;
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (!g[i] || !g[i]->inflight)
+                continue;
+            double deadline = g[i]->t_submit + g[i]->cfg.timeout_s;
+            if (now >= deadline) { /* a hang: its time is up */
+                gp_finish(g[i], 1, NULL, res);
+                *which = i;
+                return KEVO_OK;
+            }
+            if (deadline < wake)
+                wake = deadline;
+            pfd[m] = (struct pollfd){.fd = g[i]->from_worker, .events = POLLIN};
+            idx[m++] = i;
+        }
+        if (m == 0 || (looked && now >= until))
+            return KEVO_OK;
+        double left = wake - now;
+        /* wake at least once a second (a signal may land between the check and the poll) */
+        int ms = left <= 0 ? 0 : left > 1.0 ? 1000 : (int)(left * 1000) + 1;
+        int pr = poll(pfd, (nfds_t)m, ms);
+        looked = true;
+        if (pr < 0 && errno != EINTR)
+            return kevo_err_set(err, KEVO_ERR_WORKER, "waiting for the GPU workers: %s", strerror(errno));
+        for (int k = 0; pr > 0 && k < m; k++) {
+            if (!pfd[k].revents)
+                continue;
+            kevo_gpu *w = g[idx[k]];
+            /* the answer has begun: the rest follows at once, within the worker's limit */
+            gp_response *rs = malloc(sizeof *rs);
+            if (!rs)
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            int r = gp_read_deadline(w->from_worker, rs, sizeof *rs, w->t_submit + w->cfg.timeout_s);
+            if (r == 2) {
+                free(rs);
+                continue; /* the interruption is handled at the top */
+            }
+            gp_finish(w, r, rs, res);
+            free(rs);
+            *which = idx[k];
+            return KEVO_OK;
+        }
+    }
+}
+
+double kevo_gpu_busy_s(const kevo_gpu *g)
+{
+    return g ? g->busy_s + (g->inflight ? kv_now() - g->t_submit : 0) : 0;
+}
+
+int kevo_gpu_evaluated(const kevo_gpu *g)
+{
+    return g ? g->evaluated : 0;
+}
+
+kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
+    kevo_status st = kevo_gpu_submit(g, req, err);
+    if (st)
+        return st;
+    int which = -1;
+    while (which < 0 && !st)
+        st = kevo_gpu_wait(&g, 1, 3600.0, &which, res, err);
+    return st;
 }
 
 kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int warmup, int rounds,
@@ -302,6 +491,9 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
     if (n < 2 || n > KEVO_GPU_RETIME_MAX || rounds < 2 || n * rounds > KEVO_GPU_MAX_REPS || warmup < 0)
         return kevo_err_set(err, KEVO_ERR_ARG, "a re-timing takes 2..%d candidates and at most %d runs",
                             KEVO_GPU_RETIME_MAX, KEVO_GPU_MAX_REPS);
+    if (g->inflight)
+        return kevo_err_set(err, KEVO_ERR_BUSY, "the GPU worker of device %d has an evaluation in flight",
+                            g->cfg.device);
     for (int i = 0; i < n; i++)
         memset(&out[i], 0, sizeof out[i]);
     kevo_status st = gp_ensure(g, err);

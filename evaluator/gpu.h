@@ -102,6 +102,22 @@ typedef struct kevo_gpu_retime_result {
 
 typedef struct kevo_gpu kevo_gpu;
 
+#define KEVO_GPU_MAX_DEVICES 16 /* GPUs one process drives (--devices) */
+
+/* One GPU of this machine, as the driver names it. */
+typedef struct kevo_gpu_device {
+    int ordinal;
+    char name[128];
+    char pci_bus[32];
+    int cc_major, cc_minor;
+    int sm_count;
+} kevo_gpu_device;
+
+/* The GPUs of this machine (at most max, in ordinal order), found out in a
+ * short-lived child process like kevo_gpu_probe.  Errors: KEVO_ERR_NO_GPU
+ * (no driver, cuInit fails, no device), KEVO_ERR_WORKER. */
+kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err);
+
 /* Whether a CUDA driver and device ordinal `device` answer, found out in a
  * short-lived child process (the parent never touches the driver), so that a
  * command that needs a GPU can fail before it reads or writes anything.
@@ -113,10 +129,41 @@ kevo_status kevo_gpu_probe(int device, kevo_err *err);
  * message saying so, KEVO_ERR_CUDA, KEVO_ERR_WORKER. */
 kevo_status kevo_gpu_start(const kevo_gpu_config *cfg, kevo_gpu **out, kevo_gpu_info *info, kevo_err *err);
 
+/* Start n workers at once (each times its own baseline and ceilings: their
+ * start-ups overlap) and wait for all.  out[i] and info[i] for cfg[i].  On
+ * an error every worker started is stopped and the error names the device.
+ * Errors: as kevo_gpu_start. */
+kevo_status kevo_gpu_start_many(const kevo_gpu_config *cfg, int n, kevo_gpu **out, kevo_gpu_info *info,
+                                kevo_err *err);
+
 /* Evaluate one candidate.  A candidate's failure is a result (res->fail),
  * not an error; the worker is restarted behind the scenes when needed.
  * Errors: KEVO_ERR_WORKER when a fresh worker cannot be started. */
 kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err);
+
+/* The same in two steps, so that one process keeps several workers busy
+ * (one per GPU: --devices).  kevo_gpu_submit sends one evaluation and
+ * returns once the worker has it (req's cubin may then be freed); a worker
+ * takes one at a time.  A dead worker is restarted first, as in
+ * kevo_gpu_eval.  Errors: KEVO_ERR_BUSY (an evaluation is in flight),
+ * KEVO_ERR_WORKER (no worker can be started). */
+kevo_status kevo_gpu_submit(kevo_gpu *g, const kevo_gpu_request *req, kevo_err *err);
+
+/* Whether g has an evaluation in flight. */
+bool kevo_gpu_busy(const kevo_gpu *g);
+
+/* Wait up to wait_s seconds (0: just look) for the first of the n workers'
+ * evaluations in flight to end: *which is its index in g[] and res its
+ * result (a crash or a hang past the worker's time limit is a result, as in
+ * kevo_gpu_eval), or -1 when none ended in time or none is in flight.  NULL
+ * entries are skipped.  Errors: KEVO_ERR_INTERRUPTED after SIGINT/SIGTERM
+ * (every worker in flight is killed), KEVO_ERR_ARG. */
+kevo_status kevo_gpu_wait(kevo_gpu *const *g, int n, double wait_s, int *which, kevo_gpu_result *res,
+                          kevo_err *err);
+
+/* Seconds g spent with an evaluation in flight, and evaluations it ended. */
+double kevo_gpu_busy_s(const kevo_gpu *g);
+int kevo_gpu_evaluated(const kevo_gpu *g);
 
 /* Time n verified candidates (2..KEVO_GPU_RETIME_MAX) interleaved, to
  * compare them in pairs: after `warmup` runs of each, `rounds` rounds, each

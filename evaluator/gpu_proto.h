@@ -44,9 +44,17 @@ typedef struct gp_retime_response {
 int gp_write(int fd, const void *p, size_t n);
 int gp_read(int fd, void *p, size_t n);
 
-/* The probe's body (kevo_gpu_probe): one gp_hello (status and message,
- * no info) to wfd; never returns. */
-void kv_gpu_probe_main(int device, int wfd);
+/* probe -> parent, once: the machine's GPUs */
+typedef struct gp_probe {
+    int status; /* kevo_status */
+    char msg[1024];
+    int count; /* devices the driver reports (more than listed when over KEVO_GPU_MAX_DEVICES) */
+    kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
+} gp_probe;
+
+/* The probe's body (kevo_gpu_list, kevo_gpu_probe): one gp_probe to wfd;
+ * never returns. */
+void kv_gpu_probe_main(int wfd);
 
 /* The worker's body; never returns. */
 void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first);

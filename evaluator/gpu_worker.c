@@ -149,16 +149,33 @@ static kevo_status wk_find_device(kv_cu *cu, int device, kevo_err *err)
     return KEVO_OK;
 }
 
-void kv_gpu_probe_main(int device, int wfd)
+void kv_gpu_probe_main(int wfd)
 {
     kv_cu cu;
     kevo_err err;
     kevo_err_clear(&err);
-    gp_hello hello;
-    memset(&hello, 0, sizeof hello);
-    hello.status = wk_find_device(&cu, device, &err);
-    snprintf(hello.msg, sizeof hello.msg, "%s", err.msg);
-    _exit(gp_write(wfd, &hello, sizeof hello) ? 3 : 0);
+    gp_probe pr;
+    memset(&pr, 0, sizeof pr);
+    pr.status = wk_find_device(&cu, 0, &err);
+    if (pr.status == KEVO_OK) {
+        int count = 0;
+        cu.cuDeviceGetCount(&count);
+        pr.count = count;
+        for (int i = 0; i < count && i < KEVO_GPU_MAX_DEVICES; i++) {
+            kevo_gpu_device *d = &pr.dev[i];
+            CUdevice dev;
+            d->ordinal = i;
+            if (cu.cuDeviceGet(&dev, i) != CUDA_SUCCESS)
+                continue;
+            cu.cuDeviceGetName(d->name, sizeof d->name, dev);
+            cu.cuDeviceGetPCIBusId(d->pci_bus, sizeof d->pci_bus, dev);
+            cu.cuDeviceGetAttribute(&d->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+            cu.cuDeviceGetAttribute(&d->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+            cu.cuDeviceGetAttribute(&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+        }
+    }
+    snprintf(pr.msg, sizeof pr.msg, "%s", err.msg);
+    _exit(gp_write(wfd, &pr, sizeof pr) ? 3 : 0);
 }
 
 static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)

@@ -96,6 +96,15 @@ typedef struct tn_env {
     int jobs;
     double compile_timeout;
     kevo_mpi *mpi;     /* compiles spread over MPI ranks; NULL: here */
+    /* the GPUs evaluating at once (--devices): worker k is gpu for k = 0 and
+     * dgpu[k] after it, each with its own info (peers, ceilings); ord[k] its
+     * ordinal; run_devices.idx of worker k is dev_base + k */
+    int ndev;
+    int ord[KEVO_GPU_MAX_DEVICES];
+    kevo_gpu *dgpu[KEVO_GPU_MAX_DEVICES];
+    kevo_gpu_info dinfo[KEVO_GPU_MAX_DEVICES];
+    int dev_base;
+    double loop_t0;    /* kv_now() when the search loop began: the devices' throughput */
     /* a distribution run (--shapes): its shapes (0 is `shape` above), the
      * workers of shapes 1.. (0 is `gpu`) and each shape's peers as stored
      * with the run; NULL for a one-shape run */
@@ -124,6 +133,10 @@ static void tn_env_release(tn_env *e)
 {
     kevo_gpu_stop(e->gpu);
     e->gpu = NULL;
+    for (int k = 1; k < KEVO_GPU_MAX_DEVICES; k++) {
+        kevo_gpu_stop(e->dgpu[k]);
+        e->dgpu[k] = NULL;
+    }
     for (int i = 0; i < KEVO_DIST_MAX; i++) {
         kevo_gpu_stop(e->xgpu[i]);
         e->xgpu[i] = NULL;
@@ -465,22 +478,104 @@ static kevo_gpu_config tn_gpu_config(const tn_env *e, const tn_work *ref, const 
     return gc;
 }
 
-/* Start the GPU worker with the reference module; fills e->info. */
-static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int device, int warmup, int reps, double timeout,
+/* Worker k of the run's GPUs (0: e->gpu). */
+static kevo_gpu *tn_dgpu(const tn_env *e, int k)
+{
+    return k == 0 ? e->gpu : e->dgpu[k];
+}
+
+/* Start a worker with the reference module on each of the run's GPUs
+ * (e->ord[0..ndev), their start-ups overlapping); fills e->info (the first
+ * GPU's) and e->dinfo. */
+static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int reps, double timeout,
                                 uint64_t seed, bool baseline, bool ceilings, kevo_err *err)
 {
-    kevo_gpu_config gc = tn_gpu_config(e, ref, &e->shape, device, warmup, reps, timeout, seed, baseline, ceilings);
-    kevo_status st = kevo_gpu_start(&gc, &e->gpu, &e->info, err);
+    kevo_gpu_config gc[KEVO_GPU_MAX_DEVICES];
+    kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
+    for (int k = 0; k < e->ndev; k++) /* every further GPU times its own peers and ceilings */
+        gc[k] = tn_gpu_config(e, ref, &e->shape, e->ord[k], warmup, reps, timeout, seed, baseline || k > 0,
+                              ceilings || k > 0);
+    kevo_status st = e->ndev == 1 ? kevo_gpu_start(&gc[0], &g[0], &e->dinfo[0], err)
+                                  : kevo_gpu_start_many(gc, e->ndev, g, e->dinfo, err);
     if (st)
         return st;
-    /* the device's own limits replace the arch table's */
+    e->gpu = g[0];
+    for (int k = 1; k < e->ndev; k++)
+        e->dgpu[k] = g[k];
+    e->info = e->dinfo[0];
+    /* the device's own limits replace the arch table's (the first GPU's: one plan serves all) */
     e->lim.num_sms = e->info.sm_count;
     if (e->info.max_smem_optin > 0)
         e->lim.max_smem = e->info.max_smem_optin;
-    int sm = e->info.cc_major * 10 + e->info.cc_minor;
-    if (sm < e->lim.sm)
-        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s (compute capability %d.%d) cannot run code for %s",
-                            e->info.name, e->info.cc_major, e->info.cc_minor, e->arch);
+    for (int k = 0; k < e->ndev; k++) {
+        const kevo_gpu_info *in = &e->dinfo[k];
+        int sm = in->cc_major * 10 + in->cc_minor;
+        if (sm < e->lim.sm)
+            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s (compute capability %d.%d) cannot run code for %s",
+                                in->name, in->cc_major, in->cc_minor, e->arch);
+        if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
+            e->lim.max_smem = in->max_smem_optin;
+        if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
+            e->lim.num_sms = in->sm_count;
+    }
+    return KEVO_OK;
+}
+
+/* The GPUs of --devices ("all" or a comma list of ordinals; NULL: the one
+ * of --device) into e->ord / e->ndev.  The list's form is checked before
+ * any GPU is looked for; then the GPUs must exist and, unless mixed, be of
+ * one model.  Errors: KEVO_ERR_ARG (the list, mixed models), what
+ * kevo_gpu_list says (no driver, no GPU). */
+static kevo_status tn_devices(tn_env *e, const char *list, bool mixed, int device, kevo_err *err)
+{
+    e->ndev = 1;
+    e->ord[0] = device;
+    if (!list)
+        return KEVO_OK;
+    bool all = strcmp(list, "all") == 0;
+    int n = 0;
+    if (!all) {
+        const char *p = list;
+        for (;;) {
+            char *end;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || errno || v < 0 || v > 1024 || (*end != ',' && *end != '\0'))
+                return kevo_err_set(err, KEVO_ERR_ARG, "--devices takes all or a comma list of device ordinals "
+                                    "(0,1,...), not '%.80s'", list);
+            if (n == KEVO_GPU_MAX_DEVICES)
+                return kevo_err_set(err, KEVO_ERR_ARG, "--devices names more than %d GPUs", KEVO_GPU_MAX_DEVICES);
+            for (int i = 0; i < n; i++)
+                if (e->ord[i] == (int)v)
+                    return kevo_err_set(err, KEVO_ERR_ARG, "--devices names GPU %ld twice", v);
+            e->ord[n++] = (int)v;
+            if (*end == '\0')
+                break;
+            p = end + 1;
+        }
+    }
+    kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
+    int count = 0;
+    kevo_status st = kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &count, err);
+    if (st)
+        return st;
+    if (all) {
+        n = count;
+        for (int i = 0; i < n; i++)
+            e->ord[i] = i;
+    }
+    for (int i = 0; i < n; i++)
+        if (e->ord[i] >= count)
+            return kevo_err_set(err, KEVO_ERR_NO_GPU, "no CUDA device %d (this machine has %d)", e->ord[i], count);
+    for (int i = 1; i < n && !mixed; i++) {
+        const kevo_gpu_device *a = &dev[e->ord[0]], *b = &dev[e->ord[i]];
+        if (strcmp(a->name, b->name) != 0 || a->cc_major != b->cc_major || a->cc_minor != b->cc_minor ||
+            a->sm_count != b->sm_count)
+            return kevo_err_set(err, KEVO_ERR_ARG, "GPUs of different models: %d is %s (%d SMs), %d is %s (%d SMs); "
+                                "--mixed-devices evaluates on both, each with its own peers",
+                                a->ordinal, a->name, a->sm_count, b->ordinal, b->name, b->sm_count);
+    }
+    e->ndev = n;
     return KEVO_OK;
 }
 
@@ -615,8 +710,11 @@ static void tn_first_line(const char *s, char *out, size_t n)
 
 /* One progress line for a finished candidate. */
 static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_work *w, const kevo_cand_row *row,
-                            int64_t done, int64_t budget, double best, bool compile_only)
+                            int64_t done, int64_t budget, double best, bool compile_only, int gpu)
 {
+    char on[24] = ""; /* which GPU, when several evaluate */
+    if (gpu >= 0)
+        snprintf(on, sizeof on, " | GPU %d", gpu);
     char cfgs[256];
     kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
     const kevo_node *nd = &s->nodes[w->node];
@@ -631,8 +729,9 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
                            ? " | ptxas: wgmma serialized"
                            : "";
     if (strcmp(row->status, "failed") == 0)
-        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s", (long long)done, (long long)budget,
-                (long long)w->cand_id, w->space->family, cfgs, from, row->fail, row->fail_msg ? row->fail_msg : "");
+        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s%s", (long long)done, (long long)budget,
+                (long long)w->cand_id, w->space->family, cfgs, from, row->fail, row->fail_msg ? row->fail_msg : "",
+                on);
     else if (compile_only)
         tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem%s",
                 (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
@@ -647,10 +746,10 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
     else
         tn_line(prog,
                 "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx, %.2fx peer, %5.1f TFLOP/s, %2.0f%% roofline, "
-                "rel %.1e | best %.2fx%s",
+                "rel %.1e | best %.2fx%s%s",
                 (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
                 row->median_ms, row->speedup, row->vs_peer, row->tflops, 100 * row->roofline, row->rel_err, best,
-                warn);
+                warn, on);
 }
 
 /* ---- figures of a timed candidate ---- */
@@ -731,9 +830,26 @@ static kevo_status tn_eval_at(tn_env *e, const tn_work *w, int i, uint64_t seed,
     return kevo_gpu_eval(i == 0 ? e->gpu : e->xgpu[i], &rq, res, err);
 }
 
-/* Evaluate one prepared candidate and store its row (one transaction). */
+/* The peers and ceilings a result of GPU k is measured against: the run's
+ * (as stored: a resumed run keeps its first figures) for the first GPU,
+ * the GPU's own for the others (the run's ceilings where it has none). */
+static void tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double *baseline_ms, double *peer_ms,
+                         double *peak_tflops, double *copy_tbps)
+{
+    const kevo_gpu_info *in = &e->dinfo[k];
+    bool own = k > 0 && in->baseline_ms > 0;
+    *baseline_ms = own ? in->baseline_ms : run->baseline_ms;
+    *peer_ms = own ? in->peer_ms : run->decomposed_ms;
+    *peak_tflops = k > 0 && in->peak_tflops > 0 ? in->peak_tflops : run->peak_tflops;
+    *copy_tbps = k > 0 && in->copy_tbps > 0 ? in->copy_tbps : run->copy_tbps;
+}
+
+/* Evaluate one prepared candidate and store its row (one transaction).
+ * pre: its result at the run's shape, evaluated already on GPU dev in
+ * eval_s seconds (tn_eval_batch); NULL: evaluated here, on the first GPU. */
 static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool compile_only, uint64_t seed,
-                                 unsigned maps, double *fitness, kevo_cand_row *row, kevo_err *err)
+                                 unsigned maps, const kevo_gpu_result *pre, int dev, double eval_s,
+                                 double *fitness, kevo_cand_row *row, kevo_err *err)
 {
     row->regs = w->job.regs;
     row->spill_bytes = w->job.spill_bytes;
@@ -759,9 +875,18 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
         int nsh = e->dist ? e->dist->n : 1;
         double vs[KEVO_DIST_MAX];
         row->fitness = 0.0;
+        row->device = e->dev_base + (pre ? dev : 0);
+        row->eval_s = pre ? eval_s : 0;
         for (int i = 0; i < nsh; i++) {
             kevo_gpu_result res;
-            kevo_status st = tn_eval_at(e, w, i, seed, maps, &res, err);
+            kevo_status st = KEVO_OK;
+            if (pre && i == 0) {
+                res = *pre;
+            } else {
+                double t0 = kv_now();
+                st = tn_eval_at(e, w, i, seed, maps, &res, err);
+                row->eval_s += kv_now() - t0;
+            }
             if (st)
                 return st;
             row->checks += res.checks;
@@ -785,9 +910,11 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
                 break;
             }
             const kevo_run_shape *pr = e->dist ? &e->peers[i] : NULL;
-            tn_figs f = tn_figures(&res, (uint64_t)w->cand_id, pr ? pr->baseline_ms : run->baseline_ms,
-                                   pr ? pr->decomposed_ms : run->decomposed_ms, pr ? pr->flops : run->flops,
-                                   pr ? pr->bytes : run->bytes, run->peak_tflops, run->copy_tbps);
+            double base, peer, peak, copy;
+            tn_dev_peers(e, run, pre ? dev : 0, &base, &peer, &peak, &copy);
+            tn_figs f = tn_figures(&res, (uint64_t)w->cand_id, pr ? pr->baseline_ms : base,
+                                   pr ? pr->decomposed_ms : peer, pr ? pr->flops : run->flops,
+                                   pr ? pr->bytes : run->bytes, peak, copy);
             vs[i] = f.vs_peer;
             if (i == 0) {
                 snprintf(row->status, sizeof row->status, "ok");
@@ -819,6 +946,183 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
     if (w->job.fail != KEVO_FAIL_NONE)
         row->fitness = 0.0;
     return kevo_db_cand_update(e->db, row, err);
+}
+
+/* The search loop's running state, shared by the ways a batch is finished. */
+typedef struct tn_loop {
+    kevo_run_row *run;
+    const kevo_tune_opts *ro;
+    kevo_search *s;
+    tn_progress *prog;
+    int64_t done, last_gain;
+    double best;
+} tn_loop;
+
+/* Store one candidate's outcome (its row, one transaction), show it to the
+ * search and print it.  pre, dev, eval_s: as tn_finish_one. */
+static kevo_status tn_apply_one(tn_env *e, tn_loop *L, tn_work *w, const kevo_gpu_result *pre, int dev,
+                                double eval_s, kevo_err *err)
+{
+    kevo_cand_row row;
+    kevo_status st = kevo_db_cand_get(e->db, w->cand_id, &row, err);
+    double fit = 0;
+    if (!st) {
+        st = kevo_db_begin(e->db, err);
+        if (!st)
+            st = tn_finish_one(e, L->run, w, L->ro->compile_only, L->ro->seed, L->ro->maps, pre, dev, eval_s, &fit,
+                               &row, err);
+        if (!st)
+            st = kevo_db_commit(e->db, err);
+        else
+            kevo_db_rollback(e->db);
+    }
+    if (st) {
+        kevo_cand_row_release(&row);
+        return st;
+    }
+    kevo_search_observe(L->s, w->node, fit);
+    L->done++;
+    if (!isnan(fit) && fit > L->best) {
+        L->best = fit;
+        L->last_gain = L->done;
+    }
+    tn_print_result(L->prog, L->s, w, &row, L->done, L->ro->budget, L->best, L->ro->compile_only,
+                    e->ndev > 1 && pre ? e->ord[dev] : -1);
+    kevo_cand_row_release(&row);
+    return KEVO_OK;
+}
+
+/* The progress bar while a batch is evaluated on several GPUs: what each
+ * GPU does. */
+static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compiling)
+{
+    if (L->prog->mode < 2)
+        return;
+    char what[160];
+    int len = snprintf(what, sizeof what, "compiling %d |", compiling);
+    for (int k = 0; k < e->ndev && len < (int)sizeof what - 16; k++)
+        len += snprintf(what + len, sizeof what - (size_t)len, " GPU %d %s", e->ord[k],
+                        on_gpu[k] >= 0 ? "busy" : "idle");
+    tn_bar(L->prog, L->done, L->best, what);
+}
+
+/* Finish a batch of n prepared candidates of a one-shape GPU run on the
+ * run's GPUs: each compile starts as a compile slot frees (--jobs), each
+ * compiled candidate goes to the first idle GPU in proposal order (compiled:
+ * every one is compiled already, by tn_compile), and the
+ * results are applied in proposal order as soon as every earlier one is in,
+ * so the search sees exactly what one GPU would give it.  Errors: the DB's,
+ * KEVO_ERR_INTERRUPTED (the rest of the batch stays pending, for
+ * --resume), KEVO_ERR_WORKER. */
+static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool compiled, kevo_err *err)
+{
+    enum { TN_COMPILE, TN_READY, TN_ON_GPU, TN_DONE };
+    int *state = calloc((size_t)n + 1, sizeof *state);
+    int *dev = calloc((size_t)n + 1, sizeof *dev);
+    double *t0 = calloc((size_t)n + 1, sizeof *t0), *eval_s = calloc((size_t)n + 1, sizeof *eval_s);
+    kevo_gpu_result *res = calloc((size_t)n + 1, sizeof *res);
+    kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
+    int on_gpu[KEVO_GPU_MAX_DEVICES];
+    for (int k = 0; k < e->ndev; k++) {
+        g[k] = tn_dgpu(e, k);
+        on_gpu[k] = -1;
+    }
+    kevo_compile_pool *pool = NULL;
+    kevo_status st = !state || !dev || !t0 || !eval_s || !res ? kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory")
+                                                             : kevo_compile_pool_new(e->jobs, &pool, err);
+    /* what the cache holds (and a plan that failed) needs no compile */
+    for (int i = 0; i < n && !st; i++) {
+        kevo_binary_row b;
+        kevo_binary_row_init(&b);
+        if (e->db && !w[i].job.cached && kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
+            tn_job_from_row(&w[i].job, &b);
+        kevo_binary_row_release(&b);
+        state[i] = compiled || w[i].job.cached ? TN_READY : TN_COMPILE;
+    }
+    int next_compile = 0, next_apply = 0, compiling = 0;
+    while (!st && next_apply < n) {
+        if (kv_interrupted()) {
+            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d", kv_signal_caught());
+            break;
+        }
+        for (; next_compile < n && !st && kevo_compile_pool_idle(pool) > 0; next_compile++)
+            if (state[next_compile] == TN_COMPILE) {
+                st = kevo_compile_pool_start(pool, &w[next_compile].job, e->compile_timeout, err);
+                compiling++;
+            }
+        /* compiled candidates to idle GPUs, in proposal order; a failed compile needs no GPU */
+        for (int i = next_apply, k = 0; i < n && !st; i++) {
+            if (state[i] != TN_READY)
+                continue;
+            if (w[i].job.fail != KEVO_FAIL_NONE) {
+                state[i] = TN_DONE;
+                continue;
+            }
+            while (k < e->ndev && on_gpu[k] >= 0)
+                k++;
+            if (k == e->ndev)
+                break;
+            kevo_gpu_request rq = tn_request(&w[i], w[i].cand_id, L->ro->maps, true,
+                                             L->ro->seed ^ (uint64_t)w[i].cand_id * 0x9e3779b97f4a7c15ull);
+            st = kevo_gpu_submit(g[k], &rq, err);
+            if (!st) {
+                state[i] = TN_ON_GPU;
+                dev[i] = k;
+                t0[i] = kv_now();
+                on_gpu[k] = i;
+            }
+        }
+        while (!st && next_apply < n && state[next_apply] == TN_DONE) {
+            int i = next_apply++;
+            bool evaluated = w[i].job.fail == KEVO_FAIL_NONE;
+            st = tn_apply_one(e, L, &w[i], evaluated ? &res[i] : NULL, dev[i], eval_s[i], err);
+        }
+        if (st || next_apply == n)
+            break;
+        tn_bar_devices(e, L, on_gpu, compiling);
+        bool gpus_busy = false;
+        for (int k = 0; k < e->ndev; k++)
+            gpus_busy = gpus_busy || on_gpu[k] >= 0;
+        bool compiles_busy = kevo_compile_pool_busy(pool) > 0;
+        if (gpus_busy) {
+            int which = -1;
+            kevo_gpu_result *r = malloc(sizeof *r);
+            if (!r) {
+                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+                break;
+            }
+            st = kevo_gpu_wait(g, e->ndev, compiles_busy ? 0.002 : 1.0, &which, r, err);
+            if (!st && which >= 0) {
+                int i = on_gpu[which];
+                res[i] = *r;
+                eval_s[i] = kv_now() - t0[i];
+                state[i] = TN_DONE;
+                on_gpu[which] = -1;
+            }
+            free(r);
+        }
+        if (!st && compiles_busy) {
+            kevo_compile_job *done = NULL;
+            st = kevo_compile_pool_wait(pool, gpus_busy ? 0.002 : 1.0, &done, err);
+            for (int i = 0; !st && done && i < n; i++)
+                if (done == &w[i].job) {
+                    state[i] = TN_READY;
+                    compiling--;
+                    if (e->db && !kevo_db_readonly(e->db)) {
+                        st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
+                        if (!st)
+                            st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
+                    }
+                }
+        }
+    }
+    kevo_compile_pool_free(pool); /* on an error, kills the compiles still running */
+    free(state);
+    free(dev);
+    free(t0);
+    free(eval_s);
+    free(res);
+    return st;
 }
 
 /* Whether a process with this pid runs on this machine (a zombie, killed
@@ -1422,8 +1726,8 @@ static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_t
                 c.family, c.params, v.shape_txt);
         kevo_gpu_stop(e->gpu); /* its memory is the new worker's */
         e->gpu = NULL;
-        kevo_gpu_config gc = tn_gpu_config(e, ref, &v.shape, o->device, o->warmup, o->reps, o->eval_timeout, o->seed,
-                                           false, false);
+        kevo_gpu_config gc = tn_gpu_config(e, ref, &v.shape, e->ord[0], o->warmup, o->reps, o->eval_timeout,
+                                           o->seed, false, false);
         kevo_gpu_info info;
         soft = kevo_gpu_start(&gc, &v.gpu, &info, &why);
     }
@@ -1573,6 +1877,70 @@ static kevo_status tn_warm_collect_new(tn_env *e, const kevo_tune_opts *o, kevo_
     st = tn_warm_collect(e, src, 0, v, n, err);
     if (src != e->db)
         kevo_db_close(src);
+    return st;
+}
+
+/* This process's GPUs as rows of the run's devices, after those of earlier
+ * processes (a resumed run): e->dev_base is where they begin.  loop_s is
+ * NaN until tn_devices_done.  Errors: the DB's. */
+static kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err *err)
+{
+    kevo_run_device *had = NULL;
+    int nhad = 0;
+    kevo_status st = kevo_db_run_devices_get(e->db, run->id, &had, &nhad, err);
+    free(had);
+    if (st)
+        return st;
+    e->dev_base = nhad;
+    kevo_run_device v[KEVO_GPU_MAX_DEVICES];
+    memset(v, 0, sizeof v);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    for (int k = 0; k < e->ndev; k++) {
+        const kevo_gpu_info *in = &e->dinfo[k];
+        v[k].idx = e->dev_base + k;
+        v[k].ordinal = e->ord[k];
+        snprintf(v[k].host, sizeof v[k].host, "%s", host);
+        snprintf(v[k].name, sizeof v[k].name, "%s", in->name);
+        snprintf(v[k].pci_bus, sizeof v[k].pci_bus, "%s", in->pci_bus);
+        v[k].sm_count = in->sm_count;
+        tn_dev_peers(e, run, k, &v[k].baseline_ms, &v[k].decomposed_ms, &v[k].peak_tflops, &v[k].copy_tbps);
+        v[k].baseline_bcast_ms = k == 0 ? run->baseline_bcast_ms : in->baseline_bcast_ms;
+        v[k].loop_s = NAN;
+    }
+    return kevo_db_run_devices_put(e->db, run->id, v, e->ndev, err);
+}
+
+/* At the end of the search loop: each GPU's throughput (candidates per
+ * minute, busy fraction) stored with its row and, with several GPUs,
+ * printed.  Errors: the DB's. */
+static kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progress *prog, kevo_err *err)
+{
+    kevo_run_device *v = NULL;
+    int n = 0;
+    kevo_status st = kevo_db_run_devices_get(e->db, run->id, &v, &n, err);
+    double loop_s = kv_now() - e->loop_t0;
+    int total = 0;
+    for (int k = 0; k < e->ndev && !st; k++) {
+        kevo_gpu *g = tn_dgpu(e, k);
+        int idx = e->dev_base + k;
+        if (idx >= n || v[idx].idx != idx)
+            continue;
+        v[idx].evaluated = kevo_gpu_evaluated(g);
+        v[idx].busy_s = kevo_gpu_busy_s(g);
+        v[idx].loop_s = loop_s;
+        total += v[idx].evaluated;
+        if (e->ndev > 1)
+            tn_line(prog, "GPU %d (%s, %s): %d candidates in %.1f s, %.1f per minute, busy %.0f%%", e->ord[k],
+                    v[idx].name, v[idx].pci_bus, v[idx].evaluated, loop_s,
+                    loop_s > 0 ? 60.0 * v[idx].evaluated / loop_s : 0.0,
+                    loop_s > 0 ? 100.0 * v[idx].busy_s / loop_s : 0.0);
+        st = kevo_db_run_devices_put(e->db, run->id, &v[idx], 1, err);
+    }
+    if (!st && e->ndev > 1)
+        tn_line(prog, "%d GPUs: %d candidates evaluated in %.1f s of search, %.1f per minute", e->ndev, total,
+                loop_s, loop_s > 0 ? 60.0 * total / loop_s : 0.0);
+    free(v);
     return st;
 }
 
@@ -2220,18 +2588,25 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     tn_progress prog = {.mode = ro.progress, .budget = ro.budget, .t0 = kv_now()};
     tn_work ref;
     memset(&ref, 0, sizeof ref);
-    if (!ro.compile_only) {
+    if (!st && o->devices && (ro.compile_only || e.dist))
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--devices: %s", ro.compile_only ? "a compile-only run uses no GPU"
+                          : "a distribution of shapes (--shapes) is evaluated on one GPU for now");
+    if (!st && !ro.compile_only)
+        st = tn_devices(&e, o->devices, o->mixed_devices, ro.device, err);
+    if (!st && !ro.compile_only) {
         tn_line(&prog, "kevo: compiling the %s reference module for %s", e.op->name, e.arch);
         st = tn_ref_module(&e, &ref, err);
-        if (!st) {
+        if (!st && e.ndev > 1)
+            tn_line(&prog, "kevo: starting a GPU worker on each of %d GPUs (inputs, reference, each one's "
+                    "stage-0 baseline and ceilings)", e.ndev);
+        else if (!st)
             tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
-            st = tn_start_gpu(&e, &ref, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true,
-                              !resume || handoff, err);
-        }
+        if (!st)
+            st = tn_start_gpu(&e, &ref, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true, !resume || handoff, err);
         for (int i = 1; !st && e.dist && i < e.dist->n; i++) {
             tn_line(&prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, e.dist->n,
                     e.dist->text[i]);
-            st = tn_start_shape_gpu(&e, &ref, i, ro.device, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, err);
+            st = tn_start_shape_gpu(&e, &ref, i, e.ord[0], ro.warmup, ro.reps, ro.eval_timeout, ro.seed, err);
         }
     }
     if (!resume) {
@@ -2320,6 +2695,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             st = kevo_db_warm_put(e.db, run.id, warm, nwarm, err);
         if (!st && e.dist)
             st = tn_store_peers(&e, &run, ro.compile_only, err);
+        if (!st && !ro.compile_only)
+            st = tn_devices_store(&e, &run, err);
         if (!st)
             st = kevo_db_commit(e.db, err);
         else
@@ -2351,6 +2728,11 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                     e.op->peers.peer_detail, peer, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
         }
+        for (int k = 1; k < e.ndev && !ro.compile_only; k++)
+            tn_line(&prog, "GPU %d: %s (%s, %d SMs); its peers: stage-0 baseline %.3f ms, %s %.3f ms; cuBLAS peak "
+                    "%.0f TFLOP/s, copy %.2f TB/s", e.ord[k], e.dinfo[k].name, e.dinfo[k].pci_bus,
+                    e.dinfo[k].sm_count, e.dinfo[k].baseline_ms, e.op->peers.peer_detail, e.dinfo[k].peer_ms,
+                    e.dinfo[k].peak_tflops, e.dinfo[k].copy_tbps);
         if (handoff)
             tn_line(&prog, "run %lld was compile-only: its compiled candidates are verified and timed on %s first",
                     (long long)run.id, e.info.name);
@@ -2365,6 +2747,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     free(warm);
 
     const double elapsed0 = rs.elapsed_s;
+    e.loop_t0 = kv_now();
     const char *stop = "budget";
     int batch_cap = ro.batch > nleft ? ro.batch : nleft;
     kevo_proposal *props = written ? calloc((size_t)batch_cap, sizeof *props) : NULL;
@@ -2460,44 +2843,29 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             }
             ready += added;
         }
-        if (!st) {
+        tn_loop L = {.run = &run, .ro = &ro, .s = &s, .prog = &prog, .done = done, .last_gain = last_gain,
+                     .best = best};
+        /* a one-shape GPU run: compiles stream to the GPUs (--devices: several at once) */
+        bool stream = !ro.compile_only && !e.dist;
+        if (!st && (!stream || e.mpi)) {
             char what[64];
             snprintf(what, sizeof what, "compiling %d", ready);
             tn_bar(&prog, done, best, what);
             st = tn_compile(&e, works, ready, err);
         }
-        for (int i = 0; i < ready && !st; i++) {
-            tn_work *w = &works[i];
+        if (!st && stream)
+            st = tn_eval_batch(&e, &L, works, ready, e.mpi != NULL, err);
+        for (int i = 0; i < ready && !st && !stream; i++) {
             if (kv_interrupted()) { /* the rest stays pending, for the resume */
                 st = KEVO_ERR_INTERRUPTED;
                 break;
             }
-            tn_bar(&prog, done, best, ro.compile_only ? "storing" : "verifying and timing");
-            kevo_cand_row row;
-            st = kevo_db_cand_get(e.db, w->cand_id, &row, err);
-            double fit = 0;
-            if (!st) {
-                st = kevo_db_begin(e.db, err);
-                if (!st)
-                    st = tn_finish_one(&e, &run, w, ro.compile_only, ro.seed, ro.maps, &fit, &row, err);
-                if (!st)
-                    st = kevo_db_commit(e.db, err);
-                else
-                    kevo_db_rollback(e.db);
-            }
-            if (st) {
-                kevo_cand_row_release(&row);
-                break;
-            }
-            kevo_search_observe(&s, w->node, fit);
-            done++;
-            if (!isnan(fit) && fit > best) {
-                best = fit;
-                last_gain = done;
-            }
-            tn_print_result(&prog, &s, w, &row, done, ro.budget, best, ro.compile_only);
-            kevo_cand_row_release(&row);
+            tn_bar(&prog, L.done, L.best, ro.compile_only ? "storing" : "verifying and timing");
+            st = tn_apply_one(&e, &L, &works[i], NULL, 0, 0, err);
         }
+        done = L.done;
+        best = L.best;
+        last_gain = L.last_gain;
         for (int i = 0; i < ready; i++)
             tn_work_release(&works[i]);
         /* the time the run has spent, for --time-limit across processes */
@@ -2514,6 +2882,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     free(left);
     if (search_ready)
         kevo_search_release(&s);
+    if (written && !st && !ro.compile_only)
+        st = tn_devices_done(&e, &run, &prog, err);
     if (written && !st && !ro.compile_only && !e.dist)
         st = tn_settle(&e, &run, &ro, &prog, err);
     if (written && !st && !ro.compile_only)
@@ -2658,8 +3028,10 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     e.compile_timeout = o->compile_timeout;
     if (!st)
         st = tn_ref_module(&e, &ref, err);
+    e.ndev = 1;
+    e.ord[0] = o->device;
     if (!st)
-        st = tn_start_gpu(&e, &ref, o->device, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, o->time, err);
+        st = tn_start_gpu(&e, &ref, o->warmup, o->reps, o->eval_timeout, o->seed, o->time, o->time, err);
     kevo_gpu_result res;
     if (!st)
         st = tn_check_config(&e, sp, &cfg, &c, o->maps, o->time, o->seed, &w, &res, err);

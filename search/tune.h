@@ -65,7 +65,11 @@ typedef struct kevo_tune_opts {
     double compile_timeout; /* seconds per compile */
     double eval_timeout;    /* seconds per GPU evaluation */
     int warmup, reps;
-    int device;
+    int device;             /* the GPU when devices is NULL */
+    /* GPUs evaluating at once, one worker each: "all" or a comma list of ordinals ("0,2");
+       NULL: device.  Like jobs, not part of the run: results are applied in proposal order */
+    const char *devices;
+    bool mixed_devices;     /* accept GPUs of different models in devices (each its own peers) */
     unsigned maps;          /* cand_to_user kinds every candidate is verified on */
     int progress;           /* 1 lines, 2 lines and a live bar, 0 quiet */
     const char *extra_templates; /* another folder of template families, or NULL */

@@ -421,6 +421,48 @@ static void test_tune_without_gpu(void **state)
     assert_int_not_equal(stat(path, &sb), 0);
 }
 
+/* --devices: its form is checked before any GPU is looked for, and without
+ * a GPU it fails as a one-GPU run does, leaving no DB behind. */
+static void test_tune_devices_args(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *list, *why;
+    } bad[] = {
+        {"x", "--devices takes all or a comma list of device ordinals"},
+        {"0,", "--devices takes all or a comma list of device ordinals"},
+        {"0,-1", "--devices takes all or a comma list of device ordinals"},
+        {"1,1", "--devices names GPU 1 twice"},
+        {"0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "--devices names more than 16 GPUs"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        result r = RUN("tune", "--op", "ikbo_lce", "--budget", "2", "--devices", bad[i].list, "--db", "dev.db");
+        expect(&r, 2, bad[i].why);
+        result_release(&r);
+    }
+    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--devices", "all", "--db", "dev.db");
+    expect(&r, 2, "--devices: a compile-only run uses no GPU");
+    result_release(&r);
+    char dist[4200];
+    snprintf(dist, sizeof dist, "%s/devdist.txt", tmpdir);
+    FILE *f = fopen(dist, "w");
+    assert_non_null(f);
+    fputs("B=512,ratio=10 1\nB=1024,ratio=70 2\n", f);
+    fclose(f);
+    r = RUN("tune", "--op", "ikbo_lce", "--shapes", "devdist.txt", "--devices", "0,1", "--db", "dev.db");
+    expect(&r, 2, "--devices: a distribution of shapes (--shapes) is evaluated on one GPU for now");
+    result_release(&r);
+    if (!have_gpu) {
+        r = RUN("tune", "--op", "ikbo_lce", "--budget", "2", "--devices", "all", "--db", "dev.db");
+        expect_fail_line(&r, "no CUDA driver");
+        result_release(&r);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/dev.db", tmpdir);
+    struct stat sb;
+    assert_int_not_equal(stat(path, &sb), 0);
+}
+
 /* ---- a compile-only run ---- */
 
 static cJSON *report_json(const char *db)
@@ -706,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_long_lists),
         cmocka_unit_test(test_report_usage),
         cmocka_unit_test(test_tune_without_gpu),
+        cmocka_unit_test(test_tune_devices_args),
         cmocka_unit_test(test_compile_only),
         cmocka_unit_test(test_fa_cli),
         cmocka_unit_test(test_shapes),

@@ -161,12 +161,12 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 6);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 7);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
                                    "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
-                                   "'generations','run_llm')"),
-                     13);
+                                   "'generations','run_llm','run_devices')"),
+                     14);
 
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
@@ -278,17 +278,17 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 6);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 7);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                                    "('filter','decomposed_ms','nshapes','warm_start','best_id','peer_id',"
                                    "'peer_kernel_ms','peer_gather_ms')"),
                      8);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('candidates') WHERE name IN "
-                                   "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied')"),
-                     7);
+                                   "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied','device','eval_s')"),
+                     9);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
-                                   "('run_shapes','shape_results','timings','warm_seeds','run_settings')"),
-                     5);
+                                   "('run_shapes','shape_results','timings','warm_seeds','run_settings','run_devices')"),
+                     6);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM runs WHERE op = 'ikbo_lce'"), 1);
     tmp_cleanup(path);
 }
@@ -320,7 +320,7 @@ static void test_migrate_v3(void **state)
     raw_exec(path, TU_SCHEMA5_SQL);
     raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 6);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 7);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
     kevo_db_close(db);
@@ -414,14 +414,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=7;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=8;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 7)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 8)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -915,6 +915,57 @@ static void test_run_shapes(void **state)
     free(g);
 }
 
+/* A run's devices round-trip and are replaced by idx; a candidate keeps
+ * the device that evaluated it and its evaluation time. */
+static void test_run_devices(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    int64_t run = add_run(f->db, "ikbo_lce");
+    kevo_run_device v[2] = {
+        {.idx = 0, .ordinal = 0, .host = "n1", .name = "GPU A", .pci_bus = "0000:01:00.0", .sm_count = 132,
+         .baseline_ms = 1.5, .baseline_bcast_ms = 2.5, .decomposed_ms = 1.25, .peak_tflops = 700, .copy_tbps = 3,
+         .evaluated = 0, .busy_s = 0, .loop_s = NAN},
+        {.idx = 1, .ordinal = 3, .host = "n1", .name = "GPU A", .pci_bus = "0000:41:00.0", .sm_count = 132,
+         .baseline_ms = 1.52, .baseline_bcast_ms = NAN, .decomposed_ms = 1.3, .peak_tflops = NAN, .copy_tbps = NAN,
+         .evaluated = 0, .busy_s = 0, .loop_s = NAN},
+    };
+    assert_int_equal(kevo_db_run_devices_put(f->db, run, v, 2, &err), KEVO_OK);
+    v[1].evaluated = 17;
+    v[1].busy_s = 40.5;
+    v[1].loop_s = 44;
+    assert_int_equal(kevo_db_run_devices_put(f->db, run, &v[1], 1, &err), KEVO_OK); /* replaced, not added */
+    kevo_run_device *g = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_run_devices_get(f->db, run, &g, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].name, "GPU A");
+    assert_true(g[0].baseline_ms == 1.5 && isnan(g[0].loop_s) && g[0].sm_count == 132);
+    assert_int_equal(g[1].ordinal, 3);
+    assert_string_equal(g[1].pci_bus, "0000:41:00.0");
+    assert_true(g[1].evaluated == 17 && g[1].busy_s == 40.5 && g[1].loop_s == 44 && isnan(g[1].peak_tflops));
+    free(g);
+
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    c.run_id = run;
+    c.seq = 1;
+    snprintf(c.family, sizeof c.family, "lce_mma");
+    c.params = strdup("{\"BM\":64}");
+    assert_int_equal(kevo_db_cand_insert(f->db, &c, &err), KEVO_OK);
+    kevo_cand_row d;
+    assert_int_equal(kevo_db_cand_get(f->db, c.id, &d, &err), KEVO_OK);
+    assert_true(d.device == -1 && isnan(d.eval_s)); /* not evaluated yet */
+    kevo_cand_row_release(&d);
+    c.device = 1;
+    c.eval_s = 0.375;
+    assert_int_equal(kevo_db_cand_update(f->db, &c, &err), KEVO_OK);
+    assert_int_equal(kevo_db_cand_get(f->db, c.id, &d, &err), KEVO_OK);
+    assert_true(d.device == 1 && d.eval_s == 0.375);
+    kevo_cand_row_release(&d);
+    kevo_cand_row_release(&c);
+}
+
 static void test_run_settings(void **state)
 {
     fixture *f = *state;
@@ -1213,6 +1264,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_results_and_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_seeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binaries, setup, teardown),

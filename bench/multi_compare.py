@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""bench/multi_compare.py DB:RUN ... — for runs of `kevo tune` that should
+search alike (one seed, on 1 or several GPUs): whether each run's graph
+(every candidate in proposal order with the operator and parents that made
+it) and best candidate equal the first's, and each run's evaluation
+throughput (candidates evaluated per minute of the search loop, per GPU and
+in all, from run_devices)."""
+import sqlite3
+import sys
+
+
+def graph(db, run):
+    seqs = {}
+    for cid, seq, fam, params in db.execute(
+            "select id, seq, family, params from candidates where run_id = ? order by seq", (run,)):
+        seqs[cid] = (seq, fam, params)
+    edges = {}
+    for parent, child, op in db.execute("select parent_id, child_id, operator from edges where run_id = ?", (run,)):
+        edges.setdefault(child, []).append((seqs[parent][0] if parent in seqs else -1, op))
+    return [(s, f, p, tuple(sorted(edges.get(cid, [])))) for cid, (s, f, p) in sorted(seqs.items(), key=lambda x: x[1][0])]
+
+
+def main():
+    rows = []
+    for arg in sys.argv[1:]:
+        path, run = arg.rsplit(":", 1)
+        db = sqlite3.connect(path)
+        run = int(run)
+        g = graph(db, run)
+        best = db.execute("select c.family, c.params, c.median_ms, c.speedup from runs r join candidates c "
+                          "on c.id = r.best_id where r.id = ?", (run,)).fetchone()
+        devs = db.execute("select ordinal, name, evaluated, busy_s, loop_s, baseline_ms from run_devices "
+                          "where run_id = ? order by idx", (run,)).fetchall()
+        rows.append((arg, g, best, devs))
+    g0, b0 = rows[0][1], rows[0][2]
+    print("| run | candidates | same graph as the first | best | same best | GPUs | evaluated/min | busy |")
+    print("|---|---|---|---|---|---|---|---|")
+    for arg, g, best, devs in rows:
+        same = g == g0
+        diff = next((i for i, (a, b) in enumerate(zip(g, g0)) if a != b), None)
+        note = "yes" if same else f"no (first difference at seq {g[diff][0] if diff is not None else min(len(g), len(g0)) + 1})"
+        loop = max((d[4] or 0) for d in devs) if devs else 0
+        total = sum(d[2] or 0 for d in devs)
+        rate = 60.0 * total / loop if loop else float("nan")
+        busy = ", ".join(f"GPU {d[0]} {d[2]} cand {100.0 * (d[3] or 0) / loop:.0f}%" for d in devs) if loop else "-"
+        bs = f"{best[0]} {best[1]} {best[2]:.4f} ms {best[3]:.2f}x" if best else "none"
+        print(f"| {arg} | {len(g)} | {note} | {bs} | {best[:2] == b0[:2] if best and b0 else False} | "
+              f"{len(devs)} | {rate:.1f} | {busy} |")
+
+
+if __name__ == "__main__":
+    main()
