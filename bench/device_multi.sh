@@ -1,52 +1,125 @@
 #!/usr/bin/env bash
-# bench/device_multi.sh — on a device machine with two or more GPUs (repo root,
-# build/ carried; nvidia-h200-x2): the README's main job at budget 120 on one
-# GPU and on every GPU (--devices all), first into fresh DBs (compiles
-# included), then again with the compile cache of the first run (both warm,
-# so that the figure is the GPUs' evaluation rate); then planted faults
-# (a hang among them) on every GPU.  Logs and slimmed DBs go to $OUT; the
-# comparison table (bench/multi_compare.py) is printed last.
+# bench/device_multi.sh [STAGE...] — on a device machine with two or more GPUs
+# (repo root, build/ carried; nvidia-h200-x2): the README's main job at budget
+# $BUDGET (default 120, batch $BATCH, default 8) on one GPU (--devices 0), on
+# every GPU (--devices all) and as `mpirun -np 2 kevo tune --mpi` (one GPU per
+# rank), compared by bench/multi_compare.py (graph, best, candidates per
+# minute).  Stages (default: cold mpi warm faults):
+#   cold   --devices 0 and --devices all into fresh DBs, compiles included
+#   mpi    mpirun -np 2 into a fresh DB
+#   warm   the three again, each from a copy of the first cold DB holding every
+#          cold run's binaries (nothing left to compile), so that the rate is the
+#          GPUs' evaluation rate
+#   kill   mpirun -np 2, rank 1 killed (-9) mid-run: the run completes
+#   faults the planted faults (a hang among them) on every GPU, and under mpirun
+# KEVO_TRACE_EVAL=1 traces of the warm runs, logs and slimmed DBs go to
+# $OUT/multi.tgz; the table is printed last.
 set -u
 OUT=${OUT:-/tmp/kevo-out}
 mkdir -p "$OUT"
 export KEVO_HOME=$PWD
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 BUDGET=${BUDGET:-120}
+BATCH=${BATCH:-8}
+STAGES=${*:-cold mpi warm faults}
+MPIRUN="mpirun --enable-recovery -np 2 --bind-to none"
 nvidia-smi -L
-nproc
-ldd build/kevo | grep -E "not found|mpi|cjson"
-tune() { # name, then kevo tune's options
+echo "cores $(nproc); $(mpirun --version | head -1)"
+ldd build/kevo | grep -E "not found|mpi"
+elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$1" "$(date +%s.%N)"; }
+tune() { # name, then the command after `kevo tune` (or an mpirun prefix in PRE)
   local name=$1
   shift
-  local t0 t1
+  local t0
   t0=$(date +%s.%N)
-  timeout "${LIMIT:-200}" build/kevo tune --op ikbo_lce --budget "$BUDGET" --no-bar "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  t1=$(date +%s.%N)
-  echo "== $name: rc=$rc wall $(python3 -c "print(round($t1 - $t0, 1))") s"
-  grep -E "^GPU|GPUs:|^best|beats|no kernel|^run .* done" "$OUT/$name.log"
+  if [ -n "${KEVO_TRACE_EVAL:-}" ]; then # the trace (stderr) apart
+    timeout "${LIMIT:-240}" ${PRE:-} build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
+      >"$OUT/$name.log" 2>"$OUT/$name.trace"
+  else
+    timeout "${LIMIT:-240}" ${PRE:-} build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
+      >"$OUT/$name.log" 2>&1
+  fi
+  echo "== $name: rc=$? wall $(elapsed "$t0") s"
+  grep -E "^(rank|GPU)|GPUs:|^best|beats|no kernel|^run .* done|lost|MPI" "$OUT/$name.log" | cut -c1-200
 }
 copy() { python3 -c "import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)" "$1" "$2"; }
-tune cold1 --devices 0 --db "$OUT/cold1.db"
-copy "$OUT/cold1.db" "$OUT/warm1.db"
-copy "$OUT/cold1.db" "$OUT/warm2.db"
-tune cold2 --devices all --db "$OUT/cold2.db"
-LIMIT=150 tune warm1 --devices 0 --warm-start none --db "$OUT/warm1.db"
-LIMIT=150 tune warm2 --devices all --warm-start none --db "$OUT/warm2.db"
-# a planted hang (FAULT=3) and the other planted faults, on every GPU
-t0=$(date +%s.%N)
-KEVO_FAULT_INJECT=1 timeout 150 build/kevo tune --op ikbo_lce --templates tests/fixtures/faults --family lce_faults \
-  --policy exhaustive --budget 12 --eval-timeout 20 --compile-timeout 10 --devices all --no-bar \
-  --db "$OUT/faults.db" >"$OUT/faults.log" 2>&1
-echo "== faults: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
-grep -E "GPU|FAILED|done" "$OUT/faults.log" | cut -c1-220
-python3 - "$OUT/faults.db" <<'PY'
+rows=()
+for stage in $STAGES; do
+  case $stage in
+  cold)
+    tune cold1 --devices 0 --db "$OUT/cold1.db"
+    tune cold2 --devices all --db "$OUT/cold2.db"
+    rows+=("$OUT/cold1.db:1" "$OUT/cold2.db:1") ;;
+  mpi)
+    PRE=$MPIRUN tune mpi2 --mpi --db "$OUT/mpi2.db"
+    rows+=("$OUT/mpi2.db:1") ;;
+  warm)
+    copy "$OUT/cold1.db" "$OUT/cache.db"
+    python3 - "$OUT/cache.db" "$OUT"/cold2.db "$OUT"/mpi2.db <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-for row in db.execute("select seq, json_extract(params, '$.FAULT'), device, round(eval_s, 2), status, fail "
-                      "from candidates order by seq"):
-    print("  seq %s FAULT=%s device idx %s eval %s s %s %s" % row)
+for other in sys.argv[2:]:
+    db.execute("attach ? as o", (other,))
+    db.execute("insert or ignore into sources select * from o.sources")
+    db.execute("insert or ignore into binaries select * from o.binaries")
+    db.commit()
+    db.execute("detach o")
+print("cache:", db.execute("select count(*) from binaries").fetchone()[0], "binaries")
 PY
-for d in cold1 cold2 warm1 warm2 faults; do
-  python3 bench/slim_db.py "$OUT/$d.db" && rm -f "$OUT/$d.db-wal" "$OUT/$d.db-shm"
+    for w in warm1 warm2 mpiwarm; do copy "$OUT/cache.db" "$OUT/$w.db"; done
+    export KEVO_TRACE_EVAL=1
+    tune warm1 --devices 0 --warm-start none --db "$OUT/warm1.db"
+    tune warm2 --devices all --warm-start none --db "$OUT/warm2.db"
+    PRE=$MPIRUN tune mpiwarm --mpi --warm-start none --db "$OUT/mpiwarm.db"
+    unset KEVO_TRACE_EVAL
+    rm -f "$OUT/cache.db"
+    rows+=("$OUT/warm1.db:2" "$OUT/warm2.db:2" "$OUT/mpiwarm.db:2") ;;
+  kill)
+    t0=$(date +%s.%N)
+    timeout 300 $MPIRUN build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar --mpi \
+      --db "$OUT/kill.db" >"$OUT/kill.log" 2>&1 &
+    job=$!
+    # once the run has 24 candidates stored, kill -9 the rank that is not rank 0 (runs.pid)
+    for _ in $(seq 600); do
+      n=$(python3 -c "import sqlite3,sys
+try: print(sqlite3.connect(sys.argv[1]).execute('select count(*) from candidates where status != \"pending\"').fetchone()[0])
+except Exception: print(0)" "$OUT/kill.db")
+      [ "$n" -ge 24 ] && break
+      sleep 0.2
+    done
+    r0=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select pid from runs').fetchone()[0])" "$OUT/kill.db")
+    mp=$(pgrep -x mpirun | head -1)
+    victim=$(ps -o pid= --ppid "$mp" | tr -d ' ' | grep -vx "$r0" | head -1)
+    echo "killing rank process $victim (rank 0 is $r0) after $n candidates"
+    kill -9 "$victim"
+    wait $job
+    echo "== kill: rc=$? wall $(elapsed "$t0") s"
+    grep -E "lost|^best|^run .* done|GPU" "$OUT/kill.log" | cut -c1-200
+    rows+=("$OUT/kill.db:1") ;;
+  faults)
+    for how in devices mpi; do
+      t0=$(date +%s.%N)
+      if [ $how = devices ]; then pre=""; opt="--devices all"; else pre=$MPIRUN; opt="--mpi"; fi
+      KEVO_FAULT_INJECT=1 timeout 200 $pre build/kevo tune --op ikbo_lce --templates tests/fixtures/faults \
+        --family lce_faults --policy exhaustive --budget 12 --eval-timeout 20 --compile-timeout 10 $opt --no-bar \
+        --db "$OUT/faults_$how.db" >"$OUT/faults_$how.log" 2>&1
+      echo "== faults ($how): rc=$? wall $(elapsed "$t0") s"
+      grep -E "GPU|lost" "$OUT/faults_$how.log" | cut -c1-160
+      python3 - "$OUT/faults_$how.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for row in db.execute("select c.seq, json_extract(c.params, '$.FAULT'), d.host || ' GPU ' || d.ordinal, "
+                      "round(c.eval_s, 2), c.status, c.fail from candidates c left join run_devices d "
+                      "on d.run_id = c.run_id and d.idx = c.device order by c.seq"):
+    print("  seq %s FAULT=%s on %s eval %s s: %s %s" % row)
+PY
+    done ;;
+  esac
 done
-python3 bench/multi_compare.py "$OUT/cold1.db:1" "$OUT/cold2.db:1" "$OUT/warm1.db:2" "$OUT/warm2.db:2"
+for f in "$OUT"/*.db; do
+  python3 bench/slim_db.py "$f" && rm -f "$f-wal" "$f-shm"
+done
+[ -f "$OUT/warm2.trace" ] && python3 bench/trace_batches.py "$OUT"/warm1.trace "$OUT"/warm2.trace \
+  $(ls "$OUT"/mpiwarm.trace 2>/dev/null) | tee "$OUT/batches.md"
+[ ${#rows[@]} -gt 0 ] && python3 bench/multi_compare.py "${rows[@]}" | tee "$OUT/table.md"
+(cd "$OUT" && tar czf multi.tgz ./*.db ./*.log ./*.md $(ls ./*.trace 2>/dev/null) && rm -f ./*.db ./*.log ./*.trace)

@@ -70,10 +70,12 @@ static const struct {
      "             GPU's baseline; results are applied in proposal order, so the proposals do\n"
      "             not depend on the number of GPUs.  GPUs of different models are refused\n"
      "             unless --mixed-devices.  Not with --shapes yet\n"
-     "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, GPU, LLM) and every\n"
-     "             rank compiles (each with its own --jobs); the candidates are those of one\n"
-     "             process.  A rank that dies or hangs is named and its compiles go back to\n"
-     "             the queue (mpirun --enable-recovery; without it mpirun ends the job)\n"
+     "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, LLM); every rank\n"
+     "             compiles (each with its own --jobs) and, in a GPU run, verifies and times on\n"
+     "             its GPU (--device, else its rank among the job's ranks on its host), each\n"
+     "             with its own peers; the candidates are those of one process.  A rank that\n"
+     "             dies or hangs is named and its work goes back to the queue (mpirun\n"
+     "             --enable-recovery; without it mpirun ends the job)\n"
      "  --templates     also search the template families in DIR\n"
      "  --shapes   FILE holds a distribution: one shape per line, optionally followed by\n"
      "             a weight (default 1; '#' comments); one search whose fitness is the\n"
@@ -458,7 +460,7 @@ static int cmd_tune(int argc, char **argv)
     kevo_tune_opts_init(&o);
     o.op = NULL;
     o.data_dir = cli_data_dir();
-    bool quiet = false, nobar = false, mpi = false;
+    bool quiet = false, nobar = false, mpi = false, device_given = false;
     int64_t v;
     int c;
     uint64_t seen = 0;
@@ -586,6 +588,7 @@ static int cmd_tune(int argc, char **argv)
             if (!cli_int(optarg, 0, 1024, &v))
                 return cli_bad_usage("tune", "--device takes a device ordinal from 0 to 1024, not '%s'", optarg);
             o.device = (int)v;
+            device_given = true;
             break;
         case OPT_CTIMEOUT:
             if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.compile_timeout))
@@ -621,11 +624,14 @@ static int cmd_tune(int argc, char **argv)
     kevo_err err;
     kevo_err_clear(&err);
     if (mpi) {
-        kevo_status st = kevo_mpi_start(o.jobs, cli_mpi_note, NULL, &o.mpi, &err);
+        /* every rank evaluates on --device when given, else on its own GPU: its rank on its host */
+        kevo_status st = kevo_mpi_start(o.jobs, device_given ? o.device : -1, cli_mpi_note, NULL, &o.mpi, &err);
         if (st)
             return cli_fail(st, &err);
-        if (kevo_mpi_rank(o.mpi) != 0) /* every other rank only compiles what rank 0 sends */
+        if (kevo_mpi_rank(o.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
             return cli_mpi_serve(o.mpi);
+        if (!device_given)
+            o.device = kevo_mpi_device(o.mpi);
     }
     kevo_status st = kevo_tune(&o, &run_id, &err);
     int code;

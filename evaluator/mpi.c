@@ -15,11 +15,13 @@
 #define _GNU_SOURCE /* dl_iterate_phdr, in sanitized builds */
 #include "evaluator/mpi.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evaluator/wire.h"
+#include "kernels/op.h"
 #include "util/util.h"
 
 #ifndef KEVO_HAVE_MPI
@@ -29,9 +31,11 @@ bool kevo_mpi_built(void)
     return false;
 }
 
-kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out, kevo_err *err)
+kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out,
+                           kevo_err *err)
 {
     (void)slots;
+    (void)device;
     (void)note;
     (void)ctx;
     *out = NULL;
@@ -62,6 +66,58 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 {
     (void)m;
     return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
+}
+
+int kevo_mpi_device(const kevo_mpi *m)
+{
+    (void)m;
+    return 0;
+}
+
+kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, kevo_mpi_gpu **gpus, int *n,
+                                kevo_err *err)
+{
+    (void)m;
+    (void)setup;
+    (void)err;
+    *gpus = NULL;
+    *n = 0;
+    return KEVO_OK;
+}
+
+kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req, bool *sent, kevo_err *err)
+{
+    (void)m;
+    (void)req;
+    *sent = false;
+    return kevo_err_set(err, KEVO_ERR_ARG, "no remote GPU %d (built without MPI)", g);
+}
+
+kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *lost, kevo_gpu_result *res,
+                               kevo_err *err)
+{
+    (void)m;
+    (void)wait_s;
+    (void)res;
+    (void)err;
+    *which = -1;
+    *lost = false;
+    return KEVO_OK;
+}
+
+bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g)
+{
+    (void)m;
+    (void)g;
+    return false;
+}
+
+void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s)
+{
+    (void)m;
+    (void)g;
+    *evaluated = 0;
+    *busy_s = 0;
 }
 
 bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
@@ -123,9 +179,15 @@ enum { MR_HELLO_WAIT, MR_READY, MR_REFUSED, MR_LOST, MR_GONE };
  * another rank (its number). */
 enum { JS_WAIT = -1, JS_DONE = -2 };
 
+/* Where a rank's GPU worker is (rank 0's view). */
+enum { MG_NONE, MG_ASKED, MG_READY, MG_ABSENT };
+
 /* Rank 0's view of another rank. */
 typedef struct mr_rank {
     int state;
+    int gpu_state;       /* MG_* */
+    int gpu;             /* its index in m->gpus, -1 none */
+    kevo_wire_gpu_hello *ghello; /* its gpu_hello, until kevo_mpi_gpus_start takes it */
     int slots, busy;     /* compile slots; compiles it has now */
     double last_heard;   /* kv_now() of its last message, or of the job that ended its idleness */
     char host[256];
@@ -138,6 +200,20 @@ typedef struct mr_send {
     kv_buf buf;
     MPI_Request req;
 } mr_send;
+
+/* A remote GPU, as rank 0 drives it (one per rank that has one). */
+typedef struct mr_gpu {
+    int rank;
+    bool dead;           /* its rank is lost: no more work */
+    bool inflight;
+    int64_t id;          /* the evaluation in flight */
+    double t0;           /* when it was sent */
+    mr_send send;        /* its eval message */
+    bool done, lost;     /* it ended (res), or its rank was lost with it */
+    kevo_gpu_result *res;
+    int evaluated;
+    double busy_s;
+} mr_gpu;
 
 struct kevo_mpi {
     int rank, size, slots;
@@ -156,6 +232,9 @@ struct kevo_mpi {
     pthread_cond_t hb_cond;
     mr_send *orphans;     /* sends to lost ranks, which may never complete; freed at the end */
     int norphans, orphans_cap;
+    mr_gpu *gpus;         /* the other ranks' GPUs (kevo_mpi_gpus_start) */
+    int ngpus;
+    int device;           /* this rank's GPU ordinal for evaluations */
     /* other ranks */
     double last0;         /* kv_now() of rank 0's last message */
     bool finalize;        /* what rank 0's fin said */
@@ -397,12 +476,28 @@ static void mr_lose(kevo_mpi *m, mr_batch *b, int r, const char *why)
         }
     }
     R->busy = 0;
+    bool eval_back = false;
+    if (R->gpu >= 0 && R->gpu < m->ngpus) {
+        mr_gpu *G = &m->gpus[R->gpu];
+        G->dead = true;
+        if (G->inflight) {
+            G->inflight = false;
+            G->lost = true;
+            G->busy_s += kv_now() - G->t0;
+            eval_back = true;
+            mr_orphan(m, &G->send);
+        }
+    }
+    if (R->gpu_state == MG_ASKED)
+        R->gpu_state = MG_ABSENT;
     char where[300] = "";
     if (R->host[0])
         snprintf(where, sizeof where, " (%s, pid %lld)", R->host, R->pid);
     if (b)
         mr_note(m, "MPI rank %d%s lost: %s; its %d compile%s in flight go%s back to the queue", r, where, why, back,
                 back == 1 ? "" : "s", back == 1 ? "es" : "");
+    else if (eval_back)
+        mr_note(m, "MPI rank %d%s lost: %s; its evaluation in flight goes back to the queue", r, where, why);
     else
         mr_note(m, "MPI rank %d%s lost: %s", r, where, why);
 }
@@ -473,6 +568,60 @@ static void mr_result(kevo_mpi *m, mr_batch *b, int r, const unsigned char *data
     kevo_compile_job_release(&tmp); /* the result of a job no longer waited for */
 }
 
+/* A rank's GPU worker answered (kevo_mpi_gpus_start reads it). */
+static void mr_gpu_hello(kevo_mpi *m, int r, const unsigned char *data, size_t len)
+{
+    mr_rank *R = &m->ranks[r];
+    if (R->gpu_state != MG_ASKED || R->ghello)
+        return;
+    kevo_wire_gpu_hello *h = calloc(1, sizeof *h);
+    kevo_err e;
+    kevo_err_clear(&e);
+    if (!h || kevo_wire_gpu_hello_unpack(data, len, h, &e) != KEVO_OK) {
+        R->gpu_state = MG_ABSENT;
+        mr_note(m, "MPI rank %d evaluates nothing: its GPU's answer could not be read (%s)", r,
+                h ? e.msg : "out of memory");
+        free(h);
+        return;
+    }
+    R->ghello = h;
+}
+
+/* An evaluation's result from rank r. */
+static void mr_eval_result(kevo_mpi *m, mr_batch *b, int r, const unsigned char *data, size_t len)
+{
+    mr_rank *R = &m->ranks[r];
+    if (R->state != MR_READY || R->gpu < 0 || R->gpu >= m->ngpus)
+        return;
+    mr_gpu *G = &m->gpus[R->gpu];
+    int64_t id = 0;
+    kevo_err e;
+    kevo_err_clear(&e);
+    kevo_gpu_result *res = malloc(sizeof *res);
+    if (!res) {
+        mr_lose(m, b, r, "out of memory for its result");
+        return;
+    }
+    if (kevo_wire_eval_result_unpack(data, len, &id, res, &e) != KEVO_OK) {
+        free(res);
+        char why[sizeof e.msg + 64];
+        snprintf(why, sizeof why, "its evaluation's result could not be read (%s)", e.msg);
+        mr_lose(m, b, r, why);
+        return;
+    }
+    if (!G->inflight || G->id != id) { /* the result of an evaluation no longer waited for */
+        free(res);
+        return;
+    }
+    free(G->res);
+    G->res = res;
+    G->done = true;
+    G->inflight = false;
+    G->evaluated++;
+    G->busy_s += kv_now() - G->t0;
+    mr_orphan(m, &G->send);
+}
+
 /* Take every waiting message: results into b (NULL between batches),
  * hellos, alive, bye. */
 static kevo_status mr_drain(kevo_mpi *m, mr_batch *b, kevo_err *err)
@@ -498,6 +647,8 @@ static kevo_status mr_drain(kevo_mpi *m, mr_batch *b, kevo_err *err)
             switch (tag) {
             case KEVO_WIRE_HELLO: mr_hello(m, from, data, len); break;
             case KEVO_WIRE_RESULT: mr_result(m, b, from, data, len); break;
+            case KEVO_WIRE_GPU_HELLO: mr_gpu_hello(m, from, data, len); break;
+            case KEVO_WIRE_EVAL_RESULT: mr_eval_result(m, b, from, data, len); break;
             case KEVO_WIRE_BYE:
                 if (m->ranks[from].state != MR_LOST)
                     mr_set_state(m, from, MR_GONE);
@@ -515,7 +666,8 @@ static void mr_check_silence(kevo_mpi *m, mr_batch *b, bool busy_only)
     double now = kv_now();
     for (int r = 1; r < m->size; r++) {
         mr_rank *R = &m->ranks[r];
-        if ((R->state == MR_READY || R->state == MR_REFUSED) && (R->busy > 0 || !busy_only) &&
+        bool evaluating = R->gpu >= 0 && R->gpu < m->ngpus && m->gpus[R->gpu].inflight;
+        if ((R->state == MR_READY || R->state == MR_REFUSED) && (R->busy > 0 || evaluating || !busy_only) &&
             now - R->last_heard > KEVO_MPI_LOST_AFTER) {
             char why[96];
             snprintf(why, sizeof why, "no word from it for %.0f s", now - R->last_heard);
@@ -632,6 +784,205 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
     return st;
 }
 
+/* ---- rank 0: GPU evaluation on the other ranks ---- */
+
+kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, kevo_mpi_gpu **gpus, int *n,
+                                kevo_err *err)
+{
+    *gpus = NULL;
+    *n = 0;
+    if (!m || m->size == 1)
+        return KEVO_OK;
+    if (m->rank != 0 || m->gpus)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "kevo_mpi_gpus_start on rank %d, or twice", m->rank);
+    kv_buf frame;
+    kv_buf_init(&frame);
+    kevo_status st = kevo_wire_gpu_setup_pack(&frame, setup, err);
+    mr_send *sends = st ? NULL : calloc((size_t)m->size, sizeof *sends);
+    if (!st && !sends)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int r = 1; !st && r < m->size; r++) {
+        sends[r].req = MPI_REQUEST_NULL;
+        kv_buf_init(&sends[r].buf);
+        mr_rank *R = &m->ranks[r];
+        if (R->state != MR_READY)
+            continue;
+        kevo_err e;
+        if (kv_buf_append(&sends[r].buf, frame.data, frame.len)) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (mr_isend(m, &sends[r], r, KEVO_WIRE_GPU_SETUP, &e)) {
+            mr_lose(m, NULL, r, e.msg);
+            continue;
+        }
+        R->gpu_state = MG_ASKED;
+    }
+    kv_buf_release(&frame);
+    /* each rank's worker times its peers and ceilings: its answer may take minutes, in which it sends
+       nothing else (its silence is not held against it until then) */
+    for (double t0 = kv_now(); !st;) {
+        if (kv_interrupted()) {
+            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while the ranks' GPU workers "
+                              "started", kv_signal_caught());
+            break;
+        }
+        if ((st = mr_drain(m, NULL, err)))
+            break;
+        int waiting = 0;
+        for (int r = 1; r < m->size; r++)
+            waiting += m->ranks[r].gpu_state == MG_ASKED && !m->ranks[r].ghello && m->ranks[r].state == MR_READY;
+        if (waiting == 0)
+            break;
+        if (kv_now() - t0 > KEVO_MPI_GPU_START_WAIT) {
+            for (int r = 1; r < m->size; r++)
+                if (m->ranks[r].gpu_state == MG_ASKED && !m->ranks[r].ghello && m->ranks[r].state == MR_READY)
+                    mr_lose(m, NULL, r, "its GPU worker did not answer in time");
+            break;
+        }
+        mr_sleep_ms(10);
+    }
+    for (int r = 1; sends && r < m->size; r++)
+        mr_orphan(m, &sends[r]);
+    free(sends);
+    int count = 0;
+    for (int r = 1; r < m->size; r++)
+        count += m->ranks[r].ghello && m->ranks[r].ghello->ok && m->ranks[r].state == MR_READY;
+    kevo_mpi_gpu *out = NULL;
+    if (!st && count > 0) {
+        out = calloc((size_t)count, sizeof *out);
+        m->gpus = calloc((size_t)count, sizeof *m->gpus);
+        if (!out || !m->gpus) {
+            free(out);
+            out = NULL;
+            free(m->gpus);
+            m->gpus = NULL;
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        }
+    }
+    for (int r = 1; r < m->size; r++) {
+        mr_rank *R = &m->ranks[r];
+        kevo_wire_gpu_hello *h = R->ghello;
+        R->ghello = NULL;
+        if (!st && h && h->ok && R->state == MR_READY && out) {
+            int g = m->ngpus++;
+            R->gpu = g;
+            R->gpu_state = MG_READY;
+            mr_gpu *G = &m->gpus[g];
+            G->rank = r;
+            G->send.req = MPI_REQUEST_NULL;
+            kv_buf_init(&G->send.buf);
+            out[g].rank = r;
+            snprintf(out[g].host, sizeof out[g].host, "%s", R->host);
+            out[g].device = h->device;
+            out[g].info = h->info;
+        } else if (h && !h->ok) {
+            R->gpu_state = MG_ABSENT;
+            mr_note(m, "MPI rank %d (%s) compiles only: %s", r, R->host, h->msg);
+        }
+        free(h);
+    }
+    if (st) {
+        free(out);
+        return st;
+    }
+    *gpus = out;
+    *n = m->ngpus;
+    return KEVO_OK;
+}
+
+kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req, bool *sent, kevo_err *err)
+{
+    *sent = false;
+    if (!m || g < 0 || g >= m->ngpus)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no remote GPU %d", g);
+    mr_gpu *G = &m->gpus[g];
+    if (G->inflight)
+        return kevo_err_set(err, KEVO_ERR_BUSY, "remote GPU %d (rank %d) has an evaluation in flight", g, G->rank);
+    if (G->dead || m->ranks[G->rank].state != MR_READY)
+        return KEVO_OK;
+    mr_orphan(m, &G->send);
+    kv_buf_init(&G->send.buf);
+    int64_t id = ++m->next_id;
+    kevo_status st = kevo_wire_eval_pack(&G->send.buf, id, req, err);
+    if (st)
+        return st;
+    kevo_err e;
+    if (mr_isend(m, &G->send, G->rank, KEVO_WIRE_EVAL, &e)) {
+        mr_lose(m, NULL, G->rank, e.msg);
+        return KEVO_OK;
+    }
+    G->inflight = true;
+    G->done = G->lost = false;
+    G->id = id;
+    G->t0 = kv_now();
+    mr_rank *R = &m->ranks[G->rank];
+    if (R->busy == 0) /* its silence counts from now */
+        R->last_heard = G->t0;
+    *sent = true;
+    return KEVO_OK;
+}
+
+kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *lost, kevo_gpu_result *res,
+                               kevo_err *err)
+{
+    *which = -1;
+    *lost = false;
+    if (!m || m->ngpus == 0)
+        return KEVO_OK;
+    double until = kv_now() + (wait_s > 0 ? wait_s : 0);
+    for (;;) {
+        if (kv_interrupted())
+            return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
+                                kv_signal_caught());
+        kevo_status st = mr_drain(m, NULL, err);
+        if (st)
+            return st;
+        mr_check_silence(m, NULL, true);
+        for (int g = 0; g < m->ngpus; g++) {
+            mr_gpu *G = &m->gpus[g];
+            if (G->done) {
+                G->done = false;
+                *res = *G->res;
+                free(G->res);
+                G->res = NULL;
+                *which = g;
+                return KEVO_OK;
+            }
+            if (G->lost) {
+                G->lost = false;
+                *which = g;
+                *lost = true;
+                return KEVO_OK;
+            }
+        }
+        if (kv_now() >= until)
+            return KEVO_OK;
+        mr_sleep_ms(1);
+    }
+}
+
+bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g)
+{
+    return m && g >= 0 && g < m->ngpus && !m->gpus[g].dead && m->ranks[m->gpus[g].rank].state == MR_READY;
+}
+
+void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s)
+{
+    *evaluated = 0;
+    *busy_s = 0;
+    if (!m || g < 0 || g >= m->ngpus)
+        return;
+    const mr_gpu *G = &m->gpus[g];
+    *evaluated = G->evaluated;
+    *busy_s = G->busy_s + (G->inflight ? kv_now() - G->t0 : 0);
+}
+
+int kevo_mpi_device(const kevo_mpi *m)
+{
+    return m ? m->device : 0;
+}
+
 /* Rank 0's start: the heartbeat, then every rank's hello. */
 static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
 {
@@ -642,6 +993,7 @@ static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
     for (int r = 0; r < m->size; r++) {
         m->ranks[r].alive = MPI_REQUEST_NULL;
         m->ranks[r].last_heard = now;
+        m->ranks[r].gpu = -1;
     }
     kevo_status st = kevo_wire_control_pack(&m->alive, KEVO_WIRE_ALIVE, false, err);
     if (st)
@@ -769,6 +1121,107 @@ static void mr_work_free(kevo_wire_job *w)
     }
 }
 
+/* Pack a message to rank 0 (an eval_result of id and res, or a gpu_hello)
+ * and start sending it, kept in out[] until it is through. */
+static kevo_status mr_serve_send(kevo_mpi *m, mr_send **out, int *nout, int *cap, int tag, int64_t id,
+                                 const kevo_gpu_result *res, const kevo_wire_gpu_hello *hello, kevo_err *err)
+{
+    if (*nout == *cap) {
+        int c = *cap ? 2 * *cap : 8;
+        mr_send *a = realloc(*out, (size_t)c * sizeof *a);
+        if (!a)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        *out = a;
+        *cap = c;
+    }
+    mr_send *s = &(*out)[*nout];
+    kv_buf_init(&s->buf);
+    s->req = MPI_REQUEST_NULL;
+    kevo_status st = tag == KEVO_WIRE_EVAL_RESULT ? kevo_wire_eval_result_pack(&s->buf, id, res, err)
+                                                   : kevo_wire_gpu_hello_pack(&s->buf, hello, err);
+    if (!st)
+        st = mr_isend(m, s, 0, tag, err);
+    if (!st)
+        (*nout)++;
+    else
+        kv_buf_release(&s->buf);
+    return st;
+}
+
+/* Rank 0's gpu_setup: start this rank's GPU worker on its device (its own
+ * peers and ceilings) and answer with its figures, or with why there is
+ * none (this rank then compiles only).  Only a message that cannot be sent
+ * is an error. */
+static kevo_status mr_serve_gpu_setup(kevo_mpi *m, const unsigned char *data, size_t len, kevo_wire_gpu_setup *setup,
+                                      kevo_gpu **gpu, mr_send **out, int *nout, int *cap, kevo_err *err)
+{
+    kevo_wire_gpu_hello *h = calloc(1, sizeof *h);
+    if (!h)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    h->device = m->device;
+    kevo_err e;
+    kevo_err_clear(&e);
+    kevo_status st = kevo_wire_gpu_setup_unpack(data, len, setup, &e);
+    const kevo_op *op = st ? NULL : kevo_op_find(setup->op);
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    if (!st && !op)
+        st = kevo_err_set(&e, KEVO_ERR_NOT_FOUND, "this kevo has no op '%s'", setup->op);
+    if (!st)
+        st = op->parse_shape(setup->shape, &gc.shape, &e);
+    if (!st && !kevo_dtype_parse(setup->dtype, &gc.dtype))
+        st = kevo_err_set(&e, KEVO_ERR_ARG, "unknown dtype '%s'", setup->dtype);
+    if (!st) {
+        gc.op = op;
+        gc.device = m->device;
+        gc.warmup = setup->warmup;
+        gc.reps = setup->reps;
+        gc.timeout_s = setup->timeout_s;
+        gc.seed = setup->seed;
+        gc.baseline = gc.ceilings = true;
+        gc.ref_cubin = setup->ref_cubin;
+        gc.ref_cubin_size = setup->ref_cubin_size;
+        st = kevo_gpu_start(&gc, gpu, &h->info, &e);
+    }
+    h->ok = st == KEVO_OK;
+    if (!h->ok)
+        snprintf(h->msg, sizeof h->msg, "%.500s", e.msg);
+    st = mr_serve_send(m, out, nout, cap, KEVO_WIRE_GPU_HELLO, 0, NULL, h, err);
+    free(h);
+    return st;
+}
+
+/* Rank 0's eval: hand it to this rank's GPU worker.  What cannot run
+ * (no GPU here, a message that cannot be read, a worker that cannot start)
+ * is answered at once as a failed evaluation, so rank 0 never waits on it. */
+static kevo_status mr_serve_eval(kevo_mpi *m, const unsigned char *data, size_t len, kevo_gpu *gpu, int64_t *eval_id,
+                                 kevo_gpu_result *res, mr_send **out, int *nout, int *cap, kevo_err *err)
+{
+    kevo_gpu_request rq;
+    memset(&rq, 0, sizeof rq);
+    int64_t id = 0;
+    kevo_err e;
+    kevo_err_clear(&e);
+    kevo_status st = kevo_wire_eval_unpack(data, len, &id, &rq, &e);
+    if (st) /* no id to answer under: rank 0 finds this rank silent about it and moves the candidate */
+        return kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: an evaluation from rank 0 could not be read: %s",
+                            m->rank, e.msg);
+    if (!gpu)
+        st = kevo_err_set(&e, KEVO_ERR_NO_GPU, "rank %d has no GPU worker", m->rank);
+    else
+        st = kevo_gpu_submit(gpu, &rq, &e);
+    free((void *)rq.cubin);
+    if (!st) {
+        *eval_id = id;
+        return KEVO_OK;
+    }
+    memset(res, 0, sizeof *res);
+    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
+    res->fail = KEVO_FAIL_WORKER_CRASH;
+    snprintf(res->msg, sizeof res->msg, "rank %d: %.480s", m->rank, e.msg);
+    return mr_serve_send(m, out, nout, cap, KEVO_WIRE_EVAL_RESULT, id, res, NULL, err);
+}
+
 kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 {
     if (!m || m->rank == 0)
@@ -789,6 +1242,15 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
         st = kevo_wire_control_pack(&alive.buf, KEVO_WIRE_ALIVE, false, err);
     double last_alive = 0;
     bool stopping = false, fin_seen = false;
+    /* this rank's GPU worker, once rank 0 sets it up; setup owns the reference cubin it uses */
+    kevo_gpu *gpu = NULL;
+    kevo_wire_gpu_setup setup;
+    memset(&setup, 0, sizeof setup);
+    bool gpu_asked = false;
+    int64_t eval_id = 0;
+    kevo_gpu_result *eval_res = malloc(sizeof *eval_res);
+    if (!st && !eval_res)
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     m->last0 = kv_now();
     while (!st && !stopping) {
         if (kv_interrupted()) {
@@ -828,6 +1290,12 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                     pending[npending++] = w;
                 else
                     mr_work_free(w);
+            } else if (tag == KEVO_WIRE_GPU_SETUP && !gpu_asked) {
+                gpu_asked = true;
+                st = mr_serve_gpu_setup(m, data, len, &setup, &gpu, &out, &nout, &out_cap, err);
+                m->last0 = kv_now(); /* the start took a while; rank 0 waited for it */
+            } else if (tag == KEVO_WIRE_EVAL) {
+                st = mr_serve_eval(m, data, len, gpu, &eval_id, eval_res, &out, &nout, &out_cap, err);
             } else if (tag == KEVO_WIRE_STOP) {
                 stopping = true;
             } else if (tag == KEVO_WIRE_FIN) { /* a fin before any stop: leave as told */
@@ -854,9 +1322,20 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
         }
         if (st)
             break;
+        bool evaluating = kevo_gpu_busy(gpu);
+        if (evaluating) { /* the evaluation in flight: its result goes to rank 0 as soon as it is in */
+            int which = -1;
+            st = kevo_gpu_wait(&gpu, 1, kevo_compile_pool_busy(pool) > 0 ? 0.002 : 0.02, &which, eval_res, err);
+            if (!st && which == 0) {
+                st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_EVAL_RESULT, eval_id, eval_res, NULL, err);
+                eval_id = 0;
+            }
+        }
+        if (st)
+            break;
         if (kevo_compile_pool_busy(pool) > 0) {
             kevo_compile_job *done = NULL;
-            st = kevo_compile_pool_wait(pool, 0.05, &done, err);
+            st = kevo_compile_pool_wait(pool, evaluating ? 0.002 : 0.05, &done, err);
             if (done) {
                 kevo_wire_job *w = mr_wire_of(done);
                 for (int i = 0; i < m->slots; i++)
@@ -886,7 +1365,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                 }
                 mr_work_free(w);
             }
-        } else {
+        } else if (!evaluating) {
             mr_sleep_ms(20);
         }
         /* results rank 0 has taken */
@@ -899,7 +1378,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             }
         }
         double now = kv_now();
-        bool busy = kevo_compile_pool_busy(pool) > 0 || npending > 0 || nout > 0;
+        bool busy = kevo_compile_pool_busy(pool) > 0 || npending > 0 || nout > 0 || kevo_gpu_busy(gpu);
         if (!st && busy && now - last_alive >= 1.0 && mr_test(m, &alive.req)) {
             st = mr_isend(m, &alive, 0, KEVO_WIRE_ALIVE, err);
             last_alive = now;
@@ -908,8 +1387,11 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: nothing from rank 0 for %.0f s: it is gone, this rank "
                               "stops", m->rank, now - m->last0);
     }
-    /* stop: drop the compiles, let the results out, say bye, wait for fin */
+    /* stop: drop the compiles and the evaluation, let the results out, say bye, wait for fin */
     kevo_compile_pool_free(pool);
+    kevo_gpu_stop(gpu);
+    kevo_wire_gpu_setup_release(&setup);
+    free(eval_res);
     for (int i = 0; running && i < m->slots; i++)
         mr_work_free(running[i]);
     free(running);
@@ -969,7 +1451,8 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 
 /* ---- start and end ---- */
 
-kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out, kevo_err *err)
+kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out,
+                           kevo_err *err)
 {
     *out = NULL;
     int inited = 0;
@@ -984,6 +1467,15 @@ kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
+        /* this rank's place among the job's ranks on its host: its GPU by default */
+        MPI_Comm local; /* a collective call: every rank makes it */
+        if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+            int lr = 0;
+            MPI_Comm_rank(local, &lr);
+            MPI_Comm_free(&local);
+            if (device < 0)
+                device = lr;
+        }
         mr_pin_libraries();
     }
     MR_LSAN_ON();
@@ -998,6 +1490,7 @@ kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi
     m->rank = rank;
     m->size = size;
     m->slots = slots < 1 ? 1 : slots > 256 ? 256 : slots;
+    m->device = device < 0 ? 0 : device;
     m->note = note;
     m->ctx = ctx;
     pthread_mutex_init(&m->lock, NULL);
@@ -1075,6 +1568,14 @@ bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
     }
     free(m->orphans);
     kv_buf_release(&m->alive);
+    for (int g = 0; g < m->ngpus; g++) {
+        free(m->gpus[g].res);
+        if (finalize || mr_test(m, &m->gpus[g].send.req))
+            kv_buf_release(&m->gpus[g].send.buf);
+    }
+    free(m->gpus);
+    for (int r = 0; m->ranks && r < m->size; r++)
+        free(m->ranks[r].ghello);
     free(m->ranks);
     pthread_mutex_destroy(&m->lock);
     free(m);

@@ -1,12 +1,16 @@
-/* mpi.h — compiles spread over the ranks of an MPI job (`mpirun -np N kevo
- * tune --mpi`).
+/* mpi.h — compiles and GPU evaluations spread over the ranks of an MPI job
+ * (`mpirun -np N kevo tune --mpi`).
  *
  * Rank 0 runs the search, owns the DB and any LLM call; it hands each batch's
  * compiles to its own pool of compile children and to the other ranks, which
- * run nothing but compile children (kevo_mpi_serve).  The batch is complete
- * before the search goes on, so the proposals (a function of the seed and of
- * the results in proposal order) are those of a single process.  Messages
- * are evaluator/wire.h frames; no struct crosses a process.
+ * run compile children (kevo_mpi_serve).  In a GPU run every other rank also
+ * starts a GPU worker on its GPU (kevo_mpi_gpus_start: each measures its own
+ * peers and ceilings) and verifies and times the candidates rank 0 sends it
+ * (kevo_mpi_eval_submit / _wait), one at a time.  The batch is complete
+ * before the search goes on and results are applied in proposal order, so
+ * the proposals (a function of the seed and of the results in proposal
+ * order) are those of a single process.  Messages are evaluator/wire.h
+ * frames; no struct crosses a process.
  *
  * A rank that dies or hangs: every rank sends `alive` every second while it
  * has work; a rank with compiles in flight that is silent for
@@ -19,7 +23,8 @@
  * exit instead, which mpirun accepts under --enable-recovery (which also
  * makes mpirun exit 0 whatever the ranks return).  A rank 0 that
  * dies: the others notice its silence after KEVO_MPI_ORPHANED_AFTER seconds
- * and exit.
+ * and exit.  A rank lost with an evaluation in flight gives it back too
+ * (kevo_mpi_eval_wait says so): the candidate is evaluated elsewhere.
  *
  * Built without MPI (no MPI found by CMake), kevo_mpi_start fails with
  * KEVO_ERR_UNSUPPORTED "built without MPI" and nothing else is reachable. */
@@ -29,11 +34,14 @@
 #include <stdbool.h>
 
 #include "evaluator/compile.h"
+#include "evaluator/gpu.h"
+#include "evaluator/wire.h"
 #include "kevo.h"
 
 #define KEVO_MPI_LOST_AFTER 10.0     /* seconds of silence after which a rank with work is lost */
 #define KEVO_MPI_ORPHANED_AFTER 60.0 /* seconds of silence from rank 0 after which a worker leaves */
 #define KEVO_MPI_HELLO_WAIT 60.0     /* seconds rank 0 waits at start for every rank's hello */
+#define KEVO_MPI_GPU_START_WAIT 900.0 /* seconds rank 0 waits for a rank's GPU worker (peers, ceilings) */
 
 typedef struct kevo_mpi kevo_mpi;
 
@@ -46,13 +54,16 @@ typedef void (*kevo_mpi_note_fn)(void *ctx, const char *line);
 bool kevo_mpi_built(void);
 
 /* Start MPI and meet the other ranks.  slots: compiles this rank runs at
- * once (its --jobs, 1..256).  Rank 0 waits up to KEVO_MPI_HELLO_WAIT seconds
+ * once (its --jobs, 1..256); device: the GPU ordinal this rank evaluates on
+ * when rank 0 asks (-1: its rank among the job's ranks on its host, so that
+ * `mpirun -np G` on a host of G GPUs gives each rank its own).  Rank 0 waits up to KEVO_MPI_HELLO_WAIT seconds
  * for every other rank's hello (one that does not come is lost; one with
  * another NVRTC version or protocol takes no work) and starts a thread that
  * sends `alive` to the others every second.  Errors: KEVO_ERR_UNSUPPORTED
  * (built without MPI; an MPI library without MPI_THREAD_SERIALIZED),
  * KEVO_ERR_WORKER (MPI does not start), KEVO_ERR_NOMEM. */
-kevo_status kevo_mpi_start(int slots, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out, kevo_err *err);
+kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out,
+                           kevo_err *err);
 
 /* This process's rank and the job's size (1.. ranks). */
 int kevo_mpi_rank(const kevo_mpi *m);
@@ -68,7 +79,50 @@ int kevo_mpi_size(const kevo_mpi *m);
 kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
                              kevo_err *err);
 
-/* Any other rank: compile what rank 0 sends until it says stop (KEVO_OK).
+/* This rank's GPU ordinal for evaluations (kevo_mpi_start's device, or
+ * its rank on its host); 0 without MPI. */
+int kevo_mpi_device(const kevo_mpi *m);
+
+/* One GPU of another rank, evaluating for rank 0. */
+typedef struct kevo_mpi_gpu {
+    int rank;
+    char host[256];
+    int device;          /* its ordinal on its host */
+    kevo_gpu_info info;  /* its device, and the peers and ceilings it measured */
+} kevo_mpi_gpu;
+
+/* Rank 0: have every other live rank start a GPU worker for the run (setup:
+ * op, shape, dtype, settings and the reference cubin) and wait up to
+ * KEVO_MPI_GPU_START_WAIT seconds for each to answer.  A rank without a GPU,
+ * or whose worker does not start, goes on compiling only; a note says why.
+ * *gpus malloc'd (NULL when *n is 0), in rank order; GPU g of the calls below
+ * is gpus[g].  Errors: KEVO_ERR_INTERRUPTED, KEVO_ERR_NOMEM, KEVO_ERR_ARG (a
+ * setup that cannot be sent). */
+kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, kevo_mpi_gpu **gpus, int *n,
+                                kevo_err *err);
+
+/* Rank 0: send one evaluation to remote GPU g; one in flight per GPU.
+ * *sent false: g's rank is lost (now or before): nothing is in flight and g
+ * takes no more work.  Errors: KEVO_ERR_BUSY (g has one in flight),
+ * KEVO_ERR_ARG (no GPU g), KEVO_ERR_NOMEM. */
+kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req, bool *sent, kevo_err *err);
+
+/* Rank 0: take the messages that have come, and wait up to wait_s seconds
+ * for an evaluation to end: *which is its GPU and res its result (a crash
+ * or hang there is a result, as with a local worker); *lost is true when
+ * instead g's rank was lost with the evaluation in flight (res untouched:
+ * evaluate it elsewhere); *which is -1 when neither happened.  Errors:
+ * KEVO_ERR_INTERRUPTED, KEVO_ERR_NOMEM, KEVO_ERR_WORKER (MPI failed). */
+kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *lost, kevo_gpu_result *res,
+                               kevo_err *err);
+
+/* Whether remote GPU g still takes work. */
+bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g);
+/* Remote GPU g's evaluations ended and seconds it had one in flight. */
+void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s);
+
+/* Any other rank: compile (and, once rank 0 sets it up, evaluate on this
+ * rank's GPU) what rank 0 sends until it says stop (KEVO_OK).
  * Errors: KEVO_ERR_WORKER (rank 0 silent for KEVO_MPI_ORPHANED_AFTER
  * seconds, or a message this rank cannot read), KEVO_ERR_INTERRUPTED
  * (SIGINT/SIGTERM). */

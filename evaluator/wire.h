@@ -20,10 +20,11 @@
 #include <stdint.h>
 
 #include "evaluator/compile.h"
+#include "evaluator/gpu.h"
 #include "kevo.h"
 #include "util/util.h"
 
-#define KEVO_WIRE_VERSION 1
+#define KEVO_WIRE_VERSION 2 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result) */
 #define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
 
 /* Message kinds; also the MPI tags they travel under. */
@@ -35,6 +36,10 @@ typedef enum kevo_wire_type {
     KEVO_WIRE_STOP,      /* rank 0 -> worker: the run is over, drop what runs */
     KEVO_WIRE_BYE,       /* worker -> rank 0: stopped, nothing left to send */
     KEVO_WIRE_FIN,       /* rank 0 -> worker: leave, calling MPI_Finalize or not */
+    KEVO_WIRE_GPU_SETUP, /* rank 0 -> worker: start a GPU worker for the run (op, shape, settings, reference) */
+    KEVO_WIRE_GPU_HELLO, /* worker -> rank 0: its GPU's figures (peers, ceilings), or why it has none */
+    KEVO_WIRE_EVAL,      /* rank 0 -> worker: verify and time one candidate (plan, cubin) */
+    KEVO_WIRE_EVAL_RESULT, /* worker -> rank 0: that evaluation's result */
 } kevo_wire_type;
 
 /* Name of a type ("job"), "?" for another value. */
@@ -58,6 +63,28 @@ typedef struct kevo_wire_job {
     kevo_compile_job job; /* its options are the sender's without -I, then this machine's includes */
 } kevo_wire_job;
 
+/* What a rank needs to evaluate the run's candidates on its GPU: the op,
+ * shape and dtype by name (the receiver looks them up), the evaluation
+ * settings and the op's reference module (cubin). */
+typedef struct kevo_wire_gpu_setup {
+    char op[64];
+    char shape[256];
+    char dtype[16];
+    int warmup, reps;
+    double timeout_s;
+    uint64_t seed;
+    void *ref_cubin;       /* unpacked: owned (kevo_wire_gpu_setup_release); packed: read */
+    size_t ref_cubin_size;
+} kevo_wire_gpu_setup;
+
+/* A rank's GPU, or why it has none (ok false: msg). */
+typedef struct kevo_wire_gpu_hello {
+    bool ok;
+    char msg[512];
+    int device;          /* its CUDA ordinal there */
+    kevo_gpu_info info;  /* its device, peers and ceilings as its worker measured them */
+} kevo_wire_gpu_hello;
+
 /* Frames (appended to out).  Errors: KEVO_ERR_NOMEM; KEVO_ERR_ARG for a
  * value a frame cannot carry (a blob over 4 GiB). */
 kevo_status kevo_wire_hello_pack(kv_buf *out, const kevo_wire_hello *h, kevo_err *err);
@@ -69,6 +96,17 @@ kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *
 kevo_status kevo_wire_result_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, kevo_err *err);
 /* alive, stop, bye, or fin (finalize: whether the receiver calls MPI_Finalize). */
 kevo_status kevo_wire_control_pack(kv_buf *out, kevo_wire_type type, bool finalize, kevo_err *err);
+
+/* gpu_setup: every field, the reference cubin as the one blob. */
+kevo_status kevo_wire_gpu_setup_pack(kv_buf *out, const kevo_wire_gpu_setup *s, kevo_err *err);
+/* gpu_hello: NaN figures (not measured) travel as null. */
+kevo_status kevo_wire_gpu_hello_pack(kv_buf *out, const kevo_wire_gpu_hello *h, kevo_err *err);
+/* eval: rank 0's number id for it, the request's candidate, maps, time,
+ * seed and plan (as JSON text), its cubin as the one blob. */
+kevo_status kevo_wire_eval_pack(kv_buf *out, int64_t id, const kevo_gpu_request *req, kevo_err *err);
+/* eval_result: the result's figures, every repetition's time as the one
+ * blob (little-endian IEEE doubles). */
+kevo_status kevo_wire_eval_result_pack(kv_buf *out, int64_t id, const kevo_gpu_result *res, kevo_err *err);
 
 /* The type of a frame, checking only its magic, version and header.
  * Errors: KEVO_ERR_PARSE (not a frame, a bad header), KEVO_ERR_UNSUPPORTED
@@ -87,6 +125,17 @@ void kevo_wire_job_release(kevo_wire_job *j);
  * regs, spill_bytes, smem_static, stack_bytes; the job owns log and cubin);
  * its inputs are left alone. */
 kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo_compile_job *job, kevo_err *err);
+/* Into *s (its ref_cubin owned: kevo_wire_gpu_setup_release). */
+kevo_status kevo_wire_gpu_setup_unpack(const void *msg, size_t n, kevo_wire_gpu_setup *s, kevo_err *err);
+void kevo_wire_gpu_setup_release(kevo_wire_gpu_setup *s);
+kevo_status kevo_wire_gpu_hello_unpack(const void *msg, size_t n, kevo_wire_gpu_hello *h, kevo_err *err);
+/* *id and *req; req->cubin is malloc'd (the caller frees it) and the plan
+ * is checked by kevo_plan_parse_json. */
+kevo_status kevo_wire_eval_unpack(const void *msg, size_t n, int64_t *id, kevo_gpu_request *req, kevo_err *err);
+/* *id and *res (every field; reps at most KEVO_GPU_MAX_REPS). */
+kevo_status kevo_wire_eval_result_unpack(const void *msg, size_t n, int64_t *id, kevo_gpu_result *res,
+                                         kevo_err *err);
+
 /* A control frame of the expected type; *finalize from a fin (false otherwise). */
 kevo_status kevo_wire_control_unpack(const void *msg, size_t n, kevo_wire_type expect, bool *finalize,
                                      kevo_err *err);

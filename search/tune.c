@@ -76,6 +76,8 @@ void kevo_verify_opts_init(kevo_verify_opts *o)
 }
 
 /* What a run (or a verification) works in. */
+#define TN_MAX_DEV 64 /* GPUs of a run: this process's and, under --mpi, the other ranks' */
+
 typedef struct tn_env {
     const kevo_op *op;
     kevo_syms shape;
@@ -100,9 +102,14 @@ typedef struct tn_env {
      * dgpu[k] after it, each with its own info (peers, ceilings); ord[k] its
      * ordinal; run_devices.idx of worker k is dev_base + k */
     int ndev;
-    int ord[KEVO_GPU_MAX_DEVICES];
+    int ord[TN_MAX_DEV];
     kevo_gpu *dgpu[KEVO_GPU_MAX_DEVICES];
-    kevo_gpu_info dinfo[KEVO_GPU_MAX_DEVICES];
+    kevo_gpu_info dinfo[TN_MAX_DEV];
+    /* under --mpi: the other ranks' GPUs, devices ndev .. ndev + nrem - 1 of
+     * the run (their ord and dinfo too); each evaluates through e->mpi */
+    kevo_mpi_gpu *rgpu;
+    int nrem;
+    char dlabel[TN_MAX_DEV][48]; /* how progress lines name each device ("GPU 1", "rank 2 GPU 0") */
     int dev_base;
     double loop_t0;    /* kv_now() when the search loop began: the devices' throughput */
     /* a distribution run (--shapes): its shapes (0 is `shape` above), the
@@ -137,6 +144,9 @@ static void tn_env_release(tn_env *e)
         kevo_gpu_stop(e->dgpu[k]);
         e->dgpu[k] = NULL;
     }
+    free(e->rgpu);
+    e->rgpu = NULL;
+    e->nrem = 0;
     for (int i = 0; i < KEVO_DIST_MAX; i++) {
         kevo_gpu_stop(e->xgpu[i]);
         e->xgpu[i] = NULL;
@@ -521,6 +531,53 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int r
     return KEVO_OK;
 }
 
+/* Under --mpi (a one-shape GPU run): a GPU worker on every other rank,
+ * each timing its own peers and ceilings, appended to the run's devices.
+ * GPUs of another model than the first are refused unless mixed.  Errors:
+ * kevo_mpi_gpus_start's, KEVO_ERR_ARG (models), KEVO_ERR_UNSUPPORTED. */
+static kevo_status tn_remote_devices(tn_env *e, const tn_work *ref, const kevo_tune_opts *o, bool mixed,
+                                     kevo_err *err)
+{
+    kevo_wire_gpu_setup su;
+    memset(&su, 0, sizeof su);
+    snprintf(su.op, sizeof su.op, "%s", e->op->name);
+    snprintf(su.shape, sizeof su.shape, "%s", e->shape_txt);
+    snprintf(su.dtype, sizeof su.dtype, "%s", kevo_dtype_name(e->dt));
+    su.warmup = o->warmup;
+    su.reps = o->reps;
+    su.timeout_s = o->eval_timeout;
+    su.seed = o->seed;
+    su.ref_cubin = ref->job.cubin;
+    su.ref_cubin_size = ref->job.cubin_size;
+    kevo_status st = kevo_mpi_gpus_start(e->mpi, &su, &e->rgpu, &e->nrem, err);
+    if (st)
+        return st;
+    if (e->ndev + e->nrem > TN_MAX_DEV)
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%d GPUs: a run takes at most %d", e->ndev + e->nrem,
+                            TN_MAX_DEV);
+    for (int i = 0; i < e->nrem; i++) {
+        int k = e->ndev + i;
+        const kevo_gpu_info *in = &e->rgpu[i].info, *a = &e->dinfo[0];
+        e->dinfo[k] = *in;
+        e->ord[k] = e->rgpu[i].device;
+        snprintf(e->dlabel[k], sizeof e->dlabel[k], "rank %d GPU %d", e->rgpu[i].rank, e->rgpu[i].device);
+        if (!mixed && (strcmp(a->name, in->name) != 0 || a->sm_count != in->sm_count || a->cc_major != in->cc_major ||
+                       a->cc_minor != in->cc_minor))
+            return kevo_err_set(err, KEVO_ERR_ARG, "GPUs of different models: rank 0's is %s (%d SMs), rank %d's "
+                                "(%s) %s (%d SMs); --mixed-devices evaluates on both, each with its own peers",
+                                a->name, a->sm_count, e->rgpu[i].rank, e->rgpu[i].host, in->name, in->sm_count);
+        int sm = in->cc_major * 10 + in->cc_minor;
+        if (sm < e->lim.sm)
+            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "rank %d's %s (compute capability %d.%d) cannot run code "
+                                "for %s", e->rgpu[i].rank, in->name, in->cc_major, in->cc_minor, e->arch);
+        if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
+            e->lim.max_smem = in->max_smem_optin;
+        if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
+            e->lim.num_sms = in->sm_count;
+    }
+    return KEVO_OK;
+}
+
 /* The GPUs of --devices ("all" or a comma list of ordinals; NULL: the one
  * of --device) into e->ord / e->ndev.  The list's form is checked before
  * any GPU is looked for; then the GPUs must exist and, unless mixed, be of
@@ -577,6 +634,13 @@ static kevo_status tn_devices(tn_env *e, const char *list, bool mixed, int devic
     }
     e->ndev = n;
     return KEVO_OK;
+}
+
+/* Every device's label, once they are known. */
+static void tn_dev_labels(tn_env *e)
+{
+    for (int k = 0; k < e->ndev; k++)
+        snprintf(e->dlabel[k], sizeof e->dlabel[k], "%sGPU %d", e->nrem > 0 ? "rank 0 " : "", e->ord[k]);
 }
 
 /* Start the worker of a distribution's shape i (>= 1): its own inputs and
@@ -710,11 +774,11 @@ static void tn_first_line(const char *s, char *out, size_t n)
 
 /* One progress line for a finished candidate. */
 static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_work *w, const kevo_cand_row *row,
-                            int64_t done, int64_t budget, double best, bool compile_only, int gpu)
+                            int64_t done, int64_t budget, double best, bool compile_only, const char *gpu)
 {
-    char on[24] = ""; /* which GPU, when several evaluate */
-    if (gpu >= 0)
-        snprintf(on, sizeof on, " | GPU %d", gpu);
+    char on[64] = ""; /* which GPU, when several evaluate */
+    if (gpu)
+        snprintf(on, sizeof on, " | %s", gpu);
     char cfgs[256];
     kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
     const kevo_node *nd = &s->nodes[w->node];
@@ -987,7 +1051,7 @@ static kevo_status tn_apply_one(tn_env *e, tn_loop *L, tn_work *w, const kevo_gp
         L->last_gain = L->done;
     }
     tn_print_result(L->prog, L->s, w, &row, L->done, L->ro->budget, L->best, L->ro->compile_only,
-                    e->ndev > 1 && pre ? e->ord[dev] : -1);
+                    e->ndev + e->nrem > 1 && pre ? e->dlabel[dev] : NULL);
     kevo_cand_row_release(&row);
     return KEVO_OK;
 }
@@ -1000,8 +1064,13 @@ static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compili
         return;
     char what[160];
     int len = snprintf(what, sizeof what, "compiling %d |", compiling);
-    for (int k = 0; k < e->ndev && len < (int)sizeof what - 16; k++)
-        len += snprintf(what + len, sizeof what - (size_t)len, " GPU %d %s", e->ord[k],
+    int busy = 0;
+    for (int k = 0; k < e->ndev + e->nrem; k++)
+        busy += on_gpu[k] >= 0;
+    if (e->ndev + e->nrem > 4) /* many: a count */
+        snprintf(what + len, sizeof what - (size_t)len, " %d of %d GPUs busy", busy, e->ndev + e->nrem);
+    for (int k = 0; k < e->ndev + e->nrem && e->ndev + e->nrem <= 4 && len < (int)sizeof what - 40; k++)
+        len += snprintf(what + len, sizeof what - (size_t)len, " %s %s", e->dlabel[k],
                         on_gpu[k] >= 0 ? "busy" : "idle");
     tn_bar(L->prog, L->done, L->best, what);
 }
@@ -1014,6 +1083,18 @@ static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compili
  * so the search sees exactly what one GPU would give it.  Errors: the DB's,
  * KEVO_ERR_INTERRUPTED (the rest of the batch stays pending, for
  * --resume), KEVO_ERR_WORKER. */
+/* KEVO_TRACE_EVAL=1: every submit, result and apply of tn_eval_batch on
+ * stderr with its time (seconds since the search loop began), to see where
+ * GPUs wait. */
+static void tn_trace(const tn_env *e, const char *what, int64_t cand, int dev)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("KEVO_TRACE_EVAL") && strcmp(getenv("KEVO_TRACE_EVAL"), "1") == 0;
+    if (on)
+        fprintf(stderr, "trace %.4f %s #%lld dev %d\n", kv_now() - e->loop_t0, what, (long long)cand, dev);
+}
+
 static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool compiled, kevo_err *err)
 {
     enum { TN_COMPILE, TN_READY, TN_ON_GPU, TN_DONE };
@@ -1022,9 +1103,11 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
     double *t0 = calloc((size_t)n + 1, sizeof *t0), *eval_s = calloc((size_t)n + 1, sizeof *eval_s);
     kevo_gpu_result *res = calloc((size_t)n + 1, sizeof *res);
     kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
-    int on_gpu[KEVO_GPU_MAX_DEVICES];
-    for (int k = 0; k < e->ndev; k++) {
-        g[k] = tn_dgpu(e, k);
+    int on_gpu[TN_MAX_DEV]; /* the candidate each device evaluates, -1 none */
+    const int total = e->ndev + e->nrem;
+    for (int k = 0; k < total; k++) {
+        if (k < e->ndev)
+            g[k] = tn_dgpu(e, k);
         on_gpu[k] = -1;
     }
     kevo_compile_pool *pool = NULL;
@@ -1040,6 +1123,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
         state[i] = compiled || w[i].job.cached ? TN_READY : TN_COMPILE;
     }
     int next_compile = 0, next_apply = 0, compiling = 0;
+    tn_trace(e, "batch", n, -1);
     while (!st && next_apply < n) {
         if (kv_interrupted()) {
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d", kv_signal_caught());
@@ -1058,52 +1142,91 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
                 state[i] = TN_DONE;
                 continue;
             }
-            while (k < e->ndev && on_gpu[k] >= 0)
-                k++;
-            if (k == e->ndev)
-                break;
             kevo_gpu_request rq = tn_request(&w[i], w[i].cand_id, L->ro->maps, true,
                                              L->ro->seed ^ (uint64_t)w[i].cand_id * 0x9e3779b97f4a7c15ull);
-            st = kevo_gpu_submit(g[k], &rq, err);
-            if (!st) {
-                state[i] = TN_ON_GPU;
-                dev[i] = k;
-                t0[i] = kv_now();
-                on_gpu[k] = i;
+            bool placed = false;
+            while (!placed && !st) {
+                /* the next idle device (another rank's once lost takes nothing) */
+                while (k < total && (on_gpu[k] >= 0 || (k >= e->ndev && !kevo_mpi_gpu_alive(e->mpi, k - e->ndev))))
+                    k++;
+                if (k == total)
+                    break;
+                if (k < e->ndev) {
+                    st = kevo_gpu_submit(g[k], &rq, err);
+                    placed = !st;
+                } else {
+                    bool sent = false;
+                    st = kevo_mpi_eval_submit(e->mpi, k - e->ndev, &rq, &sent, err);
+                    placed = !st && sent;
+                }
+                if (placed) {
+                    tn_trace(e, "submit", w[i].cand_id, k);
+                    state[i] = TN_ON_GPU;
+                    dev[i] = k;
+                    t0[i] = kv_now();
+                    on_gpu[k] = i;
+                }
             }
+            if (k == total)
+                break;
         }
-        while (!st && next_apply < n && state[next_apply] == TN_DONE) {
+        /* one result applied per turn: a GPU that finishes meanwhile gets its next candidate first */
+        if (!st && next_apply < n && state[next_apply] == TN_DONE) {
             int i = next_apply++;
             bool evaluated = w[i].job.fail == KEVO_FAIL_NONE;
+            tn_trace(e, "apply", w[i].cand_id, dev[i]);
             st = tn_apply_one(e, L, &w[i], evaluated ? &res[i] : NULL, dev[i], eval_s[i], err);
+            tn_trace(e, "applied", w[i].cand_id, dev[i]);
         }
         if (st || next_apply == n)
             break;
+        bool more = state[next_apply] == TN_DONE; /* then the waits below only look */
         tn_bar_devices(e, L, on_gpu, compiling);
-        bool gpus_busy = false;
-        for (int k = 0; k < e->ndev; k++)
-            gpus_busy = gpus_busy || on_gpu[k] >= 0;
+        bool local_busy = false, remote_busy = false;
+        for (int k = 0; k < total; k++) {
+            local_busy = local_busy || (k < e->ndev && on_gpu[k] >= 0);
+            remote_busy = remote_busy || (k >= e->ndev && on_gpu[k] >= 0);
+        }
+        bool gpus_busy = local_busy || remote_busy;
         bool compiles_busy = kevo_compile_pool_busy(pool) > 0;
-        if (gpus_busy) {
+        kevo_gpu_result *r = gpus_busy ? malloc(sizeof *r) : NULL;
+        if (gpus_busy && !r) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (local_busy) {
             int which = -1;
-            kevo_gpu_result *r = malloc(sizeof *r);
-            if (!r) {
-                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-                break;
-            }
-            st = kevo_gpu_wait(g, e->ndev, compiles_busy ? 0.002 : 1.0, &which, r, err);
+            st = kevo_gpu_wait(g, e->ndev, more ? 0 : compiles_busy || remote_busy ? 0.002 : 1.0, &which, r, err);
             if (!st && which >= 0) {
                 int i = on_gpu[which];
+                tn_trace(e, "done", w[i].cand_id, which);
                 res[i] = *r;
                 eval_s[i] = kv_now() - t0[i];
                 state[i] = TN_DONE;
                 on_gpu[which] = -1;
             }
-            free(r);
         }
+        if (!st && remote_busy) {
+            int which = -1;
+            bool lost = false;
+            st = kevo_mpi_eval_wait(e->mpi, more || compiles_busy || local_busy ? 0.0 : 0.05, &which, &lost, r, err);
+            if (!st && which >= 0) {
+                int k = e->ndev + which, i = on_gpu[k];
+                on_gpu[k] = -1;
+                tn_trace(e, lost ? "lost" : "done", w[i].cand_id, k);
+                if (lost) { /* its rank is gone: another device takes it */
+                    state[i] = TN_READY;
+                } else {
+                    res[i] = *r;
+                    eval_s[i] = kv_now() - t0[i];
+                    state[i] = TN_DONE;
+                }
+            }
+        }
+        free(r);
         if (!st && compiles_busy) {
             kevo_compile_job *done = NULL;
-            st = kevo_compile_pool_wait(pool, gpus_busy ? 0.002 : 1.0, &done, err);
+            st = kevo_compile_pool_wait(pool, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, err);
             for (int i = 0; !st && done && i < n; i++)
                 if (done == &w[i].job) {
                     state[i] = TN_READY;
@@ -1892,15 +2015,17 @@ static kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err
     if (st)
         return st;
     e->dev_base = nhad;
-    kevo_run_device v[KEVO_GPU_MAX_DEVICES];
-    memset(v, 0, sizeof v);
+    const int total = e->ndev + e->nrem;
+    kevo_run_device *v = calloc((size_t)total, sizeof *v);
+    if (!v)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    for (int k = 0; k < e->ndev; k++) {
+    for (int k = 0; k < total; k++) {
         const kevo_gpu_info *in = &e->dinfo[k];
         v[k].idx = e->dev_base + k;
         v[k].ordinal = e->ord[k];
-        snprintf(v[k].host, sizeof v[k].host, "%s", host);
+        snprintf(v[k].host, sizeof v[k].host, "%s", k < e->ndev ? host : e->rgpu[k - e->ndev].host);
         snprintf(v[k].name, sizeof v[k].name, "%s", in->name);
         snprintf(v[k].pci_bus, sizeof v[k].pci_bus, "%s", in->pci_bus);
         v[k].sm_count = in->sm_count;
@@ -1908,7 +2033,9 @@ static kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err
         v[k].baseline_bcast_ms = k == 0 ? run->baseline_bcast_ms : in->baseline_bcast_ms;
         v[k].loop_s = NAN;
     }
-    return kevo_db_run_devices_put(e->db, run->id, v, e->ndev, err);
+    st = kevo_db_run_devices_put(e->db, run->id, v, total, err);
+    free(v);
+    return st;
 }
 
 /* At the end of the search loop: each GPU's throughput (candidates per
@@ -1921,24 +2048,28 @@ static kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progre
     kevo_status st = kevo_db_run_devices_get(e->db, run->id, &v, &n, err);
     double loop_s = kv_now() - e->loop_t0;
     int total = 0;
-    for (int k = 0; k < e->ndev && !st; k++) {
-        kevo_gpu *g = tn_dgpu(e, k);
+    const int ndev = e->ndev + e->nrem;
+    for (int k = 0; k < ndev && !st; k++) {
         int idx = e->dev_base + k;
         if (idx >= n || v[idx].idx != idx)
             continue;
-        v[idx].evaluated = kevo_gpu_evaluated(g);
-        v[idx].busy_s = kevo_gpu_busy_s(g);
+        if (k < e->ndev) {
+            v[idx].evaluated = kevo_gpu_evaluated(tn_dgpu(e, k));
+            v[idx].busy_s = kevo_gpu_busy_s(tn_dgpu(e, k));
+        } else {
+            kevo_mpi_gpu_stats(e->mpi, k - e->ndev, &v[idx].evaluated, &v[idx].busy_s);
+        }
         v[idx].loop_s = loop_s;
         total += v[idx].evaluated;
-        if (e->ndev > 1)
-            tn_line(prog, "GPU %d (%s, %s): %d candidates in %.1f s, %.1f per minute, busy %.0f%%", e->ord[k],
-                    v[idx].name, v[idx].pci_bus, v[idx].evaluated, loop_s,
+        if (ndev > 1)
+            tn_line(prog, "%s (%s, %s, %s): %d candidates in %.1f s, %.1f per minute, busy %.0f%%", e->dlabel[k],
+                    v[idx].name, v[idx].host, v[idx].pci_bus, v[idx].evaluated, loop_s,
                     loop_s > 0 ? 60.0 * v[idx].evaluated / loop_s : 0.0,
                     loop_s > 0 ? 100.0 * v[idx].busy_s / loop_s : 0.0);
         st = kevo_db_run_devices_put(e->db, run->id, &v[idx], 1, err);
     }
-    if (!st && e->ndev > 1)
-        tn_line(prog, "%d GPUs: %d candidates evaluated in %.1f s of search, %.1f per minute", e->ndev, total,
+    if (!st && ndev > 1)
+        tn_line(prog, "%d GPUs: %d candidates evaluated in %.1f s of search, %.1f per minute", ndev, total,
                 loop_s, loop_s > 0 ? 60.0 * total / loop_s : 0.0);
     free(v);
     return st;
@@ -2603,6 +2734,11 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             tn_line(&prog, "kevo: starting the GPU worker (inputs, reference, stage-0 baseline, ceilings)");
         if (!st)
             st = tn_start_gpu(&e, &ref, ro.warmup, ro.reps, ro.eval_timeout, ro.seed, true, !resume || handoff, err);
+        if (!st && e.mpi && !e.dist && kevo_mpi_size(e.mpi) > 1) {
+            tn_line(&prog, "kevo: starting a GPU worker on each other MPI rank (each one's peers and ceilings)");
+            st = tn_remote_devices(&e, &ref, &ro, o->mixed_devices, err);
+        }
+        tn_dev_labels(&e);
         for (int i = 1; !st && e.dist && i < e.dist->n; i++) {
             tn_line(&prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, e.dist->n,
                     e.dist->text[i]);
@@ -2728,9 +2864,9 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                     e.op->peers.peer_detail, peer, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
         }
-        for (int k = 1; k < e.ndev && !ro.compile_only; k++)
-            tn_line(&prog, "GPU %d: %s (%s, %d SMs); its peers: stage-0 baseline %.3f ms, %s %.3f ms; cuBLAS peak "
-                    "%.0f TFLOP/s, copy %.2f TB/s", e.ord[k], e.dinfo[k].name, e.dinfo[k].pci_bus,
+        for (int k = 1; k < e.ndev + e.nrem && !ro.compile_only; k++)
+            tn_line(&prog, "%s: %s (%s, %d SMs); its peers: stage-0 baseline %.3f ms, %s %.3f ms; cuBLAS peak "
+                    "%.0f TFLOP/s, copy %.2f TB/s", e.dlabel[k], e.dinfo[k].name, e.dinfo[k].pci_bus,
                     e.dinfo[k].sm_count, e.dinfo[k].baseline_ms, e.op->peers.peer_detail, e.dinfo[k].peer_ms,
                     e.dinfo[k].peak_tflops, e.dinfo[k].copy_tbps);
         if (handoff)

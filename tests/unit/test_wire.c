@@ -199,7 +199,9 @@ static void test_bad_frames(void **state)
     kevo_wire_job_release(&w);
 
     frame(&b, KEVO_WIRE_VERSION + 1, ok, "abc", 3);
-    expect_refused(&b, KEVO_ERR_UNSUPPORTED, "protocol version 2 (this kevo speaks 1)");
+    expect_refused(&b, KEVO_ERR_UNSUPPORTED, "protocol version 3 (this kevo speaks 2)");
+    frame(&b, 1, ok, "abc", 3); /* a rank of a kevo before GPU evaluation over MPI */
+    expect_refused(&b, KEVO_ERR_UNSUPPORTED, "protocol version 1 (this kevo speaks 2)");
     frame(&b, KEVO_WIRE_VERSION, ok, "ab", 2);
     expect_refused(&b, KEVO_ERR_PARSE, "names 3 bytes of data but carries 2");
     frame(&b, KEVO_WIRE_VERSION, ok, "abcd", 4);
@@ -274,6 +276,173 @@ static void test_bad_frames(void **state)
 
 /* Every prefix of every frame, and every frame with one byte changed, is
  * read or refused, never read past (a cheap, deterministic fuzz). */
+/* The GPU frames round-trip: a setup with its reference cubin and a 64-bit
+ * seed, a GPU's hello with NaN figures (not measured) kept NaN, an
+ * evaluation with its plan and cubin, a result with every repetition's
+ * time bit for bit; and each is refused when a field lies. */
+static void test_gpu_frames(void **state)
+{
+    (void)state;
+    kevo_err err;
+    kv_buf b;
+    kv_buf_init(&b);
+    static const unsigned char ref[] = {0x7f, 'E', 'L', 'F', 0, 9, 0xfe};
+    kevo_wire_gpu_setup su = {.op = "ikbo_lce", .shape = "B=1024,M=433", .dtype = "bf16", .warmup = 5, .reps = 30,
+                              .timeout_s = 120, .seed = 0xfedcba9876543210ull, .ref_cubin = (void *)ref,
+                              .ref_cubin_size = sizeof ref};
+    assert_int_equal(kevo_wire_gpu_setup_pack(&b, &su, &err), KEVO_OK);
+    kevo_wire_gpu_setup su2;
+    assert_int_equal(kevo_wire_gpu_setup_unpack(b.data, b.len, &su2, &err), KEVO_OK);
+    assert_string_equal(su2.op, "ikbo_lce");
+    assert_string_equal(su2.shape, "B=1024,M=433");
+    assert_string_equal(su2.dtype, "bf16");
+    assert_true(su2.warmup == 5 && su2.reps == 30 && su2.timeout_s == 120);
+    assert_true(su2.seed == 0xfedcba9876543210ull);
+    assert_int_equal(su2.ref_cubin_size, sizeof ref);
+    assert_memory_equal(su2.ref_cubin, ref, sizeof ref);
+    kevo_wire_gpu_setup_release(&su2);
+
+    kevo_wire_gpu_hello h;
+    memset(&h, 0, sizeof h);
+    h.ok = true;
+    h.device = 3;
+    snprintf(h.info.name, sizeof h.info.name, "NVIDIA H200");
+    snprintf(h.info.pci_bus, sizeof h.info.pci_bus, "0000:07:00.0");
+    h.info.sm_count = 132;
+    h.info.cc_major = 9;
+    h.info.l2_bytes = INT64_C(52428800);
+    h.info.baseline_ms = 1.956;
+    h.info.peer_ms = NAN;
+    h.info.baseline_bcast_ms = 2.5;
+    h.info.peak_tflops = 770.5;
+    h.info.copy_tbps = NAN;
+    h.info.baseline_rel_err = 1e-4;
+    h.info.peer_rel_err = NAN;
+    b.len = 0;
+    assert_int_equal(kevo_wire_gpu_hello_pack(&b, &h, &err), KEVO_OK);
+    kevo_wire_gpu_hello h2;
+    assert_int_equal(kevo_wire_gpu_hello_unpack(b.data, b.len, &h2, &err), KEVO_OK);
+    assert_true(h2.ok && h2.device == 3 && h2.info.sm_count == 132 && h2.info.cc_major == 9);
+    assert_string_equal(h2.info.name, "NVIDIA H200");
+    assert_true(h2.info.l2_bytes == INT64_C(52428800) && h2.info.baseline_ms == 1.956 && isnan(h2.info.peer_ms));
+    assert_true(h2.info.peak_tflops == 770.5 && isnan(h2.info.copy_tbps) && isnan(h2.info.peer_rel_err));
+
+    kevo_gpu_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.candidate_id = 42;
+    rq.maps = 5;
+    rq.time = true;
+    rq.seed = UINT64_MAX;
+    rq.cubin = ref;
+    rq.cubin_size = sizeof ref;
+    rq.plan.nlaunches = 1;
+    snprintf(rq.plan.launches[0].entry, sizeof rq.plan.launches[0].entry, "lce_ws");
+    rq.plan.launches[0].grid[0] = 132;
+    rq.plan.launches[0].grid[1] = rq.plan.launches[0].grid[2] = 1;
+    rq.plan.launches[0].block[0] = 384;
+    rq.plan.launches[0].block[1] = rq.plan.launches[0].block[2] = 1;
+    rq.plan.launches[0].smem = 200000;
+    rq.plan.workspace_bytes = 4096;
+    b.len = 0;
+    assert_int_equal(kevo_wire_eval_pack(&b, 7, &rq, &err), KEVO_OK);
+    int64_t id = 0;
+    kevo_gpu_request rq2;
+    assert_int_equal(kevo_wire_eval_unpack(b.data, b.len, &id, &rq2, &err), KEVO_OK);
+    assert_true(id == 7 && rq2.candidate_id == 42 && rq2.maps == 5 && rq2.time && rq2.seed == UINT64_MAX);
+    assert_int_equal(rq2.cubin_size, sizeof ref);
+    assert_memory_equal(rq2.cubin, ref, sizeof ref);
+    assert_int_equal(rq2.plan.nlaunches, 1);
+    assert_string_equal(rq2.plan.launches[0].entry, "lce_ws");
+    assert_true(rq2.plan.launches[0].grid[0] == 132 && rq2.plan.launches[0].block[0] == 384);
+    assert_true(rq2.plan.launches[0].smem == 200000 && rq2.plan.workspace_bytes == 4096);
+    free((void *)rq2.cubin);
+
+    kevo_gpu_result *res = calloc(1, sizeof *res), *res2 = calloc(1, sizeof *res2);
+    assert_non_null(res);
+    assert_non_null(res2);
+    res->fail = KEVO_FAIL_NONE;
+    snprintf(res->msg, sizeof res->msg, "ok \"quoted\"\n");
+    res->checks = 3;
+    res->rel_err = 2.2e-4;
+    res->max_abs_err = NAN;
+    res->bad_elems = 0;
+    res->reps = 30;
+    for (int i = 0; i < res->reps; i++)
+        res->rep_ms[i] = 0.3869 + 1e-7 * i * i + 1.0 / 3.0 * 1e-9;
+    res->median_ms = res->rep_ms[15];
+    res->min_ms = res->rep_ms[0];
+    res->max_ms = res->rep_ms[29];
+    b.len = 0;
+    assert_int_equal(kevo_wire_eval_result_pack(&b, 9, res, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_eval_result_unpack(b.data, b.len, &id, res2, &err), KEVO_OK);
+    assert_true(id == 9 && res2->fail == KEVO_FAIL_NONE && res2->checks == 3 && res2->reps == 30);
+    assert_string_equal(res2->msg, res->msg);
+    assert_true(res2->rel_err == 2.2e-4 && isnan(res2->max_abs_err) && res2->median_ms == res->median_ms);
+    assert_memory_equal(res2->rep_ms, res->rep_ms, 30 * sizeof(double));
+    /* a failure travels by name */
+    res->fail = KEVO_FAIL_EVAL_TIMEOUT;
+    res->reps = 0;
+    res->median_ms = NAN;
+    b.len = 0;
+    assert_int_equal(kevo_wire_eval_result_pack(&b, 10, res, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_eval_result_unpack(b.data, b.len, &id, res2, &err), KEVO_OK);
+    assert_true(res2->fail == KEVO_FAIL_EVAL_TIMEOUT && res2->reps == 0 && isnan(res2->median_ms));
+
+    /* refused: fields that lie, each named */
+    static const struct {
+        const char *hdr;
+        size_t blob;
+        const char *says;
+    } bad[] = {
+        {"{\"type\":\"gpu_setup\",\"op\":\"x\",\"shape\":\"B=1\",\"dtype\":\"fp16\",\"warmup\":1,\"reps\":0,"
+         "\"timeout_s\":5,\"seed\":\"0000000000000001\",\"ref_len\":2}", 2, "'reps'"},
+        {"{\"type\":\"gpu_setup\",\"op\":\"x\",\"shape\":\"B=1\",\"dtype\":\"fp16\",\"warmup\":1,\"reps\":3,"
+         "\"timeout_s\":5,\"seed\":\"1\",\"ref_len\":2}", 2, "'seed' is not 16 hex digits"},
+        {"{\"type\":\"gpu_setup\",\"op\":\"x\",\"shape\":\"B=1\",\"dtype\":\"fp16\",\"warmup\":1,\"reps\":3,"
+         "\"timeout_s\":5,\"seed\":\"000000000000000g\",\"ref_len\":2}", 2, "'seed' is not 16 hex digits"},
+        {"{\"type\":\"gpu_setup\",\"op\":\"x\",\"shape\":\"B=1\",\"dtype\":\"fp16\",\"warmup\":1,\"reps\":3,"
+         "\"timeout_s\":5,\"seed\":\"0000000000000001\",\"ref_len\":0}", 0, "without a reference cubin"},
+        {"{\"type\":\"eval\",\"id\":1,\"candidate\":1,\"maps\":1,\"time\":true,\"seed\":\"0000000000000001\","
+         "\"plan\":\"{]\",\"cubin_len\":2}", 2, "plan"},
+        {"{\"type\":\"eval\",\"id\":1,\"candidate\":1,\"maps\":0,\"time\":true,\"seed\":\"0000000000000001\","
+         "\"plan\":\"{}\",\"cubin_len\":2}", 2, "'maps'"},
+        {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"bogus\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+         "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":0,"
+         "\"reps_len\":0}", 0, "failure kind 'bogus'"},
+        {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+         "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":-1,\"min_ms\":null,\"max_ms\":null,\"reps\":0,"
+         "\"reps_len\":0}", 0, "'median_ms'"},
+        {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+         "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":2,"
+         "\"reps_len\":8}", 8, "2 repetitions in 8 bytes"},
+        {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+         "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":1001,"
+         "\"reps_len\":8008}", 8008, "'reps'"},
+    };
+    unsigned char *zeros = calloc(1, 8008);
+    assert_non_null(zeros);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        frame(&b, KEVO_WIRE_VERSION, bad[i].hdr, zeros, bad[i].blob);
+        kevo_err_clear(&err);
+        kevo_status st;
+        if (strstr(bad[i].hdr, "gpu_setup")) {
+            st = kevo_wire_gpu_setup_unpack(b.data, b.len, &su2, &err);
+        } else if (strstr(bad[i].hdr, "\"eval\"")) {
+            st = kevo_wire_eval_unpack(b.data, b.len, &id, &rq2, &err);
+        } else {
+            st = kevo_wire_eval_result_unpack(b.data, b.len, &id, res2, &err);
+        }
+        if (st == KEVO_OK || !strstr(err.msg, bad[i].says))
+            fprintf(stderr, "case %zu: status %d, message '%s'; wanted '%s'\n", i, st, err.msg, bad[i].says);
+        assert_int_not_equal(st, KEVO_OK);
+        assert_non_null(strstr(err.msg, bad[i].says));
+    }
+    free(zeros);
+    free(res);
+    free(res2);
+    kv_buf_release(&b);
+}
+
 static void test_cut_and_flipped(void **state)
 {
     (void)state;
@@ -335,7 +504,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_result_roundtrip),
         cmocka_unit_test(test_hello_and_control), cmocka_unit_test(test_bad_frames),
-        cmocka_unit_test(test_cut_and_flipped),
+        cmocka_unit_test(test_cut_and_flipped),   cmocka_unit_test(test_gpu_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
