@@ -1366,7 +1366,8 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                 mr_work_free(w);
             }
         } else if (!evaluating) {
-            mr_sleep_ms(20);
+            /* with a GPU worker, rank 0's next evaluation follows a result within milliseconds: look often */
+            mr_sleep_ms(gpu ? 1 : 20);
         }
         /* results rank 0 has taken */
         for (int i = 0; i < nout;) {
