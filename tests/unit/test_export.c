@@ -355,13 +355,73 @@ static void test_fa_call(void **state)
                      0);
 }
 
-/* --torch: the Python package beside the library, for both ops.  Without
- * PyTorch here the check is what can be done without its headers: the
+/* g++ on a generated binding (run in the package's python/ folder)
+ * against tests/torch/stub, the PyTorch and Python API it uses declared
+ * strictly (tests/torch/stub/README.md); the CUDA headers are the
+ * toolkit's.  LC_ALL=C: messages in ASCII, for the greps below. */
+#define TORCH_STUB_GXX                                                                                                 \
+    "LC_ALL=C g++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I'" KEVO_TORCH_STUB "' -I'" KEVO_CUDA_INCLUDE        \
+    "' -Icsrc"
+
+/* The stub refuses what PyTorch would: each edit breaks the generated
+ * binding in python_dir once (a misspelled member, a wrong argument count
+ * or type, an unknown dispatch key, a kernel argument the dispatcher
+ * cannot take, a streamed TORCH_CHECK message), and g++ must fail with the
+ * error named. */
+static void torch_stub_refuses(const char *op, const char *python_dir)
+{
+    static const struct {
+        const char *op; /* NULL: both */
+        const char *sed, *error;
+    } breaks[] = {
+        {NULL, "s/\\.data_ptr(/.data_pt(/g", "has no member named 'data_pt'"},
+        {NULL, "s/t\\.size(i)/t.size(i, 0)/", "no matching function for call to 'at::Tensor::size("},
+        {NULL, "s/CUDAGuard guard(\\([a-z]*\\)\\.device())/CUDAGuard guard(\\1)/",
+         "CUDAGuard::CUDAGuard(const at::Tensor&)"},
+        {NULL, "s/TORCH_LIBRARY_IMPL(kevo, CUDA, m)/TORCH_LIBRARY_IMPL(kevo, Cuda, m)/",
+         "'Cuda' is not a member of 'c10::DispatchKey'"},
+        {NULL, "s/PyErr_WarnEx(PyExc_UserWarning, msg, 1)/PyErr_WarnEx(PyExc_UserWarning, msg)/",
+         "too few arguments to function 'int PyErr_WarnEx("},
+        {NULL, "s/TORCH_CHECK(false, (const char \\*)x_msg_)/TORCH_CHECK(false, \"kevo: \", x_msg_)/",
+         "macro \"TORCH_CHECK\" passed 3 arguments"},
+        {"ikbo_lce", "s/^at::Tensor x_lce_meta(const at::Tensor &wu/at::Tensor x_lce_meta(int, const at::Tensor \\&wu/",
+         "a kernel argument type is not one the dispatcher takes"},
+        {"ikbo_fa", "s/c10::optional<double> scale)/c10::optional<float> scale)/",
+         "a kernel argument type is not one the dispatcher takes"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(breaks); i++) {
+        if (breaks[i].op && strcmp(breaks[i].op, op) != 0)
+            continue;
+        char bad[192], log[192];
+        snprintf(bad, sizeof bad, "%s/torch_broken_%s_%zu.cpp", tmp, op, i);
+        snprintf(log, sizeof log, "%s/torch_broken_%s_%zu.log", tmp, op, i);
+        /* the edit applies (the file changed) */
+        assert_int_equal(sh("cd '%s' && sed -e '%s' csrc/kevo_pkg_torch.cpp > '%s' && "
+                            "! cmp -s '%s' csrc/kevo_pkg_torch.cpp",
+                            python_dir, breaks[i].sed, bad, bad),
+                         0);
+        /* and compiling the result fails, for that reason (the error
+         * text travels in the environment: it has quotes of both kinds) */
+        assert_int_equal(setenv("KEVO_TORCH_ERROR", breaks[i].error, 1), 0);
+        assert_int_equal(sh("cd '%s' && ! " TORCH_STUB_GXX " '%s' 2>'%s' && grep -qF -e \"$KEVO_TORCH_ERROR\" '%s' || "
+                            "{ echo \"expected: $KEVO_TORCH_ERROR\"; cat '%s'; exit 1; }",
+                            python_dir, bad, log, log, log),
+                         0);
+        n++;
+    }
+    unsetenv("KEVO_TORCH_ERROR");
+    printf("  %s: g++ refuses each of %d broken copies of the binding against the stub\n", op, n);
+}
+
+/* --torch: the Python package beside the library, for both ops: the
  * Python compiles, every key is filled, the op is registered in the kevo
  * namespace with a CUDA and a meta kernel, the C sources are the library's
- * own bytes and compile as C11; with PyTorch importable, the bindings also
- * pass g++ -fsyntax-only against its headers.  (The build, the op against
- * PyTorch, torch.compile and CUDA graphs: bench/device_torch.sh.) */
+ * own bytes and compile as C11, and the binding's C++ passes g++
+ * -fsyntax-only -Wall -Wextra -Werror against tests/torch/stub (always:
+ * CI has no PyTorch) and, where PyTorch is importable, against its own
+ * headers too.  (The build, the op against PyTorch, torch.compile and CUDA
+ * graphs: bench/device_torch.sh.) */
 static void test_torch_package(void **state)
 {
     (void)state;
@@ -403,16 +463,20 @@ static void test_torch_package(void **state)
         assert_non_null(strstr(text, "\"python/csrc/kevo_pkg_torch.cpp\""));
         assert_non_null(strstr(text, "\"python/kevo_pkg/__init__.py\""));
         free(text);
+        char python_dir[160];
+        snprintf(python_dir, sizeof python_dir, "%s/python", dir);
+        assert_int_equal(sh("cd '%s' && " TORCH_STUB_GXX " csrc/kevo_pkg_torch.cpp", python_dir), 0);
+        torch_stub_refuses(op, python_dir);
         if (have_torch)
-            assert_int_equal(sh("cd '%s/python' && g++ -std=c++17 -fsyntax-only -Icsrc -I'%s' "
+            assert_int_equal(sh("cd '%s' && g++ -std=c++17 -fsyntax-only -Icsrc -I'%s' "
                                 "$(python3 -c 'import sysconfig, torch.utils.cpp_extension as c; "
                                 "print(\" \".join(\"-I\" + p for p in c.include_paths() + "
                                 "[sysconfig.get_paths()[\"include\"]]))') csrc/kevo_pkg_torch.cpp",
-                                dir, KEVO_CUDA_INCLUDE),
+                                python_dir, KEVO_CUDA_INCLUDE),
                              0);
         else
-            printf("  %s: PyTorch is not importable here: the bindings' C++ is checked on the device "
-                   "(bench/device_torch.sh)\n",
+            printf("  %s: PyTorch is not importable here: the binding's C++ is checked against tests/torch/stub "
+                   "only (against PyTorch: bench/device_torch.sh)\n",
                    op);
     }
     /* a name Python cannot import as a package is refused before anything is written */
