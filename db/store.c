@@ -815,6 +815,46 @@ static kevo_status st_collect(kevo_db *db, sqlite3_stmt *st, size_t size, void (
     return KEVO_OK;
 }
 
+/* Insert n rows of one run, each by sql: run_id first, then what
+ * bind(b, row, i) binds of row i (rows of `size` bytes).  `what` names a row
+ * in messages.  Errors: the DB's. */
+static kevo_status st_insert_rows(kevo_db *db, const char *sql, int64_t run_id, const void *rows, size_t size, int n,
+                                  void (*bind)(st_binder *, const void *, int), const char *what, kevo_err *err)
+{
+    kevo_status s = KEVO_OK;
+    for (int i = 0; i < n && !s; i++) {
+        sqlite3_stmt *st;
+        if ((s = st_prepare(db, sql, &st, err, what)))
+            break;
+        st_binder b;
+        st_bind_init(&b, st);
+        st_b_i64(&b, run_id);
+        bind(&b, (const char *)rows + (size_t)i * size, i);
+        if (b.rc != SQLITE_OK)
+            return st_bind_fail(db, st, b.rc, err, what);
+        char act[96];
+        snprintf(act, sizeof act, "insert %s", what);
+        s = st_exec_stmt(db, st, err, act);
+    }
+    return s;
+}
+
+/* The rows of one run: prepare sql (one parameter, the run id), bind
+ * run_id and st_collect.  Errors: as st_prepare and st_collect. */
+static kevo_status st_collect_run(kevo_db *db, const char *sql, int64_t run_id, size_t size,
+                                  void (*read)(sqlite3_stmt *, void *), void **v, int *n, kevo_err *err,
+                                  const char *what)
+{
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, sql, &st, err, what);
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    return st_collect(db, st, size, read, v, n, err, what);
+}
+
 /* ---- runs ---- */
 
 void kevo_run_row_init(kevo_run_row *r)
@@ -1025,17 +1065,10 @@ static void st_read_edge(sqlite3_stmt *st, void *p)
 
 kevo_status kevo_db_edge_list(kevo_db *db, int64_t run_id, kevo_edge_row **rows, int *n, kevo_err *err)
 {
-    *rows = NULL;
-    *n = 0;
-    sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT parent_id, child_id, operator FROM edges WHERE run_id = ? "
-                               "ORDER BY child_id, parent_id",
-                               &st, err, "edge list");
-    if (s)
-        return s;
-    sqlite3_bind_int64(st, 1, run_id);
-    return st_collect(db, st, sizeof **rows, st_read_edge, (void **)rows, n, err, "the edges of a run");
+    return st_collect_run(db,
+                          "SELECT parent_id, child_id, operator FROM edges WHERE run_id = ? "
+                          "ORDER BY child_id, parent_id",
+                          run_id, sizeof **rows, st_read_edge, (void **)rows, n, err, "the edges of a run");
 }
 
 static void st_read_id(sqlite3_stmt *st, void *p)
@@ -1436,6 +1469,20 @@ kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, 
 
 /* ---- distributions: shapes of a run, results per shape, repetitions ---- */
 
+static void st_bind_run_shape(st_binder *b, const void *row, int i)
+{
+    const kevo_run_shape *v = row;
+    (void)i;
+    st_b_i64(b, v->idx);
+    st_b_text(b, v->shape);
+    st_b_double(b, v->weight);
+    st_b_double(b, v->baseline_ms);
+    st_b_double(b, v->baseline_bcast_ms);
+    st_b_double(b, v->decomposed_ms);
+    st_b_double(b, v->flops);
+    st_b_double(b, v->bytes);
+}
+
 kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_shape *v, int n, kevo_err *err)
 {
     sqlite3_stmt *st;
@@ -1445,29 +1492,10 @@ kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_s
     sqlite3_bind_int64(st, 1, run_id);
     if ((s = st_exec_stmt(db, st, err, "delete run shapes")))
         return s;
-    for (int i = 0; i < n && !s; i++) {
-        s = st_prepare(db,
-                       "INSERT INTO run_shapes(run_id, idx, shape, weight, baseline_ms, baseline_bcast_ms, "
-                       "decomposed_ms, flops, bytes) VALUES(?,?,?,?,?,?,?,?,?)",
-                       &st, err, "run shape insert");
-        if (s)
-            break;
-        st_binder b;
-        st_bind_init(&b, st);
-        st_b_i64(&b, run_id);
-        st_b_i64(&b, v[i].idx);
-        st_b_text(&b, v[i].shape);
-        st_b_double(&b, v[i].weight);
-        st_b_double(&b, v[i].baseline_ms);
-        st_b_double(&b, v[i].baseline_bcast_ms);
-        st_b_double(&b, v[i].decomposed_ms);
-        st_b_double(&b, v[i].flops);
-        st_b_double(&b, v[i].bytes);
-        if (b.rc != SQLITE_OK)
-            return st_bind_fail(db, st, b.rc, err, "run shape");
-        s = st_exec_stmt(db, st, err, "insert run shape");
-    }
-    return s;
+    return st_insert_rows(db,
+                          "INSERT INTO run_shapes(run_id, idx, shape, weight, baseline_ms, baseline_bcast_ms, "
+                          "decomposed_ms, flops, bytes) VALUES(?,?,?,?,?,?,?,?,?)",
+                          run_id, v, sizeof *v, n, st_bind_run_shape, "run shape", err);
 }
 
 static void st_read_run_shape(sqlite3_stmt *st, void *p)
@@ -1485,53 +1513,39 @@ static void st_read_run_shape(sqlite3_stmt *st, void *p)
 
 kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err)
 {
-    *v = NULL;
-    *n = 0;
-    sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT idx, shape, weight, baseline_ms, baseline_bcast_ms, decomposed_ms, flops, "
-                               "bytes FROM run_shapes WHERE run_id=? ORDER BY idx",
-                               &st, err, "run shapes read");
-    if (s)
-        return s;
-    sqlite3_bind_int64(st, 1, run_id);
-    return st_collect(db, st, sizeof **v, st_read_run_shape, (void **)v, n, err, "the shapes of a run");
+    return st_collect_run(db,
+                          "SELECT idx, shape, weight, baseline_ms, baseline_bcast_ms, decomposed_ms, flops, "
+                          "bytes FROM run_shapes WHERE run_id=? ORDER BY idx",
+                          run_id, sizeof **v, st_read_run_shape, (void **)v, n, err, "the shapes of a run");
+}
+
+static void st_bind_run_device(st_binder *b, const void *row, int i)
+{
+    const kevo_run_device *v = row;
+    (void)i;
+    st_b_i64(b, v->idx);
+    st_b_i64(b, v->ordinal);
+    st_b_text(b, v->host);
+    st_b_text(b, v->name);
+    st_b_text(b, v->pci_bus);
+    st_b_i64(b, v->sm_count);
+    st_b_double(b, v->baseline_ms);
+    st_b_double(b, v->baseline_bcast_ms);
+    st_b_double(b, v->decomposed_ms);
+    st_b_double(b, v->peak_tflops);
+    st_b_double(b, v->copy_tbps);
+    st_b_i64(b, v->evaluated);
+    st_b_double(b, v->busy_s);
+    st_b_double(b, v->loop_s);
 }
 
 kevo_status kevo_db_run_devices_put(kevo_db *db, int64_t run_id, const kevo_run_device *v, int n, kevo_err *err)
 {
-    kevo_status s = KEVO_OK;
-    for (int i = 0; i < n && !s; i++) {
-        sqlite3_stmt *st;
-        s = st_prepare(db,
-                       "INSERT OR REPLACE INTO run_devices(run_id, idx, ordinal, host, name, pci_bus, sm_count, "
-                       "baseline_ms, baseline_bcast_ms, decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, "
-                       "loop_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       &st, err, "run device insert");
-        if (s)
-            break;
-        st_binder b;
-        st_bind_init(&b, st);
-        st_b_i64(&b, run_id);
-        st_b_i64(&b, v[i].idx);
-        st_b_i64(&b, v[i].ordinal);
-        st_b_text(&b, v[i].host);
-        st_b_text(&b, v[i].name);
-        st_b_text(&b, v[i].pci_bus);
-        st_b_i64(&b, v[i].sm_count);
-        st_b_double(&b, v[i].baseline_ms);
-        st_b_double(&b, v[i].baseline_bcast_ms);
-        st_b_double(&b, v[i].decomposed_ms);
-        st_b_double(&b, v[i].peak_tflops);
-        st_b_double(&b, v[i].copy_tbps);
-        st_b_i64(&b, v[i].evaluated);
-        st_b_double(&b, v[i].busy_s);
-        st_b_double(&b, v[i].loop_s);
-        if (b.rc != SQLITE_OK)
-            return st_bind_fail(db, st, b.rc, err, "run device");
-        s = st_exec_stmt(db, st, err, "insert run device");
-    }
-    return s;
+    return st_insert_rows(db,
+                          "INSERT OR REPLACE INTO run_devices(run_id, idx, ordinal, host, name, pci_bus, sm_count, "
+                          "baseline_ms, baseline_bcast_ms, decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, "
+                          "loop_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                          run_id, v, sizeof *v, n, st_bind_run_device, "run device", err);
 }
 
 static void st_read_run_device(sqlite3_stmt *st, void *p)
@@ -1555,18 +1569,11 @@ static void st_read_run_device(sqlite3_stmt *st, void *p)
 
 kevo_status kevo_db_run_devices_get(kevo_db *db, int64_t run_id, kevo_run_device **v, int *n, kevo_err *err)
 {
-    *v = NULL;
-    *n = 0;
-    sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT idx, ordinal, host, name, pci_bus, sm_count, baseline_ms, baseline_bcast_ms, "
-                               "decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, loop_s FROM run_devices "
-                               "WHERE run_id=? ORDER BY idx",
-                               &st, err, "run devices read");
-    if (s)
-        return s;
-    sqlite3_bind_int64(st, 1, run_id);
-    return st_collect(db, st, sizeof **v, st_read_run_device, (void **)v, n, err, "the devices of a run");
+    return st_collect_run(db,
+                          "SELECT idx, ordinal, host, name, pci_bus, sm_count, baseline_ms, baseline_bcast_ms, "
+                          "decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, loop_s FROM run_devices "
+                          "WHERE run_id=? ORDER BY idx",
+                          run_id, sizeof **v, st_read_run_device, (void **)v, n, err, "the devices of a run");
 }
 
 kevo_status kevo_db_shape_result_put(kevo_db *db, int64_t cand_id, const kevo_shape_result *r, kevo_err *err)
@@ -1682,31 +1689,23 @@ kevo_status kevo_db_timings_get(kevo_db *db, int64_t cand_id, int shape_idx, con
 
 /* ---- warm-start seeds ---- */
 
+static void st_bind_warm(st_binder *b, const void *row, int i)
+{
+    const kevo_warm_seed *v = row;
+    st_b_i64(b, i);
+    st_b_text(b, v->family);
+    st_b_text(b, v->params);
+    st_b_i64(b, v->from_run);
+    st_b_text(b, v->from_shape);
+    st_b_double(b, v->distance);
+}
+
 kevo_status kevo_db_warm_put(kevo_db *db, int64_t run_id, const kevo_warm_seed *v, int n, kevo_err *err)
 {
-    kevo_status s = KEVO_OK;
-    for (int i = 0; i < n && !s; i++) {
-        sqlite3_stmt *st;
-        s = st_prepare(db,
-                       "INSERT OR REPLACE INTO warm_seeds(run_id, idx, family, params, from_run, from_shape, distance) "
-                       "VALUES(?,?,?,?,?,?,?)",
-                       &st, err, "warm seed insert");
-        if (s)
-            break;
-        st_binder b;
-        st_bind_init(&b, st);
-        st_b_i64(&b, run_id);
-        st_b_i64(&b, i);
-        st_b_text(&b, v[i].family);
-        st_b_text(&b, v[i].params);
-        st_b_i64(&b, v[i].from_run);
-        st_b_text(&b, v[i].from_shape);
-        st_b_double(&b, v[i].distance);
-        if (b.rc != SQLITE_OK)
-            return st_bind_fail(db, st, b.rc, err, "warm seed");
-        s = st_exec_stmt(db, st, err, "insert warm seed");
-    }
-    return s;
+    return st_insert_rows(db,
+                          "INSERT OR REPLACE INTO warm_seeds(run_id, idx, family, params, from_run, from_shape, "
+                          "distance) VALUES(?,?,?,?,?,?,?)",
+                          run_id, v, sizeof *v, n, st_bind_warm, "warm seed", err);
 }
 
 static void st_read_warm(sqlite3_stmt *st, void *p)
@@ -1721,17 +1720,10 @@ static void st_read_warm(sqlite3_stmt *st, void *p)
 
 kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, int *n, kevo_err *err)
 {
-    *v = NULL;
-    *n = 0;
-    sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "SELECT family, params, from_run, from_shape, distance FROM warm_seeds "
-                               "WHERE run_id=? ORDER BY idx",
-                               &st, err, "warm seeds read");
-    if (s)
-        return s;
-    sqlite3_bind_int64(st, 1, run_id);
-    return st_collect(db, st, sizeof **v, st_read_warm, (void **)v, n, err, "warm seeds");
+    return st_collect_run(db,
+                          "SELECT family, params, from_run, from_shape, distance FROM warm_seeds "
+                          "WHERE run_id=? ORDER BY idx",
+                          run_id, sizeof **v, st_read_warm, (void **)v, n, err, "warm seeds");
 }
 
 /* ---- binaries ---- */

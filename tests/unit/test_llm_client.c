@@ -58,12 +58,6 @@ typedef struct srv {
     char logdir[128];
 } srv;
 
-static void write_text(const char *path, const char *text)
-{
-    kevo_err err;
-    assert_int_equal(kv_write_file(path, text, strlen(text), &err), KEVO_OK);
-}
-
 /* A file of tmpdir by name (for @file values in scripts). */
 static void write_tmp(const char *name, const void *data, size_t len)
 {
@@ -81,7 +75,7 @@ static void srv_start(srv *s, const char *script)
     snprintf(spath, sizeof spath, "%s/script-%d.txt", tmpdir, nserver);
     snprintf(s->logdir, sizeof s->logdir, "%s/log-%d", tmpdir, nserver);
     assert_int_equal(mkdir(s->logdir, 0700), 0);
-    write_text(spath, script);
+    tu_write_text(spath, script);
     s->pid = tu_fake_llm_start(KEVO_FAKE_LLM, spath, s->logdir, tmpdir, s->url, sizeof s->url);
 }
 

@@ -80,21 +80,6 @@ static void path_in(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    kevo_err err;
-    assert_int_equal(kv_write_file(path, text, strlen(text), &err), KEVO_OK);
-}
-
-static char *read_text(const char *path)
-{
-    char *t = NULL;
-    kevo_err err;
-    if (kv_read_file(path, &t, NULL, &err) != KEVO_OK)
-        return kv_strdup("");
-    return t;
-}
-
 /* mpirun: the one CMake found, else the first on the PATH. */
 static bool find_mpirun(void)
 {
@@ -137,23 +122,6 @@ static int tune_args(char **argv, int at, int max, const char *db, char *const *
     return at;
 }
 
-/* Start argv[0] (a path) in its own process group, output into log. */
-static int spawn(const char *log, char *const *argv)
-{
-    fflush(NULL);
-    pid_t p = fork();
-    if (p == 0) {
-        setpgid(0, 0);
-        if (!freopen(log, "w", stdout))
-            _exit(126);
-        dup2(fileno(stdout), 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    setpgid(p, p);
-    return (int)p;
-}
-
 /* mpirun -np ranks [--enable-recovery] kevo tune --mpi ... in the background. */
 static int mpi_start(const char *log, const char *db, int ranks, bool recovery, char *const *extra,
                      char *const *more)
@@ -172,7 +140,7 @@ static int mpi_start(const char *log, const char *db, int ranks, bool recovery, 
     n = tune_args(argv, n, 62, db, extra, more);
     argv[n++] = "--mpi";
     argv[n] = NULL;
-    return spawn(log, argv);
+    return tu_spawn_path(argv[0], log, argv);
 }
 
 /* One process: kevo tune ...; its exit status. */
@@ -180,7 +148,7 @@ static int single_run(const char *log, const char *db, char *const *extra, char 
 {
     char *argv[64];
     tune_args(argv, 0, 64, db, extra, more);
-    return tu_wait(spawn(log, argv));
+    return tu_wait(tu_spawn_path(argv[0], log, argv));
 }
 
 /* Everything a compile-only run stores that must not depend on where it
@@ -262,7 +230,7 @@ static void test_same(void **state)
     path_in(log3, sizeof log3, "same3.log");
     assert_int_equal(single_run(log1, one, extra, NULL), 0);
     int rc = tu_wait(mpi_start(log3, three, 3, false, extra, NULL));
-    char *out = read_text(log3);
+    char *out = tu_read_text(log3);
     if (rc != 0)
         fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
     assert_int_equal(rc, 0);
@@ -357,7 +325,7 @@ static void test_kill(void **state)
     }
     assert_int_equal(kill(victim, SIGKILL), 0);
     int rc = tu_wait(pid); /* 0 whatever the ranks return, under --enable-recovery: the DB tells */
-    char *out = read_text(log3);
+    char *out = tu_read_text(log3);
     if (rc != 0)
         fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
     assert_int_equal(rc, 0);
@@ -390,7 +358,7 @@ static void test_nompi(void **state)
     path_in(db, sizeof db, "nompi.db");
     char *const extra[] = {"--budget", "1", "--mpi", NULL};
     assert_int_equal(single_run(log, db, extra, NULL), 2);
-    char *out = read_text(log);
+    char *out = tu_read_text(log);
     assert_non_null(strstr(out, "built without MPI"));
     free(out);
     struct stat st;
@@ -408,9 +376,9 @@ static int setup(void **state)
         return -1;
     char path[256];
     snprintf(path, sizeof path, "%s/lce_mpi.cu", tpl);
-    write_text(path, mpi_cu);
+    tu_write_text(path, mpi_cu);
     snprintf(path, sizeof path, "%s/lce_mpi.json", tpl);
-    write_text(path, mpi_json);
+    tu_write_text(path, mpi_json);
     return 0;
 }
 

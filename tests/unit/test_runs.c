@@ -48,21 +48,6 @@ static void path_in(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    kevo_err err;
-    assert_int_equal(kv_write_file(path, text, strlen(text), &err), KEVO_OK);
-}
-
-static char *read_text(const char *path)
-{
-    char *t = NULL;
-    kevo_err err;
-    if (kv_read_file(path, &t, NULL, &err) != KEVO_OK)
-        return kv_strdup("");
-    return t;
-}
-
 /* The kernel all the test families share: trivial unless SLOW asks for a
  * long straight-line body (ptxas time grows with it). */
 static const char tiny_cu[] =
@@ -101,7 +86,7 @@ static void write_family(const char *family, const char *p_values, const char *c
              "\"smem\": 0}]}\n",
              family, p_values, constraints, grid);
     snprintf(path, sizeof path, "%s/%s.json", tpl, family);
-    write_text(path, json);
+    tu_write_text(path, json);
 }
 
 /* kevo tune --compile-only over the test families with args (NULL-ended)
@@ -280,7 +265,7 @@ static void interrupt_run(const char *db, int sig, int done, char *const *extra)
     assert_true(nk > 0); /* a compile child is running */
     kill(pid, sig);      /* kevo only: it has to end its children itself */
     int rc = tu_wait(pid);
-    char *text = read_text(log);
+    char *text = tu_read_text(log);
     char want[256];
     snprintf(want, sizeof want, "continue it with: kevo tune --resume 1 --db %s", db);
     if (rc != 128 + sig || !strstr(text, want))
@@ -397,7 +382,7 @@ static void test_resume_options(void **state)
         char *argv[] = {"kevo", "tune", "--resume", "1", "--db", db, (char *)refused[i].opt,
                         (char *)refused[i].value, NULL};
         int rc = tu_wait(tu_spawn(log, argv));
-        char *text = read_text(log);
+        char *text = tu_read_text(log);
         if (rc != (refused[i].named ? 2 : 0) || (refused[i].named && !strstr(text, refused[i].named)))
             fprintf(stderr, "resume %s %s: exit %d, output:\n%s", refused[i].opt, refused[i].value, rc, text);
         assert_int_equal(rc, refused[i].named ? 2 : 0);
@@ -409,7 +394,7 @@ static void test_resume_options(void **state)
     char *same[] = {"kevo", "tune", "--resume", "1", "--db", db, "--seed", "7", "--family", "lce_tiny", "--where",
                     "SLOW == 0", "--budget", "4", "--jobs", "1", "--templates", tpl, "--compile-only", NULL};
     assert_int_equal(tu_wait(tu_spawn(log, same)), 0);
-    char *text = read_text(log);
+    char *text = tu_read_text(log);
     assert_non_null(strstr(text, "run 1 is finished (budget): nothing to do"));
     free(text);
     char *after = dump_all(db);
@@ -433,7 +418,7 @@ static void test_resume_options(void **state)
     char *grow[] = {"kevo", "tune", "--resume", "1", "--db", db, "--budget", "8", "--no-bar", NULL};
     int rc = tu_wait(tu_spawn(log, grow));
     write_family("lce_tiny", "1, 2, 3, 4", "", "cdiv(B, 128)");
-    text = read_text(log);
+    text = tu_read_text(log);
     if (rc != 1 || !strstr(text, "template family 'lce_tiny' changed since run 1 started"))
         fprintf(stderr, "resume over a changed space: exit %d, output:\n%s", rc, text);
     assert_int_equal(rc, 1);
@@ -467,7 +452,7 @@ static void test_where_and_plans(void **state)
     for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
         int rc =
             tu_wait(tune_start(log, db, "--family", bad[i].family, "--where", bad[i].where, "--budget", "4", NULL));
-        char *text = read_text(log);
+        char *text = tu_read_text(log);
         if (rc != bad[i].rc || !strstr(text, bad[i].named))
             fprintf(stderr, "--family %s --where '%s': exit %d, output:\n%s", bad[i].family, bad[i].where, rc, text);
         assert_int_equal(rc, bad[i].rc);
@@ -479,7 +464,7 @@ static void test_where_and_plans(void **state)
     char *text = NULL;
     /* the constraint's message names the expression */
     tu_wait(tune_start(log, db, "--family", "lce_tdiv", "--budget", "4", NULL));
-    text = read_text(log);
+    text = tu_read_text(log);
     assert_non_null(strstr(text, "P / (Q - 2) >= 0"));
     free(text);
 
@@ -498,7 +483,7 @@ static void test_where_and_plans(void **state)
     /* every candidate failed: exit 1, and the run is stored */
     int rc = tu_wait(tune_start(log, db, "--family", "lce_tplan", "--where", "SLOW == 0 && Q == 2", "--budget", "3",
                                 NULL));
-    text = read_text(log);
+    text = tu_read_text(log);
     if (rc != 1)
         fprintf(stderr, "all failed: exit %d, output:\n%s", rc, text);
     assert_int_equal(rc, 1);
@@ -525,7 +510,7 @@ static void test_lock_wait(void **state)
                          NULL);
     bool said = false;
     for (int t = 0; t < 1500 && !said; t++) { /* the busy timeout is 5 s */
-        char *text = read_text(log);
+        char *text = tu_read_text(log);
         said = strstr(text, "is locked by another process; waiting") != NULL;
         free(text);
         if (!said)
@@ -538,7 +523,7 @@ static void test_lock_wait(void **state)
     sqlite3_close(h);
     int rc = tu_wait(pid);
     if (rc != 0) {
-        char *text = read_text(log);
+        char *text = tu_read_text(log);
         fprintf(stderr, "after the lock: exit %d, output:\n%s", rc, text);
         free(text);
     }
@@ -566,7 +551,7 @@ static void test_long_lists(void **state)
     int rc = tu_wait(tune_start(log, db, "--family", fam.data, "--maps", maps.data, "--where", "SLOW == 0 && Q != 2",
                                 "--budget", "2", NULL));
     if (rc != 0) {
-        char *text = read_text(log);
+        char *text = tu_read_text(log);
         fprintf(stderr, "long lists: exit %d, output:\n%s", rc, text);
         free(text);
     }
@@ -587,7 +572,7 @@ static void test_long_lists(void **state)
     path_in(db, sizeof db, "long2.db");
     rc = tu_wait(tune_start(log, db, "--family", "lce_tiny", "--where", w.data, "--budget", "1", NULL));
     kv_buf_release(&w);
-    char *text = read_text(log);
+    char *text = tu_read_text(log);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(text, "--where is longer than 511 characters"));
     free(text);
@@ -605,7 +590,7 @@ static int setup(void **state)
         return -1;
     char path[256];
     snprintf(path, sizeof path, "%s/lce_tiny.cu", tpl);
-    write_text(path, tiny_cu);
+    tu_write_text(path, tiny_cu);
     write_family("lce_tiny", "1, 2, 3, 4", "", "cdiv(B, 128)");
     /* a constraint that divides by zero at Q=2 */
     write_family("lce_tdiv", "1, 2, 3, 4", "{\"expr\": \"P / (Q - 2) >= 0\", \"why\": \"divides by zero\"}",

@@ -90,7 +90,7 @@ char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt)
     return kv_buf_take(&b);
 }
 
-int tu_spawn(const char *log, char *const args[])
+int tu_spawn_path(const char *path, const char *log, char *const args[])
 {
     fflush(NULL);
     pid_t p = fork();
@@ -99,11 +99,31 @@ int tu_spawn(const char *log, char *const args[])
         if (!freopen(log, "w", stdout))
             _exit(126);
         dup2(fileno(stdout), 2);
-        execv(KEVO_BINARY, args);
+        execv(path, args);
         _exit(127);
     }
     setpgid(p, p);
     return (int)p;
+}
+
+int tu_spawn(const char *log, char *const args[])
+{
+    return tu_spawn_path(KEVO_BINARY, log, args);
+}
+
+void tu_write_text(const char *path, const char *text)
+{
+    kevo_err err;
+    assert_int_equal(kv_write_file(path, text, strlen(text), &err), KEVO_OK);
+}
+
+char *tu_read_text(const char *path)
+{
+    char *t = NULL;
+    kevo_err err;
+    if (kv_read_file(path, &t, NULL, &err) != KEVO_OK)
+        return kv_strdup("");
+    return t;
 }
 
 int tu_wait(int pid)

@@ -43,6 +43,13 @@ void tu_parse_error(const kevo_op *op, const char *text, const char *quoted);
 /* Start the kevo binary with args (argv[0] included, NULL-terminated) in its
  * own process group, stdout and stderr into log.  Returns the pid. */
 int tu_spawn(const char *log, char *const args[]);
+/* The same for the program at path (mpirun, a fake server). */
+int tu_spawn_path(const char *path, const char *log, char *const args[]);
+
+/* Write text to path; the test fails when it cannot. */
+void tu_write_text(const char *path, const char *text);
+/* A file's text (caller frees); "" when it cannot be read. */
+char *tu_read_text(const char *path);
 
 /* Wait for a process; its exit status, or 128 + signal. */
 int tu_wait(int pid);
