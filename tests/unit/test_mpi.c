@@ -365,6 +365,36 @@ static void test_nompi(void **state)
     assert_int_not_equal(stat(db, &st), 0); /* nothing was written */
 }
 
+/* mpirun -np 2 of tests/mpi/mpi_gpu_driver.c: rank 0 asks rank 1 for its
+ * GPU; without a GPU driver (or with one: the driver's reference module is
+ * not a cubin) rank 1 answers that it has none, a note says so, rank 0 gets
+ * no remote GPU (submitting to one is refused), and rank 1 still compiles
+ * the job rank 0 hands out. */
+static void test_gpus(void **state)
+{
+    (void)state;
+    char log[128];
+    path_in(log, sizeof log, "gpus.log");
+    char *argv[] = {mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", KEVO_MPI_GPU_DRIVER, NULL, NULL};
+    if (geteuid() == 0) {
+        memmove(argv + 2, argv + 1, 6 * sizeof *argv);
+        argv[1] = "--allow-run-as-root";
+    }
+    int rc = tu_wait(tu_spawn_path(argv[0], log, argv));
+    char *out = tu_read_text(log);
+    if (rc != 0 || !strstr(out, "compiles only: "))
+        fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "note: MPI: 2 ranks"));
+    assert_non_null(strstr(out, "note: MPI rank 1 ("));
+    assert_non_null(strstr(out, ") compiles only: "));
+    assert_non_null(strstr(out, "gpus 0\n"));
+    assert_non_null(strstr(out, "submit to remote GPU 0: status 1 sent 0 (no remote GPU 0)"));
+    assert_non_null(strstr(out, "compile: status 0 fail none cubin "));
+    assert_null(strstr(out, "lost"));
+    free(out);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -394,10 +424,11 @@ int main(int argc, char **argv)
     const struct CMUnitTest same[] = {cmocka_unit_test(test_same)};
     const struct CMUnitTest killed[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest nompi[] = {cmocka_unit_test(test_nompi)};
+    const struct CMUnitTest gpus[] = {cmocka_unit_test(test_gpus)};
     if (strcmp(which, "nompi") == 0)
         return cmocka_run_group_tests(nompi, setup, teardown);
-    if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|nompi\n");
+    if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "gpus") != 0) {
+        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus\n");
         return 2;
     }
     if (!kevo_mpi_built()) {
@@ -408,6 +439,8 @@ int main(int argc, char **argv)
         printf("test_mpi %s: no mpirun (install openmpi-bin): skipped\n", which);
         return 77;
     }
+    if (strcmp(which, "gpus") == 0)
+        return cmocka_run_group_tests(gpus, setup, teardown);
     return strcmp(which, "same") == 0 ? cmocka_run_group_tests(same, setup, teardown)
                                       : cmocka_run_group_tests(killed, setup, teardown);
 }
