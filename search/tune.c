@@ -494,6 +494,20 @@ static kevo_gpu *tn_dgpu(const tn_env *e, int k)
     return k == 0 ? e->gpu : e->dgpu[k];
 }
 
+/* The error for a device that is not of the run's arch exactly (a cubin
+ * is loaded only on the architecture it was built for): KEVO_ERR_UNSUPPORTED
+ * naming the device (who: "" or "rank 2's "), its compute capability, the
+ * one the arch needs and the --arch for the device. */
+static kevo_status tn_arch_mismatch(const tn_env *e, kevo_err *err, const char *who, const kevo_gpu_info *in)
+{
+    char fits[64];
+    kevo_arch_names_for(in->cc_major, in->cc_minor, fits, sizeof fits);
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s%s (compute capability %d.%d) is not a %s device: code for %s "
+                        "is loaded only on compute capability %d.%d%s%s", who, in->name, in->cc_major,
+                        in->cc_minor, e->arch, e->arch, e->lim.sm / 10, e->lim.sm % 10,
+                        fits[0] ? "; --arch for this device: " : "", fits);
+}
+
 /* Start a worker with the reference module on each of the run's GPUs
  * (e->ord[0..ndev), their start-ups overlapping); fills e->info (the first
  * GPU's) and e->dinfo. */
@@ -519,10 +533,8 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int r
         e->lim.max_smem = e->info.max_smem_optin;
     for (int k = 0; k < e->ndev; k++) {
         const kevo_gpu_info *in = &e->dinfo[k];
-        int sm = in->cc_major * 10 + in->cc_minor;
-        if (sm < e->lim.sm)
-            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s (compute capability %d.%d) cannot run code for %s",
-                                in->name, in->cc_major, in->cc_minor, e->arch);
+        if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor))
+            return tn_arch_mismatch(e, err, "", in);
         if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
             e->lim.max_smem = in->max_smem_optin;
         if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
@@ -566,10 +578,11 @@ static kevo_status tn_remote_devices(tn_env *e, const tn_work *ref, const kevo_t
             return kevo_err_set(err, KEVO_ERR_ARG, "GPUs of different models: rank 0's is %s (%d SMs), rank %d's "
                                 "(%s) %s (%d SMs); --mixed-devices evaluates on both, each with its own peers",
                                 a->name, a->sm_count, e->rgpu[i].rank, e->rgpu[i].host, in->name, in->sm_count);
-        int sm = in->cc_major * 10 + in->cc_minor;
-        if (sm < e->lim.sm)
-            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "rank %d's %s (compute capability %d.%d) cannot run code "
-                                "for %s", e->rgpu[i].rank, in->name, in->cc_major, in->cc_minor, e->arch);
+        if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor)) {
+            char who[48];
+            snprintf(who, sizeof who, "rank %d's ", e->rgpu[i].rank);
+            return tn_arch_mismatch(e, err, who, in);
+        }
         if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
             e->lim.max_smem = in->max_smem_optin;
         if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
