@@ -41,7 +41,7 @@ static const struct {
     const char *usage;
 } cli_cmds[] = {
     {"tune", cmd_tune, "search kernel variants for an op and shape; store everything in a DB",
-     "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch sm_90a] [--policy P]\n"
+     "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch A] [--policy P]\n"
      "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
      "          [--jobs N] [--batch N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
      "          [--device N | --devices all|N,N,... [--mixed-devices]]\n"
@@ -64,6 +64,12 @@ static const struct {
      "  --batch    candidates proposed per round (default 8): the policy sees the results of a\n"
      "             round before it proposes the next; --jobs (default: the CPUs) compiles up to\n"
      "             that many of a round at once and never changes what is proposed\n"
+     "  --arch     the architecture to build for (default sm_90a; sm_80, sm_86, sm_89, sm_90,\n"
+     "             sm_100a); a GPU run needs a device of exactly it (compute capability 9.0 for\n"
+     "             sm_90a, 10.0 for sm_100a).  With --compile-only a comma list\n"
+     "             (sm_80,sm_90a,sm_100a): one run per arch, in that order, into the same DB\n"
+     "             with the same seed and options, each over the families that declare the arch\n"
+     "             (a line names each one left out); one line per arch at the end\n"
      "  --compile-only  compile and record every candidate (ptxas report) without a GPU\n"
      "  --devices  evaluate on several GPUs at once, one worker each (all: every GPU here);\n"
      "             each GPU times its own peers and each candidate's speedup is over its own\n"
@@ -359,29 +365,60 @@ static int cli_tune_names(const kevo_tune_opts *o)
         return cli_bad_usage("tune", "unknown dtype '%.100s' (fp16 or bf16)", o->dtype);
     kevo_limits lim;
     kevo_err err;
-    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && kevo_limits_for_arch(o->arch, &lim, &err)) {
+    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && !strchr(o->arch, ',') && kevo_limits_for_arch(o->arch, &lim, &err)) {
         cli_say("kevo tune", KEVO_ERR_NOT_FOUND, &err);
         return 2;
+    }
+    /* a list: every name known, none empty or twice; only for a new compile-only run */
+    char archs[KEVO_TUNE_ARCHS_MAX][16];
+    int narchs = 0;
+    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && strchr(o->arch, ',')) {
+        if (kevo_arch_list_parse(o->arch, archs, KEVO_TUNE_ARCHS_MAX, &narchs, &err))
+            return cli_bad_usage("tune", "%s", err.msg);
+        if (o->resume_run > 0)
+            return cli_bad_usage("tune", "%s", "--arch takes one architecture with --resume (a run has one)");
+        if (!o->compile_only)
+            return cli_bad_usage("tune", "%s", "--arch takes a list of architectures only with --compile-only (a GPU "
+                                 "run loads its code on devices of one architecture)");
     }
     return 0;
 }
 
-/* After a finished tune: 1 (with a line) when every candidate of the run
- * failed, else 0. */
-static int cli_all_failed(const char *db_path, int64_t run_id)
+/* After a finished tune of runs[0..n): 1 (with a line) when every
+ * candidate of every run failed, else 0.  With more than one run (an
+ * --arch list), first one line per run unless quiet: its arch and counts. */
+static int cli_all_failed(const char *db_path, const int64_t *runs, int n, bool quiet)
 {
     kevo_db *db = NULL;
     kevo_err err;
-    int evaluated = 0, compiled = 0, failed = 0, ok = 0;
-    if (run_id <= 0 || kevo_db_open(db_path, false, &db, &err))
+    if (n <= 0 || runs[0] <= 0 || kevo_db_open(db_path, false, &db, &err))
         return 0;
-    kevo_status st = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &ok, &err);
+    int all_failed = 0, evaluated = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        int ev = 0, compiled = 0, fa = 0, ok = 0;
+        kevo_run_row r;
+        if (kevo_db_run_counts(db, runs[i], &ev, &compiled, &fa, &ok, &err) ||
+            kevo_db_run_get(db, runs[i], &r, &err))
+            break;
+        all_failed += ev > 0 && fa == ev;
+        evaluated += ev;
+        failed += fa;
+        if (n > 1 && !quiet) {
+            kv_term_clean(r.arch);
+            printf("%s%-8s run %lld: %d candidates, %d compiled, %d failed\n", i ? "" : "architectures:\n", r.arch,
+                   (long long)runs[i], ev, compiled, fa);
+        }
+    }
     kevo_db_close(db);
-    if (st || evaluated == 0 || failed < evaluated)
+    if (all_failed < n)
         return 0;
-    fprintf(stderr, "kevo: every candidate of run %lld failed (%d of %d); 'kevo report --db %s --run %lld' "
-                    "shows why\n",
-            (long long)run_id, failed, evaluated, db_path, (long long)run_id);
+    if (n == 1)
+        fprintf(stderr, "kevo: every candidate of run %lld failed (%d of %d); 'kevo report --db %s --run %lld' "
+                        "shows why\n",
+                (long long)runs[0], failed, evaluated, db_path, (long long)runs[0]);
+    else
+        fprintf(stderr, "kevo: every candidate of the %d runs failed (%d of %d); 'kevo report --db %s' shows why\n",
+                n, failed, evaluated, db_path);
     return 1;
 }
 
@@ -620,7 +657,8 @@ static int cmd_tune(int argc, char **argv)
         return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
                              "configure and build again)");
     o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
-    int64_t run_id = 0;
+    int64_t runs[KEVO_TUNE_ARCHS_MAX] = {0};
+    int nruns = 0;
     kevo_err err;
     kevo_err_clear(&err);
     if (mpi) {
@@ -633,7 +671,7 @@ static int cmd_tune(int argc, char **argv)
         if (!device_given)
             o.device = kevo_mpi_device(o.mpi);
     }
-    kevo_status st = kevo_tune(&o, &run_id, &err);
+    kevo_status st = kevo_tune_archs(&o, runs, &nruns, &err);
     int code;
     if (st == KEVO_ERR_INTERRUPTED) {
         cli_say("kevo", st, &err);
@@ -644,7 +682,7 @@ static int cmd_tune(int argc, char **argv)
         fprintf(stderr, "(try 'kevo tune --help')\n");
         code = 2;
     } else {
-        code = st ? cli_fail(st, &err) : cli_all_failed(o.db_path, run_id);
+        code = st ? cli_fail(st, &err) : cli_all_failed(o.db_path, runs, nruns, quiet);
     }
     /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
     kevo_mpi_end(o.mpi, st == KEVO_ERR_INTERRUPTED);

@@ -35,6 +35,101 @@ static kevo_status rp_run_ids(kevo_db *db, int64_t run_id, int64_t **ids, int *n
     return KEVO_OK;
 }
 
+/* ---- by architecture ---- */
+
+#define RP_ARCH_FIRST 5 /* a compile-only run's first compiled candidates an arch section shows */
+
+/* The runs of one architecture and their candidates' counts. */
+typedef struct rp_arch {
+    char arch[16];
+    int64_t *runs; /* malloc'd, in id order */
+    int nruns;
+    int evaluated, compiled, failed, verified;
+} rp_arch;
+
+static void rp_archs_free(rp_arch *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        free(a[i].runs);
+    free(a);
+}
+
+/* The runs ids[0..n) grouped by arch, the archs in the order of their first
+ * run; *out malloc'd (rp_archs_free). */
+static kevo_status rp_archs(kevo_db *db, const int64_t *ids, int n, rp_arch **out, int *nout, kevo_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    rp_arch *a = calloc((size_t)n + 1, sizeof *a);
+    int na = 0;
+    if (!a)
+        return rp_nomem(err);
+    kevo_status s = KEVO_OK;
+    for (int i = 0; i < n && !s; i++) {
+        kevo_run_row r;
+        int ev = 0, co = 0, fa = 0, ve = 0;
+        if ((s = kevo_db_run_get(db, ids[i], &r, err)) || (s = kevo_db_run_counts(db, ids[i], &ev, &co, &fa, &ve, err)))
+            break;
+        int k = 0;
+        while (k < na && strcmp(a[k].arch, r.arch) != 0)
+            k++;
+        if (k == na)
+            snprintf(a[na++].arch, sizeof a[0].arch, "%s", r.arch);
+        int64_t *runs = realloc(a[k].runs, ((size_t)a[k].nruns + 1) * sizeof *runs);
+        if (!runs) {
+            s = rp_nomem(err);
+            break;
+        }
+        a[k].runs = runs;
+        a[k].runs[a[k].nruns++] = ids[i];
+        a[k].evaluated += ev;
+        a[k].compiled += co;
+        a[k].failed += fa;
+        a[k].verified += ve;
+    }
+    if (s) {
+        rp_archs_free(a, na);
+        return s;
+    }
+    *out = a;
+    *nout = na;
+    return KEVO_OK;
+}
+
+/* The candidates of a run whose ptxas figures an arch section shows, as
+ * indexes into its candidate list (*rows, seq order, kevo_cand_rows_free):
+ * a compile-only run's first RP_ARCH_FIRST compiled ones, another run's
+ * best (kevo_db_cand_best), if any.  pick[] holds RP_ARCH_FIRST. */
+static kevo_status rp_arch_pick(kevo_db *db, const kevo_run_row *r, kevo_cand_row **rows, int *n, int *pick,
+                                int *npick, kevo_err *err)
+{
+    *npick = 0;
+    kevo_status s = kevo_db_cand_list(db, r->id, rows, n, err);
+    if (s)
+        return s;
+    int64_t best = 0;
+    if (!r->compile_only) {
+        kevo_cand_row b;
+        s = kevo_db_cand_best(db, r->id, &b, err);
+        if (s == KEVO_ERR_NOT_FOUND) {
+            kevo_err_clear(err);
+            s = KEVO_OK;
+        } else if (!s) {
+            best = b.id;
+            kevo_cand_row_release(&b);
+        }
+    }
+    for (int i = 0; i < *n && !s && *npick < RP_ARCH_FIRST; i++)
+        if (r->compile_only ? strcmp((*rows)[i].status, "compiled") == 0 : (*rows)[i].id == best)
+            pick[(*npick)++] = i;
+    if (s) {
+        kevo_cand_rows_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+    }
+    return s;
+}
+
 /* ---- JSON ---- */
 
 /* Add a number, or null when it was not measured (NaN or infinite);
@@ -244,6 +339,88 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     return KEVO_OK;
 }
 
+/* Add an int, or null where it is unknown (-1). */
+static bool rp_add_int_opt(cJSON *o, const char *key, int v)
+{
+    return v < 0 ? cJSON_AddNullToObject(o, key) != NULL : cJSON_AddNumberToObject(o, key, v) != NULL;
+}
+
+/* One candidate of an arch section: its run, family, params and ptxas
+ * figures, and, the best of a measured run, its time; false when out of
+ * memory. */
+static bool rp_arch_kernel_json(cJSON *a, const kevo_cand_row *c, int64_t run_id, bool best)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(a, o)) {
+        cJSON_Delete(o);
+        return false;
+    }
+    cJSON *params = c->params ? cJSON_Parse(c->params) : NULL;
+    if (!params)
+        params = cJSON_CreateString(c->params ? c->params : "");
+    if (!params || !cJSON_AddItemToObject(o, "params", params)) {
+        cJSON_Delete(params);
+        return false;
+    }
+    return cJSON_AddNumberToObject(o, "run", (double)run_id) && cJSON_AddNumberToObject(o, "candidate_id", (double)c->id) &&
+           cJSON_AddStringToObject(o, "family", c->family) && cJSON_AddStringToObject(o, "status", c->status) &&
+           cJSON_AddBoolToObject(o, "best", best) && rp_add_int_opt(o, "regs", c->regs) &&
+           rp_add_int_opt(o, "spill_bytes", c->spill_bytes) && rp_add_int_opt(o, "smem_static", c->smem_static) &&
+           rp_add_int_opt(o, "smem_dynamic", c->smem_dynamic) && rp_add_num(o, "median_ms", best ? c->median_ms : NAN);
+}
+
+/* The "archs" array of the runs ids[0..n) in *out: per arch its runs, their
+ * candidates' counts and the ptxas figures of the candidates rp_arch_pick
+ * picks ("kernels"). */
+static kevo_status rp_archs_json(kevo_db *db, const int64_t *ids, int n, cJSON **out, kevo_err *err)
+{
+    *out = NULL;
+    rp_arch *a = NULL;
+    int na = 0;
+    kevo_status s = rp_archs(db, ids, n, &a, &na, err);
+    if (s)
+        return s;
+    cJSON *arr = cJSON_CreateArray();
+    bool ok = arr != NULL;
+    for (int i = 0; ok && !s && i < na; i++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(arr, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON *runs = cJSON_AddArrayToObject(o, "runs"), *kernels = NULL;
+        ok = cJSON_AddStringToObject(o, "arch", a[i].arch) && runs;
+        for (int k = 0; ok && k < a[i].nruns; k++)
+            ok = cJSON_AddItemToArray(runs, cJSON_CreateNumber((double)a[i].runs[k]));
+        ok = ok && cJSON_AddNumberToObject(o, "evaluated", a[i].evaluated) &&
+             cJSON_AddNumberToObject(o, "compiled", a[i].compiled) &&
+             cJSON_AddNumberToObject(o, "failed", a[i].failed) &&
+             cJSON_AddNumberToObject(o, "verified", a[i].verified) &&
+             (kernels = cJSON_AddArrayToObject(o, "kernels")) != NULL;
+        for (int k = 0; ok && !s && k < a[i].nruns; k++) {
+            kevo_run_row r;
+            kevo_cand_row *rows = NULL;
+            int nr = 0, pick[RP_ARCH_FIRST], np = 0;
+            if ((s = kevo_db_run_get(db, a[i].runs[k], &r, err)) ||
+                (s = rp_arch_pick(db, &r, &rows, &nr, pick, &np, err)))
+                break;
+            for (int j = 0; ok && j < np; j++)
+                ok = rp_arch_kernel_json(kernels, &rows[pick[j]], r.id, !r.compile_only);
+            kevo_cand_rows_free(rows, nr);
+        }
+    }
+    rp_archs_free(a, na);
+    if (!s && !ok)
+        s = rp_nomem(err);
+    if (s) {
+        cJSON_Delete(arr);
+        return s;
+    }
+    *out = arr;
+    return KEVO_OK;
+}
+
 kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err)
 {
     int64_t *ids = NULL;
@@ -262,6 +439,11 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
             cJSON_Delete(run);
             s = rp_nomem(err);
         }
+    }
+    cJSON *archs = NULL;
+    if (s == KEVO_OK && !(s = rp_archs_json(db, ids, n, &archs, err)) && !cJSON_AddItemToObject(root, "archs", archs)) {
+        cJSON_Delete(archs);
+        s = rp_nomem(err);
     }
     free(ids);
     char *text = NULL;
@@ -494,27 +676,28 @@ static bool rp_row_cells(const kevo_cand_row *c, int pos, bool compile_only, int
     return ok;
 }
 
-/* Append cells as aligned lines (row 0 is the heading); two spaces between
+/* Append cells (ncols <= RP_NCOLS a row) as aligned lines (row 0 is the
+ * heading), each column right-aligned where right[j]; two spaces between
  * columns, no trailing blanks. */
-static kevo_status rp_emit_table(kv_buf *b, char **cells, int nrows)
+static kevo_status rp_emit_table(kv_buf *b, char **cells, int nrows, int ncols, const bool *right)
 {
     size_t w[RP_NCOLS] = {0};
     for (int i = 0; i < nrows; i++)
-        for (int j = 0; j < RP_NCOLS; j++) {
-            size_t n = strlen(cells[i * RP_NCOLS + j]);
+        for (int j = 0; j < ncols; j++) {
+            size_t n = strlen(cells[i * ncols + j]);
             if (n > w[j])
                 w[j] = n;
         }
     kevo_status s = KEVO_OK;
     for (int i = 0; s == KEVO_OK && i < nrows; i++) {
         size_t start = b->len;
-        for (int j = 0; s == KEVO_OK && j < RP_NCOLS; j++) {
-            const char *t = cells[i * RP_NCOLS + j];
+        for (int j = 0; s == KEVO_OK && j < ncols; j++) {
+            const char *t = cells[i * ncols + j];
             int pad = (int)(w[j] - strlen(t));
             if (j)
                 s = kv_buf_puts(b, "  ");
             if (!s)
-                s = rp_right[j] ? kv_buf_printf(b, "%*s%s", pad, "", t) : kv_buf_printf(b, "%s%*s", t, pad, "");
+                s = right[j] ? kv_buf_printf(b, "%*s%s", pad, "", t) : kv_buf_printf(b, "%s%*s", t, pad, "");
         }
         if (s)
             break;
@@ -711,13 +894,86 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
     for (int i = 0; ok && i < shown; i++)
         ok = rp_row_cells(&rows[i], i + 1, r.compile_only, r.best_id, cells + (size_t)(i + 1) * RP_NCOLS);
     if (ok)
-        ok = kv_buf_puts(b, "\n") == KEVO_OK && rp_emit_table(b, cells, shown + 1) == KEVO_OK;
+        ok = kv_buf_puts(b, "\n") == KEVO_OK && rp_emit_table(b, cells, shown + 1, RP_NCOLS, rp_right) == KEVO_OK;
     if (cells)
         for (int i = 0; i < (shown + 1) * RP_NCOLS; i++)
             free(cells[i]);
     free(cells);
     kevo_cand_rows_free(rows, n);
     return ok ? KEVO_OK : rp_nomem(err);
+}
+
+enum { RPA_RUN, RPA_ID, RPA_FAMILY, RPA_PARAMS, RPA_STATUS, RPA_REGS, RPA_SPILL, RPA_SMEM_S, RPA_SMEM_D, RPA_NCOLS };
+
+static const char *const rpa_heads[RPA_NCOLS] = {"run",  "id",        "family",      "params",     "status",
+                                                 "regs", "spill(B)",  "smem static(B)", "smem dynamic(B)"};
+static const bool rpa_right[RPA_NCOLS] = {true, true, false, false, false, true, true, true, true};
+
+/* The section "by architecture" of the runs ids[0..n) appended to b: per
+ * arch a line with its runs and their candidates' counts, then the ptxas
+ * figures of the candidates rp_arch_pick picks (each run's best; a
+ * compile-only run's first compiled ones). */
+static kevo_status rp_archs_table(kevo_db *db, const int64_t *ids, int n, kv_buf *b, kevo_err *err)
+{
+    rp_arch *a = NULL;
+    int na = 0;
+    kevo_status s = rp_archs(db, ids, n, &a, &na, err);
+    if (s)
+        return s;
+    bool ok = kv_buf_puts(b, "\nby architecture (each run's best; a compile-only run's first compiled candidates)\n") ==
+              KEVO_OK;
+    for (int i = 0; ok && !s && i < na; i++) {
+        kv_term_clean(a[i].arch);
+        ok = kv_buf_printf(b, "\n%s: run%s", a[i].arch, a[i].nruns > 1 ? "s" : "") == KEVO_OK;
+        for (int k = 0; ok && k < a[i].nruns; k++)
+            ok = kv_buf_printf(b, "%s %lld", k ? "," : "", (long long)a[i].runs[k]) == KEVO_OK;
+        ok = ok && kv_buf_printf(b, "  candidates %d  compiled %d  verified %d  failed %d\n", a[i].evaluated,
+                                 a[i].compiled, a[i].verified, a[i].failed) == KEVO_OK;
+        /* the picked candidates of every run of the arch, as one table */
+        char **cells = NULL;
+        int nrows = 1;
+        ok = ok && (cells = calloc(RPA_NCOLS, sizeof *cells)) != NULL;
+        for (int j = 0; ok && j < RPA_NCOLS; j++)
+            ok = (cells[j] = kv_strdup(rpa_heads[j])) != NULL;
+        for (int k = 0; ok && !s && k < a[i].nruns; k++) {
+            kevo_run_row r;
+            kevo_cand_row *rows = NULL;
+            int nr = 0, pick[RP_ARCH_FIRST], np = 0;
+            if ((s = kevo_db_run_get(db, a[i].runs[k], &r, err)) ||
+                (s = rp_arch_pick(db, &r, &rows, &nr, pick, &np, err)))
+                break;
+            char **more = np ? realloc(cells, (size_t)(nrows + np) * RPA_NCOLS * sizeof *cells) : cells;
+            ok = more != NULL;
+            if (ok)
+                cells = more;
+            for (int j = 0; ok && j < np; j++, nrows++) {
+                const kevo_cand_row *c = &rows[pick[j]];
+                char **row = cells + (size_t)nrows * RPA_NCOLS;
+                row[RPA_RUN] = rp_strf("%lld", (long long)r.id);
+                row[RPA_ID] = rp_strf("%lld", (long long)c->id);
+                row[RPA_FAMILY] = kv_strdup(c->family[0] ? c->family : "-");
+                row[RPA_PARAMS] = rp_params_compact(c->params);
+                row[RPA_STATUS] = kv_strdup(c->status[0] ? c->status : "-");
+                row[RPA_REGS] = rp_int(c->regs);
+                row[RPA_SPILL] = rp_int(c->spill_bytes);
+                row[RPA_SMEM_S] = rp_int(c->smem_static);
+                row[RPA_SMEM_D] = rp_int(c->smem_dynamic);
+                for (int q = 0; q < RPA_NCOLS; q++) { /* DB text: one line, no escape sequences */
+                    ok = ok && row[q];
+                    kv_term_clean(row[q]);
+                }
+            }
+            kevo_cand_rows_free(rows, nr);
+        }
+        if (ok && !s)
+            ok = nrows > 1 ? rp_emit_table(b, cells, nrows, RPA_NCOLS, rpa_right) == KEVO_OK
+                           : kv_buf_puts(b, "no compiled candidate\n") == KEVO_OK;
+        for (int j = 0; cells && j < nrows * RPA_NCOLS; j++)
+            free(cells[j]);
+        free(cells);
+    }
+    rp_archs_free(a, na);
+    return s ? s : ok ? KEVO_OK : rp_nomem(err);
 }
 
 kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err)
@@ -738,6 +994,15 @@ kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out,
         }
         s = rp_run_table(db, ids[i], top, &b, err);
     }
+    /* runs of more than one architecture: grouped by it, with their ptxas figures */
+    bool archs = false;
+    for (int i = 1; s == KEVO_OK && i < n && !archs; i++) {
+        kevo_run_row r0, ri;
+        if (!(s = kevo_db_run_get(db, ids[0], &r0, err)) && !(s = kevo_db_run_get(db, ids[i], &ri, err)))
+            archs = strcmp(r0.arch, ri.arch) != 0;
+    }
+    if (s == KEVO_OK && archs)
+        s = rp_archs_table(db, ids, n, &b, err);
     free(ids);
     if (s == KEVO_OK && b.len && kv_buf_append(out, b.data, b.len))
         s = rp_nomem(err);

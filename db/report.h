@@ -14,7 +14,15 @@
  *              "evaluated", "failed", "compiled", "verified",
  *              "baseline_ms", "baseline_bcast_ms", "peak_tflops", "copy_tbps",
  *              "best": {"candidate_id", "template", "params": {...},
- *                       "median_ms", "speedup", "tflops", "rel_err"} | null}]}
+ *                       "median_ms", "speedup", "tflops", "rel_err"} | null}],
+ *    "archs": [{"arch", "runs": [id, ...], "evaluated", "compiled", "failed",
+ *               "verified", "kernels": [{"run", "candidate_id", "family",
+ *               "params": {...}, "status", "best", "regs", "spill_bytes",
+ *               "smem_static", "smem_dynamic", "median_ms"}]}]}
+ * "archs" groups the runs by architecture (in the order of each one's first
+ * run) with the ptxas figures (bytes; null where unknown) of each run's best
+ * ("best": true) or, for a compile-only run, of its first 5 compiled
+ * candidates in proposal order.
  * Numbers that were not measured, NaN or infinite are null (never "nan" or
  * "inf"); a compile-only run's peers and ceilings are null.  Strings are
  * JSON-escaped (control characters as \uXXXX).  run_id 0: every run.
@@ -24,7 +32,11 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
 /* Plain-text report appended to out: per run a header (op, shape, dtype,
  * device, baseline, counts) and a table of the `top` best candidates (all
  * when top <= 0), best first; compile-only runs list candidates in order,
- * with no baseline.  Text from the DB passes through kv_term_clean: no
+ * with no baseline.  When the runs are of more than one architecture, a
+ * section "by architecture" follows: per arch its runs, their candidates'
+ * counts and the ptxas figures (registers, spill, static and dynamic shared
+ * memory) of the candidates "archs" lists in the JSON report.  Text from the
+ * DB passes through kv_term_clean: no
  * control character or escape sequence reaches the terminal. */
 kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out, kevo_err *err);
 

@@ -200,6 +200,21 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
     return kevo_spaces_load_dirs(path, extra_templates, e->op->name, &e->spaces, &e->nspaces, err);
 }
 
+/* Whether family is one of the comma list (every family when list is NULL). */
+static bool tn_family_listed(const char *list, const char *family)
+{
+    if (!list)
+        return true;
+    char pat[80];
+    snprintf(pat, sizeof pat, ",%s,", family);
+    kv_buf l;
+    kv_buf_init(&l);
+    kv_buf_printf(&l, ",%s,", list);
+    bool in = l.data && strstr(l.data, pat) != NULL;
+    kv_buf_release(&l);
+    return in;
+}
+
 /* Keep the families named in `list` (all when NULL) that support arch and
  * shape; say why each other one is left out. */
 static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, kevo_err *err)
@@ -225,16 +240,7 @@ static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, k
     kevo_err why;
     for (int i = 0; i < e->nspaces; i++) {
         kevo_space *s = e->spaces[i];
-        bool keep = true;
-        if (list) {
-            char pat[80];
-            snprintf(pat, sizeof pat, ",%s,", s->family);
-            kv_buf l;
-            kv_buf_init(&l);
-            kv_buf_printf(&l, ",%s,", list);
-            keep = l.data && strstr(l.data, pat) != NULL;
-            kv_buf_release(&l);
-        }
+        bool keep = tn_family_listed(list, s->family);
         if (keep && !kevo_space_has_arch(s, e->arch)) {
             if (!quiet)
                 fprintf(stderr, "kevo: family '%s' does not target %s; left out\n", s->family, e->arch);
@@ -494,6 +500,20 @@ static kevo_gpu *tn_dgpu(const tn_env *e, int k)
     return k == 0 ? e->gpu : e->dgpu[k];
 }
 
+/* The error for a device that is not of the run's arch exactly (a cubin
+ * is loaded only on the architecture it was built for): KEVO_ERR_UNSUPPORTED
+ * naming the device (who: "" or "rank 2's "), its compute capability, the
+ * one the arch needs and the --arch for the device. */
+static kevo_status tn_arch_mismatch(const tn_env *e, kevo_err *err, const char *who, const kevo_gpu_info *in)
+{
+    char fits[64];
+    kevo_arch_names_for(in->cc_major, in->cc_minor, fits, sizeof fits);
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s%s (compute capability %d.%d) is not a %s device: code for %s "
+                        "is loaded only on compute capability %d.%d%s%s", who, in->name, in->cc_major,
+                        in->cc_minor, e->arch, e->arch, e->lim.sm / 10, e->lim.sm % 10,
+                        fits[0] ? "; --arch for this device: " : "", fits);
+}
+
 /* Start a worker with the reference module on each of the run's GPUs
  * (e->ord[0..ndev), their start-ups overlapping); fills e->info (the first
  * GPU's) and e->dinfo. */
@@ -519,10 +539,8 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int r
         e->lim.max_smem = e->info.max_smem_optin;
     for (int k = 0; k < e->ndev; k++) {
         const kevo_gpu_info *in = &e->dinfo[k];
-        int sm = in->cc_major * 10 + in->cc_minor;
-        if (sm < e->lim.sm)
-            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "%s (compute capability %d.%d) cannot run code for %s",
-                                in->name, in->cc_major, in->cc_minor, e->arch);
+        if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor))
+            return tn_arch_mismatch(e, err, "", in);
         if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
             e->lim.max_smem = in->max_smem_optin;
         if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
@@ -566,10 +584,11 @@ static kevo_status tn_remote_devices(tn_env *e, const tn_work *ref, const kevo_t
             return kevo_err_set(err, KEVO_ERR_ARG, "GPUs of different models: rank 0's is %s (%d SMs), rank %d's "
                                 "(%s) %s (%d SMs); --mixed-devices evaluates on both, each with its own peers",
                                 a->name, a->sm_count, e->rgpu[i].rank, e->rgpu[i].host, in->name, in->sm_count);
-        int sm = in->cc_major * 10 + in->cc_minor;
-        if (sm < e->lim.sm)
-            return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "rank %d's %s (compute capability %d.%d) cannot run code "
-                                "for %s", e->rgpu[i].rank, in->name, in->cc_major, in->cc_minor, e->arch);
+        if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor)) {
+            char who[48];
+            snprintf(who, sizeof who, "rank %d's ", e->rgpu[i].rank);
+            return tn_arch_mismatch(e, err, who, in);
+        }
         if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
             e->lim.max_smem = in->max_smem_optin;
         if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
@@ -3082,6 +3101,96 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
     kevo_status st = tn_tune(o, run_id, err);
     if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
         tn_interrupted(err, 0, o->db_path, false);
+    kv_signals_restore();
+    return st;
+}
+
+/* Before the first run of an --arch list: some requested family (o->families,
+ * else all of the op's) declares arch (else KEVO_ERR_ARG naming the families
+ * that do), and those support the run's shape(s) there (tn_select_families,
+ * quiet).  Reads the space files and the --shapes file; writes nothing. */
+static kevo_status tn_arch_check(const kevo_tune_opts *o, const char *arch, kevo_err *err)
+{
+    tn_env e;
+    kevo_status st = tn_env_open(&e, o->op ? o->op : "", o->shape, o->dtype, arch, o->data_dir, o->extra_templates,
+                                 err);
+    if (!st && o->shapes_file && !o->shape) {
+        if (!(e.dist = calloc(1, sizeof *e.dist)))
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        else
+            st = kevo_dist_read(o->shapes_file, e.op, e.dist, err);
+    }
+    /* the families asked for that declare arch, and the op's that do */
+    kv_buf asked, targets;
+    kv_buf_init(&asked);
+    kv_buf_init(&targets);
+    int declared = 0;
+    for (int i = 0; !st && i < e.nspaces; i++) {
+        const kevo_space *sp = e.spaces[i];
+        bool has = kevo_space_has_arch(sp, arch);
+        if (has)
+            kv_buf_printf(&targets, "%s%s", targets.len ? ", " : "", sp->family);
+        if (tn_family_listed(o->families, sp->family)) {
+            kv_buf_printf(&asked, "%s%s", asked.len ? ", " : "", sp->family);
+            declared += has;
+        }
+    }
+    if (!st && e.nspaces > 0 && declared == 0 && asked.len > 0)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--arch %s: no family searched (%s) targets it; %s%s", arch,
+                          asked.data, targets.len ? "families of the op that do: " : "no family of the op does",
+                          targets.len ? targets.data : "");
+    kv_buf_release(&asked);
+    kv_buf_release(&targets);
+    if (!st)
+        st = tn_select_families(&e, o->families, true, err);
+    tn_env_release(&e);
+    return st;
+}
+
+kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nruns, kevo_err *err)
+{
+    *nruns = 0;
+    if (!o->arch || !strchr(o->arch, ',')) { /* one arch: kevo_tune itself */
+        run_ids[0] = 0;
+        kevo_status st = kevo_tune(o, &run_ids[0], err);
+        *nruns = run_ids[0] > 0;
+        return st;
+    }
+    char archs[KEVO_TUNE_ARCHS_MAX][16];
+    int n = 0;
+    kevo_status st = kevo_arch_list_parse(o->arch, archs, KEVO_TUNE_ARCHS_MAX, &n, err);
+    if (st)
+        return st;
+    if (o->resume_run > 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--arch takes one architecture with --resume (a run has one)");
+    if (!o->compile_only)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--arch takes a list of architectures only with --compile-only "
+                            "(a GPU run loads its code on devices of one architecture)");
+    for (int i = 0; i < n && !st; i++)
+        st = tn_arch_check(o, archs[i], err);
+    if (st)
+        return st;
+    kv_signals_catch();
+    for (int i = 0; i < n && !st; i++) {
+        kevo_tune_opts one = *o;
+        one.arch = archs[i];
+        int64_t id = 0;
+        st = tn_tune(&one, &id, err);
+        if (id > 0)
+            run_ids[(*nruns)++] = id;
+        if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
+            tn_interrupted(err, 0, o->db_path, false);
+        if (st && i + 1 < n) { /* the architectures after it are not started */
+            kv_buf rest;
+            kv_buf_init(&rest);
+            for (int k = i + 1; k < n; k++)
+                kv_buf_printf(&rest, "%s%s", k > i + 1 ? ", " : "", archs[k]);
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            kevo_err_set(err, st, "%s; the runs for %s were not started", msg, rest.data ? rest.data : "");
+            kv_buf_release(&rest);
+        }
+    }
     kv_signals_restore();
     return st;
 }

@@ -51,7 +51,7 @@ typedef struct kevo_tune_opts {
     const char *op;         /* an op's name (kevo_op_find); default: the table's first */
     const char *shape;      /* shape text; NULL: the op's default */
     const char *dtype;      /* "fp16" (default) or "bf16" */
-    const char *arch;       /* "sm_90a" (default) */
+    const char *arch;       /* "sm_90a" (default); kevo_tune_archs: a comma list for compile-only runs */
     const char *policy;     /* "greedy" (default) */
     const char *families;   /* comma list of template families; NULL: all of the op's */
     const char *db_path;    /* "kevo.db" */
@@ -142,6 +142,25 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * --compile-only on a machine with a GPU is continued there: its compiled
  * candidates are verified and timed first, then the search goes on. */
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
+
+#define KEVO_TUNE_ARCHS_MAX 8 /* architectures in one --arch list */
+
+/* kevo_tune over o->arch as a comma list ("sm_80,sm_90a,sm_100a"): one
+ * compile-only run per arch, in the order given, into the same DB with the
+ * same seed and options, each over the requested families (o->families, or
+ * all of the op's) that declare that arch (each other one is left out with
+ * a line on stderr, as kevo_tune does).  run_ids[0..*nruns) receive the
+ * runs made, in order (at most KEVO_TUNE_ARCHS_MAX; on an error, those
+ * made before it).  One arch (no comma) is exactly kevo_tune.
+ *
+ * Checked before anything is written (KEVO_ERR_ARG): the list (every name
+ * known, none empty, none twice), that it is a new compile-only run (a GPU
+ * run and a resume take one arch), and that every arch has a requested
+ * family declaring it; then each arch's families must support the shape(s)
+ * there (KEVO_ERR_UNSUPPORTED, as kevo_tune).  A run that fails or is
+ * interrupted ends the list: its error comes back, naming the
+ * architectures not started. */
+kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nruns, kevo_err *err);
 
 /* `kevo verify`: re-check a stored candidate (its family and params) at
  * another shape, dtype or cand_to_user map, and time it against the baseline

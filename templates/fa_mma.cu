@@ -159,8 +159,16 @@ __device__ __forceinline__ long long plan_scan(long long v, long long *total)
 // work items, BM packed rows of one user each, in user order.  The per-user
 // counters live in shared memory when U <= PLAN_SU (shared-memory atomics;
 // global ones on a few hot counters cost microseconds), else in the workspace.
+// sm_100's ptxas gives a 1024-thread kernel 32 registers unless told that
+// one block per SM will do (then 40; with 32 it spills 8 bytes); sm_80 and
+// sm_90 build exactly as before.
 constexpr int PLAN_SU = 2048;
-extern "C" __global__ void __launch_bounds__(PLAN_NT) fa_plan(const __grid_constant__ kevo_fa_args a)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+#define PLAN_BOUNDS __launch_bounds__(PLAN_NT, 1)
+#else
+#define PLAN_BOUNDS __launch_bounds__(PLAN_NT)
+#endif
+extern "C" __global__ void PLAN_BOUNDS fa_plan(const __grid_constant__ kevo_fa_args a)
 {
     __shared__ int s_count[PLAN_SU], s_start[PLAN_SU], s_cursor[PLAN_SU], s_istart[PLAN_SU + 1];
     const fa_ws w = fa_ws_at(a);

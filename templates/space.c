@@ -20,6 +20,13 @@ static const struct {
     {"sm_90", {90, 132, 232448, 255}},  {"sm_90a", {90, 132, 232448, 255}}, {"sm_100a", {100, 148, 232448, 255}},
 };
 
+/* Every arch name of the table, ", " between them, into names. */
+static void sp_arch_known(kv_buf *names)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++)
+        kv_buf_printf(names, "%s%s", i ? ", " : "", sp_arch_table[i].arch);
+}
+
 kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *err)
 {
     for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++) {
@@ -30,11 +37,64 @@ kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *e
     }
     kv_buf names;
     kv_buf_init(&names);
-    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++)
-        kv_buf_printf(&names, "%s%s", i ? ", " : "", sp_arch_table[i].arch);
+    sp_arch_known(&names);
     kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown arch '%s' (known: %s)", arch, names.data ? names.data : "");
     kv_buf_release(&names);
     return KEVO_ERR_NOT_FOUND;
+}
+
+kevo_status kevo_arch_list_parse(const char *list, char (*names)[16], int max, int *n, kevo_err *err)
+{
+    *n = 0;
+    if (max > KEVO_ARCH_LIST_MAX)
+        max = KEVO_ARCH_LIST_MAX;
+    if (!list || !*list)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--arch: no architecture named");
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0)
+            return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': an empty item (one name between commas)", list);
+        char name[16] = "";
+        if (len < sizeof name)
+            memcpy(name, p, len);
+        kevo_limits lim;
+        if (!name[0] || kevo_limits_for_arch(name, &lim, NULL)) {
+            kv_buf known;
+            kv_buf_init(&known);
+            sp_arch_known(&known);
+            kevo_err_set(err, KEVO_ERR_ARG, "--arch: unknown arch '%.*s' (known: %s)", (int)(len < 40 ? len : 40), p,
+                         known.data ? known.data : "");
+            kv_buf_release(&known);
+            return KEVO_ERR_ARG;
+        }
+        for (int i = 0; i < *n; i++)
+            if (strcmp(names[i], name) == 0)
+                return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': %s is named twice", list, name);
+        if (*n >= max)
+            return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': more than %d architectures", list, max);
+        snprintf(names[(*n)++], 16, "%s", name);
+        if (p[len] == '\0')
+            return KEVO_OK;
+        p += len + 1;
+    }
+}
+
+bool kevo_arch_runs_on(const kevo_limits *lim, int cc_major, int cc_minor)
+{
+    return cc_major > 0 && cc_minor >= 0 && cc_minor <= 9 && cc_major * 10 + cc_minor == lim->sm;
+}
+
+void kevo_arch_names_for(int cc_major, int cc_minor, char *out, size_t n)
+{
+    size_t used = 0;
+    if (n)
+        out[0] = '\0';
+    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++)
+        if (kevo_arch_runs_on(&sp_arch_table[i].lim, cc_major, cc_minor) && used < n) {
+            int w = snprintf(out + used, n - used, "%s%s", used ? ", " : "", sp_arch_table[i].arch);
+            used = w < 0 ? n : used + (size_t)w;
+        }
 }
 
 /* A JSON number that is a whole number of modest size. */

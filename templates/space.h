@@ -200,6 +200,25 @@ typedef struct kevo_limits {
 /* Limits from the arch name ("sm_90a"); Errors: KEVO_ERR_NOT_FOUND. */
 kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *err);
 
+#define KEVO_ARCH_LIST_MAX 8 /* names in an arch list (the table has 6, none may repeat) */
+
+/* A comma list of architectures ("sm_80,sm_90a,sm_100a") into
+ * names[0..*n), in the order given: each a name kevo_limits_for_arch knows,
+ * none empty, none twice; at most max (<= KEVO_ARCH_LIST_MAX).  Errors:
+ * KEVO_ERR_ARG naming the item (an unknown one with the known names). */
+kevo_status kevo_arch_list_parse(const char *list, char (*names)[16], int max, int *n, kevo_err *err);
+
+/* Whether code built for an arch of these limits (lim->sm: the compute
+ * capability times ten) may be loaded on a device of compute capability
+ * major.minor: only on exactly its architecture (sm_90 and sm_90a need
+ * 9.0, sm_80 8.0, sm_86 8.6, sm_89 8.9, sm_100a 10.0), never on a newer
+ * one of the same family. */
+bool kevo_arch_runs_on(const kevo_limits *lim, int cc_major, int cc_minor);
+
+/* The arch names for a device of compute capability major.minor, ", "
+ * between them ("sm_90, sm_90a"), into out[n]; "" when kevo knows none. */
+void kevo_arch_names_for(int cc_major, int cc_minor, char *out, size_t n);
+
 /* Load one space file and its source.  Errors: KEVO_ERR_IO, KEVO_ERR_PARSE
  * naming the file and field.  *out is freed with kevo_space_free(). */
 kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *err);

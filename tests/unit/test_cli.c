@@ -652,6 +652,123 @@ static void test_compile_only(void **state)
     result_release(&r);
 }
 
+/* --arch as a list: checked first (exit 2, nothing written); with
+ * --compile-only one run per arch into one DB, each over the families that
+ * declare the arch (a line for each one left out), a line per arch at the
+ * end; report groups the runs by arch. */
+static void test_arch_list(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *archs, *why;
+        bool compile_only;
+    } bad[] = {
+        {"sm_80,sm_99", "unknown arch 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a)", true},
+        {"sm_80,sm_90a,sm_80", "sm_80 is named twice", true},
+        {"sm_80,,sm_90a", "an empty item", true},
+        {"sm_80,sm_90a,", "an empty item", true},
+        {"sm_80,sm_90a", "--arch takes a list of architectures only with --compile-only", false},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        result r = bad[i].compile_only ? RUN("tune", "--op", "ikbo_lce", "--compile-only", "--arch", bad[i].archs,
+                                             "--budget", "2", "--db", "A.db")
+                                       : RUN("tune", "--op", "ikbo_lce", "--arch", bad[i].archs, "--budget", "2",
+                                             "--db", "A.db");
+        expect(&r, 2, bad[i].why);
+        result_release(&r);
+    }
+    result r = RUN("tune", "--resume", "1", "--arch", "sm_80,sm_90a", "--db", "A.db");
+    expect(&r, 2, "--arch takes one architecture with --resume");
+    result_release(&r);
+    /* an arch no family asked for declares: named with the families that do */
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--arch", "sm_90a,sm_80", "--family", "lce_wgmma,lce_ws",
+            "--budget", "2", "--db", "A.db");
+    expect(&r, 2, "--arch sm_80: no family searched (lce_wgmma, lce_ws) targets it; families of the op that do: ");
+    assert_non_null(strstr(r.err, "lce_mma"));
+    result_release(&r);
+    assert_false(exists("A.db"));
+    assert_no_default_db();
+
+    r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--arch", "sm_80,sm_90a", "--family", "lce_mma,lce_wgmma",
+            "--budget", "2", "--jobs", "2", "--db", "A.db");
+    expect(&r, 0, NULL);
+    printf("%s%s", r.out, r.err);
+    assert_non_null(strstr(r.err, "family 'lce_wgmma' does not target sm_80; left out"));
+    assert_null(strstr(r.err, "does not target sm_90a"));
+    int cached = 0;
+    assert_int_equal(candidate_lines(r.out, &cached), 4);
+    const char *r1 = strstr(r.out, "run 1: ikbo_lce "), *r2 = strstr(r.out, "run 2: ikbo_lce ");
+    assert_true(r1 && r2 && r1 < r2);
+    assert_non_null(strstr(r1, " sm_80, policy greedy, budget 2"));
+    assert_non_null(strstr(r1, "families lce_mma, compile-only"));
+    assert_non_null(strstr(r2, " sm_90a, policy greedy, budget 2"));
+    assert_non_null(strstr(r2, "families lce_mma,lce_wgmma, compile-only"));
+    const char *sum = strstr(r.out, "architectures:\n");
+    assert_true(sum && sum > r2);
+    assert_non_null(strstr(sum, "sm_80    run 1: 2 candidates, 2 compiled, 0 failed\n"));
+    assert_non_null(strstr(sum, "sm_90a   run 2: 2 candidates, 2 compiled, 0 failed\n"));
+    result_release(&r);
+
+    /* the runs, their arch and seed; no sm_80 candidate of a family that does not declare it */
+    char dbp[PATH_MAX];
+    snprintf(dbp, sizeof dbp, "%s/A.db", tmpdir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(dbp, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT id, arch, seed, compile_only, families FROM runs ORDER BY id", -1,
+                                        &st, NULL),
+                     SQLITE_OK);
+    static const char *const want[][2] = {{"sm_80", "lce_mma"}, {"sm_90a", "lce_mma,lce_wgmma"}};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), i + 1);
+        assert_string_equal((const char *)sqlite3_column_text(st, 1), want[i][0]);
+        assert_int_equal(sqlite3_column_int(st, 3), 1);
+        assert_string_equal((const char *)sqlite3_column_text(st, 4), want[i][1]);
+    }
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM candidates WHERE run_id=1 AND family<>'lce_mma'", -1,
+                                        &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+
+    /* report: grouped by arch, in the table and in the JSON */
+    r = RUN("report", "--db", "A.db");
+    expect(&r, 0, NULL);
+    const char *sec = strstr(r.out, "\nby architecture");
+    assert_non_null(sec);
+    assert_non_null(strstr(sec, "\nsm_80: run 1  candidates 2  compiled 2  verified 0  failed 0\n"));
+    assert_non_null(strstr(sec, "\nsm_90a: run 2  candidates 2  compiled 2  verified 0  failed 0\n"));
+    assert_non_null(strstr(sec, "smem static(B)"));
+    result_release(&r);
+    cJSON *j = report_json("A.db");
+    const cJSON *archs = field(j, "archs");
+    assert_int_equal(cJSON_GetArraySize(archs), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *a = cJSON_GetArrayItem(archs, i);
+        assert_string_equal(field(a, "arch")->valuestring, want[i][0]);
+        assert_int_equal(cJSON_GetArraySize(field(a, "runs")), 1);
+        assert_int_equal((int)cJSON_GetArrayItem(field(a, "runs"), 0)->valuedouble, i + 1);
+        assert_int_equal((int)field(a, "compiled")->valuedouble, 2);
+        const cJSON *k = field(a, "kernels"), *kj;
+        assert_int_equal(cJSON_GetArraySize(k), 2);
+        cJSON_ArrayForEach(kj, k)
+        {
+            assert_true(field(kj, "regs")->valuedouble > 0);
+            assert_true(cJSON_IsNumber(field(kj, "spill_bytes")));
+            assert_true(cJSON_IsNumber(field(kj, "smem_static")));
+            if (i == 0)
+                assert_string_equal(field(kj, "family")->valuestring, "lce_mma");
+        }
+        assert_string_equal(field(cJSON_GetArrayItem(field(j, "runs"), i), "arch")->valuestring, want[i][0]);
+    }
+    cJSON_Delete(j);
+}
+
 /* ---- setup ---- */
 
 /* --shapes: a distribution run records its shapes and weights, and every
@@ -752,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_compile_only),
         cmocka_unit_test(test_fa_cli),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_arch_list),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,5 +1,6 @@
 /* test_compile.c — NVRTC compiles in child processes (no GPU needed): every
- * template family of every op (sm_90a, and sm_80 where a family declares it)
+ * template family of every op (sm_90a, and sm_80 and sm_100a where a family
+ * declares it)
  * and ikbo_lce's reference module, compile errors,
  * the compile time limit, a pool of jobs, the cache key and the ptxas report
  * parser. */
@@ -386,6 +387,68 @@ static void test_fa_families(void **state)
         {"HEAD_DIM=64,BM=64,WARPS=4,BN=128,STAGES=3", "sm_80", KEVO_DTYPE_BF16},
     };
     fa_family("fa_mma", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", mma64, 1, 0);
+}
+
+/* sm_100a (compile-only exploration): the families that declare it are
+ * exactly those named here (the mma.sync ones; wgmma does not exist there),
+ * and each builds its default configuration in both dtypes for sm_100a,
+ * checked like the sm_90a builds, spilling no more than the same
+ * configuration built for sm_90a (compiled beside it). */
+static void test_sm100a(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *family, *shape; /* shape NULL: the op's default */
+    } fams[] = {
+        {"lce_mma", NULL},
+        {"lce_mem", "B=4096,M=96,N=64,Ku=128,Kc=48,U=1"}, /* a short K: the default shape's does not fit it */
+        {"fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9"},
+    };
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/templates", home());
+    kevo_space **all = NULL;
+    int nall = 0;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_spaces_load_dir(dir, NULL, &all, &nall, &err), KEVO_OK);
+    for (int i = 0; i < nall; i++) {
+        bool named = false;
+        for (size_t f = 0; f < KV_ARRAY_LEN(fams); f++)
+            named = named || strcmp(fams[f].family, all[i]->family) == 0;
+        if (kevo_space_has_arch(all[i], "sm_100a") != named)
+            print_error("%s %s sm_100a, and this test %s it\n", all[i]->family,
+                        named ? "does not declare" : "declares", named ? "names" : "does not name");
+        assert_int_equal(kevo_space_has_arch(all[i], "sm_100a"), named);
+    }
+    kevo_spaces_free(all, nall);
+    static const shape_case cases[] = {
+        {NULL, "sm_100a", KEVO_DTYPE_F16},
+        {NULL, "sm_100a", KEVO_DTYPE_BF16},
+        {NULL, "sm_90a", KEVO_DTYPE_F16},
+        {NULL, "sm_90a", KEVO_DTYPE_BF16},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    for (size_t f = 0; f < KV_ARRAY_LEN(fams); f++) {
+        kevo_compile_job jobs[N];
+        kevo_plan plans[N];
+        kevo_config cfgs[N];
+        kv_buf src[N];
+        kevo_space *sp = compile_at_shape(fams[f].family, fams[f].shape, cases, N, cfgs, src, plans, jobs);
+        for (int i = 0; i < N; i++)
+            printf("  %-8s default %s %-7s: %.1f s, %d regs, %d B spill, %d B smem, %d B stack\n", fams[f].family,
+                   kevo_dtype_name(cases[i].dt), cases[i].arch, jobs[i].seconds, jobs[i].regs, jobs[i].spill_bytes,
+                   jobs[i].smem_static, jobs[i].stack_bytes);
+        for (int i = 0; i < N; i++) {
+            /* sm_100a: no more spill than sm_90a shows for the same configuration */
+            int max_spill = i < 2 ? (jobs[i + 2].spill_bytes > 0 ? jobs[i + 2].spill_bytes : 0) : 1 << 20;
+            check_built(&jobs[i], &plans[i], cases[i].arch, max_spill);
+        }
+        for (int i = 0; i < N; i++) {
+            kevo_compile_job_release(&jobs[i]);
+            kv_buf_release(&src[i]);
+        }
+        kevo_space_free(sp);
+    }
 }
 
 /* ---- 2. failures ---- */
@@ -804,6 +867,7 @@ int main(void)
         cmocka_unit_test(test_lce_mem),
         cmocka_unit_test(test_lce_ws_split),
         cmocka_unit_test(test_fa_families),
+        cmocka_unit_test(test_sm100a),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

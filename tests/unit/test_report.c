@@ -585,6 +585,131 @@ static void test_table_distribution(void **state)
     kv_buf_release(&out);
 }
 
+/* A compile-only run of another architecture: the reports group the runs
+ * by arch, each with its counts and the ptxas figures of each run's best
+ * or, compile-only, its first five compiled candidates in seq order. */
+static void test_by_arch(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    kv_buf out;
+    /* one architecture: no section in the table, one entry in the JSON */
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_table(f->db, 0, 0, &out, &err), KEVO_OK);
+    assert_null(strstr(out.data, "by architecture"));
+    kv_buf_release(&out);
+
+    kevo_run_row r;
+    kevo_run_row_init(&r);
+    snprintf(r.op, sizeof r.op, "ikbo_lce");
+    snprintf(r.shape, sizeof r.shape, "B=8,M=16,N=32");
+    snprintf(r.dtype, sizeof r.dtype, "fp16");
+    snprintf(r.arch, sizeof r.arch, "sm_80");
+    snprintf(r.policy, sizeof r.policy, "exhaustive");
+    r.seed = 2;
+    r.compile_only = true;
+    snprintf(r.status, sizeof r.status, "done");
+    assert_int_equal(kevo_db_run_insert(f->db, &r, &err), KEVO_OK);
+    int64_t sm80 = r.id;
+    int64_t ids[7];
+    for (int i = 0; i < 7; i++) { /* seq 8 - i: the first five in seq order are the last five inserted */
+        char params[64];
+        snprintf(params, sizeof params, "{\"BM\":%d}", 100 + i);
+        cand_spec c = {8 - i, params, "compiled", NULL, NULL, "kA", NAN, NAN, NAN, NAN, 60 + i, i == 3 ? 16 : 0,
+                       2048, 40960 + i};
+        ids[i] = put_cand(f->db, sm80, &c);
+    }
+    cand_spec x = {1, "{\"BM\":7}", "failed", "compile_error", "bad", "kC", NAN, NAN, NAN, NAN, -1, -1, -1, -1};
+    put_cand(f->db, sm80, &x);
+
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_json(f->db, 0, &out, &err), KEVO_OK);
+    cJSON *root = cJSON_Parse(out.data);
+    assert_non_null(root);
+    kv_buf_release(&out);
+    const cJSON *archs = get(root, "archs");
+    assert_int_equal(cJSON_GetArraySize(archs), 2);
+    const cJSON *a = cJSON_GetArrayItem(archs, 0), *b = cJSON_GetArrayItem(archs, 1);
+    assert_string_equal(str(a, "arch"), "sm_90a");
+    assert_int_equal(cJSON_GetArraySize(get(a, "runs")), 2);
+    assert_true(cJSON_GetArrayItem(get(a, "runs"), 0)->valuedouble == (double)f->measured);
+    assert_true(cJSON_GetArrayItem(get(a, "runs"), 1)->valuedouble == (double)f->compile_only);
+    assert_true(num(a, "evaluated") == 7 && num(a, "compiled") == 5 && num(a, "failed") == 2 &&
+                num(a, "verified") == 3);
+    /* the measured run's best, then the compile-only run's compiled ones in seq order */
+    const cJSON *k = get(a, "kernels");
+    assert_int_equal(cJSON_GetArraySize(k), 3);
+    const cJSON *k0 = cJSON_GetArrayItem(k, 0), *k1 = cJSON_GetArrayItem(k, 1), *k2 = cJSON_GetArrayItem(k, 2);
+    assert_true(num(k0, "candidate_id") == (double)f->best_id && num(k0, "run") == (double)f->measured);
+    assert_true(cJSON_IsTrue(get(k0, "best")));
+    assert_true(num(k0, "regs") == 168 && num(k0, "spill_bytes") == 0 && num(k0, "smem_static") == 98304 &&
+                num(k0, "smem_dynamic") == 0 && num(k0, "median_ms") == 0.582);
+    assert_true(num(get(k0, "params"), "BM") == 128);
+    assert_string_equal(str(k0, "family"), "lce_mma");
+    assert_true(num(k1, "candidate_id") == (double)f->co_first && num(k2, "candidate_id") == (double)f->co_second);
+    assert_true(cJSON_IsFalse(get(k1, "best")));
+    assert_true(num(k2, "regs") == 40 && num(k2, "smem_static") == 1024);
+    assert_true(cJSON_IsNull(get(k2, "smem_dynamic")) && cJSON_IsNull(get(k2, "median_ms")));
+    assert_string_equal(str(k2, "status"), "compiled");
+    assert_string_equal(str(b, "arch"), "sm_80");
+    assert_int_equal(cJSON_GetArraySize(get(b, "runs")), 1);
+    assert_true(num(b, "evaluated") == 8 && num(b, "compiled") == 7 && num(b, "failed") == 1);
+    k = get(b, "kernels");
+    assert_int_equal(cJSON_GetArraySize(k), 5);
+    for (int i = 0; i < 5; i++) {
+        const cJSON *ki = cJSON_GetArrayItem(k, i);
+        assert_true(num(ki, "candidate_id") == (double)ids[6 - i]);
+        assert_true(num(ki, "run") == (double)sm80);
+        assert_true(num(ki, "regs") == 66 - i);
+        assert_true(num(ki, "smem_dynamic") == 40966 - i);
+    }
+    assert_true(num(cJSON_GetArrayItem(k, 3), "spill_bytes") == 16);
+    cJSON_Delete(root);
+
+    /* one run: archs holds its arch alone */
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_json(f->db, sm80, &out, &err), KEVO_OK);
+    root = cJSON_Parse(out.data);
+    assert_non_null(root);
+    assert_int_equal(cJSON_GetArraySize(get(root, "archs")), 1);
+    assert_int_equal(cJSON_GetArraySize(get(cJSON_GetArrayItem(get(root, "archs"), 0), "kernels")), 5);
+    cJSON_Delete(root);
+    kv_buf_release(&out);
+
+    /* the table: the runs as before, then the section */
+    kv_buf_init(&out);
+    assert_int_equal(kevo_report_table(f->db, 0, 0, &out, &err), KEVO_OK);
+    const char *t = out.data;
+    const char *sec = strstr(t, "\nby architecture");
+    assert_non_null(sec);
+    assert_non_null(strstr(t, "\n\nrun 3  "));
+    assert_true(strstr(t, "\n\nrun 3  ") < sec);
+    char line[512], want[128];
+    snprintf(want, sizeof want, "sm_90a: runs %lld, %lld  candidates 7  compiled 5  verified 3  failed 2",
+             (long long)f->measured, (long long)f->compile_only);
+    assert_non_null(strstr(sec, want));
+    snprintf(want, sizeof want, "sm_80: run %lld  candidates 8  compiled 7  verified 0  failed 1", (long long)sm80);
+    assert_non_null(strstr(sec, want));
+    assert_true(strstr(sec, "sm_90a: ") < strstr(sec, "sm_80: "));
+    char head[512];
+    assert_true(line_with(sec, "smem static(B)", head, sizeof head) > 0);
+    assert_non_null(strstr(head, "regs"));
+    assert_non_null(strstr(head, "spill(B)"));
+    assert_non_null(strstr(head, "smem dynamic(B)"));
+    assert_true(line_with(sec, "BM=128 BN=256 STAGES=3", line, sizeof line) > 0); /* run 1's best */
+    assert_non_null(strstr(line, "168"));
+    assert_non_null(strstr(line, "98304"));
+    assert_true(line_with(sec, "BM=103", line, sizeof line) > 0); /* the spill */
+    assert_non_null(strstr(line, "compiled"));
+    assert_non_null(strstr(line, " 16 "));
+    assert_non_null(strstr(line, "40963"));
+    assert_null(strstr(sec, "BM=101")); /* the sixth and seventh compiled in seq order */
+    assert_null(strstr(sec, "BM=100"));
+    assert_null(strstr(sec, "BM=7")); /* failed */
+    assert_null(strstr(sec, "BM=64 BN=128")); /* the measured run's others */
+    kv_buf_release(&out);
+}
+
 static void test_empty_db(void **state)
 {
     (void)state;
@@ -603,6 +728,8 @@ static void test_empty_db(void **state)
     assert_non_null(root);
     assert_true(cJSON_IsArray(get(root, "runs")));
     assert_int_equal(cJSON_GetArraySize(get(root, "runs")), 0);
+    assert_true(cJSON_IsArray(get(root, "archs")));
+    assert_int_equal(cJSON_GetArraySize(get(root, "archs")), 0);
     cJSON_Delete(root);
     kv_buf_release(&out);
     assert_int_equal(kevo_report_table(db, 0, 0, &out, &err), KEVO_OK);
@@ -621,6 +748,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_table_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_compile_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_distribution, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_arch, setup, teardown),
         cmocka_unit_test(test_empty_db),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

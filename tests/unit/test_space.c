@@ -86,13 +86,14 @@ static void test_load_lce_mma(void **state)
     assert_non_null(strstr(s->source, "lce_user_gemm"));
     assert_true(strlen(s->description) > 0);
 
-    static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
-    assert_int_equal(s->narchs, 5);
-    for (int i = 0; i < 5; i++)
+    static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a"};
+    assert_int_equal(s->narchs, 6);
+    for (int i = 0; i < 6; i++)
         assert_string_equal(s->archs[i], archs[i]);
     assert_true(kevo_space_has_arch(s, "sm_90a"));
     assert_true(kevo_space_has_arch(s, "sm_80"));
-    assert_false(kevo_space_has_arch(s, "sm_100a"));
+    assert_true(kevo_space_has_arch(s, "sm_100a")); /* mma.sync and cp.async build there too */
+    assert_false(kevo_space_has_arch(s, "sm_100"));
     assert_false(kevo_space_has_arch(s, "sm_9"));
 
     static const char *const names[] = {"BM", "BN", "BK", "WARPS_M", "WARPS_N",
@@ -229,6 +230,77 @@ static void test_limits(void **state)
     assert_int_equal(kevo_limits_for_arch("", &lim, &err), KEVO_ERR_NOT_FOUND);
     assert_int_equal(kevo_limits_for_arch("SM_90A", &lim, &err), KEVO_ERR_NOT_FOUND);
     assert_int_equal(kevo_limits_for_arch("sm_90ab", &lim, NULL), KEVO_ERR_NOT_FOUND);
+}
+
+/* An --arch list: names known, none empty or twice, in the order given. */
+static void test_arch_list(void **state)
+{
+    (void)state;
+    char names[KEVO_ARCH_LIST_MAX][16];
+    int n = -1;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_arch_list_parse("sm_100a,sm_80,sm_90a", names, KEVO_ARCH_LIST_MAX, &n, &err), KEVO_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(names[0], "sm_100a");
+    assert_string_equal(names[1], "sm_80");
+    assert_string_equal(names[2], "sm_90a");
+    assert_int_equal(kevo_arch_list_parse("sm_86", names, KEVO_ARCH_LIST_MAX, &n, &err), KEVO_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(names[0], "sm_86");
+    static const struct {
+        const char *list, *why;
+    } bad[] = {
+        {"sm_80,sm_99", "unknown arch 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a)"},
+        {"sm_80,sm_90a,sm_80", "sm_80 is named twice"},
+        {"sm_80,,sm_90a", "an empty item"},
+        {"sm_80,", "an empty item"},
+        {",sm_80", "an empty item"},
+        {"", "no architecture named"},
+        {"sm_80,sm_90a_and_a_very_long_name", "unknown arch 'sm_90a_and_a_very_long_name'"},
+        {"SM_80", "unknown arch 'SM_80'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kevo_err_clear(&err);
+        assert_int_equal(kevo_arch_list_parse(bad[i].list, names, KEVO_ARCH_LIST_MAX, &n, &err), KEVO_ERR_ARG);
+        if (!strstr(err.msg, bad[i].why))
+            print_error("'%s': %s\n", bad[i].list, err.msg);
+        assert_non_null(strstr(err.msg, bad[i].why));
+    }
+    assert_int_equal(kevo_arch_list_parse("sm_80,sm_86,sm_89", names, 2, &n, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "more than 2"));
+}
+
+/* A cubin is loaded only on a device of exactly its architecture. */
+static void test_arch_runs_on(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *arch;
+        int major, minor;
+        bool runs;
+    } cases[] = {
+        {"sm_90a", 9, 0, true},   {"sm_90", 9, 0, true},     {"sm_80", 8, 0, true},    {"sm_86", 8, 6, true},
+        {"sm_89", 8, 9, true},    {"sm_100a", 10, 0, true},  {"sm_80", 8, 6, false},   {"sm_80", 9, 0, false},
+        {"sm_90a", 10, 0, false}, {"sm_90a", 8, 9, false},   {"sm_86", 8, 9, false},   {"sm_89", 9, 0, false},
+        {"sm_100a", 9, 0, false}, {"sm_100a", 10, 3, false}, {"sm_100a", 12, 0, false}, {"sm_90a", 0, 90, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kevo_limits lim;
+        assert_int_equal(kevo_limits_for_arch(cases[i].arch, &lim, NULL), KEVO_OK);
+        if (kevo_arch_runs_on(&lim, cases[i].major, cases[i].minor) != cases[i].runs)
+            print_error("%s on %d.%d\n", cases[i].arch, cases[i].major, cases[i].minor);
+        assert_int_equal(kevo_arch_runs_on(&lim, cases[i].major, cases[i].minor), cases[i].runs);
+    }
+    char names[64];
+    kevo_arch_names_for(9, 0, names, sizeof names);
+    assert_string_equal(names, "sm_90, sm_90a");
+    kevo_arch_names_for(10, 0, names, sizeof names);
+    assert_string_equal(names, "sm_100a");
+    kevo_arch_names_for(7, 5, names, sizeof names);
+    assert_string_equal(names, "");
+    kevo_arch_names_for(9, 0, names, 8); /* cut, still a string */
+    assert_true(strlen(names) < 8);
 }
 
 /* ---- shape support ---- */
@@ -1516,6 +1588,8 @@ int main(void)
         cmocka_unit_test(test_load_lce_mma),
         cmocka_unit_test(test_load_lce_wgmma),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_arch_list),
+        cmocka_unit_test(test_arch_runs_on),
         cmocka_unit_test(test_supports),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_plan_mma),
