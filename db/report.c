@@ -96,15 +96,20 @@ static kevo_status rp_archs(kevo_db *db, const int64_t *ids, int n, rp_arch **ou
     return KEVO_OK;
 }
 
-/* The candidates of a run whose ptxas figures an arch section shows, as
- * indexes into its candidate list (*rows, seq order, kevo_cand_rows_free):
+/* Run run_id (into *r) and the candidates of it whose ptxas figures an arch
+ * section shows, as indexes into its candidate list (*rows, seq order,
+ * kevo_cand_rows_free):
  * a compile-only run's first RP_ARCH_FIRST compiled ones, another run's
  * best (kevo_db_cand_best), if any.  pick[] holds RP_ARCH_FIRST. */
-static kevo_status rp_arch_pick(kevo_db *db, const kevo_run_row *r, kevo_cand_row **rows, int *n, int *pick,
-                                int *npick, kevo_err *err)
+static kevo_status rp_arch_pick(kevo_db *db, int64_t run_id, kevo_run_row *r, kevo_cand_row **rows, int *n,
+                                int *pick, int *npick, kevo_err *err)
 {
     *npick = 0;
-    kevo_status s = kevo_db_cand_list(db, r->id, rows, n, err);
+    *rows = NULL;
+    *n = 0;
+    kevo_status s = kevo_db_run_get(db, run_id, r, err);
+    if (!s)
+        s = kevo_db_cand_list(db, r->id, rows, n, err);
     if (s)
         return s;
     int64_t best = 0;
@@ -402,8 +407,7 @@ static kevo_status rp_archs_json(kevo_db *db, const int64_t *ids, int n, cJSON *
             kevo_run_row r;
             kevo_cand_row *rows = NULL;
             int nr = 0, pick[RP_ARCH_FIRST], np = 0;
-            if ((s = kevo_db_run_get(db, a[i].runs[k], &r, err)) ||
-                (s = rp_arch_pick(db, &r, &rows, &nr, pick, &np, err)))
+            if ((s = rp_arch_pick(db, a[i].runs[k], &r, &rows, &nr, pick, &np, err)))
                 break;
             for (int j = 0; ok && j < np; j++)
                 ok = rp_arch_kernel_json(kernels, &rows[pick[j]], r.id, !r.compile_only);
@@ -939,8 +943,7 @@ static kevo_status rp_archs_table(kevo_db *db, const int64_t *ids, int n, kv_buf
             kevo_run_row r;
             kevo_cand_row *rows = NULL;
             int nr = 0, pick[RP_ARCH_FIRST], np = 0;
-            if ((s = kevo_db_run_get(db, a[i].runs[k], &r, err)) ||
-                (s = rp_arch_pick(db, &r, &rows, &nr, pick, &np, err)))
+            if ((s = rp_arch_pick(db, a[i].runs[k], &r, &rows, &nr, pick, &np, err)))
                 break;
             char **more = np ? realloc(cells, (size_t)(nrows + np) * RPA_NCOLS * sizeof *cells) : cells;
             ok = more != NULL;
