@@ -232,7 +232,10 @@ static kevo_status rp_cands_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_
                  : cJSON_AddNullToObject(o, "parent_id") != NULL) &&
              rp_add_str_opt(o, "operator", by ? by->op : NULL) && cJSON_AddStringToObject(o, "status", c->status) &&
              rp_add_str_opt(o, "fail", c->fail) && rp_add_num(o, "median_ms", c->median_ms) &&
-             rp_add_num(o, "speedup", c->speedup);
+             rp_add_num(o, "speedup", c->speedup) &&
+             (c->device >= 0 ? cJSON_AddNumberToObject(o, "device", c->device) != NULL
+                             : cJSON_AddNullToObject(o, "device") != NULL) &&
+             rp_add_num(o, "eval_s", c->eval_s);
     }
     kevo_cand_rows_free(rows, n);
     free(edges);
@@ -281,6 +284,45 @@ static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
 }
 
 /* The JSON object of one run in *out. */
+/* The "devices" array of a run: each GPU that evaluated it (run_devices),
+ * its peers and its throughput over the search loop (null until the loop
+ * ended). */
+static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+{
+    *out = NULL;
+    kevo_run_device *v = NULL;
+    int n = 0;
+    kevo_status s = kevo_db_run_devices_get(db, run_id, &v, &n, err);
+    if (s)
+        return s;
+    cJSON *a = cJSON_CreateArray();
+    bool ok = a != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(a, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        double minutes = v[i].loop_s > 0 ? v[i].loop_s / 60.0 : NAN;
+        ok = cJSON_AddNumberToObject(o, "idx", v[i].idx) && cJSON_AddNumberToObject(o, "ordinal", v[i].ordinal) &&
+             rp_add_str_opt(o, "host", v[i].host) && rp_add_str_opt(o, "name", v[i].name) &&
+             rp_add_str_opt(o, "pci_bus", v[i].pci_bus) && cJSON_AddNumberToObject(o, "sm_count", v[i].sm_count) &&
+             rp_add_num(o, "baseline_ms", v[i].baseline_ms) && rp_add_num(o, "decomposed_ms", v[i].decomposed_ms) &&
+             rp_add_num(o, "peak_tflops", v[i].peak_tflops) && rp_add_num(o, "copy_tbps", v[i].copy_tbps) &&
+             cJSON_AddNumberToObject(o, "evaluated", v[i].evaluated) && rp_add_num(o, "busy_s", v[i].busy_s) &&
+             rp_add_num(o, "loop_s", v[i].loop_s) && rp_add_num(o, "per_minute", v[i].evaluated / minutes) &&
+             rp_add_num(o, "busy_fraction", v[i].busy_s / v[i].loop_s);
+    }
+    free(v);
+    if (!ok) {
+        cJSON_Delete(a);
+        return rp_nomem(err);
+    }
+    *out = a;
+    return KEVO_OK;
+}
+
 static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
 {
     *out = NULL;
@@ -322,8 +364,13 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
         cJSON_Delete(o);
         return rp_nomem(err);
     }
-    cJSON *best = NULL, *cands = NULL, *llm = NULL;
-    s = rp_best_json(db, run_id, &best, err);
+    cJSON *best = NULL, *cands = NULL, *llm = NULL, *devs = NULL;
+    if (!(s = rp_devices_json(db, run_id, &devs, err)) && !cJSON_AddItemToObject(o, "devices", devs)) {
+        cJSON_Delete(devs);
+        s = rp_nomem(err);
+    }
+    if (!s)
+        s = rp_best_json(db, run_id, &best, err);
     if (!s && !cJSON_AddItemToObject(o, "best", best)) {
         cJSON_Delete(best);
         s = rp_nomem(err);

@@ -155,8 +155,19 @@ static int setup(void **state)
     kevo_cand_row_release(&cr);
     assert_int_equal(kevo_db_cand_get(f->db, f->mid_id, &cr, &err), KEVO_OK);
     cr.tied = 1;
+    cr.device = 1; /* the second of the run's two GPUs timed it */
+    cr.eval_s = 0.25;
     assert_int_equal(kevo_db_cand_update(f->db, &cr, &err), KEVO_OK);
     kevo_cand_row_release(&cr);
+    kevo_run_device dv[2] = {
+        {.idx = 0, .ordinal = 0, .host = "n1", .name = "NVIDIA H200", .pci_bus = "0000:06:00.0", .sm_count = 132,
+         .baseline_ms = 1.985, .baseline_bcast_ms = 2.679, .decomposed_ms = 0.9, .peak_tflops = 761, .copy_tbps = 4.25,
+         .evaluated = 2, .busy_s = 0.5, .loop_s = 2.0},
+        {.idx = 1, .ordinal = 1, .host = "n1", .name = "NVIDIA H200", .pci_bus = "0000:07:00.0", .sm_count = 132,
+         .baseline_ms = 1.99, .baseline_bcast_ms = 2.68, .decomposed_ms = 0.91, .peak_tflops = 760, .copy_tbps = 4.2,
+         .evaluated = 1, .busy_s = 0.25, .loop_s = NAN},
+    };
+    assert_int_equal(kevo_db_run_devices_put(f->db, f->measured, dv, 2, &err), KEVO_OK);
     assert_int_equal(kevo_db_run_get(f->db, f->measured, &r, &err), KEVO_OK);
     r.best_id = f->best_id;
     assert_int_equal(kevo_db_run_update(f->db, &r, &err), KEVO_OK);
@@ -251,7 +262,7 @@ static void test_json_all_runs(void **state)
                                  "device",     "policy",      "status",      "stop_reason", "compile_only",
                                  "evaluated",  "failed",      "compiled",    "verified",   "baseline_ms",
                                  "baseline_bcast_ms", "decomposed_ms", "peer_kernel_ms", "peer_gather_ms",
-                                 "peer_candidate", "peak_tflops", "copy_tbps", "best",
+                                 "peer_candidate", "peak_tflops", "copy_tbps", "devices", "best",
                                  "llm",        "candidates"};
     for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
         get(m, keys[i]);
@@ -282,6 +293,15 @@ static void test_json_all_runs(void **state)
     assert_string_equal(str(best, "template"), "lce_mma");
     assert_string_equal(str(best, "generator"), "template");
     assert_true(cJSON_IsNull(get(m, "llm"))); /* no LLM call */
+    /* the run's GPUs, each with its peers and throughput (null while a loop never ended) */
+    const cJSON *devs = get(m, "devices");
+    assert_int_equal(cJSON_GetArraySize(devs), 2);
+    const cJSON *d0 = cJSON_GetArrayItem(devs, 0), *d1 = cJSON_GetArrayItem(devs, 1);
+    assert_string_equal(str(d0, "pci_bus"), "0000:06:00.0");
+    assert_true(num(d0, "evaluated") == 2 && num(d0, "per_minute") == 60.0 && num(d0, "busy_fraction") == 0.25);
+    assert_true(num(d1, "ordinal") == 1 && num(d1, "baseline_ms") == 1.99);
+    assert_true(cJSON_IsNull(get(d1, "per_minute")) && cJSON_IsNull(get(d1, "loop_s")));
+    assert_true(cJSON_IsArray(get(find_run(root, f->compile_only), "devices")));
     /* every candidate, each with its generator and the edge that made it */
     const cJSON *cands = get(m, "candidates");
     assert_int_equal(cJSON_GetArraySize(cands), 4);
@@ -292,6 +312,11 @@ static void test_json_all_runs(void **state)
         get(cj, "parent_id");
         get(cj, "operator");
         get(cj, "status");
+        /* which GPU timed it: the mid one the second GPU, the others unknown (null) */
+        if (num(cj, "id") == (double)f->mid_id)
+            assert_true(num(cj, "device") == 1 && num(cj, "eval_s") == 0.25);
+        else
+            assert_true(cJSON_IsNull(get(cj, "device")) && cJSON_IsNull(get(cj, "eval_s")));
     }
     const cJSON *params = get(best, "params");
     assert_true(cJSON_IsObject(params));
