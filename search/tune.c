@@ -316,6 +316,27 @@ static kevo_status tn_cache_put(tn_env *e, const kevo_compile_job *j, const char
     return st;
 }
 
+/* The DB cache's binary for a prepared candidate, if it holds one (a
+ * candidate whose plan failed is cached already: nothing to compile). */
+static void tn_cache_get(tn_env *e, tn_work *w)
+{
+    kevo_binary_row b;
+    kevo_binary_row_init(&b);
+    if (e->db && !w->job.cached && kevo_db_binary_get(e->db, w->job.key, &b, NULL) == KEVO_OK)
+        tn_job_from_row(&w->job, &b);
+    kevo_binary_row_release(&b);
+}
+
+/* A compiled candidate's source and binary into the DB's cache (a
+ * read-only DB keeps nothing).  Errors: the DB's. */
+static kevo_status tn_cache_store(tn_env *e, const tn_work *w, kevo_err *err)
+{
+    if (!e->db || kevo_db_readonly(e->db))
+        return KEVO_OK;
+    kevo_status st = kevo_db_source_put(e->db, w->source_hash, w->source.data, err);
+    return st ? st : tn_cache_put(e, &w->job, w->source_hash, err);
+}
+
 /* Compile (or fetch from the cache) every job of a batch. */
 static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
 {
@@ -323,12 +344,7 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     if (!jobs)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
-        kevo_binary_row b;
-        kevo_binary_row_init(&b);
-        /* a candidate whose plan failed has nothing to compile (cached, failed) */
-        if (e->db && !w[i].job.cached && kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
-            tn_job_from_row(&w[i].job, &b);
-        kevo_binary_row_release(&b);
+        tn_cache_get(e, &w[i]);
         jobs[i] = w[i].job;
     }
     kevo_status st = e->mpi ? kevo_mpi_compile(e->mpi, jobs, n, e->jobs, e->compile_timeout, err)
@@ -336,11 +352,8 @@ static kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
     for (int i = 0; i < n; i++)
         w[i].job = jobs[i];
     free(jobs);
-    for (int i = 0; i < n && !st && e->db && !kevo_db_readonly(e->db); i++) {
-        st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
-        if (!st)
-            st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
-    }
+    for (int i = 0; i < n && !st; i++)
+        st = tn_cache_store(e, &w[i], err);
     return st;
 }
 
@@ -514,6 +527,20 @@ static kevo_status tn_arch_mismatch(const tn_env *e, kevo_err *err, const char *
                         fits[0] ? "; --arch for this device: " : "", fits);
 }
 
+/* A GPU of the run (who: "" or "rank 2's "): of the run's arch exactly
+ * (tn_arch_mismatch otherwise), and the plans' limits narrowed to its SM
+ * count and opt-in shared memory, so that one plan fits every GPU. */
+static kevo_status tn_dev_fit(tn_env *e, const kevo_gpu_info *in, const char *who, kevo_err *err)
+{
+    if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor))
+        return tn_arch_mismatch(e, err, who, in);
+    if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
+        e->lim.max_smem = in->max_smem_optin;
+    if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
+        e->lim.num_sms = in->sm_count;
+    return KEVO_OK;
+}
+
 /* Start a worker with the reference module on each of the run's GPUs
  * (e->ord[0..ndev), their start-ups overlapping); fills e->info (the first
  * GPU's) and e->dinfo. */
@@ -538,13 +565,9 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int r
     if (e->info.max_smem_optin > 0)
         e->lim.max_smem = e->info.max_smem_optin;
     for (int k = 0; k < e->ndev; k++) {
-        const kevo_gpu_info *in = &e->dinfo[k];
-        if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor))
-            return tn_arch_mismatch(e, err, "", in);
-        if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
-            e->lim.max_smem = in->max_smem_optin;
-        if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
-            e->lim.num_sms = in->sm_count;
+        kevo_status st = tn_dev_fit(e, &e->dinfo[k], "", err);
+        if (st)
+            return st;
     }
     return KEVO_OK;
 }
@@ -584,15 +607,10 @@ static kevo_status tn_remote_devices(tn_env *e, const tn_work *ref, const kevo_t
             return kevo_err_set(err, KEVO_ERR_ARG, "GPUs of different models: rank 0's is %s (%d SMs), rank %d's "
                                 "(%s) %s (%d SMs); --mixed-devices evaluates on both, each with its own peers",
                                 a->name, a->sm_count, e->rgpu[i].rank, e->rgpu[i].host, in->name, in->sm_count);
-        if (!kevo_arch_runs_on(&e->lim, in->cc_major, in->cc_minor)) {
-            char who[48];
-            snprintf(who, sizeof who, "rank %d's ", e->rgpu[i].rank);
-            return tn_arch_mismatch(e, err, who, in);
-        }
-        if (in->max_smem_optin > 0 && in->max_smem_optin < e->lim.max_smem)
-            e->lim.max_smem = in->max_smem_optin;
-        if (in->sm_count > 0 && in->sm_count < e->lim.num_sms)
-            e->lim.num_sms = in->sm_count;
+        char who[48];
+        snprintf(who, sizeof who, "rank %d's ", e->rgpu[i].rank);
+        if ((st = tn_dev_fit(e, in, who, err)))
+            return st;
     }
     return KEVO_OK;
 }
@@ -1134,11 +1152,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
                                                              : kevo_compile_pool_new(e->jobs, &pool, err);
     /* what the cache holds (and a plan that failed) needs no compile */
     for (int i = 0; i < n && !st; i++) {
-        kevo_binary_row b;
-        kevo_binary_row_init(&b);
-        if (e->db && !w[i].job.cached && kevo_db_binary_get(e->db, w[i].job.key, &b, NULL) == KEVO_OK)
-            tn_job_from_row(&w[i].job, &b);
-        kevo_binary_row_release(&b);
+        tn_cache_get(e, &w[i]);
         state[i] = compiled || w[i].job.cached ? TN_READY : TN_COMPILE;
     }
     int next_compile = 0, next_apply = 0, compiling = 0;
@@ -1250,11 +1264,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
                 if (done == &w[i].job) {
                     state[i] = TN_READY;
                     compiling--;
-                    if (e->db && !kevo_db_readonly(e->db)) {
-                        st = kevo_db_source_put(e->db, w[i].source_hash, w[i].source.data, err);
-                        if (!st)
-                            st = tn_cache_put(e, &w[i].job, w[i].source_hash, err);
-                    }
+                    st = tn_cache_store(e, &w[i], err);
                 }
         }
     }
