@@ -4,9 +4,9 @@
  * unevaluated neighbours (one operator step away) — the fittest of a family
  * below its quota of the budget first, so none is starved — proposing its
  * neighbours the model predicts within GR_SLACK of the best of them, best
- * first and one per operator per round.  When every evaluated node is fully
- * expanded, restart from a configuration drawn with the model as the
- * prior. */
+ * first and one per operator per round; while the batch has room, the next
+ * fittest node's too.  When every evaluated node is fully expanded, restart
+ * from a configuration drawn with the model as the prior. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,24 +18,33 @@
 #define GR_SLACK 1.3 /* neighbours predicted slower than this times the best of them wait */
 #define GR_MIN_TAKE 4
 
-/* The best node (of `family`, or of any when -1) that is evaluated and has
- * unexplored neighbours, or -1. */
-static int gr_pick(kevo_search *s, int family, kevo_proposal *scratch, int cap, int *found)
+/* Whether node i may be expanded now: evaluated, not fully expanded, of
+ * `family` (any when -1), not among picked[0..npicked). */
+static bool gr_eligible(const kevo_search *s, int i, int family, const int *picked, int npicked)
+{
+    const kevo_node *n = &s->nodes[i];
+    if (!n->done || n->expansions < 0 || (family >= 0 && n->family != family))
+        return false;
+    for (int j = 0; j < npicked; j++)
+        if (picked[j] == i)
+            return false;
+    return true;
+}
+
+/* The best node (of `family`, or of any when -1) that is evaluated, has
+ * unexplored neighbours and is not among picked[0..npicked), or -1. */
+static int gr_pick(kevo_search *s, int family, const int *picked, int npicked, kevo_proposal *scratch, int cap,
+                   int *found)
 {
     *found = 0;
     for (;;) {
         int best = -1;
         double best_rank = -1;
-        for (int i = 0; i < s->nnodes; i++) {
-            const kevo_node *n = &s->nodes[i];
-            if (!n->done || n->expansions < 0 || (family >= 0 && n->family != family))
-                continue;
-            double r = kevo_search_rank(n);
-            if (r > best_rank) {
-                best_rank = r;
+        for (int i = 0; i < s->nnodes; i++)
+            if (gr_eligible(s, i, family, picked, npicked) && kevo_search_rank(&s->nodes[i]) > best_rank) {
+                best_rank = kevo_search_rank(&s->nodes[i]);
                 best = i;
             }
-        }
         if (best < 0)
             return -1;
         *found = kevo_search_neighbours(s, best, scratch, cap);
@@ -43,6 +52,53 @@ static int gr_pick(kevo_search *s, int family, kevo_proposal *scratch, int cap, 
             return best;
         s->nodes[best].expansions = -1; /* fully expanded: never pick again */
     }
+}
+
+/* Append to out[n..max) the usable ones of a node's `found` neighbours
+ * all[]: those the model predicts within GR_SLACK of the best of them (at
+ * least GR_MIN_TAKE), best first and one per operator per round, leaving
+ * out any already in the batch.  Returns the new count. */
+static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int *order, unsigned char *taken,
+                   kevo_proposal *out, int n, int max)
+{
+    for (int i = 0; i < found; i++)
+        t[i] = kevo_search_predict(s, all[i].family, &all[i].cfg);
+    if (!kevo_search_order(t, found, order))
+        return n;
+    int usable = found;
+    if (!isnan(t[order[0]])) {
+        usable = 0;
+        while (usable < found &&
+               (usable < GR_MIN_TAKE || (!isnan(t[order[usable]]) && t[order[usable]] <= GR_SLACK * t[order[0]])))
+            usable++;
+    }
+    if (found <= 0)
+        return n;
+    memset(taken, 0, (size_t)found);
+    for (int k = 0; k < usable; k++) /* another node of this batch proposed it */
+        if (kevo_search_in_batch(out, n, all[order[k]].family, &all[order[k]].cfg))
+            taken[order[k]] = 1;
+    for (bool more = true; n < max && more;) {
+        more = false;
+        for (int k = 0; k < usable && n < max; k++) {
+            int i = order[k];
+            if (taken[i])
+                continue;
+            bool op_in_round = false;
+            for (int j = 0; j < found && !op_in_round; j++)
+                op_in_round = taken[j] == 2 && strcmp(all[j].op, all[i].op) == 0;
+            if (op_in_round) {
+                more = true;
+                continue;
+            }
+            taken[i] = 2;
+            out[n++] = all[i];
+        }
+        for (int i = 0; i < found; i++)
+            if (taken[i] == 2)
+                taken[i] = 1;
+    }
+    return n;
 }
 
 static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
@@ -53,50 +109,30 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
     kevo_proposal *all = malloc(GR_SCRATCH * sizeof *all);
     double *t = malloc(GR_SCRATCH * sizeof *t);
     int *order = malloc(GR_SCRATCH * sizeof *order);
-    unsigned char *taken = calloc(GR_SCRATCH, 1); /* 2: taken this round */
-    int n = 0, found = 0;
-    if (!all || !t || !order || !taken)
+    unsigned char *taken = malloc(GR_SCRATCH);
+    int *picked = malloc((size_t)(s->nnodes + 1) * sizeof *picked); /* each node once at most */
+    int n = 0, npicked = 0;
+    if (!all || !t || !order || !taken || !picked)
         goto done;
-    int starved = kevo_search_starved(s, NULL, 0);
-    int node = starved >= 0 ? gr_pick(s, starved, all, GR_SCRATCH, &found) : -1;
-    if (node < 0)
-        node = gr_pick(s, -1, all, GR_SCRATCH, &found);
-    if (node < 0) {
+    /* the fittest node's neighbours; while the batch has room, the next
+     * fittest's: a batch as full as the graph allows keeps several GPUs busy,
+     * and what fills it depends on the graph alone, never on the GPUs */
+    while (n < max) {
+        int found = 0;
+        int starved = kevo_search_starved(s, out, n);
+        int node = starved >= 0 ? gr_pick(s, starved, picked, npicked, all, GR_SCRATCH, &found) : -1;
+        if (node < 0)
+            node = gr_pick(s, -1, picked, npicked, all, GR_SCRATCH, &found);
+        if (node < 0)
+            break;
+        picked[npicked++] = node;
+        s->nodes[node].expansions++;
+        n = gr_take(s, all, found, t, order, taken, out, n, max);
+    }
+    if (n == 0)
         n = kevo_search_prior_pick(s, NULL, 0, out, max, "restart");
-        goto done;
-    }
-    s->nodes[node].expansions++;
-    /* the neighbours by predicted time (unknown last, in their order) */
-    for (int i = 0; i < found; i++)
-        t[i] = kevo_search_predict(s, all[i].family, &all[i].cfg);
-    if (!kevo_search_order(t, found, order))
-        goto done;
-    int usable = found;
-    if (!isnan(t[order[0]])) {
-        usable = 0;
-        while (usable < found &&
-               (usable < GR_MIN_TAKE || (!isnan(t[order[usable]]) && t[order[usable]] <= GR_SLACK * t[order[0]])))
-            usable++;
-    }
-    /* one per operator per round, each round best first */
-    while (n < max && n < usable) {
-        for (int k = 0; k < usable && n < max; k++) {
-            int i = order[k];
-            if (taken[i])
-                continue;
-            bool op_in_round = false;
-            for (int j = 0; j < found && !op_in_round; j++)
-                op_in_round = taken[j] == 2 && strcmp(all[j].op, all[i].op) == 0;
-            if (op_in_round)
-                continue;
-            taken[i] = 2;
-            out[n++] = all[i];
-        }
-        for (int i = 0; i < found; i++)
-            if (taken[i] == 2)
-                taken[i] = 1;
-    }
 done:
+    free(picked);
     free(taken);
     free(order);
     free(t);
