@@ -912,6 +912,12 @@ kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req
         mr_lose(m, NULL, G->rank, e.msg);
         return KEVO_OK;
     }
+    /* A cubin goes by rendezvous, which moves only inside this rank's MPI
+     * calls: drive it to the end now (the rank looks for messages every
+     * millisecond), not in whatever MPI call follows the caller's next DB
+     * write.  A rank slower than KEVO_MPI_SEND_SPIN is left to the drains. */
+    for (double t0 = kv_now(); !mr_test(m, &G->send.req) && kv_now() - t0 < KEVO_MPI_SEND_SPIN;)
+        ;
     G->inflight = true;
     G->done = G->lost = false;
     G->id = id;

@@ -42,6 +42,7 @@
 #define KEVO_MPI_ORPHANED_AFTER 60.0 /* seconds of silence from rank 0 after which a worker leaves */
 #define KEVO_MPI_HELLO_WAIT 60.0     /* seconds rank 0 waits at start for every rank's hello */
 #define KEVO_MPI_GPU_START_WAIT 900.0 /* seconds rank 0 waits for a rank's GPU worker (peers, ceilings) */
+#define KEVO_MPI_SEND_SPIN 0.005      /* seconds rank 0 drives an eval message's transfer before going on */
 
 typedef struct kevo_mpi kevo_mpi;
 
