@@ -856,6 +856,7 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
 /* ---- figures of a timed candidate ---- */
 
 #define TN_BOOTSTRAP 2000 /* resamples for a median's confidence interval */
+#define TN_CROSS_DEVICE 0.05 /* with several GPUs, candidates within this of the fastest are re-timed on one */
 
 /* The faster in-run peer (the stage-0 baseline or the op's other peer), ms;
  * NaN when neither was measured. */
@@ -1715,10 +1716,19 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
             rows[i] = t;
         }
     qsort(rows, (size_t)ok, sizeof *rows, tn_cmp_median);
-    int m = 0;
-    while (m < ok && m < KEVO_GPU_RETIME_MAX &&
-           (m == 0 || !(rows[m].ci_lo_ms > rows[0].ci_hi_ms) || isnan(rows[m].ci_lo_ms)))
-        m++;
+    /* the leaders: those whose interval is not clear of the fastest's and,
+     * when several GPUs measured, every one within TN_CROSS_DEVICE of it (two
+     * GPUs of one model can time one kernel a few percent apart: 2.5% seen on
+     * two H200s of one host), re-timed together on the run's first GPU */
+    bool several = e->ndev + e->nrem > 1;
+    int m = ok > 0 ? 1 : 0;
+    for (int i = 1; i < ok && m < KEVO_GPU_RETIME_MAX; i++)
+        if (!(rows[i].ci_lo_ms > rows[0].ci_hi_ms) || isnan(rows[i].ci_lo_ms) ||
+            (several && rows[i].median_ms <= (1 + TN_CROSS_DEVICE) * rows[0].median_ms)) {
+            kevo_cand_row t = rows[m]; /* into the group, in order */
+            rows[m++] = rows[i];
+            rows[i] = t;
+        }
     tn_lead *lead = calloc((size_t)(m ? m : 1), sizeof *lead);
     if (!lead)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
