@@ -122,12 +122,14 @@ static const struct {
      "  without --candidate: the best candidate of --run (default: the last run)\n"},
     {"replay", cmd_replay, "run a policy against fitness already measured in a DB (no GPU)",
      "kevo replay --db LANDSCAPE.db --policy P [--run ID] [--seeds K] [--target 0.95] [--batch N]\n"
-     "            [--format table|json]\n"
+     "            [--noise SIGMA [--budget N]] [--format table|json]\n"
      "kevo replay --db LANDSCAPE.db --model [--run ID] [--format table|json]\n"
      "  prints the policy's median evaluations to a candidate within (1 - target) of the\n"
      "  landscape's best, over K seeds, beside the exhaustive order's and random's;\n"
      "  --model: how well each family's cost model ranks the measured candidates\n"
-     "  (Spearman's rank correlation of predicted and measured times)\n"},
+     "  (Spearman's rank correlation of predicted and measured times);\n"
+     "  --noise 0.005: per seed, two replays of --budget evaluations (default 120) whose\n"
+     "  measurements differ by relative noise SIGMA, as two GPUs' would: where their graphs part\n"},
     {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
      "kevo export --db FILE --out DIR [--op ikbo_lce|ikbo_fa] [--arch sm_90a,...] [--name NAME]\n"
      "            [--top N] [--force] [--torch]\n"
@@ -315,7 +317,7 @@ enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES, OPT_WHERE, OPT_TIME_LIMIT,
-    OPT_PLATEAU, OPT_TARGET, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
+    OPT_PLATEAU, OPT_TARGET, OPT_NOISE, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
     OPT_FORCE, /* export */
     OPT_TORCH,
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
@@ -888,6 +890,8 @@ static int cmd_replay(int argc, char **argv)
         {"format", required_argument, 0, OPT_FORMAT},
         {"templates", required_argument, 0, OPT_TEMPLATES},
         {"model", no_argument, 0, OPT_MODEL},
+        {"noise", required_argument, 0, OPT_NOISE},
+        {"budget", required_argument, 0, OPT_BUDGET},
         {0, 0, 0, 0},
     };
     bool model = false;
@@ -926,6 +930,15 @@ static int cmd_replay(int argc, char **argv)
             if (!cli_double(optarg, 0.000001, 1, &o.target))
                 return cli_bad_usage("replay", "--target takes a fraction of the best in (0, 1], not '%s'", optarg);
             break;
+        case OPT_NOISE:
+            if (!cli_double(optarg, 0.000001, 1, &o.noise))
+                return cli_bad_usage("replay", "--noise takes a relative sigma in (0, 1], not '%s'", optarg);
+            break;
+        case OPT_BUDGET:
+            if (!cli_int(optarg, 1, 100000, &v))
+                return cli_bad_usage("replay", "--budget takes a whole number from 1 to 100000, not '%s'", optarg);
+            o.budget = (int)v;
+            break;
         default:
             return cli_bad_option("replay", argv);
         }
@@ -948,9 +961,13 @@ static int cmd_replay(int argc, char **argv)
     if (json) {
         printf("{\"policy\": \"%s\", \"seeds\": %d, \"median_evals_to_target\": %g, \"exhaustive_evals\": %g, "
                "\"random_median_evals\": %g, \"landscape\": %d, \"target\": %g, \"best_speedup\": %.4f, "
-               "\"reached\": %d}\n",
+               "\"reached\": %d",
                o.policy, o.seeds, r.median_evals, r.exhaustive_evals, r.random_median_evals, r.landscape, o.target,
                r.best, r.reached);
+        if (r.parted)
+            printf(", \"noise\": %g, \"budget\": %d, \"parted_runs\": %d, \"parted_median\": %g", o.noise, o.budget,
+                   r.parted_runs, r.parted_median);
+        printf("}\n");
     } else {
         printf("landscape: %d measured candidates, best %.3fx; target: within %.0f%% of it\n", r.landscape, r.best,
                (1 - o.target) * 100);
@@ -958,8 +975,13 @@ static int cmd_replay(int argc, char **argv)
         printf("%-12s %g (reached in %d of %d seeds)\n", o.policy, r.median_evals, r.reached, o.seeds);
         printf("%-12s %g\n", "random", r.random_median_evals);
         printf("%-12s %g\n", "exhaustive", r.exhaustive_evals);
+        if (r.parted)
+            printf("noise %.2f%%: the two replays' graphs parted in %d of %d seeds within %d evaluations "
+                   "(median first difference %g; %d: never)\n",
+                   100 * o.noise, r.parted_runs, o.seeds, o.budget, r.parted_median, o.budget + 1);
     }
     free(r.evals);
+    free(r.parted);
     return 0;
 }
 

@@ -23,6 +23,7 @@ void kevo_replay_opts_init(kevo_replay_opts *o)
     o->seeds = 20;
     o->target = 0.95;
     o->batch = 1;
+    o->budget = 120;
 }
 
 /* The landscape: fitness by (family, configuration), open addressing. */
@@ -106,6 +107,49 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, doub
     }
     free(props);
     return result;
+}
+
+/* A standard normal draw (Box-Muller over splitmix64). */
+static double rp_gauss(uint64_t *rng)
+{
+    double u1 = ((double)(kv_rand_next(rng) >> 11) + 0.5) / 9007199254740992.0;
+    double u2 = (double)(kv_rand_next(rng) >> 11) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* One noise replay: up to cap evaluations, each measured fitness times
+ * exp(noise * z); hash[i] identifies the i-th proposal (family,
+ * configuration, parent, operator).  Returns the evaluations made. */
+static int rp_walk(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, double noise, uint64_t rng,
+                   int cap, uint64_t *hash)
+{
+    kevo_proposal *props = calloc((size_t)batch, sizeof *props);
+    if (!props)
+        return 0;
+    s->policy = pol;
+    int evals = 0;
+    while (evals < cap) {
+        kevo_search_reseed(s);
+        int n = pol->propose(s, props, batch);
+        if (n == 0)
+            break;
+        for (int i = 0; i < n && evals < cap; i++) {
+            int node = kevo_search_add(s, &props[i]);
+            if (node < 0)
+                break;
+            bool found;
+            const kevo_proposal *p = &props[i];
+            const rp_entry *e = rp_find(l, s->spaces[p->family], &p->cfg, &found);
+            double fit = found ? e->fitness * exp(noise * rp_gauss(&rng)) : 0.0;
+            kevo_search_observe(s, node, fit);
+            uint64_t h = rp_hash(s->spaces[p->family], &p->cfg) ^ ((uint64_t)(p->parent + 2) * 0x9e3779b97f4a7c15ull);
+            for (const char *c = p->op; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ull;
+            hash[evals++] = h;
+        }
+    }
+    free(props);
+    return evals;
 }
 
 static int rp_cmp_int(const void *a, const void *b)
@@ -290,8 +334,10 @@ kevo_status kevo_replay_model(const kevo_replay_opts *o, kevo_model_fit **fits, 
 kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (o->seeds < 1 || o->batch < 1 || !(o->target > 0 && o->target <= 1))
-        return kevo_err_set(err, KEVO_ERR_ARG, "replay needs seeds >= 1, batch >= 1 and a target in (0, 1]");
+    if (o->seeds < 1 || o->batch < 1 || !(o->target > 0 && o->target <= 1) || !(o->noise >= 0 && o->noise <= 1) ||
+        o->budget < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG,
+                            "replay needs seeds >= 1, batch >= 1, a target in (0, 1], noise in [0, 1], budget >= 1");
     const kevo_policy *pol = kevo_policy_find(o->policy);
     if (!pol)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s'", o->policy);
@@ -373,7 +419,48 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
                 rnd[k] = evals;
         }
     }
+    /* the noise replays: two per seed, the same graph until a measurement's noise changes a decision */
+    uint64_t *ha = NULL, *hb = NULL;
+    if (!st && o->noise > 0) {
+        int cap = o->budget;
+        ha = calloc((size_t)cap, sizeof *ha);
+        hb = calloc((size_t)cap, sizeof *hb);
+        r->parted = calloc((size_t)o->seeds, sizeof *r->parted);
+        if (!ha || !hb || !r->parted)
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        for (int k = 0; k < o->seeds && !st; k++) {
+            int got[2] = {0, 0};
+            for (int which = 0; which < 2 && !st; which++) {
+                kevo_search s;
+                st = kevo_search_init(&s, fam, nfam, &shape, &lim, dt, pol, (uint64_t)k + 1, err);
+                if (!st)
+                    st = kevo_search_set_filter(&s, run.filter[0] ? run.filter : NULL, err);
+                if (st)
+                    break;
+                kevo_search_set_member(&s, rp_member, &land);
+                kevo_search_copy_valid(&s, &proto);
+                uint64_t rng = 0x6b65766f00000000ull ^ ((uint64_t)k << 1 | (uint64_t)which);
+                got[which] = rp_walk(&s, pol, &land, o->batch, o->noise, rng, cap, which ? hb : ha);
+                kevo_search_release(&s);
+            }
+            int i = 0;
+            while (i < got[0] && i < got[1] && ha[i] == hb[i])
+                i++;
+            r->parted[k] = i == got[0] && i == got[1] ? cap + 1 : i + 1;
+            r->parted_runs += r->parted[k] <= cap;
+        }
+    }
+    free(ha);
+    free(hb);
     if (!st) {
+        if (r->parted) {
+            int *copy = malloc((size_t)o->seeds * sizeof *copy);
+            if (copy) {
+                memcpy(copy, r->parted, (size_t)o->seeds * sizeof *copy);
+                r->parted_median = rp_median(copy, o->seeds);
+                free(copy);
+            }
+        }
         r->landscape = land.n;
         r->best = land.best;
         for (int k = 0; k < o->seeds; k++)
@@ -388,6 +475,8 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
     } else {
         free(r->evals);
         r->evals = NULL;
+        free(r->parted);
+        r->parted = NULL;
     }
     kevo_search_release(&proto);
     free(rnd);

@@ -21,6 +21,8 @@ typedef struct kevo_replay_opts {
     int seeds;                   /* replays of the policy (and of random), seeds 1..seeds */
     double target;               /* fraction of the best fitness, e.g. 0.95 */
     int batch;                   /* proposals per policy call (default 1: each sees every earlier result) */
+    double noise;                /* > 0: also the noise replays (kevo_replay_result.parted), relative sigma */
+    int budget;                  /* evaluations of each noise replay (default 120) */
 } kevo_replay_opts;
 
 typedef struct kevo_replay_result {
@@ -31,6 +33,14 @@ typedef struct kevo_replay_result {
     double random_median_evals;
     int reached;               /* replays of the policy that reached the target */
     int *evals;                /* per seed (landscape + 1: not reached); malloc'd, caller frees */
+    /* With noise > 0, per seed two replays of budget evaluations, each fitness
+     * multiplied by exp(noise * z), z standard normal, drawn anew for each
+     * replay (two GPUs measuring one graph): the evaluation at which their
+     * graphs (configuration, parent and operator of each proposal) first
+     * differ, budget + 1 when they never do.  Malloc'd, caller frees. */
+    int *parted;
+    int parted_runs;           /* seeds whose two replays parted */
+    double parted_median;      /* median of parted[] (budget + 1 counts as never) */
 } kevo_replay_result;
 
 void kevo_replay_opts_init(kevo_replay_opts *o);
