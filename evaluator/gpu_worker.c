@@ -151,6 +151,8 @@ static kevo_status wk_find_device(kv_cu *cu, int device, kevo_err *err)
 
 void kv_gpu_probe_main(int wfd)
 {
+    if (kv_gpu_sim_count() > 0)
+        kv_gpu_sim_probe_main(wfd, kv_gpu_sim_count());
     kv_cu cu;
     kevo_err err;
     kevo_err_clear(&err);
@@ -354,6 +356,8 @@ static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
 
 void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
 {
+    if (kv_gpu_sim_count() > 0)
+        kv_gpu_sim_worker_main(cfg, rfd, wfd);
     static wk_ctx w; /* large (events); one per process */
     memset(&w, 0, sizeof w);
     w.cfg = *cfg;

@@ -44,6 +44,7 @@
 static char tmpdir[64];
 static char tpl[128];
 static char mpirun[1024]; /* empty: none found */
+static bool gpu_runs;      /* runs evaluate (on simulated GPUs), else compile only */
 
 /* A kernel whose ptxas time grows with SLOW (straight-line code). */
 static const char mpi_cu[] =
@@ -100,16 +101,17 @@ static bool find_mpirun(void)
     return found;
 }
 
-/* The kevo tune arguments every run of these tests shares, then extra
- * and more (NULL-ended; more may be NULL), into argv from index at; the new
- * count. */
+/* The kevo tune arguments every run of these tests shares (--compile-only
+ * unless gpu_runs), then extra and more (NULL-ended; more may be NULL), into
+ * argv from index at; the new count. */
 static int tune_args(char **argv, int at, int max, const char *db, char *const *extra, char *const *more)
 {
-    static char *const common[] = {"tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mpi",
-                                   "--no-bar", NULL};
+    static char *const common[] = {"tune", "--op", "ikbo_lce", "--family", "lce_mpi", "--no-bar", NULL};
     argv[at++] = KEVO_BINARY;
     for (int i = 0; common[i]; i++)
         argv[at++] = common[i];
+    if (!gpu_runs)
+        argv[at++] = "--compile-only";
     argv[at++] = "--templates";
     argv[at++] = tpl;
     argv[at++] = "--db";
@@ -156,24 +158,17 @@ static int single_run(const char *log, const char *db, char *const *extra, char 
  * plan, source, binary key, status, failure, ptxas figures, the model's
  * time), every edge, every binary (cubin by hash, log without the timing
  * lines). */
-static char *dump_run(const char *db)
+static char *dump_queries(const char *db, const char *const *q, size_t nq, int64_t run)
 {
     sqlite3 *h = NULL;
     kv_buf b;
     kv_buf_init(&b);
     assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    static const char *const q[] = {
-        "SELECT status, stop_reason FROM runs ORDER BY id",
-        "SELECT seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, spill_bytes, "
-        "smem_static, smem_dynamic, model_ms FROM candidates ORDER BY seq",
-        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
-        "JOIN candidates c ON c.id = e.child_id ORDER BY c.seq, p.seq",
-        "SELECT key, arch, nvrtc_version, options, source_hash, fail, regs, spill_bytes, smem_static, stack_bytes, "
-        "cubin, log FROM binaries ORDER BY key",
-    };
-    for (size_t i = 0; i < KV_ARRAY_LEN(q); i++) {
+    for (size_t i = 0; i < nq; i++) {
         sqlite3_stmt *st;
         assert_int_equal(sqlite3_prepare_v2(h, q[i], -1, &st, NULL), SQLITE_OK);
+        if (sqlite3_bind_parameter_count(st) > 0)
+            sqlite3_bind_int64(st, 1, run);
         while (sqlite3_step(st) == SQLITE_ROW) {
             for (int c = 0; c < sqlite3_column_count(st); c++) {
                 const char *name = sqlite3_column_name(st, c);
@@ -207,14 +202,46 @@ static char *dump_run(const char *db)
     return kv_buf_take(&b);
 }
 
-static void expect_same(const char *what, const char *want_db, const char *got_db)
+static char *dump_run(const char *db)
 {
-    char *want = dump_run(want_db), *got = dump_run(got_db);
+    static const char *const q[] = {
+        "SELECT status, stop_reason FROM runs ORDER BY id",
+        "SELECT seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, spill_bytes, "
+        "smem_static, smem_dynamic, model_ms FROM candidates ORDER BY seq",
+        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
+        "JOIN candidates c ON c.id = e.child_id ORDER BY c.seq, p.seq",
+        "SELECT key, arch, nvrtc_version, options, source_hash, fail, regs, spill_bytes, smem_static, stack_bytes, "
+        "cubin, log FROM binaries ORDER BY key",
+    };
+    return dump_queries(db, q, KV_ARRAY_LEN(q), 0);
+}
+
+/* A GPU run's graph: every candidate in order with what was measured, every
+ * edge, the best (not which GPU measured what, nor how long it took). */
+static char *dump_graph(const char *db, int64_t run)
+{
+    static const char *const q[] = {
+        "SELECT status, stop_reason, (SELECT seq FROM candidates WHERE id = best_id) FROM runs WHERE id = ?1",
+        "SELECT seq, family, params, binary_key, status, fail, printf('%.6f', median_ms), printf('%.4f', speedup) "
+        "FROM candidates WHERE run_id = ?1 ORDER BY seq",
+        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
+        "JOIN candidates c ON c.id = e.child_id WHERE c.run_id = ?1 ORDER BY c.seq, p.seq",
+    };
+    return dump_queries(db, q, KV_ARRAY_LEN(q), run);
+}
+
+static void expect_same_text(const char *what, char *want, char *got)
+{
     if (strcmp(want, got) != 0)
-        fprintf(stderr, "%s differs from the single process:\n--- single\n%s--- %s\n%s", what, want, what, got);
+        fprintf(stderr, "%s differs from the first:\n--- first\n%s--- %s\n%s", what, want, what, got);
     assert_string_equal(want, got);
     free(want);
     free(got);
+}
+
+static void expect_same(const char *what, const char *want_db, const char *got_db)
+{
+    expect_same_text(what, dump_run(want_db), dump_run(got_db));
 }
 
 /* ---- same ---- */
@@ -395,6 +422,99 @@ static void test_gpus(void **state)
     free(out);
 }
 
+/* ---- simulated GPUs: one graph on any number of GPUs ---- */
+
+/* A copy of a DB (SQLite's backup: the source may have a WAL). */
+static void copy_db(const char *from, const char *to)
+{
+    sqlite3 *src = NULL, *dst = NULL;
+    assert_int_equal(sqlite3_open_v2(from, &src, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_open(to, &dst), SQLITE_OK);
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    assert_non_null(b);
+    assert_int_equal(sqlite3_backup_step(b, -1), SQLITE_DONE);
+    sqlite3_backup_finish(b);
+    sqlite3_close(dst);
+    sqlite3_close(src);
+}
+
+/* KEVO_SIM_GPUS=3: GPUs whose measurements depend on the candidate alone and
+ * whose answers come in a random order.  A first run on one GPU (run 1)
+ * stores every binary; copies of its DB then hold run 2 of the same seed on
+ * one GPU, on all three, on two named out of order, through a kill -9 and a
+ * resume, and under mpirun with a GPU per rank.  Each must be run 1's graph:
+ * the same proposals, parents, measurements and best, whichever GPU
+ * measured what and in whatever order the answers came. */
+static void test_sim(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("KEVO_SIM_GPUS", "3", 1), 0);
+    gpu_runs = true;
+    char *const extra[] = {"--budget", "36", "--batch", "6", "--seed", "7", "--where", "SLOW == 0",
+                           "--warm-start", "none", NULL};
+    char *const dev0[] = {"--devices", "0", NULL}, *const all[] = {"--devices", "all", NULL},
+                *const two[] = {"--devices", "2,0", NULL};
+    char first[128], log[128];
+    path_in(first, sizeof first, "sim1.db");
+    path_in(log, sizeof log, "sim1.log");
+    assert_int_equal(single_run(log, first, extra, dev0), 0);
+    char *const *variants[] = {dev0, all, two};
+    const char *names[] = {"one GPU", "three GPUs", "GPUs 2,0"};
+    for (int v = 0; v < 3; v++) {
+        char db[128], name[32];
+        snprintf(name, sizeof name, "sim_v%d.db", v);
+        path_in(db, sizeof db, name);
+        copy_db(first, db);
+        snprintf(name, sizeof name, "sim_v%d.log", v);
+        path_in(log, sizeof log, name);
+        assert_int_equal(single_run(log, db, extra, variants[v]), 0);
+        expect_same_text(names[v], dump_graph(first, 1), dump_graph(db, 2));
+        long long gpus = tu_query_int(db, "SELECT count(DISTINCT device) FROM candidates WHERE run_id = 2");
+        assert_int_equal(gpus, v == 0 ? 1 : v == 1 ? 3 : 2);
+    }
+    /* kill -9 once a third is measured, then --resume on all three */
+    char killed[128];
+    path_in(killed, sizeof killed, "sim_kill.db");
+    path_in(log, sizeof log, "sim_kill.log");
+    copy_db(first, killed);
+    char *argv[64];
+    tune_args(argv, 0, 64, killed, extra, all);
+    int pid = tu_spawn_path(argv[0], log, argv);
+    long long measured = 0;
+    for (int t = 0; t < 6000 && measured < 12; t++) { /* up to a minute */
+        tu_sleep_ms(10);
+        measured = tu_query_int(killed, "SELECT count(*) FROM candidates WHERE run_id = 2 AND status = 'ok'");
+    }
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    tu_wait(pid);
+    assert_true(measured >= 12);
+    assert_true(tu_query_int(killed, "SELECT count(*) FROM candidates WHERE run_id = 2 AND status = 'ok'") < 36);
+    path_in(log, sizeof log, "sim_resume.log");
+    char *resume[] = {KEVO_BINARY, "tune", "--resume", "2", "--db", killed, "--devices", "all", "--no-bar", NULL};
+    assert_int_equal(tu_wait(tu_spawn_path(resume[0], log, resume)), 0);
+    expect_same_text("killed and resumed", dump_graph(first, 1), dump_graph(killed, 2));
+    /* mpirun -np 2: rank 0 on simulated GPU 0, rank 1 on its local rank's, 1 */
+    if (!kevo_mpi_built() || !find_mpirun()) {
+        printf("test_mpi sim: no MPI here: the mpirun part is skipped\n");
+    } else {
+        char mdb[128];
+        path_in(mdb, sizeof mdb, "sim_mpi.db");
+        path_in(log, sizeof log, "sim_mpi.log");
+        copy_db(first, mdb);
+        int rc = tu_wait(mpi_start(log, mdb, 2, false, extra, NULL));
+        char *out = tu_read_text(log);
+        if (rc != 0)
+            fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
+        assert_int_equal(rc, 0);
+        assert_non_null(strstr(out, "rank 1 GPU 1: kevo simulated GPU"));
+        free(out);
+        expect_same_text("mpirun -np 2", dump_graph(first, 1), dump_graph(mdb, 2));
+        assert_int_equal(tu_query_int(mdb, "SELECT count(DISTINCT device) FROM candidates WHERE run_id = 2"), 2);
+    }
+    gpu_runs = false;
+    unsetenv("KEVO_SIM_GPUS");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -425,10 +545,13 @@ int main(int argc, char **argv)
     const struct CMUnitTest killed[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest nompi[] = {cmocka_unit_test(test_nompi)};
     const struct CMUnitTest gpus[] = {cmocka_unit_test(test_gpus)};
+    const struct CMUnitTest sim[] = {cmocka_unit_test(test_sim)};
     if (strcmp(which, "nompi") == 0)
         return cmocka_run_group_tests(nompi, setup, teardown);
+    if (strcmp(which, "sim") == 0) /* its mpirun part only where there is MPI */
+        return cmocka_run_group_tests(sim, setup, teardown);
     if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "gpus") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus\n");
+        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus|sim\n");
         return 2;
     }
     if (!kevo_mpi_built()) {

@@ -1,0 +1,158 @@
+/* gpu_sim.c — simulated GPUs, for tests of what drives the GPUs (several
+ * GPUs, MPI ranks, resume) on machines without one.  KEVO_SIM_GPUS=N in
+ * the environment makes the probe list N simulated devices and every GPU
+ * worker answer without the driver: a candidate "takes" a time that is a
+ * function of its cubin's bytes alone (so any GPU measures it alike), and
+ * the answer comes after a random delay (so GPUs finish in a different
+ * order on each run).  Nothing is verified: a simulated result says
+ * nothing about a kernel, and the device's name, printed on start and
+ * stored with the run, says so. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evaluator/gpu_int.h"
+#include "evaluator/gpu_proto.h"
+#include "util/util.h"
+
+#define SIM_NAME "kevo simulated GPU (KEVO_SIM_GPUS: nothing runs)"
+
+int kv_gpu_sim_count(void)
+{
+    const char *v = getenv("KEVO_SIM_GPUS");
+    int64_t n = 0;
+    if (!v || !kv_parse_i64(v, &n) || n < 1)
+        return 0;
+    return n > KEVO_GPU_MAX_DEVICES ? KEVO_GPU_MAX_DEVICES : (int)n;
+}
+
+/* What every simulated device reports: an H100-like sm_90 part. */
+static void sim_device(int ordinal, kevo_gpu_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->ordinal = ordinal;
+    snprintf(d->name, sizeof d->name, "%s", SIM_NAME);
+    snprintf(d->pci_bus, sizeof d->pci_bus, "sim:%02d", ordinal);
+    d->cc_major = 9;
+    d->cc_minor = 0;
+    d->sm_count = 132;
+}
+
+void kv_gpu_sim_probe_main(int wfd, int n)
+{
+    gp_probe pr;
+    memset(&pr, 0, sizeof pr);
+    pr.status = KEVO_OK;
+    pr.count = n;
+    for (int i = 0; i < n; i++)
+        sim_device(i, &pr.dev[i]);
+    _exit(gp_write(wfd, &pr, sizeof pr) ? 3 : 0);
+}
+
+/* A candidate's simulated time: FNV-1a of its cubin, onto 0.2..2.0 ms. */
+static double sim_ms(const void *cubin, uint64_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)cubin)[i]) * 1099511628211ull;
+    return 0.2 + 1.8 * (double)(h % 1000003) / 1000003.0;
+}
+
+/* Read a request's cubin; NULL at the end of the pipe. */
+static void *sim_read_cubin(int rfd, uint64_t n)
+{
+    void *c = malloc(n ? n : 1);
+    if (!c || gp_read(rfd, c, n)) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* 1..40 ms, different in each worker process. */
+static void sim_delay(uint64_t *rng)
+{
+    long ms = 1 + (long)kv_rand_below(rng, 40);
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
+{
+    uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+    gp_hello hello;
+    memset(&hello, 0, sizeof hello);
+    kevo_gpu_device d;
+    sim_device(cfg->device, &d);
+    kevo_gpu_info *in = &hello.info;
+    snprintf(in->name, sizeof in->name, "%s", d.name);
+    snprintf(in->pci_bus, sizeof in->pci_bus, "%s", d.pci_bus);
+    in->cc_major = d.cc_major;
+    in->cc_minor = d.cc_minor;
+    in->sm_count = d.sm_count;
+    in->max_smem_optin = 227 * 1024;
+    in->l2_bytes = 50 << 20;
+    in->mem_bytes = (int64_t)80 << 30;
+    in->baseline_ms = in->baseline_bcast_ms = cfg->baseline ? 2.0 : NAN;
+    in->peer_ms = cfg->baseline ? 1.5 : NAN;
+    in->baseline_rel_err = in->peer_rel_err = cfg->baseline ? 0.0 : NAN;
+    in->peak_tflops = cfg->ceilings ? 800.0 : NAN;
+    in->copy_tbps = cfg->ceilings ? 3.0 : NAN;
+    hello.status = KEVO_OK;
+    if (gp_write(wfd, &hello, sizeof hello))
+        _exit(3);
+    int reps = cfg->reps < 1 ? 1 : cfg->reps > KEVO_GPU_MAX_REPS ? KEVO_GPU_MAX_REPS : cfg->reps;
+    for (;;) {
+        gp_request rq;
+        if (gp_read(rfd, &rq, sizeof rq))
+            break;
+        if (rq.kind == GP_RETIME) {
+            if (rq.count < 1 || rq.count > KEVO_GPU_RETIME_MAX)
+                _exit(6);
+            int rounds = rq.rounds < 1 ? 1 : rq.rounds > KEVO_GPU_MAX_REPS ? KEVO_GPU_MAX_REPS : rq.rounds;
+            gp_retime_response out[KEVO_GPU_RETIME_MAX];
+            memset(out, 0, sizeof out);
+            for (int i = 0; i < rq.count; i++) {
+                gp_request c;
+                void *cubin = gp_read(rfd, &c, sizeof c) ? NULL : sim_read_cubin(rfd, c.cubin_size);
+                if (!cubin)
+                    _exit(4);
+                double ms = sim_ms(cubin, c.cubin_size);
+                free(cubin);
+                out[i].res.rounds = rounds;
+                for (int r = 0; r < rounds; r++)
+                    out[i].res.ms[r] = ms;
+            }
+            sim_delay(&rng);
+            for (int i = 0; i < rq.count; i++)
+                if (gp_write(wfd, &out[i], sizeof out[i]))
+                    _exit(5);
+            continue;
+        }
+        void *cubin = sim_read_cubin(rfd, rq.cubin_size);
+        if (!cubin)
+            _exit(4);
+        gp_response rs;
+        memset(&rs, 0, sizeof rs);
+        rs.res.median_ms = rs.res.min_ms = rs.res.max_ms = NAN;
+        for (unsigned m = rq.req.maps; m; m &= m - 1)
+            rs.res.checks++;
+        rs.res.rel_err = rs.res.max_abs_err = 0.0;
+        if (rq.req.time) {
+            double ms = sim_ms(cubin, rq.cubin_size);
+            rs.res.median_ms = rs.res.min_ms = rs.res.max_ms = ms;
+            rs.res.reps = reps;
+            for (int r = 0; r < reps; r++)
+                rs.res.rep_ms[r] = ms;
+        }
+        free(cubin);
+        sim_delay(&rng);
+        if (gp_write(wfd, &rs, sizeof rs))
+            _exit(5);
+    }
+    _exit(0);
+}
