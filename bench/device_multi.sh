@@ -7,9 +7,10 @@
 # minute).  Stages (default: cold mpi warm faults):
 #   cold   --devices 0 and --devices all into fresh DBs, compiles included
 #   mpi    mpirun -np 2 into a fresh DB
-#   warm   the three again, each from a copy of the first cold DB holding every
-#          cold run's binaries (nothing left to compile), so that the rate is the
-#          GPUs' evaluation rate
+#   warm   the three again, each from a copy of a DB holding every cold run's
+#          binaries, in $WARM_ROUNDS rounds (default 2; each round's binaries join
+#          the cache), so that the last round's rate is the GPUs' evaluation rate;
+#          bench/trace_batches.py counts only batches no run waited in for a compile
 #   kill   mpirun -np 2, rank 1 killed (-9) mid-run: the run completes
 #   faults the planted faults (a hang among them) on every GPU, and under mpirun
 # KEVO_TRACE_EVAL=1 traces of the warm runs, logs and slimmed DBs go to
@@ -40,7 +41,7 @@ tune() { # name, then the command after `kevo tune` (or an mpirun prefix in PRE)
       >"$OUT/$name.log" 2>&1
   fi
   echo "== $name: rc=$? wall $(elapsed "$t0") s"
-  grep -E "^(rank|GPU)|GPUs:|^best|beats|no kernel|^run .* done|lost|MPI" "$OUT/$name.log" | cut -c1-200
+  grep -E "^(rank|GPU)|GPUs:|^best|beats|no kernel|^run .* done|lost|MPI|re-timed|leads|^  #" "$OUT/$name.log" | cut -c1-200
 }
 copy() { python3 -c "import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)" "$1" "$2"; }
 rows=()
@@ -54,8 +55,11 @@ for stage in $STAGES; do
     PRE=$MPIRUN tune mpi2 --mpi --db "$OUT/mpi2.db"
     rows+=("$OUT/mpi2.db:1") ;;
   warm)
+    # the cache: every cold run's binaries; a second round adds what the first
+    # round's runs compiled (their graphs part where measurements tie, into
+    # configurations no cold run had), so that the second round compiles ~nothing
     copy "$OUT/cold1.db" "$OUT/cache.db"
-    python3 - "$OUT/cache.db" "$OUT"/cold2.db "$OUT"/mpi2.db <<'PY'
+    merge() { python3 - "$OUT/cache.db" "$@" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 for other in sys.argv[2:]:
@@ -66,11 +70,16 @@ for other in sys.argv[2:]:
     db.execute("detach o")
 print("cache:", db.execute("select count(*) from binaries").fetchone()[0], "binaries")
 PY
-    for w in warm1 warm2 mpiwarm; do copy "$OUT/cache.db" "$OUT/$w.db"; done
+    }
+    merge "$OUT"/cold2.db "$OUT"/mpi2.db
     export KEVO_TRACE_EVAL=1
-    tune warm1 --devices 0 --warm-start none --db "$OUT/warm1.db"
-    tune warm2 --devices all --warm-start none --db "$OUT/warm2.db"
-    PRE=$MPIRUN tune mpiwarm --mpi --warm-start none --db "$OUT/mpiwarm.db"
+    for round in $(seq "${WARM_ROUNDS:-2}"); do
+      for w in warm1 warm2 mpiwarm; do copy "$OUT/cache.db" "$OUT/$w.db"; done
+      tune warm1 --devices 0 --warm-start none --db "$OUT/warm1.db"
+      tune warm2 --devices all --warm-start none --db "$OUT/warm2.db"
+      PRE=$MPIRUN tune mpiwarm --mpi --warm-start none --db "$OUT/mpiwarm.db"
+      merge "$OUT"/warm1.db "$OUT"/warm2.db "$OUT"/mpiwarm.db
+    done
     unset KEVO_TRACE_EVAL
     rm -f "$OUT/cache.db"
     rows+=("$OUT/warm1.db:2" "$OUT/warm2.db:2" "$OUT/mpiwarm.db:2") ;;
