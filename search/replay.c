@@ -331,6 +331,22 @@ kevo_status kevo_replay_model(const kevo_replay_opts *o, kevo_model_fit **fits, 
     return KEVO_OK;
 }
 
+/* A replay's search: an empty graph of the landscape's families with the
+ * policy and seed, restricted to the landscape, its valid sets copied from
+ * proto (enumerated once). */
+static kevo_status rp_search_start(kevo_search *s, const rp_source *src, rp_land *land, const kevo_search *proto,
+                                   const kevo_policy *p, uint64_t seed, kevo_err *err)
+{
+    kevo_status st = kevo_search_init(s, src->fam, src->nfam, &src->shape, &src->lim, src->dt, p, seed, err);
+    if (!st)
+        st = kevo_search_set_filter(s, src->run.filter[0] ? src->run.filter : NULL, err);
+    if (st)
+        return st;
+    kevo_search_set_member(s, rp_member, land);
+    kevo_search_copy_valid(s, proto);
+    return KEVO_OK;
+}
+
 kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
 {
     memset(r, 0, sizeof *r);
@@ -402,13 +418,8 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             if (k == o->seeds && which == 0)
                 continue; /* the extra round is the exhaustive order alone */
             kevo_search s;
-            st = kevo_search_init(&s, fam, nfam, &shape, &lim, dt, p, (uint64_t)k + 1, err);
-            if (!st)
-                st = kevo_search_set_filter(&s, run.filter[0] ? run.filter : NULL, err);
-            if (st)
+            if ((st = rp_search_start(&s, &src, &land, &proto, p, (uint64_t)k + 1, err)))
                 break;
-            kevo_search_set_member(&s, rp_member, &land);
-            kevo_search_copy_valid(&s, &proto);
             int evals = rp_run(&s, p, &land, goal, o->batch);
             kevo_search_release(&s);
             if (k == o->seeds)
@@ -432,13 +443,8 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             int got[2] = {0, 0};
             for (int which = 0; which < 2 && !st; which++) {
                 kevo_search s;
-                st = kevo_search_init(&s, fam, nfam, &shape, &lim, dt, pol, (uint64_t)k + 1, err);
-                if (!st)
-                    st = kevo_search_set_filter(&s, run.filter[0] ? run.filter : NULL, err);
-                if (st)
+                if ((st = rp_search_start(&s, &src, &land, &proto, pol, (uint64_t)k + 1, err)))
                     break;
-                kevo_search_set_member(&s, rp_member, &land);
-                kevo_search_copy_valid(&s, &proto);
                 uint64_t rng = 0x6b65766f00000000ull ^ ((uint64_t)k << 1 | (uint64_t)which);
                 got[which] = rp_walk(&s, pol, &land, o->batch, o->noise, rng, cap, which ? hb : ha);
                 kevo_search_release(&s);

@@ -145,6 +145,18 @@ static int mpi_start(const char *log, const char *db, int ranks, bool recovery, 
     return tu_spawn_path(argv[0], log, argv);
 }
 
+/* mpirun -np ranks kevo tune --mpi ... to its end, which must be exit 0
+ * (else the log is printed); the log's text (caller frees). */
+static char *mpi_run_ok(const char *log, const char *db, int ranks, char *const *extra)
+{
+    int rc = tu_wait(mpi_start(log, db, ranks, false, extra, NULL));
+    char *out = tu_read_text(log);
+    if (rc != 0)
+        fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
+    assert_int_equal(rc, 0);
+    return out;
+}
+
 /* One process: kevo tune ...; its exit status. */
 static int single_run(const char *log, const char *db, char *const *extra, char *const *more)
 {
@@ -256,11 +268,7 @@ static void test_same(void **state)
     path_in(log1, sizeof log1, "same1.log");
     path_in(log3, sizeof log3, "same3.log");
     assert_int_equal(single_run(log1, one, extra, NULL), 0);
-    int rc = tu_wait(mpi_start(log3, three, 3, false, extra, NULL));
-    char *out = tu_read_text(log3);
-    if (rc != 0)
-        fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
-    assert_int_equal(rc, 0);
+    char *out = mpi_run_ok(log3, three, 3, extra);
     /* every rank took part */
     assert_non_null(strstr(out, "MPI: 3 ranks"));
     assert_null(strstr(out, "lost"));
@@ -501,11 +509,7 @@ static void test_sim(void **state)
         path_in(mdb, sizeof mdb, "sim_mpi.db");
         path_in(log, sizeof log, "sim_mpi.log");
         copy_db(first, mdb);
-        int rc = tu_wait(mpi_start(log, mdb, 2, false, extra, NULL));
-        char *out = tu_read_text(log);
-        if (rc != 0)
-            fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
-        assert_int_equal(rc, 0);
+        char *out = mpi_run_ok(log, mdb, 2, extra);
         assert_non_null(strstr(out, "rank 1 GPU 1: kevo simulated GPU"));
         free(out);
         expect_same_text("mpirun -np 2", dump_graph(first, 1), dump_graph(mdb, 2));
