@@ -888,6 +888,35 @@ out:
 }
 
 /* One run's header and candidate table appended to b. */
+/* One line per GPU of a run that several evaluated: where it is, its
+ * stage-0 baseline, what it evaluated and its throughput over the search
+ * loop (device text from the DB cleaned for the terminal). */
+static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, kv_buf *b, kevo_err *err)
+{
+    kevo_run_device *v = NULL;
+    int n = 0;
+    kevo_status s = kevo_db_run_devices_get(db, run_id, &v, &n, err);
+    if (s || n < 2) {
+        free(v);
+        return s;
+    }
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        kv_term_clean(v[i].host);
+        kv_term_clean(v[i].name);
+        kv_term_clean(v[i].pci_bus);
+        char rate[96] = "";
+        if (v[i].loop_s > 0)
+            snprintf(rate, sizeof rate, ", %.1f per minute, busy %.0f%%", 60.0 * v[i].evaluated / v[i].loop_s,
+                     100.0 * v[i].busy_s / v[i].loop_s);
+        ok = kv_buf_printf(b, "GPU %d (%s, %s, %s): baseline %.3f ms; %d candidate%s%s\n", v[i].ordinal, v[i].name,
+                           v[i].host, v[i].pci_bus, v[i].baseline_ms, v[i].evaluated, v[i].evaluated == 1 ? "" : "s",
+                           rate) == KEVO_OK;
+    }
+    free(v);
+    return ok ? KEVO_OK : rp_nomem(err);
+}
+
 static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b, kevo_err *err)
 {
     kevo_run_row r;
@@ -900,6 +929,8 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
     rp_clean_run(&r);
     if (rp_run_header(b, &r, evaluated, compiled, failed, verified))
         return rp_nomem(err);
+    if ((s = rp_devices_lines(db, run_id, b, err)))
+        return s;
 
     kevo_cand_row *rows = NULL;
     int n = 0;

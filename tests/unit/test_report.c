@@ -454,6 +454,10 @@ static void test_table_measured(void **state)
     assert_string_equal(l2, "device NVIDIA H200 (driver 13000, 132 SMs)   baseline 1.985 ms "
                             "(with broadcast 2.679 ms)   decomposed 0.900 ms   peak 761 TFLOP/s");
     assert_string_equal(l3, "candidates 4  compiled 3  verified 3  failed 1");
+    /* one line per GPU: its peers and throughput (none while its loop never ended) */
+    assert_non_null(strstr(t, "\nGPU 0 (NVIDIA H200, n1, 0000:06:00.0): baseline 1.985 ms; 2 candidates, "
+                              "60.0 per minute, busy 25%\n"));
+    assert_non_null(strstr(t, "\nGPU 1 (NVIDIA H200, n1, 0000:07:00.0): baseline 1.990 ms; 1 candidate\n"));
     /* the verdict against the in-run peers */
     assert_non_null(strstr(t, "\nbeats the best in-run peer, decomposed cuBLAS (0.9000 ms), 1.55x\n"));
 
