@@ -62,6 +62,31 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
     return kevo_compile_run(jobs, n, parallel, timeout_s, err);
 }
 
+kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
+                                   kevo_err *err)
+{
+    (void)m;
+    (void)jobs;
+    (void)n;
+    (void)parallel;
+    (void)timeout_s;
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
+}
+
+kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *left, kevo_err *err)
+{
+    (void)m;
+    (void)wait_s;
+    *done = -1;
+    *left = 0;
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
+}
+
+void kevo_mpi_compile_stop(kevo_mpi *m)
+{
+    (void)m;
+}
+
 kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 {
     (void)m;
@@ -234,6 +259,7 @@ struct kevo_mpi {
     int norphans, orphans_cap;
     mr_gpu *gpus;         /* the other ranks' GPUs (kevo_mpi_gpus_start) */
     int ngpus;
+    struct mr_batch *cur; /* the compiles under way (kevo_mpi_compile_start), or NULL */
     int device;           /* this rank's GPU ordinal for evaluations */
     /* other ranks */
     double last0;         /* kv_now() of rank 0's last message */
@@ -457,6 +483,9 @@ typedef struct mr_batch {
     int *owner;      /* JS_WAIT, JS_DONE, 0 or a rank */
     int64_t *id;     /* the id a remote job was sent under */
     mr_send *send;   /* its job message */
+    bool *told;      /* done and reported by kevo_mpi_compile_next */
+    kevo_compile_pool *pool; /* rank 0's own slots */
+    double timeout_s;
 } mr_batch;
 
 /* Rank r is lost: its jobs go back to the queue, the user is told why. */
@@ -699,6 +728,126 @@ static kevo_status mr_send_job(kevo_mpi *m, mr_batch *b, int i, int r, double ti
     return KEVO_OK;
 }
 
+static void mr_batch_free(kevo_mpi *m, mr_batch *b)
+{
+    if (!b)
+        return;
+    /* jobs still out there are abandoned: their results will be ignored */
+    for (int i = 0; i < b->n; i++) {
+        if (b->owner && b->owner[i] > 0)
+            m->ranks[b->owner[i]].busy--;
+        if (b->send)
+            mr_orphan(m, &b->send[i]);
+    }
+    kevo_compile_pool_free(b->pool);
+    free(b->owner);
+    free(b->id);
+    free(b->send);
+    free(b->told);
+    free(b);
+}
+
+kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
+                                   kevo_err *err)
+{
+    if (!m || m->rank != 0 || m->size == 1 || m->cur)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "kevo_mpi_compile_start off rank 0, alone or twice");
+    mr_batch *b = calloc(1, sizeof *b);
+    size_t k = (size_t)(n > 0 ? n : 1);
+    if (b) {
+        *b = (mr_batch){.jobs = jobs, .n = n, .timeout_s = timeout_s};
+        b->owner = calloc(k, sizeof *b->owner);
+        b->id = calloc(k, sizeof *b->id);
+        b->send = calloc(k, sizeof *b->send);
+        b->told = calloc(k, sizeof *b->told);
+    }
+    if (!b || !b->owner || !b->id || !b->send || !b->told) {
+        mr_batch_free(m, b);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        b->owner[i] = jobs[i].cached ? JS_DONE : JS_WAIT;
+        kv_buf_init(&b->send[i].buf);
+        b->send[i].req = MPI_REQUEST_NULL;
+    }
+    kevo_status st = kevo_compile_pool_new(parallel, &b->pool, err);
+    if (st) {
+        mr_batch_free(m, b);
+        return st;
+    }
+    m->cur = b;
+    return KEVO_OK;
+}
+
+kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *left, kevo_err *err)
+{
+    *done = -1;
+    *left = 0;
+    mr_batch *b = m ? m->cur : NULL;
+    if (!b)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "kevo_mpi_compile_next without a start");
+    kevo_status st = KEVO_OK;
+    /* hand out waiting jobs in order, each to the place with the most free slots */
+    for (int i = 0; i < b->n && !st; i++) {
+        if (b->owner[i] != JS_WAIT)
+            continue;
+        int best = -1, most = kevo_compile_pool_idle(b->pool);
+        if (most > 0)
+            best = 0;
+        for (int r = 1; r < m->size; r++) {
+            mr_rank *R = &m->ranks[r];
+            if (R->state == MR_READY && R->slots - R->busy > most) {
+                best = r;
+                most = R->slots - R->busy;
+            }
+        }
+        if (best < 0)
+            break;
+        if (best == 0) {
+            st = kevo_compile_pool_start(b->pool, &b->jobs[i], b->timeout_s, err);
+            b->owner[i] = 0;
+        } else {
+            st = mr_send_job(m, b, i, best, b->timeout_s, err);
+            if (!st && b->owner[i] == JS_WAIT)
+                i--; /* that rank was lost on the way: place the job again */
+        }
+    }
+    int remote = 0;
+    for (int i = 0; i < b->n; i++)
+        remote += b->owner[i] > 0;
+    if (!st && kevo_compile_pool_busy(b->pool) > 0) {
+        kevo_compile_job *fin = NULL;
+        st = kevo_compile_pool_wait(b->pool, remote ? (wait_s < 0.02 ? wait_s : 0.02) : wait_s, &fin, err);
+        if (fin)
+            b->owner[fin - b->jobs] = JS_DONE;
+    } else if (!st && wait_s > 0) {
+        mr_sleep_ms(wait_s < 0.02 ? (int)(wait_s * 1000) + 1 : 20);
+        if (kv_interrupted())
+            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
+                              kv_signal_caught());
+    }
+    if (!st)
+        st = mr_drain(m, b, err);
+    mr_check_silence(m, b, true);
+    for (int i = 0; i < b->n; i++) {
+        if (b->owner[i] != JS_DONE)
+            (*left)++;
+        else if (!b->told[i] && *done < 0) {
+            b->told[i] = true;
+            *done = i;
+        }
+    }
+    return st;
+}
+
+void kevo_mpi_compile_stop(kevo_mpi *m)
+{
+    if (!m)
+        return;
+    mr_batch_free(m, m->cur);
+    m->cur = NULL;
+}
+
 kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
                              kevo_err *err)
 {
@@ -706,81 +855,10 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
         return kevo_compile_run(jobs, n, parallel, timeout_s, err);
     if (m->rank != 0)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank %d asked to hand out compiles", m->rank);
-    mr_batch b = {.jobs = jobs, .n = n};
-    b.owner = calloc((size_t)(n > 0 ? n : 1), sizeof *b.owner);
-    b.id = calloc((size_t)(n > 0 ? n : 1), sizeof *b.id);
-    b.send = calloc((size_t)(n > 0 ? n : 1), sizeof *b.send);
-    kevo_compile_pool *pool = NULL;
-    if (!b.owner || !b.id || !b.send) {
-        free(b.owner);
-        free(b.id);
-        free(b.send);
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        b.owner[i] = jobs[i].cached ? JS_DONE : JS_WAIT;
-        kv_buf_init(&b.send[i].buf);
-        b.send[i].req = MPI_REQUEST_NULL;
-    }
-    kevo_status st = kevo_compile_pool_new(parallel, &pool, err);
-    while (!st) {
-        /* hand out waiting jobs in order, each to the place with the most free slots */
-        for (int i = 0; i < n && !st; i++) {
-            if (b.owner[i] != JS_WAIT)
-                continue;
-            int best = -1, most = kevo_compile_pool_idle(pool);
-            if (most > 0)
-                best = 0;
-            for (int r = 1; r < m->size; r++) {
-                mr_rank *R = &m->ranks[r];
-                if (R->state == MR_READY && R->slots - R->busy > most) {
-                    best = r;
-                    most = R->slots - R->busy;
-                }
-            }
-            if (best < 0)
-                break;
-            if (best == 0) {
-                st = kevo_compile_pool_start(pool, &jobs[i], timeout_s, err);
-                b.owner[i] = 0;
-            } else {
-                st = mr_send_job(m, &b, i, best, timeout_s, err);
-                if (!st && b.owner[i] == JS_WAIT)
-                    i--; /* that rank was lost on the way: place the job again */
-            }
-        }
-        int left = 0, remote = 0;
-        for (int i = 0; i < n; i++) {
-            left += b.owner[i] != JS_DONE;
-            remote += b.owner[i] > 0;
-        }
-        if (st || left == 0)
-            break;
-        if (kevo_compile_pool_busy(pool) > 0) {
-            kevo_compile_job *done = NULL;
-            st = kevo_compile_pool_wait(pool, remote ? 0.02 : 1.0, &done, err);
-            if (done)
-                b.owner[done - jobs] = JS_DONE;
-        } else {
-            mr_sleep_ms(20);
-            if (kv_interrupted())
-                st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
-                                  kv_signal_caught());
-        }
-        if (!st)
-            st = mr_drain(m, &b, err);
-        mr_check_silence(m, &b, true);
-    }
-    /* after an error, jobs still out there are abandoned: their results will be ignored */
-    for (int i = 0; i < n; i++) {
-        if (b.owner[i] > 0)
-            m->ranks[b.owner[i]].busy--;
-        mr_orphan(m, &b.send[i]);
-    }
-    kevo_compile_pool_free(pool);
-    free(b.owner);
-    free(b.id);
-    free(b.send);
+    kevo_status st = kevo_mpi_compile_start(m, jobs, n, parallel, timeout_s, err);
+    for (int left = n, done = -1; !st && left > 0;)
+        st = kevo_mpi_compile_next(m, 1.0, &done, &left, err);
+    kevo_mpi_compile_stop(m);
     return st;
 }
 
@@ -813,7 +891,7 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
             break;
         }
         if (mr_isend(m, &sends[r], r, KEVO_WIRE_GPU_SETUP, &e)) {
-            mr_lose(m, NULL, r, e.msg);
+            mr_lose(m, m->cur, r, e.msg);
             continue;
         }
         R->gpu_state = MG_ASKED;
@@ -827,7 +905,7 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
                               "started", kv_signal_caught());
             break;
         }
-        if ((st = mr_drain(m, NULL, err)))
+        if ((st = mr_drain(m, m->cur, err)))
             break;
         int waiting = 0;
         for (int r = 1; r < m->size; r++)
@@ -837,7 +915,7 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
         if (kv_now() - t0 > KEVO_MPI_GPU_START_WAIT) {
             for (int r = 1; r < m->size; r++)
                 if (m->ranks[r].gpu_state == MG_ASKED && !m->ranks[r].ghello && m->ranks[r].state == MR_READY)
-                    mr_lose(m, NULL, r, "its GPU worker did not answer in time");
+                    mr_lose(m, m->cur, r, "its GPU worker did not answer in time");
             break;
         }
         mr_sleep_ms(10);
@@ -909,7 +987,7 @@ kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req
         return st;
     kevo_err e;
     if (mr_isend(m, &G->send, G->rank, KEVO_WIRE_EVAL, &e)) {
-        mr_lose(m, NULL, G->rank, e.msg);
+        mr_lose(m, m->cur, G->rank, e.msg);
         return KEVO_OK;
     }
     /* A cubin goes by rendezvous, which moves only inside this rank's MPI
@@ -941,10 +1019,10 @@ kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *los
         if (kv_interrupted())
             return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
                                 kv_signal_caught());
-        kevo_status st = mr_drain(m, NULL, err);
+        kevo_status st = mr_drain(m, m->cur, err);
         if (st)
             return st;
-        mr_check_silence(m, NULL, true);
+        mr_check_silence(m, m->cur, true);
         for (int g = 0; g < m->ngpus; g++) {
             mr_gpu *G = &m->gpus[g];
             if (G->done) {
@@ -1020,7 +1098,7 @@ static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
     }
     m->hb_running = true;
     for (double t0 = kv_now(); kv_now() - t0 < KEVO_MPI_HELLO_WAIT && !kv_interrupted(); mr_sleep_ms(10)) {
-        if ((st = mr_drain(m, NULL, err)))
+        if ((st = mr_drain(m, m->cur, err)))
             return st;
         int waiting = 0;
         for (int r = 1; r < m->size; r++)
@@ -1040,7 +1118,7 @@ static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
         if (R->state == MR_HELLO_WAIT) {
             char why[96];
             snprintf(why, sizeof why, "no hello from it within %.0f s", KEVO_MPI_HELLO_WAIT);
-            mr_lose(m, NULL, r, why);
+            mr_lose(m, m->cur, r, why);
         }
         if (R->state == MR_READY) {
             kv_buf_printf(&line, "; rank %d: %d on %s", r, R->slots, R->host);
@@ -1072,14 +1150,14 @@ static bool mr_end_root(kevo_mpi *m, bool interrupted)
         kv_buf_append(&stops[r].buf, stop.data, stop.len);
         R->last_heard = kv_now();
         if (mr_isend(m, &stops[r], r, KEVO_WIRE_STOP, &e))
-            mr_lose(m, NULL, r, e.msg);
+            mr_lose(m, m->cur, r, e.msg);
     }
     kv_buf_release(&stop);
     /* every live rank answers bye once its sends are through (results are drained and dropped) */
     for (bool waiting = ok && !interrupted; waiting;) {
-        if (mr_drain(m, NULL, &e))
+        if (mr_drain(m, m->cur, &e))
             break;
-        mr_check_silence(m, NULL, false);
+        mr_check_silence(m, m->cur, false);
         waiting = false;
         for (int r = 1; r < m->size; r++)
             waiting |= m->ranks[r].state == MR_READY || m->ranks[r].state == MR_REFUSED;

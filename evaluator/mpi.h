@@ -80,6 +80,20 @@ int kevo_mpi_size(const kevo_mpi *m);
 kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
                              kevo_err *err);
 
+/* kevo_mpi_compile in steps, for a caller that evaluates meanwhile (rank 0,
+ * one batch at a time): _start takes jobs[0..n) (which must stay put until
+ * _stop); each _next hands out waiting jobs, waits up to wait_s seconds
+ * and sets *done to a job that finished since the last call (-1 none; a
+ * job cached at the start is reported too) and *left to those not done; a
+ * lost rank's jobs go back to the queue as in kevo_mpi_compile.  _stop
+ * abandons what is still out.  Errors: KEVO_ERR_INTERNAL (not rank 0,
+ * alone, or a batch already under way), the pool's, KEVO_ERR_INTERRUPTED;
+ * KEVO_ERR_UNSUPPORTED built without MPI. */
+kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
+                                   kevo_err *err);
+kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *left, kevo_err *err);
+void kevo_mpi_compile_stop(kevo_mpi *m);
+
 /* This rank's GPU ordinal for evaluations (kevo_mpi_start's device, or
  * its rank on its host); 0 without MPI. */
 int kevo_mpi_device(const kevo_mpi *m);

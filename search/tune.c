@@ -1113,14 +1113,6 @@ static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compili
     tn_bar(L->prog, L->done, L->best, what);
 }
 
-/* Finish a batch of n prepared candidates of a one-shape GPU run on the
- * run's GPUs: each compile starts as a compile slot frees (--jobs), each
- * compiled candidate goes to the first idle GPU in proposal order (compiled:
- * every one is compiled already, by tn_compile), and the
- * results are applied in proposal order as soon as every earlier one is in,
- * so the search sees exactly what one GPU would give it.  Errors: the DB's,
- * KEVO_ERR_INTERRUPTED (the rest of the batch stays pending, for
- * --resume), KEVO_ERR_WORKER. */
 /* KEVO_TRACE_EVAL=1: every submit, result and apply of tn_eval_batch on
  * stderr with its time (seconds since the search loop began), to see where
  * GPUs wait. */
@@ -1133,7 +1125,15 @@ static void tn_trace(const tn_env *e, const char *what, int64_t cand, int dev)
         fprintf(stderr, "trace %.4f %s #%lld dev %d\n", kv_now() - e->loop_t0, what, (long long)cand, dev);
 }
 
-static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool compiled, kevo_err *err)
+/* Finish a batch of n prepared candidates of a one-shape GPU run on the
+ * run's GPUs: each compile starts as a compile slot frees (--jobs; under
+ * --mpi the ranks' slots, kevo_mpi_compile_start), each compiled candidate
+ * goes to the first idle GPU in proposal order, and the results are applied
+ * in proposal order as soon as every earlier one is in, so the search sees
+ * exactly what one GPU would give it.  Errors: the DB's,
+ * KEVO_ERR_INTERRUPTED (the rest of the batch stays pending, for
+ * --resume), KEVO_ERR_WORKER. */
+static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_err *err)
 {
     enum { TN_COMPILE, TN_READY, TN_ON_GPU, TN_DONE };
     int *state = calloc((size_t)n + 1, sizeof *state);
@@ -1149,21 +1149,37 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
         on_gpu[k] = -1;
     }
     kevo_compile_pool *pool = NULL;
-    kevo_status st = !state || !dev || !t0 || !eval_s || !res ? kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory")
-                                                             : kevo_compile_pool_new(e->jobs, &pool, err);
+    /* under --mpi the ranks compile (kevo_mpi_compile_start): mjob[k] is w[mof[k]].job meanwhile */
+    kevo_compile_job *mjob = e->mpi ? calloc((size_t)n + 1, sizeof *mjob) : NULL;
+    int *mof = e->mpi ? calloc((size_t)n + 1, sizeof *mof) : NULL;
+    bool mpi_started = false;
+    kevo_status st = !state || !dev || !t0 || !eval_s || !res || (e->mpi && (!mjob || !mof))
+                         ? kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory")
+                     : e->mpi ? KEVO_OK
+                              : kevo_compile_pool_new(e->jobs, &pool, err);
     /* what the cache holds (and a plan that failed) needs no compile */
+    int nm = 0;
     for (int i = 0; i < n && !st; i++) {
         tn_cache_get(e, &w[i]);
-        state[i] = compiled || w[i].job.cached ? TN_READY : TN_COMPILE;
+        state[i] = w[i].job.cached ? TN_READY : TN_COMPILE;
+        if (e->mpi && state[i] == TN_COMPILE) {
+            mof[nm] = i;
+            mjob[nm++] = w[i].job;
+        }
     }
     int next_compile = 0, next_apply = 0, compiling = 0;
+    if (!st && nm > 0) {
+        st = kevo_mpi_compile_start(e->mpi, mjob, nm, e->jobs, e->compile_timeout, err);
+        mpi_started = !st;
+        compiling = nm;
+    }
     tn_trace(e, "batch", n, -1);
     while (!st && next_apply < n) {
         if (kv_interrupted()) {
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d", kv_signal_caught());
             break;
         }
-        for (; next_compile < n && !st && kevo_compile_pool_idle(pool) > 0; next_compile++)
+        for (; pool && next_compile < n && !st && kevo_compile_pool_idle(pool) > 0; next_compile++)
             if (state[next_compile] == TN_COMPILE) {
                 st = kevo_compile_pool_start(pool, &w[next_compile].job, e->compile_timeout, err);
                 compiling++;
@@ -1222,7 +1238,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
             remote_busy = remote_busy || (k >= e->ndev && on_gpu[k] >= 0);
         }
         bool gpus_busy = local_busy || remote_busy;
-        bool compiles_busy = kevo_compile_pool_busy(pool) > 0;
+        bool compiles_busy = pool ? kevo_compile_pool_busy(pool) > 0 : compiling > 0;
         kevo_gpu_result *r = gpus_busy ? malloc(sizeof *r) : NULL;
         if (gpus_busy && !r) {
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
@@ -1258,7 +1274,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
             }
         }
         free(r);
-        if (!st && compiles_busy) {
+        if (!st && compiles_busy && pool) {
             kevo_compile_job *done = NULL;
             st = kevo_compile_pool_wait(pool, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, err);
             for (int i = 0; !st && done && i < n; i++)
@@ -1267,9 +1283,23 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, bool 
                     compiling--;
                     st = tn_cache_store(e, &w[i], err);
                 }
+        } else if (!st && compiles_busy) {
+            int k = -1, left = 0;
+            st = kevo_mpi_compile_next(e->mpi, more ? 0 : gpus_busy ? 0.002 : 1.0, &k, &left, err);
+            if (!st && k >= 0) {
+                int i = mof[k];
+                w[i].job = mjob[k]; /* its cubin and log are w[i]'s now */
+                state[i] = TN_READY;
+                compiling--;
+                st = tn_cache_store(e, &w[i], err);
+            }
         }
     }
     kevo_compile_pool_free(pool); /* on an error, kills the compiles still running */
+    if (mpi_started)
+        kevo_mpi_compile_stop(e->mpi); /* on an error, abandons the compiles still out */
+    free(mjob);
+    free(mof);
     free(state);
     free(dev);
     free(t0);
@@ -3022,14 +3052,14 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                      .best = best};
         /* a one-shape GPU run: compiles stream to the GPUs (--devices: several at once) */
         bool stream = !ro.compile_only && !e.dist;
-        if (!st && (!stream || e.mpi)) {
+        if (!st && !stream) {
             char what[64];
             snprintf(what, sizeof what, "compiling %d", ready);
             tn_bar(&prog, done, best, what);
             st = tn_compile(&e, works, ready, err);
         }
         if (!st && stream)
-            st = tn_eval_batch(&e, &L, works, ready, e.mpi != NULL, err);
+            st = tn_eval_batch(&e, &L, works, ready, err);
         for (int i = 0; i < ready && !st && !stream; i++) {
             if (kv_interrupted()) { /* the rest stays pending, for the resume */
                 st = KEVO_ERR_INTERRUPTED;

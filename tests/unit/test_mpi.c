@@ -450,7 +450,8 @@ static void copy_db(const char *from, const char *to)
  * whose answers come in a random order.  A first run on one GPU (run 1)
  * stores every binary; copies of its DB then hold run 2 of the same seed on
  * one GPU, on all three, on two named out of order, through a kill -9 and a
- * resume, and under mpirun with a GPU per rank.  Each must be run 1's graph:
+ * resume, and under mpirun with a GPU per rank (from the cache, and into a
+ * fresh DB where the ranks compile as they evaluate).  Each must be run 1's graph:
  * the same proposals, parents, measurements and best, whichever GPU
  * measured what and in whatever order the answers came. */
 static void test_sim(void **state)
@@ -514,6 +515,13 @@ static void test_sim(void **state)
         free(out);
         expect_same_text("mpirun -np 2", dump_graph(first, 1), dump_graph(mdb, 2));
         assert_int_equal(tu_query_int(mdb, "SELECT count(DISTINCT device) FROM candidates WHERE run_id = 2"), 2);
+        /* a fresh DB: every rank compiles, and each compile goes to a GPU as it finishes */
+        path_in(mdb, sizeof mdb, "sim_mpi_fresh.db");
+        path_in(log, sizeof log, "sim_mpi_fresh.log");
+        out = mpi_run_ok(log, mdb, 3, extra);
+        free(out);
+        expect_same_text("mpirun -np 3, fresh DB", dump_graph(first, 1), dump_graph(mdb, 1));
+        assert_int_equal(tu_query_int(mdb, "SELECT count(DISTINCT device) FROM candidates WHERE run_id = 1"), 3);
     }
     gpu_runs = false;
     unsetenv("KEVO_SIM_GPUS");
