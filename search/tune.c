@@ -1149,20 +1149,22 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_
         on_gpu[k] = -1;
     }
     kevo_compile_pool *pool = NULL;
-    /* under --mpi the ranks compile (kevo_mpi_compile_start): mjob[k] is w[mof[k]].job meanwhile */
-    kevo_compile_job *mjob = e->mpi ? calloc((size_t)n + 1, sizeof *mjob) : NULL;
-    int *mof = e->mpi ? calloc((size_t)n + 1, sizeof *mof) : NULL;
+    /* under --mpi with other ranks, they compile too (kevo_mpi_compile_start): mjob[k] is w[mof[k]].job
+     * meanwhile */
+    bool ranks = kevo_mpi_size(e->mpi) > 1;
+    kevo_compile_job *mjob = ranks ? calloc((size_t)n + 1, sizeof *mjob) : NULL;
+    int *mof = ranks ? calloc((size_t)n + 1, sizeof *mof) : NULL;
     bool mpi_started = false;
-    kevo_status st = !state || !dev || !t0 || !eval_s || !res || (e->mpi && (!mjob || !mof))
+    kevo_status st = !state || !dev || !t0 || !eval_s || !res || (ranks && (!mjob || !mof))
                          ? kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory")
-                     : e->mpi ? KEVO_OK
-                              : kevo_compile_pool_new(e->jobs, &pool, err);
+                     : ranks ? KEVO_OK
+                             : kevo_compile_pool_new(e->jobs, &pool, err);
     /* what the cache holds (and a plan that failed) needs no compile */
     int nm = 0;
     for (int i = 0; i < n && !st; i++) {
         tn_cache_get(e, &w[i]);
         state[i] = w[i].job.cached ? TN_READY : TN_COMPILE;
-        if (e->mpi && state[i] == TN_COMPILE) {
+        if (ranks && state[i] == TN_COMPILE) {
             mof[nm] = i;
             mjob[nm++] = w[i].job;
         }
