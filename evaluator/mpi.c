@@ -1205,10 +1205,12 @@ static void mr_work_free(kevo_wire_job *w)
     }
 }
 
-/* Pack a message to rank 0 (an eval_result of id and res, or a gpu_hello)
- * and start sending it, kept in out[] until it is through. */
+/* Pack a message to rank 0 (a compile result of id and job, an
+ * eval_result of id and res, or a gpu_hello) and start sending it, kept in
+ * out[] until it is through. */
 static kevo_status mr_serve_send(kevo_mpi *m, mr_send **out, int *nout, int *cap, int tag, int64_t id,
-                                 const kevo_gpu_result *res, const kevo_wire_gpu_hello *hello, kevo_err *err)
+                                 const kevo_compile_job *job, const kevo_gpu_result *res,
+                                 const kevo_wire_gpu_hello *hello, kevo_err *err)
 {
     if (*nout == *cap) {
         int c = *cap ? 2 * *cap : 8;
@@ -1221,8 +1223,9 @@ static kevo_status mr_serve_send(kevo_mpi *m, mr_send **out, int *nout, int *cap
     mr_send *s = &(*out)[*nout];
     kv_buf_init(&s->buf);
     s->req = MPI_REQUEST_NULL;
-    kevo_status st = tag == KEVO_WIRE_EVAL_RESULT ? kevo_wire_eval_result_pack(&s->buf, id, res, err)
-                                                   : kevo_wire_gpu_hello_pack(&s->buf, hello, err);
+    kevo_status st = tag == KEVO_WIRE_RESULT        ? kevo_wire_result_pack(&s->buf, id, job, err)
+                     : tag == KEVO_WIRE_EVAL_RESULT ? kevo_wire_eval_result_pack(&s->buf, id, res, err)
+                                                    : kevo_wire_gpu_hello_pack(&s->buf, hello, err);
     if (!st)
         st = mr_isend(m, s, 0, tag, err);
     if (!st)
@@ -1270,7 +1273,7 @@ static kevo_status mr_serve_gpu_setup(kevo_mpi *m, const unsigned char *data, si
     h->ok = st == KEVO_OK;
     if (!h->ok)
         snprintf(h->msg, sizeof h->msg, "%.500s", e.msg);
-    st = mr_serve_send(m, out, nout, cap, KEVO_WIRE_GPU_HELLO, 0, NULL, h, err);
+    st = mr_serve_send(m, out, nout, cap, KEVO_WIRE_GPU_HELLO, 0, NULL, NULL, h, err);
     free(h);
     return st;
 }
@@ -1303,7 +1306,7 @@ static kevo_status mr_serve_eval(kevo_mpi *m, const unsigned char *data, size_t 
     res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
     res->fail = KEVO_FAIL_WORKER_CRASH;
     snprintf(res->msg, sizeof res->msg, "rank %d: %.480s", m->rank, e.msg);
-    return mr_serve_send(m, out, nout, cap, KEVO_WIRE_EVAL_RESULT, id, res, NULL, err);
+    return mr_serve_send(m, out, nout, cap, KEVO_WIRE_EVAL_RESULT, id, NULL, res, NULL, err);
 }
 
 kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
@@ -1411,7 +1414,8 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             int which = -1;
             st = kevo_gpu_wait(&gpu, 1, kevo_compile_pool_busy(pool) > 0 ? 0.002 : 0.02, &which, eval_res, err);
             if (!st && which == 0) {
-                st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_EVAL_RESULT, eval_id, eval_res, NULL, err);
+                st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_EVAL_RESULT, eval_id, NULL, eval_res, NULL,
+                                   err);
                 eval_id = 0;
             }
         }
@@ -1425,28 +1429,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                 for (int i = 0; i < m->slots; i++)
                     if (running[i] == w)
                         running[i] = NULL;
-                if (nout == out_cap) {
-                    int cap = out_cap ? 2 * out_cap : 8;
-                    mr_send *a = realloc(out, (size_t)cap * sizeof *a);
-                    if (a) {
-                        out = a;
-                        out_cap = cap;
-                    }
-                }
-                if (nout == out_cap) {
-                    st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-                } else {
-                    mr_send *s = &out[nout];
-                    kv_buf_init(&s->buf);
-                    s->req = MPI_REQUEST_NULL;
-                    st = kevo_wire_result_pack(&s->buf, w->id, &w->job, err);
-                    if (!st)
-                        st = mr_isend(m, s, 0, KEVO_WIRE_RESULT, err);
-                    if (!st)
-                        nout++;
-                    else
-                        kv_buf_release(&s->buf);
-                }
+                st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_RESULT, w->id, &w->job, NULL, NULL, err);
                 mr_work_free(w);
             }
         } else if (!evaluating) {
