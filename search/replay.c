@@ -74,41 +74,6 @@ static bool rp_member(void *ctx, const kevo_space *f, const kevo_config *c)
     return found;
 }
 
-/* One replay: evaluations until the target is reached (n + 1: never). */
-static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, double goal, int batch)
-{
-    kevo_proposal *props = calloc((size_t)batch, sizeof *props);
-    if (!props)
-        return l->n + 1;
-    s->policy = pol;
-    int evals = 0, result = l->n + 1;
-    while (evals < l->n && result > l->n) {
-        kevo_search_reseed(s);
-        int n = pol->propose(s, props, batch);
-        if (n == 0)
-            break;
-        for (int i = 0; i < n; i++) {
-            int node = kevo_search_add(s, &props[i]);
-            if (node < 0)
-                break;
-            bool found;
-            const rp_entry *e = rp_find(l, s->spaces[props[i].family], &props[i].cfg, &found);
-            double fit = found ? e->fitness : 0.0;
-            kevo_search_observe(s, node, fit);
-            evals++;
-            if (getenv("KEVO_REPLAY_TRACE")) {
-                char c[200];
-                kevo_config_str(s->spaces[props[i].family], &props[i].cfg, c, sizeof c);
-                fprintf(stderr, "%3d %-10s p=%-3d %.3f  %s\n", evals, props[i].op, props[i].parent, fit, c);
-            }
-            if (fit >= goal && result > l->n)
-                result = evals;
-        }
-    }
-    free(props);
-    return result;
-}
-
 /* A standard normal draw (Box-Muller over splitmix64). */
 static double rp_gauss(uint64_t *rng)
 {
@@ -117,39 +82,52 @@ static double rp_gauss(uint64_t *rng)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-/* One noise replay: up to cap evaluations, each measured fitness times
- * exp(noise * z); hash[i] identifies the i-th proposal (family,
- * configuration, parent, operator).  Returns the evaluations made. */
-static int rp_walk(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, double noise, uint64_t rng,
-                   int cap, uint64_t *hash)
+/* One replay of up to cap evaluations: the evaluations until a fitness
+ * reaches goal (cap + 1: never).  Without hash it stops there; with one it
+ * goes on to cap and hash[i] identifies the i-th proposal (family,
+ * configuration, parent, operator), *made the evaluations made.  noise > 0
+ * multiplies each measured fitness by exp(noise * z), z drawn from *rng. */
+static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, double goal, int cap,
+                  double noise, uint64_t *rng, uint64_t *hash, int *made)
 {
+    int evals = 0, result = cap + 1;
     kevo_proposal *props = calloc((size_t)batch, sizeof *props);
-    if (!props)
-        return 0;
     s->policy = pol;
-    int evals = 0;
-    while (evals < cap) {
+    while (props && evals < cap && (hash || result > cap)) {
         kevo_search_reseed(s);
         int n = pol->propose(s, props, batch);
         if (n == 0)
             break;
         for (int i = 0; i < n && evals < cap; i++) {
-            int node = kevo_search_add(s, &props[i]);
+            const kevo_proposal *p = &props[i];
+            int node = kevo_search_add(s, p);
             if (node < 0)
                 break;
             bool found;
-            const kevo_proposal *p = &props[i];
             const rp_entry *e = rp_find(l, s->spaces[p->family], &p->cfg, &found);
-            double fit = found ? e->fitness * exp(noise * rp_gauss(&rng)) : 0.0;
+            double fit = found ? e->fitness * (noise > 0 ? exp(noise * rp_gauss(rng)) : 1.0) : 0.0;
             kevo_search_observe(s, node, fit);
-            uint64_t h = rp_hash(s->spaces[p->family], &p->cfg) ^ ((uint64_t)(p->parent + 2) * 0x9e3779b97f4a7c15ull);
-            for (const char *c = p->op; *c; c++)
-                h = (h ^ (unsigned char)*c) * 1099511628211ull;
-            hash[evals++] = h;
+            if (hash) {
+                uint64_t h = rp_hash(s->spaces[p->family], &p->cfg) ^
+                             ((uint64_t)(p->parent + 2) * 0x9e3779b97f4a7c15ull);
+                for (const char *c = p->op; *c; c++)
+                    h = (h ^ (unsigned char)*c) * 1099511628211ull;
+                hash[evals] = h;
+            }
+            evals++;
+            if (getenv("KEVO_REPLAY_TRACE")) {
+                char c[200];
+                kevo_config_str(s->spaces[p->family], &p->cfg, c, sizeof c);
+                fprintf(stderr, "%3d %-10s p=%-3d %.3f  %s\n", evals, p->op, p->parent, fit, c);
+            }
+            if (fit >= goal && result > cap)
+                result = evals;
         }
     }
     free(props);
-    return evals;
+    if (made)
+        *made = evals;
+    return result;
 }
 
 static int rp_cmp_int(const void *a, const void *b)
@@ -420,7 +398,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             kevo_search s;
             if ((st = rp_search_start(&s, &src, &land, &proto, p, (uint64_t)k + 1, err)))
                 break;
-            int evals = rp_run(&s, p, &land, goal, o->batch);
+            int evals = rp_run(&s, p, &land, o->batch, goal, land.n, 0, NULL, NULL, NULL);
             kevo_search_release(&s);
             if (k == o->seeds)
                 r->exhaustive_evals = evals;
@@ -446,7 +424,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
                 if ((st = rp_search_start(&s, &src, &land, &proto, pol, (uint64_t)k + 1, err)))
                     break;
                 uint64_t rng = 0x6b65766f00000000ull ^ ((uint64_t)k << 1 | (uint64_t)which);
-                got[which] = rp_walk(&s, pol, &land, o->batch, o->noise, rng, cap, which ? hb : ha);
+                rp_run(&s, pol, &land, o->batch, INFINITY, cap, o->noise, &rng, which ? hb : ha, &got[which]);
                 kevo_search_release(&s);
             }
             int i = 0;
