@@ -283,7 +283,6 @@ static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     return KEVO_OK;
 }
 
-/* The JSON object of one run in *out. */
 /* The "devices" array of a run: each GPU that evaluated it (run_devices),
  * its peers and its throughput over the search loop (null until the loop
  * ended). */
@@ -323,6 +322,7 @@ static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kev
     return KEVO_OK;
 }
 
+/* The JSON object of one run in *out. */
 static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
 {
     *out = NULL;

@@ -61,6 +61,8 @@ static int gr_pick(kevo_search *s, int family, const int *picked, int npicked, k
 static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int *order, unsigned char *taken,
                    kevo_proposal *out, int n, int max)
 {
+    if (found <= 0)
+        return n;
     for (int i = 0; i < found; i++)
         t[i] = kevo_search_predict(s, all[i].family, &all[i].cfg);
     if (!kevo_search_order(t, found, order))
@@ -72,8 +74,6 @@ static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int
                (usable < GR_MIN_TAKE || (!isnan(t[order[usable]]) && t[order[usable]] <= GR_SLACK * t[order[0]])))
             usable++;
     }
-    if (found <= 0)
-        return n;
     memset(taken, 0, (size_t)found);
     for (int k = 0; k < usable; k++) /* another node of this batch proposed it */
         if (kevo_search_in_batch(out, n, all[order[k]].family, &all[order[k]].cfg))

@@ -1139,7 +1139,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_
     int *state = calloc((size_t)n + 1, sizeof *state);
     int *dev = calloc((size_t)n + 1, sizeof *dev);
     double *t0 = calloc((size_t)n + 1, sizeof *t0), *eval_s = calloc((size_t)n + 1, sizeof *eval_s);
-    kevo_gpu_result *res = calloc((size_t)n + 1, sizeof *res);
+    kevo_gpu_result *res = calloc((size_t)n + 1, sizeof *res), *r = malloc(sizeof *r); /* r: a wait's result */
     kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
     int on_gpu[TN_MAX_DEV]; /* the candidate each device evaluates, -1 none */
     const int total = e->ndev + e->nrem;
@@ -1155,7 +1155,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_
     kevo_compile_job *mjob = ranks ? calloc((size_t)n + 1, sizeof *mjob) : NULL;
     int *mof = ranks ? calloc((size_t)n + 1, sizeof *mof) : NULL;
     bool mpi_started = false;
-    kevo_status st = !state || !dev || !t0 || !eval_s || !res || (ranks && (!mjob || !mof))
+    kevo_status st = !state || !dev || !t0 || !eval_s || !res || !r || (ranks && (!mjob || !mof))
                          ? kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory")
                      : ranks ? KEVO_OK
                              : kevo_compile_pool_new(e->jobs, &pool, err);
@@ -1241,11 +1241,6 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_
         }
         bool gpus_busy = local_busy || remote_busy;
         bool compiles_busy = pool ? kevo_compile_pool_busy(pool) > 0 : compiling > 0;
-        kevo_gpu_result *r = gpus_busy ? malloc(sizeof *r) : NULL;
-        if (gpus_busy && !r) {
-            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-            break;
-        }
         if (local_busy) {
             int which = -1;
             st = kevo_gpu_wait(g, e->ndev, more ? 0 : compiles_busy || remote_busy ? 0.002 : 1.0, &which, r, err);
@@ -1275,7 +1270,6 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_
                 }
             }
         }
-        free(r);
         if (!st && compiles_busy && pool) {
             kevo_compile_job *done = NULL;
             st = kevo_compile_pool_wait(pool, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, err);
@@ -1302,6 +1296,7 @@ static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_
         kevo_mpi_compile_stop(e->mpi); /* on an error, abandons the compiles still out */
     free(mjob);
     free(mof);
+    free(r);
     free(state);
     free(dev);
     free(t0);
