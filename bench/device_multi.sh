@@ -13,6 +13,10 @@
 #          bench/trace_batches.py counts only batches no run waited in for a compile
 #   kill   mpirun -np 2, rank 1 killed (-9) mid-run: the run completes
 #   faults the planted faults (a hang among them) on every GPU, and under mpirun
+#   shapes a distribution of shapes ($SHAPES, default bench/dist3.txt) at budget
+#          $SHAPES_BUDGET (default 40) on --devices 0 and --devices all into fresh
+#          DBs, then both again from a copy of a DB holding both runs' binaries
+#          (the GPUs' rate: shape i is evaluated on GPU i mod 2)
 # KEVO_TRACE_EVAL=1 traces of the warm runs, logs and slimmed DBs go to
 # $OUT/multi.tgz; the table is printed last.
 set -u
@@ -105,6 +109,24 @@ except Exception: print(0)" "$OUT/kill.db")
     echo "== kill: rc=$? wall $(elapsed "$t0") s"
     grep -E "lost|^best|^run .* done|GPU" "$OUT/kill.log" | cut -c1-200
     rows+=("$OUT/kill.db:1") ;;
+  shapes)
+    sb=${SHAPES_BUDGET:-40}
+    BUDGET=$sb tune shapes1 --devices 0 --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes1.db"
+    BUDGET=$sb tune shapes2 --devices all --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes2.db"
+    copy "$OUT/shapes1.db" "$OUT/shapes_w1.db"
+    python3 - "$OUT/shapes_w1.db" "$OUT/shapes2.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("attach ? as o", (sys.argv[2],))
+db.execute("insert or ignore into sources select * from o.sources")
+db.execute("insert or ignore into binaries select * from o.binaries")
+db.commit()
+PY
+    copy "$OUT/shapes_w1.db" "$OUT/shapes_w2.db"
+    BUDGET=$sb tune shapes_w1 --devices 0 --warm-start none --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes_w1.db"
+    BUDGET=$sb tune shapes_w2 --devices all --warm-start none --shapes "${SHAPES:-bench/dist3.txt}" \
+      --db "$OUT/shapes_w2.db"
+    rows+=("$OUT/shapes1.db:1" "$OUT/shapes2.db:1" "$OUT/shapes_w1.db:2" "$OUT/shapes_w2.db:2") ;;
   faults)
     for how in devices mpi; do
       t0=$(date +%s.%N)

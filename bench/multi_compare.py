@@ -4,7 +4,8 @@ search alike (one seed, on 1 or several GPUs): whether each run's graph
 (every candidate in proposal order with the operator and parents that made
 it) and best candidate equal the first's, and each run's evaluation
 throughput (candidates evaluated per minute of the search loop, per GPU and
-in all, from run_devices)."""
+in all, from run_devices; for a distribution of shapes, evaluations of a
+candidate at a shape)."""
 import sqlite3
 import sys
 
@@ -31,18 +32,20 @@ def main():
                           "on c.id = r.best_id where r.id = ?", (run,)).fetchone()
         devs = db.execute("select ordinal, name, evaluated, busy_s, loop_s, baseline_ms from run_devices "
                           "where run_id = ? order by idx", (run,)).fetchall()
-        rows.append((arg, g, best, devs))
+        nshapes = db.execute("select coalesce(nshapes, 0) from runs where id = ?", (run,)).fetchone()[0]
+        rows.append((arg, g, best, devs, nshapes))
     g0, b0 = rows[0][1], rows[0][2]
     print("| run | candidates | same graph as the first | best | same best | GPUs | evaluated/min | busy |")
     print("|---|---|---|---|---|---|---|---|")
-    for arg, g, best, devs in rows:
+    for arg, g, best, devs, nshapes in rows:
         same = g == g0
         diff = next((i for i, (a, b) in enumerate(zip(g, g0)) if a != b), None)
         note = "yes" if same else f"no (first difference at seq {g[diff][0] if diff is not None else min(len(g), len(g0)) + 1})"
         loop = max((d[4] or 0) for d in devs) if devs else 0
         total = sum(d[2] or 0 for d in devs)
         rate = 60.0 * total / loop if loop else float("nan")
-        busy = ", ".join(f"GPU {d[0]} {d[2]} cand {100.0 * (d[3] or 0) / loop:.0f}%" for d in devs) if loop else "-"
+        unit = "shape evals" if nshapes else "cand"  # a distribution: one evaluation per candidate and shape
+        busy = ", ".join(f"GPU {d[0]} {d[2]} {unit} {100.0 * (d[3] or 0) / loop:.0f}%" for d in devs) if loop else "-"
         bs = f"{best[0]} {best[1]} {best[2]:.4f} ms {best[3]:.2f}x" if best else "none"
         print(f"| {arg} | {len(g)} | {note} | {bs} | {best[:2] == b0[:2] if best and b0 else False} | "
               f"{len(devs)} | {rate:.1f} | {busy} |")

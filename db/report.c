@@ -283,6 +283,15 @@ static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     return KEVO_OK;
 }
 
+/* GPU v's throughput over the search loop: evaluations per minute and the
+ * fraction of the loop it was busy (NaN both until the loop ended). */
+static void rp_device_rate(const kevo_run_device *v, double *per_minute, double *busy)
+{
+    bool ended = v->loop_s > 0;
+    *per_minute = ended ? 60.0 * v->evaluated / v->loop_s : NAN;
+    *busy = ended ? v->busy_s / v->loop_s : NAN;
+}
+
 /* The "devices" array of a run: each GPU that evaluated it (run_devices),
  * its peers and its throughput over the search loop (null until the loop
  * ended). */
@@ -303,15 +312,16 @@ static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kev
             cJSON_Delete(o);
             break;
         }
-        double minutes = v[i].loop_s > 0 ? v[i].loop_s / 60.0 : NAN;
+        double per_min, busy;
+        rp_device_rate(&v[i], &per_min, &busy);
         ok = cJSON_AddNumberToObject(o, "idx", v[i].idx) && cJSON_AddNumberToObject(o, "ordinal", v[i].ordinal) &&
              rp_add_str_opt(o, "host", v[i].host) && rp_add_str_opt(o, "name", v[i].name) &&
              rp_add_str_opt(o, "pci_bus", v[i].pci_bus) && cJSON_AddNumberToObject(o, "sm_count", v[i].sm_count) &&
              rp_add_num(o, "baseline_ms", v[i].baseline_ms) && rp_add_num(o, "decomposed_ms", v[i].decomposed_ms) &&
              rp_add_num(o, "peak_tflops", v[i].peak_tflops) && rp_add_num(o, "copy_tbps", v[i].copy_tbps) &&
              cJSON_AddNumberToObject(o, "evaluated", v[i].evaluated) && rp_add_num(o, "busy_s", v[i].busy_s) &&
-             rp_add_num(o, "loop_s", v[i].loop_s) && rp_add_num(o, "per_minute", v[i].evaluated / minutes) &&
-             rp_add_num(o, "busy_fraction", v[i].busy_s / v[i].loop_s);
+             rp_add_num(o, "loop_s", v[i].loop_s) && rp_add_num(o, "per_minute", per_min) &&
+             rp_add_num(o, "busy_fraction", busy);
     }
     free(v);
     if (!ok) {
@@ -887,11 +897,11 @@ out:
     return s;
 }
 
-/* One run's header and candidate table appended to b. */
 /* One line per GPU of a run that several evaluated: where it is, its
- * stage-0 baseline, what it evaluated and its throughput over the search
- * loop (device text from the DB cleaned for the terminal). */
-static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, kv_buf *b, kevo_err *err)
+ * stage-0 baseline (a distribution's are per shape), what it evaluated
+ * (dist: evaluations of a candidate at a shape) and its throughput over
+ * the search loop (device text from the DB cleaned for the terminal). */
+static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, bool dist, kv_buf *b, kevo_err *err)
 {
     kevo_run_device *v = NULL;
     int n = 0;
@@ -905,18 +915,24 @@ static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, kv_buf *b, kevo
         kv_term_clean(v[i].host);
         kv_term_clean(v[i].name);
         kv_term_clean(v[i].pci_bus);
-        char rate[96] = "";
-        if (v[i].loop_s > 0)
-            snprintf(rate, sizeof rate, ", %.1f per minute, busy %.0f%%", 60.0 * v[i].evaluated / v[i].loop_s,
-                     100.0 * v[i].busy_s / v[i].loop_s);
-        ok = kv_buf_printf(b, "GPU %d (%s, %s, %s): baseline %.3f ms; %d candidate%s%s\n", v[i].ordinal, v[i].name,
-                           v[i].host, v[i].pci_bus, v[i].baseline_ms, v[i].evaluated, v[i].evaluated == 1 ? "" : "s",
+        char base[48] = "", rate[96] = "";
+        double per_min, busy;
+        rp_device_rate(&v[i], &per_min, &busy);
+        if (isfinite(v[i].baseline_ms))
+            snprintf(base, sizeof base, "baseline %.3f ms; ", v[i].baseline_ms);
+        if (isfinite(per_min))
+            snprintf(rate, sizeof rate, ", %.1f per minute, busy %.0f%%", per_min, 100.0 * busy);
+        ok = kv_buf_printf(b, "GPU %d (%s, %s, %s): %s%d %s%s\n", v[i].ordinal, v[i].name, v[i].host, v[i].pci_bus,
+                           base, v[i].evaluated,
+                           dist ? (v[i].evaluated == 1 ? "shape evaluation" : "shape evaluations")
+                                : (v[i].evaluated == 1 ? "candidate" : "candidates"),
                            rate) == KEVO_OK;
     }
     free(v);
     return ok ? KEVO_OK : rp_nomem(err);
 }
 
+/* One run's header and candidate table appended to b. */
 static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b, kevo_err *err)
 {
     kevo_run_row r;
@@ -929,7 +945,7 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
     rp_clean_run(&r);
     if (rp_run_header(b, &r, evaluated, compiled, failed, verified))
         return rp_nomem(err);
-    if ((s = rp_devices_lines(db, run_id, b, err)))
+    if ((s = rp_devices_lines(db, run_id, r.nshapes > 0, b, err)))
         return s;
 
     kevo_cand_row *rows = NULL;

@@ -2,7 +2,8 @@
  * GPUs, MPI ranks, resume) on machines without one.  KEVO_SIM_GPUS=N in
  * the environment makes the probe list N simulated devices and every GPU
  * worker answer without the driver: a candidate "takes" a time that is a
- * function of its cubin's bytes alone (so any GPU measures it alike), and
+ * function of its cubin's bytes and its launch grids alone (so any GPU
+ * measures it alike, and it differs from shape to shape), and
  * the answer comes after a random delay (so GPUs finish in a different
  * order on each run).  Nothing is verified: a simulated result says
  * nothing about a kernel, and the device's name, printed on start and
@@ -53,12 +54,16 @@ void kv_gpu_sim_probe_main(int wfd, int n)
     _exit(gp_write(wfd, &pr, sizeof pr) ? 3 : 0);
 }
 
-/* A candidate's simulated time: FNV-1a of its cubin, onto 0.2..2.0 ms. */
-static double sim_ms(const void *cubin, uint64_t n)
+/* A candidate's simulated time: FNV-1a of its cubin and its launches'
+ * grids (one kernel times differently at another shape), onto 0.2..2.0 ms. */
+static double sim_ms(const void *cubin, uint64_t n, const kevo_plan *plan)
 {
     uint64_t h = 1469598103934665603ull;
     for (uint64_t i = 0; i < n; i++)
         h = (h ^ ((const unsigned char *)cubin)[i]) * 1099511628211ull;
+    for (int l = 0; l < plan->nlaunches && l < KEVO_MAX_LAUNCHES; l++)
+        for (int d = 0; d < 3; d++)
+            h = (h ^ plan->launches[l].grid[d]) * 1099511628211ull;
     return 0.2 + 1.8 * (double)(h % 1000003) / 1000003.0;
 }
 
@@ -121,7 +126,7 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
                 void *cubin = gp_read(rfd, &c, sizeof c) ? NULL : sim_read_cubin(rfd, c.cubin_size);
                 if (!cubin)
                     _exit(4);
-                double ms = sim_ms(cubin, c.cubin_size);
+                double ms = sim_ms(cubin, c.cubin_size, &c.req.plan);
                 free(cubin);
                 out[i].res.rounds = rounds;
                 for (int r = 0; r < rounds; r++)
@@ -143,7 +148,7 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
             rs.res.checks++;
         rs.res.rel_err = rs.res.max_abs_err = 0.0;
         if (rq.req.time) {
-            double ms = sim_ms(cubin, rq.cubin_size);
+            double ms = sim_ms(cubin, rq.cubin_size, &rq.req.plan);
             rs.res.median_ms = rs.res.min_ms = rs.res.max_ms = ms;
             rs.res.reps = reps;
             for (int r = 0; r < reps; r++)

@@ -100,7 +100,8 @@ typedef struct tn_env {
     kevo_mpi *mpi;     /* compiles spread over MPI ranks; NULL: here */
     /* the GPUs evaluating at once (--devices): worker k is gpu for k = 0 and
      * dgpu[k] after it, each with its own info (peers, ceilings); ord[k] its
-     * ordinal; run_devices.idx of worker k is dev_base + k */
+     * ordinal; run_devices.idx of worker k is dev_base + k.  A distribution
+     * has no dgpu: its shape i is evaluated on GPU i mod ndev (xgpu below) */
     int ndev;
     int ord[TN_MAX_DEV];
     kevo_gpu *dgpu[KEVO_GPU_MAX_DEVICES];
@@ -549,22 +550,24 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int r
 {
     kevo_gpu_config gc[KEVO_GPU_MAX_DEVICES];
     kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
-    for (int k = 0; k < e->ndev; k++) /* every further GPU times its own peers and ceilings */
+    /* a distribution's other GPUs get their workers with its other shapes (tn_start_shape_gpus) */
+    const int nw = e->dist ? 1 : e->ndev;
+    for (int k = 0; k < nw; k++) /* every further GPU times its own peers and ceilings */
         gc[k] = tn_gpu_config(e, ref, &e->shape, e->ord[k], warmup, reps, timeout, seed, baseline || k > 0,
                               ceilings || k > 0);
-    kevo_status st = e->ndev == 1 ? kevo_gpu_start(&gc[0], &g[0], &e->dinfo[0], err)
-                                  : kevo_gpu_start_many(gc, e->ndev, g, e->dinfo, err);
+    kevo_status st = nw == 1 ? kevo_gpu_start(&gc[0], &g[0], &e->dinfo[0], err)
+                             : kevo_gpu_start_many(gc, nw, g, e->dinfo, err);
     if (st)
         return st;
     e->gpu = g[0];
-    for (int k = 1; k < e->ndev; k++)
+    for (int k = 1; k < nw; k++)
         e->dgpu[k] = g[k];
     e->info = e->dinfo[0];
     /* the device's own limits replace the arch table's (the first GPU's: one plan serves all) */
     e->lim.num_sms = e->info.sm_count;
     if (e->info.max_smem_optin > 0)
         e->lim.max_smem = e->info.max_smem_optin;
-    for (int k = 0; k < e->ndev; k++) {
+    for (int k = 0; k < nw; k++) {
         kevo_status st = tn_dev_fit(e, &e->dinfo[k], "", err);
         if (st)
             return st;
@@ -680,28 +683,10 @@ static void tn_dev_labels(tn_env *e)
         snprintf(e->dlabel[k], sizeof e->dlabel[k], "%sGPU %d", e->nrem > 0 ? "rank 0 " : "", e->ord[k]);
 }
 
-/* Start the worker of a distribution's shape i (>= 1): its own inputs and
- * peers; the ceilings are the first worker's. */
-static kevo_status tn_start_shape_gpu(tn_env *e, const tn_work *ref, int i, int device, int warmup, int reps,
-                                      double timeout, uint64_t seed, kevo_err *err)
+/* The worker of a distribution's shape i: shape 0's is the run's first. */
+static kevo_gpu *tn_shape_gpu(const tn_env *e, int i)
 {
-    kevo_gpu_config gc =
-        tn_gpu_config(e, ref, &e->dist->shape[i], device, warmup, reps, timeout, seed, true, false);
-    kevo_gpu_info info;
-    kevo_status st = kevo_gpu_start(&gc, &e->xgpu[i], &info, err);
-    if (st) {
-        kevo_err_prefix(err, "shape %s", e->dist->text[i]);
-        return st;
-    }
-    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    kevo_run_shape *p = &e->peers[i];
-    if (!(p->baseline_ms > 0)) { /* a new run, or a resumed one that never measured them */
-        p->baseline_ms = info.baseline_ms;
-        p->baseline_bcast_ms = info.baseline_bcast_ms;
-        p->decomposed_ms = info.peer_ms;
-    }
-    return KEVO_OK;
+    return i == 0 ? e->gpu : e->xgpu[i];
 }
 
 /* A distribution run's shapes with their weights and peers, stored (a new
@@ -785,6 +770,67 @@ static void tn_line(tn_progress *p, const char *fmt, ...)
     va_end(ap2);
     fputc('\n', stdout);
     fflush(stdout);
+}
+
+/* Start the workers of a distribution's shapes 1.. (shape 0's is e->gpu),
+ * each measuring its own shape's peers (the ceilings are the first
+ * worker's).  Shape i's worker runs on GPU i mod ndev, so that every
+ * candidate's time at a shape, and that shape's peers, come from one GPU;
+ * with several GPUs they start in waves of one shape per GPU (peers timed
+ * on one GPU at once would slow each other), and each GPU's first worker
+ * gives its dinfo (fitted as tn_start_gpu's, with no peers of its own: a
+ * distribution's peers are per shape).  Errors: kevo_gpu_start's, naming
+ * the shape. */
+static kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo_tune_opts *o, tn_progress *prog,
+                                       kevo_err *err)
+{
+    const int n = e->dist->n, nd = e->ndev;
+    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int w0 = 0; w0 < n; w0 += nd) {
+        int first = w0 == 0 ? 1 : w0, cnt = (w0 + nd < n ? w0 + nd : n) - first;
+        if (cnt <= 0)
+            continue;
+        kevo_gpu_config gc[KEVO_GPU_MAX_DEVICES];
+        kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
+        kevo_gpu_info in[KEVO_GPU_MAX_DEVICES];
+        for (int j = 0; j < cnt; j++) {
+            int i = first + j;
+            if (nd > 1)
+                tn_line(prog, "kevo: starting the GPU worker of shape %d of %d (%s) on %s", i + 1, n,
+                        e->dist->text[i], e->dlabel[i % nd]);
+            else
+                tn_line(prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, n, e->dist->text[i]);
+            gc[j] = tn_gpu_config(e, ref, &e->dist->shape[i], e->ord[i % nd], o->warmup, o->reps, o->eval_timeout,
+                                  o->seed, true, false);
+        }
+        kevo_status st = cnt == 1 ? kevo_gpu_start(&gc[0], &g[0], &in[0], err)
+                                  : kevo_gpu_start_many(gc, cnt, g, in, err);
+        if (st) {
+            if (cnt == 1)
+                kevo_err_prefix(err, "shape %s", e->dist->text[first]);
+            else
+                kevo_err_prefix(err, "shapes %d to %d of %d", first + 1, first + cnt, n);
+            return st;
+        }
+        for (int j = 0; j < cnt; j++) {
+            int i = first + j;
+            e->xgpu[i] = g[j];
+            kevo_run_shape *p = &e->peers[i];
+            if (!(p->baseline_ms > 0)) { /* a new run, or a resumed one that never measured them */
+                p->baseline_ms = in[j].baseline_ms;
+                p->baseline_bcast_ms = in[j].baseline_bcast_ms;
+                p->decomposed_ms = in[j].peer_ms;
+            }
+            if (i < nd) {
+                e->dinfo[i] = in[j];
+                e->dinfo[i].baseline_ms = e->dinfo[i].baseline_bcast_ms = e->dinfo[i].peer_ms = NAN;
+                if ((st = tn_dev_fit(e, &e->dinfo[i], "", err)))
+                    return st;
+            }
+        }
+    }
+    return KEVO_OK;
 }
 
 /* First line of a log, for one-line messages. */
@@ -916,20 +962,88 @@ static kevo_gpu_request tn_request(const tn_work *w, int64_t id, unsigned maps, 
     return rq;
 }
 
-/* Verify and time a compiled candidate at shape i of the run (0: its shape;
- * a distribution's others need their own plan) on that shape's worker. */
+/* The request that verifies and times a compiled candidate at shape i of
+ * the run (0: its shape; a distribution's others need their own plan).
+ * Errors: kevo_space_plan's. */
+static kevo_status tn_shape_request(const tn_env *e, const tn_work *w, int i, uint64_t seed, unsigned maps,
+                                    kevo_gpu_request *rq, kevo_err *err)
+{
+    *rq = tn_request(w, w->cand_id, maps, true,
+                     seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull ^ (uint64_t)i * 0xbf58476d1ce4e5b9ull);
+    return i > 0 ? kevo_space_plan(w->space, &e->dist->shape[i], &e->lim, e->dt, &w->cfg, &rq->plan, err)
+                 : KEVO_OK;
+}
+
+/* Verify and time a compiled candidate at shape i of the run on that
+ * shape's worker. */
 static kevo_status tn_eval_at(tn_env *e, const tn_work *w, int i, uint64_t seed, unsigned maps,
                               kevo_gpu_result *res, kevo_err *err)
 {
-    kevo_gpu_request rq = tn_request(w, w->cand_id, maps, true,
-                                     seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull ^
-                                         (uint64_t)i * 0xbf58476d1ce4e5b9ull);
-    if (i > 0) {
-        kevo_status st = kevo_space_plan(w->space, &e->dist->shape[i], &e->lim, e->dt, &w->cfg, &rq.plan, err);
-        if (st)
-            return st;
+    kevo_gpu_request rq;
+    kevo_status st = tn_shape_request(e, w, i, seed, maps, &rq, err);
+    return st ? st : kevo_gpu_eval(tn_shape_gpu(e, i), &rq, res, err);
+}
+
+/* Verify and time a compiled candidate at the shapes of a distribution run
+ * in order, up to and including the first that fails: res[i] for i <
+ * *upto.  Shape i runs on GPU i mod ndev (tn_start_shape_gpus): a GPU's
+ * shapes go in turn, the GPUs at once, and once a shape fails no later one
+ * is started, so any number of GPUs gives the results one GPU gives.
+ * Errors: tn_shape_request's, kevo_gpu_submit's and kevo_gpu_wait's. */
+static kevo_status tn_eval_shapes(tn_env *e, const tn_work *w, uint64_t seed, unsigned maps, kevo_gpu_result *res,
+                                  int *upto, kevo_err *err)
+{
+    const int n = e->dist->n, nd = e->ndev;
+    int stop = n; /* shapes from here on are not evaluated: one before failed */
+    kevo_status st = KEVO_OK;
+    if (nd == 1) {
+        for (int i = 0; i < stop && !st; i++)
+            if (!(st = tn_eval_at(e, w, i, seed, maps, &res[i], err)) && res[i].fail != KEVO_FAIL_NONE)
+                stop = i + 1;
+        *upto = stop;
+        return st;
     }
-    return kevo_gpu_eval(i == 0 ? e->gpu : e->xgpu[i], &rq, res, err);
+    kevo_gpu *g[KEVO_GPU_MAX_DEVICES]; /* the worker GPU k evaluates on, NULL when idle */
+    int next[KEVO_GPU_MAX_DEVICES], on[KEVO_GPU_MAX_DEVICES], inflight = 0;
+    for (int k = 0; k < nd; k++) {
+        g[k] = NULL;
+        next[k] = k;
+        on[k] = -1;
+    }
+    kevo_gpu_result *r = malloc(sizeof *r);
+    if (!r)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (;;) {
+        for (int k = 0; k < nd && !st; k++) {
+            if (on[k] >= 0 || next[k] >= stop)
+                continue;
+            int i = next[k];
+            kevo_gpu_request rq;
+            if (!(st = tn_shape_request(e, w, i, seed, maps, &rq, err)) &&
+                !(st = kevo_gpu_submit(tn_shape_gpu(e, i), &rq, err))) {
+                g[k] = tn_shape_gpu(e, i);
+                on[k] = i;
+                next[k] += nd;
+                inflight++;
+            }
+        }
+        if (st || inflight == 0)
+            break;
+        int which = -1;
+        st = kevo_gpu_wait(g, nd, 1.0, &which, r, err);
+        if (!st && which >= 0) {
+            int i = on[which];
+            res[i] = *r;
+            g[which] = NULL;
+            on[which] = -1;
+            inflight--;
+            if (res[i].fail != KEVO_FAIL_NONE && i + 1 < stop)
+                stop = i + 1;
+        }
+    }
+    free(r);
+    *upto = stop;
+    return st;
 }
 
 /* The peers and ceilings a result of GPU k is measured against: the run's
@@ -974,38 +1088,35 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
         snprintf(row->status, sizeof row->status, "compiled");
         *fitness = NAN;
     } else {
-        int nsh = e->dist ? e->dist->n : 1;
+        int nsh = e->dist ? e->dist->n : 1, upto = 1;
         double vs[KEVO_DIST_MAX];
         row->fitness = 0.0;
         row->device = e->dev_base + (pre ? dev : 0);
-        row->eval_s = pre ? eval_s : 0;
-        for (int i = 0; i < nsh; i++) {
-            kevo_gpu_result res;
-            kevo_status st = KEVO_OK;
-            if (pre && i == 0) {
-                res = *pre;
-            } else {
-                double t0 = kv_now();
-                st = tn_eval_at(e, w, i, seed, maps, &res, err);
-                row->eval_s += kv_now() - t0;
-            }
-            if (st)
-                return st;
-            row->checks += res.checks;
-            if (res.checks && !(row->rel_err >= res.rel_err))
-                row->rel_err = res.rel_err;
-            if (res.checks && !(row->max_abs_err >= res.max_abs_err))
-                row->max_abs_err = res.max_abs_err;
-            if (res.fail != KEVO_FAIL_NONE) {
+        kevo_gpu_result *all = pre ? NULL : calloc((size_t)nsh, sizeof *all);
+        if (!pre && !all)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        double t0 = kv_now();
+        kevo_status st = pre || !e->dist ? KEVO_OK : tn_eval_shapes(e, w, seed, maps, all, &upto, err);
+        if (!pre && !e->dist)
+            st = tn_eval_at(e, w, 0, seed, maps, &all[0], err);
+        row->eval_s = pre ? eval_s : kv_now() - t0;
+        for (int i = 0; i < upto && !st; i++) {
+            const kevo_gpu_result *res = pre ? pre : &all[i];
+            row->checks += res->checks;
+            if (res->checks && !(row->rel_err >= res->rel_err))
+                row->rel_err = res->rel_err;
+            if (res->checks && !(row->max_abs_err >= res->max_abs_err))
+                row->max_abs_err = res->max_abs_err;
+            if (res->fail != KEVO_FAIL_NONE) {
                 snprintf(row->status, sizeof row->status, "failed");
-                snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(res.fail));
+                snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(res->fail));
                 if (e->dist) {
                     kv_buf m;
                     kv_buf_init(&m);
-                    kv_buf_printf(&m, "at %s: %s", e->dist->text[i], res.msg);
+                    kv_buf_printf(&m, "at %s: %s", e->dist->text[i], res->msg);
                     row->fail_msg = kv_buf_take(&m);
                 } else {
-                    row->fail_msg = kv_strdup(res.msg);
+                    row->fail_msg = kv_strdup(res->msg);
                 }
                 row->speedup = 0.0;
                 row->fitness = 0.0;
@@ -1014,14 +1125,14 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
             const kevo_run_shape *pr = e->dist ? &e->peers[i] : NULL;
             double base, peer, peak, copy;
             tn_dev_peers(e, run, pre ? dev : 0, &base, &peer, &peak, &copy);
-            tn_figs f = tn_figures(&res, (uint64_t)w->cand_id, pr ? pr->baseline_ms : base,
+            tn_figs f = tn_figures(res, (uint64_t)w->cand_id, pr ? pr->baseline_ms : base,
                                    pr ? pr->decomposed_ms : peer, pr ? pr->flops : run->flops,
                                    pr ? pr->bytes : run->bytes, peak, copy);
             vs[i] = f.vs_peer;
             if (i == 0) {
                 snprintf(row->status, sizeof row->status, "ok");
                 row->median_ms = f.median_ms;
-                row->min_ms = res.min_ms;
+                row->min_ms = res->min_ms;
                 row->ci_lo_ms = f.ci_lo_ms;
                 row->ci_hi_ms = f.ci_hi_ms;
                 row->speedup = f.speedup;
@@ -1032,17 +1143,19 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
             if (e->dist) {
                 kevo_shape_result sr = {.shape_idx = i, .median_ms = f.median_ms, .ci_lo_ms = f.ci_lo_ms,
                                         .ci_hi_ms = f.ci_hi_ms, .speedup = f.speedup, .vs_peer = f.vs_peer,
-                                        .roofline = f.roofline, .rel_err = res.rel_err};
-                if ((st = kevo_db_shape_result_put(e->db, w->cand_id, &sr, err)))
-                    return st;
+                                        .roofline = f.roofline, .rel_err = res->rel_err};
+                st = kevo_db_shape_result_put(e->db, w->cand_id, &sr, err);
             }
-            if ((st = kevo_db_timings_put(e->db, w->cand_id, i, "tune", res.rep_ms, res.reps, err)))
-                return st;
+            if (!st)
+                st = kevo_db_timings_put(e->db, w->cand_id, i, "tune", res->rep_ms, res->reps, err);
             /* one shape: the speedup (what --target and the landscapes read); a
              * distribution: the weighted geometric mean of vs_best_peer */
             if (i == nsh - 1)
                 row->fitness = e->dist ? kevo_dist_geomean(e->dist, vs) : row->speedup;
         }
+        free(all);
+        if (st)
+            return st;
         *fitness = row->fitness;
     }
     if (w->job.fail != KEVO_FAIL_NONE)
@@ -2097,6 +2210,8 @@ static kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err
         v[k].sm_count = in->sm_count;
         tn_dev_peers(e, run, k, &v[k].baseline_ms, &v[k].decomposed_ms, &v[k].peak_tflops, &v[k].copy_tbps);
         v[k].baseline_bcast_ms = k == 0 ? run->baseline_bcast_ms : in->baseline_bcast_ms;
+        if (e->dist && k > 0) /* a distribution's peers are its shapes' (run_shapes) */
+            v[k].baseline_ms = v[k].decomposed_ms = v[k].baseline_bcast_ms = NAN;
         v[k].loop_s = NAN;
     }
     st = kevo_db_run_devices_put(e->db, run->id, v, total, err);
@@ -2105,8 +2220,9 @@ static kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err
 }
 
 /* At the end of the search loop: each GPU's throughput (candidates per
- * minute, busy fraction) stored with its row and, with several GPUs,
- * printed.  Errors: the DB's. */
+ * minute, busy fraction; a distribution's: evaluations of a candidate at a
+ * shape) stored with its row and, with several GPUs, printed.  Errors: the
+ * DB's. */
 static kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progress *prog, kevo_err *err)
 {
     kevo_run_device *v = NULL;
@@ -2115,11 +2231,20 @@ static kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progre
     double loop_s = kv_now() - e->loop_t0;
     int total = 0;
     const int ndev = e->ndev + e->nrem;
+    /* a distribution: one evaluation per candidate and shape */
+    const char *what = e->dist ? "shape evaluations" : "candidates";
     for (int k = 0; k < ndev && !st; k++) {
         int idx = e->dev_base + k;
         if (idx >= n || v[idx].idx != idx)
             continue;
-        if (k < e->ndev) {
+        if (k < e->ndev && e->dist) { /* the workers of shapes k, k + ndev, ... */
+            v[idx].evaluated = 0;
+            v[idx].busy_s = 0;
+            for (int i = k; i < e->dist->n; i += e->ndev) {
+                v[idx].evaluated += kevo_gpu_evaluated(tn_shape_gpu(e, i));
+                v[idx].busy_s += kevo_gpu_busy_s(tn_shape_gpu(e, i));
+            }
+        } else if (k < e->ndev) {
             v[idx].evaluated = kevo_gpu_evaluated(tn_dgpu(e, k));
             v[idx].busy_s = kevo_gpu_busy_s(tn_dgpu(e, k));
         } else {
@@ -2128,15 +2253,15 @@ static kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progre
         v[idx].loop_s = loop_s;
         total += v[idx].evaluated;
         if (ndev > 1)
-            tn_line(prog, "%s (%s, %s, %s): %d candidates in %.1f s, %.1f per minute, busy %.0f%%", e->dlabel[k],
-                    v[idx].name, v[idx].host, v[idx].pci_bus, v[idx].evaluated, loop_s,
+            tn_line(prog, "%s (%s, %s, %s): %d %s in %.1f s, %.1f per minute, busy %.0f%%", e->dlabel[k],
+                    v[idx].name, v[idx].host, v[idx].pci_bus, v[idx].evaluated, what, loop_s,
                     loop_s > 0 ? 60.0 * v[idx].evaluated / loop_s : 0.0,
                     loop_s > 0 ? 100.0 * v[idx].busy_s / loop_s : 0.0);
         st = kevo_db_run_devices_put(e->db, run->id, &v[idx], 1, err);
     }
     if (!st && ndev > 1)
-        tn_line(prog, "%d GPUs: %d candidates evaluated in %.1f s of search, %.1f per minute", ndev, total,
-                loop_s, loop_s > 0 ? 60.0 * total / loop_s : 0.0);
+        tn_line(prog, "%d GPUs: %d %s in %.1f s of search, %.1f per minute", ndev, total, what, loop_s,
+                loop_s > 0 ? 60.0 * total / loop_s : 0.0);
     free(v);
     return st;
 }
@@ -2785,15 +2910,22 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     tn_progress prog = {.mode = ro.progress, .budget = ro.budget, .t0 = kv_now()};
     tn_work ref;
     memset(&ref, 0, sizeof ref);
-    if (!st && o->devices && (ro.compile_only || e.dist))
-        st = kevo_err_set(err, KEVO_ERR_ARG, "--devices: %s", ro.compile_only ? "a compile-only run uses no GPU"
-                          : "a distribution of shapes (--shapes) is evaluated on one GPU for now");
+    if (!st && o->devices && ro.compile_only)
+        st = kevo_err_set(err, KEVO_ERR_ARG, "--devices: a compile-only run uses no GPU");
     if (!st && !ro.compile_only)
         st = tn_devices(&e, o->devices, o->mixed_devices, ro.device, err);
+    if (!st && e.dist && e.ndev > e.dist->n) { /* shape i is evaluated on GPU i mod ndev */
+        tn_line(&prog, "kevo: shape i is evaluated on the i-th GPU listed, so %d shapes use the first %d of the %d "
+                "GPUs", e.dist->n, e.dist->n, e.ndev);
+        e.ndev = e.dist->n;
+    }
     if (!st && !ro.compile_only) {
         tn_line(&prog, "kevo: compiling the %s reference module for %s", e.op->name, e.arch);
         st = tn_ref_module(&e, &ref, err);
-        if (!st && e.ndev > 1)
+        if (!st && e.ndev > 1 && e.dist)
+            tn_line(&prog, "kevo: starting the GPU worker of shape 1 of %d (%s) on GPU %d (inputs, reference, "
+                    "stage-0 baseline, ceilings)", e.dist->n, e.dist->text[0], e.ord[0]);
+        else if (!st && e.ndev > 1)
             tn_line(&prog, "kevo: starting a GPU worker on each of %d GPUs (inputs, reference, each one's "
                     "stage-0 baseline and ceilings)", e.ndev);
         else if (!st)
@@ -2804,12 +2936,12 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             tn_line(&prog, "kevo: starting a GPU worker on each other MPI rank (each one's peers and ceilings)");
             st = tn_remote_devices(&e, &ref, &ro, o->mixed_devices, err);
         }
+        if (!st && e.mpi && e.dist && kevo_mpi_size(e.mpi) > 1)
+            tn_line(&prog, "kevo: a distribution of shapes is evaluated on this rank's GPUs; the other ranks "
+                    "compile");
         tn_dev_labels(&e);
-        for (int i = 1; !st && e.dist && i < e.dist->n; i++) {
-            tn_line(&prog, "kevo: starting the GPU worker of shape %d of %d (%s)", i + 1, e.dist->n,
-                    e.dist->text[i]);
-            st = tn_start_shape_gpu(&e, &ref, i, e.ord[0], ro.warmup, ro.reps, ro.eval_timeout, ro.seed, err);
-        }
+        if (!st && e.dist)
+            st = tn_start_shape_gpus(&e, &ref, &ro, &prog, err);
     }
     if (!resume) {
         tn_run_settings(&run, &e, &ro, policy->name, fams.data ? fams.data : "");
@@ -2930,11 +3062,18 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                     e.op->peers.peer_detail, peer, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
         }
-        for (int k = 1; k < e.ndev + e.nrem && !ro.compile_only; k++)
+        for (int k = 1; k < e.ndev + e.nrem && !ro.compile_only && !e.dist; k++)
             tn_line(&prog, "%s: %s (%s, %d SMs); its peers: stage-0 baseline %.3f ms, %s %.3f ms; cuBLAS peak "
                     "%.0f TFLOP/s, copy %.2f TB/s", e.dlabel[k], e.dinfo[k].name, e.dinfo[k].pci_bus,
                     e.dinfo[k].sm_count, e.dinfo[k].baseline_ms, e.op->peers.peer_detail, e.dinfo[k].peer_ms,
                     e.dinfo[k].peak_tflops, e.dinfo[k].copy_tbps);
+        for (int k = 0; k < e.ndev && e.ndev > 1 && e.dist && !ro.compile_only; k++) {
+            char which[160] = "";
+            for (int i = k, len = 0; i < e.dist->n && len < (int)sizeof which - 8; i += e.ndev)
+                len += snprintf(which + len, sizeof which - (size_t)len, "%s%d", i == k ? "" : ", ", i + 1);
+            tn_line(&prog, "%s: %s (%s, %d SMs) evaluates shape%s %s", e.dlabel[k], e.dinfo[k].name,
+                    e.dinfo[k].pci_bus, e.dinfo[k].sm_count, k + e.ndev < e.dist->n ? "s" : "", which);
+        }
         if (handoff)
             tn_line(&prog, "run %lld was compile-only: its compiled candidates are verified and timed on %s first",
                     (long long)run.id, e.info.name);

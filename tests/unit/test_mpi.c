@@ -527,6 +527,78 @@ static void test_sim(void **state)
     unsetenv("KEVO_SIM_GPUS");
 }
 
+/* A distribution run's graph as text: dump_graph's, each candidate's
+ * fitness, and its result at every shape. */
+static char *dump_dist(const char *db, int64_t run)
+{
+    static const char *const q[] = {
+        "SELECT status, stop_reason, (SELECT seq FROM candidates WHERE id = best_id) FROM runs WHERE id = ?1",
+        "SELECT seq, family, params, binary_key, status, fail, printf('%.6f', fitness) "
+        "FROM candidates WHERE run_id = ?1 ORDER BY seq",
+        "SELECT c.seq, r.shape_idx, printf('%.6f', r.median_ms), printf('%.4f', r.vs_peer) FROM shape_results r "
+        "JOIN candidates c ON c.id = r.candidate_id WHERE c.run_id = ?1 ORDER BY c.seq, r.shape_idx",
+        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
+        "JOIN candidates c ON c.id = e.child_id WHERE c.run_id = ?1 ORDER BY c.seq, p.seq",
+    };
+    return dump_queries(db, q, KV_ARRAY_LEN(q), run);
+}
+
+/* A distribution of shapes (--shapes) on KEVO_SIM_GPUS=3: shape i is
+ * evaluated on the i-th GPU listed modulo their number, a candidate's
+ * shapes on the GPUs at once.  Run 2 of the same seed on all three GPUs,
+ * and on two named out of order, must be run 1's (one GPU): the same
+ * graph, fitness and result at every shape (a simulated time depends on
+ * the shape's grid, so a result stored at the wrong shape shows); each
+ * GPU's evaluations are its shapes'. */
+static void test_simdist(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("KEVO_SIM_GPUS", "3", 1), 0);
+    gpu_runs = true;
+    char shapes[128];
+    path_in(shapes, sizeof shapes, "dist.txt");
+    tu_write_text(shapes, "B=512,ratio=10 1\nB=1024,ratio=70 2\nB=300,M=96,ratio=3 1\nB=2048,ratio=100 0.5\n");
+    char *const extra[] = {"--budget", "24", "--batch", "6", "--seed", "5", "--where", "SLOW == 0",
+                           "--warm-start", "none", "--shapes", shapes, NULL};
+    char *const dev0[] = {"--devices", "0", NULL}, *const all[] = {"--devices", "all", NULL},
+                *const two[] = {"--devices", "2,0", NULL};
+    char first[128], log[128];
+    path_in(first, sizeof first, "dist1.db");
+    path_in(log, sizeof log, "dist1.log");
+    assert_int_equal(single_run(log, first, extra, dev0), 0);
+    long long ok = tu_query_int(first, "SELECT count(*) FROM candidates WHERE run_id = 1 AND status = 'ok'");
+    assert_true(ok >= 12);
+    char *const *variants[] = {all, two};
+    const char *names[] = {"three GPUs", "GPUs 2,0"};
+    for (int v = 0; v < 2; v++) {
+        char db[128], name[32];
+        snprintf(name, sizeof name, "dist_v%d.db", v);
+        path_in(db, sizeof db, name);
+        copy_db(first, db);
+        snprintf(name, sizeof name, "dist_v%d.log", v);
+        path_in(log, sizeof log, name);
+        assert_int_equal(single_run(log, db, extra, variants[v]), 0);
+        expect_same_text(names[v], dump_dist(first, 1), dump_dist(db, 2));
+        /* 4 shapes: on three GPUs the first takes shapes 0 and 3; on two, GPU 2 takes 0 and 2 */
+        char q[160];
+        for (int k = 0; k < 3 - v; k++) {
+            snprintf(q, sizeof q, "SELECT evaluated FROM run_devices WHERE run_id = 2 AND idx = %d", k);
+            assert_int_equal(tu_query_int(db, q), (k == 0 ? 2 : v == 0 ? 1 : 2) * ok);
+        }
+        snprintf(q, sizeof q, "SELECT ordinal FROM run_devices WHERE run_id = 2 AND idx = 0");
+        assert_int_equal(tu_query_int(db, q), v == 0 ? 0 : 2);
+        char *out = tu_read_text(log);
+        if (!strstr(out, "kevo: starting the GPU worker of shape 2 of 4 (B=1024,"))
+            fprintf(stderr, "%s:\n%s", names[v], out);
+        assert_non_null(strstr(out, "kevo: starting the GPU worker of shape 2 of 4 (B=1024,"));
+        assert_non_null(strstr(out, v == 0 ? ") on GPU 1\n" : ") on GPU 0\n"));
+        assert_non_null(strstr(out, "shape evaluations in"));
+        free(out);
+    }
+    gpu_runs = false;
+    unsetenv("KEVO_SIM_GPUS");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -558,12 +630,15 @@ int main(int argc, char **argv)
     const struct CMUnitTest nompi[] = {cmocka_unit_test(test_nompi)};
     const struct CMUnitTest gpus[] = {cmocka_unit_test(test_gpus)};
     const struct CMUnitTest sim[] = {cmocka_unit_test(test_sim)};
+    const struct CMUnitTest simdist[] = {cmocka_unit_test(test_simdist)};
     if (strcmp(which, "nompi") == 0)
         return cmocka_run_group_tests(nompi, setup, teardown);
     if (strcmp(which, "sim") == 0) /* its mpirun part only where there is MPI */
         return cmocka_run_group_tests(sim, setup, teardown);
+    if (strcmp(which, "simdist") == 0)
+        return cmocka_run_group_tests(simdist, setup, teardown);
     if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "gpus") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus|sim\n");
+        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus|sim|simdist\n");
         return 2;
     }
     if (!kevo_mpi_built()) {
