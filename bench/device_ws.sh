@@ -77,7 +77,14 @@ if [ "$MODE" = point ]; then
   timeout 200 build/kevo tune --op ikbo_lce --shape "$2" --dtype "$3" --family lce_ws --policy exhaustive \
     --budget 100 --where "$4" --db "$OUT/point_$tag.db" --no-bar >"$OUT/point_$tag.log" 2>&1
   echo "point $2 $3 rc=$?"
-  tail -1 "$OUT/point_$tag.log"
+  grep -E "re-timed|^  #|^best" "$OUT/point_$tag.log"
+  python3 - "$OUT/point_$tag.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for r in db.execute("select id, params, median_ms, speedup, coalesce(tied, 0) from candidates where status = 'ok' "
+                    "order by median_ms limit 10"):
+    print(f"  #{r[0]} {r[2]:.4f} ms {r[3]:.2f}x tied={r[4]}  {r[1]}")
+PY
   slim "$OUT/point_$tag.db" "$OUT/point_${tag}_slim.db" && rm -f "$OUT/point_$tag.db"
   exit 0
 fi

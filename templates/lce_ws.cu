@@ -33,7 +33,8 @@
 //     writes them with TMA stores (EPI=1; SBUF buffers per warp group, so up
 //     to SBUF - 1 stores stay in flight while the next box is staged) or
 //     16-byte stores (EPI=0, the only choice when BN % 64 == 32: a 64-column
-//     store box would write the next tile's columns).
+//     store box would write the next tile's columns; TRANS=1's last box of
+//     BW % 64 rows goes by 16-byte stores under EPI=1 too).
 //   TRANS=1: the tile is transposed, out[b]^T = E[b]^T @ W^T: the WGMMA's M
 //     side (64 rows per consumer warp group) runs along N and its N side
 //     along M, so M is covered in steps of 8 (BW = BN - TRIM columns) where
@@ -41,7 +42,9 @@
 //     are the same: E's boxes are the A operand read M-major (imm-trans-a),
 //     W's box of BW rows the K-major B operand; the epilogue writes each
 //     8x8 block of the fragment transposed (stmatrix .trans) into the same
-//     64x64 boxes of out (64 rows of M by 64 columns of N).
+//     64x64 boxes of out (64 rows of M by 64 columns of N).  A cluster
+//     pairs M tiles either way, so its CTAs share E (TRANS=1: the A operand,
+//     one 64-column box per consumer warp group, split between the CTAs).
 //
 //   SPLITK > 1: a persistent grid idles in its last wave when its items are
 //     not a multiple of its clusters.  The whole waves stay whole; the
@@ -164,7 +167,6 @@ static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in step
 static_assert(TRANS == 0 || TRANS == 1, "TRANS is 0 or 1");
 static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32 && (TRANS || TRIM == 0),
               "TRIM (0..24 in steps of 8) narrows TRANS=1's M side; TRANS=0's columns are E's, in whole atoms");
-static_assert(!TRANS || CLUSTER == 1, "TRANS=1 has no cluster multicast (its partner would share W)");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
 static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
@@ -173,8 +175,8 @@ static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
 static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
               "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
-// (TRANS=1 with EPI=1 needs BW % 64 == 0 or one tile over all of M, so that
-// the last box's rows past BW are past M: the space file's rule, on the shape)
+// (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
+// a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
               "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
@@ -804,14 +806,22 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             };
 
             // ---- candidate tile: rounded, staged, stored (the tile's own columns only) ----
+            // EPI=1 stores each box by TMA but TRANS=1's last one when BW % 64 (PART_BOX):
+            // its 64 rows would write the next tile's, so it goes by 16-byte stores
+            constexpr bool PART_BOX = EPI == 1 && TRANS && BW % 64 != 0;
 #pragma unroll
             for (int box = 0; box < OUT_BOXES; ++box) {
                 unsigned char *buf = staging + (c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
+                const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
                 if constexpr (EPI == 1) {
                     // the TMA store that last read this buffer (SBUF boxes ago) is
-                    // done reading it; the SBUF - 1 after it may still be
-                    if (tid == 0)
+                    // done reading it; the SBUF - 1 after it may still be.  A box
+                    // stored without TMA commits no group, so before one every
+                    // store is waited for: the count holds again after it
+                    if (tid == 0 && by_tma)
                         cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<SBUF - 1>());
+                    else if (tid == 0)
+                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>());
                     wg_sync(1 + c);
                 }
                 if constexpr (TRANS) {
@@ -855,7 +865,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                         *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
                     }
                 }
-                if constexpr (EPI == 1) {
+                if (by_tma) {
                     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
                     wg_sync(1 + c);
                     if (tid == 0) {
