@@ -845,7 +845,8 @@ kevo_status kevo_spaces_load_dirs(const char *dir, const char *extra_dir, const 
         if (kevo_spaces_find(*out, *n, more[i]->family)) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' in '%s' is already defined", more[i]->family,
                               extra_dir);
-            kevo_spaces_free(more + i, nmore - i);
+            for (int j = i; j < nmore; j++) /* the ones not moved into *out */
+                kevo_space_free(more[j]);
             free(more);
             goto fail;
         }

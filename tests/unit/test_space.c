@@ -1580,6 +1580,33 @@ static void test_load_dir(void **state)
     assert_non_null(strstr(err.msg, "e.json"));
     assert_null(sp);
     tu_rm_tree(d2);
+
+    /* an extra folder whose families clash with the first's: refused, naming
+     * the family, whether the clash is its first family or a later one (the
+     * families before it were moved, the rest freed: ASan checks) */
+    static const char *const extra[][2] = {{"aaa_extra", "lce_ws"}, {"lce_mma", NULL}};
+    for (int t = 0; t < 2; t++) {
+        char d3[PATH_MAX];
+        snprintf(d3, sizeof d3, "%s/extra%d", tmpdir, t);
+        assert_int_equal(mkdir(d3, 0700), 0);
+        write_text(d3, "dummy.cu", "// k\n");
+        for (int f = 0; f < 2 && extra[t][f]; f++) {
+            char name[32], text[1024];
+            snprintf(name, sizeof name, "f%d.json", f);
+            snprintf(text, sizeof text,
+                     "{\"family\": \"%s\", \"op\": \"ikbo_lce\", \"source\": \"dummy.cu\", \"archs\": "
+                     "[\"sm_90a\"],\n" SP_PARAMS SP_LAUNCH "}",
+                     extra[t][f]);
+            write_text(d3, name, text);
+        }
+        kevo_err_clear(&err);
+        assert_int_equal(kevo_spaces_load_dirs(dir, d3, "ikbo_lce", &sp, &n, &err), KEVO_ERR_PARSE);
+        assert_non_null(strstr(err.msg, t == 0 ? "family 'lce_ws' in '" : "family 'lce_mma' in '"));
+        assert_non_null(strstr(err.msg, "is already defined"));
+        assert_null(sp);
+        assert_int_equal(n, 0);
+        tu_rm_tree(d3);
+    }
 }
 
 int main(void)
