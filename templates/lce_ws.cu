@@ -18,7 +18,7 @@
 //     (N-major, BK rows, boxes one swizzle atom wide: 64 columns with 128-byte
 //     swizzle, or 32 columns with 64-byte swizzle when BN is an odd multiple
 //     of 32; with CLUSTER=2 each CTA loads half of the boxes and multicasts
-//     them to both).
+//     them to both; TRANS=1 shares W's rows instead, see below).
 //   consumers (warp groups 1..CONSUMERS, 1 to 4; setmaxnreg to their share
 //     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
 //     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
@@ -42,9 +42,10 @@
 //     are the same: E's boxes are the A operand read M-major (imm-trans-a),
 //     W's box of BW rows the K-major B operand; the epilogue writes each
 //     8x8 block of the fragment transposed (stmatrix .trans) into the same
-//     64x64 boxes of out (64 rows of M by 64 columns of N).  A cluster
-//     pairs M tiles either way, so its CTAs share E (TRANS=1: the A operand,
-//     one 64-column box per consumer warp group, split between the CTAs).
+//     64x64 boxes of out (64 rows of M by 64 columns of N).  Its cluster
+//     pairs two N tiles, which share W (the larger operand: BW rows against
+//     64 columns of E per consumer): each CTA loads half of W's rows and
+//     multicasts them; E is each CTA's own.
 //
 //   SPLITK > 1: a persistent grid idles in its last wave when its items are
 //     not a multiple of its clusters.  The whole waves stay whole; the
@@ -126,7 +127,10 @@ constexpr int TILE_R = PINGPONG ? 64 : 64 * CONSUMERS;   // accumulator rows of 
 constexpr int BW = BN - TRIM;                            // accumulator columns: the wgmma's N
 constexpr int TILE_M = TRANS ? BW : TILE_R;              // rows of M in a CTA's tile
 constexpr int TILE_N = TRANS ? TILE_R : BN;              // columns of N in it
-constexpr int CL_M = TILE_M * CLUSTER;                   // rows of a cluster's tile
+// A cluster pairs the tiles that share the larger operand: TRANS=0 two M
+// tiles (E's BN columns, multicast), TRANS=1 two N tiles (W's BW rows).
+constexpr int CL_M = TRANS ? TILE_M : TILE_M * CLUSTER;  // rows of M in a cluster's tile
+constexpr int CL_N = TRANS ? TILE_N * CLUSTER : TILE_N;  // columns of N in it
 constexpr int NT = 128 * (CONSUMERS + 1);
 // E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
 // whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
@@ -137,6 +141,7 @@ constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
 // takes two boxes per stage (K at k * BK and k * BK + 64).
 constexpr int W_BOXES = BK / 64;                         // W boxes per stage
 constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
+constexpr int W_LOAD_ROWS = TRANS ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (TRANS=1: multicast)
 constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
 constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
@@ -174,7 +179,8 @@ static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
 static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
               "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
-static_assert(CLUSTER == 1 || (CLUSTER == 2 && E_BOXES % 2 == 0), "CLUSTER=2 splits the E boxes in halves");
+static_assert(CLUSTER == 1 || (CLUSTER == 2 && (TRANS ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
+              "CLUSTER=2 splits the E boxes in halves (TRANS=1: W's box by rows, whole 8-row swizzle atoms)");
 // (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
 // a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
@@ -277,7 +283,7 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
 {
     ws_geom g;
     g.tiles_m = (a.M + CL_M - 1) / CL_M;
-    g.tiles_n = (a.N + TILE_N - 1) / TILE_N;
+    g.tiles_n = (a.N + CL_N - 1) / CL_N;
     g.per = g.tiles_m * g.tiles_n;
     g.user_items = a.U * g.per;
     const int cand = a.B * g.per, clusters = (int)(gridDim.x / CLUSTER);
@@ -331,8 +337,8 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     it.tn = t % g.tiles_n;
     it.tm = t / g.tiles_n;
 #endif
-    it.m0 = (it.tm * CLUSTER + (int)rank) * TILE_M;
-    it.n0 = it.tn * TILE_N;
+    it.m0 = TRANS ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
+    it.n0 = TRANS ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
     const int kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
     // a split tile's parts: balanced ranges of its k-tiles, none empty (the
     // tail is 0 unless kt >= SPLITK)
@@ -558,14 +564,24 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     unsigned char *bs = as + W_BYTES;
 #pragma unroll
                     for (int h = 0; h < W_BOXES; ++h) {
-                        const int32_t ca[2] = {(it.k0 + k) * BK + 64 * h, it.m0};
-                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                        as + h * W_BOX_BYTES, tm_w, ca, bar);
+                        if constexpr (TRANS && CLUSTER > 1) {
+                            // both CTAs compute columns of the same (b, rows of M): each loads
+                            // its share of W's rows for both (whole 8-row swizzle atoms)
+                            const int r0 = (int)rank * W_LOAD_ROWS;
+                            const int32_t ca[2] = {(it.k0 + k) * BK + 64 * h, it.m0 + r0};
+                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                            as + h * W_BOX_BYTES + r0 * 128, tm_w, ca, bar,
+                                                            (uint16_t)((1u << CLUSTER) - 1));
+                        } else {
+                            const int32_t ca[2] = {(it.k0 + k) * BK + 64 * h, it.m0};
+                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                            as + h * W_BOX_BYTES, tm_w, ca, bar);
+                        }
                     }
 #pragma unroll
                     for (int j = 0; j < E_BOXES; ++j) {
                         const int32_t cb[3] = {it.n0 + E_COLS * j, (it.k0 + k) * BK, it.bb};
-                        if constexpr (CLUSTER == 1) {
+                        if constexpr (CLUSTER == 1 || TRANS) {
                             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
                                                             bs + j * (BK * E_ROW), tm_e, cb, bar);
                         } else if (j % CLUSTER == (int)rank) {

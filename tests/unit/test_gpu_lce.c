@@ -280,18 +280,18 @@ static const gpu_case persistent[] = {
     {"B=300,M=97,N=72,Ku=45,Kc=29,ratio=7", "BN=64,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=0,SBUF=4"},
     {"B=20,M=600,N=128,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,SBUF=4"},
     {"B=64,M=1024,N=128,Ku=63,Kc=57,U=8", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SBUF=4"},
-    /* TRANS=1 with a cluster: two M tiles of BW rows share E (the A operand,
-     * one 64-column box per consumer warp group: each CTA loads half of them
-     * and multicasts), and EPI=1 stores a last box of BW % 64 rows by 16-byte
-     * stores (a 64-row TMA box would write the partner's rows): M=433 in one
-     * cluster tile of 2 x 224 (the default shape's N and K), then with
-     * FUSE=0, SBUF=4 and an N tail; M=200 in 2 x 104 (TRIM=24), EPI=0,
-     * BK=128; four consumers (two E boxes per CTA), M=600 in three cluster
-     * tiles of 2 x 128, RASTER=1; split-K parts of cluster tiles */
+    /* TRANS=1 with a cluster: two N tiles share W (the B operand, BW rows:
+     * each CTA loads half of them and multicasts), and EPI=1 stores a last
+     * box of BW % 64 rows by 16-byte stores (a 64-row TMA box would write
+     * the next M tile's rows): M=433 in 2 x 224, N=256 in one cluster tile
+     * (the default shape's K), then FUSE=0, SBUF=4 and an N tail; M=200 in 2
+     * x 112 (TRIM=16), EPI=0, BK=128; four consumers (256 columns of N per
+     * CTA), N=520 in two cluster tiles, RASTER=1; split-K parts of cluster
+     * tiles */
     {"B=40,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0"},
     {"B=33,M=433,N=200,Ku=331,Kc=266,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=0,SBUF=4"},
-    {"B=33,M=200,N=512,Ku=301,Kc=263,U=5", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=128,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=1,TRIM=24"},
-    {"B=20,M=600,N=264,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=1,URES=0,TRANS=1,TRIM=0"},
+    {"B=33,M=200,N=512,Ku=301,Kc=263,U=5", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=128,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=1,TRIM=16"},
+    {"B=20,M=600,N=520,Ku=200,Kc=130,U=3", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=1,URES=0,TRANS=1,TRIM=0"},
     {"B=40,M=433,N=256,Ku=1178,Kc=866,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SPLITK=3"},
     /* SPLITK: the candidate tiles past the last whole wave of the launch's
      * items (r = n mod clusters, n = user and candidate tiles, all of them
