@@ -75,9 +75,11 @@ static const struct {
      "             each GPU times its own peers and each candidate's speedup is over its own\n"
      "             GPU's baseline; results are applied in proposal order, so the proposals do\n"
      "             not depend on the number of GPUs.  GPUs of different models are refused\n"
-     "             unless --mixed-devices.  Not with --shapes yet\n"
+     "             unless --mixed-devices.  With --shapes, shape i is evaluated on the\n"
+     "             list's GPU i mod its length, a candidate's shapes on the GPUs at once\n"
      "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, LLM); every rank\n"
-     "             compiles (each with its own --jobs) and, in a GPU run, verifies and times on\n"
+     "             compiles (--jobs each; default: its host's CPUs divided among the ranks\n"
+     "             there) and, in a GPU run, verifies and times on\n"
      "             its GPU (--device, else its rank among the job's ranks on its host), each\n"
      "             with its own peers; the candidates are those of one process.  A rank that\n"
      "             dies or hangs is named and its work goes back to the queue (mpirun\n"
@@ -499,7 +501,7 @@ static int cmd_tune(int argc, char **argv)
     kevo_tune_opts_init(&o);
     o.op = NULL;
     o.data_dir = cli_data_dir();
-    bool quiet = false, nobar = false, mpi = false, device_given = false;
+    bool quiet = false, nobar = false, mpi = false, device_given = false, jobs_given = false;
     int64_t v;
     int c;
     uint64_t seen = 0;
@@ -604,6 +606,7 @@ static int cmd_tune(int argc, char **argv)
             if (!cli_int(optarg, 1, 256, &v))
                 return cli_bad_usage("tune", "--jobs takes a whole number from 1 to 256, not '%s'", optarg);
             o.jobs = (int)v;
+            jobs_given = true;
             break;
         case OPT_BATCH:
             if (!cli_int(optarg, 1, KEVO_TUNE_BATCH_MAX, &v))
@@ -665,13 +668,16 @@ static int cmd_tune(int argc, char **argv)
     kevo_err_clear(&err);
     if (mpi) {
         /* every rank evaluates on --device when given, else on its own GPU: its rank on its host */
-        kevo_status st = kevo_mpi_start(o.jobs, device_given ? o.device : -1, cli_mpi_note, NULL, &o.mpi, &err);
+        /* without --jobs each rank compiles with its share of its host's CPUs */
+        kevo_status st = kevo_mpi_start(jobs_given ? o.jobs : 0, device_given ? o.device : -1, cli_mpi_note, NULL,
+                                        &o.mpi, &err);
         if (st)
             return cli_fail(st, &err);
         if (kevo_mpi_rank(o.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
             return cli_mpi_serve(o.mpi);
         if (!device_given)
             o.device = kevo_mpi_device(o.mpi);
+        o.jobs = kevo_mpi_slots(o.mpi);
     }
     kevo_status st = kevo_tune_archs(&o, runs, &nruns, &err);
     int code;

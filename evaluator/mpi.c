@@ -99,6 +99,12 @@ int kevo_mpi_device(const kevo_mpi *m)
     return 0;
 }
 
+int kevo_mpi_slots(const kevo_mpi *m)
+{
+    (void)m;
+    return 1;
+}
+
 kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, kevo_mpi_gpu **gpus, int *n,
                                 kevo_err *err)
 {
@@ -1067,6 +1073,11 @@ int kevo_mpi_device(const kevo_mpi *m)
     return m ? m->device : 0;
 }
 
+int kevo_mpi_slots(const kevo_mpi *m)
+{
+    return m ? m->slots : 1;
+}
+
 /* Rank 0's start: the heartbeat, then every rank's hello. */
 static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
 {
@@ -1535,14 +1546,21 @@ kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *c
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
-        /* this rank's place among the job's ranks on its host: its GPU by default */
+        /* this rank's place among the job's ranks on its host: its GPU by default, and
+         * (no --jobs) its share of the host's CPUs: two ranks on one host compiling with
+         * every CPU each ran twice the compiles the CPUs hold */
         MPI_Comm local; /* a collective call: every rank makes it */
         if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
-            int lr = 0;
+            int lr = 0, ln = 1;
             MPI_Comm_rank(local, &lr);
+            MPI_Comm_size(local, &ln);
             MPI_Comm_free(&local);
             if (device < 0)
                 device = lr;
+            if (slots <= 0) {
+                long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+                slots = cpus > 0 && ln > 0 ? (int)(cpus / ln) : 1;
+            }
         }
         mr_pin_libraries();
     }

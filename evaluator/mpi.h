@@ -55,7 +55,8 @@ typedef void (*kevo_mpi_note_fn)(void *ctx, const char *line);
 bool kevo_mpi_built(void);
 
 /* Start MPI and meet the other ranks.  slots: compiles this rank runs at
- * once (its --jobs, 1..256); device: the GPU ordinal this rank evaluates on
+ * once (its --jobs, 1..256; 0: its share of its host's CPUs, divided among
+ * the job's ranks on that host, at least 1); device: the GPU ordinal this rank evaluates on
  * when rank 0 asks (-1: its rank among the job's ranks on its host, so that
  * `mpirun -np G` on a host of G GPUs gives each rank its own).  Rank 0 waits up to KEVO_MPI_HELLO_WAIT seconds
  * for every other rank's hello (one that does not come is lost; one with
@@ -97,6 +98,10 @@ void kevo_mpi_compile_stop(kevo_mpi *m);
 /* This rank's GPU ordinal for evaluations (kevo_mpi_start's device, or
  * its rank on its host); 0 without MPI. */
 int kevo_mpi_device(const kevo_mpi *m);
+
+/* The compiles this rank runs at once (kevo_mpi_start's slots, resolved);
+ * 1 without MPI. */
+int kevo_mpi_slots(const kevo_mpi *m);
 
 /* One GPU of another rank, evaluating for rank 0. */
 typedef struct kevo_mpi_gpu {

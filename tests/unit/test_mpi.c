@@ -269,8 +269,14 @@ static void test_same(void **state)
     path_in(log3, sizeof log3, "same3.log");
     assert_int_equal(single_run(log1, one, extra, NULL), 0);
     char *out = mpi_run_ok(log3, three, 3, extra);
-    /* every rank took part */
-    assert_non_null(strstr(out, "MPI: 3 ranks"));
+    /* every rank took part, each compiling with its share of this host's CPUs (no --jobs) */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int share = cpus / 3 > 1 ? (int)(cpus / 3) : 1;
+    char want[64];
+    snprintf(want, sizeof want, "MPI: 3 ranks, %d compile slots (rank 0: %d on ", 3 * share, share);
+    if (!strstr(out, want))
+        fprintf(stderr, "want '%s' in:\n%s", want, out);
+    assert_non_null(strstr(out, want));
     assert_null(strstr(out, "lost"));
     free(out);
     assert_int_equal(tu_query_int(three, "SELECT count(*) FROM candidates WHERE status = 'compiled'"), 40);
