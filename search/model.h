@@ -19,6 +19,7 @@
  *                                                         too few bytes in flight
  *   t        = max(t_mma, t_dram, t_l2, t_lat)
  *              + ceil(items / slots) * item_ns + launches * launch
+ *              + KEVO_MODEL_L2_TIE * t_l2         ties: fewer L2 bytes first
  *
  * The terms see the device's rates besides the shape, params, lets and
  * limits (lets do not: they are bound without a device): peak_gflops (the
@@ -30,6 +31,12 @@
 
 #include "kevo.h"
 #include "templates/space.h"
+
+/* The weight of the L2 time added to every prediction, so that two
+ * configurations the terms above tie (the L2 term binding for neither)
+ * rank by the bytes they load into the SMs; small enough to reorder only
+ * predictions within 0.01% of each other. */
+#define KEVO_MODEL_L2_TIE 1e-4
 
 /* The device's rates the model uses. */
 typedef struct kevo_model_device {
