@@ -1920,13 +1920,25 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
         }
     }
     if (!st && timed >= 2) {
+        /* the leader by the paired comparisons, not only the medians */
+        const double *series[KEVO_GPU_RETIME_MAX];
+        double med[KEVO_GPU_RETIME_MAX];
+        uint64_t seeds[KEVO_GPU_RETIME_MAX];
+        for (int i = 0; i < m; i++) {
+            series[i] = out[i].ms;
+            med[i] = lead[i].median;
+            seeds[i] = (uint64_t)lead[i].row.id;
+        }
+        leader = kv_paired_leader(series, med, m, rounds, seeds, TN_BOOTSTRAP);
+        for (int i = 0; i < m; i++) /* each one against the leader */
+            if (!isnan(lead[i].median) && i != leader)
+                kv_paired_ratio(out[leader].ms, out[i].ms, rounds, (uint64_t)lead[i].row.id, TN_BOOTSTRAP,
+                                &lead[i].ratio, &lead[i].lo, &lead[i].hi);
         bool any_tie = false;
         for (int i = 0; i < m && !st; i++) {
             if (isnan(lead[i].median))
                 continue;
             if (i != leader) {
-                kv_paired_ratio(out[leader].ms, out[i].ms, rounds, (uint64_t)lead[i].row.id, TN_BOOTSTRAP,
-                                &lead[i].ratio, &lead[i].lo, &lead[i].hi);
                 lead[i].row.tied = !(lead[i].lo > 1.0);
                 any_tie |= lead[i].row.tied == 1;
             }

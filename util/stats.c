@@ -84,6 +84,33 @@ void kv_paired_ratio(const double *a, const double *b, int n, uint64_t seed, int
     free(q);
 }
 
+int kv_paired_leader(const double *const *ms, const double *median, int m, int rounds, const uint64_t *seeds,
+                     int resamples)
+{
+    int leader = -1;
+    for (int k = 0; k < m; k++)
+        if (!isnan(median[k]) && (leader < 0 || median[k] < median[leader]))
+            leader = k;
+    for (int change = 0; leader >= 0 && change < m; change++) {
+        int ahead = -1;
+        double best = 1.0;
+        for (int k = 0; k < m; k++) {
+            if (isnan(median[k]) || k == leader)
+                continue;
+            double ratio, lo, hi;
+            kv_paired_ratio(ms[leader], ms[k], rounds, seeds[k], resamples, &ratio, &lo, &hi);
+            if (hi < 1.0 && ratio < best) {
+                best = ratio;
+                ahead = k;
+            }
+        }
+        if (ahead < 0)
+            break;
+        leader = ahead;
+    }
+    return leader;
+}
+
 /* Average ranks (1-based) of v[0..n) into rank[]. */
 static bool st_ranks(const double *v, int n, double *rank)
 {

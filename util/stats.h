@@ -26,6 +26,16 @@ void kv_median_ci(const double *v, int n, uint64_t seed, int resamples, double *
 void kv_paired_ratio(const double *a, const double *b, int n, uint64_t seed, int resamples, double *ratio,
                      double *lo, double *hi);
 
+/* The leader of m kernels timed in alternation (ms[k][0..rounds), rounds
+ * >= 2): the lowest median (median[k]; NaN: not timed, never chosen),
+ * unless a paired comparison (kv_paired_ratio with seeds[k]) puts another
+ * clearly ahead of it (its interval of ratios below 1: the median of
+ * per-round ratios and the ratio of medians can disagree); then that one,
+ * at most m times (paired comparisons need not be transitive).  -1 when
+ * none was timed. */
+int kv_paired_leader(const double *const *ms, const double *median, int m, int rounds, const uint64_t *seeds,
+                     int resamples);
+
 /* Spearman's rank correlation of x and y over n pairs (ties get their
  * average rank; Pearson's r of the ranks).  NaN when n < 3, when either
  * side is constant, or out of memory. */

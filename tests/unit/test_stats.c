@@ -70,6 +70,35 @@ static void test_paired_ratio(void **state)
     assert_true(isnan(lo));
 }
 
+/* The leader of kernels timed in alternation: the lowest median unless a
+ * paired comparison puts another clearly ahead.  B beats A in 28 of 40
+ * rounds (16 at a ratio of 0.98, 12 at 0.967) yet has the higher median (A
+ * runs fast in the 12 rounds where B is slow): B leads.  Without such a disagreement the
+ * lowest median leads; an untimed one (NaN) never does. */
+static void test_paired_leader(void **state)
+{
+    (void)state;
+    double a[40], b[40], c[40], d[40];
+    for (int i = 0; i < 40; i++) {
+        int g = i % 10 < 7 ? (i % 2) : 2; /* 16 rounds in group 0, 12 in each of groups 1 and 2 */
+        a[i] = g == 0 ? 1.0 : g == 1 ? 3.0 : 0.5;
+        b[i] = g == 0 ? 0.98 : g == 1 ? 2.9 : 5.0;
+        c[i] = 10.0 * a[i];
+        d[i] = 0.0;
+    }
+    assert_true(kv_median(a, 40) < kv_median(b, 40));
+    const double *ms[4] = {a, b, c, d};
+    double med[4] = {kv_median(a, 40), kv_median(b, 40), kv_median(c, 40), NAN};
+    uint64_t seeds[4] = {1, 2, 3, 4};
+    assert_int_equal(kv_paired_leader(ms, med, 4, 40, seeds, 2000), 1);
+    /* A against C alone: no disagreement, the lower median */
+    const double *ac[2] = {c, a};
+    double mac[2] = {kv_median(c, 40), kv_median(a, 40)};
+    assert_int_equal(kv_paired_leader(ac, mac, 2, 40, seeds, 2000), 1);
+    double none[2] = {NAN, NAN};
+    assert_int_equal(kv_paired_leader(ac, none, 2, 40, seeds, 2000), -1);
+}
+
 static void test_spearman(void **state)
 {
     (void)state;
@@ -92,6 +121,7 @@ int main(void)
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_median_ci),
         cmocka_unit_test(test_paired_ratio),
+        cmocka_unit_test(test_paired_leader),
         cmocka_unit_test(test_spearman),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
