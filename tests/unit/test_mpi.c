@@ -228,16 +228,21 @@ static char *dump_run(const char *db)
     return dump_queries(db, q, KV_ARRAY_LEN(q), 0);
 }
 
+/* A run's status, stop reason and best; its edges in order (the graph dumps' first and last queries). */
+#define Q_RUN "SELECT status, stop_reason, (SELECT seq FROM candidates WHERE id = best_id) FROM runs WHERE id = ?1"
+#define Q_EDGES                                                                                                 \
+    "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "                    \
+    "JOIN candidates c ON c.id = e.child_id WHERE c.run_id = ?1 ORDER BY c.seq, p.seq"
+
 /* A GPU run's graph: every candidate in order with what was measured, every
  * edge, the best (not which GPU measured what, nor how long it took). */
 static char *dump_graph(const char *db, int64_t run)
 {
     static const char *const q[] = {
-        "SELECT status, stop_reason, (SELECT seq FROM candidates WHERE id = best_id) FROM runs WHERE id = ?1",
+        Q_RUN,
         "SELECT seq, family, params, binary_key, status, fail, printf('%.6f', median_ms), printf('%.4f', speedup) "
         "FROM candidates WHERE run_id = ?1 ORDER BY seq",
-        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
-        "JOIN candidates c ON c.id = e.child_id WHERE c.run_id = ?1 ORDER BY c.seq, p.seq",
+        Q_EDGES,
     };
     return dump_queries(db, q, KV_ARRAY_LEN(q), run);
 }
@@ -452,6 +457,21 @@ static void copy_db(const char *from, const char *to)
     sqlite3_close(src);
 }
 
+/* Run 2 of a test: a copy of the first run's DB (TAG_vV.db into db, 128
+ * bytes) takes kevo tune with extra and more (log TAG_vV.log into log, 128
+ * bytes), which must exit 0. */
+static void rerun_copy(const char *first, const char *tag, int v, char *const *extra, char *const *more, char *db,
+                       char *log)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s_v%d.db", tag, v);
+    path_in(db, 128, name);
+    copy_db(first, db);
+    snprintf(name, sizeof name, "%s_v%d.log", tag, v);
+    path_in(log, 128, name);
+    assert_int_equal(single_run(log, db, extra, more), 0);
+}
+
 /* KEVO_SIM_GPUS=3: GPUs whose measurements depend on the candidate alone and
  * whose answers come in a random order.  A first run on one GPU (run 1)
  * stores every binary; copies of its DB then hold run 2 of the same seed on
@@ -476,13 +496,8 @@ static void test_sim(void **state)
     char *const *variants[] = {dev0, all, two};
     const char *names[] = {"one GPU", "three GPUs", "GPUs 2,0"};
     for (int v = 0; v < 3; v++) {
-        char db[128], name[32];
-        snprintf(name, sizeof name, "sim_v%d.db", v);
-        path_in(db, sizeof db, name);
-        copy_db(first, db);
-        snprintf(name, sizeof name, "sim_v%d.log", v);
-        path_in(log, sizeof log, name);
-        assert_int_equal(single_run(log, db, extra, variants[v]), 0);
+        char db[128];
+        rerun_copy(first, "sim", v, extra, variants[v], db, log);
         expect_same_text(names[v], dump_graph(first, 1), dump_graph(db, 2));
         long long gpus = tu_query_int(db, "SELECT count(DISTINCT device) FROM candidates WHERE run_id = 2");
         assert_int_equal(gpus, v == 0 ? 1 : v == 1 ? 3 : 2);
@@ -538,13 +553,12 @@ static void test_sim(void **state)
 static char *dump_dist(const char *db, int64_t run)
 {
     static const char *const q[] = {
-        "SELECT status, stop_reason, (SELECT seq FROM candidates WHERE id = best_id) FROM runs WHERE id = ?1",
+        Q_RUN,
         "SELECT seq, family, params, binary_key, status, fail, printf('%.6f', fitness) "
         "FROM candidates WHERE run_id = ?1 ORDER BY seq",
         "SELECT c.seq, r.shape_idx, printf('%.6f', r.median_ms), printf('%.4f', r.vs_peer) FROM shape_results r "
         "JOIN candidates c ON c.id = r.candidate_id WHERE c.run_id = ?1 ORDER BY c.seq, r.shape_idx",
-        "SELECT p.seq, c.seq, e.operator FROM edges e JOIN candidates p ON p.id = e.parent_id "
-        "JOIN candidates c ON c.id = e.child_id WHERE c.run_id = ?1 ORDER BY c.seq, p.seq",
+        Q_EDGES,
     };
     return dump_queries(db, q, KV_ARRAY_LEN(q), run);
 }
@@ -577,13 +591,8 @@ static void test_simdist(void **state)
     char *const *variants[] = {all, two};
     const char *names[] = {"three GPUs", "GPUs 2,0"};
     for (int v = 0; v < 2; v++) {
-        char db[128], name[32];
-        snprintf(name, sizeof name, "dist_v%d.db", v);
-        path_in(db, sizeof db, name);
-        copy_db(first, db);
-        snprintf(name, sizeof name, "dist_v%d.log", v);
-        path_in(log, sizeof log, name);
-        assert_int_equal(single_run(log, db, extra, variants[v]), 0);
+        char db[128];
+        rerun_copy(first, "dist", v, extra, variants[v], db, log);
         expect_same_text(names[v], dump_dist(first, 1), dump_dist(db, 2));
         /* 4 shapes: on three GPUs the first takes shapes 0 and 3; on two, GPU 2 takes 0 and 2 */
         char q[160];
