@@ -185,7 +185,8 @@ static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_e
     ok = ok && rp_add_num(o, "roofline", c.roofline);
     ok = ok && rp_add_num(o, "tflops", c.tflops);
     ok = ok && rp_add_num(o, "rel_err", c.rel_err);
-    ok = ok && (c.tied < 0 ? cJSON_AddNullToObject(o, "tied") != NULL : cJSON_AddBoolToObject(o, "tied", c.tied) != NULL);
+    ok = ok && (c.tied < 0 ? cJSON_AddNullToObject(o, "tied") != NULL
+                           : cJSON_AddBoolToObject(o, "tied", c.tied) != NULL);
     cJSON_Delete(params);
     kevo_cand_row_release(&c);
     if (!ok) {
@@ -424,7 +425,8 @@ static bool rp_arch_kernel_json(cJSON *a, const kevo_cand_row *c, int64_t run_id
         cJSON_Delete(params);
         return false;
     }
-    return cJSON_AddNumberToObject(o, "run", (double)run_id) && cJSON_AddNumberToObject(o, "candidate_id", (double)c->id) &&
+    return cJSON_AddNumberToObject(o, "run", (double)run_id) &&
+           cJSON_AddNumberToObject(o, "candidate_id", (double)c->id) &&
            cJSON_AddStringToObject(o, "family", c->family) && cJSON_AddStringToObject(o, "status", c->status) &&
            cJSON_AddBoolToObject(o, "best", best) && rp_add_int_opt(o, "regs", c->regs) &&
            rp_add_int_opt(o, "spill_bytes", c->spill_bytes) && rp_add_int_opt(o, "smem_static", c->smem_static) &&
