@@ -974,35 +974,19 @@ static kevo_status tn_shape_request(const tn_env *e, const tn_work *w, int i, ui
                  : KEVO_OK;
 }
 
-/* Verify and time a compiled candidate at shape i of the run on that
- * shape's worker. */
-static kevo_status tn_eval_at(tn_env *e, const tn_work *w, int i, uint64_t seed, unsigned maps,
-                              kevo_gpu_result *res, kevo_err *err)
-{
-    kevo_gpu_request rq;
-    kevo_status st = tn_shape_request(e, w, i, seed, maps, &rq, err);
-    return st ? st : kevo_gpu_eval(tn_shape_gpu(e, i), &rq, res, err);
-}
-
-/* Verify and time a compiled candidate at the shapes of a distribution run
- * in order, up to and including the first that fails: res[i] for i <
- * *upto.  Shape i runs on GPU i mod ndev (tn_start_shape_gpus): a GPU's
- * shapes go in turn, the GPUs at once, and once a shape fails no later one
- * is started, so any number of GPUs gives the results one GPU gives.
- * Errors: tn_shape_request's, kevo_gpu_submit's and kevo_gpu_wait's. */
+/* Verify and time a compiled candidate at the run's shapes (one, or a
+ * distribution's) in order, up to and including the first that fails:
+ * res[i] for i < *upto.  A distribution's shape i runs on GPU i mod ndev
+ * (tn_start_shape_gpus): a GPU's shapes go in turn, the GPUs at once, and
+ * once a shape fails no later one is started, so any number of GPUs gives
+ * the results one GPU gives.  Errors: tn_shape_request's, kevo_gpu_submit's
+ * and kevo_gpu_wait's. */
 static kevo_status tn_eval_shapes(tn_env *e, const tn_work *w, uint64_t seed, unsigned maps, kevo_gpu_result *res,
                                   int *upto, kevo_err *err)
 {
-    const int n = e->dist->n, nd = e->ndev;
+    const int n = e->dist ? e->dist->n : 1, nd = e->dist ? e->ndev : 1;
     int stop = n; /* shapes from here on are not evaluated: one before failed */
     kevo_status st = KEVO_OK;
-    if (nd == 1) {
-        for (int i = 0; i < stop && !st; i++)
-            if (!(st = tn_eval_at(e, w, i, seed, maps, &res[i], err)) && res[i].fail != KEVO_FAIL_NONE)
-                stop = i + 1;
-        *upto = stop;
-        return st;
-    }
     kevo_gpu *g[KEVO_GPU_MAX_DEVICES]; /* the worker GPU k evaluates on, NULL when idle */
     int next[KEVO_GPU_MAX_DEVICES], on[KEVO_GPU_MAX_DEVICES], inflight = 0;
     for (int k = 0; k < nd; k++) {
@@ -1096,9 +1080,7 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
         if (!pre && !all)
             return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         double t0 = kv_now();
-        kevo_status st = pre || !e->dist ? KEVO_OK : tn_eval_shapes(e, w, seed, maps, all, &upto, err);
-        if (!pre && !e->dist)
-            st = tn_eval_at(e, w, 0, seed, maps, &all[0], err);
+        kevo_status st = pre ? KEVO_OK : tn_eval_shapes(e, w, seed, maps, all, &upto, err);
         row->eval_s = pre ? eval_s : kv_now() - t0;
         for (int i = 0; i < upto && !st; i++) {
             const kevo_gpu_result *res = pre ? pre : &all[i];
