@@ -1550,17 +1550,17 @@ kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *c
          * (no --jobs) its share of the host's CPUs: two ranks on one host compiling with
          * every CPU each ran twice the compiles the CPUs hold */
         MPI_Comm local; /* a collective call: every rank makes it */
+        int lr = 0, ln = 1;
         if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
-            int lr = 0, ln = 1;
             MPI_Comm_rank(local, &lr);
             MPI_Comm_size(local, &ln);
             MPI_Comm_free(&local);
-            if (device < 0)
-                device = lr;
-            if (slots <= 0) {
-                long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-                slots = cpus > 0 && ln > 0 ? (int)(cpus / ln) : 1;
-            }
+        }
+        if (device < 0)
+            device = lr;
+        if (slots <= 0) { /* without the host's ranks (no split): all its CPUs */
+            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+            slots = cpus > 0 && ln > 0 ? (int)(cpus / ln) : 1;
         }
         mr_pin_libraries();
     }
