@@ -5,11 +5,32 @@
  * pipe, so large outputs never block, kills a child past its time limit, and
  * turns a child that dies (NVRTC 13.0's ptxas segfaults on some valid PTX)
  * into a COMPILE_CRASH result for that job alone.
+ *
+ * Precompiled headers (NVRTC 12.8+, the NVRTC guide's "Precompiled
+ * Headers").  A source's prelude is its leading run of `#include <...>`
+ * lines (a family's "prelude" in its space file).  <cuda/ptx> and
+ * <cuda/atomic> alone take ~0.8 s of a 1.2 s lce_ws compile, all of it in
+ * the front end.  The first job of each (prelude, options) pair starts one
+ * extra child that compiles the prelude alone with --create-pch; the jobs
+ * after it compile with --use-pch, and their children strip NVRTC's "using
+ * precompiled header" line from the log.  A PCH file is usable only by a
+ * process whose PCH heap sits where the writer's did (NVRTC warning 20282),
+ * and NVRTC maps that heap at the first compile that names a PCH: the pool
+ * has it mapped in the parent, by a compile of an empty program naming a PCH
+ * that cannot exist (it fails at once, before any code generation), so every
+ * child forked after inherits the one heap.  The parent opens the new file
+ * and unlinks it: children reach it as /proc/self/fd/N, and nothing is left
+ * in the temporary directory when kevo is killed.  A child whose compile did
+ * not use its PCH (any PCH warning) says so; the pool stops handing out that
+ * PCH, and a compile that failed without it is redone without the option.
+ * KEVO_PCH=0 turns all of it off.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "evaluator/compile.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <nvrtc.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/util.h"
@@ -44,6 +66,21 @@ void kevo_nvrtc_version(char *out, size_t n)
         snprintf(out, n, "unknown");
     else
         snprintf(out, n, "%d.%d", major, minor);
+}
+
+size_t kevo_compile_prelude_len(const char *source)
+{
+    const char *p = source;
+    while (strncmp(p, "#include <", 10) == 0) {
+        const char *q = p + 10;
+        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_' ||
+               *q == '.' || *q == '/' || *q == '-')
+            q++;
+        if (q == p + 10 || q[0] != '>' || q[1] != '\n')
+            break;
+        p = q + 2;
+    }
+    return (size_t)(p - source);
 }
 
 static kevo_status cp_add_opt(kevo_compile_job *job, kevo_err *err, const char *fmt, const char *arg)
@@ -168,6 +205,7 @@ void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log)
 typedef struct cp_header {
     int fail;
     int nvrtc_status;
+    int pch; /* 1: the PCH was used (or written); -1: one was named and was not; 0: none named */
     uint64_t log_len;
     uint64_t cubin_len;
     double seconds;
@@ -187,36 +225,90 @@ static void cp_write_all(int fd, const void *p, size_t n)
     }
 }
 
-/* The child: compile, send, exit.  Never returns. */
-static void cp_child(const kevo_compile_job *job, int fd)
+/* Remove NVRTC's `"name": <verb> precompiled header file "..."` line from
+ * log (*len bytes, the NUL included).  1 when the line was there and nothing
+ * else in the log mentions a precompiled header (a warning that it could not
+ * be used), else -1. */
+static int cp_strip_pch_line(char *log, size_t *len, const char *verb)
+{
+    if (!log || !*len)
+        return -1;
+    char pat[64];
+    snprintf(pat, sizeof pat, ": %s precompiled header file \"", verb);
+    char *hit = strstr(log, pat);
+    if (!hit)
+        return -1;
+    char *start = hit;
+    while (start > log && start[-1] != '\n')
+        start--;
+    char *end = strchr(hit, '\n');
+    end = end ? end + 1 : hit + strlen(hit);
+    memmove(start, end, strlen(end) + 1);
+    *len = strlen(log) + 1;
+    return strstr(log, "precompiled header") ? -1 : 1;
+}
+
+/* One NVRTC compile of job->source with opts; the log and cubin are malloc'd
+ * (lengths 0 when absent).  *pch_created: nvrtcGetPCHCreateStatus. */
+static nvrtcResult cp_nvrtc(const kevo_compile_job *job, const char *const *opts, int nopts, char **log,
+                            size_t *log_len, char **cubin, size_t *cubin_len, nvrtcResult *pch_created)
+{
+    *log = *cubin = NULL;
+    *log_len = *cubin_len = 0;
+    *pch_created = NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED;
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, job->source, job->name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS)
+        return r;
+    r = nvrtcCompileProgram(prog, nopts, opts);
+    *pch_created = nvrtcGetPCHCreateStatus(prog);
+    if (nvrtcGetProgramLogSize(prog, log_len) == NVRTC_SUCCESS && *log_len > 0) {
+        *log = malloc(*log_len);
+        if (!*log || nvrtcGetProgramLog(prog, *log) != NVRTC_SUCCESS)
+            *log_len = 0;
+    }
+    /* fault injection for the tests: a source that says, through the
+     * preprocessor (#pragma message), that its compiler should die */
+    const char *inject = getenv("KEVO_FAULT_INJECT");
+    if (inject && strcmp(inject, "1") == 0 && *log_len && strstr(*log, "kevo-fault-inject: compile-crash"))
+        raise(SIGSEGV);
+    if (r == NVRTC_SUCCESS && nvrtcGetCUBINSize(prog, cubin_len) == NVRTC_SUCCESS && *cubin_len > 0) {
+        *cubin = malloc(*cubin_len);
+        if (!*cubin || nvrtcGetCUBIN(prog, *cubin) != NVRTC_SUCCESS)
+            *cubin_len = 0;
+    }
+    nvrtcDestroyProgram(&prog);
+    return r;
+}
+
+/* The child: compile, send, exit.  Never returns.  pch_opt: NULL, or
+ * --use-pch=... / --create-pch=... (create). */
+static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, bool create)
 {
     double t0 = kv_now();
     cp_header h = {0};
-    char *log = NULL, *cubin = NULL;
-    size_t log_len = 0, cubin_len = 0;
-    const char *opts[KEVO_COMPILE_MAX_OPTS];
+    char *log, *cubin;
+    size_t log_len, cubin_len;
+    const char *opts[KEVO_COMPILE_MAX_OPTS + 2];
+    int nopts = 0;
     for (int i = 0; i < job->nopts; i++)
-        opts[i] = job->opts[i];
-    nvrtcProgram prog;
-    nvrtcResult r = nvrtcCreateProgram(&prog, job->source, job->name, 0, NULL, NULL);
-    if (r == NVRTC_SUCCESS) {
-        r = nvrtcCompileProgram(prog, job->nopts, opts);
-        if (nvrtcGetProgramLogSize(prog, &log_len) == NVRTC_SUCCESS && log_len > 0) {
-            log = malloc(log_len);
-            if (!log || nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
-                log_len = 0;
+        opts[nopts++] = job->opts[i];
+    int plain = nopts;
+    if (pch_opt) {
+        opts[nopts++] = pch_opt;
+        opts[nopts++] = "--pch-messages=true";
+    }
+    nvrtcResult created;
+    nvrtcResult r = cp_nvrtc(job, opts, nopts, &log, &log_len, &cubin, &cubin_len, &created);
+    if (pch_opt) {
+        h.pch = cp_strip_pch_line(log, &log_len, create ? "creating" : "using");
+        if (create && (r != NVRTC_SUCCESS || created != NVRTC_SUCCESS))
+            h.pch = -1;
+        if (!create && h.pch != 1 && r != NVRTC_SUCCESS) { /* not for want of the PCH: again without it */
+            free(log);
+            free(cubin);
+            r = cp_nvrtc(job, opts, plain, &log, &log_len, &cubin, &cubin_len, &created);
         }
-        /* fault injection for the tests: a source that says, through the
-         * preprocessor (#pragma message), that its compiler should die */
-        const char *inject = getenv("KEVO_FAULT_INJECT");
-        if (inject && strcmp(inject, "1") == 0 && log_len && strstr(log, "kevo-fault-inject: compile-crash"))
-            raise(SIGSEGV);
-        if (r == NVRTC_SUCCESS && nvrtcGetCUBINSize(prog, &cubin_len) == NVRTC_SUCCESS && cubin_len > 0) {
-            cubin = malloc(cubin_len);
-            if (!cubin || nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS)
-                cubin_len = 0;
-        }
-        nvrtcDestroyProgram(&prog);
     }
     h.nvrtc_status = (int)r;
     h.fail = (r == NVRTC_SUCCESS && cubin_len > 0) ? KEVO_FAIL_NONE : KEVO_FAIL_COMPILE_ERROR;
@@ -245,15 +337,39 @@ typedef struct cp_slot {
     double deadline;
     kv_buf in;
     bool timed_out;
+    int pch; /* the PCH (index into the pool's) the child uses or writes; -1: none */
 } cp_slot;
+
+/* One PCH: a prelude compiled with one set of options. */
+typedef struct cp_pch {
+    char key[65]; /* sha256 of the prelude and every option */
+    enum { CP_PCH_CREATING, CP_PCH_READY, CP_PCH_FAILED } state;
+    int fd;         /* READY: the unlinked file */
+    char dir[256];  /* CREATING: the temporary directory it is written in */
+    char path[280]; /* CREATING: the file */
+} cp_pch;
+
+#define CP_MAX_PCH 8
+
+/* The process's PCHs and their writer (one at a time), kept across pools
+ * (tune makes a pool per batch in some modes): any pool's wait reads the
+ * writer, and freeing a pool leaves it running. */
+static struct {
+    bool heap;   /* NVRTC's PCH heap is mapped in this process */
+    pid_t owner; /* the process that wrote them (children inherit this state) */
+    int n;
+    cp_pch set[CP_MAX_PCH];
+    cp_slot writer; /* pid -1: none runs */
+} cp_g = {.writer = {.pid = -1}};
 
 struct kevo_compile_pool {
     int parallel;
     int active;            /* children running */
     cp_slot *slots;        /* [parallel] */
-    struct pollfd *pfd;    /* [parallel] */
+    struct pollfd *pfd;    /* [parallel + 1]: the last one for the PCH writer */
     kevo_compile_job **done; /* finished, not yet handed back, in finishing order ([parallel]) */
     int ndone, done_head;
+    bool pch_on;
 };
 
 static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
@@ -279,6 +395,7 @@ static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
         job->log = kv_strdup(msg);
     } else {
         job->fail = (kevo_fail)h.fail;
+        job->pch = h.pch == 1;
         const char *p = s->in.data + sizeof h;
         if (h.log_len) {
             job->log = malloc(h.log_len + 1);
@@ -302,6 +419,106 @@ static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
     kv_buf_release(&s->in);
 }
 
+static void cp_pch_drop_files(cp_pch *c)
+{
+    if (c->path[0])
+        unlink(c->path);
+    if (c->dir[0])
+        rmdir(c->dir);
+    c->path[0] = c->dir[0] = '\0';
+}
+
+/* Say on stderr why a PCH is not used (rare: compiles just get slower), with
+ * the first line of the log that names a precompiled header, as a terminal-
+ * safe excerpt. */
+static void cp_pch_say(const char *what, const char *log)
+{
+    const char *line = log ? strstr(log, "precompiled header") : NULL;
+    while (line && line > log && line[-1] != '\n')
+        line--;
+    char ex[161] = "";
+    for (int i = 0; line && line[i] && line[i] != '\n' && i < 160; i++)
+        ex[i] = line[i] >= 32 && line[i] < 127 ? line[i] : '?';
+    fprintf(stderr, "kevo: %s%s%s\n", what, ex[0] ? ": " : "", ex);
+}
+
+/* The writer ended (or is given up): keep its file open and unlinked, or
+ * give the PCH up. */
+static void cp_pch_written(kevo_compile_job *w, int pch)
+{
+    cp_pch *c = &cp_g.set[pch];
+    c->state = CP_PCH_FAILED;
+    if (w->fail == KEVO_FAIL_NONE && w->pch) {
+        c->fd = open(c->path, O_RDONLY);
+        if (c->fd >= 0)
+            c->state = CP_PCH_READY;
+    }
+    if (c->state != CP_PCH_READY && w->fail != KEVO_FAIL_COMPILE_CRASH) /* a crash: the pool was freed */
+        cp_pch_say("no precompiled header for a prelude; its compiles go without", w->log);
+    cp_pch_drop_files(c);
+    kevo_compile_job_release(w);
+    free((char *)w->source);
+    free(w);
+}
+
+/* At exit: end a writer still running and remove its files. */
+static void cp_pch_atexit(void)
+{
+    cp_slot *s = &cp_g.writer;
+    if (getpid() != cp_g.owner || s->pid == -1)
+        return;
+    kill(s->pid, SIGKILL);
+    close(s->fd);
+    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    kv_buf_release(&s->in);
+    s->job->fail = KEVO_FAIL_COMPILE_CRASH;
+    cp_pch_written(s->job, s->pch);
+    s->pid = -1;
+}
+
+/* Remove what writers of killed kevo processes left: kevo-pch-* directories
+ * of this user in tmp untouched for an hour (a writer takes seconds). */
+static void cp_pch_sweep(const char *tmp)
+{
+    DIR *d = opendir(tmp);
+    if (!d)
+        return;
+    time_t now = time(NULL);
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strncmp(de->d_name, "kevo-pch-", 9) != 0)
+            continue;
+        char dir[512], file[560];
+        snprintf(dir, sizeof dir, "%s/%s", tmp, de->d_name);
+        struct stat st;
+        if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || now - st.st_mtime < 3600)
+            continue;
+        snprintf(file, sizeof file, "%s/prelude.pch", dir);
+        unlink(file);
+        rmdir(dir);
+    }
+    closedir(d);
+}
+
+/* Map NVRTC's PCH heap in this process, once, so that every child forked
+ * after inherits it at one address (see the top of this file). */
+static void cp_pch_heap(void)
+{
+    if (cp_g.heap && cp_g.owner == getpid())
+        return;
+    cp_g.heap = true;
+    cp_g.owner = getpid();
+    cp_g.n = 0; /* a child's copy of its parent's PCHs is not its own to manage */
+    cp_g.writer.pid = -1;
+    atexit(cp_pch_atexit);
+    nvrtcProgram prog;
+    if (nvrtcCreateProgram(&prog, "", "kevo-pch-heap.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
+        return;
+    const char *opts[] = {"--use-pch=/proc/self/kevo-none.pch"}; /* procfs: no such file can exist */
+    (void)nvrtcCompileProgram(prog, 1, opts);
+    nvrtcDestroyProgram(&prog);
+}
+
 kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_err *err)
 {
     *out = NULL;
@@ -313,7 +530,7 @@ kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_er
     if (p) {
         p->parallel = parallel;
         p->slots = calloc((size_t)parallel, sizeof *p->slots);
-        p->pfd = calloc((size_t)parallel, sizeof *p->pfd);
+        p->pfd = calloc((size_t)parallel + 1, sizeof *p->pfd);
         p->done = calloc((size_t)parallel, sizeof *p->done);
     }
     if (!p || !p->slots || !p->pfd || !p->done) {
@@ -322,6 +539,10 @@ kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_er
     }
     for (int i = 0; i < parallel; i++)
         p->slots[i].pid = -1;
+    const char *env = getenv("KEVO_PCH");
+    p->pch_on = !(env && strcmp(env, "0") == 0);
+    if (p->pch_on)
+        cp_pch_heap();
     *out = p;
     return KEVO_OK;
 }
@@ -336,18 +557,21 @@ int kevo_compile_pool_busy(const kevo_compile_pool *p)
     return p->active + p->ndone;
 }
 
-kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job, double timeout_s, kevo_err *err)
+int kevo_compile_pch_ready(int *writing)
 {
-    if (job->cached)
-        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a cached compile job was started");
-    if (kevo_compile_pool_idle(p) < 1)
-        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
-    cp_slot *s = NULL;
-    for (int i = 0; i < p->parallel && !s; i++)
-        if (p->slots[i].pid == -1)
-            s = &p->slots[i];
-    if (!s)
-        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
+    int ready = 0;
+    bool mine = cp_g.owner == getpid();
+    for (int i = 0; mine && i < cp_g.n; i++)
+        ready += cp_g.set[i].state == CP_PCH_READY;
+    if (writing)
+        *writing = mine && cp_g.writer.pid != -1;
+    return ready;
+}
+
+/* Fork a child for job into slot s. */
+static kevo_status cp_fork(cp_slot *s, kevo_compile_job *job, double timeout_s, const char *pch_opt, bool create,
+                           int pch, kevo_err *err)
+{
     int fds[2];
     if (pipe(fds) != 0)
         return kevo_err_set(err, KEVO_ERR_IO, "unable to create a pipe: %s", strerror(errno));
@@ -362,18 +586,114 @@ kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job,
     if (pid == 0) {
         kv_child_init(parent);
         close(fds[0]);
-        cp_child(job, fds[1]);
+        cp_child(job, fds[1], pch_opt, create);
     }
     close(fds[1]);
-    *s = (cp_slot){.job = job, .pid = pid, .fd = fds[0], .deadline = kv_now() + timeout_s};
+    *s = (cp_slot){.job = job, .pid = pid, .fd = fds[0], .deadline = kv_now() + timeout_s, .pch = pch};
     kv_buf_init(&s->in);
-    p->active++;
     return KEVO_OK;
 }
 
-/* Read what a child sent, or kill it past its deadline; when it is over,
- * reap it and queue its job as done. */
-static void cp_service(kevo_compile_pool *p, cp_slot *s, short revents, double now)
+/* Start the writer of a PCH for job's prelude (plen bytes) and options. */
+static void cp_pch_write(const kevo_compile_job *job, size_t plen, const char *key)
+{
+    cp_pch *c = &cp_g.set[cp_g.n++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->key, sizeof c->key, "%s", key);
+    c->state = CP_PCH_FAILED;
+    c->fd = -1;
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp || strlen(tmp) > 200)
+        tmp = "/tmp";
+    cp_pch_sweep(tmp);
+    snprintf(c->dir, sizeof c->dir, "%s/kevo-pch-XXXXXX", tmp);
+    kevo_compile_job *w = calloc(1, sizeof *w);
+    char *src = w ? malloc(plen + 1) : NULL;
+    if (!src || !mkdtemp(c->dir)) {
+        c->dir[0] = '\0';
+        free(w);
+        free(src);
+        return;
+    }
+    memcpy(src, job->source, plen);
+    src[plen] = '\0';
+    *w = *job; /* the options and arch */
+    w->name = "kevo-prelude.cu";
+    w->source = src;
+    w->log = NULL;
+    w->cubin = NULL;
+    char path[sizeof c->path];
+    snprintf(path, sizeof path, "%s/prelude.pch", c->dir);
+    memcpy(c->path, path, sizeof path);
+    char opt[300];
+    snprintf(opt, sizeof opt, "--create-pch=%s", c->path);
+    kevo_err e;
+    /* a generous limit: it runs once, beside the jobs */
+    if (cp_fork(&cp_g.writer, w, 600, opt, true, cp_g.n - 1, &e)) {
+        cp_g.writer.pid = -1;
+        cp_pch_drop_files(c);
+        free(src);
+        free(w);
+        return;
+    }
+    c->state = CP_PCH_CREATING;
+}
+
+/* The PCH option for job: "--use-pch=/proc/self/fd/N" when its prelude's is
+ * ready (*pch its index), else "" (and the PCH's writer is started when none
+ * runs). */
+static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, char *opt, size_t n, int *pch)
+{
+    opt[0] = '\0';
+    *pch = -1;
+    size_t plen = p->pch_on ? kevo_compile_prelude_len(job->source) : 0;
+    if (plen == 0)
+        return;
+    const void *bufs[KEVO_COMPILE_MAX_OPTS + 1];
+    size_t lens[KEVO_COMPILE_MAX_OPTS + 1];
+    bufs[0] = job->source;
+    lens[0] = plen;
+    for (int i = 0; i < job->nopts; i++) {
+        bufs[i + 1] = job->opts[i];
+        lens[i + 1] = strlen(job->opts[i]) + 1;
+    }
+    char key[65];
+    kv_sha256_hex(bufs, lens, job->nopts + 1, key);
+    for (int i = 0; i < cp_g.n; i++)
+        if (strcmp(cp_g.set[i].key, key) == 0) {
+            if (cp_g.set[i].state == CP_PCH_READY) {
+                snprintf(opt, n, "--use-pch=/proc/self/fd/%d", cp_g.set[i].fd);
+                *pch = i;
+            }
+            return;
+        }
+    if (cp_g.n < CP_MAX_PCH && cp_g.writer.pid == -1)
+        cp_pch_write(job, plen, key);
+}
+
+kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job, double timeout_s, kevo_err *err)
+{
+    if (job->cached)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a cached compile job was started");
+    if (kevo_compile_pool_idle(p) < 1)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
+    cp_slot *s = NULL;
+    for (int i = 0; i < p->parallel && !s; i++)
+        if (p->slots[i].pid == -1)
+            s = &p->slots[i];
+    if (!s)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
+    char opt[64];
+    int pch;
+    cp_pch_for(p, job, opt, sizeof opt, &pch);
+    kevo_status st = cp_fork(s, job, timeout_s, pch >= 0 ? opt : NULL, false, pch, err);
+    p->active += !st;
+    return st;
+}
+
+/* Read what a child sent, or kill it past its deadline; true when it is
+ * over (reaped, its job finished). */
+static bool cp_service(cp_slot *s, short revents, double now)
 {
     bool over = false;
     if (revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -392,47 +712,62 @@ static void cp_service(kevo_compile_pool *p, cp_slot *s, short revents, double n
         over = true;
     }
     if (!over)
-        return;
+        return false;
     int ws = 0;
     close(s->fd);
     while (waitpid(s->pid, &ws, 0) < 0 && errno == EINTR)
         ;
     cp_finish(s->job, s, ws);
-    p->done[(p->done_head + p->ndone) % p->parallel] = s->job;
-    p->ndone++;
-    s->job = NULL;
     s->pid = -1;
-    p->active--;
+    return true;
 }
 
 kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err)
 {
     *done = NULL;
-    if (p->ndone == 0 && p->active > 0) {
+    cp_slot *w = cp_g.owner == getpid() && cp_g.writer.pid != -1 ? &cp_g.writer : NULL;
+    if (p->ndone == 0 && (p->active > 0 || w)) {
         double now = kv_now();
         int wait_ms = wait_s <= 0 ? 0 : (int)(wait_s * 1000);
-        for (int i = 0; i < p->parallel; i++) {
-            cp_slot *s = &p->slots[i];
-            p->pfd[i].fd = s->pid != -1 ? s->fd : -1;
+        for (int i = 0; i <= p->parallel; i++) {
+            cp_slot *s = i < p->parallel ? &p->slots[i] : w;
+            bool on = s && s->pid != -1;
+            p->pfd[i].fd = on ? s->fd : -1;
             p->pfd[i].events = POLLIN;
             p->pfd[i].revents = 0;
-            if (s->pid != -1) {
+            if (on) {
                 double left = s->deadline - now;
                 int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
                 if (ms < wait_ms)
                     wait_ms = ms;
             }
         }
-        int pr = poll(p->pfd, (nfds_t)p->parallel, wait_ms);
+        int pr = poll(p->pfd, (nfds_t)p->parallel + 1, wait_ms);
         if (pr < 0 && errno != EINTR)
             return kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
         if (kv_interrupted()) /* SIGINT/SIGTERM: the caller frees the pool, which kills the children */
             return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
                                 kv_signal_caught());
         now = kv_now();
-        for (int i = 0; i < p->parallel; i++)
-            if (p->slots[i].pid != -1)
-                cp_service(p, &p->slots[i], pr > 0 ? p->pfd[i].revents : 0, now);
+        for (int i = 0; i < p->parallel; i++) {
+            cp_slot *s = &p->slots[i];
+            if (s->pid == -1 || !cp_service(s, pr > 0 ? p->pfd[i].revents : 0, now))
+                continue;
+            kevo_compile_job *job = s->job;
+            if (s->pch >= 0 && !job->pch && job->fail != KEVO_FAIL_COMPILE_TIMEOUT &&
+                job->fail != KEVO_FAIL_COMPILE_CRASH && cp_g.set[s->pch].state == CP_PCH_READY) {
+                cp_g.set[s->pch].state = CP_PCH_FAILED; /* named and not used: no more of it */
+                cp_pch_say("a compile did not use its precompiled header; the next ones go without", job->log);
+            }
+            p->done[(p->done_head + p->ndone) % p->parallel] = job;
+            p->ndone++;
+            s->job = NULL;
+            p->active--;
+        }
+        if (w && cp_service(w, pr > 0 ? p->pfd[p->parallel].revents : 0, now)) {
+            cp_pch_written(w->job, w->pch);
+            w->job = NULL;
+        }
     }
     if (p->ndone > 0) {
         *done = p->done[p->done_head];

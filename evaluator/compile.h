@@ -1,6 +1,7 @@
 /* compile.h — NVRTC compilation of candidate sources to cubins, each in a
  * child process so that a crashing or hanging compiler costs one candidate,
- * never the run.  The parent process never calls into NVRTC's compiler. */
+ * never the run.  The parent process compiles nothing itself (one empty
+ * program, which fails at once, maps NVRTC's PCH heap: evaluator/compile.c). */
 #ifndef KEVO_COMPILE_H
 #define KEVO_COMPILE_H
 
@@ -33,6 +34,7 @@ typedef struct kevo_compile_job {
     int smem_static;   /* most static shared memory of any entry, bytes */
     int stack_bytes;   /* largest stack frame */
     bool cached;       /* filled from the DB cache, not compiled */
+    bool pch;          /* compiled against a precompiled header of its prelude */
 } kevo_compile_job;
 
 /* Fill job->opts with kevo's standard options for arch and the include
@@ -78,6 +80,17 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
 /* Kill and reap the children still running (their jobs stay unfinished)
  * and free the pool; p may be NULL. */
 void kevo_compile_pool_free(kevo_compile_pool *p);
+
+/* Bytes of source's prelude: its leading lines of the form
+ * "#include <name>\n" (name of letters, digits and _ . / -).  A pool
+ * compiles a prelude once per set of options into an NVRTC precompiled
+ * header and every later job that begins with it uses that (0: none). */
+size_t kevo_compile_prelude_len(const char *source);
+
+/* Precompiled headers this process holds ready; *writing (may be NULL):
+ * whether the child that writes one runs.  The PCHs and their writer outlive
+ * a pool (the writer takes no job slot; any pool's wait reads it). */
+int kevo_compile_pch_ready(int *writing);
 
 /* Parse a ptxas -v report into the job's regs/spill/smem/stack fields. */
 void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log);

@@ -693,6 +693,114 @@ static void test_cached_first(void **state)
         kevo_compile_job_release(&jobs[i]);
 }
 
+/* ---- precompiled headers ---- */
+
+static void test_prelude_len(void **state)
+{
+    (void)state;
+    assert_int_equal(kevo_compile_prelude_len(""), 0);
+    assert_int_equal(kevo_compile_prelude_len("// x\n#include <cuda/ptx>\n"), 0);
+    assert_int_equal(kevo_compile_prelude_len("#include <cuda/ptx>\n"), 20);
+    assert_int_equal(kevo_compile_prelude_len("#include <cuda/ptx>\n#include <cuda_fp16.h>\n#define X 1\n"), 43);
+    assert_int_equal(kevo_compile_prelude_len("#include <a.h>\n#include \"b.h\"\n"), 15);
+    assert_int_equal(kevo_compile_prelude_len("#include <a.h> // c\n"), 0);
+    assert_int_equal(kevo_compile_prelude_len("#include <a.h>"), 0); /* no line end */
+    assert_int_equal(kevo_compile_prelude_len("#include <>\n"), 0);
+    assert_int_equal(kevo_compile_prelude_len("#include <a b>\n"), 0);
+}
+
+#define PCH_PRELUDE "#include <cuda_fp16.h>\n#include <cuda/ptx>\n"
+#define PCH_KERNEL                                                                                                    \
+    "extern \"C\" __global__ void k(unsigned *p, __half *h)\n"                                                       \
+    "{\n"                                                                                                             \
+    "    p[threadIdx.x] = cuda::ptx::get_sreg_laneid();\n"                                                           \
+    "    h[threadIdx.x] = __float2half(1.0f);\n"                                                                     \
+    "}\n"
+
+/* Start job in p and wait for it. */
+static void pch_compile(kevo_compile_pool *p, kevo_compile_job *job)
+{
+    kevo_err err;
+    assert_int_equal(kevo_compile_pool_start(p, job, 300, &err), KEVO_OK);
+    kevo_compile_job *done = NULL;
+    while (!done)
+        assert_int_equal(kevo_compile_pool_wait(p, 1.0, &done, &err), KEVO_OK);
+    assert_ptr_equal(done, job);
+}
+
+/* The first job of a prelude starts the PCH's writer and compiles without
+ * it; once it is written the next jobs of that prelude and options use it
+ * (the same ptxas figures, no PCH line left in the log, a compile error still
+ * reported as such), a job of another prelude or other options does not, and
+ * KEVO_PCH=0 turns it off.  The PCH outlives the pool that wrote it. */
+static void test_pch(void **state)
+{
+    (void)state;
+    kevo_err err;
+    int writing = 0;
+    int ready0 = kevo_compile_pch_ready(&writing);
+    assert_int_equal(writing, 0);
+    kevo_compile_pool *p;
+    assert_int_equal(kevo_compile_pool_new(2, &p, &err), KEVO_OK);
+    kevo_compile_job a, b, c, d, e;
+    assert_int_equal(kevo_compile_job_init(&a, "a.cu", PCH_PRELUDE PCH_KERNEL, "sm_90a", &err), KEVO_OK);
+    pch_compile(p, &a);
+    assert_int_equal(a.fail, KEVO_FAIL_NONE);
+    assert_false(a.pch);
+    kevo_compile_pool_free(p); /* the writer goes on */
+    assert_int_equal(kevo_compile_pool_new(2, &p, &err), KEVO_OK);
+    double t0 = kv_now();
+    kevo_compile_job *none;
+    while (kevo_compile_pch_ready(&writing) == ready0 && writing && kv_now() - t0 < 120)
+        assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
+    assert_int_equal(kevo_compile_pch_ready(&writing), ready0 + 1);
+    assert_int_equal(writing, 0);
+
+    assert_int_equal(kevo_compile_job_init(&b, "b.cu", PCH_PRELUDE PCH_KERNEL, "sm_90a", &err), KEVO_OK);
+    pch_compile(p, &b);
+    if (b.fail || !b.pch)
+        print_error("log:\n%s\n", b.log ? b.log : "");
+    assert_int_equal(b.fail, KEVO_FAIL_NONE);
+    assert_true(b.pch);
+    assert_int_equal(b.regs, a.regs);
+    assert_int_equal(b.smem_static, a.smem_static);
+    assert_int_equal(b.cubin_size, a.cubin_size);
+    assert_null(strstr(b.log, "precompiled header"));
+    assert_non_null(strstr(b.log, "ptxas info"));
+
+    assert_int_equal(kevo_compile_job_init(&c, "c.cu", PCH_PRELUDE "extern \"C\" __global__ void k() { nope(); }\n",
+                                           "sm_90a", &err),
+                     KEVO_OK);
+    pch_compile(p, &c);
+    assert_int_equal(c.fail, KEVO_FAIL_COMPILE_ERROR);
+    assert_true(c.pch);
+    assert_non_null(strstr(c.log, "c.cu(3): error"));
+
+    /* another prelude: its own writer, this job without */
+    assert_int_equal(kevo_compile_job_init(&d, "d.cu", "#include <cuda_fp16.h>\n" PCH_KERNEL, "sm_90a", &err), KEVO_OK);
+    pch_compile(p, &d);
+    assert_false(d.pch);
+    assert_int_equal(d.fail, KEVO_FAIL_COMPILE_ERROR); /* no <cuda/ptx> */
+
+    setenv("KEVO_PCH", "0", 1);
+    kevo_compile_pool *off;
+    assert_int_equal(kevo_compile_pool_new(1, &off, &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&e, "e.cu", PCH_PRELUDE PCH_KERNEL, "sm_90a", &err), KEVO_OK);
+    pch_compile(off, &e);
+    unsetenv("KEVO_PCH");
+    assert_int_equal(e.fail, KEVO_FAIL_NONE);
+    assert_false(e.pch);
+    assert_int_equal(e.regs, a.regs);
+    kevo_compile_pool_free(off);
+
+    kevo_compile_pool_free(p);
+    kevo_compile_job_release(&a);
+    kevo_compile_job_release(&b);
+    kevo_compile_job_release(&c);
+    kevo_compile_job_release(&d);
+    kevo_compile_job_release(&e);
+}
+
 static void test_key(void **state)
 {
     (void)state;
@@ -857,6 +965,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_ptxas),
         cmocka_unit_test(test_key),
+        cmocka_unit_test(test_prelude_len),
+        cmocka_unit_test(test_pch),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_parallel),
