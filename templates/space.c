@@ -407,6 +407,34 @@ static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *
     return KEVO_OK;
 }
 
+/* "prelude": system header names that go into generated source between
+ * angle brackets, so only letters, digits and _ . / - (no "..", no leading
+ * '/' or '.'), matching what evaluator/compile.c takes for a prelude. */
+static kevo_status sp_parse_prelude(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "prelude");
+    if (!pre)
+        return KEVO_OK;
+    if (!cJSON_IsArray(pre) || cJSON_GetArraySize(pre) > KEVO_MAX_PRELUDE)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"prelude\" must be an array of at most %d header names",
+                            path, KEVO_MAX_PRELUDE);
+    const cJSON *h;
+    cJSON_ArrayForEach(h, pre)
+    {
+        const char *n = cJSON_IsString(h) ? h->valuestring : NULL;
+        bool ok = n && *n && *n != '/' && *n != '.' && strlen(n) < sizeof s->prelude[0] && !strstr(n, "..");
+        for (const char *c = n; ok && *c; c++)
+            ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+                 *c == '.' || *c == '/' || *c == '-';
+        if (!ok)
+            return kevo_err_set(err, KEVO_ERR_PARSE,
+                                "'%s': prelude entry %d is not a system header name (letters, digits, _ . / -)",
+                                path, s->nprelude);
+        snprintf(s->prelude[s->nprelude++], sizeof s->prelude[0], "%s", n);
+    }
+    return KEVO_OK;
+}
+
 /* Names every expression sees besides the params and lets. */
 static const char *const sp_reserved[] = {"sm", "num_sms", "max_smem", "max_regs_per_thread", "dtype_bytes",
                                           "dtype_bf16", "DTYPE_BF16"};
@@ -582,7 +610,8 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, const char *inline
     if (strchr(source, '/') || source[0] == '.')
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': source '%s' must be a file beside the space file", path,
                             source);
-    if ((st = sp_parse_archs(s, root, path, err)) || (st = sp_parse_params(s, root, path, err)) ||
+    if ((st = sp_parse_archs(s, root, path, err)) || (st = sp_parse_prelude(s, root, path, err)) ||
+        (st = sp_parse_params(s, root, path, err)) ||
         (st = sp_parse_axes(s, root, path, err)) || (st = sp_parse_lets(s, root, path, err)) ||
         (st = sp_parse_rules(root, "requires", s->requires, &s->nrequires, path, err)) ||
         (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||
@@ -1095,8 +1124,11 @@ int kevo_space_enter(const kevo_space *to, int e, const kevo_space *from, const 
 kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_dtype dt, const char *abi_header,
                               kv_buf *src, kevo_err *err)
 {
-    kevo_status st = kv_buf_printf(src, "// kevo: family %s, generated from %s; do not edit\n", s->family,
-                                   s->source_name);
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < s->nprelude && !st; i++)
+        st = kv_buf_printf(src, "#include <%s>\n", s->prelude[i]);
+    st = st ? st
+            : kv_buf_printf(src, "// kevo: family %s, generated from %s; do not edit\n", s->family, s->source_name);
     for (int i = 0; i < s->nparams && !st; i++)
         st = kv_buf_printf(src, "#define %s %lld\n", s->params[i].name, (long long)cfg->v[i]);
     if (!st)

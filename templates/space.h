@@ -24,6 +24,11 @@
  *          expression ("BN % 64 ? 64 : 128") checked when the plan is made
  *   include: ["hopper.cuh", ...]   headers beside the space file, inlined
  *          ahead of the source in order
+ *   prelude: ["cuda/ptx", ...]   system headers the rendered source begins
+ *          with ("#include <name>" lines, before the params' #defines, so
+ *          they may not depend on them); a compile pool parses them once
+ *          per run into an NVRTC precompiled header (evaluator/compile.h):
+ *          list the heavy ones (<cuda/ptx>, <cuda/atomic>); optional
  *   model: {"flops": e, "dram_bytes": e, "items": e, "slots": e, ...}
  *          the cost model's inputs at a configuration (search/model.h
  *          names each term and its unit); optional
@@ -37,7 +42,7 @@
  * lets, and the device limits num_sms, max_smem (bytes a block may opt into),
  * max_regs_per_thread, sm (e.g. 90), and dtype_bytes.
  *
- * Rendering prepends "#define NAME VALUE" for each param and the dtype, the
+ * Rendering writes the prelude, then "#define NAME VALUE" for each param and the dtype, the
  * op's ABI header, then the includes and the source, each behind
  * "#line 1 \"<file>\"", so compiler errors point at the template's own lines
  * (as Kernel Tuner does).
@@ -58,6 +63,7 @@
 #define KEVO_MAX_LAUNCHES 8
 #define KEVO_MAX_RULES 32
 #define KEVO_MAX_ARCHS 12
+#define KEVO_MAX_PRELUDE 8
 #define KEVO_MAX_TMAPS 8
 #define KEVO_MAX_ENTRIES 4
 
@@ -135,6 +141,8 @@ typedef struct kevo_space {
     char *source;      /* template text */
     int narchs;
     char archs[KEVO_MAX_ARCHS][16];
+    int nprelude;
+    char prelude[KEVO_MAX_PRELUDE][64]; /* system header names, e.g. "cuda/ptx" */
     int nparams;
     kevo_param params[KEVO_MAX_PARAMS];
     int naxes;

@@ -965,9 +965,14 @@ static void test_render(void **state)
             kv_buf_init(&src);
             kevo_err err;
             assert_int_equal(kevo_space_render(s, &cfg, (kevo_dtype)dt, abi, &src, &err), KEVO_OK);
-            char first[160];
-            snprintf(first, sizeof first, "// kevo: family %s, generated from %s.cu; do not edit\n", fams[f],
-                     fams[f]);
+            /* the prelude's system headers first (lce_wgmma's: <cuda/ptx>), then the family line */
+            char first[512];
+            int w = 0;
+            for (int i = 0; i < s->nprelude; i++)
+                w += snprintf(first + w, sizeof first - (size_t)w, "#include <%s>\n", s->prelude[i]);
+            snprintf(first + w, sizeof first - (size_t)w, "// kevo: family %s, generated from %s.cu; do not edit\n",
+                     fams[f], fams[f]);
+            assert_int_equal(s->nprelude > 0, f == 1);
             assert_int_equal(strncmp(src.data, first, strlen(first)), 0);
             for (int i = 0; i < s->nparams; i++) {
                 char line[96];
@@ -1077,6 +1082,43 @@ static void expect_load_error(const char *text, kevo_status want, const char *ms
         assert_non_null(strstr(err.msg, "bad.json"));
 }
 
+/* "prelude": system header names reach generated source between angle
+ * brackets, so only plain names pass; the rendered source begins with them,
+ * ahead of the params' #defines. */
+static void test_prelude(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"[\"cuda/../x.h\"]", "[\"/etc/passwd\"]", "[\"a>b\"]",  "[\"x\\ny\"]",
+                                      "[\".hidden\"]",    "[\"\"]",            "[1]",        "\"cuda/ptx\"",
+                                      "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]"};
+    char text[1024];
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        snprintf(text, sizeof text, SP_HEAD "\"prelude\": %s,\n" SP_PARAMS SP_LAUNCH "}", bad[i]);
+        kevo_space *p = (kevo_space *)1;
+        kevo_err err;
+        if (kevo_space_load_inline(text, "__global__ void k() {}", "x", &p, &err) != KEVO_ERR_PARSE)
+            print_error("prelude %s was taken\n", bad[i]);
+        assert_null(p);
+        assert_non_null(strstr(err.msg, "prelude"));
+    }
+    snprintf(text, sizeof text,
+             SP_HEAD "\"prelude\": [\"cuda_fp16.h\", \"cuda/ptx\"],\n"
+                     "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n" SP_LAUNCH "}");
+    kevo_space *p = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_space_load_inline(text, "extern \"C\" __global__ void k() {}", "x", &p, &err), KEVO_OK);
+    kevo_config cfg;
+    kevo_space_default(p, &cfg);
+    kv_buf src;
+    kv_buf_init(&src);
+    assert_int_equal(kevo_space_render(p, &cfg, KEVO_DTYPE_F16, NULL, &src, &err), KEVO_OK);
+    const char *want = "#include <cuda_fp16.h>\n#include <cuda/ptx>\n// kevo: family ";
+    assert_int_equal(strncmp(src.data, want, strlen(want)), 0);
+    assert_true(strstr(src.data, "#define A 2\n") > strstr(src.data, "// kevo: family"));
+    kv_buf_release(&src);
+    kevo_space_free(p);
+}
+
 /* A template configuration as a one-point space (what an LLM candidate
  * starts from): it loads inline, renders the same device code and plans the
  * same launches as the family at that configuration, at two shapes; a
@@ -1106,8 +1148,11 @@ static void test_point_space(void **state)
         kv_buf_init(&b);
         assert_int_equal(kevo_space_render(s, &cfg, KEVO_DTYPE_F16, "//abi", &a, &err), KEVO_OK);
         assert_int_equal(kevo_space_render(p, &pc, KEVO_DTYPE_F16, "//abi", &b, &err), KEVO_OK);
-        /* the same after the first line, which names the family */
-        assert_string_equal(strchr(a.data, '\n'), strchr(b.data, '\n'));
+        /* the same prelude, and the same after the line that names the family */
+        const char *fa = strstr(a.data, "// kevo: family "), *fb = strstr(b.data, "// kevo: family ");
+        assert_true(fa && fb && fa - a.data == fb - b.data);
+        assert_memory_equal(a.data, b.data, (size_t)(fa - a.data));
+        assert_string_equal(strchr(fa, '\n'), strchr(fb, '\n'));
         static const char *const shapes[] = {NULL, "B=300,M=200,N=136,Ku=96,Kc=72,ratio=10"};
         for (int k = 0; k < 2; k++) {
             kevo_syms shape;
@@ -1636,6 +1681,7 @@ int main(void)
         cmocka_unit_test(test_swizzle_expression),
         cmocka_unit_test(test_axis_repeats_param),
         cmocka_unit_test(test_names_shadow_symbols),
+        cmocka_unit_test(test_prelude),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }
