@@ -289,10 +289,15 @@ static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, b
     cp_header h = {0};
     char *log, *cubin;
     size_t log_len, cubin_len;
-    const char *opts[KEVO_COMPILE_MAX_OPTS + 2];
+    const char *opts[KEVO_COMPILE_MAX_OPTS + 3];
     int nopts = 0;
     for (int i = 0; i < job->nopts; i++)
         opts[nopts++] = job->opts[i];
+    /* NVRTC 13 looks each compile up in the driver's compute cache when a
+     * driver is installed: that costs each child a CUDA initialization
+     * (~0.45 s of system time on the H200 host), and lets one run's compiles
+     * speed up another's; kevo keeps its own cache (binaries in the DB) */
+    opts[nopts++] = "--no-cache";
     int plain = nopts;
     if (pch_opt) {
         opts[nopts++] = pch_opt;
