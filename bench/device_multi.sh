@@ -11,6 +11,10 @@
 #          binaries, in $WARM_ROUNDS rounds (default 2; each round's binaries join
 #          the cache), so that the last round's rate is the GPUs' evaluation rate;
 #          bench/trace_batches.py counts only batches no run waited in for a compile
+#   nopch  cold and mpi again with KEVO_PCH=0 (compiles without NVRTC's precompiled
+#          headers), into fresh DBs named *_nopch
+#   compile --compile-only at budget $BUDGET with and without precompiled headers
+#          (KEVO_PCH=1, 0): the compiles' seconds, and each run's wall time
 #   kill   mpirun -np 2, rank 1 killed (-9) mid-run: the run completes
 #   faults the planted faults (a hang among them) on every GPU, and under mpirun
 #   shapes a distribution of shapes ($SHAPES, default bench/dist3.txt) at budget
@@ -87,6 +91,22 @@ PY
     unset KEVO_TRACE_EVAL
     rm -f "$OUT/cache.db"
     rows+=("$OUT/warm1.db:2" "$OUT/warm2.db:2" "$OUT/mpiwarm.db:2") ;;
+  nopch)
+    KEVO_PCH=0 tune cold1_nopch --devices 0 --db "$OUT/cold1_nopch.db"
+    KEVO_PCH=0 tune cold2_nopch --devices all --db "$OUT/cold2_nopch.db"
+    KEVO_PCH=0 PRE="$MPIRUN -x KEVO_PCH" tune mpi2_nopch --mpi --db "$OUT/mpi2_nopch.db"
+    rows+=("$OUT/cold1_nopch.db:1" "$OUT/cold2_nopch.db:1" "$OUT/mpi2_nopch.db:1") ;;
+  compile)
+    for pch in 1 0; do
+      KEVO_PCH=$pch tune "compile_pch$pch" --compile-only --db "$OUT/compile_pch$pch.db"
+      python3 - "$OUT/compile_pch$pch.db" <<'PY'
+import sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+s = [r[0] for r in db.execute("select compile_s from candidates where compile_s is not null order by seq")]
+print("  %d compiles: median %.2f s, mean %.2f s; the first 8 %.2f s, the rest %.2f s (mean)"
+      % (len(s), statistics.median(s), statistics.mean(s), statistics.mean(s[:8]), statistics.mean(s[8:])))
+PY
+    done ;;
   kill)
     t0=$(date +%s.%N)
     timeout 300 $MPIRUN build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar --mpi \
