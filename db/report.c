@@ -284,15 +284,6 @@ static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     return KEVO_OK;
 }
 
-/* GPU v's throughput over the search loop: evaluations per minute and the
- * fraction of the loop it was busy (NaN both until the loop ended). */
-static void rp_device_rate(const kevo_run_device *v, double *per_minute, double *busy)
-{
-    bool ended = v->loop_s > 0;
-    *per_minute = ended ? 60.0 * v->evaluated / v->loop_s : NAN;
-    *busy = ended ? v->busy_s / v->loop_s : NAN;
-}
-
 /* The "devices" array of a run: each GPU that evaluated it (run_devices),
  * its peers and its throughput over the search loop (null until the loop
  * ended). */
@@ -314,7 +305,7 @@ static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kev
             break;
         }
         double per_min, busy;
-        rp_device_rate(&v[i], &per_min, &busy);
+        kevo_run_device_rate(&v[i], &per_min, &busy);
         ok = cJSON_AddNumberToObject(o, "idx", v[i].idx) && cJSON_AddNumberToObject(o, "ordinal", v[i].ordinal) &&
              rp_add_str_opt(o, "host", v[i].host) && rp_add_str_opt(o, "name", v[i].name) &&
              rp_add_str_opt(o, "pci_bus", v[i].pci_bus) && cJSON_AddNumberToObject(o, "sm_count", v[i].sm_count) &&
@@ -919,7 +910,7 @@ static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, bool dist, kv_b
         kv_term_clean(v[i].pci_bus);
         char base[48] = "", rate[96] = "";
         double per_min, busy;
-        rp_device_rate(&v[i], &per_min, &busy);
+        kevo_run_device_rate(&v[i], &per_min, &busy);
         if (isfinite(v[i].baseline_ms))
             snprintf(base, sizeof base, "baseline %.3f ms; ", v[i].baseline_ms);
         if (isfinite(per_min))

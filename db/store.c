@@ -1567,6 +1567,13 @@ static void st_read_run_device(sqlite3_stmt *st, void *p)
     r->loop_s = st_col_double(st, 13);
 }
 
+void kevo_run_device_rate(const kevo_run_device *v, double *per_minute, double *busy_fraction)
+{
+    bool ended = v->loop_s > 0;
+    *per_minute = ended ? 60.0 * v->evaluated / v->loop_s : NAN;
+    *busy_fraction = ended ? v->busy_s / v->loop_s : NAN;
+}
+
 kevo_status kevo_db_run_devices_get(kevo_db *db, int64_t run_id, kevo_run_device **v, int *n, kevo_err *err)
 {
     return st_collect_run(db,

@@ -225,6 +225,9 @@ typedef struct kevo_run_device {
 kevo_status kevo_db_run_devices_put(kevo_db *db, int64_t run_id, const kevo_run_device *v, int n, kevo_err *err);
 /* The device rows of a run by idx; *v malloc'd (caller frees), *n may be 0. */
 kevo_status kevo_db_run_devices_get(kevo_db *db, int64_t run_id, kevo_run_device **v, int *n, kevo_err *err);
+/* A GPU's throughput over the search loop: evaluations per minute and the
+ * fraction of the loop it had one in flight (NaN both until loop_s > 0). */
+void kevo_run_device_rate(const kevo_run_device *v, double *per_minute, double *busy_fraction);
 
 /* A candidate's figures at one shape of a distribution run. */
 typedef struct kevo_shape_result {

@@ -2246,11 +2246,12 @@ static kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progre
         }
         v[idx].loop_s = loop_s;
         total += v[idx].evaluated;
+        double per_min, busy;
+        kevo_run_device_rate(&v[idx], &per_min, &busy);
         if (ndev > 1)
             tn_line(prog, "%s (%s, %s, %s): %d %s in %.1f s, %.1f per minute, busy %.0f%%", e->dlabel[k],
                     v[idx].name, v[idx].host, v[idx].pci_bus, v[idx].evaluated, what, loop_s,
-                    loop_s > 0 ? 60.0 * v[idx].evaluated / loop_s : 0.0,
-                    loop_s > 0 ? 100.0 * v[idx].busy_s / loop_s : 0.0);
+                    loop_s > 0 ? per_min : 0.0, loop_s > 0 ? 100.0 * busy : 0.0);
         st = kevo_db_run_devices_put(e->db, run->id, &v[idx], 1, err);
     }
     if (!st && ndev > 1)
