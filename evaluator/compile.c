@@ -72,10 +72,7 @@ size_t kevo_compile_prelude_len(const char *source)
 {
     const char *p = source;
     while (strncmp(p, "#include <", 10) == 0) {
-        const char *q = p + 10;
-        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_' ||
-               *q == '.' || *q == '/' || *q == '-')
-            q++;
+        const char *q = p + 10 + kv_header_name_len(p + 10);
         if (q == p + 10 || q[0] != '>' || q[1] != '\n')
             break;
         p = q + 2;
@@ -360,8 +357,7 @@ typedef struct cp_pch {
  * (tune makes a pool per batch in some modes): any pool's wait reads the
  * writer, and freeing a pool leaves it running. */
 static struct {
-    bool heap;   /* NVRTC's PCH heap is mapped in this process */
-    pid_t owner; /* the process that wrote them (children inherit this state) */
+    pid_t owner; /* the process whose PCH heap is mapped and that owns these (0: none; children inherit this) */
     int n;
     cp_pch set[CP_MAX_PCH];
     cp_slot writer; /* pid -1: none runs */
@@ -466,17 +462,23 @@ static void cp_pch_written(kevo_compile_job *w, int pch)
     free(w);
 }
 
+/* Kill a running child, reap it and drop what it sent (its job stays unfinished). */
+static void cp_kill(cp_slot *s)
+{
+    kill(s->pid, SIGKILL);
+    close(s->fd);
+    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    kv_buf_release(&s->in);
+}
+
 /* At exit: end a writer still running and remove its files. */
 static void cp_pch_atexit(void)
 {
     cp_slot *s = &cp_g.writer;
     if (getpid() != cp_g.owner || s->pid == -1)
         return;
-    kill(s->pid, SIGKILL);
-    close(s->fd);
-    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    kv_buf_release(&s->in);
+    cp_kill(s);
     s->job->fail = KEVO_FAIL_COMPILE_CRASH;
     cp_pch_written(s->job, s->pch);
     s->pid = -1;
@@ -509,9 +511,8 @@ static void cp_pch_sweep(const char *tmp)
  * after inherits it at one address (see the top of this file). */
 static void cp_pch_heap(void)
 {
-    if (cp_g.heap && cp_g.owner == getpid())
+    if (cp_g.owner == getpid())
         return;
-    cp_g.heap = true;
     cp_g.owner = getpid();
     cp_g.n = 0; /* a child's copy of its parent's PCHs is not its own to manage */
     cp_g.writer.pid = -1;
@@ -786,16 +787,9 @@ void kevo_compile_pool_free(kevo_compile_pool *p)
 {
     if (!p)
         return;
-    for (int i = 0; p->slots && i < p->parallel; i++) {
-        cp_slot *s = &p->slots[i];
-        if (s->pid != -1) {
-            kill(s->pid, SIGKILL);
-            close(s->fd);
-            while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-            kv_buf_release(&s->in);
-        }
-    }
+    for (int i = 0; p->slots && i < p->parallel; i++)
+        if (p->slots[i].pid != -1)
+            cp_kill(&p->slots[i]);
     free(p->slots);
     free(p->pfd);
     free(p->done);

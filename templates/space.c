@@ -408,8 +408,8 @@ static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *
 }
 
 /* "prelude": system header names that go into generated source between
- * angle brackets, so only letters, digits and _ . / - (no "..", no leading
- * '/' or '.'), matching what evaluator/compile.c takes for a prelude. */
+ * angle brackets, so only kv_header_name_len's characters (no "..", no
+ * leading '/' or '.'), what evaluator/compile.c takes for a prelude too. */
 static kevo_status sp_parse_prelude(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "prelude");
@@ -422,10 +422,8 @@ static kevo_status sp_parse_prelude(kevo_space *s, const cJSON *root, const char
     cJSON_ArrayForEach(h, pre)
     {
         const char *n = cJSON_IsString(h) ? h->valuestring : NULL;
-        bool ok = n && *n && *n != '/' && *n != '.' && strlen(n) < sizeof s->prelude[0] && !strstr(n, "..");
-        for (const char *c = n; ok && *c; c++)
-            ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-                 *c == '.' || *c == '/' || *c == '-';
+        bool ok = n && *n && *n != '/' && *n != '.' && strlen(n) < sizeof s->prelude[0] && !strstr(n, "..") &&
+                  n[kv_header_name_len(n)] == '\0';
         if (!ok)
             return kevo_err_set(err, KEVO_ERR_PARSE,
                                 "'%s': prelude entry %d is not a system header name (letters, digits, _ . / -)",

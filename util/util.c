@@ -385,6 +385,16 @@ bool kv_is_ident(const char *s, size_t max_len)
     return true;
 }
 
+size_t kv_header_name_len(const char *s)
+{
+    size_t n = 0;
+    for (char c = s[0]; (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                        c == '.' || c == '/' || c == '-';
+         c = s[++n])
+        ;
+    return n;
+}
+
 bool kv_parse_i64(const char *s, int64_t *out)
 {
     if (!s || !*s)

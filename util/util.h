@@ -84,6 +84,11 @@ bool kv_parse_i64(const char *s, int64_t *out);
 /* Whether s is a C identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max_len bytes. */
 bool kv_is_ident(const char *s, size_t max_len);
 
+/* Length of s's leading run of the characters kevo takes in a system header
+ * name written between angle brackets: letters, digits and _ . / - (a space
+ * file's "prelude" names, a source's prelude lines). */
+size_t kv_header_name_len(const char *s);
+
 /* splitmix64: a small seeded generator for reproducible host-side choices
  * (Steele, Lea, Flood 2014). */
 uint64_t kv_rand_next(uint64_t *state);
