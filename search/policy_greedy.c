@@ -129,7 +129,11 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
         s->nodes[node].expansions++;
         n = gr_take(s, all, found, t, order, taken, out, n, max);
     }
-    if (n == 0)
+    /* nothing to expand: a restart, unless results still to come (tune --ahead) may give something */
+    bool pending = false;
+    for (int i = 0; i < s->nnodes && n == 0 && !pending; i++)
+        pending = !s->nodes[i].done;
+    if (n == 0 && !pending)
         n = kevo_search_prior_pick(s, NULL, 0, out, max, "restart");
 done:
     free(picked);

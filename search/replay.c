@@ -23,6 +23,7 @@ void kevo_replay_opts_init(kevo_replay_opts *o)
     o->seeds = 20;
     o->target = 0.95;
     o->batch = 1;
+    o->ahead = 1;
     o->budget = 120;
 }
 
@@ -83,30 +84,48 @@ static double rp_gauss(uint64_t *rng)
 }
 
 /* One replay of up to cap evaluations: the evaluations until a fitness
- * reaches goal (cap + 1: never).  Without hash it stops there; with one it
- * goes on to cap and hash[i] identifies the i-th proposal (family,
- * configuration, parent, operator), *made the evaluations made.  noise > 0
- * multiplies each measured fitness by exp(noise * z), z drawn from *rng. */
-static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, double goal, int cap,
-                  double noise, uint64_t *rng, uint64_t *hash, int *made)
+ * reaches goal (cap + 1: never).  Batches of up to `batch` proposals; up to
+ * `ahead` of them are proposed before the oldest one's results are observed
+ * (tune's --ahead: batch j + ahead is proposed once batch j is observed),
+ * each added to the graph when proposed, as tune registers them.  Without
+ * hash it stops at the goal; with one it goes on to cap and hash[i]
+ * identifies the i-th proposal (family, configuration, parent, operator),
+ * *made the evaluations made.  noise > 0 multiplies each measured fitness by
+ * exp(noise * z), z drawn from *rng. */
+static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, int ahead, double goal,
+                  int cap, double noise, uint64_t *rng, uint64_t *hash, int *made)
 {
-    int evals = 0, result = cap + 1;
-    kevo_proposal *props = calloc((size_t)batch, sizeof *props);
+    int evals = 0, result = cap + 1, proposed = 0, head = 0, inflight = 0;
+    kevo_proposal *props = calloc((size_t)batch * (size_t)ahead, sizeof *props);
+    int *node = calloc((size_t)batch * (size_t)ahead, sizeof *node), *nb = calloc((size_t)ahead, sizeof *nb);
     s->policy = pol;
-    while (props && evals < cap && (hash || result > cap)) {
-        kevo_search_reseed(s);
-        int n = pol->propose(s, props, batch);
-        if (n == 0)
-            break;
-        for (int i = 0; i < n && evals < cap; i++) {
-            const kevo_proposal *p = &props[i];
-            int node = kevo_search_add(s, p);
-            if (node < 0)
+    bool exhausted = false;
+    while (props && node && nb && evals < cap && (hash || result > cap)) {
+        /* a policy with nothing to propose while batches are out may have after their results */
+        while (!exhausted && inflight < ahead && proposed < cap) {
+            int slot = (head + inflight) % ahead;
+            kevo_proposal *p = &props[(size_t)slot * (size_t)batch];
+            kevo_search_reseed(s);
+            int n = pol->propose(s, p, cap - proposed < batch ? cap - proposed : batch);
+            for (int i = 0; i < n; i++)
+                if ((node[slot * batch + i] = kevo_search_add(s, &p[i])) < 0)
+                    n = i;
+            if (n == 0) {
+                exhausted = inflight == 0;
                 break;
+            }
+            nb[slot] = n;
+            inflight++;
+            proposed += n;
+        }
+        if (inflight == 0)
+            break;
+        for (int i = 0; i < nb[head] && evals < cap; i++) {
+            const kevo_proposal *p = &props[(size_t)head * (size_t)batch + (size_t)i];
             bool found;
             const rp_entry *e = rp_find(l, s->spaces[p->family], &p->cfg, &found);
             double fit = found ? e->fitness * (noise > 0 ? exp(noise * rp_gauss(rng)) : 1.0) : 0.0;
-            kevo_search_observe(s, node, fit);
+            kevo_search_observe(s, node[head * batch + i], fit);
             if (hash) {
                 uint64_t h = rp_hash(s->spaces[p->family], &p->cfg) ^
                              ((uint64_t)(p->parent + 2) * 0x9e3779b97f4a7c15ull);
@@ -123,8 +142,12 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int 
             if (fit >= goal && result > cap)
                 result = evals;
         }
+        head = (head + 1) % ahead;
+        inflight--;
     }
     free(props);
+    free(node);
+    free(nb);
     if (made)
         *made = evals;
     return result;
@@ -328,10 +351,10 @@ static kevo_status rp_search_start(kevo_search *s, const rp_source *src, rp_land
 kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (o->seeds < 1 || o->batch < 1 || !(o->target > 0 && o->target <= 1) || !(o->noise >= 0 && o->noise <= 1) ||
-        o->budget < 1)
-        return kevo_err_set(err, KEVO_ERR_ARG,
-                            "replay needs seeds >= 1, batch >= 1, a target in (0, 1], noise in [0, 1], budget >= 1");
+    if (o->seeds < 1 || o->batch < 1 || o->ahead < 1 || !(o->target > 0 && o->target <= 1) ||
+        !(o->noise >= 0 && o->noise <= 1) || o->budget < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "replay needs seeds >= 1, batch >= 1, ahead >= 1, a target in (0, 1], "
+                                               "noise in [0, 1], budget >= 1");
     const kevo_policy *pol = kevo_policy_find(o->policy);
     if (!pol)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown policy '%s'", o->policy);
@@ -398,7 +421,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             kevo_search s;
             if ((st = rp_search_start(&s, &src, &land, &proto, p, (uint64_t)k + 1, err)))
                 break;
-            int evals = rp_run(&s, p, &land, o->batch, goal, land.n, 0, NULL, NULL, NULL);
+            int evals = rp_run(&s, p, &land, o->batch, o->ahead, goal, land.n, 0, NULL, NULL, NULL);
             kevo_search_release(&s);
             if (k == o->seeds)
                 r->exhaustive_evals = evals;
@@ -424,7 +447,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
                 if ((st = rp_search_start(&s, &src, &land, &proto, pol, (uint64_t)k + 1, err)))
                     break;
                 uint64_t rng = 0x6b65766f00000000ull ^ ((uint64_t)k << 1 | (uint64_t)which);
-                rp_run(&s, pol, &land, o->batch, INFINITY, cap, o->noise, &rng, which ? hb : ha, &got[which]);
+                rp_run(&s, pol, &land, o->batch, o->ahead, INFINITY, cap, o->noise, &rng, which ? hb : ha, &got[which]);
                 kevo_search_release(&s);
             }
             int i = 0;

@@ -21,6 +21,7 @@ typedef struct kevo_replay_opts {
     int seeds;                   /* replays of the policy (and of random), seeds 1..seeds */
     double target;               /* fraction of the best fitness, e.g. 0.95 */
     int batch;                   /* proposals per policy call (default 1: each sees every earlier result) */
+    int ahead;                   /* batches proposed before the oldest one's results (default 1) */
     double noise;                /* > 0: also the noise replays (kevo_replay_result.parted), relative sigma */
     int budget;                  /* evaluations of each noise replay (default 120) */
 } kevo_replay_opts;

@@ -281,6 +281,48 @@ static void test_noise_parts_graphs(void **state)
     assert_int_equal(kevo_replay(&o, &r, &err), KEVO_ERR_ARG);
 }
 
+/* --ahead: greedy with up to D rounds of 8 proposed before the oldest
+ * one's results (tune --ahead) still reaches every landscape's best in
+ * every seed (test_search's test_greedy_waits: it waits for results rather
+ * than restarting).  Out of range is refused. */
+static void test_ahead(void **state)
+{
+    (void)state;
+    static const char *const lands[] = {"lce_mma_h200.db", "lce_wgmma_h200.db", "lce_ws_h100_m512_n200.db",
+                                        "lce_mem_h100_b4096_m96.db"};
+    for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
+        char path[1024];
+        land_path(path, sizeof path, lands[l]);
+        double median[4] = {0};
+        for (int d = 1; d <= 3; d++) {
+            kevo_replay_opts o;
+            kevo_replay_opts_init(&o);
+            o.db_path = path;
+            o.data_dir = home();
+            o.policy = "greedy";
+            o.seeds = 8;
+            o.batch = 8;
+            o.ahead = d;
+            o.target = 1.0;
+            kevo_replay_result r;
+            kevo_err err;
+            assert_int_equal(kevo_replay(&o, &r, &err), KEVO_OK);
+            assert_int_equal(r.reached, 8);
+            median[d] = r.median_evals;
+            free(r.evals);
+        }
+        printf("  %-26s evaluations to the best, batch 8: ahead 1 %g, 2 %g, 3 %g\n", lands[l], median[1],
+               median[2], median[3]);
+    }
+    kevo_replay_opts o;
+    kevo_replay_opts_init(&o);
+    o.db_path = "unused.db";
+    o.ahead = 0;
+    kevo_replay_result r;
+    kevo_err err;
+    assert_int_equal(kevo_replay(&o, &r, &err), KEVO_ERR_ARG);
+}
+
 /* kevo replay --format json prints the five documented keys. */
 static void test_cli_json(void **state)
 {
@@ -318,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_exhaustive_figure),
         cmocka_unit_test(test_cli_json),
         cmocka_unit_test(test_noise_parts_graphs),
+        cmocka_unit_test(test_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -754,6 +754,44 @@ static void test_greedy_exhausts(void **state)
     kevo_search_release(&s);
 }
 
+/* Greedy with rounds in flight (tune --ahead): with nothing evaluated yet
+ * and proposals pending it proposes nothing (waits for their results)
+ * rather than restarting at random; once they are in it expands them; and
+ * with every node evaluated and fully expanded it still restarts. */
+static void test_greedy_waits(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {small};
+    kevo_search s;
+    search_init(&s, spaces, 1, "greedy", 3);
+    kevo_proposal p[BATCH], q[BATCH];
+    kevo_search_reseed(&s);
+    int n = s.policy->propose(&s, p, BATCH);
+    assert_true(n > 0);
+    int node[BATCH];
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(p[i].op, "seed");
+        node[i] = kevo_search_add(&s, &p[i]);
+        assert_true(node[i] >= 0);
+    }
+    kevo_search_reseed(&s);
+    assert_int_equal(s.policy->propose(&s, q, BATCH), 0); /* the seeds' results are not in */
+    for (int i = 0; i < n; i++)
+        kevo_search_observe(&s, node[i], fitness(small, &p[i].cfg));
+    kevo_search_reseed(&s);
+    int m = s.policy->propose(&s, q, BATCH);
+    assert_true(m > 0);
+    for (int i = 0; i < m; i++) {
+        assert_true(q[i].parent >= 0 && q[i].parent < n);
+        assert_true(strcmp(q[i].op, "restart") != 0);
+    }
+    kevo_search_release(&s);
+    /* run to exhaustion: the restarts still come when nothing is pending */
+    search_init(&s, spaces, 1, "greedy", 3);
+    assert_int_equal(drive(&s, 1000, &tr), 23);
+    kevo_search_release(&s);
+}
+
 /* Seeds: a family whose default is invalid for the shape starts from its
  * first valid configuration. */
 static void test_seeds_invalid_default(void **state)
@@ -990,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_random_real),
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_greedy_exhausts),
+        cmocka_unit_test(test_greedy_waits),
         cmocka_unit_test(test_seeds_invalid_default),
         cmocka_unit_test(test_enter_moves),
         cmocka_unit_test(test_warm_seeds),
