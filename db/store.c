@@ -20,7 +20,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 7
+#define ST_SCHEMA_VERSION 8
 
 struct kevo_db {
     sqlite3 *h;
@@ -77,6 +77,11 @@ struct kevo_db {
     " peak_tflops REAL, copy_tbps REAL, evaluated INTEGER, busy_s REAL, loop_s REAL,"                        \
     " PRIMARY KEY(run_id, idx));"
 
+/* Columns schema 8 added to older tables (a new file gets them the same way). */
+#define ST_SCHEMA_V8_COLUMNS                                                                                 \
+    "ALTER TABLE candidates ADD COLUMN round INTEGER;"                                                       \
+    "ALTER TABLE run_settings ADD COLUMN ahead INTEGER;"
+
 static const char st_schema_sql[] =
     "CREATE TABLE runs("
     " id INTEGER PRIMARY KEY, op TEXT, shape TEXT, dtype TEXT, arch TEXT, policy TEXT, families TEXT,"
@@ -107,7 +112,7 @@ static const char st_schema_sql[] =
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
     " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES \
-        ST_SCHEMA_V7_TABLES;
+        ST_SCHEMA_V7_TABLES ST_SCHEMA_V8_COLUMNS;
 
 /* ---- errors ---- */
 
@@ -364,7 +369,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=7", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=8", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -378,7 +383,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 7, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 8, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -393,7 +398,10 @@ _Static_assert(ST_SCHEMA_VERSION == 7, "user_version literal in st_create_schema
  *           candidate whose configuration ran without the co-design, its
  *           kernel's time and the broadcast's);
  *   6 -> 7: the GPUs of a run (--devices: each one's peers, ceilings and
- *           throughput) and each candidate's device and evaluation time. */
+ *           throughput) and each candidate's device and evaluation time;
+ *   7 -> 8: each candidate's round (the batch it was proposed in) and a
+ *           run's --ahead, so that --resume finishes the rounds a killed
+ *           process left in flight one by one, as it would have. */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -416,6 +424,7 @@ static const char *const st_migrations[] = {
     "PRAGMA user_version=6;",
     "ALTER TABLE candidates ADD COLUMN device INTEGER;"
     "ALTER TABLE candidates ADD COLUMN eval_s REAL;" ST_SCHEMA_V7_TABLES "PRAGMA user_version=7;",
+    ST_SCHEMA_V8_COLUMNS "PRAGMA user_version=8;",
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 
@@ -1100,6 +1109,7 @@ void kevo_cand_row_init(kevo_cand_row *c)
     c->tied = -1;
     c->device = -1;
     c->eval_s = NAN;
+    c->round = -1;
 }
 
 void kevo_cand_row_release(kevo_cand_row *c)
@@ -1124,9 +1134,9 @@ void kevo_cand_rows_free(kevo_cand_row *rows, int n)
 #define ST_CAND_COLS                                                                                        \
     "run_id, seq, family, params, plan, source_hash, binary_key, status, fail, fail_msg, regs, "          \
     "spill_bytes, smem_static, smem_dynamic, compile_s, median_ms, min_ms, rel_err, max_abs_err, tflops, " \
-    "speedup, checks, vs_peer, roofline, ci_lo_ms, ci_hi_ms, model_ms, fitness, tied, device, eval_s"
+    "speedup, checks, vs_peer, roofline, ci_lo_ms, ci_hi_ms, model_ms, fitness, tied, device, eval_s, round"
 
-/* Bind the 31 columns of ST_CAND_COLS in order. */
+/* Bind the 32 columns of ST_CAND_COLS in order. */
 static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
 {
     st_b_i64(b, c->run_id);
@@ -1160,6 +1170,7 @@ static void st_bind_cand(st_binder *b, const kevo_cand_row *c)
     st_b_int_opt(b, c->tied, -1);
     st_b_int_opt(b, c->device, -1);
     st_b_double(b, c->eval_s);
+    st_b_int_opt(b, c->round, -1);
 }
 
 /* Read a row selected as "id, " ST_CAND_COLS into c (initialized here);
@@ -1200,6 +1211,7 @@ static bool st_read_cand(sqlite3_stmt *st, kevo_cand_row *c)
     c->tied = st_col_int_opt(st, i++, -1);
     c->device = st_col_int_opt(st, i++, -1);
     c->eval_s = st_col_double(st, i++);
+    c->round = st_col_int_opt(st, i++, -1);
     if (!ok)
         kevo_cand_row_release(c);
     return ok;
@@ -1225,7 +1237,7 @@ kevo_status kevo_db_cand_insert(kevo_db *db, kevo_cand_row *c, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(db,
                                "INSERT INTO candidates(" ST_CAND_COLS ", created_at) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &st, err, "candidate insert");
     if (s)
         return s;
@@ -1258,7 +1270,7 @@ kevo_status kevo_db_cand_update(kevo_db *db, const kevo_cand_row *c, kevo_err *e
                                "binary_key=?, status=?, fail=?, fail_msg=?, regs=?, spill_bytes=?, smem_static=?, "
                                "smem_dynamic=?, compile_s=?, median_ms=?, min_ms=?, rel_err=?, max_abs_err=?, "
                                "tflops=?, speedup=?, checks=?, vs_peer=?, roofline=?, ci_lo_ms=?, ci_hi_ms=?, "
-                               "model_ms=?, fitness=?, tied=?, device=?, eval_s=? WHERE id=?",
+                               "model_ms=?, fitness=?, tied=?, device=?, eval_s=?, round=? WHERE id=?",
                                &st, err, "candidate update");
     if (s)
         return s;
@@ -1890,7 +1902,7 @@ kevo_status kevo_db_run_settings_put(kevo_db *db, int64_t run_id, const kevo_run
     kevo_status s = st_prepare(db,
                                "INSERT OR REPLACE INTO run_settings(run_id, family_arg, batch, maps, reps, warmup, "
                                "time_limit, plateau, target, compile_timeout, eval_timeout, templates, space_hash, "
-                               "elapsed_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "elapsed_s, ahead) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                &st, err, "run settings insert");
     if (s)
         return s;
@@ -1910,6 +1922,7 @@ kevo_status kevo_db_run_settings_put(kevo_db *db, int64_t run_id, const kevo_run
     st_b_text(&b, r->templates);
     st_b_text(&b, r->space_hash);
     st_b_double(&b, r->elapsed_s);
+    st_b_i64(&b, r->ahead);
     if (b.rc != SQLITE_OK)
         return st_bind_fail(db, st, b.rc, err, "run settings");
     return st_exec_stmt(db, st, err, "store run settings");
@@ -1921,8 +1934,8 @@ kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_setti
     sqlite3_stmt *st;
     kevo_status s = st_prepare_id(db,
                                   "SELECT family_arg, batch, maps, reps, warmup, time_limit, plateau, target, "
-                                  "compile_timeout, eval_timeout, templates, space_hash, elapsed_s FROM run_settings "
-                                  "WHERE run_id=?",
+                                  "compile_timeout, eval_timeout, templates, space_hash, elapsed_s, ahead "
+                                  "FROM run_settings WHERE run_id=?",
                                   run_id, &st, err, "run settings read");
     if (s)
         return s;
@@ -1942,6 +1955,7 @@ kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_setti
         st_col_text(st, i++, r->templates, sizeof r->templates);
         st_col_text(st, i++, r->space_hash, sizeof r->space_hash);
         r->elapsed_s = sqlite3_column_double(st, i++);
+        r->ahead = st_col_int_opt(st, i++, 1); /* a run of schema 7 or older proposed a round at a time */
         s = KEVO_OK;
     } else if (rc == SQLITE_DONE) {
         s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld has no stored settings in '%s' (an older kevo made it)",

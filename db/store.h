@@ -132,6 +132,7 @@ typedef struct kevo_cand_row {
                               -1 not re-timed */
     int device;            /* the run's device (run_devices.idx) that evaluated it; -1 none or unknown */
     double eval_s;         /* wall seconds of its evaluation (verification and timing); NaN unknown */
+    int round;             /* the round (batch of proposals) it was proposed in, from 0; -1 unknown (schema < 8) */
 } kevo_cand_row;
 
 void kevo_cand_row_init(kevo_cand_row *c);
@@ -269,6 +270,7 @@ kevo_status kevo_db_warm_get(kevo_db *db, int64_t run_id, kevo_warm_seed **v, in
 typedef struct kevo_run_settings {
     char family_arg[1024];  /* --family as asked (names deduplicated and sorted, comma-separated), "" all */
     int batch;              /* proposals per round */
+    int ahead;              /* rounds proposed before the oldest one's results are in (1 for older runs) */
     unsigned maps;          /* cand_to_user kinds, a bitmask of 1 << kevo_map_kind */
     int reps, warmup;
     double time_limit;      /* seconds of the run's processes together, 0 none */

@@ -161,7 +161,7 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 7);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
                                    "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
@@ -278,14 +278,15 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 7);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                                    "('filter','decomposed_ms','nshapes','warm_start','best_id','peer_id',"
                                    "'peer_kernel_ms','peer_gather_ms')"),
                      8);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('candidates') WHERE name IN "
-                                   "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied','device','eval_s')"),
-                     9);
+                                   "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied','device','eval_s',"
+                                   "'round')"),
+                     10);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                    "('run_shapes','shape_results','timings','warm_seeds','run_settings','run_devices')"),
                      6);
@@ -320,9 +321,54 @@ static void test_migrate_v3(void **state)
     raw_exec(path, TU_SCHEMA5_SQL);
     raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 7);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
+    kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
+/* A schema-7 file gains each candidate's round and a run's --ahead: its
+ * runs proposed a round at a time (ahead 1), its candidates' rounds are
+ * unknown (-1); a new candidate keeps its round. */
+static void test_migrate_v7(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    int64_t old = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "pending", "", NAN, NAN, "");
+    kevo_run_settings rs;
+    memset(&rs, 0, sizeof rs);
+    rs.batch = 8;
+    rs.ahead = 3;
+    assert_int_equal(kevo_db_run_settings_put(db, run, &rs, &err), KEVO_OK);
+    kevo_db_close(db);
+    raw_exec(path, TU_SCHEMA7_SQL);
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
+    assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_OK);
+    assert_int_equal(rs.batch, 8);
+    assert_int_equal(rs.ahead, 1);
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_get(db, old, &c, &err), KEVO_OK);
+    assert_int_equal(c.round, -1);
+    kevo_cand_row_release(&c);
+    kevo_cand_row_init(&c);
+    c.run_id = run;
+    c.seq = 2;
+    c.round = 4;
+    snprintf(c.family, sizeof c.family, "lce_mma");
+    c.params = kv_strdup("{\"BM\":128}");
+    assert_int_equal(kevo_db_cand_insert(db, &c, &err), KEVO_OK);
+    int64_t id = c.id;
+    kevo_cand_row_release(&c);
+    assert_int_equal(kevo_db_cand_get(db, id, &c, &err), KEVO_OK);
+    assert_int_equal(c.round, 4);
+    kevo_cand_row_release(&c);
     kevo_db_close(db);
     tmp_cleanup(path);
 }
@@ -414,14 +460,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=8;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=9;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 8)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 9)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -975,6 +1021,7 @@ static void test_run_settings(void **state)
     memset(&a, 0, sizeof a);
     snprintf(a.family_arg, sizeof a.family_arg, "lce_mma,lce_ws");
     a.batch = 8;
+    a.ahead = 3;
     a.maps = 5;
     a.reps = 30;
     a.warmup = 5;
@@ -1250,6 +1297,7 @@ int main(void)
         cmocka_unit_test(test_migrate_v1),
         cmocka_unit_test(test_migrate_v2),
         cmocka_unit_test(test_migrate_v3),
+        cmocka_unit_test(test_migrate_v7),
         cmocka_unit_test(test_open_newer_schema),
         cmocka_unit_test(test_generations),
         cmocka_unit_test(test_open_garbage),

@@ -90,18 +90,24 @@ int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_no
  * family, params, status, failure) and every edge, in order.  Caller frees. */
 char *tu_graph_dump(const char *db);
 
-/* SQL that undoes what schema 7 added to a kevo DB: a file as schema 6 wrote it. */
+/* SQL that undoes what schema 8 added to a kevo DB: a file as schema 7 wrote it. */
+#define TU_SCHEMA7_SQL                                                                                            \
+    "ALTER TABLE candidates DROP COLUMN round; ALTER TABLE run_settings DROP COLUMN ahead;"                       \
+    "PRAGMA user_version=7;"
+
+/* SQL that undoes what schemas 7 and 8 added to a kevo DB: a file as schema 6 wrote it. */
 #define TU_SCHEMA6_SQL                                                                                            \
+    TU_SCHEMA7_SQL                                                                                                \
     "DROP TABLE run_devices; ALTER TABLE candidates DROP COLUMN device;"                                         \
     "ALTER TABLE candidates DROP COLUMN eval_s; PRAGMA user_version=6;"
 
-/* SQL that undoes what schemas 6 and 7 added to a kevo DB: a file as schema 5 wrote it. */
+/* SQL that undoes what schemas 6 to 8 added to a kevo DB: a file as schema 5 wrote it. */
 #define TU_SCHEMA5_SQL                                                                                            \
     TU_SCHEMA6_SQL                                                                                                \
     "ALTER TABLE runs DROP COLUMN peer_id; ALTER TABLE runs DROP COLUMN peer_kernel_ms;"                         \
     "ALTER TABLE runs DROP COLUMN peer_gather_ms; PRAGMA user_version=5;"
 
-/* SQL that undoes what schemas 3 to 7 added to a kevo DB: run on a file
+/* SQL that undoes what schemas 3 to 8 added to a kevo DB: run on a file
  * of the current schema it leaves a file as schema 2 wrote it. */
 #define TU_SCHEMA2_SQL                                                                                            \
     TU_SCHEMA5_SQL                                                                                                \
