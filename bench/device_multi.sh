@@ -11,6 +11,8 @@
 #          binaries, in $WARM_ROUNDS rounds (default 2; each round's binaries join
 #          the cache), so that the last round's rate is the GPUs' evaluation rate;
 #          bench/trace_batches.py counts only batches no run waited in for a compile
+#   ahead1 cold and mpi again with --ahead 1 (a round at a time: each round is
+#          proposed after every earlier result, as before --ahead), DBs *_ahead1
 #   nopch  cold and mpi again with KEVO_PCH=0 (compiles without NVRTC's precompiled
 #          headers), into fresh DBs named *_nopch
 #   compile --compile-only at budget $BUDGET with and without precompiled headers
@@ -91,6 +93,11 @@ PY
     unset KEVO_TRACE_EVAL
     rm -f "$OUT/cache.db"
     rows+=("$OUT/warm1.db:2" "$OUT/warm2.db:2" "$OUT/mpiwarm.db:2") ;;
+  ahead1)
+    tune cold1_ahead1 --devices 0 --ahead 1 --db "$OUT/cold1_ahead1.db"
+    tune cold2_ahead1 --devices all --ahead 1 --db "$OUT/cold2_ahead1.db"
+    PRE="$MPIRUN" tune mpi2_ahead1 --mpi --ahead 1 --db "$OUT/mpi2_ahead1.db"
+    rows+=("$OUT/cold1_ahead1.db:1" "$OUT/cold2_ahead1.db:1" "$OUT/mpi2_ahead1.db:1") ;;
   nopch)
     KEVO_PCH=0 tune cold1_nopch --devices 0 --db "$OUT/cold1_nopch.db"
     KEVO_PCH=0 tune cold2_nopch --devices all --db "$OUT/cold2_nopch.db"

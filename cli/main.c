@@ -43,7 +43,7 @@ static const struct {
     {"tune", cmd_tune, "search kernel variants for an op and shape; store everything in a DB",
      "kevo tune --op OP [--shape K=V,...] [--dtype fp16|bf16] [--arch A] [--policy P]\n"
      "          [--budget N] [--seed S] [--db FILE] [--family F,...] [--compile-only]\n"
-     "          [--jobs N] [--batch N] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
+     "          [--jobs N] [--batch N] [--ahead D] [--compile-timeout S] [--eval-timeout S] [--reps N] [--warmup N]\n"
      "          [--device N | --devices all|N,N,... [--mixed-devices]]\n"
      "          [--maps sorted,uneven,shuffled] [--templates DIR] [--quiet] [--no-bar]\n"
      "          [--where EXPR] [--time-limit S] [--plateau N] [--target SPEEDUP]\n"
@@ -61,9 +61,12 @@ static const struct {
      "  --time-limit, --plateau, --target  stop after S seconds, after N candidates\n"
      "             without a better one, or once a candidate reaches SPEEDUP\n"
      "  --budget   candidates to evaluate (default 60)\n"
-     "  --batch    candidates proposed per round (default 8): the policy sees the results of a\n"
-     "             round before it proposes the next; --jobs (default: the CPUs) compiles up to\n"
-     "             that many of a round at once and never changes what is proposed\n"
+     "  --batch    candidates proposed per round (default 8); --jobs (default: the CPUs) compiles\n"
+     "             up to that many at once and never changes what is proposed\n"
+     "  --ahead    rounds in flight (default 3): round j + D is proposed once round j's results\n"
+     "             are all in, so later rounds compile while the GPUs evaluate earlier ones;\n"
+     "             1: each round sees every earlier result.  Several GPUs want batch x ahead\n"
+     "             well above their count (compiles take ~10x an evaluation)\n"
      "  --arch     the architecture to build for (default sm_90a; sm_80, sm_86, sm_89, sm_90,\n"
      "             sm_100a); a GPU run needs a device of exactly it (compute capability 9.0 for\n"
      "             sm_90a, 10.0 for sm_100a).  With --compile-only a comma list\n"
@@ -103,7 +106,7 @@ static const struct {
      "             nothing finished is redone, the proposals are the uninterrupted run's.\n"
      "             An option that defines the run (--op, --shape(s), --dtype, --arch, --policy,\n"
      "             --family, --seed, --where, --compile-only, --warm-start, --templates, --maps,\n"
-     "             --reps, --warmup, --batch) may be repeated but not changed (exit 2); a larger\n"
+     "             --reps, --warmup, --batch, --ahead) may be repeated but not changed (exit 2); a larger\n"
      "             --budget and another --time-limit, --plateau or --target extend the run (the\n"
      "             time limit counts every process of the run); --jobs and --device apply to\n"
      "             this process, the timeouts from now on.  A finished run that nothing extends is\n"
@@ -124,10 +127,12 @@ static const struct {
      "  without --candidate: the best candidate of --run (default: the last run)\n"},
     {"replay", cmd_replay, "run a policy against fitness already measured in a DB (no GPU)",
      "kevo replay --db LANDSCAPE.db --policy P [--run ID] [--seeds K] [--target 0.95] [--batch N]\n"
-     "            [--noise SIGMA [--budget N]] [--format table|json]\n"
+     "            [--ahead D] [--noise SIGMA [--budget N]] [--format table|json]\n"
      "kevo replay --db LANDSCAPE.db --model [--run ID] [--format table|json]\n"
      "  prints the policy's median evaluations to a candidate within (1 - target) of the\n"
      "  landscape's best, over K seeds, beside the exhaustive order's and random's;\n"
+     "  --ahead D: up to D rounds of --batch proposed before the oldest one's results,\n"
+     "  as tune --ahead does (default 1);\n"
      "  --model: how well each family's cost model ranks the measured candidates\n"
      "  (Spearman's rank correlation of predicted and measured times);\n"
      "  --noise 0.005: per seed, two replays of --budget evaluations (default 120) whose\n"
@@ -319,7 +324,8 @@ enum {
     OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
     OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
     OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES,
-    OPT_WHERE, OPT_TIME_LIMIT, OPT_PLATEAU, OPT_TARGET, OPT_NOISE, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_OUT, OPT_NAME,
+    OPT_WHERE, OPT_TIME_LIMIT, OPT_PLATEAU, OPT_TARGET, OPT_NOISE, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_AHEAD, OPT_OUT,
+    OPT_NAME,
     OPT_FORCE, /* export */
     OPT_TORCH,
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
@@ -465,6 +471,7 @@ static int cmd_tune(int argc, char **argv)
         {"compile-only", no_argument, 0, OPT_COMPILE_ONLY},
         {"jobs", required_argument, 0, OPT_JOBS},
         {"batch", required_argument, 0, OPT_BATCH},
+        {"ahead", required_argument, 0, OPT_AHEAD},
         {"compile-timeout", required_argument, 0, OPT_CTIMEOUT},
         {"eval-timeout", required_argument, 0, OPT_ETIMEOUT},
         {"reps", required_argument, 0, OPT_REPS},
@@ -613,6 +620,12 @@ static int cmd_tune(int argc, char **argv)
                 return cli_bad_usage("tune", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
             o.batch = (int)v;
             o.given |= KEVO_TUNE_GIVEN_BATCH;
+            break;
+        case OPT_AHEAD:
+            if (!cli_int(optarg, 1, KEVO_TUNE_AHEAD_MAX, &v))
+                return cli_bad_usage("tune", "--ahead takes a whole number from 1 to 16, not '%s'", optarg);
+            o.ahead = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_AHEAD;
             break;
         case OPT_REPS:
             if (!cli_int(optarg, 1, 1000, &v))
@@ -893,6 +906,7 @@ static int cmd_replay(int argc, char **argv)
         {"seeds", required_argument, 0, OPT_SEEDS},
         {"target", required_argument, 0, OPT_TARGET},
         {"batch", required_argument, 0, OPT_BATCH},
+        {"ahead", required_argument, 0, OPT_AHEAD},
         {"format", required_argument, 0, OPT_FORMAT},
         {"templates", required_argument, 0, OPT_TEMPLATES},
         {"model", no_argument, 0, OPT_MODEL},
@@ -931,6 +945,11 @@ static int cmd_replay(int argc, char **argv)
             if (!cli_int(optarg, 1, 256, &v))
                 return cli_bad_usage("replay", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
             o.batch = (int)v;
+            break;
+        case OPT_AHEAD:
+            if (!cli_int(optarg, 1, 16, &v))
+                return cli_bad_usage("replay", "--ahead takes a whole number from 1 to 16, not '%s'", optarg);
+            o.ahead = (int)v;
             break;
         case OPT_TARGET:
             if (!cli_double(optarg, 0.000001, 1, &o.target))

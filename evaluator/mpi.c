@@ -62,22 +62,26 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
     return kevo_compile_run(jobs, n, parallel, timeout_s, err);
 }
 
-kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
-                                   kevo_err *err)
+kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, kevo_err *err)
 {
     (void)m;
-    (void)jobs;
-    (void)n;
     (void)parallel;
     (void)timeout_s;
     return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
 }
 
-kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *left, kevo_err *err)
+kevo_status kevo_mpi_compile_add(kevo_mpi *m, kevo_compile_job *job, kevo_err *err)
+{
+    (void)m;
+    (void)job;
+    return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
+}
+
+kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, kevo_compile_job **done, int *left, kevo_err *err)
 {
     (void)m;
     (void)wait_s;
-    *done = -1;
+    *done = NULL;
     *left = 0;
     return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "built without MPI");
 }
@@ -482,10 +486,12 @@ static void mr_set_state(kevo_mpi *m, int r, int state)
     mr_unlock(m);
 }
 
-/* What kevo_mpi_compile is doing now (NULL between calls). */
+/* The compiles rank 0 hands out (kevo_mpi_compile_start .. _stop; NULL
+ * between): every job added, in order, done ones too (n grows to the
+ * jobs of one search loop). */
 typedef struct mr_batch {
-    kevo_compile_job *jobs;
-    int n;
+    kevo_compile_job **jobs; /* the caller's, borrowed */
+    int n, cap;
     int *owner;      /* JS_WAIT, JS_DONE, 0 or a rank */
     int64_t *id;     /* the id a remote job was sent under */
     mr_send *send;   /* its job message */
@@ -584,7 +590,7 @@ static void mr_result(kevo_mpi *m, mr_batch *b, int r, const unsigned char *data
     }
     for (int i = 0; b && i < b->n; i++) {
         if (b->owner[i] == r && b->id[i] == id) {
-            kevo_compile_job *j = &b->jobs[i];
+            kevo_compile_job *j = b->jobs[i];
             kevo_compile_job_release(j);
             j->fail = tmp.fail;
             j->log = tmp.log;
@@ -718,7 +724,7 @@ static kevo_status mr_send_job(kevo_mpi *m, mr_batch *b, int i, int r, double ti
     kv_buf_release(&s->buf);
     kv_buf_init(&s->buf);
     b->id[i] = ++m->next_id;
-    kevo_status st = kevo_wire_job_pack(&s->buf, b->id[i], &b->jobs[i], timeout_s, err);
+    kevo_status st = kevo_wire_job_pack(&s->buf, b->id[i], b->jobs[i], timeout_s, err);
     if (st)
         return st;
     kevo_err e;
@@ -746,6 +752,7 @@ static void mr_batch_free(kevo_mpi *m, mr_batch *b)
             mr_orphan(m, &b->send[i]);
     }
     kevo_compile_pool_free(b->pool);
+    free(b->jobs);
     free(b->owner);
     free(b->id);
     free(b->send);
@@ -753,29 +760,14 @@ static void mr_batch_free(kevo_mpi *m, mr_batch *b)
     free(b);
 }
 
-kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
-                                   kevo_err *err)
+kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, kevo_err *err)
 {
     if (!m || m->rank != 0 || m->size == 1 || m->cur)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "kevo_mpi_compile_start off rank 0, alone or twice");
     mr_batch *b = calloc(1, sizeof *b);
-    size_t k = (size_t)(n > 0 ? n : 1);
-    if (b) {
-        *b = (mr_batch){.jobs = jobs, .n = n, .timeout_s = timeout_s};
-        b->owner = calloc(k, sizeof *b->owner);
-        b->id = calloc(k, sizeof *b->id);
-        b->send = calloc(k, sizeof *b->send);
-        b->told = calloc(k, sizeof *b->told);
-    }
-    if (!b || !b->owner || !b->id || !b->send || !b->told) {
-        mr_batch_free(m, b);
+    if (!b)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        b->owner[i] = jobs[i].cached ? JS_DONE : JS_WAIT;
-        kv_buf_init(&b->send[i].buf);
-        b->send[i].req = MPI_REQUEST_NULL;
-    }
+    b->timeout_s = timeout_s;
     kevo_status st = kevo_compile_pool_new(parallel, &b->pool, err);
     if (st) {
         mr_batch_free(m, b);
@@ -785,9 +777,51 @@ kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, i
     return KEVO_OK;
 }
 
-kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *left, kevo_err *err)
+/* Grow b's arrays to hold cap jobs; false when out of memory (b unchanged
+ * but for the arrays already grown). */
+static bool mr_batch_grow(mr_batch *b, int cap)
 {
-    *done = -1;
+    kevo_compile_job **jobs = realloc(b->jobs, (size_t)cap * sizeof *jobs);
+    if (jobs)
+        b->jobs = jobs;
+    int *owner = jobs ? realloc(b->owner, (size_t)cap * sizeof *owner) : NULL;
+    if (owner)
+        b->owner = owner;
+    int64_t *id = owner ? realloc(b->id, (size_t)cap * sizeof *id) : NULL;
+    if (id)
+        b->id = id;
+    mr_send *send = id ? realloc(b->send, (size_t)cap * sizeof *send) : NULL;
+    if (send)
+        b->send = send;
+    bool *told = send ? realloc(b->told, (size_t)cap * sizeof *told) : NULL;
+    if (told)
+        b->told = told;
+    if (!told)
+        return false;
+    b->cap = cap;
+    return true;
+}
+
+kevo_status kevo_mpi_compile_add(kevo_mpi *m, kevo_compile_job *job, kevo_err *err)
+{
+    mr_batch *b = m ? m->cur : NULL;
+    if (!b)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "kevo_mpi_compile_add without a start");
+    if (b->n == b->cap && !mr_batch_grow(b, b->cap ? 2 * b->cap : 16))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    int i = b->n++;
+    b->jobs[i] = job;
+    b->owner[i] = job->cached ? JS_DONE : JS_WAIT;
+    b->id[i] = 0;
+    b->told[i] = false;
+    kv_buf_init(&b->send[i].buf);
+    b->send[i].req = MPI_REQUEST_NULL;
+    return KEVO_OK;
+}
+
+kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, kevo_compile_job **done, int *left, kevo_err *err)
+{
+    *done = NULL;
     *left = 0;
     mr_batch *b = m ? m->cur : NULL;
     if (!b)
@@ -810,7 +844,7 @@ kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *le
         if (best < 0)
             break;
         if (best == 0) {
-            st = kevo_compile_pool_start(b->pool, &b->jobs[i], b->timeout_s, err);
+            st = kevo_compile_pool_start(b->pool, b->jobs[i], b->timeout_s, err);
             b->owner[i] = 0;
         } else {
             st = mr_send_job(m, b, i, best, b->timeout_s, err);
@@ -824,8 +858,9 @@ kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *le
     if (!st && kevo_compile_pool_busy(b->pool) > 0) {
         kevo_compile_job *fin = NULL;
         st = kevo_compile_pool_wait(b->pool, remote ? (wait_s < 0.02 ? wait_s : 0.02) : wait_s, &fin, err);
-        if (fin)
-            b->owner[fin - b->jobs] = JS_DONE;
+        for (int i = 0; fin && i < b->n; i++)
+            if (b->jobs[i] == fin && b->owner[i] == 0)
+                b->owner[i] = JS_DONE;
     } else if (!st && wait_s > 0) {
         mr_sleep_ms(wait_s < 0.02 ? (int)(wait_s * 1000) + 1 : 20);
         if (kv_interrupted())
@@ -838,9 +873,9 @@ kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *le
     for (int i = 0; i < b->n; i++) {
         if (b->owner[i] != JS_DONE)
             (*left)++;
-        else if (!b->told[i] && *done < 0) {
+        else if (!b->told[i] && !*done) {
             b->told[i] = true;
-            *done = i;
+            *done = b->jobs[i];
         }
     }
     return st;
@@ -861,8 +896,11 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
         return kevo_compile_run(jobs, n, parallel, timeout_s, err);
     if (m->rank != 0)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank %d asked to hand out compiles", m->rank);
-    kevo_status st = kevo_mpi_compile_start(m, jobs, n, parallel, timeout_s, err);
-    for (int left = n, done = -1; !st && left > 0;)
+    kevo_status st = kevo_mpi_compile_start(m, parallel, timeout_s, err);
+    for (int i = 0; i < n && !st; i++)
+        st = kevo_mpi_compile_add(m, &jobs[i], err);
+    kevo_compile_job *done = NULL;
+    for (int left = n; !st && left > 0;)
         st = kevo_mpi_compile_next(m, 1.0, &done, &left, err);
     kevo_mpi_compile_stop(m);
     return st;

@@ -81,18 +81,21 @@ int kevo_mpi_size(const kevo_mpi *m);
 kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
                              kevo_err *err);
 
-/* kevo_mpi_compile in steps, for a caller that evaluates meanwhile (rank 0,
- * one batch at a time): _start takes jobs[0..n) (which must stay put until
- * _stop); each _next hands out waiting jobs, waits up to wait_s seconds
- * and sets *done to a job that finished since the last call (-1 none; a
- * job cached at the start is reported too) and *left to those not done; a
- * lost rank's jobs go back to the queue as in kevo_mpi_compile.  _stop
- * abandons what is still out.  Errors: KEVO_ERR_INTERNAL (not rank 0,
- * alone, or a batch already under way), the pool's, KEVO_ERR_INTERRUPTED;
- * KEVO_ERR_UNSUPPORTED built without MPI. */
-kevo_status kevo_mpi_compile_start(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
-                                   kevo_err *err);
-kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, int *done, int *left, kevo_err *err);
+/* kevo_mpi_compile in steps, for a caller that evaluates meanwhile and
+ * adds jobs as it goes (rank 0; tune keeps --ahead rounds compiling):
+ * _start opens an empty queue (`parallel` slots here, each job killed after
+ * timeout_s); _add appends a job (which must stay put until it is reported
+ * done or _stop; one cached already is reported done); each _next hands
+ * out waiting jobs in the order added, waits up to wait_s seconds and sets
+ * *done to a job that finished since the last call (NULL none) and *left to
+ * those not done; a lost rank's jobs go back to the queue as in
+ * kevo_mpi_compile.  _stop abandons what is still out.  Errors:
+ * KEVO_ERR_INTERNAL (not rank 0, alone, a queue already open, or none),
+ * KEVO_ERR_NOMEM, the pool's, KEVO_ERR_INTERRUPTED; KEVO_ERR_UNSUPPORTED
+ * built without MPI. */
+kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, kevo_err *err);
+kevo_status kevo_mpi_compile_add(kevo_mpi *m, kevo_compile_job *job, kevo_err *err);
+kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, kevo_compile_job **done, int *left, kevo_err *err);
 void kevo_mpi_compile_stop(kevo_mpi *m);
 
 /* This rank's GPU ordinal for evaluations (kevo_mpi_start's device, or

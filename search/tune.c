@@ -45,6 +45,7 @@ void kevo_tune_opts_init(kevo_tune_opts *o)
     o->budget = 60;
     o->seed = 1;
     o->batch = KEVO_TUNE_BATCH;
+    o->ahead = KEVO_TUNE_AHEAD;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = n > 0 ? (int)n : 1;
     o->compile_timeout = 300;
@@ -1220,183 +1221,315 @@ static void tn_trace(const tn_env *e, const char *what, int64_t cand, int dev)
         fprintf(stderr, "trace %.4f %s #%lld dev %d\n", kv_now() - e->loop_t0, what, (long long)cand, dev);
 }
 
-/* Finish a batch of n prepared candidates of a one-shape GPU run on the
- * run's GPUs: each compile starts as a compile slot frees (--jobs; under
- * --mpi the ranks' slots, kevo_mpi_compile_start), each compiled candidate
- * goes to the first idle GPU in proposal order, and the results are applied
- * in proposal order as soon as every earlier one is in, so the search sees
- * exactly what one GPU would give it.  Errors: the DB's,
- * KEVO_ERR_INTERRUPTED (the rest of the batch stays pending, for
- * --resume), KEVO_ERR_WORKER. */
-static kevo_status tn_eval_batch(tn_env *e, tn_loop *L, tn_work *w, int n, kevo_err *err)
+/* ---- the rounds in flight ---- */
+
+/* The candidates registered and not yet applied, in proposal order, over
+ * every round in flight: positions [head, tail) of a ring of cap slots,
+ * round k in flight ending at position rend[k] (oldest first).  With --ahead D the loop
+ * proposes round j + D once round j is applied, so a one-shape GPU run
+ * (stream) compiles the later rounds while the GPUs evaluate the earlier
+ * ones: each compile starts as a slot frees (--jobs; under --mpi the
+ * ranks' slots too), each compiled candidate goes to the first idle GPU in
+ * proposal order, and results are applied in proposal order, so the search
+ * sees what one GPU would give it. */
+enum { TN_COMPILE, TN_READY, TN_ON_GPU, TN_DONE };
+typedef struct tn_pipe {
+    tn_work *w;
+    int *state, *dev;
+    double *t0, *eval_s;
+    kevo_gpu_result *res, *r; /* r: a wait's result */
+    int cap;
+    int64_t head, tail;
+    int64_t next_compile; /* stream: the next position whose compile may start (local pool) or be queued (MPI);
+                             else: the first not compiled */
+    int64_t *rend;
+    int nround;
+    int64_t on_gpu[TN_MAX_DEV]; /* the position each device evaluates, -1 none */
+    bool stream;
+    kevo_compile_pool *pool; /* stream without other ranks */
+    bool mpi;                /* stream with other ranks: kevo_mpi_compile_start is open */
+    int compiling;           /* compiles started (local) or queued (MPI) and not done */
+} tn_pipe;
+
+static tn_work *tn_slot(const tn_pipe *P, int64_t pos)
 {
-    enum { TN_COMPILE, TN_READY, TN_ON_GPU, TN_DONE };
-    int *state = calloc((size_t)n + 1, sizeof *state);
-    int *dev = calloc((size_t)n + 1, sizeof *dev);
-    double *t0 = calloc((size_t)n + 1, sizeof *t0), *eval_s = calloc((size_t)n + 1, sizeof *eval_s);
-    kevo_gpu_result *res = calloc((size_t)n + 1, sizeof *res), *r = malloc(sizeof *r); /* r: a wait's result */
-    kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
-    int on_gpu[TN_MAX_DEV]; /* the candidate each device evaluates, -1 none */
-    const int total = e->ndev + e->nrem;
-    for (int k = 0; k < total; k++) {
-        if (k < e->ndev)
-            g[k] = tn_dgpu(e, k);
-        on_gpu[k] = -1;
+    return &P->w[pos % P->cap];
+}
+
+/* Room for cap candidates in flight (and as many rounds).  Errors:
+ * KEVO_ERR_NOMEM, the pool's or MPI's. */
+static kevo_status tn_pipe_open(tn_env *e, tn_pipe *P, int cap, bool stream, kevo_err *err)
+{
+    memset(P, 0, sizeof *P);
+    P->cap = cap;
+    P->stream = stream;
+    for (int k = 0; k < TN_MAX_DEV; k++)
+        P->on_gpu[k] = -1;
+    size_t c = (size_t)cap;
+    P->w = calloc(c, sizeof *P->w);
+    P->state = calloc(c, sizeof *P->state);
+    P->dev = calloc(c, sizeof *P->dev);
+    P->t0 = calloc(c, sizeof *P->t0);
+    P->eval_s = calloc(c, sizeof *P->eval_s);
+    P->res = calloc(c, sizeof *P->res);
+    P->r = malloc(sizeof *P->r);
+    P->rend = calloc(c, sizeof *P->rend);
+    if (!P->w || !P->state || !P->dev || !P->t0 || !P->eval_s || !P->res || !P->r || !P->rend)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if (!stream)
+        return KEVO_OK;
+    if (kevo_mpi_size(e->mpi) > 1) {
+        kevo_status st = kevo_mpi_compile_start(e->mpi, e->jobs, e->compile_timeout, err);
+        P->mpi = !st;
+        return st;
     }
-    kevo_compile_pool *pool = NULL;
-    /* under --mpi with other ranks, they compile too (kevo_mpi_compile_start): mjob[k] is w[mof[k]].job
-     * meanwhile */
-    bool ranks = kevo_mpi_size(e->mpi) > 1;
-    kevo_compile_job *mjob = ranks ? calloc((size_t)n + 1, sizeof *mjob) : NULL;
-    int *mof = ranks ? calloc((size_t)n + 1, sizeof *mof) : NULL;
-    bool mpi_started = false;
-    kevo_status st = !state || !dev || !t0 || !eval_s || !res || !r || (ranks && (!mjob || !mof))
-                         ? kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory")
-                     : ranks ? KEVO_OK
-                             : kevo_compile_pool_new(e->jobs, &pool, err);
-    /* what the cache holds (and a plan that failed) needs no compile */
-    int nm = 0;
-    for (int i = 0; i < n && !st; i++) {
-        tn_cache_get(e, &w[i]);
-        state[i] = w[i].job.cached ? TN_READY : TN_COMPILE;
-        if (ranks && state[i] == TN_COMPILE) {
-            mof[nm] = i;
-            mjob[nm++] = w[i].job;
+    return kevo_compile_pool_new(e->jobs, &P->pool, err);
+}
+
+/* Ends the compiles still running (killed here, abandoned on other ranks)
+ * and releases every candidate still in flight (they stay pending in the
+ * DB, for --resume). */
+static void tn_pipe_close(tn_env *e, tn_pipe *P)
+{
+    kevo_compile_pool_free(P->pool);
+    if (P->mpi)
+        kevo_mpi_compile_stop(e->mpi);
+    for (int64_t p = P->head; P->w && p < P->tail; p++)
+        tn_work_release(tn_slot(P, p));
+    free(P->w);
+    free(P->state);
+    free(P->dev);
+    free(P->t0);
+    free(P->eval_s);
+    free(P->res);
+    free(P->r);
+    free(P->rend);
+    memset(P, 0, sizeof *P);
+}
+
+/* Take n registered candidates as the newest round: into the ring, their
+ * binaries from the cache, their compiles queued under --mpi.  The ring
+ * has room (the caller sizes it).  Errors: MPI's. */
+static kevo_status tn_pipe_round_add(tn_env *e, tn_pipe *P, tn_work *w, int n, kevo_err *err)
+{
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < n; i++) {
+        int64_t p = P->tail++;
+        *tn_slot(P, p) = w[i];
+        memset(&w[i], 0, sizeof w[i]);
+        tn_work *x = tn_slot(P, p);
+        int k = (int)(p % P->cap);
+        P->dev[k] = -1;
+        P->eval_s[k] = 0;
+        if (!P->stream)
+            continue;
+        tn_cache_get(e, x);
+        P->state[k] = x->job.cached ? TN_READY : TN_COMPILE;
+        if (P->mpi && !st && P->state[k] == TN_COMPILE) {
+            st = kevo_mpi_compile_add(e->mpi, &x->job, err);
+            P->compiling++;
         }
     }
-    int next_compile = 0, next_apply = 0, compiling = 0;
-    if (!st && nm > 0) {
-        st = kevo_mpi_compile_start(e->mpi, mjob, nm, e->jobs, e->compile_timeout, err);
-        mpi_started = !st;
-        compiling = nm;
+    if (n > 0)
+        P->rend[P->nround++] = P->tail;
+    return st;
+}
+
+/* The oldest round is applied: forget it. */
+static void tn_pipe_round_pop(tn_pipe *P)
+{
+    memmove(P->rend, P->rend + 1, (size_t)(P->nround - 1) * sizeof *P->rend);
+    P->nround--;
+}
+
+/* Put compiled candidates on idle GPUs in proposal order (a failed compile
+ * needs none: done at once).  Errors: the GPUs', MPI's. */
+static kevo_status tn_pipe_place(tn_env *e, tn_loop *L, tn_pipe *P, kevo_gpu *const *g, kevo_err *err)
+{
+    const int total = e->ndev + e->nrem;
+    kevo_status st = KEVO_OK;
+    int k = 0;
+    for (int64_t p = P->head; p < P->tail && !st; p++) {
+        int i = (int)(p % P->cap);
+        tn_work *w = &P->w[i];
+        if (P->state[i] != TN_READY)
+            continue;
+        if (w->job.fail != KEVO_FAIL_NONE) {
+            P->state[i] = TN_DONE;
+            continue;
+        }
+        kevo_gpu_request rq = tn_request(w, w->cand_id, L->ro->maps, true,
+                                         L->ro->seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull);
+        bool placed = false;
+        while (!placed && !st) {
+            /* the next idle device (another rank's once lost takes nothing) */
+            while (k < total && (P->on_gpu[k] >= 0 || (k >= e->ndev && !kevo_mpi_gpu_alive(e->mpi, k - e->ndev))))
+                k++;
+            if (k == total)
+                return KEVO_OK;
+            if (k < e->ndev) {
+                st = kevo_gpu_submit(g[k], &rq, err);
+                placed = !st;
+            } else {
+                bool sent = false;
+                st = kevo_mpi_eval_submit(e->mpi, k - e->ndev, &rq, &sent, err);
+                placed = !st && sent;
+            }
+            if (placed) {
+                tn_trace(e, "submit", w->cand_id, k);
+                P->state[i] = TN_ON_GPU;
+                P->dev[i] = k;
+                P->t0[i] = kv_now();
+                P->on_gpu[k] = p;
+            }
+        }
     }
-    tn_trace(e, "batch", n, -1);
-    while (!st && next_apply < n) {
+    return st;
+}
+
+/* A compile finished: its binary into the cache, the candidate ready. */
+static kevo_status tn_pipe_compiled(tn_env *e, tn_pipe *P, const kevo_compile_job *job, kevo_err *err)
+{
+    for (int64_t p = P->head; p < P->tail; p++)
+        if (&tn_slot(P, p)->job == job) {
+            P->state[p % P->cap] = TN_READY;
+            P->compiling--;
+            return tn_cache_store(e, tn_slot(P, p), err);
+        }
+    return KEVO_OK;
+}
+
+/* Finish the oldest round of a one-shape GPU run (stream): compile and
+ * evaluate until every candidate of it is applied, the later rounds
+ * compiling and evaluating meanwhile.  Errors: the DB's,
+ * KEVO_ERR_INTERRUPTED (the rest stays pending, for --resume),
+ * KEVO_ERR_WORKER. */
+static kevo_status tn_pipe_stream(tn_env *e, tn_loop *L, tn_pipe *P, kevo_err *err)
+{
+    kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
+    const int total = e->ndev + e->nrem;
+    for (int k = 0; k < e->ndev; k++)
+        g[k] = tn_dgpu(e, k);
+    const int64_t end = P->rend[0];
+    kevo_status st = KEVO_OK;
+    tn_trace(e, "round", end - P->head, -1);
+    while (!st && P->head < end) {
         if (kv_interrupted()) {
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d", kv_signal_caught());
             break;
         }
-        for (; pool && next_compile < n && !st && kevo_compile_pool_idle(pool) > 0; next_compile++)
-            if (state[next_compile] == TN_COMPILE) {
-                st = kevo_compile_pool_start(pool, &w[next_compile].job, e->compile_timeout, err);
-                compiling++;
+        for (; P->pool && P->next_compile < P->tail && !st && kevo_compile_pool_idle(P->pool) > 0;
+             P->next_compile++)
+            if (P->state[P->next_compile % P->cap] == TN_COMPILE) {
+                st = kevo_compile_pool_start(P->pool, &tn_slot(P, P->next_compile)->job, e->compile_timeout, err);
+                P->compiling++;
             }
-        /* compiled candidates to idle GPUs, in proposal order; a failed compile needs no GPU */
-        for (int i = next_apply, k = 0; i < n && !st; i++) {
-            if (state[i] != TN_READY)
-                continue;
-            if (w[i].job.fail != KEVO_FAIL_NONE) {
-                state[i] = TN_DONE;
-                continue;
-            }
-            kevo_gpu_request rq = tn_request(&w[i], w[i].cand_id, L->ro->maps, true,
-                                             L->ro->seed ^ (uint64_t)w[i].cand_id * 0x9e3779b97f4a7c15ull);
-            bool placed = false;
-            while (!placed && !st) {
-                /* the next idle device (another rank's once lost takes nothing) */
-                while (k < total && (on_gpu[k] >= 0 || (k >= e->ndev && !kevo_mpi_gpu_alive(e->mpi, k - e->ndev))))
-                    k++;
-                if (k == total)
-                    break;
-                if (k < e->ndev) {
-                    st = kevo_gpu_submit(g[k], &rq, err);
-                    placed = !st;
-                } else {
-                    bool sent = false;
-                    st = kevo_mpi_eval_submit(e->mpi, k - e->ndev, &rq, &sent, err);
-                    placed = !st && sent;
-                }
-                if (placed) {
-                    tn_trace(e, "submit", w[i].cand_id, k);
-                    state[i] = TN_ON_GPU;
-                    dev[i] = k;
-                    t0[i] = kv_now();
-                    on_gpu[k] = i;
-                }
-            }
-            if (k == total)
-                break;
-        }
+        if (!st)
+            st = tn_pipe_place(e, L, P, g, err);
         /* one result applied per turn: a GPU that finishes meanwhile gets its next candidate first */
-        if (!st && next_apply < n && state[next_apply] == TN_DONE) {
-            int i = next_apply++;
-            bool evaluated = w[i].job.fail == KEVO_FAIL_NONE;
-            tn_trace(e, "apply", w[i].cand_id, dev[i]);
-            st = tn_apply_one(e, L, &w[i], evaluated ? &res[i] : NULL, dev[i], eval_s[i], err);
-            tn_trace(e, "applied", w[i].cand_id, dev[i]);
+        int h = (int)(P->head % P->cap);
+        if (!st && P->state[h] == TN_DONE) {
+            tn_work *w = &P->w[h];
+            bool evaluated = w->job.fail == KEVO_FAIL_NONE;
+            tn_trace(e, "apply", w->cand_id, P->dev[h]);
+            st = tn_apply_one(e, L, w, evaluated ? &P->res[h] : NULL, P->dev[h], P->eval_s[h], err);
+            tn_trace(e, "applied", w->cand_id, P->dev[h]);
+            tn_work_release(w);
+            P->head++;
         }
-        if (st || next_apply == n)
+        if (st || P->head == end)
             break;
-        bool more = state[next_apply] == TN_DONE; /* then the waits below only look */
-        tn_bar_devices(e, L, on_gpu, compiling);
+        bool more = P->state[P->head % P->cap] == TN_DONE; /* then the waits below only look */
         bool local_busy = false, remote_busy = false;
+        int busy_on[TN_MAX_DEV];
         for (int k = 0; k < total; k++) {
-            local_busy = local_busy || (k < e->ndev && on_gpu[k] >= 0);
-            remote_busy = remote_busy || (k >= e->ndev && on_gpu[k] >= 0);
+            busy_on[k] = P->on_gpu[k] >= 0 ? 0 : -1;
+            local_busy = local_busy || (k < e->ndev && P->on_gpu[k] >= 0);
+            remote_busy = remote_busy || (k >= e->ndev && P->on_gpu[k] >= 0);
         }
+        tn_bar_devices(e, L, busy_on, P->compiling);
         bool gpus_busy = local_busy || remote_busy;
-        bool compiles_busy = pool ? kevo_compile_pool_busy(pool) > 0 : compiling > 0;
+        bool compiles_busy = P->pool ? kevo_compile_pool_busy(P->pool) > 0 : P->compiling > 0;
         if (local_busy) {
             int which = -1;
-            st = kevo_gpu_wait(g, e->ndev, more ? 0 : compiles_busy || remote_busy ? 0.002 : 1.0, &which, r, err);
+            st = kevo_gpu_wait(g, e->ndev, more ? 0 : compiles_busy || remote_busy ? 0.002 : 1.0, &which, P->r, err);
             if (!st && which >= 0) {
-                int i = on_gpu[which];
-                tn_trace(e, "done", w[i].cand_id, which);
-                res[i] = *r;
-                eval_s[i] = kv_now() - t0[i];
-                state[i] = TN_DONE;
-                on_gpu[which] = -1;
+                int64_t p = P->on_gpu[which];
+                int i = (int)(p % P->cap);
+                tn_trace(e, "done", P->w[i].cand_id, which);
+                P->res[i] = *P->r;
+                P->eval_s[i] = kv_now() - P->t0[i];
+                P->state[i] = TN_DONE;
+                P->on_gpu[which] = -1;
             }
         }
         if (!st && remote_busy) {
             int which = -1;
             bool lost = false;
-            st = kevo_mpi_eval_wait(e->mpi, more || compiles_busy || local_busy ? 0.0 : 0.05, &which, &lost, r, err);
+            st = kevo_mpi_eval_wait(e->mpi, more || compiles_busy || local_busy ? 0.0 : 0.05, &which, &lost, P->r,
+                                    err);
             if (!st && which >= 0) {
-                int k = e->ndev + which, i = on_gpu[k];
-                on_gpu[k] = -1;
-                tn_trace(e, lost ? "lost" : "done", w[i].cand_id, k);
+                int k = e->ndev + which, i = (int)(P->on_gpu[k] % P->cap);
+                P->on_gpu[k] = -1;
+                tn_trace(e, lost ? "lost" : "done", P->w[i].cand_id, k);
                 if (lost) { /* its rank is gone: another device takes it */
-                    state[i] = TN_READY;
+                    P->state[i] = TN_READY;
                 } else {
-                    res[i] = *r;
-                    eval_s[i] = kv_now() - t0[i];
-                    state[i] = TN_DONE;
+                    P->res[i] = *P->r;
+                    P->eval_s[i] = kv_now() - P->t0[i];
+                    P->state[i] = TN_DONE;
                 }
             }
         }
-        if (!st && compiles_busy && pool) {
+        if (!st && compiles_busy && P->pool) {
             kevo_compile_job *done = NULL;
-            st = kevo_compile_pool_wait(pool, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, err);
-            for (int i = 0; !st && done && i < n; i++)
-                if (done == &w[i].job) {
-                    state[i] = TN_READY;
-                    compiling--;
-                    st = tn_cache_store(e, &w[i], err);
-                }
+            st = kevo_compile_pool_wait(P->pool, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, err);
+            if (!st && done)
+                st = tn_pipe_compiled(e, P, done, err);
         } else if (!st && compiles_busy) {
-            int k = -1, left = 0;
-            st = kevo_mpi_compile_next(e->mpi, more ? 0 : gpus_busy ? 0.002 : 1.0, &k, &left, err);
-            if (!st && k >= 0) {
-                int i = mof[k];
-                w[i].job = mjob[k]; /* its cubin and log are w[i]'s now */
-                state[i] = TN_READY;
-                compiling--;
-                st = tn_cache_store(e, &w[i], err);
-            }
+            kevo_compile_job *done = NULL;
+            int left = 0;
+            st = kevo_mpi_compile_next(e->mpi, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, &left, err);
+            if (!st && done)
+                st = tn_pipe_compiled(e, P, done, err);
         }
     }
-    kevo_compile_pool_free(pool); /* on an error, kills the compiles still running */
-    if (mpi_started)
-        kevo_mpi_compile_stop(e->mpi); /* on an error, abandons the compiles still out */
-    free(mjob);
-    free(mof);
-    free(r);
-    free(state);
-    free(dev);
-    free(t0);
-    free(eval_s);
-    free(res);
+    if (!st)
+        tn_pipe_round_pop(P);
+    return st;
+}
+
+/* Finish the oldest round of a compile-only or distribution run: compile
+ * every round in flight (the cache first), then store and, with GPUs,
+ * verify and time the oldest one's candidates in order.  Errors: as
+ * tn_pipe_stream. */
+static kevo_status tn_pipe_sync(tn_env *e, tn_loop *L, tn_pipe *P, tn_progress *prog, kevo_err *err)
+{
+    kevo_status st = KEVO_OK;
+    if (P->next_compile < P->tail) {
+        char what[64];
+        snprintf(what, sizeof what, "compiling %lld", (long long)(P->tail - P->next_compile));
+        tn_bar(prog, L->done, L->best, what);
+    }
+    while (!st && P->next_compile < P->tail) { /* in at most two runs of slots, where the ring wraps */
+        int64_t from = P->next_compile, to = P->tail;
+        if (to / P->cap != from / P->cap)
+            to = (from / P->cap + 1) * P->cap;
+        st = tn_compile(e, tn_slot(P, from), (int)(to - from), err);
+        if (!st)
+            P->next_compile = to;
+    }
+    const int64_t end = P->rend[0];
+    while (!st && P->head < end) {
+        if (kv_interrupted()) /* the rest stays pending, for the resume */
+            return KEVO_ERR_INTERRUPTED;
+        tn_bar(prog, L->done, L->best, L->ro->compile_only ? "storing" : "verifying and timing");
+        st = tn_apply_one(e, L, tn_slot(P, P->head), NULL, 0, 0, err);
+        if (!st)
+            tn_work_release(tn_slot(P, P->head++));
+    }
+    if (!st)
+        tn_pipe_round_pop(P);
     return st;
 }
 
@@ -1422,27 +1555,36 @@ static bool tn_pid_alive(int64_t pid)
 
 /* Rebuild the graph of a stored run: every candidate in seq order with its
  * parent edge and fitness; candidates a killed process left pending go to
- * left[] (node indices) to be evaluated first.  *done, *best and *last_gain
- * (the count at the last improvement) are the loop's as it would have them. */
+ * left[] (node indices) to be evaluated first, left_round[] their rounds
+ * (-1 for a run of schema 7 or older), *head_started whether some of the
+ * first left one's round was applied.  *done, *best and *last_gain (the
+ * count at the last improvement) are the loop's as it would have them;
+ * *next_round the number of the run's next round. */
 static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, bool evaluate_compiled, int **left,
-                              int *nleft, int64_t *done, double *best, int64_t *last_gain, int64_t *nrows,
-                              kevo_err *err)
+                              int **left_round, int *nleft, bool *head_started, int64_t *done, double *best,
+                              int64_t *last_gain, int64_t *nrows, int64_t *next_round, kevo_err *err)
 {
     kevo_cand_row *rows = NULL;
     kevo_edge_row *edges = NULL;
     int n = 0, ne = 0;
-    *left = NULL;
+    *left = *left_round = NULL;
     *nleft = 0;
+    *head_started = false;
     *done = 0;
+    *next_round = 0;
     kevo_status st = kevo_db_cand_list(e->db, run_id, &rows, &n, err);
     if (!st)
         st = kevo_db_edge_list(e->db, run_id, &edges, &ne, err);
-    if (!st && n > 0 && !(*left = malloc((size_t)n * sizeof **left)))
+    if (!st && n > 0 &&
+        (!(*left = malloc((size_t)n * sizeof **left)) || !(*left_round = malloc((size_t)n * sizeof **left_round))))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     *nrows = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (rows[i].seq > *nrows)
             *nrows = rows[i].seq;
+        if (rows[i].round >= *next_round)
+            *next_round = (int64_t)rows[i].round + 1;
+    }
     for (int i = 0; i < n && !st; i++) {
         kevo_proposal p;
         memset(&p, 0, sizeof p);
@@ -1494,6 +1636,7 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, bool ev
         s->nodes[node].cand_id = rows[i].id;
         /* pending: left by a killed process; compiled: a compile-only run now continued on a GPU */
         if (strcmp(rows[i].status, "pending") == 0 || (evaluate_compiled && strcmp(rows[i].status, "compiled") == 0)) {
+            (*left_round)[*nleft] = rows[i].round;
             (*left)[(*nleft)++] = node;
             continue;
         }
@@ -1507,6 +1650,10 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, bool ev
             *last_gain = *done;
         }
     }
+    for (int i = 0; i < n && !st && *nleft > 0; i++)
+        if (rows[i].round >= 0 && rows[i].round == (*left_round)[0] && strcmp(rows[i].status, "pending") != 0 &&
+            !(evaluate_compiled && strcmp(rows[i].status, "compiled") == 0))
+            *head_started = true;
     kevo_cand_rows_free(rows, n);
     free(edges);
     return st;
@@ -1514,8 +1661,9 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, bool ev
 
 /* Register a batch of proposals: render, plan, and insert every row and
  * edge in one transaction, so that a kill leaves all of the batch or none. */
-static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_t seq0, const kevo_proposal *props,
-                               int n, kevo_generation_row *gen, tn_work *works, int *ready, kevo_err *err)
+static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_t seq0, int64_t round,
+                               const kevo_proposal *props, int n, kevo_generation_row *gen, tn_work *works,
+                               int *ready, kevo_err *err)
 {
     *ready = 0;
     kevo_status st = KEVO_OK;
@@ -1534,6 +1682,7 @@ static kevo_status tn_register(tn_env *e, kevo_search *s, int64_t run_id, int64_
         kevo_cand_row_init(&row);
         row.run_id = run_id;
         row.seq = seq0 + i + 1;
+        row.round = (int)round;
         snprintf(row.family, sizeof row.family, "%s", w->space->family);
         kv_buf pj, plj;
         kv_buf_init(&pj);
@@ -1648,8 +1797,8 @@ static kevo_status tn_llm_store_failure(tn_env *e, kevo_search *s, int64_t run_i
  * reached no server is not a candidate (*gone: the caller drops the LLM,
  * *llm_calls is given back). */
 static kevo_status tn_llm_take(tn_env *e, kevo_search *s, const kevo_run_row *run, kevo_llm_gen *lg, int parent,
-                               int64_t *nrows, tn_work *w, int *added, int64_t *llm_calls, int64_t *done,
-                               tn_progress *prog, bool *gone, kevo_err *err)
+                               int64_t *nrows, int64_t round, tn_work *w, int *added, int64_t *llm_calls,
+                               int64_t *done, tn_progress *prog, bool *gone, kevo_err *err)
 {
     *added = 0;
     *gone = false;
@@ -1702,7 +1851,7 @@ static kevo_status tn_llm_take(tn_env *e, kevo_search *s, const kevo_run_row *ru
     kevo_proposal p = {.family = fam, .cfg = g.cfg, .parent = parent, .parent2 = -1};
     snprintf(p.op, sizeof p.op, "llm");
     int ready = 0;
-    st = tn_register(e, s, run->id, *nrows, &p, 1, &g.gen, w, &ready, err);
+    st = tn_register(e, s, run->id, *nrows, round, &p, 1, &g.gen, w, &ready, err);
     if (!st) {
         (*nrows)++;
         *added = ready;
@@ -2512,7 +2661,8 @@ static kevo_status tn_resume_opts(const kevo_tune_opts *o, const kevo_run_row *r
         } nums[] = {{KEVO_TUNE_GIVEN_MAPS, "--maps", o->maps, stored->maps},
                     {KEVO_TUNE_GIVEN_REPS, "--reps", o->reps, stored->reps},
                     {KEVO_TUNE_GIVEN_WARMUP, "--warmup", o->warmup, stored->warmup},
-                    {KEVO_TUNE_GIVEN_BATCH, "--batch", o->batch, stored->batch}};
+                    {KEVO_TUNE_GIVEN_BATCH, "--batch", o->batch, stored->batch},
+                    {KEVO_TUNE_GIVEN_AHEAD, "--ahead", o->ahead, stored->ahead}};
         for (size_t i = 0; i < KV_ARRAY_LEN(nums); i++)
             if ((g & nums[i].bit) && nums[i].given != nums[i].had) {
                 if (nums[i].bit == KEVO_TUNE_GIVEN_MAPS)
@@ -2543,8 +2693,10 @@ static kevo_status tn_resume_opts(const kevo_tune_opts *o, const kevo_run_row *r
     ro->warm_start = run->warm_start[0] ? run->warm_start : NULL;
     ro->budget = (g & KEVO_TUNE_GIVEN_BUDGET) ? o->budget : run->budget;
     *extends = ro->budget > run->budget;
-    if (!stored) /* a run of an older kevo: what it searched stands for what it asked */
+    if (!stored) { /* a run of an older kevo: what it searched stands for what it asked, a round at a time */
         tn_family_set(run->families, rs->family_arg, sizeof rs->family_arg);
+        ro->ahead = 1;
+    }
     if (stored) {
         *rs = *stored;
         ro->extra_templates = stored->templates[0] ? stored->templates : NULL;
@@ -2552,6 +2704,7 @@ static kevo_status tn_resume_opts(const kevo_tune_opts *o, const kevo_run_row *r
         ro->reps = stored->reps;
         ro->warmup = stored->warmup;
         ro->batch = stored->batch;
+        ro->ahead = stored->ahead;
         ro->time_limit = stored->time_limit;
         ro->plateau = stored->plateau;
         ro->target = stored->target;
@@ -2580,6 +2733,7 @@ static kevo_status tn_resume_opts(const kevo_tune_opts *o, const kevo_run_row *r
 static void tn_settings_fill(kevo_run_settings *rs, const kevo_tune_opts *ro)
 {
     rs->batch = ro->batch;
+    rs->ahead = ro->ahead;
     rs->maps = ro->maps;
     rs->reps = ro->reps;
     rs->warmup = ro->warmup;
@@ -2750,6 +2904,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         return kevo_err_set(err, KEVO_ERR_ARG, "--jobs must be 1..256");
     if (o->batch < 1 || o->batch > KEVO_TUNE_BATCH_MAX)
         return kevo_err_set(err, KEVO_ERR_ARG, "--batch must be 1..%d", KEVO_TUNE_BATCH_MAX);
+    if (o->ahead < 1 || o->ahead > KEVO_TUNE_AHEAD_MAX)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--ahead must be 1..%d", KEVO_TUNE_AHEAD_MAX);
     if (o->reps < 1 || o->reps > 1000 || o->warmup < 0 || o->warmup > 1000)
         return kevo_err_set(err, KEVO_ERR_ARG, "--reps must be 1..1000 and --warmup 0..1000");
     if (!(o->compile_timeout >= 0.1 && o->compile_timeout <= KEVO_TUNE_TIMEOUT_MAX) ||
@@ -2993,9 +3149,12 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         st = kevo_db_open(ro.db_path, true, &e.db, err);
     int64_t done = 0, last_gain = 0, nrows = 0;
     double best = 0;
-    int *left = NULL, nleft = 0;
+    int *left = NULL, *left_round = NULL, nleft = 0;
+    int64_t next_round = 0;
+    bool head_started = false;
     if (!st && resume)
-        st = tn_rebuild(&e, &s, run.id, handoff, &left, &nleft, &done, &best, &last_gain, &nrows, err);
+        st = tn_rebuild(&e, &s, run.id, handoff, &left, &left_round, &nleft, &head_started, &done, &best,
+                        &last_gain, &nrows, &next_round, err);
     kevo_warm_seed *warm = NULL;
     int nwarm = 0;
     if (!st)
@@ -3085,9 +3244,19 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     const double elapsed0 = rs.elapsed_s;
     e.loop_t0 = kv_now();
     const char *stop = "budget";
-    int batch_cap = ro.batch > nleft ? ro.batch : nleft;
-    kevo_proposal *props = written ? calloc((size_t)batch_cap, sizeof *props) : NULL;
-    tn_work *works = written ? calloc((size_t)batch_cap + 1, sizeof *works) : NULL; /* + an LLM candidate */
+    bool stopping = false; /* a stop condition held: no round is proposed, those in flight finish */
+    /* rounds are proposed only where the state is one an uninterrupted run proposes in: after a round is
+     * applied (up to --ahead in flight, until the policy has nothing), so that a resumed run proposes as the
+     * first process would have; a resume whose oldest round is half applied waits for the rest of it */
+    bool may_propose = !head_started;
+    /* a one-shape GPU run: compiles stream to the GPUs (--devices: several at once) */
+    const bool stream = !ro.compile_only && !e.dist;
+    /* room for --ahead rounds of --batch candidates, an LLM candidate each, and what was left pending */
+    const int pcap = ro.batch * ro.ahead + ro.ahead + nleft + 1;
+    kevo_proposal *props = written ? calloc((size_t)ro.batch, sizeof *props) : NULL;
+    tn_work *works = written ? calloc((size_t)ro.batch + 1, sizeof *works) : NULL; /* + an LLM candidate */
+    tn_pipe pipe;
+    memset(&pipe, 0, sizeof pipe);
     int64_t llm_calls = 0; /* calls the run has made (stored generations) */
     int llm_parent = -1;   /* node of the call in flight */
     if (written && gen_llm) {
@@ -3099,27 +3268,45 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     }
     if (written && (!props || !works))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    while (written && !st && done < ro.budget) {
+    if (written && !st)
+        st = tn_pipe_open(&e, &pipe, pcap, stream, err);
+    /* what a killed process registered but never finished: its rounds in flight, in order, finished first
+     * (a run of schema 7 or older, and a compile-only run's candidates now continued on a GPU: one lot) */
+    for (int i = 0, from = 0; written && !st && i < nleft; i++) {
+        const kevo_node *nd = &s.nodes[left[i]];
+        st = tn_prepare(&e, kevo_search_space(&s, nd->family), nd->family, &nd->cfg, &works[i - from], err);
+        if (st)
+            break;
+        works[i - from].node = left[i];
+        works[i - from].cand_id = nd->cand_id;
+        if (i + 1 == nleft || left_round[i + 1] != left_round[i] || i + 1 - from == ro.batch + 1) {
+            st = tn_pipe_round_add(&e, &pipe, works, i + 1 - from, err);
+            from = i + 1;
+        }
+    }
+    while (written && !st) {
         if (kv_interrupted()) {
             st = KEVO_ERR_INTERRUPTED;
             break;
         }
-        /* termination other than the budget, checked between batches (a
-         * batch a killed process left pending is finished first) */
-        if (nleft == 0 && ro.time_limit > 0 && elapsed0 + kv_now() - prog.t0 >= ro.time_limit) {
-            stop = "time_limit";
-            break;
+        const int64_t inflight = pipe.tail - pipe.head;
+        /* termination other than the budget, checked between rounds; the rounds in flight finish */
+        if (!stopping) {
+            if (ro.time_limit > 0 && elapsed0 + kv_now() - prog.t0 >= ro.time_limit) {
+                stop = "time_limit";
+                stopping = true;
+            } else if (ro.target > 0 && best >= ro.target) {
+                stop = "target";
+                stopping = true;
+            } else if (ro.plateau > 0 && done - last_gain >= ro.plateau) {
+                stop = "plateau";
+                stopping = true;
+            }
         }
-        if (nleft == 0 && ro.target > 0 && best >= ro.target) {
-            stop = "target";
-            break;
-        }
-        if (nleft == 0 && ro.plateau > 0 && done - last_gain >= ro.plateau) {
-            stop = "plateau";
-            break;
-        }
+        int ready = 0;
+        bool propose = may_propose && !stopping && pipe.nround < ro.ahead && done + inflight < ro.budget;
         /* the llm operator: a call when none is in flight and the budgets allow */
-        if (lg && !kevo_llm_gen_busy(lg) && nleft == 0 && llm_calls < rl.llm_budget && done < ro.budget) {
+        if (propose && lg && !kevo_llm_gen_busy(lg) && llm_calls < rl.llm_budget) {
             llm_parent = kevo_search_llm_parent(&s);
             if (llm_parent >= 0 && !(st = tn_llm_start(&e, &s, run.id, lg, llm_parent, best, llm_calls, err))) {
                 llm_calls++;
@@ -3129,49 +3316,38 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                 break;
         }
         bool llm_busy = lg && kevo_llm_gen_busy(lg);
-        int ready = 0;
-        if (nleft > 0) {
-            /* what a killed process registered but never finished */
-            for (int i = 0; i < nleft && !st; i++) {
-                const kevo_node *nd = &s.nodes[left[i]];
-                st = tn_prepare(&e, kevo_search_space(&s, nd->family), nd->family, &nd->cfg, &works[ready], err);
-                if (!st) {
-                    works[ready].node = left[i];
-                    works[ready].cand_id = nd->cand_id;
-                    ready++;
-                }
-            }
-            nleft = 0;
-        } else {
+        if (propose) {
             /* the budget keeps a slot for each LLM call still to come (--llm-budget calls are made), but
              * the seeds always have room: they are the first parents */
             int64_t llm_left = lg ? rl.llm_budget - llm_calls : 0;
-            int64_t room = ro.budget - done - (llm_busy ? 1 : 0) - (llm_left > 0 ? llm_left : 0);
+            int64_t room = ro.budget - done - inflight - (llm_busy ? 1 : 0) - (llm_left > 0 ? llm_left : 0);
             if (room <= 0 && !llm_busy && kevo_search_llm_parent(&s) < 0)
-                room = ro.budget - done;
-            int want = (int)(room < batch_cap ? room : batch_cap);
+                room = ro.budget - done - inflight;
+            int want = (int)(room < ro.batch ? room : ro.batch);
             int n = 0;
             if (want > 0) {
                 kevo_search_reseed(&s);
                 /* without the template generator, templates only seed the LLM */
                 n = gen_tpl ? policy->propose(&s, props, want) : kevo_search_seeds(&s, props, want);
             }
-            if (n == 0 && !llm_busy) {
+            /* nothing to propose with nothing in flight is the end; with rounds in flight, their results
+             * may give the policy something */
+            if (n == 0 && !llm_busy && inflight == 0) {
                 stop = "exhausted";
                 break;
             }
             if (n > 0) {
-                st = tn_register(&e, &s, run.id, nrows, props, n, NULL, works, &ready, err);
+                st = tn_register(&e, &s, run.id, nrows, next_round, props, n, NULL, works, &ready, err);
                 nrows += n;
             }
         }
-        /* the LLM's reply: taken when it is there, or waited for when the round has nothing else */
-        if (!st && llm_busy && (ready == 0 || kevo_llm_gen_ready(lg))) {
+        /* the LLM's reply: taken when it is there, or waited for when nothing else is to be done */
+        if (!st && !stopping && llm_busy && (kevo_llm_gen_ready(lg) || (ready == 0 && inflight == 0))) {
             tn_bar(&prog, done, best, "waiting for the LLM");
             int added = 0;
             bool gone = false;
-            st = tn_llm_take(&e, &s, &run, lg, llm_parent, &nrows, &works[ready], &added, &llm_calls, &done, &prog,
-                             &gone, err);
+            st = tn_llm_take(&e, &s, &run, lg, llm_parent, &nrows, next_round, &works[ready], &added, &llm_calls,
+                             &done, &prog, &gone, err);
             if (!st && gone) { /* this process goes on without the LLM, with templates */
                 kevo_llm_gen_close(lg);
                 lg = NULL;
@@ -3179,36 +3355,34 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             }
             ready += added;
         }
+        if (!st && ready > 0) {
+            st = tn_pipe_round_add(&e, &pipe, works, ready, err);
+            next_round++;
+        }
+        if (st)
+            break;
+        if (ready > 0)
+            continue; /* another round, while --ahead allows and the policy has one */
+        may_propose = false;
+        if (pipe.nround == 0) {
+            if (stopping || done >= ro.budget)
+                break;
+            may_propose = true; /* nothing in flight to wait for: an LLM call stored as failed */
+            continue;
+        }
         tn_loop L = {.run = &run, .ro = &ro, .s = &s, .prog = &prog, .done = done, .last_gain = last_gain,
                      .best = best};
-        /* a one-shape GPU run: compiles stream to the GPUs (--devices: several at once) */
-        bool stream = !ro.compile_only && !e.dist;
-        if (!st && !stream) {
-            char what[64];
-            snprintf(what, sizeof what, "compiling %d", ready);
-            tn_bar(&prog, done, best, what);
-            st = tn_compile(&e, works, ready, err);
-        }
-        if (!st && stream)
-            st = tn_eval_batch(&e, &L, works, ready, err);
-        for (int i = 0; i < ready && !st && !stream; i++) {
-            if (kv_interrupted()) { /* the rest stays pending, for the resume */
-                st = KEVO_ERR_INTERRUPTED;
-                break;
-            }
-            tn_bar(&prog, L.done, L.best, ro.compile_only ? "storing" : "verifying and timing");
-            st = tn_apply_one(&e, &L, &works[i], NULL, 0, 0, err);
-        }
+        st = stream ? tn_pipe_stream(&e, &L, &pipe, err) : tn_pipe_sync(&e, &L, &pipe, &prog, err);
+        may_propose = true;
         done = L.done;
         best = L.best;
         last_gain = L.last_gain;
-        for (int i = 0; i < ready; i++)
-            tn_work_release(&works[i]);
         /* the time the run has spent, for --time-limit across processes */
         rs.elapsed_s = elapsed0 + kv_now() - prog.t0;
         if (!st)
             st = kevo_db_run_settings_put(e.db, run.id, &rs, err);
     }
+    tn_pipe_close(&e, &pipe);
     tn_bar_clear(&prog);
     if (lg && kevo_llm_gen_busy(lg))
         kevo_llm_gen_cancel(lg); /* a call the run no longer waits for: not stored */
@@ -3216,6 +3390,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     free(props);
     free(works);
     free(left);
+    free(left_round);
     if (search_ready)
         kevo_search_release(&s);
     if (written && !st && !ro.compile_only)

@@ -41,10 +41,13 @@ enum {
     KEVO_TUNE_GIVEN_LLM_SEED = 1u << 26,
     KEVO_TUNE_GIVEN_LLM_BUDGET = 1u << 27,
     KEVO_TUNE_GIVEN_LLM_MAX_TOKENS = 1u << 28,
+    KEVO_TUNE_GIVEN_AHEAD = 1u << 29,
 };
 
 #define KEVO_TUNE_BATCH 8      /* proposals per round by default */
 #define KEVO_TUNE_BATCH_MAX 256
+#define KEVO_TUNE_AHEAD 3      /* rounds in flight by default (docs/search.md, "Rounds ahead") */
+#define KEVO_TUNE_AHEAD_MAX 16
 #define KEVO_TUNE_TIMEOUT_MAX 86400 /* seconds: the most a compile or an evaluation may be given */
 
 typedef struct kevo_tune_opts {
@@ -60,6 +63,8 @@ typedef struct kevo_tune_opts {
     uint64_t seed;
     bool compile_only;
     int batch;              /* proposals per round (the policy sees results between rounds); part of the run */
+    int ahead;              /* rounds in flight: round j + ahead is proposed once round j's results are all
+                               in, so compiles run ahead of the GPUs; part of the run (1: a round at a time) */
     int jobs;               /* parallel compiles (at most batch at once); not part of the run: the proposals
                                never depend on it */
     double compile_timeout; /* seconds per compile */

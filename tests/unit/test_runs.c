@@ -372,6 +372,7 @@ static void test_resume_options(void **state)
         {"--family", "lce_tplan", "--family lce_tplan differs"},
         {"--where", "SLOW == 1", "--where SLOW == 1 differs"},
         {"--batch", "3", "--batch 3 differs from run 1's 2"},
+        {"--ahead", "1", "--ahead 1 differs from run 1's 3"},
         {"--maps", "sorted", "--maps differs"},
         {"--reps", "5", "--reps 5 differs"},
         {"--shape", "B=512", "--shape B=512,"},
