@@ -78,11 +78,18 @@ static void *sim_read_cubin(int rfd, uint64_t n)
     return c;
 }
 
-/* 1..40 ms, different in each worker process. */
+/* 1..40 ms, different in each worker process; KEVO_SIM_EVAL_MS=N (1..60000)
+ * makes it N ms plus 0..N/10, an evaluation's length, to study how the
+ * loop keeps GPUs busy (bench/sim_scaling.sh). */
 static void sim_delay(uint64_t *rng)
 {
-    long ms = 1 + (long)kv_rand_below(rng, 40);
-    struct timespec ts = {0, ms * 1000000L};
+    int64_t fixed = 0;
+    const char *v = getenv("KEVO_SIM_EVAL_MS");
+    if (v && (!kv_parse_i64(v, &fixed) || fixed < 1 || fixed > 60000))
+        fixed = 0;
+    long ms = fixed ? (long)fixed + (long)kv_rand_below(rng, (uint64_t)fixed / 10 + 1)
+                    : 1 + (long)kv_rand_below(rng, 40);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 

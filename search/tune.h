@@ -46,7 +46,7 @@ enum {
 
 #define KEVO_TUNE_BATCH 8      /* proposals per round by default */
 #define KEVO_TUNE_BATCH_MAX 256
-#define KEVO_TUNE_AHEAD 3      /* rounds in flight by default (docs/search.md, "Rounds ahead") */
+#define KEVO_TUNE_AHEAD 3      /* rounds in flight by default (README, "Many GPUs and many hosts") */
 #define KEVO_TUNE_AHEAD_MAX 16
 #define KEVO_TUNE_TIMEOUT_MAX 86400 /* seconds: the most a compile or an evaluation may be given */
 
