@@ -779,24 +779,21 @@ kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, 
 
 /* Grow b's arrays to hold cap jobs; false when out of memory (b unchanged
  * but for the arrays already grown). */
+/* Grows the array at *pp to n elements of size bytes; on failure *pp is untouched. */
+static bool mr_resize(void *pp, size_t n, size_t size)
+{
+    void *p = realloc(*(void **)pp, n * size);
+    if (p)
+        *(void **)pp = p;
+    return p != NULL;
+}
+
 static bool mr_batch_grow(mr_batch *b, int cap)
 {
-    kevo_compile_job **jobs = realloc(b->jobs, (size_t)cap * sizeof *jobs);
-    if (jobs)
-        b->jobs = jobs;
-    int *owner = jobs ? realloc(b->owner, (size_t)cap * sizeof *owner) : NULL;
-    if (owner)
-        b->owner = owner;
-    int64_t *id = owner ? realloc(b->id, (size_t)cap * sizeof *id) : NULL;
-    if (id)
-        b->id = id;
-    mr_send *send = id ? realloc(b->send, (size_t)cap * sizeof *send) : NULL;
-    if (send)
-        b->send = send;
-    bool *told = send ? realloc(b->told, (size_t)cap * sizeof *told) : NULL;
-    if (told)
-        b->told = told;
-    if (!told)
+    size_t n = (size_t)cap;
+    if (!mr_resize(&b->jobs, n, sizeof *b->jobs) || !mr_resize(&b->owner, n, sizeof *b->owner) ||
+        !mr_resize(&b->id, n, sizeof *b->id) || !mr_resize(&b->send, n, sizeof *b->send) ||
+        !mr_resize(&b->told, n, sizeof *b->told))
         return false;
     b->cap = cap;
     return true;
