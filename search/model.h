@@ -47,11 +47,14 @@ typedef struct kevo_model_device {
     double launch_s;   /* one kernel launch, s */
 } kevo_model_device;
 
-/* Rates for an arch (limits from kevo_limits_for_arch or the device), with
- * the run's measured GEMM peak (TFLOP/s) and copy bandwidth (TB/s) where
- * they are finite and positive, else the arch's table values.  Measured
- * figures are rounded to two significant digits, so that two runs on one
- * device rank configurations alike. */
+/* Rates for an arch (limits from kevo_limits_for_arch or the device): the
+ * arch's table values, each moved to the run's measured GEMM peak (TFLOP/s)
+ * or copy bandwidth (TB/s) by whole half-octaves (x1.41) where that is
+ * finite and positive and 19% or more away from the table.  Measurements of
+ * one device part by a few percent from run to run (an H100's peak by 15%);
+ * rounding them to two significant digits still parted rankings (791 and
+ * 799 TFLOP/s: 790 and 800, another lce_mma seed), the coarse grid keeps
+ * every run on one device, and every GPU of one model, on one set of rates. */
 void kevo_model_device_init(kevo_model_device *d, const kevo_limits *lim, double peak_tflops, double copy_tbps);
 
 /* Whether the family has a model. */
