@@ -1,7 +1,7 @@
 /* policy_greedy.c — greedy best-first with the cost model as the prior:
  * start from the seeds (each family's best under the model, warm starts),
  * then repeatedly expand the fittest evaluated node that still has
- * unevaluated neighbours (one operator step away) — the fittest of a family
+ * unevaluated neighbours (one operator step away; within 1%, the earliest) — the fittest of a family
  * below its quota of the budget first, so none is starved — proposing its
  * neighbours the model predicts within GR_SLACK of the best of them, best
  * first and one per operator per round; while the batch has room, the next
@@ -17,6 +17,13 @@
 #define GR_SCRATCH 2048
 #define GR_SLACK 1.3 /* neighbours predicted slower than this times the best of them wait */
 #define GR_MIN_TAKE 4
+/* A node must be this much fitter than an earlier one to be expanded first:
+ * fitnesses within 1% are measurement noise (one kernel re-timed on one H100
+ * parts by 0.1-0.5%, two GPUs of one model by more), and a pick that follows
+ * the noise made two runs of one seed, or a run on one GPU and on two, grow
+ * different graphs (two lce_ws nodes at 0.4273 and 0.4276 ms in one run,
+ * 0.4288 and 0.4275 in the next); the earlier node takes such a tie. */
+#define GR_TIE 1.01
 
 /* Whether node i may be expanded now: evaluated, not fully expanded, of
  * `family` (any when -1), not among picked[0..npicked). */
@@ -41,7 +48,7 @@ static int gr_pick(kevo_search *s, int family, const int *picked, int npicked, k
         int best = -1;
         double best_rank = -1;
         for (int i = 0; i < s->nnodes; i++)
-            if (gr_eligible(s, i, family, picked, npicked) && kevo_search_rank(&s->nodes[i]) > best_rank) {
+            if (gr_eligible(s, i, family, picked, npicked) && kevo_search_rank(&s->nodes[i]) > best_rank * GR_TIE) {
                 best_rank = kevo_search_rank(&s->nodes[i]);
                 best = i;
             }

@@ -792,6 +792,33 @@ static void test_greedy_waits(void **state)
     kevo_search_release(&s);
 }
 
+/* Greedy expands the earlier of two nodes whose fitnesses are within 1%
+ * (measurement noise, which made runs of one seed part), the later one
+ * first only when it is fitter by more. */
+static void test_greedy_ties(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma}; /* two seeds: the model's best two */
+    const double later[] = {2.01, 1.99, 2.05};
+    const int parent[] = {0, 0, 1};
+    for (int k = 0; k < 3; k++) {
+        kevo_search s;
+        search_init(&s, spaces, 1, "greedy", 1);
+        kevo_proposal p[BATCH], q[1];
+        kevo_search_reseed(&s);
+        int n = s.policy->propose(&s, p, BATCH);
+        assert_true(n >= 2);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(kevo_search_add(&s, &p[i]), i);
+        for (int i = 0; i < n; i++)
+            kevo_search_observe(&s, i, i == 0 ? 2.0 : i == 1 ? later[k] : 1.0);
+        kevo_search_reseed(&s);
+        assert_int_equal(s.policy->propose(&s, q, 1), 1);
+        assert_int_equal(q[0].parent, parent[k]);
+        kevo_search_release(&s);
+    }
+}
+
 /* Seeds: a family whose default is invalid for the shape starts from its
  * first valid configuration. */
 static void test_seeds_invalid_default(void **state)
@@ -1029,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_greedy_exhausts),
         cmocka_unit_test(test_greedy_waits),
+        cmocka_unit_test(test_greedy_ties),
         cmocka_unit_test(test_seeds_invalid_default),
         cmocka_unit_test(test_enter_moves),
         cmocka_unit_test(test_warm_seeds),
