@@ -364,6 +364,11 @@ kevo_status kevo_gpu_submit(kevo_gpu *g, const kevo_gpu_request *req, kevo_err *
     return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker keeps dying before it reads a request");
 }
 
+bool kevo_gpu_timing_steady(double median_ms, double min_ms)
+{
+    return isfinite(median_ms) && isfinite(min_ms) && min_ms > 0 && median_ms <= KEVO_GPU_STEADY * min_ms;
+}
+
 bool kevo_gpu_busy(const kevo_gpu *g)
 {
     return g && g->inflight;

@@ -88,7 +88,21 @@ typedef struct kevo_gpu_result {
     double median_ms, min_ms, max_ms;
     int reps;
     double rep_ms[KEVO_GPU_MAX_REPS]; /* every timed repetition, in run order (reps of them) */
+    int passes;         /* timing passes run (1 unless a pass was not steady; see kevo_gpu_timing_steady) */
 } kevo_gpu_result;
+
+/* Timing passes at most per candidate, and how far a steady pass's median may
+ * lie above its minimum.  A kernel timed 30 times back to back on a quiet
+ * H100 has its median within 3% of its minimum (every candidate of three
+ * 120-candidate runs, 2026-11-23); a pass in which the GPU slowed part-way
+ * (one lce_ws candidate: 10 repetitions at 0.39 ms, then 20 at 0.63) is
+ * timed again and the pass with the lowest median kept. */
+#define KEVO_GPU_TIMING_PASSES 3
+#define KEVO_GPU_STEADY 1.05
+
+/* Whether a timing pass is steady: median_ms <= KEVO_GPU_STEADY * min_ms,
+ * both finite and positive. */
+bool kevo_gpu_timing_steady(double median_ms, double min_ms);
 
 /* One candidate's times from an interleaved re-timing. */
 typedef struct kevo_gpu_retime_result {

@@ -158,6 +158,7 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
             double ms = sim_ms(cubin, rq.cubin_size, &rq.req.plan);
             rs.res.median_ms = rs.res.min_ms = rs.res.max_ms = ms;
             rs.res.reps = reps;
+            rs.res.passes = 1;
             for (int r = 0; r < reps; r++)
                 rs.res.rep_ms[r] = ms;
         }

@@ -798,7 +798,8 @@ kevo_status kevo_wire_eval_result_pack(kv_buf *out, int64_t id, const kevo_gpu_r
               wr_str(j, "msg", res->msg) && wr_num(j, "checks", res->checks) && wr_dbl(j, "rel_err", res->rel_err) &&
               wr_dbl(j, "max_abs_err", res->max_abs_err) && wr_num(j, "bad_elems", (double)res->bad_elems) &&
               wr_dbl(j, "median_ms", res->median_ms) && wr_dbl(j, "min_ms", res->min_ms) &&
-              wr_dbl(j, "max_ms", res->max_ms) && wr_num(j, "reps", reps) && wr_num(j, "reps_len", 8.0 * reps);
+              wr_dbl(j, "max_ms", res->max_ms) && wr_num(j, "reps", reps) && wr_num(j, "reps_len", 8.0 * reps) &&
+              wr_num(j, "passes", res->passes);
     if (!ok) {
         free(ms);
         return wr_nomem(j, err);
@@ -820,7 +821,7 @@ kevo_status kevo_wire_eval_result_unpack(const void *msg, size_t n, int64_t *id,
     if (st)
         return st;
     kevo_gpu_result *r = calloc(1, sizeof *r);
-    int64_t rid = 0, checks = 0, bad = 0, reps = 0;
+    int64_t rid = 0, checks = 0, bad = 0, reps = 0, passes = 0;
     const char *fail = NULL, *m = NULL;
     size_t len = 0;
     static const char *const keys[] = {"reps_len"};
@@ -851,6 +852,8 @@ kevo_status kevo_wire_eval_result_unpack(const void *msg, size_t n, int64_t *id,
     if (!st)
         st = wr_int(f.hdr, "reps", 0, KEVO_GPU_MAX_REPS, &reps, err);
     if (!st)
+        st = wr_int(f.hdr, "passes", 0, KEVO_GPU_TIMING_PASSES, &passes, err);
+    if (!st)
         st = wr_blobs(&f, keys, &len, 1, err);
     if (!st && len != (size_t)reps * 8)
         st = kevo_err_set(err, KEVO_ERR_PARSE, "an eval_result message with %lld repetitions in %zu bytes",
@@ -869,6 +872,7 @@ kevo_status kevo_wire_eval_result_unpack(const void *msg, size_t n, int64_t *id,
         r->checks = (int)checks;
         r->bad_elems = bad;
         r->reps = (int)reps;
+        r->passes = (int)passes;
         *id = rid;
         *res = *r;
     }

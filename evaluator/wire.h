@@ -24,7 +24,7 @@
 #include "kevo.h"
 #include "util/util.h"
 
-#define KEVO_WIRE_VERSION 2 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result) */
+#define KEVO_WIRE_VERSION 3 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes */
 #define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
 
 /* Message kinds; also the MPI tags they travel under. */

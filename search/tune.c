@@ -1131,6 +1131,11 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
             }
             if (!st)
                 st = kevo_db_timings_put(e->db, w->cand_id, i, "tune", res->rep_ms, res->reps, err);
+            if (!st && res->passes > 1) { /* a pass was not steady: timed again, the lowest median kept */
+                char name[32];
+                snprintf(name, sizeof name, i ? "timing_passes_%d" : "timing_passes", i);
+                st = kevo_db_measure_put(e->db, w->cand_id, name, res->passes, err);
+            }
             /* one shape: the speedup (what --target and the landscapes read); a
              * distribution: the weighted geometric mean of vs_best_peer */
             if (i == nsh - 1)
