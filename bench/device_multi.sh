@@ -11,6 +11,8 @@
 #          binaries, in $WARM_ROUNDS rounds (default 2; each round's binaries join
 #          the cache), so that the last round's rate is the GPUs' evaluation rate;
 #          bench/trace_batches.py counts only batches no run waited in for a compile
+#   one    for a machine with one GPU: --devices 0 twice with the default --ahead
+#          (how far two identical runs part) and once with --ahead 1
 #   ahead1 cold and mpi again with --ahead 1 (a round at a time: each round is
 #          proposed after every earlier result, as before --ahead), DBs *_ahead1
 #   nopch  cold and mpi again with KEVO_PCH=0 (compiles without NVRTC's precompiled
@@ -93,6 +95,11 @@ PY
     unset KEVO_TRACE_EVAL
     rm -f "$OUT/cache.db"
     rows+=("$OUT/warm1.db:2" "$OUT/warm2.db:2" "$OUT/mpiwarm.db:2") ;;
+  one)
+    tune one_a --devices 0 --db "$OUT/one_a.db"
+    tune one_b --devices 0 --db "$OUT/one_b.db"
+    tune one_ahead1 --devices 0 --ahead 1 --db "$OUT/one_ahead1.db"
+    rows+=("$OUT/one_a.db:1" "$OUT/one_b.db:1" "$OUT/one_ahead1.db:1") ;;
   ahead1)
     tune cold1_ahead1 --devices 0 --ahead 1 --db "$OUT/cold1_ahead1.db"
     tune cold2_ahead1 --devices all --ahead 1 --db "$OUT/cold2_ahead1.db"
