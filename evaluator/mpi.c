@@ -777,8 +777,6 @@ kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, 
     return KEVO_OK;
 }
 
-/* Grow b's arrays to hold cap jobs; false when out of memory (b unchanged
- * but for the arrays already grown). */
 /* Grows the array at *pp to n elements of size bytes; on failure *pp is untouched. */
 static bool mr_resize(void *pp, size_t n, size_t size)
 {
@@ -788,6 +786,8 @@ static bool mr_resize(void *pp, size_t n, size_t size)
     return p != NULL;
 }
 
+/* Grow b's arrays to hold cap jobs; false when out of memory (b unchanged
+ * but for the arrays already grown). */
 static bool mr_batch_grow(mr_batch *b, int cap)
 {
     size_t n = (size_t)cap;

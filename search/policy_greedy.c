@@ -1,8 +1,9 @@
 /* policy_greedy.c — greedy best-first with the cost model as the prior:
  * start from the seeds (each family's best under the model, warm starts),
  * then repeatedly expand the fittest evaluated node that still has
- * unevaluated neighbours (one operator step away; within 1%, the earliest) — the fittest of a family
- * below its quota of the budget first, so none is starved — proposing its
+ * unevaluated neighbours (one operator step away; of nodes within 1% of each
+ * other, the earliest) — the fittest of a family below its quota of the
+ * budget first, so none is starved — proposing its
  * neighbours the model predicts within GR_SLACK of the best of them, best
  * first and one per operator per round; while the batch has room, the next
  * fittest node's too.  When every evaluated node is fully expanded, restart
