@@ -1234,9 +1234,10 @@ static void tn_trace(const tn_env *e, const char *what, int64_t cand, int dev)
  * proposes round j + D once round j is applied, so a one-shape GPU run
  * (stream) compiles the later rounds while the GPUs evaluate the earlier
  * ones: each compile starts as a slot frees (--jobs; under --mpi the
- * ranks' slots too), each compiled candidate goes to the first idle GPU in
- * proposal order, and results are applied in proposal order, so the search
- * sees what one GPU would give it. */
+ * ranks' slots too), compiled candidates go in proposal order each to the
+ * idle GPU that has waited longest (so every GPU takes work even when
+ * compiles, not evaluations, hold the run back), and results are applied
+ * in proposal order, so the search sees what one GPU would give it. */
 enum { TN_COMPILE, TN_READY, TN_ON_GPU, TN_DONE };
 typedef struct tn_pipe {
     tn_work *w;
@@ -1250,6 +1251,8 @@ typedef struct tn_pipe {
     int64_t *rend;
     int nround;
     int64_t on_gpu[TN_MAX_DEV]; /* the position each device evaluates, -1 none */
+    int64_t last_use[TN_MAX_DEV]; /* when each device last took a candidate (placement count), 0 never */
+    int64_t placements;
     bool stream;
     kevo_compile_pool *pool; /* stream without other ranks */
     bool mpi;                /* stream with other ranks: kevo_mpi_compile_start is open */
@@ -1347,13 +1350,26 @@ static void tn_pipe_round_pop(tn_pipe *P)
     P->nround--;
 }
 
-/* Put compiled candidates on idle GPUs in proposal order (a failed compile
- * needs none: done at once).  Errors: the GPUs', MPI's. */
+/* The idle device that has waited longest (the lowest index of those never
+ * used), another rank's once lost excepted; -1 when none is idle. */
+static int tn_pipe_idle(const tn_env *e, const tn_pipe *P)
+{
+    int best = -1;
+    for (int k = 0; k < e->ndev + e->nrem; k++) {
+        if (P->on_gpu[k] >= 0 || (k >= e->ndev && !kevo_mpi_gpu_alive(e->mpi, k - e->ndev)))
+            continue;
+        if (best < 0 || P->last_use[k] < P->last_use[best])
+            best = k;
+    }
+    return best;
+}
+
+/* Put compiled candidates on idle GPUs in proposal order, each on the GPU
+ * idle longest (a failed compile needs none: done at once).  Errors: the
+ * GPUs', MPI's. */
 static kevo_status tn_pipe_place(tn_env *e, tn_loop *L, tn_pipe *P, kevo_gpu *const *g, kevo_err *err)
 {
-    const int total = e->ndev + e->nrem;
     kevo_status st = KEVO_OK;
-    int k = 0;
     for (int64_t p = P->head; p < P->tail && !st; p++) {
         int i = (int)(p % P->cap);
         tn_work *w = &P->w[i];
@@ -1367,15 +1383,14 @@ static kevo_status tn_pipe_place(tn_env *e, tn_loop *L, tn_pipe *P, kevo_gpu *co
                                          L->ro->seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull);
         bool placed = false;
         while (!placed && !st) {
-            /* the next idle device (another rank's once lost takes nothing) */
-            while (k < total && (P->on_gpu[k] >= 0 || (k >= e->ndev && !kevo_mpi_gpu_alive(e->mpi, k - e->ndev))))
-                k++;
-            if (k == total)
+            int k = tn_pipe_idle(e, P);
+            if (k < 0)
                 return KEVO_OK;
             if (k < e->ndev) {
                 st = kevo_gpu_submit(g[k], &rq, err);
                 placed = !st;
             } else {
+                /* not sent: the rank is lost now, and tn_pipe_idle skips it */
                 bool sent = false;
                 st = kevo_mpi_eval_submit(e->mpi, k - e->ndev, &rq, &sent, err);
                 placed = !st && sent;
@@ -1386,6 +1401,7 @@ static kevo_status tn_pipe_place(tn_env *e, tn_loop *L, tn_pipe *P, kevo_gpu *co
                 P->dev[i] = k;
                 P->t0[i] = kv_now();
                 P->on_gpu[k] = p;
+                P->last_use[k] = ++P->placements;
             }
         }
     }
