@@ -62,7 +62,8 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
 /* Simulated GPUs (gpu_sim.c): KEVO_SIM_GPUS=N in the environment, 1..16,
  * else 0.  Then the probe lists N simulated sm_90 devices and the worker
  * answers without a driver: a candidate's time is a function of its cubin
- * and launch grids alone, each answer comes after a random 1..40 ms, nothing is verified.
+ * and launch grids alone, each answer comes after a random 1..40 ms, nothing is verified;
+ * KEVO_SIM_HANG=K: GPU K never answers an evaluation.
  * For tests of the orchestration on machines without a GPU. */
 int kv_gpu_sim_count(void);
 void kv_gpu_sim_probe_main(int wfd, int n);

@@ -5,7 +5,11 @@
  * function of its cubin's bytes and its launch grids alone (so any GPU
  * measures it alike, and it differs from shape to shape), and
  * the answer comes after a random delay (so GPUs finish in a different
- * order on each run).  Nothing is verified: a simulated result says
+ * order on each run).  KEVO_SIM_HANG=K makes simulated GPU K never answer
+ * an evaluation (re-timings are answered): a kernel that never ends, or a
+ * wedged GPU, for tests that a hang on one GPU does not hold the others
+ * (the worker is killed at --eval-timeout and restarts, to hang again).
+ * Nothing is verified: a simulated result says
  * nothing about a kernel, and the device's name, printed on start and
  * stored with the run, says so. */
 #define _POSIX_C_SOURCE 200809L
@@ -93,8 +97,17 @@ static void sim_delay(uint64_t *rng)
     nanosleep(&ts, NULL);
 }
 
+/* Whether this worker's GPU (ordinal) is the one KEVO_SIM_HANG names. */
+static bool sim_hangs(int ordinal)
+{
+    const char *v = getenv("KEVO_SIM_HANG");
+    int64_t k = -1;
+    return v && kv_parse_i64(v, &k) && k == ordinal;
+}
+
 void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
 {
+    const bool hang = sim_hangs(cfg->device);
     uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
     gp_hello hello;
     memset(&hello, 0, sizeof hello);
@@ -163,6 +176,8 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
                 rs.res.rep_ms[r] = ms;
         }
         free(cubin);
+        while (hang) /* until the orchestrator's --eval-timeout kills this worker */
+            pause();
         sim_delay(&rng);
         if (gp_write(wfd, &rs, sizeof rs))
             _exit(5);

@@ -548,6 +548,121 @@ static void test_sim(void **state)
     unsetenv("KEVO_SIM_GPUS");
 }
 
+/* ---- simulated GPUs: a hang on one does not hold the others ---- */
+
+/* From a log's KEVO_TRACE_EVAL lines ("trace T submit|done #C dev D"): how
+ * many evaluations device `hung` finished (*hangs), and how many the other
+ * devices finished while one of those was in flight (*during). */
+static void hang_overlap(const char *text, int hung, int *hangs, int *during)
+{
+    enum { CAP = 256 };
+    long long cand[CAP];
+    double from[CAP], to[CAP];
+    int n = 0;
+    *hangs = *during = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            double t = 0;
+            char what[16];
+            long long c = 0;
+            int dev = -1;
+            if (sscanf(l, "trace %lf %15s #%lld dev %d", &t, what, &c, &dev) != 4)
+                continue;
+            bool submit = strcmp(what, "submit") == 0, done = strcmp(what, "done") == 0;
+            if (pass == 0 && dev == hung && submit && n < CAP) {
+                cand[n] = c;
+                from[n] = t;
+                to[n++] = -1;
+            } else if (pass == 0 && dev == hung && done) {
+                for (int i = 0; i < n; i++)
+                    if (cand[i] == c && to[i] < 0) {
+                        to[i] = t;
+                        (*hangs)++;
+                    }
+            } else if (pass == 1 && dev != hung && done) {
+                for (int i = 0; i < n; i++)
+                    if (to[i] >= 0 && t > from[i] && t < to[i]) {
+                        (*during)++;
+                        break;
+                    }
+            }
+        }
+}
+
+/* Run 1 of db, whose log is log: it finished with all 18 candidates; GPU 1
+ * (which never answers) took some, each ended as eval_timeout; the others
+ * measured theirs, and finished some while GPU 1 hung. */
+static void expect_hang_survived(const char *what, const char *db, const char *log)
+{
+    char *text = tu_read_text(log);
+    int hangs = 0, during = 0;
+    hang_overlap(text, 1, &hangs, &during);
+    long long total = tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id = 1");
+    long long on1 = tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id = 1 AND device = 1");
+    long long timeouts = tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id = 1 AND device = 1 "
+                                          "AND status = 'failed' AND fail = 'eval_timeout'");
+    long long ok = tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id = 1 AND device != 1 "
+                                    "AND status = 'ok'");
+    long long finished = tu_query_int(db, "SELECT count(*) FROM runs WHERE id = 1 AND status = 'done'");
+    if (total != 18 || on1 < 1 || timeouts != on1 || ok < 1 || finished != 1 || hangs < 1 || during < 1)
+        fprintf(stderr, "%s: %lld candidates, GPU 1 took %lld (%lld eval_timeout), the others measured %lld; run done: "
+                        "%lld; the trace: %d hangs, %d results elsewhere meanwhile; the log:\n%s",
+                what, total, on1, timeouts, ok, finished, hangs, during, text);
+    else
+        printf("%s: GPU 1 took %lld candidates (each eval_timeout), the others measured %lld and finished %d "
+               "evaluations while it hung\n",
+               what, on1, ok, during);
+    free(text);
+    assert_int_equal(total, 18);
+    assert_int_equal(finished, 1);
+    assert_true(on1 >= 1);
+    assert_int_equal(timeouts, on1);
+    assert_true(ok >= 1);
+    assert_true(hangs >= 1);
+    assert_true(during >= 1);
+}
+
+/* KEVO_SIM_HANG=1: simulated GPU 1 never answers an evaluation (a kernel
+ * that never ends, or a wedged GPU).  With --eval-timeout 3, on three GPUs
+ * (--devices all) and under mpirun -np 2 (rank 1 on GPU 1), the run must
+ * end, every candidate GPU 1 took failing as eval_timeout (its worker
+ * restarted each time), the other GPUs measuring theirs and finishing
+ * evaluations while GPU 1 hung (KEVO_TRACE_EVAL's times). */
+static void test_simhang(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("KEVO_SIM_GPUS", "3", 1), 0);
+    assert_int_equal(setenv("KEVO_SIM_HANG", "1", 1), 0);
+    assert_int_equal(setenv("KEVO_TRACE_EVAL", "1", 1), 0);
+    gpu_runs = true;
+    char *const extra[] = {"--budget", "18", "--batch", "6", "--seed", "3", "--where", "SLOW == 0", "--warm-start",
+                           "none", "--eval-timeout", "3", NULL};
+    char *const all[] = {"--devices", "all", NULL};
+    char db[128], log[128];
+    path_in(db, sizeof db, "hang.db");
+    path_in(log, sizeof log, "hang.log");
+    int rc = single_run(log, db, extra, all);
+    if (rc != 0) {
+        char *text = tu_read_text(log);
+        fprintf(stderr, "--devices all with GPU 1 hanging exited %d:\n%s", rc, text);
+        free(text);
+    }
+    assert_int_equal(rc, 0);
+    expect_hang_survived("--devices all", db, log);
+    if (!kevo_mpi_built() || !find_mpirun()) {
+        printf("test_mpi simhang: no MPI here: the mpirun part is skipped\n");
+    } else {
+        path_in(db, sizeof db, "hang_mpi.db");
+        path_in(log, sizeof log, "hang_mpi.log");
+        free(mpi_run_ok(log, db, 2, extra));
+        expect_hang_survived("mpirun -np 2", db, log);
+    }
+    gpu_runs = false;
+    unsetenv("KEVO_TRACE_EVAL");
+    unsetenv("KEVO_SIM_HANG");
+    unsetenv("KEVO_SIM_GPUS");
+}
+
 /* A distribution run's graph as text: dump_graph's, each candidate's
  * fitness, and its result at every shape. */
 static char *dump_dist(const char *db, int64_t run)
@@ -646,14 +761,17 @@ int main(int argc, char **argv)
     const struct CMUnitTest gpus[] = {cmocka_unit_test(test_gpus)};
     const struct CMUnitTest sim[] = {cmocka_unit_test(test_sim)};
     const struct CMUnitTest simdist[] = {cmocka_unit_test(test_simdist)};
+    const struct CMUnitTest simhang[] = {cmocka_unit_test(test_simhang)};
     if (strcmp(which, "nompi") == 0)
         return cmocka_run_group_tests(nompi, setup, teardown);
     if (strcmp(which, "sim") == 0) /* its mpirun part only where there is MPI */
         return cmocka_run_group_tests(sim, setup, teardown);
     if (strcmp(which, "simdist") == 0)
         return cmocka_run_group_tests(simdist, setup, teardown);
+    if (strcmp(which, "simhang") == 0) /* its mpirun part only where there is MPI */
+        return cmocka_run_group_tests(simhang, setup, teardown);
     if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "gpus") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus|sim|simdist\n");
+        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus|sim|simdist|simhang\n");
         return 2;
     }
     if (!kevo_mpi_built()) {
