@@ -227,6 +227,7 @@ typedef struct mr_rank {
     double last_heard;   /* kv_now() of its last message, or of the job that ended its idleness */
     char host[256];
     long long pid;
+    char start[KEVO_PROC_ID_MAX]; /* its process's kv_proc_id, from its hello ("" unknown) */
     MPI_Request alive;   /* the heartbeat thread's last `alive` to it */
 } mr_rank;
 
@@ -275,6 +276,20 @@ struct kevo_mpi {
     double last0;         /* kv_now() of rank 0's last message */
     bool finalize;        /* what rank 0's fin said */
 };
+
+/* This process's host name, as ranks tell each other: gethostname, or
+ * $KEVO_MPI_HOST where set (for tests: ranks of one machine that stand for
+ * several hosts). */
+static void mr_host(char host[256])
+{
+    const char *h = getenv("KEVO_MPI_HOST");
+    host[0] = '\0';
+    if (h && h[0])
+        snprintf(host, 256, "%s", h);
+    else
+        gethostname(host, 255);
+    host[255] = '\0';
+}
 
 /* Every MPI call holds m->lock.  Open MPI's allocations inside them are its
  * own business (see MR_LSAN_OFF), so the lock also turns leak tracking off
@@ -558,6 +573,7 @@ static void mr_hello(kevo_mpi *m, int r, const unsigned char *data, size_t len)
     }
     snprintf(R->host, sizeof R->host, "%s", h.host);
     R->pid = h.pid;
+    snprintf(R->start, sizeof R->start, "%s", h.start);
     R->slots = h.slots;
     if (h.rank != r) {
         mr_set_state(m, r, MR_REFUSED);
@@ -1156,8 +1172,8 @@ static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
     kv_buf_init(&line);
     int total = m->slots;
     kv_buf_printf(&line, "rank 0: %d on ", m->slots);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
+    char host[256];
+    mr_host(host);
     kv_buf_puts(&line, host);
     for (int r = 1; r < m->size; r++) {
         mr_rank *R = &m->ranks[r];
@@ -1174,6 +1190,64 @@ static kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
     mr_note(m, "MPI: %d ranks, %d compile slots (%s)", m->size, total, line.data ? line.data : "");
     kv_buf_release(&line);
     return KEVO_OK;
+}
+
+/* The end of lost ranks, which may still run (stopped, or hung where no
+ * signal of ours reaches): mpirun waits for every process it started, so a
+ * lost rank left running would hold the job after the run is over.  Rank 0
+ * ends those of its own host (kv_proc_end: only the process its hello
+ * named) and returns the others, for the fin that every rank which said bye
+ * gets: each ends those of its host as it leaves.  A note says which were
+ * ended and which no rank can reach.  NULL (*n 0) when none. */
+static kevo_wire_proc *mr_reap_list(kevo_mpi *m, int *n)
+{
+    *n = 0;
+    char host[256];
+    mr_host(host);
+    kevo_wire_proc *list = calloc((size_t)m->size, sizeof *list);
+    for (int r = 1; r < m->size; r++) {
+        mr_rank *R = &m->ranks[r];
+        if (R->state != MR_LOST || !R->start[0])
+            continue;
+        if (strcmp(R->host, host) == 0) {
+            if (kv_proc_end(R->pid, R->start))
+                mr_note(m, "MPI rank %d (%s, pid %lld), lost, still ran: ended (SIGKILL) so that mpirun can end", r,
+                        R->host, R->pid);
+            continue;
+        }
+        int peer = 0;
+        for (int q = 1; q < m->size && !peer; q++)
+            if (m->ranks[q].state == MR_GONE && strcmp(m->ranks[q].host, R->host) == 0)
+                peer = q;
+        if (peer)
+            mr_note(m, "MPI rank %d (%s, pid %lld), lost: rank %d of its host ends it as it leaves, if it still runs",
+                    r, R->host, R->pid, peer);
+        else
+            mr_note(m, "MPI rank %d (%s, pid %lld), lost, may still run: no rank of its host is left to end it, and "
+                    "mpirun waits for it; end it there (kill -9 %lld)", r, R->host, R->pid, R->pid);
+        if (list && *n < KEVO_WIRE_REAP_MAX) {
+            kevo_wire_proc *p = &list[(*n)++];
+            p->rank = r;
+            snprintf(p->host, sizeof p->host, "%s", R->host);
+            p->pid = R->pid;
+            snprintf(p->start, sizeof p->start, "%s", R->start);
+        }
+    }
+    if (*n == 0) {
+        free(list);
+        return NULL;
+    }
+    return list;
+}
+
+/* A rank's part of a fin's reap list: end the processes of its host. */
+static void mr_reap_here(const kevo_wire_proc *reap, int n)
+{
+    char host[256];
+    mr_host(host);
+    for (int i = 0; i < n; i++)
+        if (strcmp(reap[i].host, host) == 0)
+            kv_proc_end(reap[i].pid, reap[i].start);
 }
 
 /* Rank 0's end: stop, wait for every bye (unless interrupted), then fin.
@@ -1211,9 +1285,11 @@ static bool mr_end_root(kevo_mpi *m, bool interrupted)
             mr_sleep_ms(5);
     }
     bool finalize = ok && !interrupted && !m->any_lost && !m->failed;
+    int nreap = 0;
+    kevo_wire_proc *reap = mr_reap_list(m, &nreap);
     kv_buf fin;
     kv_buf_init(&fin);
-    if (kevo_wire_control_pack(&fin, KEVO_WIRE_FIN, finalize, &e))
+    if (kevo_wire_fin_pack(&fin, finalize, reap, nreap, &e))
         finalize = false;
     for (int r = 1; r < m->size; r++) {
         if (m->ranks[r].state != MR_GONE)
@@ -1232,6 +1308,7 @@ static bool mr_end_root(kevo_mpi *m, bool interrupted)
     for (int r = 1; stops && r < m->size; r++)
         mr_orphan(m, &stops[r]);
     free(stops);
+    free(reap);
     return finalize;
 }
 
@@ -1249,6 +1326,25 @@ static void mr_work_free(kevo_wire_job *w)
         kevo_wire_job_release(w);
         free(w);
     }
+}
+
+/* Rank 0's fin: m->finalize, and the end of the lost ranks of this host
+ * that it names.  Errors (err may be NULL): KEVO_ERR_WORKER, an unreadable
+ * fin (m->finalize stays false). */
+static kevo_status mr_serve_fin(kevo_mpi *m, const unsigned char *data, size_t len, kevo_err *err)
+{
+    kevo_wire_proc *reap = NULL;
+    int nreap = 0;
+    kevo_err e;
+    kevo_err_clear(&e);
+    if (kevo_wire_fin_unpack(data, len, &m->finalize, &reap, &nreap, &e)) {
+        m->finalize = false;
+        return err ? kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: rank 0's fin could not be read: %s", m->rank, e.msg)
+                   : KEVO_ERR_WORKER;
+    }
+    mr_reap_here(reap, nreap);
+    free(reap);
+    return KEVO_OK;
 }
 
 /* Pack a message to rank 0 (a compile result of id and job, an
@@ -1432,7 +1528,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             } else if (tag == KEVO_WIRE_STOP) {
                 stopping = true;
             } else if (tag == KEVO_WIRE_FIN) { /* a fin before any stop: leave as told */
-                kevo_wire_control_unpack(data, len, KEVO_WIRE_FIN, &m->finalize, NULL);
+                mr_serve_fin(m, data, len, NULL);
                 stopping = fin_seen = true;
             }
             free(data);
@@ -1536,10 +1632,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             if (!st && got) {
                 m->last0 = kv_now();
                 if (tag == KEVO_WIRE_FIN) {
-                    kevo_err e;
-                    if (kevo_wire_control_unpack(data, len, KEVO_WIRE_FIN, &m->finalize, &e))
-                        st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: rank 0's fin could not be read: %s",
-                                          m->rank, e.msg);
+                    st = mr_serve_fin(m, data, len, err);
                     fin_seen = true;
                 }
             } else if (!st) {
@@ -1627,8 +1720,9 @@ kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *c
         kevo_wire_hello h;
         memset(&h, 0, sizeof h);
         h.rank = m->rank;
-        gethostname(h.host, sizeof h.host - 1);
+        mr_host(h.host);
         h.pid = (int64_t)getpid();
+        kv_proc_id((long long)getpid(), h.start);
         h.slots = m->slots;
         snprintf(h.nvrtc, sizeof h.nvrtc, "%s", m->nvrtc);
         mr_send s = {.req = MPI_REQUEST_NULL};

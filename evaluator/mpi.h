@@ -15,7 +15,11 @@
  * A rank that dies or hangs: every rank sends `alive` every second while it
  * has work; a rank with compiles in flight that is silent for
  * KEVO_MPI_LOST_AFTER seconds is lost, its compiles go back to the queue
- * (rank 0's pool or another rank takes them) and a note names it.  This
+ * (rank 0's pool or another rank takes them) and a note names it.  At the
+ * end a lost rank that still runs (stopped, hung) is ended with SIGKILL, so
+ * that mpirun, which waits for every process, can end: by rank 0 on its own
+ * host, else by the ranks of its host, told in the fin (kv_proc_end: only
+ * the process its hello named by host, pid and start time).  This
  * needs `mpirun --enable-recovery` with Open MPI 4.1: without it, mpirun
  * ends the whole job when any process dies (the run is then stored as
  * interrupted and `--resume` continues it).  After a loss no rank calls

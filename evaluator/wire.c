@@ -96,7 +96,8 @@ kevo_status kevo_wire_hello_pack(kv_buf *out, const kevo_wire_hello *h, kevo_err
 {
     cJSON *j = wr_header(KEVO_WIRE_HELLO);
     bool ok = wr_num(j, "rank", h->rank) && wr_str(j, "host", h->host) && wr_num(j, "pid", (double)h->pid) &&
-              wr_num(j, "slots", h->slots) && wr_str(j, "nvrtc", h->nvrtc) && wr_str(j, "kevo", KEVO_VERSION);
+              wr_num(j, "slots", h->slots) && wr_str(j, "nvrtc", h->nvrtc) && wr_str(j, "start", h->start) &&
+              wr_str(j, "kevo", KEVO_VERSION);
     if (!ok) {
         cJSON_Delete(j);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
@@ -160,8 +161,33 @@ kevo_status kevo_wire_control_pack(kv_buf *out, kevo_wire_type type, bool finali
 {
     if (type != KEVO_WIRE_ALIVE && type != KEVO_WIRE_STOP && type != KEVO_WIRE_BYE && type != KEVO_WIRE_FIN)
         return kevo_err_set(err, KEVO_ERR_ARG, "'%s' is not a control message", kevo_wire_type_name(type));
+    if (type == KEVO_WIRE_FIN)
+        return kevo_wire_fin_pack(out, finalize, NULL, 0, err);
     cJSON *j = wr_header(type);
-    if (!j || (type == KEVO_WIRE_FIN && !cJSON_AddBoolToObject(j, "finalize", finalize))) {
+    if (!j) {
+        cJSON_Delete(j);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
+    return wr_pack(out, j, NULL, NULL, 0, err);
+}
+
+kevo_status kevo_wire_fin_pack(kv_buf *out, bool finalize, const kevo_wire_proc *reap, int nreap, kevo_err *err)
+{
+    if (nreap < 0 || nreap > KEVO_WIRE_REAP_MAX || (nreap > 0 && !reap))
+        return kevo_err_set(err, KEVO_ERR_ARG, "a fin cannot name %d processes", nreap);
+    cJSON *j = wr_header(KEVO_WIRE_FIN);
+    bool ok = j && cJSON_AddBoolToObject(j, "finalize", finalize);
+    cJSON *list = ok ? cJSON_AddArrayToObject(j, "reap") : NULL;
+    ok = list != NULL;
+    for (int i = 0; ok && i < nreap; i++) {
+        cJSON *p = cJSON_CreateObject();
+        ok = p && cJSON_AddItemToArray(list, p);
+        if (!ok)
+            cJSON_Delete(p);
+        ok = ok && wr_num(p, "rank", reap[i].rank) && wr_str(p, "host", reap[i].host) &&
+             wr_num(p, "pid", (double)reap[i].pid) && wr_str(p, "start", reap[i].start);
+    }
+    if (!ok) {
         cJSON_Delete(j);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
@@ -243,6 +269,18 @@ static kevo_status wr_text(const cJSON *h, const char *k, size_t cap, const char
     return KEVO_OK;
 }
 
+/* A process identity (kv_proc_id: hex digits, '-', one '/', digits; or ""). */
+static kevo_status wr_proc_id(const cJSON *h, const char **out, kevo_err *err)
+{
+    kevo_status st = wr_text(h, "start", KEVO_PROC_ID_MAX, out, err);
+    if (st)
+        return st;
+    const char *s = *out, *slash = strchr(s, '/');
+    bool ok = s[0] == '\0' || (slash && slash > s && slash[1] && strspn(s, "0123456789abcdef-") == (size_t)(slash - s) &&
+                               strspn(slash + 1, "0123456789") == strlen(slash + 1));
+    return ok ? KEVO_OK : kevo_err_set(err, KEVO_ERR_PARSE, "message field 'start' is not a process identity");
+}
+
 /* The blob lengths named by keys must add up to what follows the header. */
 static kevo_status wr_blobs(const wr_frame *f, const char *const *keys, size_t *lens, int n, kevo_err *err)
 {
@@ -280,7 +318,7 @@ kevo_status kevo_wire_hello_unpack(const void *msg, size_t n, kevo_wire_hello *h
     if (st)
         return st;
     int64_t rank = 0, pid = 0, slots = 0;
-    const char *host = NULL, *nvrtc = NULL;
+    const char *host = NULL, *nvrtc = NULL, *start = NULL;
     st = wr_int(f.hdr, "rank", 1, INT32_MAX, &rank, err);
     if (!st)
         st = wr_int(f.hdr, "pid", 0, INT64_C(1) << 53, &pid, err);
@@ -290,6 +328,8 @@ kevo_status kevo_wire_hello_unpack(const void *msg, size_t n, kevo_wire_hello *h
         st = wr_text(f.hdr, "host", sizeof h->host, &host, err);
     if (!st)
         st = wr_text(f.hdr, "nvrtc", sizeof h->nvrtc, &nvrtc, err);
+    if (!st)
+        st = wr_proc_id(f.hdr, &start, err);
     if (!st && f.rest_len)
         st = kevo_err_set(err, KEVO_ERR_PARSE, "a 'hello' message with %zu bytes of data", f.rest_len);
     if (!st) {
@@ -299,6 +339,7 @@ kevo_status kevo_wire_hello_unpack(const void *msg, size_t n, kevo_wire_hello *h
         h->slots = (int)slots;
         snprintf(h->host, sizeof h->host, "%s", host);
         snprintf(h->nvrtc, sizeof h->nvrtc, "%s", nvrtc);
+        snprintf(h->start, sizeof h->start, "%s", start);
     }
     cJSON_Delete(f.hdr);
     return st;
@@ -460,8 +501,53 @@ kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo
     return st;
 }
 
-kevo_status kevo_wire_control_unpack(const void *msg, size_t n, kevo_wire_type expect, bool *finalize,
-                                     kevo_err *err)
+/* A fin's reap list: an array of at most KEVO_WIRE_REAP_MAX processes,
+ * into *out (malloc'd; NULL with *n 0) when out is not NULL. */
+static kevo_status wr_reap(const cJSON *h, kevo_wire_proc **out, int *n, kevo_err *err)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(h, "reap");
+    if (!cJSON_IsArray(list))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "a 'fin' message without a 'reap' list");
+    int count = cJSON_GetArraySize(list);
+    if (count > KEVO_WIRE_REAP_MAX)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "a 'fin' message naming %d processes (at most %d)", count,
+                            KEVO_WIRE_REAP_MAX);
+    kevo_wire_proc *v = count > 0 ? calloc((size_t)count, sizeof *v) : NULL;
+    if (count > 0 && !v)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kevo_status st = KEVO_OK;
+    int i = 0;
+    for (const cJSON *p = list->child; p && !st; p = p->next, i++) {
+        int64_t rank = 0, pid = 0;
+        const char *host = NULL, *start = NULL;
+        if (!cJSON_IsObject(p))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "a 'fin' message whose reap entry %d is not an object", i);
+        if (!st)
+            st = wr_int(p, "rank", 1, INT32_MAX, &rank, err);
+        if (!st)
+            st = wr_int(p, "pid", 1, INT64_C(1) << 53, &pid, err);
+        if (!st)
+            st = wr_text(p, "host", sizeof v[i].host, &host, err);
+        if (!st)
+            st = wr_proc_id(p, &start, err);
+        if (!st) {
+            v[i].rank = (int)rank;
+            v[i].pid = pid;
+            snprintf(v[i].host, sizeof v[i].host, "%s", host);
+            snprintf(v[i].start, sizeof v[i].start, "%s", start);
+        }
+    }
+    if (st || !out) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *n = count;
+    return KEVO_OK;
+}
+
+static kevo_status wr_control(const void *msg, size_t n, kevo_wire_type expect, bool *finalize,
+                              kevo_wire_proc **reap, int *nreap, kevo_err *err)
 {
     wr_frame f;
     kevo_status st = wr_open(msg, n, &f, err);
@@ -470,15 +556,35 @@ kevo_status kevo_wire_control_unpack(const void *msg, size_t n, kevo_wire_type e
     if (st)
         return st;
     const cJSON *fin = cJSON_GetObjectItemCaseSensitive(f.hdr, "finalize");
+    kevo_wire_proc *list = NULL;
+    int nlist = 0;
     if (expect == KEVO_WIRE_FIN && !cJSON_IsBool(fin))
         st = kevo_err_set(err, KEVO_ERR_PARSE, "a 'fin' message without a true/false 'finalize'");
     else if (f.rest_len)
         st = kevo_err_set(err, KEVO_ERR_PARSE, "a '%s' message with %zu bytes of data", kevo_wire_type_name(f.type),
                           f.rest_len);
+    else if (expect == KEVO_WIRE_FIN)
+        st = wr_reap(f.hdr, reap ? &list : NULL, &nlist, err);
     if (!st && finalize)
         *finalize = expect == KEVO_WIRE_FIN && cJSON_IsTrue(fin);
+    if (!st && reap) {
+        *reap = list;
+        *nreap = nlist;
+    }
     cJSON_Delete(f.hdr);
     return st;
+}
+
+kevo_status kevo_wire_control_unpack(const void *msg, size_t n, kevo_wire_type expect, bool *finalize,
+                                     kevo_err *err)
+{
+    return wr_control(msg, n, expect, finalize, NULL, NULL, err);
+}
+
+kevo_status kevo_wire_fin_unpack(const void *msg, size_t n, bool *finalize, kevo_wire_proc **reap, int *nreap,
+                                 kevo_err *err)
+{
+    return wr_control(msg, n, KEVO_WIRE_FIN, finalize, reap, nreap, err);
 }
 
 /* ---- GPU evaluation on other ranks ---- */

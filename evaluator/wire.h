@@ -24,8 +24,10 @@
 #include "kevo.h"
 #include "util/util.h"
 
-#define KEVO_WIRE_VERSION 3 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes */
+#define KEVO_WIRE_VERSION 4 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
+                              * 4: hello's start, fin's reap */
 #define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
+#define KEVO_WIRE_REAP_MAX 4096         /* processes a fin may name */
 
 /* Message kinds; also the MPI tags they travel under. */
 typedef enum kevo_wire_type {
@@ -35,7 +37,7 @@ typedef enum kevo_wire_type {
     KEVO_WIRE_ALIVE,     /* either way, every second: the sender still runs */
     KEVO_WIRE_STOP,      /* rank 0 -> worker: the run is over, drop what runs */
     KEVO_WIRE_BYE,       /* worker -> rank 0: stopped, nothing left to send */
-    KEVO_WIRE_FIN,       /* rank 0 -> worker: leave, calling MPI_Finalize or not */
+    KEVO_WIRE_FIN,       /* rank 0 -> worker: leave, calling MPI_Finalize or not (and end the lost ranks of its host) */
     KEVO_WIRE_GPU_SETUP, /* rank 0 -> worker: start a GPU worker for the run (op, shape, settings, reference) */
     KEVO_WIRE_GPU_HELLO, /* worker -> rank 0: its GPU's figures (peers, ceilings), or why it has none */
     KEVO_WIRE_EVAL,      /* rank 0 -> worker: verify and time one candidate (plan, cubin) */
@@ -52,7 +54,19 @@ typedef struct kevo_wire_hello {
     int64_t pid;
     int slots;       /* compiles it runs at once (its --jobs), 1..256 */
     char nvrtc[16];  /* its NVRTC version ("13.0"): cubins and cache keys match only within one */
+    char start[KEVO_PROC_ID_MAX]; /* its process's identity on its host (kv_proc_id), "" where unknown */
 } kevo_wire_hello;
+
+/* A lost rank's process, which the ranks on its host end as they leave
+ * (a fin's reap list), so that mpirun can end: host and pid from its hello,
+ * start its kv_proc_id, which must still match (the pid may be another
+ * process's by then). */
+typedef struct kevo_wire_proc {
+    int rank;
+    char host[256];
+    int64_t pid;
+    char start[KEVO_PROC_ID_MAX];
+} kevo_wire_proc;
 
 /* A compile received: the job points into name and source, which it owns
  * (released by kevo_wire_job_release). */
@@ -96,6 +110,8 @@ kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *
 kevo_status kevo_wire_result_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, kevo_err *err);
 /* alive, stop, bye, or fin (finalize: whether the receiver calls MPI_Finalize). */
 kevo_status kevo_wire_control_pack(kv_buf *out, kevo_wire_type type, bool finalize, kevo_err *err);
+/* fin with the processes to end (nreap 0..KEVO_WIRE_REAP_MAX, reap may be NULL when 0). */
+kevo_status kevo_wire_fin_pack(kv_buf *out, bool finalize, const kevo_wire_proc *reap, int nreap, kevo_err *err);
 
 /* gpu_setup: every field, the reference cubin as the one blob. */
 kevo_status kevo_wire_gpu_setup_pack(kv_buf *out, const kevo_wire_gpu_setup *s, kevo_err *err);
@@ -136,8 +152,13 @@ kevo_status kevo_wire_eval_unpack(const void *msg, size_t n, int64_t *id, kevo_g
 kevo_status kevo_wire_eval_result_unpack(const void *msg, size_t n, int64_t *id, kevo_gpu_result *res,
                                          kevo_err *err);
 
-/* A control frame of the expected type; *finalize from a fin (false otherwise). */
+/* A control frame of the expected type; *finalize from a fin (false otherwise);
+ * a fin's reap list is checked and left out (kevo_wire_fin_unpack reads it). */
 kevo_status kevo_wire_control_unpack(const void *msg, size_t n, kevo_wire_type expect, bool *finalize,
                                      kevo_err *err);
+/* A fin: *finalize, and its reap list into *reap (malloc'd, NULL when
+ * *nreap is 0; the caller frees it). */
+kevo_status kevo_wire_fin_unpack(const void *msg, size_t n, bool *finalize, kevo_wire_proc **reap, int *nreap,
+                                 kevo_err *err);
 
 #endif /* KEVO_WIRE_H */

@@ -483,3 +483,51 @@ void kv_child_init(pid_t parent)
     if (getppid() != parent) /* the parent died before the line above */
         _exit(1);
 }
+
+bool kv_proc_id(long long pid, char out[KEVO_PROC_ID_MAX])
+{
+    out[0] = '\0';
+    if (pid <= 0)
+        return false;
+    char path[64], line[1024], boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return false;
+    bool ok = fgets(boot, sizeof boot, f) != NULL;
+    fclose(f);
+    boot[strcspn(boot, "\n")] = '\0';
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    f = ok && boot[0] ? fopen(path, "r") : NULL;
+    if (!f)
+        return false;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    /* pid (comm) state ppid ...: starttime is field 22, the 20th after the comm's ')' */
+    const char *p = strrchr(line, ')');
+    if (p && (p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')) /* a zombie has ended */
+        return false;
+    for (int field = 3; p && field <= 22; field++) {
+        p += strspn(p + 1, " ") + 1; /* the field's first byte */
+        if (field < 22)
+            p = *p ? strchr(p, ' ') : NULL;
+    }
+    char *end = NULL;
+    unsigned long long start = p && *p >= '0' && *p <= '9' ? strtoull(p, &end, 10) : 0;
+    if (!end || (*end != ' ' && *end != '\n' && *end != '\0'))
+        return false;
+    int w = snprintf(out, KEVO_PROC_ID_MAX, "%s/%llu", boot, start);
+    if (w < 0 || w >= KEVO_PROC_ID_MAX) {
+        out[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+bool kv_proc_end(long long pid, const char *id)
+{
+    char now[KEVO_PROC_ID_MAX];
+    if (!id || !id[0] || pid <= 0 || pid == (long long)getpid() || !kv_proc_id(pid, now) || strcmp(now, id) != 0)
+        return false;
+    return kill((pid_t)pid, SIGKILL) == 0;
+}

@@ -115,6 +115,18 @@ bool kv_interrupted(void);
  * children) while SIGTERM kills it as by default. */
 void kv_child_init(pid_t parent);
 
+/* A process's identity on this host, "<boot id>/<start time in clock
+ * ticks since boot>" (Linux /proc), into out (KEVO_PROC_ID_MAX bytes): a pid
+ * is reused once its process is gone, the pair is not.  False (out "")
+ * where /proc does not say (no such process, a zombie, another OS). */
+#define KEVO_PROC_ID_MAX 64
+bool kv_proc_id(long long pid, char out[KEVO_PROC_ID_MAX]);
+
+/* SIGKILL pid when it is still the process whose kv_proc_id was id (and
+ * not this process).  True when the signal went out; false when id is
+ * empty, the process is gone or another one has its pid, or kill fails. */
+bool kv_proc_end(long long pid, const char *id);
+
 #define KV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif /* KEVO_UTIL_H */

@@ -11,10 +11,15 @@
  *         --enable-recovery) still ends done, a line names the lost rank
  *         and its compiles in flight, and the DB holds what a single
  *         process stores (the run's status included).
+ *   stop: rank 1 stopped (SIGSTOP) while it compiles, as a rank that hangs:
+ *         it is lost, the run stores what a single process stores, and
+ *         mpirun returns, because the stopped process is ended (by rank 0
+ *         on one host; with KEVO_MPI_HOST standing for two hosts, by the
+ *         other rank of its host).
  *   nompi: a kevo built without MPI refuses --mpi (exit 2, "built without
  *         MPI"); skipped in a build with MPI.
  *
- * `test_mpi same|kill|nompi` runs one (ctest registers each); without mpirun
+ * `test_mpi same|kill|stop|nompi` runs one (ctest registers each); without mpirun
  * on the PATH (or the one CMake found) they skip with a line saying so. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -392,6 +397,117 @@ static void test_kill(void **state)
     expect_same("3 ranks, rank 1 killed", one, three);
 }
 
+/* ---- a rank that hangs ---- */
+
+/* mpirun --enable-recovery -np 3 kevo tune --mpi ... in the background,
+ * where hosts: rank 0 says it runs on host "h0", ranks 1 and 2 on "h1"
+ * (KEVO_MPI_HOST, one machine standing for two hosts). */
+static int mpi_start_hosts(const char *log, const char *db, char *const *extra, char *const *more)
+{
+    char *argv[128];
+    int n = 0;
+    argv[n++] = mpirun;
+    argv[n++] = "--oversubscribe";
+    if (geteuid() == 0)
+        argv[n++] = "--allow-run-as-root";
+    argv[n++] = "--enable-recovery";
+    static char *const hosts[][4] = {{"-np", "1", "-x", "KEVO_MPI_HOST=h0"}, {"-np", "2", "-x", "KEVO_MPI_HOST=h1"}};
+    for (int h = 0; h < 2; h++) {
+        if (h)
+            argv[n++] = ":";
+        for (int i = 0; i < 4; i++)
+            argv[n++] = hosts[h][i];
+        n = tune_args(argv, n, 62 * (h + 1), db, extra, more);
+        argv[n++] = "--mpi";
+    }
+    argv[n] = NULL;
+    return tu_spawn_path(argv[0], log, argv);
+}
+
+/* Wait up to limit_s for pid; its status, or -1 (then it and its group are
+ * killed, after a SIGCONT to stopped, so that nothing is left behind). */
+static int wait_within(int pid, double limit_s, int stopped)
+{
+    for (double t0 = kv_now(); kv_now() - t0 < limit_s;) {
+        int status = 0;
+        int w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        tu_sleep_ms(50);
+    }
+    kill(stopped, SIGCONT);
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    tu_wait(pid);
+    return -1;
+}
+
+/* Rank 1 stopped (SIGSTOP) with a compile in flight, as a rank that hangs:
+ * rank 0 loses it after KEVO_MPI_LOST_AFTER s and its compile goes back to
+ * the queue, the run stores what a single process stores, and the stopped
+ * process is ended, so that mpirun itself returns (it waits for every
+ * process it started).  On one host rank 0 ends it; on two (hosts) rank
+ * 2, the other rank of its host, does as it leaves. */
+static void stop_case(bool hosts)
+{
+    char *const extra[] = {"--budget", "16", "--seed", "5", "--where", "SLOW == 1", NULL};
+    char *const jobs1[] = {"--jobs", "1", NULL}, *const jobs2[] = {"--jobs", "2", NULL};
+    char one[128], three[128], log1[128], log3[128];
+    path_in(one, sizeof one, hosts ? "stoph1.db" : "stop1.db");
+    path_in(three, sizeof three, hosts ? "stoph3.db" : "stop3.db");
+    path_in(log1, sizeof log1, hosts ? "stoph1.log" : "stop1.log");
+    path_in(log3, sizeof log3, hosts ? "stoph3.log" : "stop3.log");
+    assert_int_equal(single_run(log1, one, extra, jobs2), 0);
+    int pid = hosts ? mpi_start_hosts(log3, three, extra, jobs1) : mpi_start(log3, three, 3, true, extra, jobs1);
+    int victim = -1;
+    for (int t = 0; t < 6000 && victim < 0; t++) {
+        int r1 = rank_pid(pid, 1);
+        if (r1 > 0 && has_child(r1))
+            victim = r1;
+        else
+            tu_sleep_ms(10);
+    }
+    if (victim < 0) {
+        kill(-pid, SIGKILL);
+        tu_wait(pid);
+        fail_msg("rank 1 never had a compile in flight");
+    }
+    assert_int_equal(kill(victim, SIGSTOP), 0);
+    /* the run's compiles, the loss (10 s of silence) and the end take well under this */
+    int rc = wait_within(pid, 240, victim);
+    char *out = tu_read_text(log3);
+    if (rc != 0)
+        fprintf(stderr, "mpirun %s:\n%s", rc < 0 ? "did not end within 240 s (the stopped rank held it)" : "failed",
+                out);
+    assert_int_equal(rc, 0);
+    char want[160];
+    snprintf(want, sizeof want, "pid %d) lost: no word from it for ", victim);
+    if (!strstr(out, want))
+        fprintf(stderr, "no line says rank 1 was lost for its silence:\n%s", out);
+    assert_non_null(strstr(out, want));
+    if (hosts)
+        snprintf(want, sizeof want, "MPI rank 1 (h1, pid %d), lost: rank 2 of its host ends it as it leaves", victim);
+    else
+        snprintf(want, sizeof want, "pid %d), lost, still ran: ended (SIGKILL) so that mpirun can end", victim);
+    if (!strstr(out, want))
+        fprintf(stderr, "no line says how the stopped rank was ended (%s):\n%s", want, out);
+    assert_non_null(strstr(out, want));
+    free(out);
+    /* gone: mpirun has reaped it (a stopped process would still be there) */
+    errno = 0;
+    assert_int_equal(kill(victim, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    assert_int_equal(tu_query_int(three, "SELECT count(*) FROM candidates WHERE status = 'compiled'"), 16);
+    expect_same(hosts ? "3 ranks on 2 hosts, rank 1 stopped" : "3 ranks, rank 1 stopped", one, three);
+}
+
+static void test_stop(void **state)
+{
+    (void)state;
+    stop_case(false);
+    stop_case(true);
+}
+
 /* ---- built without MPI ---- */
 
 static void test_nompi(void **state)
@@ -757,6 +873,7 @@ int main(int argc, char **argv)
     const char *which = argc > 1 ? argv[1] : "";
     const struct CMUnitTest same[] = {cmocka_unit_test(test_same)};
     const struct CMUnitTest killed[] = {cmocka_unit_test(test_kill)};
+    const struct CMUnitTest stopped[] = {cmocka_unit_test(test_stop)};
     const struct CMUnitTest nompi[] = {cmocka_unit_test(test_nompi)};
     const struct CMUnitTest gpus[] = {cmocka_unit_test(test_gpus)};
     const struct CMUnitTest sim[] = {cmocka_unit_test(test_sim)};
@@ -770,8 +887,9 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests(simdist, setup, teardown);
     if (strcmp(which, "simhang") == 0) /* its mpirun part only where there is MPI */
         return cmocka_run_group_tests(simhang, setup, teardown);
-    if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "gpus") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|nompi|gpus|sim|simdist|simhang\n");
+    if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "stop") != 0 &&
+        strcmp(which, "gpus") != 0) {
+        fprintf(stderr, "usage: test_mpi same|kill|stop|nompi|gpus|sim|simdist|simhang\n");
         return 2;
     }
     if (!kevo_mpi_built()) {
@@ -784,6 +902,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(which, "gpus") == 0)
         return cmocka_run_group_tests(gpus, setup, teardown);
+    if (strcmp(which, "stop") == 0)
+        return cmocka_run_group_tests(stopped, setup, teardown);
     return strcmp(which, "same") == 0 ? cmocka_run_group_tests(same, setup, teardown)
                                       : cmocka_run_group_tests(killed, setup, teardown);
 }

@@ -9,10 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "evaluator/wire.h"
 #include "testutil.h"
@@ -198,10 +202,16 @@ static void test_bad_frames(void **state)
     assert_string_equal(w.source, "abc");
     kevo_wire_job_release(&w);
 
+    char says[64];
     frame(&b, KEVO_WIRE_VERSION + 1, ok, "abc", 3);
-    expect_refused(&b, KEVO_ERR_UNSUPPORTED, "protocol version 4 (this kevo speaks 3)");
+    snprintf(says, sizeof says, "protocol version %d (this kevo speaks %d)", KEVO_WIRE_VERSION + 1, KEVO_WIRE_VERSION);
+    expect_refused(&b, KEVO_ERR_UNSUPPORTED, says);
     frame(&b, 1, ok, "abc", 3); /* a rank of a kevo before GPU evaluation over MPI */
-    expect_refused(&b, KEVO_ERR_UNSUPPORTED, "protocol version 1 (this kevo speaks 3)");
+    snprintf(says, sizeof says, "protocol version 1 (this kevo speaks %d)", KEVO_WIRE_VERSION);
+    expect_refused(&b, KEVO_ERR_UNSUPPORTED, says);
+    frame(&b, 3, ok, "abc", 3); /* one before a hello said who its process is */
+    snprintf(says, sizeof says, "protocol version 3 (this kevo speaks %d)", KEVO_WIRE_VERSION);
+    expect_refused(&b, KEVO_ERR_UNSUPPORTED, says);
     frame(&b, KEVO_WIRE_VERSION, ok, "ab", 2);
     expect_refused(&b, KEVO_ERR_PARSE, "names 3 bytes of data but carries 2");
     frame(&b, KEVO_WIRE_VERSION, ok, "abcd", 4);
@@ -464,7 +474,10 @@ static void test_cut_and_flipped(void **state)
     assert_int_equal(kevo_wire_job_pack(&frames[0], 1, &j, 60, &err), KEVO_OK);
     assert_int_equal(kevo_wire_result_pack(&frames[1], 2, &r, &err), KEVO_OK);
     assert_int_equal(kevo_wire_hello_pack(&frames[2], &h, &err), KEVO_OK);
-    assert_int_equal(kevo_wire_control_pack(&frames[3], KEVO_WIRE_FIN, true, &err), KEVO_OK);
+    kevo_wire_proc reap = {.rank = 1, .pid = 5};
+    snprintf(reap.host, sizeof reap.host, "h");
+    snprintf(reap.start, sizeof reap.start, "0a-1/22");
+    assert_int_equal(kevo_wire_fin_pack(&frames[3], true, &reap, 1, &err), KEVO_OK);
     for (int f = 0; f < 4; f++) {
         size_t n = frames[f].len;
         unsigned char *copy = malloc(n);
@@ -492,6 +505,10 @@ static void test_cut_and_flipped(void **state)
                     kevo_compile_job_release(&out);
                 (void)kevo_wire_hello_unpack(msg, cut, &g, &err);
                 (void)kevo_wire_control_unpack(msg, cut, KEVO_WIRE_FIN, &fin, &err);
+                kevo_wire_proc *list = NULL;
+                int nlist = 0;
+                if (kevo_wire_fin_unpack(msg, cut, &fin, &list, &nlist, &err) == KEVO_OK)
+                    free(list);
                 (void)kevo_wire_type_of(msg, cut, &t, &err);
                 free(msg);
                 if (cut < n && flip > 16) /* past the prefix, only whole frames are flipped */
@@ -502,6 +519,135 @@ static void test_cut_and_flipped(void **state)
         kv_buf_release(&frames[f]);
     }
     kevo_compile_job_release(&r);
+}
+
+/* A lost rank's end: a hello carries its process's identity; a fin names
+ * the processes to end (rank, host, pid, identity), and every field of the
+ * list is checked like any other (an identity is hex digits, '-', '/' and
+ * digits only: it reaches no shell, but nothing else has a reason to be
+ * there). */
+static void test_reap_frames(void **state)
+{
+    (void)state;
+    kevo_wire_hello h = {.rank = 2, .pid = 77, .slots = 4}, g;
+    snprintf(h.host, sizeof h.host, "node3");
+    snprintf(h.nvrtc, sizeof h.nvrtc, "13.0");
+    snprintf(h.start, sizeof h.start, "68db6aff-0d20-4e8f-9fe3-48d28035f492/1938599");
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    assert_int_equal(kevo_wire_hello_pack(&b, &h, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_hello_unpack(b.data, b.len, &g, &err), KEVO_OK);
+    assert_string_equal(g.start, h.start);
+    kevo_wire_proc reap[2] = {{.rank = 1, .pid = 4242}, {.rank = 5, .pid = 9}};
+    snprintf(reap[0].host, sizeof reap[0].host, "node3");
+    snprintf(reap[0].start, sizeof reap[0].start, "%s", h.start);
+    snprintf(reap[1].host, sizeof reap[1].host, "node4");
+    b.len = 0;
+    assert_int_equal(kevo_wire_fin_pack(&b, true, reap, 2, &err), KEVO_OK);
+    kevo_wire_proc *got = NULL;
+    int n = 0;
+    bool fin = false;
+    assert_int_equal(kevo_wire_fin_unpack(b.data, b.len, &fin, &got, &n, &err), KEVO_OK);
+    assert_true(fin);
+    assert_int_equal(n, 2);
+    assert_int_equal(got[0].rank, 1);
+    assert_int_equal(got[0].pid, 4242);
+    assert_string_equal(got[0].host, "node3");
+    assert_string_equal(got[0].start, h.start);
+    assert_int_equal(got[1].rank, 5);
+    assert_string_equal(got[1].start, "");
+    free(got);
+    /* a fin with a list is still a fin to the plain reader */
+    fin = false;
+    assert_int_equal(kevo_wire_control_unpack(b.data, b.len, KEVO_WIRE_FIN, &fin, &err), KEVO_OK);
+    assert_true(fin);
+    assert_int_equal(kevo_wire_fin_pack(&b, true, NULL, 1, &err), KEVO_ERR_ARG);
+    assert_int_equal(kevo_wire_fin_pack(&b, true, reap, KEVO_WIRE_REAP_MAX + 1, &err), KEVO_ERR_ARG);
+    static const struct {
+        const char *hdr, *says;
+    } bad[] = {
+        {"{\"type\":\"fin\",\"finalize\":false}", "without a 'reap' list"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":{}}", "without a 'reap' list"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":[7]}", "reap entry 0 is not an object"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":[{\"rank\":1,\"pid\":0,\"host\":\"a\",\"start\":\"\"}]}",
+         "'pid'"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":[{\"rank\":1,\"pid\":5,\"host\":\"a\",\"start\":\"ab/1;kill\"}]}",
+         "not a process identity"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":[{\"rank\":1,\"pid\":5,\"host\":\"a\",\"start\":\"/12\"}]}",
+         "not a process identity"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":[{\"rank\":1,\"pid\":5,\"host\":\"a\",\"start\":\"ab/\"}]}",
+         "not a process identity"},
+        {"{\"type\":\"fin\",\"finalize\":false,\"reap\":[{\"rank\":1,\"pid\":5,\"start\":\"\"}]}", "'host'"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        frame(&b, KEVO_WIRE_VERSION, bad[i].hdr, NULL, 0);
+        kevo_err_clear(&err);
+        got = (kevo_wire_proc *)&h; /* untouched on failure */
+        assert_int_equal(kevo_wire_fin_unpack(b.data, b.len, &fin, &got, &n, &err), KEVO_ERR_PARSE);
+        if (!strstr(err.msg, bad[i].says))
+            fprintf(stderr, "%s: '%s', wanted '%s'\n", bad[i].hdr, err.msg, bad[i].says);
+        assert_non_null(strstr(err.msg, bad[i].says));
+        assert_ptr_equal(got, &h);
+        assert_int_equal(kevo_wire_control_unpack(b.data, b.len, KEVO_WIRE_FIN, &fin, &err), KEVO_ERR_PARSE);
+    }
+    /* too many */
+    kv_buf big;
+    kv_buf_init(&big);
+    kv_buf_puts(&big, "{\"type\":\"fin\",\"finalize\":false,\"reap\":[");
+    for (int i = 0; i <= KEVO_WIRE_REAP_MAX; i++)
+        kv_buf_puts(&big, i ? ",{}" : "{}");
+    kv_buf_puts(&big, "]}");
+    frame(&b, KEVO_WIRE_VERSION, big.data, NULL, 0);
+    assert_int_equal(kevo_wire_fin_unpack(b.data, b.len, &fin, &got, &n, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "at most 4096"));
+    kv_buf_release(&big);
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"hello\",\"rank\":1,\"pid\":5,\"slots\":1,\"host\":\"a\",\"nvrtc\":\"13.0\",\"start\":\"$(x)/1\"}", NULL,
+          0);
+    assert_int_equal(kevo_wire_hello_unpack(b.data, b.len, &g, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "not a process identity"));
+    kv_buf_release(&b);
+}
+
+/* kv_proc_id names a process for as long as it lives; kv_proc_end kills
+ * only the process of that identity, never this one. */
+static void test_proc_end(void **state)
+{
+    (void)state;
+    char self[KEVO_PROC_ID_MAX], again[KEVO_PROC_ID_MAX], child_id[KEVO_PROC_ID_MAX];
+    assert_true(kv_proc_id((long long)getpid(), self));
+    assert_true(kv_proc_id((long long)getpid(), again));
+    assert_string_equal(self, again);
+    assert_non_null(strchr(self, '/'));
+    assert_false(kv_proc_end((long long)getpid(), self));
+    assert_false(kv_proc_id(0, again));
+    assert_string_equal(again, "");
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    assert_true(kv_proc_id((long long)child, child_id));
+    assert_string_not_equal(child_id, self);
+    /* another process's identity (this one's), or none: the child lives on */
+    assert_false(kv_proc_end((long long)child, self));
+    assert_false(kv_proc_end((long long)child, ""));
+    assert_false(kv_proc_end((long long)child, NULL));
+    assert_int_equal(kill(child, 0), 0);
+    assert_true(kv_proc_end((long long)child, child_id));
+    /* dead and not yet waited for (a zombie): ended already */
+    for (int t = 0; t < 500 && kv_proc_id((long long)child, again); t++)
+        tu_sleep_ms(10);
+    assert_false(kv_proc_id((long long)child, again));
+    assert_false(kv_proc_end((long long)child, child_id));
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* gone: its identity names nothing */
+    assert_false(kv_proc_id((long long)child, again));
+    assert_false(kv_proc_end((long long)child, child_id));
 }
 
 /* A timing pass is steady when its median is within 5% of its minimum: the
@@ -525,7 +671,8 @@ int main(void)
         cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_result_roundtrip),
         cmocka_unit_test(test_hello_and_control), cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_cut_and_flipped),   cmocka_unit_test(test_gpu_frames),
-        cmocka_unit_test(test_timing_steady),
+        cmocka_unit_test(test_timing_steady),     cmocka_unit_test(test_reap_frames),
+        cmocka_unit_test(test_proc_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
