@@ -20,6 +20,8 @@
 #   compile --compile-only at budget $BUDGET with and without precompiled headers
 #          (KEVO_PCH=1, 0): the compiles' seconds, and each run's wall time
 #   kill   mpirun -np 2, rank 1 killed (-9) mid-run: the run completes
+#   stop   the same with rank 1 stopped (SIGSTOP, a rank that hangs): the run
+#          completes and mpirun returns (rank 0 ends the stopped process)
 #   faults the planted faults (a hang among them) on every GPU, and under mpirun
 #   shapes a distribution of shapes ($SHAPES, default bench/dist3.txt) at budget
 #          $SHAPES_BUDGET (default 40) on --devices 0 and --devices all into fresh
@@ -121,28 +123,31 @@ print("  %d compiles: median %.2f s, mean %.2f s; the first 8 %.2f s, the rest %
       % (len(s), statistics.median(s), statistics.mean(s), statistics.mean(s[:8]), statistics.mean(s[8:])))
 PY
     done ;;
-  kill)
+  kill|stop)
     t0=$(date +%s.%N)
     timeout 300 $MPIRUN build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar --mpi \
-      --db "$OUT/kill.db" >"$OUT/kill.log" 2>&1 &
+      --db "$OUT/$stage.db" >"$OUT/$stage.log" 2>&1 &
     job=$!
-    # once the run has 24 candidates stored, kill -9 the rank that is not rank 0 (runs.pid)
+    # once the run has 24 candidates stored, kill -9 (or stop) the rank that is not rank 0 (runs.pid)
     for _ in $(seq 600); do
       n=$(python3 -c "import sqlite3,sys
 try: print(sqlite3.connect(sys.argv[1]).execute('select count(*) from candidates where status != \"pending\"').fetchone()[0])
-except Exception: print(0)" "$OUT/kill.db")
+except Exception: print(0)" "$OUT/$stage.db")
       [ "$n" -ge 24 ] && break
       sleep 0.2
     done
-    r0=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select pid from runs').fetchone()[0])" "$OUT/kill.db")
+    r0=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select pid from runs').fetchone()[0])" "$OUT/$stage.db")
     mp=$(pgrep -x mpirun | head -1)
     victim=$(ps -o pid= --ppid "$mp" | tr -d ' ' | grep -vx "$r0" | head -1)
-    echo "killing rank process $victim (rank 0 is $r0) after $n candidates"
-    kill -9 "$victim"
+    sig=KILL
+    [ "$stage" = stop ] && sig=STOP
+    echo "SIG$sig to rank process $victim (rank 0 is $r0) after $n candidates"
+    kill -s "$sig" "$victim"
     wait $job
-    echo "== kill: rc=$? wall $(elapsed "$t0") s"
-    grep -E "lost|^best|^run .* done|GPU" "$OUT/kill.log" | cut -c1-200
-    rows+=("$OUT/kill.db:1") ;;
+    echo "== $stage: rc=$? wall $(elapsed "$t0") s; rank process $victim: $(ps -o stat= -p "$victim" || echo gone)"
+    [ "$stage" = stop ] && kill -CONT "$victim" 2>/dev/null # should it still be there
+    grep -E "lost|^best|^run .* done|GPU" "$OUT/$stage.log" | cut -c1-200
+    rows+=("$OUT/$stage.db:1") ;;
   shapes)
     sb=${SHAPES_BUDGET:-40}
     BUDGET=$sb tune shapes1 --devices 0 --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes1.db"
