@@ -6,9 +6,11 @@
  * budget first, so none is starved — proposing its
  * neighbours the model predicts within GR_SLACK of the best of them, best
  * first and one per operator per round; while the batch has room, the next
- * fittest node's too.  When every evaluated node is fully expanded, restart
- * from a configuration drawn with the model as the prior. */
+ * fittest node's too.  The batch goes out in the model's order (gr_order),
+ * not in the order of its nodes.  When every evaluated node is fully
+ * expanded, restart from a configuration drawn with the model as the prior. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +85,18 @@ static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int
             usable++;
     }
     memset(taken, 0, (size_t)found);
-    for (int k = 0; k < usable; k++) /* another node of this batch proposed it */
-        if (kevo_search_in_batch(out, n, all[order[k]].family, &all[order[k]].cfg))
-            taken[order[k]] = 1;
+    for (int k = 0; k < usable; k++) { /* another node of this batch proposed it: the earlier node is its parent */
+        const kevo_proposal *a = &all[order[k]];
+        for (int j = 0; j < n; j++)
+            if (out[j].family == a->family && memcmp(out[j].cfg.v, a->cfg.v, sizeof a->cfg.v) == 0) {
+                taken[order[k]] = 1;
+                if (a->parent >= 0 && a->parent < out[j].parent) {
+                    out[j].parent = a->parent;
+                    snprintf(out[j].op, sizeof out[j].op, "%s", a->op);
+                }
+                break;
+            }
+    }
     for (bool more = true; n < max && more;) {
         more = false;
         for (int k = 0; k < usable && n < max; k++) {
@@ -107,6 +118,50 @@ static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int
                 taken[i] = 1;
     }
     return n;
+}
+
+/* The batch's order: the model's likeliest first (its predicted time, a
+ * function of the configuration alone), then family and configuration.
+ * Which picked node came first follows the measurements, and two nodes
+ * within the noise swap places between two runs; when both are expanded in
+ * the batch, the batch is the same set either way, and this order (with
+ * the earlier node as the parent of a neighbour both propose) makes it the
+ * same sequence, so that the graphs do not part there. */
+typedef struct gr_item {
+    kevo_proposal p;
+    double t; /* the model's time; NaN (none) sorts last */
+} gr_item;
+
+static int gr_cmp(const void *pa, const void *pb)
+{
+    const gr_item *a = pa, *b = pb;
+    bool na = isnan(a->t), nb = isnan(b->t);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->p.family != b->p.family)
+        return a->p.family < b->p.family ? -1 : 1;
+    for (size_t i = 0; i < KV_ARRAY_LEN(a->p.cfg.v); i++)
+        if (a->p.cfg.v[i] != b->p.cfg.v[i])
+            return a->p.cfg.v[i] < b->p.cfg.v[i] ? -1 : 1;
+    return 0;
+}
+
+/* Put out[0..n) in the batch's order (unchanged when out of memory). */
+static void gr_order(const kevo_search *s, kevo_proposal *out, int n)
+{
+    gr_item *items = n > 1 ? malloc((size_t)n * sizeof *items) : NULL;
+    if (!items)
+        return;
+    for (int i = 0; i < n; i++) {
+        items[i].p = out[i];
+        items[i].t = kevo_search_predict(s, out[i].family, &out[i].cfg);
+    }
+    qsort(items, (size_t)n, sizeof *items, gr_cmp); /* no two are equal: a configuration is in a batch once */
+    for (int i = 0; i < n; i++)
+        out[i] = items[i].p;
+    free(items);
 }
 
 static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
@@ -137,6 +192,7 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
         s->nodes[node].expansions++;
         n = gr_take(s, all, found, t, order, taken, out, n, max);
     }
+    gr_order(s, out, n);
     /* nothing to expand: a restart, unless results still to come (tune --ahead) may give something */
     bool pending = false;
     for (int i = 0; i < s->nnodes && n == 0 && !pending; i++)

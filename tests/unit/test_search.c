@@ -819,6 +819,53 @@ static void test_greedy_ties(void **state)
     }
 }
 
+/* Two nodes whose order swaps (fitnesses 2% apart, one way in one run and
+ * the other way in the next, as noise does) and that both fit in the batch
+ * give the same batch: the same proposals in the same order (the model's
+ * likeliest first), a neighbour of both with the earlier node as parent. */
+static void test_greedy_batch_order(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma};
+    enum { BIG = 256 };
+    static kevo_proposal got[2][BIG];
+    int count[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        kevo_search s;
+        search_init(&s, spaces, 1, "greedy", 1);
+        kevo_proposal p[BATCH];
+        kevo_search_reseed(&s);
+        int n = s.policy->propose(&s, p, BATCH);
+        assert_true(n >= 2);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(kevo_search_add(&s, &p[i]), i);
+        for (int i = 0; i < n; i++) /* nodes 0 and 1 lead, in the order k gives */
+            kevo_search_observe(&s, i, i == k ? 2.04 : i == 1 - k ? 2.0 : 1.0);
+        kevo_search_reseed(&s);
+        count[k] = s.policy->propose(&s, got[k], BIG);
+        bool from[2] = {false, false};
+        double last = 0;
+        for (int i = 0; i < count[k]; i++) {
+            if (got[k][i].parent == 0 || got[k][i].parent == 1)
+                from[got[k][i].parent] = true;
+            double t = kevo_search_predict(&s, got[k][i].family, &got[k][i].cfg);
+            if (!isnan(t)) {
+                assert_true(t >= last);
+                last = t;
+            }
+        }
+        assert_true(from[0] && from[1]); /* both expanded in the batch */
+        kevo_search_release(&s);
+    }
+    assert_int_equal(count[0], count[1]);
+    for (int i = 0; i < count[0]; i++) {
+        assert_int_equal(got[0][i].family, got[1][i].family);
+        assert_memory_equal(got[0][i].cfg.v, got[1][i].cfg.v, sizeof got[0][i].cfg.v);
+        assert_int_equal(got[0][i].parent, got[1][i].parent);
+        assert_string_equal(got[0][i].op, got[1][i].op);
+    }
+}
+
 /* Seeds: a family whose default is invalid for the shape starts from its
  * first valid configuration. */
 static void test_seeds_invalid_default(void **state)
@@ -1056,6 +1103,7 @@ int main(void)
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_greedy_exhausts),
         cmocka_unit_test(test_greedy_waits),
+        cmocka_unit_test(test_greedy_batch_order),
         cmocka_unit_test(test_greedy_ties),
         cmocka_unit_test(test_seeds_invalid_default),
         cmocka_unit_test(test_enter_moves),
