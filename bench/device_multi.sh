@@ -13,6 +13,8 @@
 #          bench/trace_batches.py counts only batches no run waited in for a compile
 #   one    for a machine with one GPU: --devices 0 twice with the default --ahead
 #          (how far two identical runs part) and once with --ahead 1
+#   repeat --devices 0 $REPEAT times (default 3) into fresh DBs: how far runs of one
+#          seed on one GPU part (compared with the first)
 #   ahead1 cold and mpi again with --ahead 1 (a round at a time: each round is
 #          proposed after every earlier result, as before --ahead), DBs *_ahead1
 #   nopch  cold and mpi again with KEVO_PCH=0 (compiles without NVRTC's precompiled
@@ -102,6 +104,11 @@ PY
     tune one_b --devices 0 --db "$OUT/one_b.db"
     tune one_ahead1 --devices 0 --ahead 1 --db "$OUT/one_ahead1.db"
     rows+=("$OUT/one_a.db:1" "$OUT/one_b.db:1" "$OUT/one_ahead1.db:1") ;;
+  repeat)
+    for i in $(seq "${REPEAT:-3}"); do
+      tune "repeat$i" --devices 0 --db "$OUT/repeat$i.db"
+      rows+=("$OUT/repeat$i.db:1")
+    done ;;
   ahead1)
     tune cold1_ahead1 --devices 0 --ahead 1 --db "$OUT/cold1_ahead1.db"
     tune cold2_ahead1 --devices all --ahead 1 --db "$OUT/cold2_ahead1.db"
