@@ -1207,8 +1207,17 @@ static kevo_wire_proc *mr_reap_list(kevo_mpi *m, int *n)
     kevo_wire_proc *list = calloc((size_t)m->size, sizeof *list);
     for (int r = 1; r < m->size; r++) {
         mr_rank *R = &m->ranks[r];
-        if (R->state != MR_LOST || !R->start[0])
+        if (R->state != MR_LOST)
             continue;
+        if (!R->start[0]) { /* no hello, or one without an identity: nothing to end it by */
+            if (R->host[0])
+                mr_note(m, "MPI rank %d (%s, pid %lld), lost, may still run: its process cannot be told from "
+                        "another (no /proc), and mpirun waits for it; end it there (kill -9 %lld)", r, R->host, R->pid,
+                        R->pid);
+            else
+                mr_note(m, "MPI rank %d, lost before its hello, may still run: mpirun waits for it", r);
+            continue;
+        }
         if (strcmp(R->host, host) == 0) {
             if (kv_proc_end(R->pid, R->start))
                 mr_note(m, "MPI rank %d (%s, pid %lld), lost, still ran: ended (SIGKILL) so that mpirun can end", r,
