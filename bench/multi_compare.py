@@ -2,7 +2,8 @@
 """bench/multi_compare.py DB:RUN ... — for runs of `kevo tune` that should
 search alike (one seed, on 1 or several GPUs): whether each run's graph
 (every candidate in proposal order with the operator and parents that made
-it) and best candidate equal the first's, and each run's evaluation
+it) and best candidate equal the first's (then, for three runs or more,
+where every pair parts), and each run's evaluation
 throughput (candidates evaluated per minute of the search loop, per GPU and
 in all, from run_devices; for a distribution of shapes, evaluations of a
 candidate at a shape)."""
@@ -35,12 +36,13 @@ def main():
         nshapes = db.execute("select coalesce(nshapes, 0) from runs where id = ?", (run,)).fetchone()[0]
         rows.append((arg, g, best, devs, nshapes))
     g0, b0 = rows[0][1], rows[0][2]
+    first_diff = lambda g, h: next((a[0] for a, b in zip(g, h) if a != b), None if len(g) == len(h)
+                                   else min(len(g), len(h)) + 1)
     print("| run | candidates | same graph as the first | best | same best | GPUs | evaluated/min | busy |")
     print("|---|---|---|---|---|---|---|---|")
     for arg, g, best, devs, nshapes in rows:
         same = g == g0
-        diff = next((i for i, (a, b) in enumerate(zip(g, g0)) if a != b), None)
-        note = "yes" if same else f"no (first difference at seq {g[diff][0] if diff is not None else min(len(g), len(g0)) + 1})"
+        note = "yes" if same else f"no (first difference at seq {first_diff(g, g0)})"
         loop = max((d[4] or 0) for d in devs) if devs else 0
         total = sum(d[2] or 0 for d in devs)
         rate = 60.0 * total / loop if loop else float("nan")
@@ -49,6 +51,13 @@ def main():
         bs = f"{best[0]} {best[1]} {best[2]:.4f} ms {best[3]:.2f}x" if best else "none"
         print(f"| {arg} | {len(g)} | {note} | {bs} | {best[:2] == b0[:2] if best and b0 else False} | "
               f"{len(devs)} | {rate:.1f} | {busy} |")
+    if len(rows) > 2:
+        pairs = []
+        for i in range(len(rows)):
+            for j in range(i + 1, len(rows)):
+                d = first_diff(rows[i][1], rows[j][1])
+                pairs.append(f"{i + 1}-{j + 1} " + ("same graph" if d is None else f"part at seq {d}"))
+        print("\npairs (runs numbered as listed): " + "; ".join(pairs))
 
 
 if __name__ == "__main__":
