@@ -113,9 +113,9 @@ static void test_kill_resume(void **state)
         path_in(db, sizeof db, name);
         path_in(log, sizeof log, "killed.log");
         int p = tu_spawn(log, tune_args(db));
-        char sql[128];
+        char sql[128]; /* the waits below end at the first match; their limits (180 s) allow a slow start */
         snprintf(sql, sizeof sql, "SELECT count(*) >= %d FROM candidates WHERE status != 'pending'", kill_after[k]);
-        for (int t = 0; t < 6000 && tu_query_int(db, sql) != 1; t++)
+        for (int t = 0; t < 18000 && tu_query_int(db, sql) != 1; t++)
             tu_sleep_ms(10);
         kill(-p, SIGKILL); /* kevo and its compile children */
         tu_wait(p);
@@ -128,7 +128,7 @@ static void test_kill_resume(void **state)
         char *resume[] = {"kevo", "tune", "--resume", "1", "--jobs", "2", "--db", db, "--quiet", NULL};
         p = tu_spawn(log, resume);
         snprintf(sql, sizeof sql, "SELECT count(*) > %lld FROM candidates WHERE status != 'pending'", done_at_kill);
-        for (int t = 0; t < 6000 && tu_query_int(db, sql) != 1; t++)
+        for (int t = 0; t < 18000 && tu_query_int(db, sql) != 1; t++)
             tu_sleep_ms(10);
         kill(-p, SIGKILL);
         tu_wait(p);
@@ -161,8 +161,11 @@ static void test_two_processes(void **state)
     int p1 = tu_spawn(log1, a1);
     int p2 = tu_spawn(log2, a2);
 
-    /* while they run: resuming a live run is refused, and says by whom */
-    for (int t = 0; t < 3000 && tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'running'") < 1; t++)
+    /* while they run: resuming a live run is refused, and says by whom.  A run's row
+     * comes once its search has ranked every family's valid configurations: about 6 s
+     * here, 22 s under AddressSanitizer, more with another test beside it (CI's -j2
+     * once took over 30 s); the wait ends at the first row */
+    for (int t = 0; t < 18000 && tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'running'") < 1; t++)
         tu_sleep_ms(10);
     char log3[128];
     path_in(log3, sizeof log3, "p3.log");
