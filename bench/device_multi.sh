@@ -29,6 +29,8 @@
 #          $SHAPES_BUDGET (default 40) on --devices 0 and --devices all into fresh
 #          DBs, then both again from a copy of a DB holding both runs' binaries
 #          (the GPUs' rate: shape i is evaluated on GPU i mod 2)
+# $KEVO_BIN (default build/kevo) is the kevo that tune runs; $TAG prefixes the
+# names of the repeat stage's DBs (two builds compared in one call).
 # KEVO_TRACE_EVAL=1 traces of the warm runs, logs and slimmed DBs go to
 # $OUT/multi.tgz; the table is printed last.
 set -u
@@ -50,10 +52,10 @@ tune() { # name, then the command after `kevo tune` (or an mpirun prefix in PRE)
   local t0
   t0=$(date +%s.%N)
   if [ -n "${KEVO_TRACE_EVAL:-}" ]; then # the trace (stderr) apart
-    timeout "${LIMIT:-240}" ${PRE:-} build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
+    timeout "${LIMIT:-240}" ${PRE:-} "${KEVO_BIN:-build/kevo}" tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
       >"$OUT/$name.log" 2>"$OUT/$name.trace"
   else
-    timeout "${LIMIT:-240}" ${PRE:-} build/kevo tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
+    timeout "${LIMIT:-240}" ${PRE:-} "${KEVO_BIN:-build/kevo}" tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
       >"$OUT/$name.log" 2>&1
   fi
   echo "== $name: rc=$? wall $(elapsed "$t0") s"
@@ -106,8 +108,8 @@ PY
     rows+=("$OUT/one_a.db:1" "$OUT/one_b.db:1" "$OUT/one_ahead1.db:1") ;;
   repeat)
     for i in $(seq "${REPEAT:-3}"); do
-      tune "repeat$i" --devices 0 --db "$OUT/repeat$i.db"
-      rows+=("$OUT/repeat$i.db:1")
+      tune "${TAG:-}repeat$i" --devices 0 --db "$OUT/${TAG:-}repeat$i.db"
+      rows+=("$OUT/${TAG:-}repeat$i.db:1")
     done ;;
   ahead1)
     tune cold1_ahead1 --devices 0 --ahead 1 --db "$OUT/cold1_ahead1.db"

@@ -66,6 +66,23 @@ static const char mpi_cu[] =
     "        ((float *)a.out)[blockIdx.x] = acc + w[0];\n"
     "}\n";
 
+/* Two configurations of one kernel: PAD is in no line of the source, so both
+ * compile to the same cubin, which simulated GPUs time alike (test equiv). */
+static const char twin_cu[] =
+    "extern \"C\" __global__ void lce_twin(const __grid_constant__ kevo_lce_args a)\n"
+    "{\n"
+    "    if (threadIdx.x == 0)\n"
+    "        ((float *)a.out)[blockIdx.x] = 1.0f;\n"
+    "}\n";
+static const char twin_json[] =
+    "{\"family\": \"lce_twin\", \"op\": \"ikbo_lce\", \"source\": \"lce_twin.cu\",\n"
+    " \"description\": \"two configurations, one kernel\",\n"
+    " \"archs\": [\"sm_80\", \"sm_90\", \"sm_90a\"],\n"
+    " \"params\": [{\"name\": \"PAD\", \"values\": [1, 0], \"default\": 1}],\n"
+    " \"axes\": {\"pad\": [\"PAD\"]},\n"
+    " \"constraints\": [], \"pad_k\": \"0\", \"workspace\": \"0\",\n"
+    " \"launches\": [{\"entry\": \"lce_twin\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}]}\n";
+
 /* 48 configurations at each SLOW, on four axes */
 static const char mpi_json[] =
     "{\"family\": \"lce_mpi\", \"op\": \"ikbo_lce\", \"source\": \"lce_mpi.cu\",\n"
@@ -508,6 +525,40 @@ static void test_stop(void **state)
     stop_case(true);
 }
 
+/* ---- equivalent winners ---- */
+
+/* Two configurations timed alike (one cubin, simulated GPUs): the run's best
+ * is the first in configuration order (PAD=0), not the one measured first
+ * (PAD=1, the default): kevo names one winner among kernels within the
+ * noise between runs, the same in every run. */
+static void test_equiv(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("KEVO_SIM_GPUS", "1", 1), 0);
+    char db[128], log[128];
+    path_in(db, sizeof db, "equiv.db");
+    path_in(log, sizeof log, "equiv.log");
+    char *argv[] = {KEVO_BINARY, "tune", "--op", "ikbo_lce", "--family", "lce_twin", "--templates", tpl,
+                    "--policy", "exhaustive", "--budget", "2", "--warm-start", "none", "--db", db, "--no-bar", NULL};
+    int rc = tu_wait(tu_spawn_path(argv[0], log, argv));
+    unsetenv("KEVO_SIM_GPUS");
+    char *out = tu_read_text(log);
+    if (rc != 0)
+        fprintf(stderr, "kevo tune exited %d:\n%s", rc, out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(tu_query_int(db, "SELECT count(DISTINCT median_ms) FROM candidates WHERE status = 'ok'"), 1);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE status = 'ok'"), 2);
+    long long first = tu_query_int(db, "SELECT seq FROM candidates WHERE json_extract(params, '$.PAD') = 1");
+    assert_int_equal(first, 1); /* the default, measured first */
+    long long best = tu_query_int(db, "SELECT json_extract(c.params, '$.PAD') FROM runs r JOIN candidates c "
+                                      "ON c.id = r.best_id");
+    if (best != 0 || !strstr(out, "the first in configuration order"))
+        fprintf(stderr, "best PAD=%lld; the log:\n%s", best, out);
+    assert_int_equal(best, 0);
+    assert_non_null(strstr(out, "the first in configuration order"));
+    free(out);
+}
+
 /* ---- built without MPI ---- */
 
 static void test_nompi(void **state)
@@ -859,6 +910,10 @@ static int setup(void **state)
     tu_write_text(path, mpi_cu);
     snprintf(path, sizeof path, "%s/lce_mpi.json", tpl);
     tu_write_text(path, mpi_json);
+    snprintf(path, sizeof path, "%s/lce_twin.cu", tpl);
+    tu_write_text(path, twin_cu);
+    snprintf(path, sizeof path, "%s/lce_twin.json", tpl);
+    tu_write_text(path, twin_json);
     return 0;
 }
 
@@ -879,17 +934,20 @@ int main(int argc, char **argv)
     const struct CMUnitTest sim[] = {cmocka_unit_test(test_sim)};
     const struct CMUnitTest simdist[] = {cmocka_unit_test(test_simdist)};
     const struct CMUnitTest simhang[] = {cmocka_unit_test(test_simhang)};
+    const struct CMUnitTest equiv[] = {cmocka_unit_test(test_equiv)};
     if (strcmp(which, "nompi") == 0)
         return cmocka_run_group_tests(nompi, setup, teardown);
     if (strcmp(which, "sim") == 0) /* its mpirun part only where there is MPI */
         return cmocka_run_group_tests(sim, setup, teardown);
     if (strcmp(which, "simdist") == 0)
         return cmocka_run_group_tests(simdist, setup, teardown);
+    if (strcmp(which, "equiv") == 0) /* no MPI: simulated GPUs */
+        return cmocka_run_group_tests(equiv, setup, teardown);
     if (strcmp(which, "simhang") == 0) /* its mpirun part only where there is MPI */
         return cmocka_run_group_tests(simhang, setup, teardown);
     if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "stop") != 0 &&
         strcmp(which, "gpus") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|stop|nompi|gpus|sim|simdist|simhang\n");
+        fprintf(stderr, "usage: test_mpi same|kill|stop|nompi|gpus|sim|simdist|simhang|equiv\n");
         return 2;
     }
     if (!kevo_mpi_built()) {
