@@ -164,10 +164,8 @@ kevo_status kevo_wire_control_pack(kv_buf *out, kevo_wire_type type, bool finali
     if (type == KEVO_WIRE_FIN)
         return kevo_wire_fin_pack(out, finalize, NULL, 0, err);
     cJSON *j = wr_header(type);
-    if (!j) {
-        cJSON_Delete(j);
+    if (!j)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
     return wr_pack(out, j, NULL, NULL, 0, err);
 }
 

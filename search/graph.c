@@ -864,12 +864,17 @@ int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *
     return count;
 }
 
-bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg)
+int kevo_search_batch_index(const kevo_proposal *out, int n, int family, const kevo_config *cfg)
 {
     for (int j = 0; j < n; j++)
         if (out[j].family == family && memcmp(out[j].cfg.v, cfg->v, sizeof cfg->v) == 0)
-            return true;
-    return false;
+            return j;
+    return -1;
+}
+
+bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg)
+{
+    return kevo_search_batch_index(out, n, family, cfg) >= 0;
 }
 
 int kevo_search_children_by(const kevo_search *s, int node, const char *op)

@@ -87,15 +87,14 @@ static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int
     memset(taken, 0, (size_t)found);
     for (int k = 0; k < usable; k++) { /* another node of this batch proposed it: the earlier node is its parent */
         const kevo_proposal *a = &all[order[k]];
-        for (int j = 0; j < n; j++)
-            if (out[j].family == a->family && memcmp(out[j].cfg.v, a->cfg.v, sizeof a->cfg.v) == 0) {
-                taken[order[k]] = 1;
-                if (a->parent >= 0 && a->parent < out[j].parent) {
-                    out[j].parent = a->parent;
-                    snprintf(out[j].op, sizeof out[j].op, "%s", a->op);
-                }
-                break;
-            }
+        int j = kevo_search_batch_index(out, n, a->family, &a->cfg);
+        if (j < 0)
+            continue;
+        taken[order[k]] = 1;
+        if (a->parent >= 0 && a->parent < out[j].parent) {
+            out[j].parent = a->parent;
+            snprintf(out[j].op, sizeof out[j].op, "%s", a->op);
+        }
     }
     for (bool more = true; n < max && more;) {
         more = false;
@@ -142,10 +141,7 @@ static int gr_cmp(const void *pa, const void *pb)
         return a->t < b->t ? -1 : 1;
     if (a->p.family != b->p.family)
         return a->p.family < b->p.family ? -1 : 1;
-    for (size_t i = 0; i < KV_ARRAY_LEN(a->p.cfg.v); i++)
-        if (a->p.cfg.v[i] != b->p.cfg.v[i])
-            return a->p.cfg.v[i] < b->p.cfg.v[i] ? -1 : 1;
-    return 0;
+    return kevo_config_cmp(&a->p.cfg, &b->p.cfg);
 }
 
 /* Put out[0..n) in the batch's order (unchanged when out of memory). */

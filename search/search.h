@@ -250,6 +250,9 @@ int kevo_search_prior_pick(kevo_search *s, const kevo_proposal *batch, int nbatc
  * of batch[0..nbatch)) that can still propose, or -1 when none is. */
 int kevo_search_starved(kevo_search *s, const kevo_proposal *batch, int nbatch);
 
+/* The index in out[0..n) of the proposal of family's configuration cfg, or -1. */
+int kevo_search_batch_index(const kevo_proposal *out, int n, int family, const kevo_config *cfg);
+
 /* Whether a proposal's configuration is already in out[0..n). */
 bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg);
 

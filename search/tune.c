@@ -1996,12 +1996,7 @@ static int tn_cmp_median(const void *a, const void *b)
 static bool tn_config_before(const tn_lead *a, const tn_lead *b)
 {
     int c = strcmp(a->row.family, b->row.family);
-    if (c != 0)
-        return c < 0;
-    for (size_t i = 0; i < KV_ARRAY_LEN(a->cfg.v); i++)
-        if (a->cfg.v[i] != b->cfg.v[i])
-            return a->cfg.v[i] < b->cfg.v[i];
-    return false;
+    return c != 0 ? c < 0 : kevo_config_cmp(&a->cfg, &b->cfg) < 0;
 }
 
 /* The run's winner, decided beyond the noise: the verified candidates whose

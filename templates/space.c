@@ -1241,6 +1241,14 @@ kevo_status kevo_config_parse_stored(const kevo_space *s, const char *json, cons
     return st;
 }
 
+int kevo_config_cmp(const kevo_config *a, const kevo_config *b)
+{
+    for (size_t i = 0; i < KV_ARRAY_LEN(a->v); i++)
+        if (a->v[i] != b->v[i])
+            return a->v[i] < b->v[i] ? -1 : 1;
+    return 0;
+}
+
 void kevo_config_str(const kevo_space *s, const kevo_config *cfg, char *out, size_t n)
 {
     size_t used = 0;

@@ -321,6 +321,11 @@ kevo_status kevo_config_parse_json(const kevo_space *s, const char *json, kevo_c
  * Errors: KEVO_ERR_PARSE naming who and the key. */
 kevo_status kevo_config_parse_stored(const kevo_space *s, const char *json, const char *who, kevo_config *cfg,
                                      kevo_err *err);
+/* Configuration order: -1, 0 or 1 as a's parameter values, in the family's
+ * parameter order, come before, equal or after b's (a qsort comparison;
+ * unset trailing values are 0 in both). */
+int kevo_config_cmp(const kevo_config *a, const kevo_config *b);
+
 /* Short text "BM=128 BN=64 ..." into out (truncated to n). */
 void kevo_config_str(const kevo_space *s, const kevo_config *cfg, char *out, size_t n);
 

@@ -364,6 +364,23 @@ static bool has_child(int pid)
     return yes;
 }
 
+/* Rank 1 of the job mpirun (pid) started, once it has a compile in flight
+ * (waited for up to a minute); the test fails, the job killed, when it
+ * never has. */
+static int rank1_compiling(int pid)
+{
+    for (int t = 0; t < 6000; t++) {
+        int r1 = rank_pid(pid, 1);
+        if (r1 > 0 && has_child(r1))
+            return r1;
+        tu_sleep_ms(10);
+    }
+    kill(-pid, SIGKILL);
+    tu_wait(pid);
+    fail_msg("rank 1 never had a compile in flight");
+    return -1;
+}
+
 static void test_kill(void **state)
 {
     (void)state;
@@ -378,19 +395,7 @@ static void test_kill(void **state)
     path_in(log3, sizeof log3, "kill3.log");
     assert_int_equal(single_run(log1, one, extra, jobs2), 0);
     int pid = mpi_start(log3, three, 3, true, extra, jobs1);
-    int victim = -1;
-    for (int t = 0; t < 6000 && victim < 0; t++) { /* up to a minute */
-        int r1 = rank_pid(pid, 1);
-        if (r1 > 0 && has_child(r1))
-            victim = r1;
-        else
-            tu_sleep_ms(10);
-    }
-    if (victim < 0) {
-        kill(-pid, SIGKILL);
-        tu_wait(pid);
-        fail_msg("rank 1 never had a compile in flight");
-    }
+    int victim = rank1_compiling(pid);
     assert_int_equal(kill(victim, SIGKILL), 0);
     int rc = tu_wait(pid); /* 0 whatever the ranks return, under --enable-recovery: the DB tells */
     char *out = tu_read_text(log3);
@@ -476,19 +481,7 @@ static void stop_case(bool hosts)
     path_in(log3, sizeof log3, hosts ? "stoph3.log" : "stop3.log");
     assert_int_equal(single_run(log1, one, extra, jobs2), 0);
     int pid = hosts ? mpi_start_hosts(log3, three, extra, jobs1) : mpi_start(log3, three, 3, true, extra, jobs1);
-    int victim = -1;
-    for (int t = 0; t < 6000 && victim < 0; t++) {
-        int r1 = rank_pid(pid, 1);
-        if (r1 > 0 && has_child(r1))
-            victim = r1;
-        else
-            tu_sleep_ms(10);
-    }
-    if (victim < 0) {
-        kill(-pid, SIGKILL);
-        tu_wait(pid);
-        fail_msg("rank 1 never had a compile in flight");
-    }
+    int victim = rank1_compiling(pid);
     assert_int_equal(kill(victim, SIGSTOP), 0);
     /* the run's compiles, the loss (10 s of silence) and the end take well under this */
     int rc = wait_within(pid, 240, victim);
