@@ -128,7 +128,12 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
     in->peak_tflops = cfg->ceilings ? 800.0 : NAN;
     in->copy_tbps = cfg->ceilings ? 3.0 : NAN;
     hello.status = KEVO_OK;
-    if (gp_write(wfd, &hello, sizeof hello))
+    if (cfg->device < 0 || cfg->device >= kv_gpu_sim_count()) { /* as the driver answers */
+        hello.status = KEVO_ERR_NO_GPU;
+        snprintf(hello.msg, sizeof hello.msg, "no CUDA device %d (this machine has %d)", cfg->device,
+                 kv_gpu_sim_count());
+    }
+    if (gp_write(wfd, &hello, sizeof hello) || hello.status != KEVO_OK)
         _exit(3);
     int reps = cfg->reps < 1 ? 1 : cfg->reps > KEVO_GPU_MAX_REPS ? KEVO_GPU_MAX_REPS : cfg->reps;
     for (;;) {
