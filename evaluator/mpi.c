@@ -268,6 +268,8 @@ struct kevo_mpi {
     pthread_cond_t hb_cond;
     mr_send *orphans;     /* sends to lost ranks, which may never complete; freed at the end */
     int norphans, orphans_cap;
+    struct mr_rx *rx;     /* receives under way (mr_recv), oldest first */
+    int nrx, rx_cap;
     mr_gpu *gpus;         /* the other ranks' GPUs (kevo_mpi_gpus_start) */
     int ngpus;
     struct mr_batch *cur; /* the compiles under way (kevo_mpi_compile_start), or NULL */
@@ -398,52 +400,128 @@ static void mr_orphan(kevo_mpi *m, mr_send *s)
     s->req = MPI_REQUEST_NULL;
 }
 
-/* The next message from src (or any rank) if one is waiting: *got, its
- * sender and tag, and its bytes in *data (caller frees).  A message whose
- * transfer stalls for KEVO_MPI_LOST_AFTER seconds (its sender died in the
- * middle): KEVO_ERR_WORKER with *from set. */
+/* A receive under way: posted when its message was seen, handed out by
+ * mr_recv once complete.  A large message moves by rendezvous, which goes
+ * on only inside its sender's MPI calls (shared memory without single-copy
+ * CMA, TCP between hosts): a rank that looks for messages every 50 ms while
+ * it compiles holds its receiver that long per fragment, so nobody waits
+ * for a receive to end. */
+typedef struct mr_rx {
+    MPI_Request req;
+    int from, tag, count;
+    unsigned char *buf;
+    double t0;  /* when it was posted */
+    bool dead;  /* it stalled: its sender is lost, and it is dropped once complete */
+} mr_rx;
+
+#define MR_RX_MAX 64 /* receives under way at once; more messages wait in MPI */
+
+/* Post a receive for each message from src (or any rank) that has come,
+ * up to MR_RX_MAX under way.  Errors: KEVO_ERR_NOMEM; KEVO_ERR_WORKER
+ * (with *from set where one sender's message could not be received). */
+static kevo_status mr_rx_post(kevo_mpi *m, int src, int *from, kevo_err *err)
+{
+    char e[MPI_MAX_ERROR_STRING];
+    while (m->nrx < MR_RX_MAX) {
+        int flag = 0, count = 0;
+        MPI_Status s;
+        mr_lock(m);
+        int rc = MPI_Iprobe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &s);
+        if (rc == MPI_SUCCESS && flag)
+            rc = MPI_Get_count(&s, MPI_BYTE, &count);
+        mr_unlock(m);
+        if (rc != MPI_SUCCESS)
+            return kevo_err_set(err, KEVO_ERR_WORKER, "MPI_Iprobe failed: %s", mr_errstr(rc, e, sizeof e));
+        if (!flag)
+            return KEVO_OK;
+        if (m->nrx == m->rx_cap) {
+            int cap = m->rx_cap ? 2 * m->rx_cap : 8;
+            mr_rx *a = realloc(m->rx, (size_t)cap * sizeof *a);
+            if (!a)
+                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            m->rx = a;
+            m->rx_cap = cap;
+        }
+        mr_rx *x = &m->rx[m->nrx];
+        memset(x, 0, sizeof *x);
+        x->from = s.MPI_SOURCE;
+        x->tag = s.MPI_TAG;
+        x->count = count;
+        x->t0 = kv_now();
+        x->buf = malloc(count > 0 ? (size_t)count : 1);
+        if (!x->buf)
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory for a message of %d bytes", count);
+        /* matches the message just seen: the earliest from its sender (MPI keeps one sender's order) */
+        mr_lock(m);
+        rc = MPI_Irecv(x->buf, count, MPI_BYTE, x->from, x->tag, MPI_COMM_WORLD, &x->req);
+        mr_unlock(m);
+        if (rc != MPI_SUCCESS) {
+            free(x->buf);
+            *from = x->from;
+            return kevo_err_set(err, KEVO_ERR_WORKER, "receiving from rank %d failed: %s", x->from,
+                                mr_errstr(rc, e, sizeof e));
+        }
+        m->nrx++;
+    }
+    return KEVO_OK;
+}
+
+static void mr_rx_remove(kevo_mpi *m, int i)
+{
+    memmove(&m->rx[i], &m->rx[i + 1], (size_t)(m->nrx - i - 1) * sizeof *m->rx);
+    m->nrx--;
+}
+
+/* The next whole message from src (or any rank), without waiting for one:
+ * *got, its sender and tag, and its bytes in *data (caller frees).  One
+ * sender's messages come in the order sent; one whose transfer stalls
+ * does not hold another's.  A message that stalls for KEVO_MPI_LOST_AFTER
+ * seconds (its sender died or stopped in the middle): KEVO_ERR_WORKER with
+ * *from set, once (what else that sender has under way is dropped). */
 static kevo_status mr_recv(kevo_mpi *m, int src, bool *got, int *from, int *tag, unsigned char **data, size_t *len,
                            kevo_err *err)
 {
     *got = false;
     *data = NULL;
     *len = 0;
-    int flag = 0, count = 0;
-    MPI_Status s;
-    char e[MPI_MAX_ERROR_STRING];
-    mr_lock(m);
-    int rc = MPI_Iprobe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &s);
-    if (rc == MPI_SUCCESS && flag)
-        rc = MPI_Get_count(&s, MPI_BYTE, &count);
-    mr_unlock(m);
-    if (rc != MPI_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_WORKER, "MPI_Iprobe failed: %s", mr_errstr(rc, e, sizeof e));
-    if (!flag)
-        return KEVO_OK;
-    *from = s.MPI_SOURCE;
-    *tag = s.MPI_TAG;
-    unsigned char *buf = malloc(count > 0 ? (size_t)count : 1);
-    if (!buf)
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory for a message of %d bytes", count);
-    MPI_Request req;
-    mr_lock(m);
-    rc = MPI_Irecv(buf, count, MPI_BYTE, s.MPI_SOURCE, s.MPI_TAG, MPI_COMM_WORLD, &req);
-    mr_unlock(m);
-    if (rc != MPI_SUCCESS) {
-        free(buf);
-        return kevo_err_set(err, KEVO_ERR_WORKER, "receiving from rank %d failed: %s", *from,
-                            mr_errstr(rc, e, sizeof e));
-    }
-    for (double t0 = kv_now(); !mr_test(m, &req); mr_sleep_ms(1)) {
-        if (kv_now() - t0 > KEVO_MPI_LOST_AFTER) {
-            /* buf stays allocated: the receive may still write into it */
+    kevo_status st = mr_rx_post(m, src, from, err);
+    if (st)
+        return st;
+    double now = kv_now();
+    for (int i = 0; i < m->nrx; i++) {
+        mr_rx *x = &m->rx[i];
+        if (src != MPI_ANY_SOURCE && x->from != src)
+            continue;
+        if (x->dead) {
+            if (mr_test(m, &x->req)) {
+                free(x->buf);
+                mr_rx_remove(m, i--);
+            }
+            continue;
+        }
+        bool older = false; /* an earlier message of its sender is still on its way */
+        for (int j = 0; j < i && !older; j++)
+            older = !m->rx[j].dead && m->rx[j].from == x->from;
+        if (older)
+            continue;
+        if (mr_test(m, &x->req)) {
+            *got = true;
+            *from = x->from;
+            *tag = x->tag;
+            *data = x->buf;
+            *len = (size_t)x->count;
+            mr_rx_remove(m, i);
+            return KEVO_OK;
+        }
+        if (now - x->t0 > KEVO_MPI_LOST_AFTER) {
+            /* the buffers stay until the end: the receives may still write into them */
+            *from = x->from;
+            for (int j = i; j < m->nrx; j++)
+                m->rx[j].dead = m->rx[j].dead || m->rx[j].from == *from;
             return kevo_err_set(err, KEVO_ERR_WORKER, "a message from rank %d stalled for %.0f s", *from,
                                 KEVO_MPI_LOST_AFTER);
         }
     }
-    *got = true;
-    *data = buf;
-    *len = (size_t)count;
     return KEVO_OK;
 }
 
@@ -1563,7 +1641,8 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
         bool evaluating = kevo_gpu_busy(gpu);
         if (evaluating) { /* the evaluation in flight: its result goes to rank 0 as soon as it is in */
             int which = -1;
-            st = kevo_gpu_wait(&gpu, 1, kevo_compile_pool_busy(pool) > 0 ? 0.002 : 0.02, &which, eval_res, err);
+            double look = kevo_compile_pool_busy(pool) > 0 || nout > 0 ? 0.002 : 0.02;
+            st = kevo_gpu_wait(&gpu, 1, look, &which, eval_res, err);
             if (!st && which == 0) {
                 st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_EVAL_RESULT, eval_id, NULL, eval_res, NULL,
                                    err);
@@ -1574,7 +1653,8 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             break;
         if (kevo_compile_pool_busy(pool) > 0) {
             kevo_compile_job *done = NULL;
-            st = kevo_compile_pool_wait(pool, evaluating ? 0.002 : 0.05, &done, err);
+            /* a result on its way moves only inside this rank's MPI calls: look often meanwhile */
+            st = kevo_compile_pool_wait(pool, evaluating || nout > 0 ? 0.002 : 0.05, &done, err);
             if (done) {
                 kevo_wire_job *w = mr_wire_of(done);
                 for (int i = 0; i < m->slots; i++)
@@ -1585,7 +1665,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             }
         } else if (!evaluating) {
             /* with a GPU worker, rank 0's next evaluation follows a result within milliseconds: look often */
-            mr_sleep_ms(gpu ? 1 : 20);
+            mr_sleep_ms(gpu || nout > 0 ? 1 : 20);
         }
         /* results rank 0 has taken */
         for (int i = 0; i < nout;) {
@@ -1785,12 +1865,16 @@ bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
     for (int i = 0; i < m->norphans; i++)
         if (!finalize || mr_test(m, &m->orphans[i].req))
             kv_buf_release(&m->orphans[i].buf);
+    for (int i = 0; i < m->nrx; i++) /* the same for receives under way */
+        if (!finalize || mr_test(m, &m->rx[i].req))
+            free(m->rx[i].buf);
     if (finalize) {
         MR_LSAN_OFF();
         MPI_Finalize();
         MR_LSAN_ON();
     }
     free(m->orphans);
+    free(m->rx);
     kv_buf_release(&m->alive);
     for (int g = 0; g < m->ngpus; g++) {
         free(m->gpus[g].res);

@@ -18,8 +18,10 @@
  *         other rank of its host).
  *   nompi: a kevo built without MPI refuses --mpi (exit 2, "built without
  *         MPI"); skipped in a build with MPI.
+ *   slow: a rank that holds a large message's transfer does not hold rank
+ *         0's loop (see test_slow).
  *
- * `test_mpi same|kill|stop|nompi` runs one (ctest registers each); without mpirun
+ * `test_mpi CASE` runs one (ctest registers each); without mpirun
  * on the PATH (or the one CMake found) they skip with a line saying so. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -44,6 +46,9 @@
 
 #ifndef KEVO_MPIEXEC
 #define KEVO_MPIEXEC ""
+#endif
+#ifndef KEVO_MPI_SLOW_SENDER /* built with MPI only; the case skips without */
+#define KEVO_MPI_SLOW_SENDER ""
 #endif
 
 static char tmpdir[64];
@@ -601,6 +606,41 @@ static void test_gpus(void **state)
     free(out);
 }
 
+/* slow: rank 1 starts an 8 MiB message to rank 0 and makes no MPI call for
+ * 3 s (tests/mpi/mpi_slow_sender.c), with shared memory's single-copy
+ * transfers off, so that the message moves only when its sender calls MPI
+ * (as between hosts over TCP).  Rank 0's kevo_mpi_compile_next, called
+ * without a wait meanwhile, never takes as long as 0.5 s: the loop that
+ * drives the GPUs is not held by another rank's receive.  The job still
+ * ends cleanly, nothing lost. */
+static void test_slow(void **state)
+{
+    (void)state;
+    char log[128];
+    path_in(log, sizeof log, "slow.log");
+    /* Open MPI 4 calls its shared-memory transport vader, 5 calls it sm: an unknown name is ignored */
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    setenv("OMPI_MCA_btl_sm_single_copy_mechanism", "none", 1);
+    char *argv[] = {mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", KEVO_MPI_SLOW_SENDER, NULL, NULL};
+    if (geteuid() == 0) {
+        memmove(argv + 2, argv + 1, 6 * sizeof *argv);
+        argv[1] = "--allow-run-as-root";
+    }
+    int rc = tu_wait(tu_spawn_path(argv[0], log, argv));
+    unsetenv("OMPI_MCA_btl_vader_single_copy_mechanism");
+    unsetenv("OMPI_MCA_btl_sm_single_copy_mechanism");
+    char *out = tu_read_text(log);
+    const char *line = strstr(out, "longest call ");
+    double longest = line ? strtod(line + strlen("longest call "), NULL) : -1;
+    if (rc != 0 || !line || longest >= 0.5)
+        fprintf(stderr, "mpirun exited %d:\n%s", rc, out);
+    assert_int_equal(rc, 0);
+    assert_non_null(line);
+    assert_true(longest >= 0 && longest < 0.5);
+    assert_null(strstr(out, "lost"));
+    free(out);
+}
+
 /* ---- simulated GPUs: one graph on any number of GPUs ---- */
 
 /* A copy of a DB (SQLite's backup: the source may have a WAL). */
@@ -928,6 +968,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest simdist[] = {cmocka_unit_test(test_simdist)};
     const struct CMUnitTest simhang[] = {cmocka_unit_test(test_simhang)};
     const struct CMUnitTest equiv[] = {cmocka_unit_test(test_equiv)};
+    const struct CMUnitTest slow[] = {cmocka_unit_test(test_slow)};
     if (strcmp(which, "nompi") == 0)
         return cmocka_run_group_tests(nompi, setup, teardown);
     if (strcmp(which, "sim") == 0) /* its mpirun part only where there is MPI */
@@ -939,8 +980,8 @@ int main(int argc, char **argv)
     if (strcmp(which, "simhang") == 0) /* its mpirun part only where there is MPI */
         return cmocka_run_group_tests(simhang, setup, teardown);
     if (strcmp(which, "same") != 0 && strcmp(which, "kill") != 0 && strcmp(which, "stop") != 0 &&
-        strcmp(which, "gpus") != 0) {
-        fprintf(stderr, "usage: test_mpi same|kill|stop|nompi|gpus|sim|simdist|simhang|equiv\n");
+        strcmp(which, "gpus") != 0 && strcmp(which, "slow") != 0) {
+        fprintf(stderr, "usage: test_mpi same|kill|stop|nompi|gpus|sim|simdist|simhang|equiv|slow\n");
         return 2;
     }
     if (!kevo_mpi_built()) {
@@ -953,6 +994,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(which, "gpus") == 0)
         return cmocka_run_group_tests(gpus, setup, teardown);
+    if (strcmp(which, "slow") == 0)
+        return cmocka_run_group_tests(slow, setup, teardown);
     if (strcmp(which, "stop") == 0)
         return cmocka_run_group_tests(stopped, setup, teardown);
     return strcmp(which, "same") == 0 ? cmocka_run_group_tests(same, setup, teardown)
