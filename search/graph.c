@@ -362,14 +362,10 @@ double kevo_search_rank(const kevo_node *n)
     return isnan(n->fitness) ? 0.0 : n->fitness;
 }
 
-int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n)
+/* What kevo_search_valid asks of a configuration valid at every shape:
+ * the landscape's membership and --where. */
+static int sg_valid_rest(const kevo_search *s, const kevo_space *sp, const kevo_config *cfg, char *why, size_t n)
 {
-    const kevo_space *sp = sg_space(s, family);
-    int ok = kevo_space_check(sp, &s->shape, &s->limits, s->dtype, cfg, why, n);
-    for (int i = 0; i < s->nextra && ok == 1; i++)
-        ok = kevo_space_check(sp, &s->extra[i], &s->limits, s->dtype, cfg, why, n);
-    if (ok != 1)
-        return ok;
     if (s->member && !s->member(s->member_ctx, sp, cfg)) {
         snprintf(why, n, "not in the landscape");
         return 0;
@@ -399,6 +395,15 @@ int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, 
         }
     }
     return 1;
+}
+
+int kevo_search_valid(const kevo_search *s, int family, const kevo_config *cfg, char *why, size_t n)
+{
+    const kevo_space *sp = sg_space(s, family);
+    int ok = kevo_space_check(sp, &s->shape, &s->limits, s->dtype, cfg, why, n);
+    for (int i = 0; i < s->nextra && ok == 1; i++)
+        ok = kevo_space_check(sp, &s->extra[i], &s->limits, s->dtype, cfg, why, n);
+    return ok == 1 ? sg_valid_rest(s, sp, cfg, why, n) : ok;
 }
 
 /* Record, during the enumeration of a valid set, what --where met at cfg:
@@ -523,13 +528,23 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
     const kevo_space *sp = s->spaces[family];
     int idx[KEVO_MAX_PARAMS] = {0};
     int cap = 0;
+    /* kevo_search_valid at every configuration, each shape's walk re-evaluating only what changed */
+    kevo_space_walk *walk = malloc((size_t)(s->nextra + 1) * sizeof *walk);
+    if (!walk)
+        return NULL;
+    for (int i = 0; i <= s->nextra; i++)
+        kevo_space_walk_init(&walk[i], sp, i == 0 ? &s->shape : &s->extra[i - 1], &s->limits, s->dtype);
     for (;;) {
         kevo_config cfg;
         memset(&cfg, 0, sizeof cfg);
         for (int i = 0; i < sp->nparams; i++)
             cfg.v[i] = sp->params[i].values[idx[i]];
         char why[512];
-        int ok = kevo_search_valid(s, family, &cfg, why, sizeof why);
+        int ok = 1;
+        for (int i = 0; i <= s->nextra && ok == 1; i++)
+            ok = kevo_space_walk_check(&walk[i], &cfg, why, sizeof why);
+        if (ok == 1)
+            ok = sg_valid_rest(s, sp, &cfg, why, sizeof why);
         if (ok < 0)
             sg_note_fault(s, family, &cfg, ok, why);
         else if (ok == 1 || (s->filter && !s->where_seen[family] && !strncmp(why, "excluded by --where", 19)))
@@ -538,8 +553,10 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
             if (vs->n == cap) {
                 cap = cap ? cap * 2 : 256;
                 kevo_config *g = realloc(vs->cfgs, (size_t)cap * sizeof *g);
-                if (!g)
+                if (!g) {
+                    free(walk);
                     return NULL;
+                }
                 vs->cfgs = g;
             }
             vs->cfgs[vs->n++] = cfg;
@@ -551,6 +568,7 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
         if (d < 0)
             break;
     }
+    free(walk);
     if (!sg_order_valid(s, family, vs))
         return NULL;
     vs->ready = true;

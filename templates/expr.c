@@ -766,6 +766,17 @@ bool kevo_expr_unbound(const kevo_expr *e, const kevo_syms *syms, char *name, si
     return true;
 }
 
+bool kevo_expr_names(const kevo_expr *e, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; e && i < e->nnodes; i++) {
+        const ex_node *nd = &e->nodes[i];
+        if (nd->kind == EXN_SYM && (size_t)nd->n == len && memcmp(e->text + nd->first, name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
 const char *kevo_expr_text(const kevo_expr *e)
 {
     return e ? e->text : "";

@@ -47,6 +47,8 @@ void kevo_syms_init(kevo_syms *s);
 kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value);
 /* True and *value set when name is bound. */
 bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value);
+/* Where name sits in name[]/value[] (stable until the set is copied over), or -1. */
+int kevo_syms_index(const kevo_syms *s, const char *name);
 
 /* A parsed expression; opaque. */
 typedef struct kevo_expr kevo_expr;
@@ -62,6 +64,9 @@ kevo_status kevo_expr_eval(const kevo_expr *e, const kevo_syms *syms, int64_t *o
 /* Whether e names a symbol syms does not bind; the first such (in the
  * order of the text) is copied into name[n]. */
 bool kevo_expr_unbound(const kevo_expr *e, const kevo_syms *syms, char *name, size_t n);
+
+/* Whether e names the symbol name anywhere (a branch never taken included). */
+bool kevo_expr_names(const kevo_expr *e, const char *name);
 
 /* The text the expression was parsed from (owned by e). */
 const char *kevo_expr_text(const kevo_expr *e);

@@ -981,20 +981,28 @@ kevo_status kevo_space_supports(const kevo_space *s, const kevo_syms *shape, con
     return KEVO_OK;
 }
 
-int kevo_space_check(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
-                     const kevo_config *cfg, char *why, size_t whylen)
+/* Whether every value of cfg is in its param's domain (why says which is not). */
+static bool sp_in_domain(const kevo_space *s, const kevo_config *cfg, char *why, size_t whylen)
 {
-    kevo_err err;
-    kevo_syms b;
     for (int i = 0; i < s->nparams; i++) {
         bool in_domain = false;
         for (int j = 0; j < s->params[i].nvalues; j++)
             in_domain |= s->params[i].values[j] == cfg->v[i];
         if (!in_domain) {
             snprintf(why, whylen, "%s=%lld is not in its domain", s->params[i].name, (long long)cfg->v[i]);
-            return 0;
+            return false;
         }
     }
+    return true;
+}
+
+int kevo_space_check(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
+                     const kevo_config *cfg, char *why, size_t whylen)
+{
+    kevo_err err;
+    kevo_syms b;
+    if (!sp_in_domain(s, cfg, why, whylen))
+        return 0;
     if (kevo_space_bind(s, shape, lim, dt, cfg, &b, &err)) {
         snprintf(why, whylen, "%s", err.msg);
         return -1;
@@ -1007,6 +1015,110 @@ int kevo_space_check(const kevo_space *s, const kevo_syms *shape, const kevo_lim
         }
         if (!v) {
             snprintf(why, whylen, "%s", s->constraints[i].why);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The last param (index) e depends on, through the lets before `upto`
+ * whose levels are known; -1: none (shape, limits, constants). */
+static int sp_level(const kevo_space *s, const kevo_expr *e, const int *let_level, int upto)
+{
+    int level = -1;
+    for (int i = 0; i < s->nparams; i++)
+        if (i > level && kevo_expr_names(e, s->params[i].name))
+            level = i;
+    for (int j = 0; j < upto; j++)
+        if (let_level[j] > level && kevo_expr_names(e, s->lets[j].name))
+            level = let_level[j];
+    return level;
+}
+
+void kevo_space_walk_init(kevo_space_walk *w, const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim,
+                          kevo_dtype dt)
+{
+    memset(w, 0, sizeof *w);
+    w->s = s;
+    w->shape = shape;
+    w->lim = lim;
+    w->dt = dt;
+    /* a let that names itself or a later let reads, in kevo_space_bind, a name not bound yet (an
+       error), which this walk would find bound from the configuration before */
+    w->exact = true;
+    for (int j = 0; j < s->nlets && w->exact; j++)
+        for (int k = j; k < s->nlets && w->exact; k++)
+            w->exact = !kevo_expr_names(s->lets[j].expr, s->lets[k].name);
+    for (int j = 0; j < s->nlets; j++)
+        w->let_level[j] = sp_level(s, s->lets[j].expr, w->let_level, j);
+    for (int c = 0; c < s->nconstraints; c++)
+        w->con_level[c] = sp_level(s, s->constraints[c].expr, w->let_level, s->nlets);
+}
+
+/* Bind cfg whole, as kevo_space_bind does, and learn where each name sits;
+ * every constraint is stale.  Errors: kevo_space_bind's. */
+static kevo_status sp_walk_prime(kevo_space_walk *w, const kevo_config *cfg, kevo_err *err)
+{
+    const kevo_space *s = w->s;
+    w->primed = false;
+    kevo_status st = kevo_space_bind(s, w->shape, w->lim, w->dt, cfg, &w->b, err);
+    if (st)
+        return st;
+    for (int i = 0; i < s->nparams; i++)
+        w->param_at[i] = kevo_syms_index(&w->b, s->params[i].name);
+    for (int j = 0; j < s->nlets; j++)
+        w->let_at[j] = kevo_syms_index(&w->b, s->lets[j].name);
+    for (int c = 0; c < s->nconstraints; c++)
+        w->con_stale[c] = true;
+    w->last = *cfg;
+    w->primed = true;
+    return KEVO_OK;
+}
+
+int kevo_space_walk_check(kevo_space_walk *w, const kevo_config *cfg, char *why, size_t whylen)
+{
+    const kevo_space *s = w->s;
+    if (!w->exact)
+        return kevo_space_check(s, w->shape, w->lim, w->dt, cfg, why, whylen);
+    if (!sp_in_domain(s, cfg, why, whylen))
+        return 0;
+    kevo_err err;
+    if (!w->primed) {
+        if (sp_walk_prime(w, cfg, &err)) {
+            snprintf(why, whylen, "%s", err.msg);
+            return -1;
+        }
+    } else {
+        int d = 0; /* the first param that changed */
+        while (d < s->nparams && cfg->v[d] == w->last.v[d])
+            d++;
+        for (int i = d; i < s->nparams; i++)
+            w->b.value[w->param_at[i]] = cfg->v[i];
+        w->last = *cfg;
+        for (int j = 0; j < s->nlets; j++) {
+            if (w->let_level[j] < d)
+                continue;
+            int64_t v;
+            if (kevo_expr_eval(s->lets[j].expr, &w->b, &v, &err)) { /* kevo_space_check says it with its words */
+                w->primed = false;
+                return kevo_space_check(s, w->shape, w->lim, w->dt, cfg, why, whylen);
+            }
+            w->b.value[w->let_at[j]] = v;
+        }
+        for (int c = 0; c < s->nconstraints; c++)
+            w->con_stale[c] = w->con_stale[c] || w->con_level[c] >= d;
+    }
+    /* in order, the first that fails; those after it stay stale, as kevo_space_check never evaluates them */
+    for (int c = 0; c < s->nconstraints; c++) {
+        if (w->con_stale[c]) {
+            if (kevo_expr_eval(s->constraints[c].expr, &w->b, &w->con_val[c], &err)) {
+                snprintf(why, whylen, "%s", err.msg);
+                return -1;
+            }
+            w->con_stale[c] = false;
+        }
+        if (!w->con_val[c]) {
+            snprintf(why, whylen, "%s", s->constraints[c].why);
             return 0;
         }
     }

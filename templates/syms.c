@@ -54,3 +54,9 @@ bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value)
         *value = s->value[s->slot[i] - 1];
     return true;
 }
+
+int kevo_syms_index(const kevo_syms *s, const char *name)
+{
+    unsigned i = sy_slot(s, name);
+    return s->slot[i] ? s->slot[i] - 1 : -1;
+}
