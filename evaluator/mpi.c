@@ -251,6 +251,22 @@ typedef struct mr_gpu {
     double busy_s;
 } mr_gpu;
 
+/* A receive under way: posted when its message was seen, handed out by
+ * mr_recv once complete.  A large message moves by rendezvous, which goes
+ * on only inside its sender's MPI calls (shared memory without single-copy
+ * CMA, TCP between hosts): a rank that looks for messages every 50 ms while
+ * it compiles holds its receiver that long per fragment, so nobody waits
+ * for a receive to end. */
+typedef struct mr_rx {
+    MPI_Request req;
+    int from, tag, count;
+    unsigned char *buf;
+    double t0;  /* when it was posted */
+    bool dead;  /* it stalled: its sender is lost, and it is dropped once complete */
+} mr_rx;
+
+#define MR_RX_MAX 64 /* receives under way at once; more messages wait in MPI */
+
 struct kevo_mpi {
     int rank, size, slots;
     kevo_mpi_note_fn note;
@@ -268,8 +284,8 @@ struct kevo_mpi {
     pthread_cond_t hb_cond;
     mr_send *orphans;     /* sends to lost ranks, which may never complete; freed at the end */
     int norphans, orphans_cap;
-    struct mr_rx *rx;     /* receives under way (mr_recv), oldest first */
-    int nrx, rx_cap;
+    mr_rx rx[MR_RX_MAX];  /* receives under way (mr_recv), oldest first */
+    int nrx;
     mr_gpu *gpus;         /* the other ranks' GPUs (kevo_mpi_gpus_start) */
     int ngpus;
     struct mr_batch *cur; /* the compiles under way (kevo_mpi_compile_start), or NULL */
@@ -400,22 +416,6 @@ static void mr_orphan(kevo_mpi *m, mr_send *s)
     s->req = MPI_REQUEST_NULL;
 }
 
-/* A receive under way: posted when its message was seen, handed out by
- * mr_recv once complete.  A large message moves by rendezvous, which goes
- * on only inside its sender's MPI calls (shared memory without single-copy
- * CMA, TCP between hosts): a rank that looks for messages every 50 ms while
- * it compiles holds its receiver that long per fragment, so nobody waits
- * for a receive to end. */
-typedef struct mr_rx {
-    MPI_Request req;
-    int from, tag, count;
-    unsigned char *buf;
-    double t0;  /* when it was posted */
-    bool dead;  /* it stalled: its sender is lost, and it is dropped once complete */
-} mr_rx;
-
-#define MR_RX_MAX 64 /* receives under way at once; more messages wait in MPI */
-
 /* Post a receive for each message from src (or any rank) that has come,
  * up to MR_RX_MAX under way.  Errors: KEVO_ERR_NOMEM; KEVO_ERR_WORKER
  * (with *from set where one sender's message could not be received). */
@@ -434,14 +434,6 @@ static kevo_status mr_rx_post(kevo_mpi *m, int src, int *from, kevo_err *err)
             return kevo_err_set(err, KEVO_ERR_WORKER, "MPI_Iprobe failed: %s", mr_errstr(rc, e, sizeof e));
         if (!flag)
             return KEVO_OK;
-        if (m->nrx == m->rx_cap) {
-            int cap = m->rx_cap ? 2 * m->rx_cap : 8;
-            mr_rx *a = realloc(m->rx, (size_t)cap * sizeof *a);
-            if (!a)
-                return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-            m->rx = a;
-            m->rx_cap = cap;
-        }
         mr_rx *x = &m->rx[m->nrx];
         memset(x, 0, sizeof *x);
         x->from = s.MPI_SOURCE;
@@ -1874,7 +1866,6 @@ bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
         MR_LSAN_ON();
     }
     free(m->orphans);
-    free(m->rx);
     kv_buf_release(&m->alive);
     for (int g = 0; g < m->ngpus; g++) {
         free(m->gpus[g].res);
