@@ -14,16 +14,10 @@
 #      and how many took over 0.2 s).
 # Logs and slimmed DBs go to $OUT/mpi_loop.tgz; the table is printed last.
 set -u
-OUT=${OUT:-/tmp/kevo-out}
-mkdir -p "$OUT"
-export KEVO_HOME=$PWD
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 BUDGET=${BUDGET:-120}
 ROUNDS=${ROUNDS:-2}
 read -r -a BINS <<<"${KEVO_BINS:-build/kevo}"
-MPIRUN="mpirun --enable-recovery -np 2 --bind-to none"
-nvidia-smi -L
-echo "cores $(nproc); $(mpirun --version | head -1)"
+. bench/mpi_common.sh
 ompi_info --param btl vader --level 9 2>/dev/null | grep -E "single_copy_mechanism\"" | sed 's/^ *//' | cut -c1-120
 echo "kernel.yama.ptrace_scope: $(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo absent)"
 for copy in default none; do
@@ -43,8 +37,7 @@ run() { # name, kevo, then what follows `kevo tune`, under $PRE
   t0=$(date +%s.%N)
   timeout 300 ${PRE:-} "$bin" tune --op ikbo_lce --budget "$BUDGET" --no-bar "$@" --db "$OUT/$name.db" \
     >"$OUT/$name.log" 2>&1
-  echo "== $name ($bin): rc=$? wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" \
-    "$t0" "$(date +%s.%N)") s"
+  echo "== $name ($bin): rc=$? wall $(elapsed "$t0") s"
   grep -E "per minute|^best|lost" "$OUT/$name.log" | cut -c1-160
   rows+=("$name|$bin")
 }

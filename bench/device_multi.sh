@@ -34,18 +34,11 @@
 # KEVO_TRACE_EVAL=1 traces of the warm runs, logs and slimmed DBs go to
 # $OUT/multi.tgz; the table is printed last.
 set -u
-OUT=${OUT:-/tmp/kevo-out}
-mkdir -p "$OUT"
-export KEVO_HOME=$PWD
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 BUDGET=${BUDGET:-120}
 BATCH=${BATCH:-8}
 STAGES=${*:-cold mpi warm faults}
-MPIRUN="mpirun --enable-recovery -np 2 --bind-to none"
-nvidia-smi -L
-echo "cores $(nproc); $(mpirun --version | head -1)"
+. bench/mpi_common.sh
 ldd build/kevo | grep -E "not found|mpi"
-elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$1" "$(date +%s.%N)"; }
 tune() { # name, then the command after `kevo tune` (or an mpirun prefix in PRE)
   local name=$1
   shift
