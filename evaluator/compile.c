@@ -11,8 +11,11 @@
  * lines (a family's "prelude" in its space file).  <cuda/ptx> and
  * <cuda/atomic> alone take ~0.8 s of a 1.2 s lce_ws compile, all of it in
  * the front end.  The first job of each (prelude, options) pair starts one
- * extra child that compiles the prelude alone with --create-pch; the jobs
- * after it compile with --use-pch, and their children strip NVRTC's "using
+ * extra child that compiles the prelude alone with --create-pch (or
+ * kevo_compile_pch_prepare does, before any job: tune starts one per family
+ * while its GPU workers start, so that its first round finds them ready);
+ * writers of different preludes run at once.  The jobs after the writer
+ * ends compile with --use-pch, and their children strip NVRTC's "using
  * precompiled header" line from the log.  A PCH file is usable only by a
  * process whose PCH heap sits where the writer's did (NVRTC warning 20282),
  * and NVRTC maps that heap at the first compile that names a PCH: the pool
@@ -349,25 +352,25 @@ typedef struct cp_pch {
     int fd;         /* READY: the unlinked file */
     char dir[256];  /* CREATING: the temporary directory it is written in */
     char path[280]; /* CREATING: the file */
+    cp_slot writer; /* CREATING: the child writing it (pid -1 once it ended) */
 } cp_pch;
 
 #define CP_MAX_PCH 8
 
-/* The process's PCHs and their writer (one at a time), kept across pools
- * (tune makes a pool per batch in some modes): any pool's wait reads the
- * writer, and freeing a pool leaves it running. */
+/* The process's PCHs and their writers (one per PCH, several at once),
+ * kept across pools (tune makes a pool per batch in some modes): any pool's
+ * wait reads the writers, and freeing a pool leaves them running. */
 static struct {
     pid_t owner; /* the process whose PCH heap is mapped and that owns these (0: none; children inherit this) */
     int n;
     cp_pch set[CP_MAX_PCH];
-    cp_slot writer; /* pid -1: none runs */
-} cp_g = {.writer = {.pid = -1}};
+} cp_g;
 
 struct kevo_compile_pool {
     int parallel;
     int active;            /* children running */
     cp_slot *slots;        /* [parallel] */
-    struct pollfd *pfd;    /* [parallel + 1]: the last one for the PCH writer */
+    struct pollfd *pfd;    /* [parallel + CP_MAX_PCH]: the jobs', then the PCH writers' */
     kevo_compile_job **done; /* finished, not yet handed back, in finishing order ([parallel]) */
     int ndone, done_head;
     bool pch_on;
@@ -472,16 +475,56 @@ static void cp_kill(cp_slot *s)
     kv_buf_release(&s->in);
 }
 
-/* At exit: end a writer still running and remove its files. */
+/* At exit: end the writers still running and remove their files. */
 static void cp_pch_atexit(void)
 {
-    cp_slot *s = &cp_g.writer;
-    if (getpid() != cp_g.owner || s->pid == -1)
+    if (getpid() != cp_g.owner)
         return;
-    cp_kill(s);
-    s->job->fail = KEVO_FAIL_COMPILE_CRASH;
-    cp_pch_written(s->job, s->pch);
-    s->pid = -1;
+    for (int i = 0; i < cp_g.n; i++) {
+        cp_slot *s = &cp_g.set[i].writer;
+        if (s->pid == -1)
+            continue;
+        cp_kill(s);
+        s->job->fail = KEVO_FAIL_COMPILE_CRASH;
+        cp_pch_written(s->job, s->pch);
+        s->pid = -1;
+    }
+}
+
+static bool cp_service(cp_slot *s, short revents, double now);
+
+/* How many writers of this process run. */
+static int cp_pch_writing(void)
+{
+    int n = 0;
+    for (int i = 0; cp_g.owner == getpid() && i < cp_g.n; i++)
+        n += cp_g.set[i].writer.pid != -1;
+    return n;
+}
+
+/* Read what the writers sent, for up to wait_ms (0: only what is there);
+ * a writer that ended has its PCH ready or given up. */
+static void cp_pch_poll(int wait_ms)
+{
+    struct pollfd pfd[CP_MAX_PCH];
+    while (cp_pch_writing() > 0) {
+        double now = kv_now();
+        for (int i = 0; i < cp_g.n; i++) {
+            cp_slot *w = &cp_g.set[i].writer;
+            pfd[i] = (struct pollfd){.fd = w->pid != -1 ? w->fd : -1, .events = POLLIN};
+        }
+        int pr = poll(pfd, (nfds_t)cp_g.n, wait_ms);
+        if (pr <= 0)
+            return;
+        for (int i = 0; i < cp_g.n; i++) {
+            cp_slot *w = &cp_g.set[i].writer;
+            if (w->pid != -1 && pfd[i].revents && cp_service(w, pfd[i].revents, now)) {
+                cp_pch_written(w->job, w->pch);
+                w->job = NULL;
+            }
+        }
+        wait_ms = 0;
+    }
 }
 
 /* Remove what writers of killed kevo processes left: kevo-pch-* directories
@@ -515,7 +558,6 @@ static void cp_pch_heap(void)
         return;
     cp_g.owner = getpid();
     cp_g.n = 0; /* a child's copy of its parent's PCHs is not its own to manage */
-    cp_g.writer.pid = -1;
     atexit(cp_pch_atexit);
     nvrtcProgram prog;
     if (nvrtcCreateProgram(&prog, "", "kevo-pch-heap.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
@@ -536,7 +578,7 @@ kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_er
     if (p) {
         p->parallel = parallel;
         p->slots = calloc((size_t)parallel, sizeof *p->slots);
-        p->pfd = calloc((size_t)parallel + 1, sizeof *p->pfd);
+        p->pfd = calloc((size_t)parallel + CP_MAX_PCH, sizeof *p->pfd);
         p->done = calloc((size_t)parallel, sizeof *p->done);
     }
     if (!p || !p->slots || !p->pfd || !p->done) {
@@ -570,7 +612,7 @@ int kevo_compile_pch_ready(int *writing)
     for (int i = 0; mine && i < cp_g.n; i++)
         ready += cp_g.set[i].state == CP_PCH_READY;
     if (writing)
-        *writing = mine && cp_g.writer.pid != -1;
+        *writing = cp_pch_writing();
     return ready;
 }
 
@@ -605,6 +647,7 @@ static void cp_pch_write(const kevo_compile_job *job, size_t plen, const char *k
 {
     cp_pch *c = &cp_g.set[cp_g.n++];
     memset(c, 0, sizeof *c);
+    c->writer.pid = -1;
     snprintf(c->key, sizeof c->key, "%s", key);
     c->state = CP_PCH_FAILED;
     c->fd = -1;
@@ -635,8 +678,8 @@ static void cp_pch_write(const kevo_compile_job *job, size_t plen, const char *k
     snprintf(opt, sizeof opt, "--create-pch=%s", c->path);
     kevo_err e;
     /* a generous limit: it runs once, beside the jobs */
-    if (cp_fork(&cp_g.writer, w, 600, opt, true, cp_g.n - 1, &e)) {
-        cp_g.writer.pid = -1;
+    if (cp_fork(&c->writer, w, 600, opt, true, cp_g.n - 1, &e)) {
+        c->writer.pid = -1;
         cp_pch_drop_files(c);
         free(src);
         free(w);
@@ -645,16 +688,14 @@ static void cp_pch_write(const kevo_compile_job *job, size_t plen, const char *k
     c->state = CP_PCH_CREATING;
 }
 
-/* The PCH option for job: "--use-pch=/proc/self/fd/N" when its prelude's is
- * ready (*pch its index), else "" (and the PCH's writer is started when none
- * runs). */
-static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, char *opt, size_t n, int *pch)
+/* The index of the PCH for job's prelude and options, -1 when the job has
+ * no prelude or the process holds no such PCH; with start, one is begun
+ * (CREATING) when there is none and room for another. */
+static int cp_pch_find(const kevo_compile_job *job, bool start)
 {
-    opt[0] = '\0';
-    *pch = -1;
-    size_t plen = p->pch_on ? kevo_compile_prelude_len(job->source) : 0;
+    size_t plen = kevo_compile_prelude_len(job->source);
     if (plen == 0)
-        return;
+        return -1;
     const void *bufs[KEVO_COMPILE_MAX_OPTS + 1];
     size_t lens[KEVO_COMPILE_MAX_OPTS + 1];
     bufs[0] = job->source;
@@ -666,15 +707,38 @@ static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, 
     char key[65];
     kv_sha256_hex(bufs, lens, job->nopts + 1, key);
     for (int i = 0; i < cp_g.n; i++)
-        if (strcmp(cp_g.set[i].key, key) == 0) {
-            if (cp_g.set[i].state == CP_PCH_READY) {
-                snprintf(opt, n, "--use-pch=/proc/self/fd/%d", cp_g.set[i].fd);
-                *pch = i;
-            }
-            return;
-        }
-    if (cp_g.n < CP_MAX_PCH && cp_g.writer.pid == -1)
-        cp_pch_write(job, plen, key);
+        if (strcmp(cp_g.set[i].key, key) == 0)
+            return i;
+    if (!start || cp_g.n >= CP_MAX_PCH)
+        return -1;
+    cp_pch_write(job, plen, key);
+    return cp_g.n - 1;
+}
+
+/* The PCH option for job: "--use-pch=/proc/self/fd/N" when its prelude's is
+ * ready (*pch its index), else "" (and its writer is started when the
+ * process has none for it). */
+static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, char *opt, size_t n, int *pch)
+{
+    opt[0] = '\0';
+    *pch = -1;
+    if (!p->pch_on)
+        return;
+    cp_pch_poll(0);
+    int i = cp_pch_find(job, true);
+    if (i >= 0 && cp_g.set[i].state == CP_PCH_READY) {
+        snprintf(opt, n, "--use-pch=/proc/self/fd/%d", cp_g.set[i].fd);
+        *pch = i;
+    }
+}
+
+void kevo_compile_pch_prepare(const kevo_compile_job *job)
+{
+    const char *env = getenv("KEVO_PCH");
+    if (env && strcmp(env, "0") == 0)
+        return;
+    cp_pch_heap();
+    (void)cp_pch_find(job, true);
 }
 
 kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job, double timeout_s, kevo_err *err)
@@ -731,13 +795,14 @@ static bool cp_service(cp_slot *s, short revents, double now)
 kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err)
 {
     *done = NULL;
-    cp_slot *w = cp_g.owner == getpid() && cp_g.writer.pid != -1 ? &cp_g.writer : NULL;
-    if (p->ndone == 0 && (p->active > 0 || w)) {
+    const bool mine = cp_g.owner == getpid();
+    const int nw = mine ? cp_g.n : 0; /* the writers' slots follow the jobs' */
+    if (p->ndone == 0 && (p->active > 0 || cp_pch_writing() > 0)) {
         double now = kv_now();
         int wait_ms = wait_s <= 0 ? 0 : (int)(wait_s * 1000);
-        for (int i = 0; i <= p->parallel; i++) {
-            cp_slot *s = i < p->parallel ? &p->slots[i] : w;
-            bool on = s && s->pid != -1;
+        for (int i = 0; i < p->parallel + nw; i++) {
+            cp_slot *s = i < p->parallel ? &p->slots[i] : &cp_g.set[i - p->parallel].writer;
+            bool on = s->pid != -1;
             p->pfd[i].fd = on ? s->fd : -1;
             p->pfd[i].events = POLLIN;
             p->pfd[i].revents = 0;
@@ -748,7 +813,7 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
                     wait_ms = ms;
             }
         }
-        int pr = poll(p->pfd, (nfds_t)p->parallel + 1, wait_ms);
+        int pr = poll(p->pfd, (nfds_t)(p->parallel + nw), wait_ms);
         if (pr < 0 && errno != EINTR)
             return kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
         if (kv_interrupted()) /* SIGINT/SIGTERM: the caller frees the pool, which kills the children */
@@ -770,9 +835,12 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
             s->job = NULL;
             p->active--;
         }
-        if (w && cp_service(w, pr > 0 ? p->pfd[p->parallel].revents : 0, now)) {
-            cp_pch_written(w->job, w->pch);
-            w->job = NULL;
+        for (int i = 0; i < nw; i++) {
+            cp_slot *w = &cp_g.set[i].writer;
+            if (w->pid != -1 && cp_service(w, pr > 0 ? p->pfd[p->parallel + i].revents : 0, now)) {
+                cp_pch_written(w->job, w->pch);
+                w->job = NULL;
+            }
         }
     }
     if (p->ndone > 0) {

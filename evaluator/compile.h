@@ -88,9 +88,16 @@ void kevo_compile_pool_free(kevo_compile_pool *p);
 size_t kevo_compile_prelude_len(const char *source);
 
 /* Precompiled headers this process holds ready; *writing (may be NULL):
- * whether the child that writes one runs.  The PCHs and their writer outlive
- * a pool (the writer takes no job slot; any pool's wait reads it). */
+ * how many children that write one run (until a pool reads their end).  The PCHs and their writers outlive
+ * a pool (a writer takes no job slot; any pool's wait reads them). */
 int kevo_compile_pch_ready(int *writing);
+
+/* Start writing the precompiled header that jobs like job (its prelude, its
+ * options) will use, unless this process has one for them or job has no
+ * prelude; the source after the prelude is not read.  Best effort, no
+ * error: without a PCH the compiles are only slower.  A pool's jobs find it
+ * once the writer has ended (a pool start or wait reads it). */
+void kevo_compile_pch_prepare(const kevo_compile_job *job);
 
 /* Parse a ptxas -v report into the job's regs/spill/smem/stack fields. */
 void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log);

@@ -457,6 +457,24 @@ static void tn_work_release(tn_work *w)
     kevo_compile_job_release(&w->job);
 }
 
+/* Start writing each family's precompiled header (evaluator/compile.c) now,
+ * so that it is ready when the first round compiles (a first lce_ws compile
+ * without one takes ~2.5 s instead of ~1 s).  Best effort: a family whose
+ * prelude cannot be rendered just compiles without. */
+static void tn_pch_prepare(const tn_env *e)
+{
+    for (int i = 0; i < e->nspaces; i++) {
+        kv_buf pre;
+        kv_buf_init(&pre);
+        kevo_err err;
+        kevo_compile_job job;
+        if (!kevo_space_render_prelude(e->spaces[i], &pre, &err) && pre.len > 0 &&
+            !kevo_compile_job_init(&job, e->spaces[i]->source_name, pre.data, e->arch, &err))
+            kevo_compile_pch_prepare(&job);
+        kv_buf_release(&pre);
+    }
+}
+
 /* The op's reference module for the dtype, through the cache. */
 static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
 {
@@ -1420,6 +1438,7 @@ static kevo_status tn_pipe_compiled(tn_env *e, tn_pipe *P, const kevo_compile_jo
 {
     for (int64_t p = P->head; p < P->tail; p++)
         if (&tn_slot(P, p)->job == job) {
+            tn_trace(e, "compiled", tn_slot(P, p)->cand_id, -1);
             P->state[p % P->cap] = TN_READY;
             P->compiling--;
             return tn_cache_store(e, tn_slot(P, p), err);
@@ -1450,6 +1469,7 @@ static kevo_status tn_pipe_stream(tn_env *e, tn_loop *L, tn_pipe *P, kevo_err *e
              P->next_compile++)
             if (P->state[P->next_compile % P->cap] == TN_COMPILE) {
                 st = kevo_compile_pool_start(P->pool, &tn_slot(P, P->next_compile)->job, e->compile_timeout, err);
+                tn_trace(e, "compile", tn_slot(P, P->next_compile)->cand_id, -1);
                 P->compiling++;
             }
         if (!st)
@@ -3121,6 +3141,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                 "GPUs", e.dist->n, e.dist->n, e.ndev);
         e.ndev = e.dist->n;
     }
+    if (!st)
+        tn_pch_prepare(&e);
     if (!st && !ro.compile_only) {
         tn_line(&prog, "kevo: compiling the %s reference module for %s", e.op->name, e.arch);
         st = tn_ref_module(&e, &ref, err);
@@ -3377,6 +3399,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             int want = (int)(room < ro.batch ? room : ro.batch);
             int n = 0;
             if (want > 0) {
+                tn_trace(&e, "propose", want, -1);
                 kevo_search_reseed(&s);
                 /* without the template generator, templates only seed the LLM */
                 n = gen_tpl ? policy->propose(&s, props, want) : kevo_search_seeds(&s, props, want);
@@ -3388,7 +3411,9 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                 break;
             }
             if (n > 0) {
+                tn_trace(&e, "register", n, -1);
                 st = tn_register(&e, &s, run.id, nrows, next_round, props, n, NULL, works, &ready, err);
+                tn_trace(&e, "registered", ready, -1);
                 nrows += n;
             }
         }

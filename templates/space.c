@@ -1231,14 +1231,21 @@ int kevo_space_enter(const kevo_space *to, int e, const kevo_space *from, const 
     return 1;
 }
 
+kevo_status kevo_space_render_prelude(const kevo_space *s, kv_buf *src, kevo_err *err)
+{
+    for (int i = 0; i < s->nprelude; i++)
+        if (kv_buf_printf(src, "#include <%s>\n", s->prelude[i]))
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    return KEVO_OK;
+}
+
 kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_dtype dt, const char *abi_header,
                               kv_buf *src, kevo_err *err)
 {
-    kevo_status st = KEVO_OK;
-    for (int i = 0; i < s->nprelude && !st; i++)
-        st = kv_buf_printf(src, "#include <%s>\n", s->prelude[i]);
-    st = st ? st
-            : kv_buf_printf(src, "// kevo: family %s, generated from %s; do not edit\n", s->family, s->source_name);
+    kevo_status st = kevo_space_render_prelude(s, src, err);
+    if (st)
+        return st;
+    st = kv_buf_printf(src, "// kevo: family %s, generated from %s; do not edit\n", s->family, s->source_name);
     for (int i = 0; i < s->nparams && !st; i++)
         st = kv_buf_printf(src, "#define %s %lld\n", s->params[i].name, (long long)cfg->v[i]);
     if (!st)

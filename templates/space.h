@@ -330,8 +330,13 @@ int kevo_space_walk_check(kevo_space_walk *w, const kevo_config *cfg, char *why,
 kevo_status kevo_space_plan(const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim, kevo_dtype dt,
                             const kevo_config *cfg, kevo_plan *plan, kevo_err *err);
 
-/* Render the CUDA source for a configuration into src (appended).
- * abi_header is the op's ABI header text, inlined. */
+/* Append the family's prelude to src: its "#include <name>\n" lines, the
+ * bytes every source kevo_space_render gives begins with (nothing for a
+ * family without one).  Errors: KEVO_ERR_NOMEM. */
+kevo_status kevo_space_render_prelude(const kevo_space *s, kv_buf *src, kevo_err *err);
+
+/* Render the CUDA source for a configuration into src (appended), the
+ * prelude first.  abi_header is the op's ABI header text, inlined. */
 kevo_status kevo_space_render(const kevo_space *s, const kevo_config *cfg, kevo_dtype dt, const char *abi_header,
                               kv_buf *src, kevo_err *err);
 

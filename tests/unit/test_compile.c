@@ -801,6 +801,69 @@ static void test_pch(void **state)
     kevo_compile_job_release(&e);
 }
 
+/* Wait (reading in pool p) until no PCH writer runs. */
+static void pch_settle(kevo_compile_pool *p)
+{
+    kevo_err err;
+    kevo_compile_job *none;
+    int writing = 0;
+    double t0 = kv_now();
+    while ((kevo_compile_pch_ready(&writing), writing > 0) && kv_now() - t0 < 120)
+        assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
+    assert_int_equal(writing, 0);
+}
+
+/* kevo_compile_pch_prepare before any job: the writers of two preludes run
+ * at once, preparing one again starts no other, a source without a prelude
+ * and KEVO_PCH=0 start none, and the first job of a prepared prelude
+ * compiles with its PCH. */
+static void test_pch_prepare(void **state)
+{
+    (void)state;
+    kevo_err err;
+    kevo_compile_pool *p;
+    assert_int_equal(kevo_compile_pool_new(1, &p, &err), KEVO_OK);
+    pch_settle(p);
+    int writing = 0, ready0 = kevo_compile_pch_ready(NULL);
+    const char *pre1 = "#include <cuda_bf16.h>\n#include <cuda/ptx>\n";
+    const char *pre2 = "#include <cuda/std/cstdint>\n";
+    kevo_compile_job j1, j2, j3;
+    assert_int_equal(kevo_compile_job_init(&j1, "p1.cu", pre1, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&j2, "p2.cu", pre2, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&j3, "p3.cu", PCH_KERNEL, "sm_90a", &err), KEVO_OK);
+    setenv("KEVO_PCH", "0", 1);
+    kevo_compile_pch_prepare(&j1);
+    unsetenv("KEVO_PCH");
+    kevo_compile_pch_ready(&writing);
+    assert_int_equal(writing, 0);
+    kevo_compile_pch_prepare(&j3); /* no prelude */
+    kevo_compile_pch_ready(&writing);
+    assert_int_equal(writing, 0);
+    kevo_compile_pch_prepare(&j1);
+    kevo_compile_pch_prepare(&j2);
+    kevo_compile_pch_prepare(&j1);
+    kevo_compile_pch_ready(&writing);
+    assert_int_equal(writing, 2);
+    pch_settle(p);
+    assert_int_equal(kevo_compile_pch_ready(NULL), ready0 + 2);
+
+    kevo_compile_job a;
+    assert_int_equal(kevo_compile_job_init(&a, "a.cu",
+                                           "#include <cuda_bf16.h>\n#include <cuda/ptx>\n"
+                                           "extern \"C\" __global__ void k(unsigned *p)\n"
+                                           "{ p[threadIdx.x] = cuda::ptx::get_sreg_laneid(); }\n",
+                                           "sm_90a", &err),
+                     KEVO_OK);
+    pch_compile(p, &a);
+    if (a.fail || !a.pch)
+        print_error("log:\n%s\n", a.log ? a.log : "");
+    assert_int_equal(a.fail, KEVO_FAIL_NONE);
+    assert_true(a.pch);
+    assert_true(a.cubin_size > 0);
+    kevo_compile_pool_free(p);
+    kevo_compile_job_release(&a);
+}
+
 static void test_key(void **state)
 {
     (void)state;
@@ -967,6 +1030,7 @@ int main(void)
         cmocka_unit_test(test_key),
         cmocka_unit_test(test_prelude_len),
         cmocka_unit_test(test_pch),
+        cmocka_unit_test(test_pch_prepare),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_parallel),
