@@ -9,8 +9,7 @@
 #   mpi    mpirun -np 2 into a fresh DB
 #   warm   the three again, each from a copy of a DB holding every cold run's
 #          binaries, in $WARM_ROUNDS rounds (default 2; each round's binaries join
-#          the cache), so that the last round's rate is the GPUs' evaluation rate;
-#          bench/trace_batches.py counts only batches no run waited in for a compile
+#          the cache), so that the last round's rate is the GPUs' evaluation rate
 #   one    for a machine with one GPU: --devices 0 twice with the default --ahead
 #          (how far two identical runs part) and once with --ahead 1
 #   repeat --devices 0 $REPEAT times (default 3) into fresh DBs: how far runs of one
@@ -31,8 +30,10 @@
 #          (the GPUs' rate: shape i is evaluated on GPU i mod 2)
 # $KEVO_BIN (default build/kevo) is the kevo that tune runs; $TAG prefixes the
 # names of the repeat stage's DBs (two builds compared in one call).
-# KEVO_TRACE_EVAL=1 traces of the warm runs, logs and slimmed DBs go to
-# $OUT/multi.tgz; the table is printed last.
+# Every tune run is traced (KEVO_TRACE_EVAL=1, the trace apart in NAME.trace);
+# bench/trace_idle.py says where each run's GPUs waited (compile slots, compiles,
+# proposals).  Traces, logs and slimmed DBs go to $OUT/multi.tgz; the tables are
+# printed last.
 set -u
 BUDGET=${BUDGET:-120}
 BATCH=${BATCH:-8}
@@ -44,13 +45,10 @@ tune() { # name, then the command after `kevo tune` (or an mpirun prefix in PRE)
   shift
   local t0
   t0=$(date +%s.%N)
-  if [ -n "${KEVO_TRACE_EVAL:-}" ]; then # the trace (stderr) apart
-    timeout "${LIMIT:-240}" ${PRE:-} "${KEVO_BIN:-build/kevo}" tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
-      >"$OUT/$name.log" 2>"$OUT/$name.trace"
-  else
-    timeout "${LIMIT:-240}" ${PRE:-} "${KEVO_BIN:-build/kevo}" tune --op ikbo_lce --budget "$BUDGET" --batch "$BATCH" --no-bar "$@" \
-      >"$OUT/$name.log" 2>&1
-  fi
+  # the trace (stderr) apart; mpirun passes KEVO_TRACE_EVAL on to the ranks
+  KEVO_TRACE_EVAL=1 timeout "${LIMIT:-240}" ${PRE:-} "${KEVO_BIN:-build/kevo}" tune --op ikbo_lce --budget "$BUDGET" \
+    --batch "$BATCH" --no-bar "$@" >"$OUT/$name.log" 2>"$OUT/$name.trace"
+  grep -v "^trace " "$OUT/$name.trace" >>"$OUT/$name.log"
   echo "== $name: rc=$? wall $(elapsed "$t0") s"
   grep -E "^(rank|GPU)|GPUs:|^best|beats|no kernel|^run .* done|lost|MPI|re-timed|leads|^  #" "$OUT/$name.log" | cut -c1-200
 }
@@ -83,7 +81,6 @@ print("cache:", db.execute("select count(*) from binaries").fetchone()[0], "bina
 PY
     }
     merge "$OUT"/cold2.db "$OUT"/mpi2.db
-    export KEVO_TRACE_EVAL=1
     for round in $(seq "${WARM_ROUNDS:-2}"); do
       for w in warm1 warm2 mpiwarm; do copy "$OUT/cache.db" "$OUT/$w.db"; done
       tune warm1 --devices 0 --warm-start none --db "$OUT/warm1.db"
@@ -91,7 +88,6 @@ PY
       PRE=$MPIRUN tune mpiwarm --mpi --warm-start none --db "$OUT/mpiwarm.db"
       merge "$OUT"/warm1.db "$OUT"/warm2.db "$OUT"/mpiwarm.db
     done
-    unset KEVO_TRACE_EVAL
     rm -f "$OUT/cache.db"
     rows+=("$OUT/warm1.db:2" "$OUT/warm2.db:2" "$OUT/mpiwarm.db:2") ;;
   one)
@@ -191,7 +187,6 @@ done
 for f in "$OUT"/*.db; do
   python3 bench/slim_db.py "$f" && rm -f "$f-wal" "$f-shm"
 done
-[ -f "$OUT/warm2.trace" ] && python3 bench/trace_batches.py "$OUT"/warm1.trace "$OUT"/warm2.trace \
-  $(ls "$OUT"/mpiwarm.trace 2>/dev/null) | tee "$OUT/batches.md"
+ls "$OUT"/*.trace >/dev/null 2>&1 && python3 bench/trace_idle.py "$OUT"/*.trace | tee "$OUT/idle.md"
 [ ${#rows[@]} -gt 0 ] && python3 bench/multi_compare.py "${rows[@]}" | tee "$OUT/table.md"
 (cd "$OUT" && tar czf multi.tgz ./*.db ./*.log ./*.md $(ls ./*.trace 2>/dev/null) && rm -f ./*.db ./*.log ./*.trace)
