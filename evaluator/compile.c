@@ -502,8 +502,18 @@ static int cp_pch_writing(void)
     return n;
 }
 
-/* Read what the writers sent, for up to wait_ms (0: only what is there);
- * a writer that ended has its PCH ready or given up. */
+/* Read what PCH i's writer sent (poll's revents); once it ended, its PCH is
+ * ready or given up. */
+static void cp_pch_service(int i, short revents, double now)
+{
+    cp_slot *w = &cp_g.set[i].writer;
+    if (w->pid != -1 && cp_service(w, revents, now)) {
+        cp_pch_written(w->job, w->pch);
+        w->job = NULL;
+    }
+}
+
+/* Read what the writers sent, for up to wait_ms (0: only what is there). */
 static void cp_pch_poll(int wait_ms)
 {
     struct pollfd pfd[CP_MAX_PCH];
@@ -516,15 +526,18 @@ static void cp_pch_poll(int wait_ms)
         int pr = poll(pfd, (nfds_t)cp_g.n, wait_ms);
         if (pr <= 0)
             return;
-        for (int i = 0; i < cp_g.n; i++) {
-            cp_slot *w = &cp_g.set[i].writer;
-            if (w->pid != -1 && pfd[i].revents && cp_service(w, pfd[i].revents, now)) {
-                cp_pch_written(w->job, w->pch);
-                w->job = NULL;
-            }
-        }
+        for (int i = 0; i < cp_g.n; i++)
+            if (pfd[i].revents)
+                cp_pch_service(i, pfd[i].revents, now);
         wait_ms = 0;
     }
+}
+
+/* Whether precompiled headers are used (KEVO_PCH=0: not). */
+static bool cp_pch_enabled(void)
+{
+    const char *env = getenv("KEVO_PCH");
+    return !(env && strcmp(env, "0") == 0);
 }
 
 /* Remove what writers of killed kevo processes left: kevo-pch-* directories
@@ -587,8 +600,7 @@ kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_er
     }
     for (int i = 0; i < parallel; i++)
         p->slots[i].pid = -1;
-    const char *env = getenv("KEVO_PCH");
-    p->pch_on = !(env && strcmp(env, "0") == 0);
+    p->pch_on = cp_pch_enabled();
     if (p->pch_on)
         cp_pch_heap();
     *out = p;
@@ -734,8 +746,7 @@ static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, 
 
 void kevo_compile_pch_prepare(const kevo_compile_job *job)
 {
-    const char *env = getenv("KEVO_PCH");
-    if (env && strcmp(env, "0") == 0)
+    if (!cp_pch_enabled())
         return;
     cp_pch_heap();
     (void)cp_pch_find(job, true);
@@ -835,13 +846,8 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
             s->job = NULL;
             p->active--;
         }
-        for (int i = 0; i < nw; i++) {
-            cp_slot *w = &cp_g.set[i].writer;
-            if (w->pid != -1 && cp_service(w, pr > 0 ? p->pfd[p->parallel + i].revents : 0, now)) {
-                cp_pch_written(w->job, w->pch);
-                w->job = NULL;
-            }
-        }
+        for (int i = 0; i < nw; i++) /* a writer past its deadline is killed here too */
+            cp_pch_service(i, pr > 0 ? p->pfd[p->parallel + i].revents : 0, now);
     }
     if (p->ndone > 0) {
         *done = p->done[p->done_head];

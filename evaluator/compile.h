@@ -88,8 +88,9 @@ void kevo_compile_pool_free(kevo_compile_pool *p);
 size_t kevo_compile_prelude_len(const char *source);
 
 /* Precompiled headers this process holds ready; *writing (may be NULL):
- * how many children that write one run (until a pool reads their end).  The PCHs and their writers outlive
- * a pool (a writer takes no job slot; any pool's wait reads them). */
+ * how many children that write one run (until a pool reads their end).
+ * The PCHs and their writers outlive a pool (a writer takes no job slot;
+ * any pool's wait reads them). */
 int kevo_compile_pch_ready(int *writing);
 
 /* Start writing the precompiled header that jobs like job (its prelude, its
