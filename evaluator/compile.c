@@ -744,6 +744,12 @@ static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, 
     }
 }
 
+void kevo_compile_pch_poll(void)
+{
+    if (cp_g.owner == getpid())
+        cp_pch_poll(0);
+}
+
 void kevo_compile_pch_prepare(const kevo_compile_job *job)
 {
     if (!cp_pch_enabled())

@@ -100,6 +100,13 @@ int kevo_compile_pch_ready(int *writing);
  * once the writer has ended (a pool start or wait reads it). */
 void kevo_compile_pch_prepare(const kevo_compile_job *job);
 
+/* Read what the precompiled headers' writers have sent, without waiting:
+ * a writer that ended leaves its PCH ready (or given up) and its temporary
+ * directory removed.  For a process that may be idle a while after
+ * kevo_compile_pch_prepare (an MPI rank waiting for jobs); pools do it
+ * themselves. */
+void kevo_compile_pch_poll(void);
+
 /* Parse a ptxas -v report into the job's regs/spill/smem/stack fields. */
 void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log);
 

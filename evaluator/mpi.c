@@ -91,6 +91,14 @@ void kevo_mpi_compile_stop(kevo_mpi *m)
     (void)m;
 }
 
+kevo_status kevo_mpi_compile_prepare(kevo_mpi *m, const kevo_compile_job *prelude, kevo_err *err)
+{
+    (void)m;
+    (void)prelude;
+    (void)err;
+    return KEVO_OK;
+}
+
 kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 {
     (void)m;
@@ -687,6 +695,7 @@ static void mr_result(kevo_mpi *m, mr_batch *b, int r, const unsigned char *data
             j->spill_bytes = tmp.spill_bytes;
             j->smem_static = tmp.smem_static;
             j->stack_bytes = tmp.stack_bytes;
+            j->pch = tmp.pch;
             b->owner[i] = JS_DONE;
             R->busy--;
             return;
@@ -970,6 +979,29 @@ void kevo_mpi_compile_stop(kevo_mpi *m)
         return;
     mr_batch_free(m, m->cur);
     m->cur = NULL;
+}
+
+kevo_status kevo_mpi_compile_prepare(kevo_mpi *m, const kevo_compile_job *prelude, kevo_err *err)
+{
+    if (!m || m->size == 1)
+        return KEVO_OK;
+    if (m->rank != 0)
+        return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank %d asked to prepare other ranks' compiles", m->rank);
+    kevo_status st = mr_drain(m, m->cur, err); /* the hellos that have come */
+    for (int r = 1; !st && r < m->size; r++) {
+        mr_rank *R = &m->ranks[r];
+        if (R->state != MR_READY && R->state != MR_HELLO_WAIT)
+            continue;
+        mr_send s = {.req = MPI_REQUEST_NULL};
+        kv_buf_init(&s.buf);
+        st = kevo_wire_prepare_pack(&s.buf, prelude, err);
+        kevo_err e;
+        kevo_err_clear(&e);
+        if (!st && mr_isend(m, &s, r, KEVO_WIRE_PREPARE, &e))
+            mr_lose(m, m->cur, r, e.msg);
+        mr_orphan(m, &s); /* freed here once sent, else at the end */
+    }
+    return st;
 }
 
 kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int parallel, double timeout_s,
@@ -1598,6 +1630,17 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                     pending[npending++] = w;
                 else
                     mr_work_free(w);
+            } else if (tag == KEVO_WIRE_PREPARE) {
+                kevo_wire_job w;
+                kevo_err e;
+                kevo_err_clear(&e);
+                if (kevo_wire_prepare_unpack(data, len, &w, &e))
+                    st = kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: a prepare from rank 0 could not be read: %s",
+                                      m->rank, e.msg);
+                else {
+                    kevo_compile_pch_prepare(&w.job);
+                    kevo_wire_job_release(&w);
+                }
             } else if (tag == KEVO_WIRE_GPU_SETUP && !gpu_asked) {
                 gpu_asked = true;
                 st = mr_serve_gpu_setup(m, data, len, &setup, &gpu, &out, &nout, &out_cap, err);
@@ -1656,6 +1699,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                 mr_work_free(w);
             }
         } else if (!evaluating) {
+            kevo_compile_pch_poll(); /* a prepared header's writer that ended, reaped while no job runs */
             /* with a GPU worker, rank 0's next evaluation follows a result within milliseconds: look often */
             mr_sleep_ms(gpu || nout > 0 ? 1 : 20);
         }

@@ -102,6 +102,15 @@ kevo_status kevo_mpi_compile_add(kevo_mpi *m, kevo_compile_job *job, kevo_err *e
 kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, kevo_compile_job **done, int *left, kevo_err *err);
 void kevo_mpi_compile_stop(kevo_mpi *m);
 
+/* Rank 0: have every other rank that takes (or may yet take) compiles
+ * start writing the precompiled header of prelude (a job whose source is a
+ * family's prelude, as for kevo_compile_pch_prepare), so that its first
+ * jobs of that family find it ready.  Best effort: a rank that misses it
+ * writes the header at its first such job.  Errors: KEVO_ERR_INTERNAL (not
+ * rank 0), KEVO_ERR_NOMEM; nothing to do (KEVO_OK) alone or built without
+ * MPI. */
+kevo_status kevo_mpi_compile_prepare(kevo_mpi *m, const kevo_compile_job *prelude, kevo_err *err);
+
 /* This rank's GPU ordinal for evaluations (kevo_mpi_start's device, or
  * its rank on its host); 0 without MPI. */
 int kevo_mpi_device(const kevo_mpi *m);

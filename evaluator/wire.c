@@ -16,9 +16,9 @@ static const char *const wr_names[] = {
     [KEVO_WIRE_HELLO] = "hello", [KEVO_WIRE_JOB] = "job",   [KEVO_WIRE_RESULT] = "result", [KEVO_WIRE_ALIVE] = "alive",
     [KEVO_WIRE_STOP] = "stop",   [KEVO_WIRE_BYE] = "bye",   [KEVO_WIRE_FIN] = "fin",
     [KEVO_WIRE_GPU_SETUP] = "gpu_setup", [KEVO_WIRE_GPU_HELLO] = "gpu_hello", [KEVO_WIRE_EVAL] = "eval",
-    [KEVO_WIRE_EVAL_RESULT] = "eval_result",
+    [KEVO_WIRE_EVAL_RESULT] = "eval_result", [KEVO_WIRE_PREPARE] = "prepare",
 };
-#define WR_LAST KEVO_WIRE_EVAL_RESULT
+#define WR_LAST KEVO_WIRE_PREPARE
 
 const char *kevo_wire_type_name(kevo_wire_type t)
 {
@@ -105,17 +105,20 @@ kevo_status kevo_wire_hello_pack(kv_buf *out, const kevo_wire_hello *h, kevo_err
     return wr_pack(out, j, NULL, NULL, 0, err);
 }
 
-kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, double timeout_s,
-                               kevo_err *err)
+/* A job or prepare frame: job's name, arch, options without -I and source;
+ * a job's also its id and time limit. */
+static kevo_status wr_job_pack(kv_buf *out, kevo_wire_type type, int64_t id, const kevo_compile_job *job,
+                               double timeout_s, kevo_err *err)
 {
     size_t slen = strlen(job->source);
     kevo_status st = wr_blob_len(slen, "source", err);
     if (st)
         return st;
-    cJSON *j = wr_header(KEVO_WIRE_JOB);
-    bool ok = wr_num(j, "id", (double)id) && wr_str(j, "name", job->name ? job->name : "") &&
-              wr_str(j, "arch", job->arch) && wr_num(j, "timeout_s", timeout_s) &&
+    cJSON *j = wr_header(type);
+    bool ok = wr_str(j, "name", job->name ? job->name : "") && wr_str(j, "arch", job->arch) &&
               wr_num(j, "source_len", (double)slen);
+    if (ok && type == KEVO_WIRE_JOB)
+        ok = wr_num(j, "id", (double)id) && wr_num(j, "timeout_s", timeout_s);
     cJSON *opts = ok ? cJSON_AddArrayToObject(j, "opts") : NULL;
     ok = opts != NULL;
     for (int i = 0; ok && i < job->nopts; i++) {
@@ -133,6 +136,17 @@ kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *
     return wr_pack(out, j, blobs, lens, 1, err);
 }
 
+kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, double timeout_s,
+                               kevo_err *err)
+{
+    return wr_job_pack(out, KEVO_WIRE_JOB, id, job, timeout_s, err);
+}
+
+kevo_status kevo_wire_prepare_pack(kv_buf *out, const kevo_compile_job *prelude, kevo_err *err)
+{
+    return wr_job_pack(out, KEVO_WIRE_PREPARE, 0, prelude, 0, err);
+}
+
 kevo_status kevo_wire_result_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, kevo_err *err)
 {
     size_t llen = job->log ? strlen(job->log) : 0, clen = job->cubin ? job->cubin_size : 0;
@@ -147,7 +161,7 @@ kevo_status kevo_wire_result_pack(kv_buf *out, int64_t id, const kevo_compile_jo
               wr_num(j, "seconds", isfinite(job->seconds) ? job->seconds : -1) && wr_num(j, "regs", job->regs) &&
               wr_num(j, "spill_bytes", job->spill_bytes) && wr_num(j, "smem_static", job->smem_static) &&
               wr_num(j, "stack_bytes", job->stack_bytes) && wr_num(j, "log_len", (double)llen) &&
-              wr_num(j, "cubin_len", (double)clen);
+              wr_num(j, "cubin_len", (double)clen) && cJSON_AddBoolToObject(j, "pch", job->pch);
     if (!ok) {
         cJSON_Delete(j);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
@@ -372,14 +386,16 @@ static kevo_status wr_opts(const cJSON *h, kevo_compile_job *job, kevo_err *err)
     return KEVO_OK;
 }
 
-kevo_status kevo_wire_job_unpack(const void *msg, size_t n, kevo_wire_job *out, kevo_err *err)
+/* A job or prepare frame (type) into *out (a prepare's id and time limit 0). */
+static kevo_status wr_job_unpack(const void *msg, size_t n, kevo_wire_type type, kevo_wire_job *out, kevo_err *err)
 {
     wr_frame f;
     kevo_status st = wr_open(msg, n, &f, err);
     if (!st)
-        st = wr_expect(&f, KEVO_WIRE_JOB, err);
+        st = wr_expect(&f, type, err);
     if (st)
         return st;
+    const char *what = kevo_wire_type_name(type);
     kevo_wire_job j;
     memset(&j, 0, sizeof j);
     j.job.regs = j.job.spill_bytes = j.job.smem_static = j.job.stack_bytes = -1;
@@ -387,25 +403,27 @@ kevo_status kevo_wire_job_unpack(const void *msg, size_t n, kevo_wire_job *out, 
     size_t slen = 0;
     static const char *const keys[] = {"source_len"};
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(f.hdr, "timeout_s");
-    st = wr_int(f.hdr, "id", 1, (double)(INT64_C(1) << 53), &j.id, err);
-    if (!st && !(cJSON_IsNumber(to) && to->valuedouble >= 0.1 && to->valuedouble <= 86400))
-        st = kevo_err_set(err, KEVO_ERR_PARSE, "message field 'timeout_s' is missing or not 0.1..86400 seconds");
+    if (type == KEVO_WIRE_JOB) {
+        st = wr_int(f.hdr, "id", 1, (double)(INT64_C(1) << 53), &j.id, err);
+        if (!st && !(cJSON_IsNumber(to) && to->valuedouble >= 0.1 && to->valuedouble <= 86400))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "message field 'timeout_s' is missing or not 0.1..86400 seconds");
+    }
     if (!st)
         st = wr_text(f.hdr, "name", 256, &name, err);
     if (!st)
         st = wr_text(f.hdr, "arch", sizeof j.job.arch, &arch, err);
     if (!st && strncmp(arch, "sm_", 3) != 0)
-        st = kevo_err_set(err, KEVO_ERR_PARSE, "a job message for arch '%s'", arch);
+        st = kevo_err_set(err, KEVO_ERR_PARSE, "a %s message for arch '%s'", what, arch);
     if (!st)
         st = wr_blobs(&f, keys, &slen, 1, err);
     if (!st && memchr(f.rest, '\0', slen))
-        st = kevo_err_set(err, KEVO_ERR_PARSE, "a job message whose source holds a NUL byte");
+        st = kevo_err_set(err, KEVO_ERR_PARSE, "a %s message whose source holds a NUL byte", what);
     if (!st)
         st = wr_opts(f.hdr, &j.job, err);
     if (!st)
         st = kevo_compile_job_add_includes(&j.job, err);
     if (!st) {
-        j.timeout_s = to->valuedouble;
+        j.timeout_s = type == KEVO_WIRE_JOB ? to->valuedouble : 0;
         snprintf(j.job.arch, sizeof j.job.arch, "%s", arch);
         j.name = kv_strdup(name);
         j.source = malloc(slen + 1);
@@ -427,6 +445,16 @@ kevo_status kevo_wire_job_unpack(const void *msg, size_t n, kevo_wire_job *out, 
     return KEVO_OK;
 }
 
+kevo_status kevo_wire_job_unpack(const void *msg, size_t n, kevo_wire_job *out, kevo_err *err)
+{
+    return wr_job_unpack(msg, n, KEVO_WIRE_JOB, out, err);
+}
+
+kevo_status kevo_wire_prepare_unpack(const void *msg, size_t n, kevo_wire_job *out, kevo_err *err)
+{
+    return wr_job_unpack(msg, n, KEVO_WIRE_PREPARE, out, err);
+}
+
 kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo_compile_job *job, kevo_err *err)
 {
     wr_frame f;
@@ -441,7 +469,10 @@ kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo
     size_t lens[2] = {0, 0};
     static const char *const keys[] = {"log_len", "cubin_len"};
     const cJSON *secs = cJSON_GetObjectItemCaseSensitive(f.hdr, "seconds");
+    const cJSON *pch = cJSON_GetObjectItemCaseSensitive(f.hdr, "pch");
     st = wr_int(f.hdr, "id", 1, (double)(INT64_C(1) << 53), &rid, err);
+    if (!st && !cJSON_IsBool(pch))
+        st = kevo_err_set(err, KEVO_ERR_PARSE, "message field 'pch' is missing or not true/false");
     if (!st)
         st = wr_text(f.hdr, "fail", 64, &fail, err);
     /* a compile ends in one of four ways; anything else is not a compile's result */
@@ -491,6 +522,7 @@ kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo
         job->spill_bytes = (int)spill;
         job->smem_static = (int)smem;
         job->stack_bytes = (int)stack;
+        job->pch = cJSON_IsTrue(pch);
     } else {
         free(log);
         free(cubin);

@@ -24,8 +24,8 @@
 #include "kevo.h"
 #include "util/util.h"
 
-#define KEVO_WIRE_VERSION 4 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
-                              * 4: hello's start, fin's reap */
+#define KEVO_WIRE_VERSION 5 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
+                              * 4: hello's start, fin's reap; 5: prepare, result's pch */
 #define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
 #define KEVO_WIRE_REAP_MAX 4096         /* processes a fin may name */
 
@@ -42,6 +42,7 @@ typedef enum kevo_wire_type {
     KEVO_WIRE_GPU_HELLO, /* worker -> rank 0: its GPU's figures (peers, ceilings), or why it has none */
     KEVO_WIRE_EVAL,      /* rank 0 -> worker: verify and time one candidate (plan, cubin) */
     KEVO_WIRE_EVAL_RESULT, /* worker -> rank 0: that evaluation's result */
+    KEVO_WIRE_PREPARE,   /* rank 0 -> worker: a family's prelude, whose precompiled header to write before its jobs */
 } kevo_wire_type;
 
 /* Name of a type ("job"), "?" for another value. */
@@ -106,7 +107,13 @@ kevo_status kevo_wire_hello_pack(kv_buf *out, const kevo_wire_hello *h, kevo_err
  * machine has its own paths) with id and its time limit. */
 kevo_status kevo_wire_job_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, double timeout_s,
                                kevo_err *err);
-/* A finished job's outcome: failure kind, seconds, ptxas figures, log and cubin. */
+/* A prepare: a job whose source is a prelude (name, arch, options without
+ * -I, the prelude; no id or time limit).  The receiver starts writing that
+ * prelude's precompiled header (kevo_compile_pch_prepare) before any job of
+ * the family reaches it. */
+kevo_status kevo_wire_prepare_pack(kv_buf *out, const kevo_compile_job *prelude, kevo_err *err);
+/* A finished job's outcome: failure kind, seconds, ptxas figures, whether
+ * it used a precompiled header, log and cubin. */
 kevo_status kevo_wire_result_pack(kv_buf *out, int64_t id, const kevo_compile_job *job, kevo_err *err);
 /* alive, stop, bye, or fin (finalize: whether the receiver calls MPI_Finalize). */
 kevo_status kevo_wire_control_pack(kv_buf *out, kevo_wire_type type, bool finalize, kevo_err *err);
@@ -137,8 +144,11 @@ kevo_status kevo_wire_hello_unpack(const void *msg, size_t n, kevo_wire_hello *h
 /* Into *out (released with kevo_wire_job_release). */
 kevo_status kevo_wire_job_unpack(const void *msg, size_t n, kevo_wire_job *out, kevo_err *err);
 void kevo_wire_job_release(kevo_wire_job *j);
+/* A prepare into *out as a job of id 0 and time limit 0, its options this
+ * machine's as for a job (released with kevo_wire_job_release). */
+kevo_status kevo_wire_prepare_unpack(const void *msg, size_t n, kevo_wire_job *out, kevo_err *err);
 /* *id, and the outcome into job's output fields (fail, log, cubin, seconds,
- * regs, spill_bytes, smem_static, stack_bytes; the job owns log and cubin);
+ * regs, spill_bytes, smem_static, stack_bytes, pch; the job owns log and cubin);
  * its inputs are left alone. */
 kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo_compile_job *job, kevo_err *err);
 /* Into *s (its ref_cubin owned: kevo_wire_gpu_setup_release). */

@@ -469,8 +469,12 @@ static void tn_pch_prepare(const tn_env *e)
         kevo_err err;
         kevo_compile_job job;
         if (!kevo_space_render_prelude(e->spaces[i], &pre, &err) && pre.len > 0 &&
-            !kevo_compile_job_init(&job, e->spaces[i]->source_name, pre.data, e->arch, &err))
+            !kevo_compile_job_init(&job, e->spaces[i]->source_name, pre.data, e->arch, &err)) {
             kevo_compile_pch_prepare(&job);
+            if (e->mpi && kevo_mpi_rank(e->mpi) == 0 && kevo_mpi_compile_prepare(e->mpi, &job, &err))
+                fprintf(stderr, "kevo: the other MPI ranks write %s's precompiled header at its first job: %s\n",
+                        e->spaces[i]->family, err.msg);
+        }
         kv_buf_release(&pre);
     }
 }

@@ -580,15 +580,20 @@ static void test_nompi(void **state)
  * GPU; without a GPU driver (or with one: the driver's reference module is
  * not a cubin) rank 1 answers that it has none, a note says so, rank 0 gets
  * no remote GPU (submitting to one is refused), and rank 1 still compiles
- * the job rank 0 hands out. */
+ * the job rank 0 hands out.  Before that job, rank 0 asks rank 1 to write
+ * the job's prelude's precompiled header (a prepare): a writer comes and
+ * goes in the ranks' TMPDIR, and the job compiles with the header (rank 1
+ * would otherwise start the writer at the job and compile it without). */
 static void test_gpus(void **state)
 {
     (void)state;
-    char log[128];
+    char log[128], pchdir[128];
     path_in(log, sizeof log, "gpus.log");
-    char *argv[] = {mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", KEVO_MPI_GPU_DRIVER, NULL, NULL};
+    path_in(pchdir, sizeof pchdir, "pch");
+    assert_int_equal(mkdir(pchdir, 0700), 0);
+    char *argv[] = {mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", KEVO_MPI_GPU_DRIVER, pchdir, NULL, NULL};
     if (geteuid() == 0) {
-        memmove(argv + 2, argv + 1, 6 * sizeof *argv);
+        memmove(argv + 2, argv + 1, 7 * sizeof *argv);
         argv[1] = "--allow-run-as-root";
     }
     int rc = tu_wait(tu_spawn_path(argv[0], log, argv));
@@ -601,7 +606,9 @@ static void test_gpus(void **state)
     assert_non_null(strstr(out, ") compiles only: "));
     assert_non_null(strstr(out, "gpus 0\n"));
     assert_non_null(strstr(out, "submit to remote GPU 0: status 1 sent 0 (no remote GPU 0)"));
+    assert_non_null(strstr(out, "prepare: status 0; a header written in "));
     assert_non_null(strstr(out, "compile: status 0 fail none cubin "));
+    assert_non_null(strstr(out, " bytes, precompiled header 1\n"));
     assert_null(strstr(out, "lost"));
     free(out);
 }

@@ -47,6 +47,7 @@ static void make_result(kevo_compile_job *j)
     j->spill_bytes = 0;
     j->smem_static = 1024;
     j->stack_bytes = 8;
+    j->pch = true;
 }
 
 static void test_job_roundtrip(void **state)
@@ -105,6 +106,7 @@ static void test_result_roundtrip(void **state)
     assert_int_equal(got.spill_bytes, 0);
     assert_int_equal(got.smem_static, 1024);
     assert_int_equal(got.stack_bytes, 8);
+    assert_true(got.pch);
     kevo_compile_job_release(&got);
     /* a failed compile: no cubin, unknown figures, no time */
     kevo_compile_job_release(&r);
@@ -118,6 +120,7 @@ static void test_result_roundtrip(void **state)
     memset(&got, 0, sizeof got);
     assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &got, &err), KEVO_OK);
     assert_int_equal(got.fail, KEVO_FAIL_COMPILE_CRASH);
+    assert_false(got.pch);
     assert_null(got.cubin);
     assert_int_equal(got.regs, -1);
     assert_true(isnan(got.seconds));
@@ -269,18 +272,71 @@ static void test_bad_frames(void **state)
     int64_t id;
     frame(&b, KEVO_WIRE_VERSION,
           "{\"type\":\"result\",\"id\":1,\"fail\":\"wrong_result\",\"seconds\":1,\"regs\":1,\"spill_bytes\":0,"
-          "\"smem_static\":0,\"stack_bytes\":0,\"log_len\":0,\"cubin_len\":0}",
+          "\"smem_static\":0,\"stack_bytes\":0,\"log_len\":0,\"cubin_len\":0,\"pch\":false}",
           NULL, 0);
     assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &j, &err), KEVO_ERR_PARSE);
     assert_non_null(strstr(err.msg, "wrong_result"));
     frame(&b, KEVO_WIRE_VERSION,
           "{\"type\":\"result\",\"id\":1,\"fail\":\"none\",\"seconds\":1,\"regs\":1,\"spill_bytes\":0,"
-          "\"smem_static\":0,\"stack_bytes\":0,\"log_len\":0,\"cubin_len\":0}",
+          "\"smem_static\":0,\"stack_bytes\":0,\"log_len\":0,\"cubin_len\":0,\"pch\":false}",
           NULL, 0);
     assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &j, &err), KEVO_ERR_PARSE);
     assert_non_null(strstr(err.msg, "without a cubin"));
+    /* whether it used a precompiled header: true or false, nothing else */
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"result\",\"id\":1,\"fail\":\"compile_error\",\"seconds\":1,\"regs\":-1,\"spill_bytes\":-1,"
+          "\"smem_static\":-1,\"stack_bytes\":-1,\"log_len\":0,\"cubin_len\":0,\"pch\":1}",
+          NULL, 0);
+    assert_int_equal(kevo_wire_result_unpack(b.data, b.len, &id, &j, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'pch'"));
     assert_null(j.log);
     assert_null(j.cubin);
+    kv_buf_release(&b);
+}
+
+/* A prepare carries a prelude as a job does its source, with the receiver's
+ * include paths, so the receiver's header has the key its jobs will look
+ * for; it is neither a job nor read as one. */
+static void test_prepare_roundtrip(void **state)
+{
+    (void)state;
+    static const char prelude[] = "#include <cuda_fp16.h>\n#include <cuda/ptx>\n";
+    kevo_compile_job p, j;
+    kevo_err err;
+    assert_int_equal(kevo_compile_job_init(&p, "lce_ws.cu", prelude, "sm_90a", &err), KEVO_OK);
+    make_job(&j);
+    kv_buf b;
+    kv_buf_init(&b);
+    assert_int_equal(kevo_wire_prepare_pack(&b, &p, &err), KEVO_OK);
+    kevo_wire_type t;
+    assert_int_equal(kevo_wire_type_of(b.data, b.len, &t, &err), KEVO_OK);
+    assert_int_equal(t, KEVO_WIRE_PREPARE);
+    assert_string_equal(kevo_wire_type_name(t), "prepare");
+    kevo_wire_job w;
+    assert_int_equal(kevo_wire_prepare_unpack(b.data, b.len, &w, &err), KEVO_OK);
+    assert_string_equal(w.job.name, "lce_ws.cu");
+    assert_string_equal(w.job.source, prelude);
+    assert_int_equal(w.id, 0);
+    assert_int_equal(w.job.nopts, p.nopts);
+    for (int i = 0; i < p.nopts; i++)
+        assert_string_equal(w.job.opts[i], p.opts[i]);
+    kevo_wire_job_release(&w);
+    assert_int_equal(kevo_wire_job_unpack(b.data, b.len, &w, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'prepare' message where a 'job' one"));
+    b.len = 0;
+    assert_int_equal(kevo_wire_job_pack(&b, 5, &j, 60, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_prepare_unpack(b.data, b.len, &w, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "'job' message where a 'prepare' one"));
+    /* checked like a job: an include path or another arch is refused */
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"prepare\",\"name\":\"k\",\"arch\":\"gfx90a\",\"source_len\":0,\"opts\":[]}", NULL, 0);
+    assert_int_equal(kevo_wire_prepare_unpack(b.data, b.len, &w, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "a prepare message for arch 'gfx90a'"));
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"prepare\",\"name\":\"k\",\"arch\":\"sm_90a\",\"source_len\":0,\"opts\":[\"-I/etc\"]}",
+          NULL, 0);
+    assert_int_equal(kevo_wire_prepare_unpack(b.data, b.len, &w, &err), KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "without an include path"));
     kv_buf_release(&b);
 }
 
@@ -461,7 +517,7 @@ static void test_gpu_frames(void **state)
 static void test_cut_and_flipped(void **state)
 {
     (void)state;
-    kv_buf frames[4];
+    kv_buf frames[5];
     kevo_err err;
     kevo_compile_job j, r;
     make_job(&j);
@@ -469,7 +525,7 @@ static void test_cut_and_flipped(void **state)
     kevo_wire_hello h = {.rank = 1, .pid = 9, .slots = 2};
     snprintf(h.host, sizeof h.host, "h");
     snprintf(h.nvrtc, sizeof h.nvrtc, "13.0");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         kv_buf_init(&frames[i]);
     assert_int_equal(kevo_wire_job_pack(&frames[0], 1, &j, 60, &err), KEVO_OK);
     assert_int_equal(kevo_wire_result_pack(&frames[1], 2, &r, &err), KEVO_OK);
@@ -478,7 +534,8 @@ static void test_cut_and_flipped(void **state)
     snprintf(reap.host, sizeof reap.host, "h");
     snprintf(reap.start, sizeof reap.start, "0a-1/22");
     assert_int_equal(kevo_wire_fin_pack(&frames[3], true, &reap, 1, &err), KEVO_OK);
-    for (int f = 0; f < 4; f++) {
+    assert_int_equal(kevo_wire_prepare_pack(&frames[4], &j, &err), KEVO_OK);
+    for (int f = 0; f < 5; f++) {
         size_t n = frames[f].len;
         unsigned char *copy = malloc(n);
         for (size_t cut = 0; cut <= n; cut++) {
@@ -498,6 +555,10 @@ static void test_cut_and_flipped(void **state)
                 kevo_wire_type t;
                 kevo_err_clear(&err);
                 if (kevo_wire_job_unpack(msg, cut, &w, &err) == KEVO_OK)
+                    kevo_wire_job_release(&w);
+                else
+                    assert_true(err.msg[0] != '\0');
+                if (kevo_wire_prepare_unpack(msg, cut, &w, &err) == KEVO_OK)
                     kevo_wire_job_release(&w);
                 else
                     assert_true(err.msg[0] != '\0');
@@ -668,7 +729,7 @@ static void test_timing_steady(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_result_roundtrip),
+        cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_prepare_roundtrip), cmocka_unit_test(test_result_roundtrip),
         cmocka_unit_test(test_hello_and_control), cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_cut_and_flipped),   cmocka_unit_test(test_gpu_frames),
         cmocka_unit_test(test_timing_steady),     cmocka_unit_test(test_reap_frames),
