@@ -11,7 +11,12 @@ what the oldest unfinished work was doing then:
              the next round yet: --ahead too shallow, or results applied late)
 Also the local compiles' seconds (mean, median, max).  Under --mpi, rank 0
 traces no compile starts, so there all compile waiting shows as `queued`.
-The first trace is the reference for the `x first` column (rate ratio)."""
+The first trace is the reference for the `x first` column (rate ratio).
+
+Where the GPU workers also traced each evaluation's phases (lines
+"eval-phases #N ms load L fill F ...", kevo after 0773111), a second table
+gives each phase's mean milliseconds per evaluation, over the evaluations
+that reached the timing passes (those that failed a check stop early)."""
 import statistics
 import sys
 
@@ -26,6 +31,21 @@ def load(path):
             except ValueError:
                 pass
     return ev
+
+
+def phases(path):
+    """Per evaluation that was timed: {phase: ms}."""
+    out = []
+    for line in open(path, errors="replace"):
+        p = line.split()
+        if len(p) >= 5 and p[0] == "eval-phases" and p[2] == "ms" and len(p) % 2 == 1:
+            try:
+                d = {p[i]: float(p[i + 1]) for i in range(3, len(p), 2)}
+            except ValueError:
+                continue
+            if d.get("time", 0) > 0:
+                out.append(d)
+    return out
 
 
 def analyse(ev):
@@ -97,6 +117,16 @@ def main():
         print(f"| {path} | {ndev} | {loop:.2f} | {rate:.1f} | {rate / first if first else 0:.2f} | {busy} | "
               f"{idle['queued']:.2f} / {idle['compiling']:.2f} / {idle['nothing']:.2f} | {c} |" if traced else
               f"not traced | {c} |")
+    rows = [(path, phases(path)) for path in sys.argv[1:]]
+    rows = [(path, ph) for path, ph in rows if ph]
+    if rows:
+        keys = list(rows[0][1][0].keys())
+        print()
+        print("| trace | timed evaluations | mean ms: " + " / ".join(keys) + " |")
+        print("|---|---|---|")
+        for path, ph in rows:
+            print(f"| {path} | {len(ph)} | " + " / ".join(f"{statistics.mean(d.get(k, 0) for d in ph):.1f}"
+                                                         for k in keys) + " |")
 
 
 if __name__ == "__main__":

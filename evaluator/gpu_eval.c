@@ -265,7 +265,29 @@ static uint64_t wk_check_seed(uint64_t seed, int kind)
     return kv_rand_next(&st);
 }
 
-void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky)
+static void wk_phase(wk_phases *ph, int k)
+{
+    double now = kv_now();
+    ph->s[k] += now - ph->t;
+    ph->t = now;
+}
+
+static void wk_op_eval_phases(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res,
+                              bool *sticky, wk_phases *ph);
+
+void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky,
+                wk_phases *ph)
+{
+    wk_phases local;
+    if (!ph)
+        ph = &local;
+    memset(ph, 0, sizeof *ph);
+    ph->t = kv_now();
+    wk_op_eval_phases(w, req, c, res, sticky, ph);
+}
+
+static void wk_op_eval_phases(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res,
+                              bool *sticky, wk_phases *ph)
 {
     wk_io *io = &w->io;
     double rel_bound, rtol;
@@ -291,14 +313,17 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         double ref2 = 0, st[4];
         unsigned long long sum_before = 0, sum_after = 0;
         r = wk_fill(w, wk_check_seed(req->seed, kind), (kevo_map_kind)kind);
+        wk_phase(ph, WP_FILL);
         if (r == CUDA_SUCCESS)
             r = wk_reference(w, &ref2);
+        wk_phase(ph, WP_REF);
         if (r == CUDA_SUCCESS && !wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
             res->fail = KEVO_FAIL_LOAD_ERROR;
             return;
         }
         if (r == CUDA_SUCCESS)
             r = wk_inputs_sum(w, &sum_before);
+        wk_phase(ph, WP_SUM);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "preparing a check (reference side)", sticky);
             return;
@@ -322,13 +347,16 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
             return;
         }
         r = w->cu.cuStreamSynchronize(w->stream);
+        wk_phase(ph, WP_RUN);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "kernel", sticky);
             return;
         }
         r = wk_compare(w, ref2, st);
+        wk_phase(ph, WP_CMP);
         if (r == CUDA_SUCCESS)
             r = wk_inputs_sum(w, &sum_after);
+        wk_phase(ph, WP_SUM);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "comparing", sticky);
             return;
@@ -365,6 +393,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         return;
     /* timing inputs: the run's fixed seed, sorted map, for every candidate alike */
     r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
+    wk_phase(ph, WP_FILL);
     if (r == CUDA_SUCCESS && !wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
         res->fail = KEVO_FAIL_LOAD_ERROR;
         return;
@@ -386,6 +415,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         if (kevo_gpu_timing_steady(med, lo))
             break;
     }
+    wk_phase(ph, WP_TIME);
     if (r != CUDA_SUCCESS) {
         wk_result_cuda(w, res, r, "timing", sticky);
         return;

@@ -107,8 +107,21 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err);
 /* Verify (and time) a loaded candidate into res: per map kind asked for,
  * fresh inputs, the reference, output (and the first time the workspace)
  * poisoned, the plan run, inputs and reference checksummed around it, the
- * output compared.  *sticky when the context is no longer usable. */
-void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky);
+ * output compared.  *sticky when the context is no longer usable.  *ph
+ * (may be NULL): where the time went (below). */
+typedef struct wk_phases wk_phases;
+void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky,
+                wk_phases *ph);
+
+/* Wall seconds of an evaluation's phases (each ends in a stream
+ * synchronize, so they are GPU time plus launch overhead), for
+ * KEVO_TRACE_EVAL=1: inputs filled (three checks and the timing inputs),
+ * the reference, input checksums, poison and the candidate's run, the
+ * comparison, the timing passes.  t: when the current phase began. */
+enum { WP_FILL, WP_REF, WP_SUM, WP_RUN, WP_CMP, WP_TIME, WP_N };
+struct wk_phases {
+    double t, s[WP_N];
+};
 
 /* Time n loaded candidates interleaved (kevo_gpu_retime) on the timing
  * inputs: out[i] for each; *sticky when the context is no longer usable. */

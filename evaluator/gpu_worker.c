@@ -376,6 +376,9 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
     if (gp_write(wfd, &hello, sizeof hello) || st)
         _exit(st ? 2 : 3);
 
+    /* KEVO_TRACE_EVAL=1: where each evaluation's time went, on stderr */
+    const char *te = getenv("KEVO_TRACE_EVAL");
+    bool trace = te && strcmp(te, "1") == 0;
     for (;;) {
         gp_request rq;
         if (gp_read(rfd, &rq, sizeof rq))
@@ -397,12 +400,21 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
         bool sticky = false;
         wk_cand c;
         memset(&c, 0, sizeof c);
+        double t0 = kv_now();
         CUmodule mod = wk_load_cand(&w, &req, &c, &rs.res, &sticky);
+        double t_load = kv_now() - t0;
+        wk_phases ph;
+        memset(&ph, 0, sizeof ph);
         if (mod) {
-            wk_op_eval(&w, &req, &c, &rs.res, &sticky);
+            wk_op_eval(&w, &req, &c, &rs.res, &sticky, &ph);
             if (!sticky)
                 w.cu.cuModuleUnload(mod);
         }
+        if (trace)
+            fprintf(stderr, "eval-phases #%lld ms load %.2f fill %.2f ref %.2f sum %.2f run %.2f cmp %.2f time %.2f "
+                    "all %.2f\n", (long long)req.candidate_id, 1e3 * t_load, 1e3 * ph.s[WP_FILL], 1e3 * ph.s[WP_REF],
+                    1e3 * ph.s[WP_SUM], 1e3 * ph.s[WP_RUN], 1e3 * ph.s[WP_CMP], 1e3 * ph.s[WP_TIME],
+                    1e3 * (kv_now() - t0));
         free(cubin);
         rs.restart = sticky;
         if (gp_write(wfd, &rs, sizeof rs))
