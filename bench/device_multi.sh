@@ -14,6 +14,10 @@
 #          (how far two identical runs part) and once with --ahead 1
 #   repeat --devices 0 $REPEAT times (default 3) into fresh DBs: how far runs of one
 #          seed on one GPU part (compared with the first)
+#   mpi1   for a machine with one GPU: mpirun -np 2 into a fresh DB named ${TAG}mpi1
+#          (rank 1 finds no GPU 1 and compiles only), and the first round's
+#          compile seconds (a rank's first compiles without a precompiled header
+#          take twice as long)
 #   ahead1 cold and mpi again with --ahead 1 (a round at a time: each round is
 #          proposed after every earlier result, as before --ahead), DBs *_ahead1
 #   nopch  cold and mpi again with KEVO_PCH=0 (compiles without NVRTC's precompiled
@@ -95,6 +99,17 @@ PY
     tune one_b --devices 0 --db "$OUT/one_b.db"
     tune one_ahead1 --devices 0 --ahead 1 --db "$OUT/one_ahead1.db"
     rows+=("$OUT/one_a.db:1" "$OUT/one_b.db:1" "$OUT/one_ahead1.db:1") ;;
+  mpi1)
+    PRE=$MPIRUN tune "${TAG:-}mpi1" --mpi --db "$OUT/${TAG:-}mpi1.db"
+    python3 - "$OUT/${TAG:-}mpi1.db" <<'PY'
+import sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+for rnd in (0, 1, 2):
+    s = [r[0] for r in db.execute("select compile_s from candidates where round = ? and compile_s is not null", (rnd,))]
+    if s:
+        print("  round %d: %d compiles, mean %.2f s, max %.2f s" % (rnd, len(s), statistics.mean(s), max(s)))
+PY
+    rows+=("$OUT/${TAG:-}mpi1.db:1") ;;
   repeat)
     for i in $(seq "${REPEAT:-3}"); do
       tune "${TAG:-}repeat$i" --devices 0 --db "$OUT/${TAG:-}repeat$i.db"
