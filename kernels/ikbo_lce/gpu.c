@@ -1,9 +1,19 @@
 /* gpu.c — ikbo_lce inside the GPU worker: what the generic evaluation
  * (evaluator/gpu_eval.c) cannot know.  The kernels' argument struct over
- * the worker's tensors, the fp32 reference's launch, and the same-run
- * peers: the stage-0 baseline (materialized broadcast + one cuBLAS
- * strided-batched GEMM, what a PyTorch user runs today) and the decomposed
- * form (two cuBLAS GEMMs + one broadcast-add). */
+ * the worker's tensors, the fp32 reference, and the same-run peers: the
+ * stage-0 baseline (materialized broadcast + one cuBLAS strided-batched
+ * GEMM, what a PyTorch user runs today) and the decomposed form (two cuBLAS
+ * GEMMs + one broadcast-add).
+ *
+ * The reference of every check is computed with cuBLAS on tensor cores,
+ * fp32 accumulation and fp32 output (two GEMMs and a gather-add, ~1 ms at
+ * the default shape on an H100), where the SIMT kernel kv_ref (ref.cu,
+ * written to be obviously right) takes ~26 ms and was two thirds of an
+ * evaluation.  Each worker start holds the cuBLAS reference to kv_ref on
+ * inputs of its own (shuffled map; kv_ref reads the weights' natural rows,
+ * cuBLAS their padded copies) and refuses to start when they differ by
+ * more than fp32 summation order can; where cuBLAS cannot run a GEMM (or
+ * its scratch cannot be allocated) every check uses kv_ref. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stddef.h>
@@ -24,8 +34,14 @@ typedef struct lce_state {
     int64_t B, M, N, Ku, Kc, U, Kup, Kcp;
     int elem; /* bytes per element */
     CUdeviceptr user_res; /* [U, M, N], the decomposed peer's user GEMM output (peers only) */
-    CUfunction f_ref, f_cat_e, f_cat_w, f_bcast_add;
+    CUdeviceptr user32;   /* [U, M, N] fp32, the cuBLAS reference's user GEMM output; 0: kv_ref only */
+    CUfunction f_ref, f_cat_e, f_cat_w, f_bcast_add, f_ref_add_user, f_ref_diff;
 } lce_state;
+
+/* How far the cuBLAS reference may lie from kv_ref, ||x - y|| / ||y||: both
+ * sum exact products in fp32 in different orders (~1e-7); an fp16-rounded
+ * output would be ~3e-4, a wrong index O(1). */
+#define LCE_REF_AGREE 1e-5
 
 /* Device address of tensor i (its padded copy when padded and it has one). */
 static CUdeviceptr lce_ptr(const wk_ctx *w, int i, bool padded)
@@ -65,14 +81,110 @@ static void lce_gpu_args(wk_ctx *w, bool padded, int num_sms, void *out)
     memcpy(out, &a, sizeof a);
 }
 
-/* ref = the fp32 reference of the current inputs (natural layouts). */
-static CUresult lce_reference(wk_ctx *w)
+/* out (nb x M x N floats) = kv_ref of batches [b0, b0 + nb), nb <= 65535. */
+static CUresult lce_reference_simt(wk_ctx *w, CUdeviceptr out, int64_t b0, int64_t nb)
 {
     lce_state *s = w->op_state;
     kevo_lce_args a = lce_args(w, false);
-    void *p[] = {&a, &w->io.ref};
-    return wk_launch(w, s->f_ref, (unsigned)((s->N + 63) / 64), (unsigned)((s->M + 63) / 64), (unsigned)s->B, 16, 16, 1,
+    int ib0 = (int)b0;
+    void *p[] = {&a, &out, &ib0};
+    return wk_launch(w, s->f_ref, (unsigned)((s->N + 63) / 64), (unsigned)((s->M + 63) / 64), (unsigned)nb, 16, 16, 1,
                      0, p);
+}
+
+static CUresult lce_gemm_to(wk_ctx *w, CUdeviceptr e, int64_t K, CUdeviceptr wt, int64_t ldw, CUdeviceptr out,
+                            int64_t batch, cudaDataType out_dt);
+
+/* ref = the fp32 reference of the current inputs: ref[b] = W_cand @
+ * E_cand[b], user32[u] = W_user @ E_user[u] (cuBLAS, fp32 accumulation and
+ * output; the weights' copies with rows padded to 8 elements, whose 16-byte
+ * rows cuBLAS's fast kernels need: 6.5 ms with the natural rows at the
+ * default shape on an H100), ref[b] += user32[c2u[b]]; kv_ref on the natural
+ * layouts where there is no user32 (in slices of at most 65535 batches, the
+ * grid's z limit). */
+static CUresult lce_reference(wk_ctx *w)
+{
+    lce_state *s = w->op_state;
+    CUdeviceptr ref = w->io.ref;
+    if (!s->user32) {
+        for (int64_t b0 = 0; b0 < s->B; b0 += 65535) {
+            int64_t nb = s->B - b0 < 65535 ? s->B - b0 : 65535;
+            WK_TRY(lce_reference_simt(w, ref + (CUdeviceptr)(b0 * s->M * s->N) * sizeof(float), b0, nb));
+        }
+        return CUDA_SUCCESS;
+    }
+    WK_TRY(lce_gemm_to(w, lce_ptr(w, LCE_E_CAND, false), s->Kc, lce_ptr(w, LCE_W_CAND, true), s->Kcp, ref, s->B,
+                       CUDA_R_32F));
+    WK_TRY(lce_gemm_to(w, lce_ptr(w, LCE_E_USER, false), s->Ku, lce_ptr(w, LCE_W_USER, true), s->Kup, s->user32,
+                       s->U, CUDA_R_32F));
+    CUdeviceptr map = lce_ptr(w, LCE_MAP, false);
+    int B = (int)s->B;
+    unsigned long long mn = (unsigned long long)(s->M * s->N);
+    void *p[] = {&ref, &s->user32, &map, &B, &mn};
+    return wk_launch(w, s->f_ref_add_user, wk_blocks((unsigned long long)B * mn), 1, 1, 256, 1, 1, 0, p);
+}
+
+/* Hold the cuBLAS reference to kv_ref on inputs of the worker's own (the
+ * run's seed mixed, shuffled map), kv_ref in slices of at most 64 MiB into
+ * scratch.  Where cuBLAS fails to run, user32 is dropped and kv_ref serves.
+ * Errors: KEVO_ERR_CUDA; KEVO_ERR_INTERNAL when the two differ by more than
+ * LCE_REF_AGREE (KEVO_TRACE_EVAL=1 prints the figure). */
+static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
+{
+    lce_state *s = w->op_state;
+    char buf[256];
+    const int64_t mn = s->M * s->N;
+    int64_t slice = (64ll << 20) / (mn * (int64_t)sizeof(float));
+    slice = slice < 1 ? 1 : slice > s->B ? s->B : slice > 65535 ? 65535 : slice;
+    CUdeviceptr simt = 0;
+    CUresult r = wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemAlloc(&simt, (size_t)(slice * mn) * sizeof(float));
+    if (r == CUDA_SUCCESS && lce_reference(w) != CUDA_SUCCESS) { /* cuBLAS cannot: kv_ref it is */
+        w->cu.cuMemFree(s->user32);
+        s->user32 = 0;
+        w->cu.cuMemFree(simt);
+        return KEVO_OK;
+    }
+    /* fault injection for the tests: the last batch of the cuBLAS reference zeroed */
+    const char *inject = getenv("KEVO_FAULT_INJECT");
+    if (r == CUDA_SUCCESS && inject && strcmp(inject, "ref") == 0)
+        r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((s->B - 1) * mn) * sizeof(float), 0, (size_t)mn,
+                                   w->stream);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream);
+    for (int64_t b0 = 0; r == CUDA_SUCCESS && b0 < s->B; b0 += slice) {
+        int64_t nb = s->B - b0 < slice ? s->B - b0 : slice;
+        r = lce_reference_simt(w, simt, b0, nb);
+        CUdeviceptr x = w->io.ref + (CUdeviceptr)(b0 * mn) * sizeof(float);
+        unsigned long long n = (unsigned long long)(nb * mn);
+        void *p[] = {&x, &simt, &n, &w->io.stats};
+        if (r == CUDA_SUCCESS)
+            r = wk_launch(w, s->f_ref_diff, wk_blocks(n), 1, 1, 256, 1, 1, 0, p);
+    }
+    double st[4] = {0};
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemcpyDtoHAsync(st, w->io.stats, sizeof st, w->stream);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    if (simt)
+        w->cu.cuMemFree(simt);
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
+                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    double dmax;
+    memcpy(&dmax, &st[1], sizeof dmax);
+    double rel = st[2] > 0 ? sqrt(st[0] / st[2]) : (st[0] > 0 ? INFINITY : 0);
+    const char *te = getenv("KEVO_TRACE_EVAL");
+    if (te && strcmp(te, "1") == 0)
+        fprintf(stderr, "eval-reference cuBLAS against kv_ref: rel_err %.3e, max |d| %.3e, %.0f non-finite\n", rel,
+                dmax, st[3]);
+    if (st[3] > 0 || !(rel <= LCE_REF_AGREE))
+        return kevo_err_set(err, KEVO_ERR_INTERNAL,
+                            "the cuBLAS reference disagrees with kv_ref (rel_err %.3e, bound %.0e; %.0f non-finite): "
+                            "a kevo bug, please report it with the shape",
+                            rel, LCE_REF_AGREE, st[3]);
+    return KEVO_OK;
 }
 
 /* ---- the peers: stage-0 baseline and the decomposed form ---- */
@@ -81,8 +193,8 @@ static CUresult lce_reference(wk_ctx *w)
  * (K x N), b < batch, in the storage dtype, fp32 accumulation: row-major
  * as column-major out^T (N x M) = E^T (N x K, ld N) @ W^T (K x M, ld ldw),
  * W stride 0 (cuBLAS strided-batched GEMM). */
-static CUresult lce_gemm(wk_ctx *w, CUdeviceptr e, int64_t K, CUdeviceptr wt, int64_t ldw, CUdeviceptr out,
-                         int64_t batch)
+static CUresult lce_gemm_to(wk_ctx *w, CUdeviceptr e, int64_t K, CUdeviceptr wt, int64_t ldw, CUdeviceptr out,
+                            int64_t batch, cudaDataType out_dt)
 {
     lce_state *s = w->op_state;
     float alpha = 1.0f, beta = 0.0f;
@@ -90,8 +202,16 @@ static CUresult lce_gemm(wk_ctx *w, CUdeviceptr e, int64_t K, CUdeviceptr wt, in
     cublasStatus_t cs = w->cb.cublasGemmStridedBatchedEx(
         w->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)s->N, (int)s->M, (int)K, &alpha, (const void *)(uintptr_t)e, dt,
         (int)s->N, (long long)K * s->N, (const void *)(uintptr_t)wt, dt, (int)ldw, 0, &beta, (void *)(uintptr_t)out,
-        dt, (int)s->N, (long long)s->M * s->N, (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        out_dt, (int)s->N, (long long)s->M * s->N, (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return cs == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* The same with out in the storage dtype (the peers). */
+static CUresult lce_gemm(wk_ctx *w, CUdeviceptr e, int64_t K, CUdeviceptr wt, int64_t ldw, CUdeviceptr out,
+                         int64_t batch)
+{
+    return lce_gemm_to(w, e, K, wt, ldw, out, batch,
+                       w->cfg.dtype == KEVO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F);
 }
 
 /* Stage 0: one GEMM over the pre-broadcast E = cat(E_user[c2u], E_cand)
@@ -208,9 +328,14 @@ static kevo_status lce_init(wk_ctx *w, kevo_err *err)
     kevo_status st;
     if ((st = wk_ref_fn(w, "kv_ref", &s->f_ref, err)) || (st = wk_ref_fn(w, "kv_cat_e", &s->f_cat_e, err)) ||
         (st = wk_ref_fn(w, "kv_cat_w", &s->f_cat_w, err)) ||
-        (st = wk_ref_fn(w, "kv_bcast_add", &s->f_bcast_add, err)))
+        (st = wk_ref_fn(w, "kv_bcast_add", &s->f_bcast_add, err)) ||
+        (st = wk_ref_fn(w, "kv_ref_add_user", &s->f_ref_add_user, err)) ||
+        (st = wk_ref_fn(w, "kv_ref_diff", &s->f_ref_diff, err)))
         return st;
-    return KEVO_OK;
+    /* the cuBLAS reference's scratch; without it every check uses kv_ref */
+    if (w->cu.cuMemAlloc(&s->user32, (size_t)(s->U * s->M * s->N) * sizeof(float)) != CUDA_SUCCESS)
+        s->user32 = 0;
+    return s->user32 ? lce_reference_check(w, err) : KEVO_OK;
 }
 
 static void lce_fini(wk_ctx *w)
@@ -220,6 +345,8 @@ static void lce_fini(wk_ctx *w)
         return;
     if (s->user_res)
         w->cu.cuMemFree(s->user_res);
+    if (s->user32)
+        w->cu.cuMemFree(s->user32);
     free(s);
     w->op_state = NULL;
 }

@@ -1,7 +1,9 @@
 /* test_gpu_faults.c — GPU faults (ctest labels gpu and faults; exits 77
  * without a GPU): a real tuning run over the planted-fault family records
  * each defect with the right kind while the worker dies, hangs and is
- * restarted under it, and the run finishes. */
+ * restarted under it, and the run finishes; a worker whose cuBLAS reference
+ * is planted wrong (one batch zeroed, KEVO_FAULT_INJECT=ref) does not start,
+ * and says why. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +73,31 @@ static void test_planted_gpu_faults(void **state)
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
 }
 
+static void test_planted_wrong_reference(void **state)
+{
+    (void)state;
+    char db[128], log[128];
+    snprintf(db, sizeof db, "%s/wrong_ref.db", tmpdir);
+    snprintf(log, sizeof log, "%s/wrong_ref.log", tmpdir);
+    char *args[] = {"kevo", "tune", "--op", "ikbo_lce", "--shape", "B=40,M=70,N=64,Ku=50,Kc=30,ratio=4",
+                    "--budget", "2", "--reps", "3", "--db", db, "--no-bar", NULL};
+    for (int planted = 0; planted < 2; planted++) {
+        if (planted)
+            setenv("KEVO_FAULT_INJECT", "ref", 1);
+        int rc = tu_wait(tu_spawn(log, args));
+        unsetenv("KEVO_FAULT_INJECT");
+        char *text = NULL;
+        kevo_err err;
+        assert_int_equal(kv_read_file(log, &text, NULL, &err), KEVO_OK);
+        bool said = strstr(text, "the cuBLAS reference disagrees with kv_ref") != NULL;
+        if (rc != (planted ? 1 : 0) || said != (planted == 1))
+            printf("planted %d: rc %d\n%s", planted, rc, text);
+        free(text);
+        assert_int_equal(rc != 0, planted);
+        assert_int_equal(said, planted);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -90,6 +117,7 @@ int main(void)
         printf("skipped: no CUDA driver or device\n");
         return 77;
     }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_planted_gpu_faults)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_planted_gpu_faults),
+                                       cmocka_unit_test(test_planted_wrong_reference)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -89,7 +89,8 @@ static void check_reference(kevo_dtype dt, const char *shape_txt)
     a.cand_to_user = (const int *)(uintptr_t)map;
     a.B = (int)h.B, a.M = (int)h.M, a.N = (int)h.N, a.Ku = (int)h.Ku, a.Kc = (int)h.Kc, a.U = (int)h.U;
     a.ldw_user = (int)h.Ku, a.ldw_cand = (int)h.Kc;
-    void *p[] = {&a, &ref};
+    int b0 = 0;
+    void *p[] = {&a, &ref, &b0};
     assert_int_equal(cu.cuLaunchKernel(f_ref, (unsigned)((h.N + 63) / 64), (unsigned)((h.M + 63) / 64),
                                        (unsigned)h.B, 16, 16, 1, 0, NULL, p, NULL),
                      CUDA_SUCCESS);
