@@ -41,19 +41,9 @@ for i in $(seq "${ROUNDS:-2}"); do
   done
 done
 # the cache: every cold run's binaries (one source compiles to one key for both builds)
-python3 - "$OUT/cache.db" "${cold[@]}" <<'PY'
-import sqlite3, sys
-src = sys.argv[2:]
-db = sqlite3.connect(sys.argv[1])
-sqlite3.connect(src[0]).backup(db)
-for other in src[1:]:
-    db.execute("attach ? as o", (other,))
-    db.execute("insert or ignore into sources select * from o.sources")
-    db.execute("insert or ignore into binaries select * from o.binaries")
-    db.commit()
-    db.execute("detach o")
-print("cache:", db.execute("select count(*) from binaries").fetchone()[0], "binaries")
-PY
+python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))" \
+  "${cold[0]}" "$OUT/cache.db"
+python3 bench/merge_binaries.py "$OUT/cache.db" "${cold[@]:1}"
 for i in $(seq "${ROUNDS:-2}"); do
   for b in A B; do
     python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))" \

@@ -72,18 +72,7 @@ for stage in $STAGES; do
     # round's runs compiled (their graphs part where measurements tie, into
     # configurations no cold run had), so that the second round compiles ~nothing
     copy "$OUT/cold1.db" "$OUT/cache.db"
-    merge() { python3 - "$OUT/cache.db" "$@" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-for other in sys.argv[2:]:
-    db.execute("attach ? as o", (other,))
-    db.execute("insert or ignore into sources select * from o.sources")
-    db.execute("insert or ignore into binaries select * from o.binaries")
-    db.commit()
-    db.execute("detach o")
-print("cache:", db.execute("select count(*) from binaries").fetchone()[0], "binaries")
-PY
-    }
+    merge() { python3 bench/merge_binaries.py "$OUT/cache.db" "$@"; }
     merge "$OUT"/cold2.db "$OUT"/mpi2.db
     for round in $(seq "${WARM_ROUNDS:-2}"); do
       for w in warm1 warm2 mpiwarm; do copy "$OUT/cache.db" "$OUT/$w.db"; done
@@ -166,14 +155,7 @@ except Exception: print(0)" "$OUT/$stage.db")
     BUDGET=$sb tune shapes1 --devices 0 --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes1.db"
     BUDGET=$sb tune shapes2 --devices all --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes2.db"
     copy "$OUT/shapes1.db" "$OUT/shapes_w1.db"
-    python3 - "$OUT/shapes_w1.db" "$OUT/shapes2.db" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("attach ? as o", (sys.argv[2],))
-db.execute("insert or ignore into sources select * from o.sources")
-db.execute("insert or ignore into binaries select * from o.binaries")
-db.commit()
-PY
+    python3 bench/merge_binaries.py "$OUT/shapes_w1.db" "$OUT/shapes2.db"
     copy "$OUT/shapes_w1.db" "$OUT/shapes_w2.db"
     BUDGET=$sb tune shapes_w1 --devices 0 --warm-start none --shapes "${SHAPES:-bench/dist3.txt}" --db "$OUT/shapes_w1.db"
     BUDGET=$sb tune shapes_w2 --devices all --warm-start none --shapes "${SHAPES:-bench/dist3.txt}" \

@@ -126,6 +126,25 @@ extern "C" __global__ void __launch_bounds__(256) kv_ref(const kevo_lce_args a, 
         }
 }
 
+// One warp's partial sums a, b, c and maximum m (non-negative) added to
+// *sa, *sb, *sc and folded into *sm (as the bits of a double) by lane 0.
+__device__ __forceinline__ void warp_flush(double a, double m, double b, double c, double *sa, double *sm, double *sb,
+                                           double *sc)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        a += __shfl_down_sync(0xffffffffu, a, o);
+        m = fmax(m, __shfl_down_sync(0xffffffffu, m, o));
+        b += __shfl_down_sync(0xffffffffu, b, o);
+        c += __shfl_down_sync(0xffffffffu, c, o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(sa, a);
+        atomicMax(reinterpret_cast<unsigned long long *>(sm), (unsigned long long)__double_as_longlong(m));
+        atomicAdd(sb, b);
+        atomicAdd(sc, c);
+    }
+}
+
 // The user half of the cuBLAS reference: ref[b] += user[c2u[b]], both fp32,
 // ref [B, M*N] and user [U, M*N].
 extern "C" __global__ void kv_ref_add_user(float *ref, const float *user, const int *c2u, int B,
@@ -159,18 +178,7 @@ extern "C" __global__ void kv_ref_diff(const float *x, const float *y, unsigned 
         dmax = fmax(dmax, d);
         y2 += (double)b * b;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        d2 += __shfl_down_sync(0xffffffffu, d2, o);
-        dmax = fmax(dmax, __shfl_down_sync(0xffffffffu, dmax, o));
-        y2 += __shfl_down_sync(0xffffffffu, y2, o);
-        nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, o);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(&stats[0], d2);
-        atomicMax(reinterpret_cast<unsigned long long *>(&stats[1]), (unsigned long long)__double_as_longlong(dmax));
-        atomicAdd(&stats[2], y2);
-        atomicAdd(&stats[3], nonfinite);
-    }
+    warp_flush(d2, dmax, y2, nonfinite, &stats[0], &stats[1], &stats[2], &stats[3]);
 }
 
 // *sum += a position-weighted checksum of n 32-bit words (each word times an
@@ -225,18 +233,7 @@ extern "C" __global__ void kv_compare(const elem_t *out, const float *ref, unsig
         if (d > (double)rtol * fabs((double)r) + (double)atol)
             bad += 1.0;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        d2 += __shfl_down_sync(0xffffffffu, d2, o);
-        dmax = fmax(dmax, __shfl_down_sync(0xffffffffu, dmax, o));
-        bad += __shfl_down_sync(0xffffffffu, bad, o);
-        nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, o);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(&stats[1], d2);
-        atomicMax(reinterpret_cast<unsigned long long *>(&stats[2]), (unsigned long long)__double_as_longlong(dmax));
-        atomicAdd(&stats[3], bad);
-        atomicAdd(&stats[4], nonfinite);
-    }
+    warp_flush(d2, dmax, bad, nonfinite, &stats[1], &stats[2], &stats[3], &stats[4]);
 }
 
 // Stage-0 baseline inputs, what a PyTorch user builds before one bmm:
