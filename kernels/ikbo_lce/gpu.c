@@ -126,7 +126,8 @@ static CUresult lce_reference(wk_ctx *w)
 
 /* Hold the cuBLAS reference to kv_ref on inputs of the worker's own (the
  * run's seed mixed, shuffled map), kv_ref in slices of at most 64 MiB into
- * scratch.  Where cuBLAS fails to run, user32 is dropped and kv_ref serves.
+ * scratch.  Where cuBLAS fails to run or the scratch does not fit, user32
+ * is dropped and kv_ref serves.
  * Errors: KEVO_ERR_CUDA; KEVO_ERR_INTERNAL when the two differ by more than
  * LCE_REF_AGREE (KEVO_TRACE_EVAL=1 prints the figure). */
 static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
@@ -138,12 +139,13 @@ static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
     slice = slice < 1 ? 1 : slice > s->B ? s->B : slice > 65535 ? 65535 : slice;
     CUdeviceptr simt = 0;
     CUresult r = wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemAlloc(&simt, (size_t)(slice * mn) * sizeof(float));
-    if (r == CUDA_SUCCESS && lce_reference(w) != CUDA_SUCCESS) { /* cuBLAS cannot: kv_ref it is */
+    /* no room for the slices, or cuBLAS cannot: kv_ref it is */
+    if (r == CUDA_SUCCESS && (w->cu.cuMemAlloc(&simt, (size_t)(slice * mn) * sizeof(float)) != CUDA_SUCCESS ||
+                              lce_reference(w) != CUDA_SUCCESS)) {
         w->cu.cuMemFree(s->user32);
         s->user32 = 0;
-        w->cu.cuMemFree(simt);
+        if (simt)
+            w->cu.cuMemFree(simt);
         return KEVO_OK;
     }
     /* fault injection for the tests: the last batch of the cuBLAS reference zeroed */

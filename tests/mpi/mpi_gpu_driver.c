@@ -117,9 +117,8 @@ int main(int argc, char **argv)
         kevo_compile_job_release(&job);
     }
     /* the ranks still compile: one job, placed where the most slots are free (another rank: 2 against 1) */
-    if (!rc && kevo_compile_job_init(&job, "k.cu",
-                                     PRELUDE "extern \"C\" __global__ void k(__half *o) { o[0] = __float2half(1.0f); }\n",
-                                     "sm_90a", &err) == KEVO_OK) {
+    static const char kernel[] = PRELUDE "extern \"C\" __global__ void k(__half *o) { o[0] = __float2half(1.0f); }\n";
+    if (!rc && kevo_compile_job_init(&job, "k.cu", kernel, "sm_90a", &err) == KEVO_OK) {
         kevo_compile_key(&job);
         st = kevo_mpi_compile(m, &job, 1, 1, 60, &err);
         printf("compile: status %d fail %s cubin %zu bytes, precompiled header %d\n", st, kevo_fail_name(job.fail),

@@ -591,7 +591,8 @@ static void test_gpus(void **state)
     path_in(log, sizeof log, "gpus.log");
     path_in(pchdir, sizeof pchdir, "pch");
     assert_int_equal(mkdir(pchdir, 0700), 0);
-    char *argv[] = {mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", KEVO_MPI_GPU_DRIVER, pchdir, NULL, NULL};
+    char *argv[] = {mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", KEVO_MPI_GPU_DRIVER, pchdir,
+                    NULL,   NULL};
     if (geteuid() == 0) {
         memmove(argv + 2, argv + 1, 7 * sizeof *argv);
         argv[1] = "--allow-run-as-root";

@@ -729,7 +729,8 @@ static void test_timing_steady(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_prepare_roundtrip), cmocka_unit_test(test_result_roundtrip),
+        cmocka_unit_test(test_job_roundtrip),     cmocka_unit_test(test_prepare_roundtrip),
+        cmocka_unit_test(test_result_roundtrip),
         cmocka_unit_test(test_hello_and_control), cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_cut_and_flipped),   cmocka_unit_test(test_gpu_frames),
         cmocka_unit_test(test_timing_steady),     cmocka_unit_test(test_reap_frames),
