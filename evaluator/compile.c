@@ -746,8 +746,7 @@ static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, 
 
 void kevo_compile_pch_poll(void)
 {
-    if (cp_g.owner == getpid())
-        cp_pch_poll(0);
+    cp_pch_poll(0); /* nothing in a process that holds no writers of its own */
 }
 
 void kevo_compile_pch_prepare(const kevo_compile_job *job)

@@ -272,23 +272,10 @@ static void wk_phase(wk_phases *ph, int k)
     ph->t = now;
 }
 
-static void wk_op_eval_phases(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res,
-                              bool *sticky, wk_phases *ph);
-
 void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky,
                 wk_phases *ph)
 {
-    wk_phases local;
-    if (!ph)
-        ph = &local;
-    memset(ph, 0, sizeof *ph);
     ph->t = kv_now();
-    wk_op_eval_phases(w, req, c, res, sticky, ph);
-}
-
-static void wk_op_eval_phases(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res,
-                              bool *sticky, wk_phases *ph)
-{
     wk_io *io = &w->io;
     double rel_bound, rtol;
     w->cfg.op->tolerance(w->cfg.dtype, &rel_bound, &rtol);

@@ -108,7 +108,7 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err);
  * fresh inputs, the reference, output (and the first time the workspace)
  * poisoned, the plan run, inputs and reference checksummed around it, the
  * output compared.  *sticky when the context is no longer usable.  *ph
- * (may be NULL): where the time went (below). */
+ * (zeroed by the caller): where the time went is added (below). */
 typedef struct wk_phases wk_phases;
 void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky,
                 wk_phases *ph);

@@ -376,9 +376,6 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
     if (gp_write(wfd, &hello, sizeof hello) || st)
         _exit(st ? 2 : 3);
 
-    /* KEVO_TRACE_EVAL=1: where each evaluation's time went, on stderr */
-    const char *te = getenv("KEVO_TRACE_EVAL");
-    bool trace = te && strcmp(te, "1") == 0;
     for (;;) {
         gp_request rq;
         if (gp_read(rfd, &rq, sizeof rq))
@@ -410,7 +407,7 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
             if (!sticky)
                 w.cu.cuModuleUnload(mod);
         }
-        if (trace)
+        if (kv_trace_eval()) /* where each evaluation's time went */
             fprintf(stderr, "eval-phases #%lld ms load %.2f fill %.2f ref %.2f sum %.2f run %.2f cmp %.2f time %.2f "
                     "all %.2f\n", (long long)req.candidate_id, 1e3 * t_load, 1e3 * ph.s[WP_FILL], 1e3 * ph.s[WP_REF],
                     1e3 * ph.s[WP_SUM], 1e3 * ph.s[WP_RUN], 1e3 * ph.s[WP_CMP], 1e3 * ph.s[WP_TIME],

@@ -1248,10 +1248,7 @@ static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compili
  * GPUs wait. */
 static void tn_trace(const tn_env *e, const char *what, int64_t cand, int dev)
 {
-    static int on = -1;
-    if (on < 0)
-        on = getenv("KEVO_TRACE_EVAL") && strcmp(getenv("KEVO_TRACE_EVAL"), "1") == 0;
-    if (on)
+    if (kv_trace_eval())
         fprintf(stderr, "trace %.4f %s #%lld dev %d\n", kv_now() - e->loop_t0, what, (long long)cand, dev);
 }
 

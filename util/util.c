@@ -309,6 +309,16 @@ double kv_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+bool kv_trace_eval(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("KEVO_TRACE_EVAL");
+        on = v && strcmp(v, "1") == 0;
+    }
+    return on;
+}
+
 void kv_utc_iso(char out[32])
 {
     time_t t = time(NULL);

@@ -60,6 +60,10 @@ void kv_sha256_hex(const void *const *bufs, const size_t *lens, int n, char hex[
 
 /* Monotonic clock in seconds. */
 double kv_now(void);
+/* Whether KEVO_TRACE_EVAL=1: the tuning loop's events and each GPU worker's
+ * evaluation phases go to stderr (bench/trace_idle.py reads them).  Read
+ * once per process. */
+bool kv_trace_eval(void);
 
 /* Wall-clock time as "YYYY-MM-DDTHH:MM:SSZ" in out[32]. */
 void kv_utc_iso(char out[32]);
