@@ -68,6 +68,7 @@ typedef struct ex_node {
     int64_t num; /* EXN_NUM: the value */
     int first;   /* EXN_SYM: offset of the name in text; else first kid slot */
     int n;       /* EXN_SYM: name length; else number of kids */
+    uint32_t hash; /* EXN_SYM: kevo_syms_hash of the name, computed once */
 } ex_node;
 
 /* One child of a node.  In a chain, op and col are those of the operator
@@ -448,6 +449,7 @@ static int ex_primary(ex_parser *p)
             return -1;
         p->e->nodes[idx].first = (int)t.pos;
         p->e->nodes[idx].n = (int)t.len;
+        p->e->nodes[idx].hash = kevo_syms_hash(p->s + t.pos, t.len);
         return idx;
     }
     int fn = ex_func_lookup(p->s + t.pos, t.len);
@@ -681,14 +683,10 @@ static kevo_status ex_eval(const kevo_expr *e, int idx, const kevo_syms *syms, i
     case EXN_NUM:
         *out = n->num;
         return KEVO_OK;
-    case EXN_SYM: {
-        char name[KEVO_SYM_NAME_MAX];
-        memcpy(name, e->text + n->first, (size_t)n->n);
-        name[n->n] = '\0';
-        if (!syms || !kevo_syms_get(syms, name, out))
-            return ex_eval_fail(e, n->col, err, "unknown symbol '%s'", name);
+    case EXN_SYM:
+        if (!syms || !kevo_syms_find(syms, e->text + n->first, (size_t)n->n, n->hash, out))
+            return ex_eval_fail(e, n->col, err, "unknown symbol '%.*s'", n->n, e->text + n->first);
         return KEVO_OK;
-    }
     case EXN_UNARY:
         if ((st = ex_eval(e, k[0].node, syms, &a, err)) != KEVO_OK)
             return st;

@@ -47,6 +47,12 @@ void kevo_syms_init(kevo_syms *s);
 kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value);
 /* True and *value set when name is bound. */
 bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value);
+/* The hash kevo_syms files a name under: FNV-1a over its len bytes. */
+uint32_t kevo_syms_hash(const char *name, size_t len);
+/* kevo_syms_get for the len bytes at name (no terminator needed) whose
+ * kevo_syms_hash is hash: what an expression, which hashes each name once
+ * when parsed, reads at every evaluation. */
+bool kevo_syms_find(const kevo_syms *s, const char *name, size_t len, uint32_t hash, int64_t *value);
 /* Where name sits in name[]/value[] (stable until the set is copied over), or -1. */
 int kevo_syms_index(const kevo_syms *s, const char *name);
 

@@ -14,17 +14,28 @@ void kevo_syms_init(kevo_syms *s)
     memset(s->slot, 0, sizeof s->slot);
 }
 
-/* The slot that holds name, or the empty one where it would go (FNV-1a,
- * linear probing; the table is never more than half full). */
-static unsigned sy_slot(const kevo_syms *s, const char *name)
+uint32_t kevo_syms_hash(const char *name, size_t len)
 {
     uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    unsigned i = h & (KEVO_SYMS_SLOTS - 1);
-    while (s->slot[i] && strcmp(s->name[s->slot[i] - 1], name) != 0)
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
+}
+
+/* The slot that holds the len bytes at name, or the empty one where they
+ * would go (linear probing from hash; the table is never more than half
+ * full). */
+static unsigned sy_slot(const kevo_syms *s, const char *name, size_t len, uint32_t hash)
+{
+    unsigned i = hash & (KEVO_SYMS_SLOTS - 1);
+    for (;;) {
+        if (!s->slot[i])
+            return i;
+        const char *have = s->name[s->slot[i] - 1];
+        if (len < KEVO_SYM_NAME_MAX && have[len] == '\0' && memcmp(have, name, len) == 0)
+            return i;
         i = (i + 1) & (KEVO_SYMS_SLOTS - 1);
-    return i;
+    }
 }
 
 kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value)
@@ -32,7 +43,7 @@ kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value)
     size_t len = name ? strlen(name) : 0;
     if (len == 0 || len >= KEVO_SYM_NAME_MAX)
         return KEVO_ERR_ARG;
-    unsigned i = sy_slot(s, name);
+    unsigned i = sy_slot(s, name, len, kevo_syms_hash(name, len));
     if (s->slot[i]) {
         s->value[s->slot[i] - 1] = value;
         return KEVO_OK;
@@ -47,7 +58,13 @@ kevo_status kevo_syms_set(kevo_syms *s, const char *name, int64_t value)
 
 bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value)
 {
-    unsigned i = sy_slot(s, name);
+    size_t len = strlen(name);
+    return kevo_syms_find(s, name, len, kevo_syms_hash(name, len), value);
+}
+
+bool kevo_syms_find(const kevo_syms *s, const char *name, size_t len, uint32_t hash, int64_t *value)
+{
+    unsigned i = sy_slot(s, name, len, hash);
     if (!s->slot[i])
         return false;
     if (value)
@@ -57,6 +74,7 @@ bool kevo_syms_get(const kevo_syms *s, const char *name, int64_t *value)
 
 int kevo_syms_index(const kevo_syms *s, const char *name)
 {
-    unsigned i = sy_slot(s, name);
+    size_t len = strlen(name);
+    unsigned i = sy_slot(s, name, len, kevo_syms_hash(name, len));
     return s->slot[i] ? s->slot[i] - 1 : -1;
 }

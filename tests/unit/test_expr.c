@@ -179,6 +179,52 @@ static void test_syms_table(void **state)
     assert_false(kevo_syms_get(&c, "s0", NULL));
     assert_int_equal(kevo_syms_set(&c, "s0", 5), KEVO_OK);
     assert_int_equal(c.n, 1);
+
+    /* a name is its bytes, not a prefix of them: BN and B, a longest name */
+    kevo_syms_init(&c);
+    char longest[KEVO_SYM_NAME_MAX];
+    memset(longest, 'x', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    assert_int_equal(kevo_syms_set(&c, "BN", 128), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&c, longest, 9), KEVO_OK);
+    int64_t v = 0;
+    assert_false(kevo_syms_find(&c, "BN", 1, kevo_syms_hash("BN", 1), &v));
+    assert_false(kevo_syms_get(&c, "BNX", NULL));
+    assert_true(kevo_syms_find(&c, "BNX", 2, kevo_syms_hash("BNX", 2), &v)); /* the first 2 bytes */
+    assert_int_equal(v, 128);
+    assert_true(kevo_syms_get(&c, longest, &v));
+    assert_int_equal(v, 9);
+    char longer[KEVO_SYM_NAME_MAX + 8];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    assert_false(kevo_syms_get(&c, longer, NULL));
+    assert_int_equal(kevo_syms_set(&c, longer, 1), KEVO_ERR_ARG);
+}
+
+/* An expression reads names by their hash and bytes: names that share a
+ * prefix stay apart, an unknown one is named whole, and one too long for a
+ * kevo_syms is refused when parsed. */
+static void test_expr_names_lookup(void **state)
+{
+    (void)state;
+    kevo_syms s;
+    kevo_syms_init(&s);
+    assert_int_equal(kevo_syms_set(&s, "BN", 128), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "BNX", 3), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&s, "B", 7), KEVO_OK);
+    kevo_expr *e;
+    kevo_err err;
+    assert_int_equal(kevo_expr_parse("BN * 100 + BNX * 10 + B", &e, &err), KEVO_OK);
+    int64_t v = 0;
+    assert_int_equal(kevo_expr_eval(e, &s, &v, &err), KEVO_OK);
+    assert_int_equal(v, 12837);
+    kevo_expr_free(e);
+    assert_int_equal(kevo_expr_parse("BN + BNXY", &e, &err), KEVO_OK);
+    assert_int_equal(kevo_expr_eval(e, &s, &v, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "unknown symbol 'BNXY'"));
+    kevo_expr_free(e);
+    /* the parser refuses a name no kevo_syms can hold */
+    assert_int_equal(kevo_expr_parse("BN + a_name_longer_than_any_symbol_may_be", &e, &err), KEVO_ERR_PARSE);
 }
 
 static void test_short_circuit(void **state)
@@ -529,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_precedence),
         cmocka_unit_test(test_ternary),
         cmocka_unit_test(test_syms_table),
+        cmocka_unit_test(test_expr_names_lookup),
         cmocka_unit_test(test_short_circuit),
         cmocka_unit_test(test_functions),
         cmocka_unit_test(test_function_errors),
