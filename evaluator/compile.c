@@ -14,9 +14,11 @@
  * extra child that compiles the prelude alone with --create-pch (or
  * kevo_compile_pch_prepare does, before any job: tune starts one per family
  * while its GPU workers start, so that its first round finds them ready);
- * writers of different preludes run at once.  The jobs after the writer
- * ends compile with --use-pch, and their children strip NVRTC's "using
- * precompiled header" line from the log.  A PCH file is usable only by a
+ * writers of different preludes run at once.  A job started while its
+ * prelude's writer runs waits for it (up to KEVO_COMPILE_PCH_WAIT_S: the
+ * writer has less left than the front end a job without it would repeat),
+ * then compiles with --use-pch, as every later job does; their children strip
+ * NVRTC's "using precompiled header" line from the log.  A PCH file is usable only by a
  * process whose PCH heap sits where the writer's did (NVRTC warning 20282),
  * and NVRTC maps that heap at the first compile that names a PCH: the pool
  * has it mapped in the parent, by a compile of an empty program naming a PCH
@@ -334,15 +336,17 @@ static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, b
     _exit(0);
 }
 
-/* Parent-side state of one running child. */
+/* Parent-side state of one child: running (pid set), or not yet started
+ * because its job waits for its prelude's PCH (pid -1, job set). */
 typedef struct cp_slot {
     kevo_compile_job *job; /* NULL: the slot is free */
     pid_t pid;
     int fd;
-    double deadline;
+    double deadline; /* running: when it is killed; waiting: when it starts without the PCH */
+    double timeout_s; /* waiting: the job's time limit, counted from its start */
     kv_buf in;
     bool timed_out;
-    int pch; /* the PCH (index into the pool's) the child uses or writes; -1: none */
+    int pch; /* the PCH (index into the pool's) the child uses, writes or waits for; -1: none */
 } cp_slot;
 
 /* One PCH: a prelude compiled with one set of options. */
@@ -374,6 +378,7 @@ struct kevo_compile_pool {
     kevo_compile_job **done; /* finished, not yet handed back, in finishing order ([parallel]) */
     int ndone, done_head;
     bool pch_on;
+    double pch_wait_s; /* how long a job waits for its prelude's PCH while it is written */
 };
 
 static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
@@ -600,6 +605,7 @@ kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_er
     }
     for (int i = 0; i < parallel; i++)
         p->slots[i].pid = -1;
+    p->pch_wait_s = KEVO_COMPILE_PCH_WAIT_S;
     p->pch_on = cp_pch_enabled();
     if (p->pch_on)
         cp_pch_heap();
@@ -727,21 +733,50 @@ static int cp_pch_find(const kevo_compile_job *job, bool start)
     return cp_g.n - 1;
 }
 
-/* The PCH option for job: "--use-pch=/proc/self/fd/N" when its prelude's is
- * ready (*pch its index), else "" (and its writer is started when the
- * process has none for it). */
-static void cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job, char *opt, size_t n, int *pch)
+/* The index of job's PCH (its writer started when the process has none for
+ * it), -1 when there is none to use or wait for. */
+static int cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job)
 {
-    opt[0] = '\0';
-    *pch = -1;
     if (!p->pch_on)
-        return;
+        return -1;
     cp_pch_poll(0);
     int i = cp_pch_find(job, true);
-    if (i >= 0 && cp_g.set[i].state == CP_PCH_READY) {
-        snprintf(opt, n, "--use-pch=/proc/self/fd/%d", cp_g.set[i].fd);
-        *pch = i;
+    return i >= 0 && cp_g.set[i].state != CP_PCH_FAILED ? i : -1;
+}
+
+/* Fork job into slot s with PCH pch when that is ready, else without. */
+static kevo_status cp_fork_job(cp_slot *s, kevo_compile_job *job, double timeout_s, int pch, kevo_err *err)
+{
+    char opt[64];
+    if (pch >= 0 && cp_g.set[pch].state == CP_PCH_READY)
+        snprintf(opt, sizeof opt, "--use-pch=/proc/self/fd/%d", cp_g.set[pch].fd);
+    else
+        pch = -1;
+    return cp_fork(s, job, timeout_s, pch >= 0 ? opt : NULL, false, pch, err);
+}
+
+/* Start the waiting jobs whose PCH's writer has ended or whose wait is
+ * over.  Errors: cp_fork's (that job's slot is freed, the job unfinished). */
+static kevo_status cp_start_waiting(kevo_compile_pool *p, double now, kevo_err *err)
+{
+    for (int i = 0; i < p->parallel; i++) {
+        cp_slot *s = &p->slots[i];
+        if (!s->job || s->pid != -1 || (cp_g.set[s->pch].state == CP_PCH_CREATING && now < s->deadline))
+            continue;
+        kevo_compile_job *job = s->job;
+        kevo_status st = cp_fork_job(s, job, s->timeout_s, s->pch, err);
+        if (st) {
+            s->job = NULL;
+            p->active--;
+            return st;
+        }
     }
+    return KEVO_OK;
+}
+
+void kevo_compile_pool_set_pch_wait(kevo_compile_pool *p, double seconds)
+{
+    p->pch_wait_s = seconds > 0 ? seconds : 0;
 }
 
 void kevo_compile_pch_poll(void)
@@ -765,14 +800,19 @@ kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job,
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
     cp_slot *s = NULL;
     for (int i = 0; i < p->parallel && !s; i++)
-        if (p->slots[i].pid == -1)
+        if (!p->slots[i].job)
             s = &p->slots[i];
     if (!s)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "a compile job was started in a full pool");
-    char opt[64];
-    int pch;
-    cp_pch_for(p, job, opt, sizeof opt, &pch);
-    kevo_status st = cp_fork(s, job, timeout_s, pch >= 0 ? opt : NULL, false, pch, err);
+    int pch = cp_pch_for(p, job);
+    if (pch >= 0 && cp_g.set[pch].state == CP_PCH_CREATING && p->pch_wait_s > 0) {
+        /* compiling the prelude again costs more than the writer has left */
+        *s = (cp_slot){.job = job, .pid = -1, .fd = -1, .deadline = kv_now() + p->pch_wait_s,
+                       .timeout_s = timeout_s, .pch = pch};
+        p->active++;
+        return KEVO_OK;
+    }
+    kevo_status st = cp_fork_job(s, job, timeout_s, pch, err);
     p->active += !st;
     return st;
 }
@@ -813,6 +853,9 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
     *done = NULL;
     const bool mine = cp_g.owner == getpid();
     const int nw = mine ? cp_g.n : 0; /* the writers' slots follow the jobs' */
+    kevo_status st = cp_start_waiting(p, kv_now(), err); /* a writer read elsewhere may have ended */
+    if (st)
+        return st;
     if (p->ndone == 0 && (p->active > 0 || cp_pch_writing() > 0)) {
         double now = kv_now();
         int wait_ms = wait_s <= 0 ? 0 : (int)(wait_s * 1000);
@@ -822,7 +865,7 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
             p->pfd[i].fd = on ? s->fd : -1;
             p->pfd[i].events = POLLIN;
             p->pfd[i].revents = 0;
-            if (on) {
+            if (on || (i < p->parallel && s->job)) { /* a waiting job's deadline ends its wait */
                 double left = s->deadline - now;
                 int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
                 if (ms < wait_ms)
@@ -853,6 +896,8 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
         }
         for (int i = 0; i < nw; i++) /* a writer past its deadline is killed here too */
             cp_pch_service(i, pr > 0 ? p->pfd[p->parallel + i].revents : 0, now);
+        if ((st = cp_start_waiting(p, kv_now(), err)) != KEVO_OK)
+            return st;
     }
     if (p->ndone > 0) {
         *done = p->done[p->done_head];

@@ -68,14 +68,26 @@ kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_er
 int kevo_compile_pool_idle(const kevo_compile_pool *p);
 /* Jobs started and not yet handed back by kevo_compile_pool_wait. */
 int kevo_compile_pool_busy(const kevo_compile_pool *p);
-/* Fork a child that compiles job (not a cached one), killed after timeout_s.
+/* How long a job waits, by default, for its prelude's precompiled header
+ * while that is being written (a writer takes 1-2 s; compiling the prelude
+ * again instead costs each job about 1 s of a core). */
+#define KEVO_COMPILE_PCH_WAIT_S 10.0
+/* Set p's wait for a PCH being written, in seconds (0: such a job starts at
+ * once, without it). */
+void kevo_compile_pool_set_pch_wait(kevo_compile_pool *p, double seconds);
+/* Fork a child that compiles job (not a cached one), killed after timeout_s
+ * from its start; a job whose prelude's PCH is being written waits for it
+ * first (kevo_compile_pool_set_pch_wait), its child started by a later
+ * kevo_compile_pool_wait.
  * Errors: KEVO_ERR_IO (no pipe or process), KEVO_ERR_INTERNAL (no free slot,
  * a cached job). */
 kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job, double timeout_s, kevo_err *err);
-/* Wait up to wait_s seconds for a job to finish; *done is a finished job
+/* Wait up to wait_s seconds for a job to finish, starting the waiting jobs
+ * whose PCH is written (or whose wait is over); *done is a finished job
  * (its fail, log, cubin and ptxas figures set) or NULL when none finished
  * in time (at once when nothing runs).  Errors: KEVO_ERR_INTERRUPTED after
- * SIGINT/SIGTERM (kv_signals_catch), KEVO_ERR_IO when poll fails. */
+ * SIGINT/SIGTERM (kv_signals_catch), KEVO_ERR_IO when poll fails or a
+ * waiting job's child cannot be started (that job stays unfinished). */
 kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err);
 /* Kill and reap the children still running (their jobs stay unfinished)
  * and free the pool; p may be NULL. */

@@ -729,11 +729,13 @@ static void pch_compile(kevo_compile_pool *p, kevo_compile_job *job)
     assert_ptr_equal(done, job);
 }
 
-/* The first job of a prelude starts the PCH's writer and compiles without
- * it; once it is written the next jobs of that prelude and options use it
- * (the same ptxas figures, no PCH line left in the log, a compile error still
- * reported as such), a job of another prelude or other options does not, and
- * KEVO_PCH=0 turns it off.  The PCH outlives the pool that wrote it. */
+/* The first job of a prelude starts the PCH's writer; told not to wait, it
+ * compiles without it.  Once it is written the next jobs of that prelude and
+ * options use it (the same ptxas figures, no PCH line left in the log, a
+ * compile error still reported as such); a job of another prelude waits for
+ * its own writer and uses that, or, with a wait shorter than the writer,
+ * starts without it; KEVO_PCH=0 turns it off.  The PCH outlives the pool
+ * that wrote it. */
 static void test_pch(void **state)
 {
     (void)state;
@@ -743,7 +745,8 @@ static void test_pch(void **state)
     assert_int_equal(writing, 0);
     kevo_compile_pool *p;
     assert_int_equal(kevo_compile_pool_new(2, &p, &err), KEVO_OK);
-    kevo_compile_job a, b, c, d, e;
+    kevo_compile_pool_set_pch_wait(p, 0);
+    kevo_compile_job a, b, c, d, e, f;
     assert_int_equal(kevo_compile_job_init(&a, "a.cu", PCH_PRELUDE PCH_KERNEL, "sm_90a", &err), KEVO_OK);
     pch_compile(p, &a);
     assert_int_equal(a.fail, KEVO_FAIL_NONE);
@@ -777,11 +780,24 @@ static void test_pch(void **state)
     assert_true(c.pch);
     assert_non_null(strstr(c.log, "c.cu(3): error"));
 
-    /* another prelude: its own writer, this job without */
+    /* another prelude: its own writer, which this job waits for (the pool's default) */
+    ready0 = kevo_compile_pch_ready(NULL);
     assert_int_equal(kevo_compile_job_init(&d, "d.cu", "#include <cuda_fp16.h>\n" PCH_KERNEL, "sm_90a", &err), KEVO_OK);
     pch_compile(p, &d);
-    assert_false(d.pch);
+    assert_true(d.pch);
+    assert_int_equal(kevo_compile_pch_ready(&writing), ready0 + 1);
     assert_int_equal(d.fail, KEVO_FAIL_COMPILE_ERROR); /* no <cuda/ptx> */
+    assert_non_null(strstr(d.log, "d.cu"));
+
+    /* a third: a wait shorter than its writer ends, and the job goes without */
+    kevo_compile_pool_set_pch_wait(p, 0.01);
+    assert_int_equal(kevo_compile_job_init(&f, "f.cu", "#include <cuda/ptx>\n#include <cuda_fp16.h>\n" PCH_KERNEL,
+                                           "sm_90a", &err),
+                     KEVO_OK);
+    pch_compile(p, &f);
+    assert_false(f.pch);
+    assert_int_equal(f.fail, KEVO_FAIL_NONE);
+    assert_int_equal(f.regs, a.regs);
 
     setenv("KEVO_PCH", "0", 1);
     kevo_compile_pool *off;
@@ -800,6 +816,7 @@ static void test_pch(void **state)
     kevo_compile_job_release(&c);
     kevo_compile_job_release(&d);
     kevo_compile_job_release(&e);
+    kevo_compile_job_release(&f);
 }
 
 /* Wait (reading in pool p) until no PCH writer runs. */
