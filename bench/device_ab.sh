@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/device_ab.sh — two kevo builds, A and B, on one GPU of a device machine
 # (repo root, build/ carried), for a change to the evaluator or the loop: the
-# README's main job at budget $BUDGET (default 120, batch 8, --devices 0),
+# README's main job at budget $BUDGET (default 120, batch 8, --devices 0;
+# OP=ikbo_fa: that op's, at its default shape),
 #   cold  A, B, A, B, ... ($ROUNDS pairs, default 2), each into a fresh DB
 #   warm  the same order again, each from a copy of a DB holding every cold
 #         run's binaries (its run 2; what the GPU alone sets: nearly nothing
@@ -16,6 +17,7 @@
 # Logs, traces and slimmed DBs go to $OUT/ab.tgz; the tables are printed last.
 set -u
 BUDGET=${BUDGET:-120}
+OP=${OP:-ikbo_lce}
 OUT=${OUT:-/tmp/kevo-out}
 mkdir -p "$OUT"
 A_BIN=${A_BIN:?A_BIN: the kevo of build A}
@@ -28,7 +30,7 @@ run() { # name, build (A or B), then more options
   if [ "$2" = A ]; then bin=$A_BIN home=$A_HOME; else bin=$B_BIN home=$B_HOME; fi
   shift 2
   t0=$(date +%s.%N)
-  KEVO_HOME=$home KEVO_TRACE_EVAL=1 timeout 300 "$bin" tune --op ikbo_lce --budget "$BUDGET" --batch 8 \
+  KEVO_HOME=$home KEVO_TRACE_EVAL=1 timeout 300 "$bin" tune --op "$OP" --budget "$BUDGET" --batch 8 \
     --devices 0 --no-bar "$@" >"$OUT/$name.log" 2>"$OUT/$name.trace"
   echo "== $name: rc=$? wall $(python3 -c "import sys,time; print(round(time.time() - float(sys.argv[1]), 1))" "$t0") s"
   grep -E "^best|no kernel|did not start|error" "$OUT/$name.log" "$OUT/$name.trace" | cut -c1-200

@@ -57,7 +57,9 @@
     X(cublasDestroy_v2)                                                                                                \
     X(cublasSetStream_v2)                                                                                              \
     X(cublasGemmEx)                                                                                                    \
-    X(cublasGemmStridedBatchedEx)
+    X(cublasGemmStridedBatchedEx)                                                                                      \
+    X(cublasGemmBatchedEx)                                                                                             \
+    X(cublasSaxpy_v2)
 
 /* The loaded driver: one function pointer per entry point. */
 typedef struct kv_cu {

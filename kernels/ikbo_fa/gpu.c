@@ -26,12 +26,20 @@ enum { FA_Q, FA_K, FA_V, FA_MAP, FA_OUT };
 #define FA_REF_BM 64                            /* query rows per tile of kv_fa_ref_d* (ref.cu FA_BM) */
 #define FA_REF_SMEM(D) ((2 * (D) + 64) * 68 * 4) /* its dynamic shared memory (ref.cu FA_REF_SMEM) */
 #define FA_SCRATCH_MAX ((size_t)2 << 30)        /* bytes of the baseline's S and P per chunk of candidates */
+#define FA_REF_SCRATCH ((size_t)256 << 20)      /* bytes of the cuBLAS reference's S per chunk of candidates */
+#define FA_REF_AGREE 1e-5                       /* rel_err the cuBLAS reference may differ from kv_fa_ref_d* by */
 
 /* The op's own state in one worker. */
 typedef struct fa_state {
     int64_t Bc, H, Sq, D, Skv, U;
     unsigned ref_smem; /* dynamic shared memory of f_ref, bytes */
     CUfunction f_ref, f_gather, f_softmax;
+    /* the cuBLAS reference (0 buffers: kv_fa_ref_d* serves every check) */
+    CUfunction f_softmax32, f_to_f32, f_ptrs, f_sumsq;
+    CUdeviceptr v32;    /* [U*Skv, H, D] V widened to fp32 */
+    CUdeviceptr s32;    /* [ref_chunk, Sq, Skv] fp32 scores, then probabilities */
+    CUdeviceptr ptrs;   /* [6 * ref_chunk] the batched GEMMs' pointer arrays (kv_fa_ptrs) */
+    int64_t ref_chunk;  /* candidates per batched GEMM */
     /* the baseline's buffers, while its peers() runs (fini frees leftovers) */
     CUdeviceptr kg, vg; /* [Bc*Skv, H, D] K and V gathered per candidate */
     CUdeviceptr s, p;   /* scores [chunk, Sq, Skv] fp32, probabilities in the storage dtype */
@@ -82,16 +90,146 @@ static void fa_gpu_args(wk_ctx *w, bool padded, int num_sms, void *out)
     memcpy(out, &a, sizeof a);
 }
 
-/* ref = the fp32 reference of the current inputs, at the current scale. */
-static CUresult fa_reference(wk_ctx *w)
+/* ref = the fp32 reference of the current inputs, at the current scale,
+ * by kv_fa_ref_d* (SIMT). */
+static CUresult fa_reference_simt(wk_ctx *w, CUdeviceptr ref)
 {
     fa_state *s = w->op_state;
     kevo_fa_args a = fa_args(w);
     unsigned long long tiles = (unsigned long long)s->Bc * (unsigned long long)s->H *
                                (unsigned long long)((s->Sq + FA_REF_BM - 1) / FA_REF_BM);
     unsigned grid = (unsigned)(tiles < (1ull << 20) ? tiles : (1ull << 20)); /* a grid-stride loop does the rest */
-    void *p[] = {&a, &w->io.ref};
+    void *p[] = {&a, &ref};
     return wk_launch(w, s->f_ref, grid, 1, 1, 256, 1, 1, s->ref_smem, p);
+}
+
+static cudaDataType fa_cuda_dtype(const wk_ctx *w);
+
+/* The same by cuBLAS: V widened to fp32 (v32); then per head and chunk of
+ * ref_chunk candidates, S = Q K[c2u]^T in fp32 (bf16/fp16 products, fp32
+ * accumulation and output), P = softmax(S * scale) in fp32 in place
+ * (kv_fa_softmax32), ref = P V[c2u] (fp32 operands, CUBLAS_COMPUTE_32F),
+ * both GEMMs batched over the chunk's candidates through pointer arrays
+ * (kv_fa_ptrs), as column-major products: S_c^T [Skv x Sq] = K_u [D x
+ * Skv]^T Q_c^T [D x Sq], O_c^T [D x Sq] = V_u^T [D x Skv] P_c^T [Skv x Sq]
+ * (leading dimensions H*D, Skv). */
+static CUresult fa_reference_blas(wk_ctx *w, CUdeviceptr ref)
+{
+    fa_state *s = w->op_state;
+    unsigned long long nv = (unsigned long long)(s->U * s->Skv * s->H * s->D);
+    CUdeviceptr v = fa_ptr(w, FA_V);
+    void *pv[] = {&v, &s->v32, &nv};
+    WK_TRY(wk_launch(w, s->f_to_f32, wk_blocks(nv), 1, 1, 256, 1, 1, 0, pv));
+    CUdeviceptr map = fa_ptr(w, FA_MAP), k = fa_ptr(w, FA_K), q = fa_ptr(w, FA_Q);
+    int Sq = (int)s->Sq, Skv = (int)s->Skv, H = (int)s->H, D = (int)s->D, row = (int)(s->H * s->D);
+    float scale = fa_scale(w);
+    const float one = 1.0f, zero = 0.0f;
+    cudaDataType dt = fa_cuda_dtype(w);
+    for (int h = 0; h < H; h++)
+        for (long long c0 = 0; c0 < s->Bc; c0 += s->ref_chunk) {
+            int nc = (int)(s->Bc - c0 < s->ref_chunk ? s->Bc - c0 : s->ref_chunk);
+            void *pp[] = {&map, &c0, &nc, &h, &Sq, &Skv, &H, &D, &k, &q, &s->s32, &s->v32, &ref, &s->ptrs};
+            WK_TRY(wk_launch(w, s->f_ptrs, (unsigned)((nc + 255) / 256), 1, 1, 256, 1, 1, 0, pp));
+            const void *const *arr = (const void *const *)(uintptr_t)s->ptrs;
+            if (w->cb.cublasGemmBatchedEx(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, Skv, Sq, D, &one, arr, dt, row, arr + nc,
+                                          dt, row, &zero, (void *const *)(arr + 2 * nc), CUDA_R_32F, Skv, nc,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                return CUDA_ERROR_UNKNOWN;
+            unsigned long long rows = (unsigned long long)nc * (unsigned long long)Sq;
+            void *ps[] = {&s->s32, &rows, &Skv, &scale};
+            WK_TRY(wk_launch(w, s->f_softmax32, (unsigned)(rows < (1ull << 20) ? rows : (1ull << 20)), 1, 1, 256, 1,
+                             1, 0, ps));
+            if (w->cb.cublasGemmBatchedEx(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, D, Sq, Skv, &one, arr + 3 * nc,
+                                          CUDA_R_32F, row, arr + 4 * nc, CUDA_R_32F, Skv, &zero,
+                                          (void *const *)(arr + 5 * nc), CUDA_R_32F, row, nc, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                return CUDA_ERROR_UNKNOWN;
+        }
+    return CUDA_SUCCESS;
+}
+
+/* ref = the fp32 reference of the current inputs, at the current scale:
+ * cuBLAS where its scratch is held, else kv_fa_ref_d*. */
+static CUresult fa_reference(wk_ctx *w)
+{
+    fa_state *s = w->op_state;
+    return s->s32 ? fa_reference_blas(w, w->io.ref) : fa_reference_simt(w, w->io.ref);
+}
+
+static void fa_free_ref(fa_state *s, wk_ctx *w)
+{
+    CUdeviceptr *bufs[] = {&s->v32, &s->s32, &s->ptrs};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+        if (*bufs[i]) {
+            w->cu.cuMemFree(*bufs[i]);
+            *bufs[i] = 0;
+        }
+}
+
+/* Hold the cuBLAS reference to kv_fa_ref_d* on inputs of the worker's own
+ * (the run's seed mixed, shuffled map): rel_err = ||simt - blas|| / ||simt||
+ * (cuBLAS's saxpy, kv_sumsq; a NaN anywhere fails it).  Where cuBLAS fails to run or kv_fa_ref_d*'s
+ * copy does not fit, the cuBLAS scratch is dropped and kv_fa_ref_d* serves.
+ * Errors: KEVO_ERR_CUDA; KEVO_ERR_INTERNAL when the two differ by more than
+ * FA_REF_AGREE (KEVO_TRACE_EVAL=1 prints the figure). */
+static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
+{
+    fa_state *s = w->op_state;
+    char buf[256];
+    const unsigned long long n = (unsigned long long)(s->Bc * s->Sq * s->H * s->D);
+    CUdeviceptr simt = 0;
+    CUresult r = wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
+    if (r == CUDA_SUCCESS && (w->cu.cuMemAlloc(&simt, (size_t)n * sizeof(float)) != CUDA_SUCCESS ||
+                              fa_reference_blas(w, w->io.ref) != CUDA_SUCCESS)) {
+        fa_free_ref(s, w);
+        if (simt)
+            w->cu.cuMemFree(simt);
+        return KEVO_OK;
+    }
+    /* fault injection for the tests: the last candidate's rows of the cuBLAS reference zeroed */
+    const char *inject = getenv("KEVO_FAULT_INJECT");
+    unsigned long long per_c = (unsigned long long)(s->Sq * s->H * s->D);
+    if (r == CUDA_SUCCESS && inject && strcmp(inject, "ref") == 0)
+        r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((n - per_c) * sizeof(float)), 0, (size_t)per_c,
+                                   w->stream);
+    CUdeviceptr st1 = w->io.stats + sizeof(double);
+    void *pd[] = {&simt, (void *)&n, &w->io.stats};
+    void *pr[] = {&simt, (void *)&n, &st1};
+    if (r == CUDA_SUCCESS)
+        r = fa_reference_simt(w, simt);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream);
+    if (r == CUDA_SUCCESS) /* stats[1] = ||simt||^2 */
+        r = wk_launch(w, s->f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pr);
+    /* simt -= blas, in pieces cuBLAS's int count takes; stats[0] = its ||.||^2 */
+    const float minus_one = -1.0f;
+    for (unsigned long long i = 0; r == CUDA_SUCCESS && i < n; i += 1ull << 30) {
+        int m = (int)(n - i < (1ull << 30) ? n - i : (1ull << 30));
+        if (w->cb.cublasSaxpy_v2(w->blas, m, &minus_one, (const float *)(uintptr_t)(w->io.ref + i * sizeof(float)),
+                                 1, (float *)(uintptr_t)(simt + i * sizeof(float)), 1) != CUBLAS_STATUS_SUCCESS)
+            r = CUDA_ERROR_UNKNOWN;
+    }
+    if (r == CUDA_SUCCESS)
+        r = wk_launch(w, s->f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pd);
+    double st[2] = {0};
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemcpyDtoHAsync(st, w->io.stats, sizeof st, w->stream);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    if (simt)
+        w->cu.cuMemFree(simt);
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
+                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    double rel = st[1] > 0 ? sqrt(st[0] / st[1]) : (st[0] > 0 ? INFINITY : 0);
+    if (kv_trace_eval())
+        fprintf(stderr, "eval-reference cuBLAS against kv_fa_ref: rel_err %.3e\n", rel);
+    if (!(rel <= FA_REF_AGREE))
+        return kevo_err_set(err, KEVO_ERR_INTERNAL,
+                            "the cuBLAS reference disagrees with kv_fa_ref (rel_err %.3e, bound %.0e): a kevo bug, "
+                            "please report it with the shape",
+                            rel, FA_REF_AGREE);
+    return KEVO_OK;
 }
 
 /* ---- the peers: the stage-0 baseline ---- */
@@ -287,7 +425,10 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
     kevo_status st;
     if ((st = wk_ref_fn(w, s->D == 64 ? "kv_fa_ref_d64" : "kv_fa_ref_d128", &s->f_ref, err)) ||
         (st = wk_ref_fn(w, "kv_fa_gather", &s->f_gather, err)) ||
-        (st = wk_ref_fn(w, "kv_fa_softmax", &s->f_softmax, err)))
+        (st = wk_ref_fn(w, "kv_fa_softmax", &s->f_softmax, err)) ||
+        (st = wk_ref_fn(w, "kv_fa_softmax32", &s->f_softmax32, err)) ||
+        (st = wk_ref_fn(w, "kv_to_f32", &s->f_to_f32, err)) || (st = wk_ref_fn(w, "kv_fa_ptrs", &s->f_ptrs, err)) ||
+        (st = wk_ref_fn(w, "kv_sumsq", &s->f_sumsq, err)))
         return st;
     s->ref_smem = (unsigned)FA_REF_SMEM(s->D);
     CUresult r = w->cu.cuFuncSetAttribute(s->f_ref, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)s->ref_smem);
@@ -296,7 +437,20 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
         return kevo_err_set(err, KEVO_ERR_CUDA, "the reference's %u bytes of shared memory: %s", s->ref_smem,
                             kv_cu_errstr(&w->cu, r, buf, sizeof buf));
     }
-    return KEVO_OK;
+    /* the cuBLAS reference's scratch; without it (or past cuBLAS's int
+       dimensions) every check uses kv_fa_ref_d* */
+    size_t per_c = (size_t)(s->Sq * s->Skv) * sizeof(float);
+    s->ref_chunk = (int64_t)(FA_REF_SCRATCH / per_c);
+    s->ref_chunk = s->ref_chunk < 1 ? 1 : s->ref_chunk > s->Bc ? s->Bc : s->ref_chunk;
+    if (s->H * s->D > INT_MAX || s->Sq * s->Skv > INT_MAX || s->ref_chunk > INT_MAX)
+        return KEVO_OK;
+    if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) != CUDA_SUCCESS ||
+        w->cu.cuMemAlloc(&s->s32, (size_t)s->ref_chunk * per_c) != CUDA_SUCCESS ||
+        w->cu.cuMemAlloc(&s->ptrs, (size_t)(6 * s->ref_chunk) * sizeof(unsigned long long)) != CUDA_SUCCESS) {
+        fa_free_ref(s, w);
+        return KEVO_OK;
+    }
+    return fa_reference_check(w, err);
 }
 
 static void fa_fini(wk_ctx *w)
@@ -304,6 +458,7 @@ static void fa_fini(wk_ctx *w)
     if (!w->op_state)
         return;
     fa_free_peers(w);
+    fa_free_ref(w->op_state, w);
     free(w->op_state);
     w->op_state = NULL;
 }

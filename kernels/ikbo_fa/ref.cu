@@ -8,12 +8,18 @@
 // text as kernels/ikbo_lce/ref.cu, whose bytes key the DB's binary cache and
 // so stay where they are.
 //
-// The reference: exact fp32 softmax with the running row max subtracted
-// (online, one pass over K/V: O and l rescaled by exp(m_old - m_new) when
-// the max grows), P never rounded to the storage dtype, both products
-// accumulated in fp32.  Tiled through shared memory as fp32, 64 query rows
-// by 64 keys per step, each thread 4x4 scores and 4 x D/16 outputs, so that
-// it runs on every check at the default shape in tens of milliseconds.
+// The reference, two ways, both exact fp32 softmax with the row max
+// subtracted, P never rounded to the storage dtype, both products
+// accumulated in fp32:
+// - kv_fa_ref_d*: online (one pass over K/V: O and l rescaled by
+//   exp(m_old - m_new) when the max grows), tiled through shared memory as
+//   fp32, 64 query rows by 64 keys per step, each thread 4x4 scores and
+//   4 x D/16 outputs (27 ms at the default shape on an H100);
+// - the cuBLAS reference (kernels/ikbo_fa/gpu.c), which every check uses
+//   where it fits: S = Q K^T in fp32 (batched over candidates through
+//   pointer arrays, kv_fa_ptrs), P = softmax in place (kv_fa_softmax32), O =
+//   P V in fp32 with V widened to fp32 (kv_to_f32).  Each worker holds it to
+//   kv_fa_ref_d* once, when it starts.
 
 #ifndef DTYPE_BF16
 #define DTYPE_BF16 0
@@ -370,16 +376,21 @@ __device__ float fa_block_reduce(float x, bool is_max, float *red)
     return x;
 }
 
-// The baseline's softmax, what a framework runs between its two GEMMs: for
-// each of `rows` rows of Skv fp32 scores s, p = exp(scale*s - max(scale*s))
-// / sum, in fp32, rounded once to the storage dtype.  Block: a multiple of
-// 32 threads, at most 1024; one row per block at a time (grid-stride).
-extern "C" __global__ void kv_fa_softmax(const float *s, elem_t *p, unsigned long long rows, int Skv, float scale)
+__device__ __forceinline__ void fa_store(elem_t *p, float v) { *p = from_f(v); }
+__device__ __forceinline__ void fa_store(float *p, float v) { *p = v; }
+
+// For each of `rows` rows of Skv fp32 scores s, p = exp(scale*s -
+// max(scale*s)) / sum in fp32, stored as OutT (p may be s: each element is
+// read by the thread that writes it, after the row's max and sum).  Block:
+// a multiple of 32 threads, at most 1024; one row per block at a time
+// (grid-stride).
+template <typename OutT>
+__device__ void fa_softmax_rows(const float *s, OutT *p, unsigned long long rows, int Skv, float scale)
 {
     __shared__ float red[32];
     for (unsigned long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const float *sr = s + r * Skv;
-        elem_t *pr = p + r * Skv;
+        OutT *pr = p + r * Skv;
         float m = FA_NEG_INF;
         for (int j = threadIdx.x; j < Skv; j += blockDim.x)
             m = fmaxf(m, sr[j] * scale);
@@ -390,6 +401,53 @@ extern "C" __global__ void kv_fa_softmax(const float *s, elem_t *p, unsigned lon
         l = fa_block_reduce(l, false, red);
         const float inv = 1.0f / l;
         for (int j = threadIdx.x; j < Skv; j += blockDim.x)
-            pr[j] = from_f(expf(sr[j] * scale - m) * inv);
+            fa_store(&pr[j], expf(sr[j] * scale - m) * inv);
+    }
+}
+
+// The baseline's softmax, what a framework runs between its two GEMMs: P
+// rounded once to the storage dtype.
+extern "C" __global__ void kv_fa_softmax(const float *s, elem_t *p, unsigned long long rows, int Skv, float scale)
+{
+    fa_softmax_rows(s, p, rows, Skv, scale);
+}
+
+// ---- the cuBLAS reference (kernels/ikbo_fa/gpu.c) ----
+
+// The reference's softmax: P in fp32, in place of S.
+extern "C" __global__ void kv_fa_softmax32(float *s, unsigned long long rows, int Skv, float scale)
+{
+    fa_softmax_rows(s, s, rows, Skv, scale);
+}
+
+// dst[i] = src[i] widened to fp32, i < n.
+extern "C" __global__ void kv_to_f32(const elem_t *src, float *dst, unsigned long long n)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        dst[i] = to_f(src[i]);
+}
+
+// The pointer arrays of head h's batched GEMMs for candidates c0 .. c0+nc-1
+// (candidate c0+i, user u = c2u[c0+i]; row = H*D elements):
+//   out[0*nc + i] = k + (u*Skv*row + h*D)*2     out[3*nc + i] = v32 + (u*Skv*row + h*D)*4
+//   out[1*nc + i] = q + ((c0+i)*Sq*row + h*D)*2 out[4*nc + i] = s + i*Sq*Skv*4
+//   out[2*nc + i] = s + i*Sq*Skv*4              out[5*nc + i] = ref + ((c0+i)*Sq*row + h*D)*4
+// (the first three for S = Q K^T, the last three for O = P V).
+extern "C" __global__ void kv_fa_ptrs(const int *c2u, long long c0, int nc, int h, int Sq, int Skv, int H, int D,
+                                      unsigned long long k, unsigned long long q, unsigned long long s,
+                                      unsigned long long v32, unsigned long long ref, unsigned long long *out)
+{
+    const unsigned long long row = (unsigned long long)H * D, sq = (unsigned long long)Sq * Skv;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nc; i += gridDim.x * blockDim.x) {
+        const unsigned long long c = (unsigned long long)(c0 + i), u = (unsigned long long)c2u[c0 + i];
+        const unsigned long long kv_off = u * Skv * row + (unsigned long long)h * D;
+        const unsigned long long q_off = c * Sq * row + (unsigned long long)h * D;
+        out[i] = k + kv_off * 2;
+        out[nc + i] = q + q_off * 2;
+        out[2 * nc + i] = s + i * sq * 4;
+        out[3 * nc + i] = v32 + kv_off * 4;
+        out[4 * nc + i] = s + i * sq * 4;
+        out[5 * nc + i] = ref + q_off * 4;
     }
 }
