@@ -212,19 +212,12 @@ static void test_expr_names_lookup(void **state)
     assert_int_equal(kevo_syms_set(&s, "BN", 128), KEVO_OK);
     assert_int_equal(kevo_syms_set(&s, "BNX", 3), KEVO_OK);
     assert_int_equal(kevo_syms_set(&s, "B", 7), KEVO_OK);
-    kevo_expr *e;
     kevo_err err;
-    assert_int_equal(kevo_expr_parse("BN * 100 + BNX * 10 + B", &e, &err), KEVO_OK);
-    int64_t v = 0;
-    assert_int_equal(kevo_expr_eval(e, &s, &v, &err), KEVO_OK);
-    assert_int_equal(v, 12837);
-    kevo_expr_free(e);
-    assert_int_equal(kevo_expr_parse("BN + BNXY", &e, &err), KEVO_OK);
-    assert_int_equal(kevo_expr_eval(e, &s, &v, &err), KEVO_ERR_ARG);
+    assert_int_equal(ev_s("BN * 100 + BNX * 10 + B", &s), 12837);
+    ev_fail_s("BN + BNXY", &s, KEVO_ERR_ARG, &err);
     assert_non_null(strstr(err.msg, "unknown symbol 'BNXY'"));
-    kevo_expr_free(e);
     /* the parser refuses a name no kevo_syms can hold */
-    assert_int_equal(kevo_expr_parse("BN + a_name_longer_than_any_symbol_may_be", &e, &err), KEVO_ERR_PARSE);
+    parse_fails("BN + a_name_longer_than_any_symbol_may_be", &err);
 }
 
 static void test_short_circuit(void **state)
