@@ -17,17 +17,18 @@
  * writers of different preludes run at once.  A job started while its
  * prelude's writer runs waits for it (up to KEVO_COMPILE_PCH_WAIT_S: the
  * writer has less left than the front end a job without it would repeat),
- * then compiles with --use-pch, as every later job does; their children strip
- * NVRTC's "using precompiled header" line from the log.  A PCH file is usable only by a
- * process whose PCH heap sits where the writer's did (NVRTC warning 20282),
- * and NVRTC maps that heap at the first compile that names a PCH: the pool
- * has it mapped in the parent, by a compile of an empty program naming a PCH
- * that cannot exist (it fails at once, before any code generation), so every
- * child forked after inherits the one heap.  The parent opens the new file
- * and unlinks it: children reach it as /proc/self/fd/N, and nothing is left
- * in the temporary directory when kevo is killed.  A child whose compile did
- * not use its PCH (any PCH warning) says so; the pool stops handing out that
- * PCH, and a compile that failed without it is redone without the option.
+ * then compiles with --use-pch, as every later job does; their children
+ * strip NVRTC's "using precompiled header" line from the log.  A PCH file is
+ * usable only by a process whose PCH heap sits where the writer's did (NVRTC
+ * warning 20282), and NVRTC maps that heap at the first compile that names a
+ * PCH: the pool has it mapped in the parent, by a compile of an empty
+ * program naming a PCH that cannot exist (it fails at once, before any code
+ * generation), so every child forked after inherits the one heap.  The
+ * parent opens the new file and unlinks it: children reach it as
+ * /proc/self/fd/N, and nothing is left in the temporary directory when kevo
+ * is killed.  A child whose compile did not use its PCH (any PCH warning)
+ * says so; the pool stops handing out that PCH, and a compile that failed
+ * without it is redone without the option.
  * KEVO_PCH=0 turns all of it off.
  */
 #define _POSIX_C_SOURCE 200809L
