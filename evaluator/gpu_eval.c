@@ -144,6 +144,42 @@ CUresult wk_reference(wk_ctx *w, double *ref_sumsq)
     return w->cu.cuStreamSynchronize(w->stream);
 }
 
+CUresult wk_ref_check_fill(wk_ctx *w)
+{
+    return wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
+}
+
+bool wk_ref_check_inject(void)
+{
+    const char *inject = getenv("KEVO_FAULT_INJECT");
+    return inject && strcmp(inject, "ref") == 0;
+}
+
+kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, double bound, const char *plain,
+                                 kevo_err *err)
+{
+    double st[4] = {0};
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuMemcpyDtoHAsync(st, w->io.stats, sizeof st, w->stream);
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    if (scratch)
+        w->cu.cuMemFree(scratch);
+    char buf[256];
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
+                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    double rel = st[2] > 0 ? sqrt(st[0] / st[2]) : (st[0] > 0 ? INFINITY : 0);
+    if (kv_trace_eval())
+        fprintf(stderr, "eval-reference cuBLAS against %s: rel_err %.3e, %.0f non-finite\n", plain, rel, st[3]);
+    if (st[3] > 0 || !(rel <= bound))
+        return kevo_err_set(err, KEVO_ERR_INTERNAL,
+                            "the cuBLAS reference disagrees with %s (rel_err %.3e, bound %.0e; %.0f non-finite): "
+                            "a kevo bug, please report it with the shape",
+                            plain, rel, bound, st[3]);
+    return KEVO_OK;
+}
+
 /* Compare the output with ref.  st: d2, max|d|, elements over the bound, non-finite. */
 static CUresult wk_compare(wk_ctx *w, double ref_sumsq, double st[4])
 {

@@ -155,6 +155,21 @@ CUresult wk_fill(wk_ctx *w, uint64_t seed, kevo_map_kind kind);
  * sum ref^2.  Synchronizes. */
 CUresult wk_reference(wk_ctx *w, double *ref_sumsq);
 
+/* Holding an op's cuBLAS reference to its plain (SIMT) one when a worker
+ * starts, the parts both ops share.  wk_ref_check_fill: the inputs, the
+ * run's seed mixed, shuffled map (wk_fill).  wk_ref_check_inject: whether
+ * the tests ask for a spoiled cuBLAS reference (KEVO_FAULT_INJECT=ref).
+ * wk_ref_check_verdict: after r (the check's work so far, queued on the
+ * stream), read io.stats = {sum d^2, -, sum plain^2, non-finite count},
+ * free scratch (0: none), and require rel_err = sqrt(sum d^2 / sum
+ * plain^2) <= bound with nothing non-finite (KEVO_TRACE_EVAL=1 prints
+ * them; plain names the SIMT kernel in messages).  Errors: KEVO_ERR_CUDA
+ * (r or the read failed); KEVO_ERR_INTERNAL (the two disagree). */
+CUresult wk_ref_check_fill(wk_ctx *w);
+bool wk_ref_check_inject(void);
+kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, double bound, const char *plain,
+                                 kevo_err *err);
+
 /* Run fn(w, arg) once with the output poisoned and compare the output with
  * the reference (ref2: sum ref^2): *rel its relative error (NaN when ref2
  * is 0), *nonfinite its NaN/Inf elements. */

@@ -35,7 +35,7 @@ typedef struct fa_state {
     unsigned ref_smem; /* dynamic shared memory of f_ref, bytes */
     CUfunction f_ref, f_gather, f_softmax;
     /* the cuBLAS reference (0 buffers: kv_fa_ref_d* serves every check) */
-    CUfunction f_softmax32, f_to_f32, f_ptrs, f_sumsq;
+    CUfunction f_softmax32, f_to_f32, f_ptrs;
     CUdeviceptr v32;    /* [U*Skv, H, D] V widened to fp32 */
     CUdeviceptr s32;    /* [ref_chunk, Sq, Skv] fp32 scores, then probabilities */
     CUdeviceptr ptrs;   /* [6 * ref_chunk] the batched GEMMs' pointer arrays (kv_fa_ptrs) */
@@ -168,17 +168,16 @@ static void fa_free_ref(fa_state *s, wk_ctx *w)
 
 /* Hold the cuBLAS reference to kv_fa_ref_d* on inputs of the worker's own
  * (the run's seed mixed, shuffled map): rel_err = ||simt - blas|| / ||simt||
- * (cuBLAS's saxpy, kv_sumsq; a NaN anywhere fails it).  Where cuBLAS fails to run or kv_fa_ref_d*'s
- * copy does not fit, the cuBLAS scratch is dropped and kv_fa_ref_d* serves.
- * Errors: KEVO_ERR_CUDA; KEVO_ERR_INTERNAL when the two differ by more than
- * FA_REF_AGREE (KEVO_TRACE_EVAL=1 prints the figure). */
+ * (cuBLAS's saxpy, kv_sumsq; a NaN anywhere makes it NaN, which fails).
+ * Where cuBLAS fails to run or kv_fa_ref_d*'s copy does not fit, the cuBLAS
+ * scratch is dropped and kv_fa_ref_d* serves.
+ * Errors: wk_ref_check_verdict's, with bound FA_REF_AGREE. */
 static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
 {
     fa_state *s = w->op_state;
-    char buf[256];
     const unsigned long long n = (unsigned long long)(s->Bc * s->Sq * s->H * s->D);
     CUdeviceptr simt = 0;
-    CUresult r = wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
+    CUresult r = wk_ref_check_fill(w);
     if (r == CUDA_SUCCESS && (w->cu.cuMemAlloc(&simt, (size_t)n * sizeof(float)) != CUDA_SUCCESS ||
                               fa_reference_blas(w, w->io.ref) != CUDA_SUCCESS)) {
         fa_free_ref(s, w);
@@ -187,20 +186,19 @@ static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
         return KEVO_OK;
     }
     /* fault injection for the tests: the last candidate's rows of the cuBLAS reference zeroed */
-    const char *inject = getenv("KEVO_FAULT_INJECT");
     unsigned long long per_c = (unsigned long long)(s->Sq * s->H * s->D);
-    if (r == CUDA_SUCCESS && inject && strcmp(inject, "ref") == 0)
+    if (r == CUDA_SUCCESS && wk_ref_check_inject())
         r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((n - per_c) * sizeof(float)), 0, (size_t)per_c,
                                    w->stream);
-    CUdeviceptr st1 = w->io.stats + sizeof(double);
+    CUdeviceptr st2 = w->io.stats + 2 * sizeof(double);
     void *pd[] = {&simt, (void *)&n, &w->io.stats};
-    void *pr[] = {&simt, (void *)&n, &st1};
+    void *pr[] = {&simt, (void *)&n, &st2};
     if (r == CUDA_SUCCESS)
         r = fa_reference_simt(w, simt);
     if (r == CUDA_SUCCESS)
         r = w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream);
-    if (r == CUDA_SUCCESS) /* stats[1] = ||simt||^2 */
-        r = wk_launch(w, s->f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pr);
+    if (r == CUDA_SUCCESS) /* stats[2] = ||simt||^2 */
+        r = wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pr);
     /* simt -= blas, in pieces cuBLAS's int count takes; stats[0] = its ||.||^2 */
     const float minus_one = -1.0f;
     for (unsigned long long i = 0; r == CUDA_SUCCESS && i < n; i += 1ull << 30) {
@@ -210,26 +208,8 @@ static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
             r = CUDA_ERROR_UNKNOWN;
     }
     if (r == CUDA_SUCCESS)
-        r = wk_launch(w, s->f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pd);
-    double st[2] = {0};
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemcpyDtoHAsync(st, w->io.stats, sizeof st, w->stream);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    if (simt)
-        w->cu.cuMemFree(simt);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    double rel = st[1] > 0 ? sqrt(st[0] / st[1]) : (st[0] > 0 ? INFINITY : 0);
-    if (kv_trace_eval())
-        fprintf(stderr, "eval-reference cuBLAS against kv_fa_ref: rel_err %.3e\n", rel);
-    if (!(rel <= FA_REF_AGREE))
-        return kevo_err_set(err, KEVO_ERR_INTERNAL,
-                            "the cuBLAS reference disagrees with kv_fa_ref (rel_err %.3e, bound %.0e): a kevo bug, "
-                            "please report it with the shape",
-                            rel, FA_REF_AGREE);
-    return KEVO_OK;
+        r = wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pd);
+    return wk_ref_check_verdict(w, r, simt, FA_REF_AGREE, "kv_fa_ref", err);
 }
 
 /* ---- the peers: the stage-0 baseline ---- */
@@ -427,8 +407,7 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
         (st = wk_ref_fn(w, "kv_fa_gather", &s->f_gather, err)) ||
         (st = wk_ref_fn(w, "kv_fa_softmax", &s->f_softmax, err)) ||
         (st = wk_ref_fn(w, "kv_fa_softmax32", &s->f_softmax32, err)) ||
-        (st = wk_ref_fn(w, "kv_to_f32", &s->f_to_f32, err)) || (st = wk_ref_fn(w, "kv_fa_ptrs", &s->f_ptrs, err)) ||
-        (st = wk_ref_fn(w, "kv_sumsq", &s->f_sumsq, err)))
+        (st = wk_ref_fn(w, "kv_to_f32", &s->f_to_f32, err)) || (st = wk_ref_fn(w, "kv_fa_ptrs", &s->f_ptrs, err)))
         return st;
     s->ref_smem = (unsigned)FA_REF_SMEM(s->D);
     CUresult r = w->cu.cuFuncSetAttribute(s->f_ref, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)s->ref_smem);

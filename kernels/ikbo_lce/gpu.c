@@ -128,17 +128,15 @@ static CUresult lce_reference(wk_ctx *w)
  * run's seed mixed, shuffled map), kv_ref in slices of at most 64 MiB into
  * scratch.  Where cuBLAS fails to run or the scratch does not fit, user32
  * is dropped and kv_ref serves.
- * Errors: KEVO_ERR_CUDA; KEVO_ERR_INTERNAL when the two differ by more than
- * LCE_REF_AGREE (KEVO_TRACE_EVAL=1 prints the figure). */
+ * Errors: wk_ref_check_verdict's, with bound LCE_REF_AGREE. */
 static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
 {
     lce_state *s = w->op_state;
-    char buf[256];
     const int64_t mn = s->M * s->N;
     int64_t slice = (64ll << 20) / (mn * (int64_t)sizeof(float));
     slice = slice < 1 ? 1 : slice > s->B ? s->B : slice > 65535 ? 65535 : slice;
     CUdeviceptr simt = 0;
-    CUresult r = wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
+    CUresult r = wk_ref_check_fill(w);
     /* no room for the slices, or cuBLAS cannot: kv_ref it is */
     if (r == CUDA_SUCCESS && (w->cu.cuMemAlloc(&simt, (size_t)(slice * mn) * sizeof(float)) != CUDA_SUCCESS ||
                               lce_reference(w) != CUDA_SUCCESS)) {
@@ -149,8 +147,7 @@ static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
         return KEVO_OK;
     }
     /* fault injection for the tests: the last batch of the cuBLAS reference zeroed */
-    const char *inject = getenv("KEVO_FAULT_INJECT");
-    if (r == CUDA_SUCCESS && inject && strcmp(inject, "ref") == 0)
+    if (r == CUDA_SUCCESS && wk_ref_check_inject())
         r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((s->B - 1) * mn) * sizeof(float), 0, (size_t)mn,
                                    w->stream);
     if (r == CUDA_SUCCESS)
@@ -164,28 +161,7 @@ static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
         if (r == CUDA_SUCCESS)
             r = wk_launch(w, s->f_ref_diff, wk_blocks(n), 1, 1, 256, 1, 1, 0, p);
     }
-    double st[4] = {0};
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemcpyDtoHAsync(st, w->io.stats, sizeof st, w->stream);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    if (simt)
-        w->cu.cuMemFree(simt);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    double dmax;
-    memcpy(&dmax, &st[1], sizeof dmax);
-    double rel = st[2] > 0 ? sqrt(st[0] / st[2]) : (st[0] > 0 ? INFINITY : 0);
-    if (kv_trace_eval())
-        fprintf(stderr, "eval-reference cuBLAS against kv_ref: rel_err %.3e, max |d| %.3e, %.0f non-finite\n", rel,
-                dmax, st[3]);
-    if (st[3] > 0 || !(rel <= LCE_REF_AGREE))
-        return kevo_err_set(err, KEVO_ERR_INTERNAL,
-                            "the cuBLAS reference disagrees with kv_ref (rel_err %.3e, bound %.0e; %.0f non-finite): "
-                            "a kevo bug, please report it with the shape",
-                            rel, LCE_REF_AGREE, st[3]);
-    return KEVO_OK;
+    return wk_ref_check_verdict(w, r, simt, LCE_REF_AGREE, "kv_ref", err);
 }
 
 /* ---- the peers: stage-0 baseline and the decomposed form ---- */
