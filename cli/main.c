@@ -14,6 +14,7 @@
 
 #include "db/report.h"
 #include "db/store.h"
+#include "evaluator/compile.h"
 #include "evaluator/mpi.h"
 #include "kernels/op.h"
 #include "export/export.h"
@@ -172,8 +173,92 @@ static void cli_say(const char *prefix, kevo_status st, const kevo_err *err)
     fprintf(stderr, "%s: %s\n", prefix, kv_term_clean(msg));
 }
 
+/* ---- the library's events (include/kevo.h) on the terminal ---- */
+
+typedef struct cli_events {
+    int mode;       /* 0 quiet (warnings only), 1 lines, 2 lines and a live bar */
+    bool bar_drawn; /* the bar is stdout's last, unfinished line */
+    bool trace;     /* TRACE and DEBUG events on stderr (KEVO_TRACE_EVAL=1, kevo replay's KEVO_REPLAY_TRACE) */
+    bool numbered;  /* DEBUG lines begin with their number (cand_id), right-aligned (kevo replay) */
+} cli_events;
+
+/* One per process: compiles and DB handles report process-wide. */
+static cli_events cli_ev = {.mode = 1};
+
+static void cli_bar_clear(cli_events *c)
+{
+    if (c->bar_drawn) {
+        fputs("\r\033[K", stdout);
+        fflush(stdout);
+        c->bar_drawn = false;
+    }
+}
+
+static void cli_bar(cli_events *c, const kevo_event *ev, const char *what)
+{
+    cli_bar_clear(c);
+    int width = 30, fill = ev->budget > 0 ? (int)(width * ev->done / ev->budget) : 0;
+    char bar[40];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    int secs = (int)ev->elapsed_s;
+    printf("[%s] %lld/%lld", bar, (long long)ev->done, (long long)ev->budget);
+    if (ev->best > 0)
+        printf("  best %.2fx", ev->best);
+    printf("  %d:%02d  %s", secs / 60, secs % 60, what);
+    fflush(stdout);
+    c->bar_drawn = true;
+}
+
+/* The handler every library call gets: lines to stdout, warnings ("kevo: ...")
+ * to stderr, the bar on stdout when it is a terminal, traces to stderr when
+ * asked for.  Event text may quote a DB, a space file or an LLM reply: it
+ * reaches the terminal through kv_term_clean. */
+static void cli_event(void *ctx, const kevo_event *ev)
+{
+    cli_events *c = ctx;
+    char small[1024], *text = small;
+    size_t n = strlen(ev->text);
+    if (n >= sizeof small && !(text = malloc(n + 1)))
+        return;
+    memcpy(text, ev->text, n + 1);
+    kv_term_clean(text);
+    switch (ev->kind) {
+    case KEVO_EVENT_LINE:
+        if (c->mode >= 1) {
+            cli_bar_clear(c);
+            printf("%s\n", text);
+            fflush(stdout);
+        }
+        break;
+    case KEVO_EVENT_WARNING:
+        cli_bar_clear(c);
+        fprintf(stderr, "kevo: %s\n", text);
+        fflush(stderr);
+        break;
+    case KEVO_EVENT_PROGRESS:
+        if (c->mode >= 2)
+            cli_bar(c, ev, text);
+        break;
+    case KEVO_EVENT_TRACE:
+        if (c->trace)
+            fprintf(stderr, "trace %.4f %s #%lld dev %d\n", ev->t, text, (long long)ev->cand_id, ev->device);
+        break;
+    case KEVO_EVENT_DEBUG:
+        if (c->trace && c->numbered)
+            fprintf(stderr, "%3lld %s\n", (long long)ev->cand_id, text);
+        else if (c->trace)
+            fprintf(stderr, "%s\n", text);
+        break;
+    }
+    if (text != small)
+        free(text);
+}
+
 static int cli_fail(kevo_status st, const kevo_err *err)
 {
+    cli_bar_clear(&cli_ev);
     cli_say("kevo", st, err);
     return 1;
 }
@@ -674,7 +759,9 @@ static int cmd_tune(int argc, char **argv)
     if (mpi && !kevo_mpi_built())
         return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
                              "configure and build again)");
-    o.progress = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
+    cli_ev.mode = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
+    o.on_event = cli_event;
+    o.event_ctx = &cli_ev;
     int64_t runs[KEVO_TUNE_ARCHS_MAX] = {0};
     int nruns = 0;
     kevo_err err;
@@ -693,6 +780,7 @@ static int cmd_tune(int argc, char **argv)
         o.jobs = kevo_mpi_slots(o.mpi);
     }
     kevo_status st = kevo_tune_archs(&o, runs, &nruns, &err);
+    cli_bar_clear(&cli_ev);
     int code;
     if (st == KEVO_ERR_INTERRUPTED) {
         cli_say("kevo", st, &err);
@@ -860,6 +948,8 @@ static int cmd_verify(int argc, char **argv)
     kevo_err err;
     kevo_err_clear(&err);
     bool passed = false;
+    o.on_event = cli_event;
+    o.event_ctx = &cli_ev;
     kevo_status st = kevo_verify(&o, &passed, &err);
     if (st)
         return cli_fail(st, &err);
@@ -980,6 +1070,11 @@ static int cmd_replay(int argc, char **argv)
     if (model)
         return cli_replay_model(&o, json);
     kevo_replay_result r;
+    if (getenv("KEVO_REPLAY_TRACE")) { /* every evaluation of every replay, on stderr */
+        cli_ev.trace = cli_ev.numbered = true;
+        o.on_event = cli_event;
+        o.event_ctx = &cli_ev;
+    }
     kevo_status st = kevo_replay(&o, &r, &err);
     if (st)
         return cli_fail(st, &err);
@@ -1133,6 +1228,10 @@ int main(int argc, char **argv)
         printf("kevo %s\n", KEVO_VERSION);
         return 0;
     }
+    /* what compiles and DB handles say (a PCH given up, a lock waited for), in every command */
+    cli_ev.trace = kv_trace_eval();
+    kevo_compile_set_events(cli_event, &cli_ev);
+    kevo_db_set_events(cli_event, &cli_ev);
     for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
         if (!strcmp(argv[1], cli_cmds[i].name))
             return cli_cmds[i].fn(argc - 1, argv + 1);

@@ -27,7 +27,7 @@ struct kevo_db {
     char *path;
     bool readonly; /* opened by kevo_db_open_ro: h never writes the file */
     double busy_t0; /* when the current wait for a lock began */
-    bool busy_said; /* the wait was announced on stderr */
+    bool busy_said; /* the wait was announced (kevo_db_set_events) */
 };
 
 /* Tables schema 3 added (created by the v2 -> v3 migration too). */
@@ -482,6 +482,17 @@ static kevo_status st_quick_check(kevo_db *db, kevo_err *err)
  * long as the other process holds the lock; 0 (give up: SQLITE_BUSY) only
  * when a signal interrupted kevo. */
 #define ST_BUSY_TIMEOUT_S 5.0
+static struct {
+    kevo_event_fn fn;
+    void *ctx;
+} st_events;
+
+void kevo_db_set_events(kevo_event_fn fn, void *ctx)
+{
+    st_events.fn = fn;
+    st_events.ctx = ctx;
+}
+
 static int st_busy(void *ctx, int count)
 {
     kevo_db *db = ctx;
@@ -492,7 +503,8 @@ static int st_busy(void *ctx, int count)
         db->busy_said = false;
     }
     if (!db->busy_said && kv_now() - db->busy_t0 >= ST_BUSY_TIMEOUT_S) {
-        fprintf(stderr, "kevo: '%s' is locked by another process; waiting\n", db->path);
+        kv_emit(st_events.fn, st_events.ctx, KEVO_EVENT_WARNING, 0, "'%s' is locked by another process; waiting",
+                db->path);
         db->busy_said = true;
     }
     /* 1, 2, 4, ... ms, then every 100 ms */

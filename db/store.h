@@ -18,10 +18,16 @@
 
 typedef struct kevo_db kevo_db;
 
+/* Where this process's handles say that they wait for a lock (a WARNING
+ * event, kevo_db_open); NULL (the default): nowhere.  Process-wide, since a
+ * wait may come while a handle is opened. */
+void kevo_db_set_events(kevo_event_fn fn, void *ctx);
+
 /* Open (create when `create` and the file does not exist) a kevo database.
  * A lock another process holds past the busy timeout (5 s) is waited for,
- * with one line on stderr ("... is locked by another process; waiting"),
- * until it is released or a signal interrupts the wait (kv_interrupted).
+ * with one WARNING event ("'...' is locked by another process; waiting",
+ * kevo_db_set_events), until it is released or a signal interrupts the wait
+ * (kv_interrupted).
  * Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a kevo
  * database, corrupt, newer schema), with the path quoted. */
 kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err);

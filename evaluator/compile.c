@@ -369,7 +369,15 @@ static struct {
     pid_t owner; /* the process whose PCH heap is mapped and that owns these (0: none; children inherit this) */
     int n;
     cp_pch set[CP_MAX_PCH];
+    kevo_event_fn on_event; /* where a PCH given up is said (kevo_compile_set_events) */
+    void *event_ctx;
 } cp_g;
+
+void kevo_compile_set_events(kevo_event_fn fn, void *ctx)
+{
+    cp_g.on_event = fn;
+    cp_g.event_ctx = ctx;
+}
 
 struct kevo_compile_pool {
     int parallel;
@@ -438,9 +446,9 @@ static void cp_pch_drop_files(cp_pch *c)
     c->path[0] = c->dir[0] = '\0';
 }
 
-/* Say on stderr why a PCH is not used (rare: compiles just get slower), with
- * the first line of the log that names a precompiled header, as a terminal-
- * safe excerpt. */
+/* Say why a PCH is not used (rare: compiles just get slower) in a WARNING
+ * event, with the first line of the log that names a precompiled header, as
+ * a terminal-safe excerpt. */
 static void cp_pch_say(const char *what, const char *log)
 {
     const char *line = log ? strstr(log, "precompiled header") : NULL;
@@ -449,7 +457,7 @@ static void cp_pch_say(const char *what, const char *log)
     char ex[161] = "";
     for (int i = 0; line && line[i] && line[i] != '\n' && i < 160; i++)
         ex[i] = line[i] >= 32 && line[i] < 127 ? line[i] : '?';
-    fprintf(stderr, "kevo: %s%s%s\n", what, ex[0] ? ": " : "", ex);
+    kv_emit(cp_g.on_event, cp_g.event_ctx, KEVO_EVENT_WARNING, 0, "%s%s%s", what, ex[0] ? ": " : "", ex);
 }
 
 /* The writer ended (or is given up): keep its file open and unlinked, or

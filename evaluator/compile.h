@@ -112,6 +112,11 @@ int kevo_compile_pch_ready(int *writing);
  * once the writer has ended (a pool start or wait reads it). */
 void kevo_compile_pch_prepare(const kevo_compile_job *job);
 
+/* Where this process's compiles report what they give up (a precompiled
+ * header not used: a WARNING event); NULL (the default): nowhere.  Like the
+ * PCHs, process-wide. */
+void kevo_compile_set_events(kevo_event_fn fn, void *ctx);
+
 /* Read what the precompiled headers' writers have sent, without waiting:
  * a writer that ended leaves its PCH ready (or given up) and its temporary
  * directory removed.  For a process that may be idle a while after

@@ -364,6 +364,12 @@ kevo_status kevo_gpu_submit(kevo_gpu *g, const kevo_gpu_request *req, kevo_err *
     return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker keeps dying before it reads a request");
 }
 
+const char *kevo_gpu_phase_name(kevo_gpu_phase p)
+{
+    static const char *const names[KEVO_GPU_PHASES] = {"load", "fill", "ref", "sum", "run", "cmp", "time", "all"};
+    return (unsigned)p < KEVO_GPU_PHASES ? names[p] : "?";
+}
+
 bool kevo_gpu_timing_steady(double median_ms, double min_ms)
 {
     return isfinite(median_ms) && isfinite(min_ms) && min_ms > 0 && median_ms <= KEVO_GPU_STEADY * min_ms;

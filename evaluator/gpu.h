@@ -63,7 +63,24 @@ typedef struct kevo_gpu_info {
     double copy_tbps;         /* device-to-device copy, bytes read + written per second / 1e12 */
     double baseline_rel_err;  /* the baseline's own check against the reference */
     double peer_rel_err;      /* the other peer's */
+    /* the worker's check of its cuBLAS reference against the plain SIMT one ("" and NaN: none ran;
+       a worker on another MPI rank does not send it) */
+    char ref_check_against[32]; /* the SIMT reference's name */
+    double ref_check_rel_err;
+    double ref_check_nonfinite; /* non-finite elements in the cuBLAS reference */
 } kevo_gpu_info;
+
+/* The phases of one evaluation in the worker, wall milliseconds each: the
+ * module loaded, inputs filled (three checks and the timing inputs), the
+ * reference, input checksums, poison and the candidate's runs, the
+ * comparisons, the timing passes, and the whole evaluation. */
+typedef enum kevo_gpu_phase {
+    KEVO_PHASE_LOAD, KEVO_PHASE_FILL, KEVO_PHASE_REF, KEVO_PHASE_SUM, KEVO_PHASE_RUN, KEVO_PHASE_CMP,
+    KEVO_PHASE_TIME, KEVO_PHASE_ALL, KEVO_GPU_PHASES
+} kevo_gpu_phase;
+
+/* The phases' names as bench/trace_idle.py reads them ("load", "fill", ...). */
+const char *kevo_gpu_phase_name(kevo_gpu_phase p);
 
 /* One evaluation. */
 typedef struct kevo_gpu_request {
@@ -89,6 +106,7 @@ typedef struct kevo_gpu_result {
     int reps;
     double rep_ms[KEVO_GPU_MAX_REPS]; /* every timed repetition, in run order (reps of them) */
     int passes;         /* timing passes run (1 unless a pass was not steady; see kevo_gpu_timing_steady) */
+    double phase_ms[KEVO_GPU_PHASES]; /* where the evaluation's time went (kevo_gpu_phase); all 0: not known */
 } kevo_gpu_result;
 
 /* Timing passes at most per candidate, and how far a steady pass's median may

@@ -170,8 +170,9 @@ kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, dou
         return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
                             kv_cu_errstr(&w->cu, r, buf, sizeof buf));
     double rel = st[2] > 0 ? sqrt(st[0] / st[2]) : (st[0] > 0 ? INFINITY : 0);
-    if (kv_trace_eval())
-        fprintf(stderr, "eval-reference cuBLAS against %s: rel_err %.3e, %.0f non-finite\n", plain, rel, st[3]);
+    snprintf(w->info.ref_check_against, sizeof w->info.ref_check_against, "%s", plain);
+    w->info.ref_check_rel_err = rel;
+    w->info.ref_check_nonfinite = st[3];
     if (st[3] > 0 || !(rel <= bound))
         return kevo_err_set(err, KEVO_ERR_INTERNAL,
                             "the cuBLAS reference disagrees with %s (rel_err %.3e, bound %.0e; %.0f non-finite): "

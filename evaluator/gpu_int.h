@@ -115,7 +115,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
 
 /* Wall seconds of an evaluation's phases (each ends in a stream
  * synchronize, so they are GPU time plus launch overhead), for
- * KEVO_TRACE_EVAL=1: inputs filled (three checks and the timing inputs),
+ * kevo_gpu_result.phase_ms: inputs filled (three checks and the timing inputs),
  * the reference, input checksums, poison and the candidate's run, the
  * comparison, the timing passes.  t: when the current phase began. */
 enum { WP_FILL, WP_REF, WP_SUM, WP_RUN, WP_CMP, WP_TIME, WP_N };

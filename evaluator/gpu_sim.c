@@ -125,6 +125,7 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
     in->baseline_ms = in->baseline_bcast_ms = cfg->baseline ? 2.0 : NAN;
     in->peer_ms = cfg->baseline ? 1.5 : NAN;
     in->baseline_rel_err = in->peer_rel_err = cfg->baseline ? 0.0 : NAN;
+    in->ref_check_rel_err = in->ref_check_nonfinite = NAN;
     in->peak_tflops = cfg->ceilings ? 800.0 : NAN;
     in->copy_tbps = cfg->ceilings ? 3.0 : NAN;
     hello.status = KEVO_OK;

@@ -222,6 +222,7 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     in->baseline_ms = in->baseline_bcast_ms = in->peer_ms = in->peak_tflops = in->copy_tbps = NAN;
     in->peer_rel_err = NAN;
     in->baseline_rel_err = NAN;
+    in->ref_check_rel_err = in->ref_check_nonfinite = NAN;
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
     w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
@@ -407,11 +408,16 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
             if (!sticky)
                 w.cu.cuModuleUnload(mod);
         }
-        if (kv_trace_eval()) /* where each evaluation's time went */
-            fprintf(stderr, "eval-phases #%lld ms load %.2f fill %.2f ref %.2f sum %.2f run %.2f cmp %.2f time %.2f "
-                    "all %.2f\n", (long long)req.candidate_id, 1e3 * t_load, 1e3 * ph.s[WP_FILL], 1e3 * ph.s[WP_REF],
-                    1e3 * ph.s[WP_SUM], 1e3 * ph.s[WP_RUN], 1e3 * ph.s[WP_CMP], 1e3 * ph.s[WP_TIME],
-                    1e3 * (kv_now() - t0));
+        /* where the evaluation's time went (the parent reports it) */
+        double *pm = rs.res.phase_ms;
+        pm[KEVO_PHASE_LOAD] = 1e3 * t_load;
+        pm[KEVO_PHASE_FILL] = 1e3 * ph.s[WP_FILL];
+        pm[KEVO_PHASE_REF] = 1e3 * ph.s[WP_REF];
+        pm[KEVO_PHASE_SUM] = 1e3 * ph.s[WP_SUM];
+        pm[KEVO_PHASE_RUN] = 1e3 * ph.s[WP_RUN];
+        pm[KEVO_PHASE_CMP] = 1e3 * ph.s[WP_CMP];
+        pm[KEVO_PHASE_TIME] = 1e3 * ph.s[WP_TIME];
+        pm[KEVO_PHASE_ALL] = 1e3 * (kv_now() - t0);
         free(cubin);
         rs.restart = sticky;
         if (gp_write(wfd, &rs, sizeof rs))

@@ -936,6 +936,11 @@ kevo_status kevo_wire_eval_result_pack(kv_buf *out, int64_t id, const kevo_gpu_r
               wr_dbl(j, "median_ms", res->median_ms) && wr_dbl(j, "min_ms", res->min_ms) &&
               wr_dbl(j, "max_ms", res->max_ms) && wr_num(j, "reps", reps) && wr_num(j, "reps_len", 8.0 * reps) &&
               wr_num(j, "passes", res->passes);
+    for (int i = 0; ok && i < KEVO_GPU_PHASES; i++) { /* "phase_load", ...: where the worker's time went */
+        char key[32];
+        snprintf(key, sizeof key, "phase_%s", kevo_gpu_phase_name((kevo_gpu_phase)i));
+        ok = wr_dbl(j, key, res->phase_ms[i]);
+    }
     if (!ok) {
         free(ms);
         return wr_nomem(j, err);
@@ -989,6 +994,14 @@ kevo_status kevo_wire_eval_result_unpack(const void *msg, size_t n, int64_t *id,
         st = wr_int(f.hdr, "reps", 0, KEVO_GPU_MAX_REPS, &reps, err);
     if (!st)
         st = wr_int(f.hdr, "passes", 0, KEVO_GPU_TIMING_PASSES, &passes, err);
+    for (int i = 0; !st && i < KEVO_GPU_PHASES; i++) { /* optional: absent (an older rank) is not known */
+        char key[32];
+        snprintf(key, sizeof key, "phase_%s", kevo_gpu_phase_name((kevo_gpu_phase)i));
+        if (cJSON_GetObjectItemCaseSensitive(f.hdr, key))
+            st = wr_get_dbl(f.hdr, key, 0, 1e9, &r->phase_ms[i], err);
+        if (!st && isnan(r->phase_ms[i]))
+            r->phase_ms[i] = 0;
+    }
     if (!st)
         st = wr_blobs(&f, keys, &len, 1, err);
     if (!st && len != (size_t)reps * 8)

@@ -66,6 +66,42 @@ void kevo_err_prefix(kevo_err *err, const char *fmt, ...)
 #endif
     ;
 
+/* Events: what a call reports while it runs.  The library never prints;
+ * progress lines, warnings, a live bar's state and traces reach the caller
+ * through one callback (libcurl's CURLOPT_DEBUGFUNCTION is the model), set in
+ * a call's options or on a handle.  No callback: the call is silent.  An
+ * event and its text live only for the callback's duration. */
+typedef enum kevo_event_kind {
+    KEVO_EVENT_LINE = 0,     /* a line of the call's account (stdout in the CLI): a setting, a
+                                finished candidate (cand_id set), a summary */
+    KEVO_EVENT_WARNING = 1,  /* a note (stderr in the CLI): something left out, waited for or given
+                                up; the call goes on */
+    KEVO_EVENT_PROGRESS = 2, /* where a run stands, for a live bar: done of budget, best, elapsed_s,
+                                text what it does now ("compiling 3") */
+    KEVO_EVENT_TRACE = 3,    /* one step of a tuning loop: text the step ("propose", "compile",
+                                "submit", "done", "apply", ...), cand_id the candidate (a count for
+                                "propose", "register" and "round"), device the GPU slot (-1: none),
+                                t seconds since the loop began; several per candidate */
+    KEVO_EVENT_DEBUG = 4,    /* a diagnostic line for benchmarks and bug reports: a GPU worker's
+                                evaluation phases, its reference check, a replay's evaluation
+                                (cand_id: its number) */
+} kevo_event_kind;
+
+typedef struct kevo_event {
+    kevo_event_kind kind;
+    const char *text;  /* never NULL; no newline.  It may quote a DB, a space file or an LLM reply:
+                          a terminal gets it through a cleaner (the CLI's kv_term_clean) */
+    int64_t cand_id;   /* the candidate a LINE, TRACE or DEBUG is about; 0 none */
+    int device;        /* TRACE: the GPU slot (-1: none) */
+    double t;          /* TRACE: seconds since the loop began */
+    int64_t done, budget; /* PROGRESS: candidates finished, of budget */
+    double best;       /* PROGRESS: best speedup so far (0: none yet) */
+    double elapsed_s;  /* PROGRESS: seconds since the run began */
+} kevo_event;
+
+/* A caller's event handler; ctx is the pointer given with it. */
+typedef void (*kevo_event_fn)(void *ctx, const kevo_event *ev);
+
 #ifdef __cplusplus
 }
 #endif

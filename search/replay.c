@@ -91,9 +91,10 @@ static double rp_gauss(uint64_t *rng)
  * hash it stops at the goal; with one it goes on to cap and hash[i]
  * identifies the i-th proposal (family, configuration, parent, operator),
  * *made the evaluations made.  noise > 0 multiplies each measured fitness by
- * exp(noise * z), z drawn from *rng. */
+ * exp(noise * z), z drawn from *rng.  Each evaluation is a DEBUG event to
+ * o->on_event. */
 static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, int ahead, double goal,
-                  int cap, double noise, uint64_t *rng, uint64_t *hash, int *made)
+                  int cap, double noise, uint64_t *rng, uint64_t *hash, int *made, const kevo_replay_opts *o)
 {
     int evals = 0, result = cap + 1, proposed = 0, head = 0, inflight = 0;
     kevo_proposal *props = calloc((size_t)batch * (size_t)ahead, sizeof *props);
@@ -134,10 +135,11 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int 
                 hash[evals] = h;
             }
             evals++;
-            if (getenv("KEVO_REPLAY_TRACE")) {
+            if (o->on_event) {
                 char c[200];
                 kevo_config_str(s->spaces[p->family], &p->cfg, c, sizeof c);
-                fprintf(stderr, "%3d %-10s p=%-3d %.3f  %s\n", evals, p->op, p->parent, fit, c);
+                kv_emit(o->on_event, o->event_ctx, KEVO_EVENT_DEBUG, evals, "%-10s p=%-3d %.3f  %s", p->op,
+                        p->parent, fit, c);
             }
             if (fit >= goal && result > cap)
                 result = evals;
@@ -421,7 +423,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             kevo_search s;
             if ((st = rp_search_start(&s, &src, &land, &proto, p, (uint64_t)k + 1, err)))
                 break;
-            int evals = rp_run(&s, p, &land, o->batch, o->ahead, goal, land.n, 0, NULL, NULL, NULL);
+            int evals = rp_run(&s, p, &land, o->batch, o->ahead, goal, land.n, 0, NULL, NULL, NULL, o);
             kevo_search_release(&s);
             if (k == o->seeds)
                 r->exhaustive_evals = evals;
@@ -447,7 +449,8 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
                 if ((st = rp_search_start(&s, &src, &land, &proto, pol, (uint64_t)k + 1, err)))
                     break;
                 uint64_t rng = 0x6b65766f00000000ull ^ ((uint64_t)k << 1 | (uint64_t)which);
-                rp_run(&s, pol, &land, o->batch, o->ahead, INFINITY, cap, o->noise, &rng, which ? hb : ha, &got[which]);
+                rp_run(&s, pol, &land, o->batch, o->ahead, INFINITY, cap, o->noise, &rng, which ? hb : ha,
+                       &got[which], o);
                 kevo_search_release(&s);
             }
             int i = 0;

@@ -24,6 +24,9 @@ typedef struct kevo_replay_opts {
     int ahead;                   /* batches proposed before the oldest one's results (default 1) */
     double noise;                /* > 0: also the noise replays (kevo_replay_result.parted), relative sigma */
     int budget;                  /* evaluations of each noise replay (default 120) */
+    kevo_event_fn on_event;      /* a DEBUG event per evaluation of every replay (cand_id: its number
+                                    in the replay; text "operator p=parent fitness configuration") */
+    void *event_ctx;
 } kevo_replay_opts;
 
 typedef struct kevo_replay_result {

@@ -53,7 +53,6 @@ void kevo_tune_opts_init(kevo_tune_opts *o)
     o->warmup = 5;
     o->reps = 30;
     o->maps = TN_ALL_MAPS;
-    o->progress = 1;
     o->generators = "template";
     o->llm_temperature = NAN;
     o->llm_seed = -1;
@@ -123,6 +122,8 @@ typedef struct tn_env {
     /* LLM candidates' one-point spaces met so far (owned) */
     kevo_space **llm;
     int nllm, llm_cap;
+    kevo_event_fn on_event; /* the caller's events (warnings, traces); NULL: none */
+    void *event_ctx;
 } tn_env;
 
 /* One candidate on its way through the pipeline. */
@@ -245,14 +246,15 @@ static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, k
         bool keep = tn_family_listed(list, s->family);
         if (keep && !kevo_space_has_arch(s, e->arch)) {
             if (!quiet)
-                fprintf(stderr, "kevo: family '%s' does not target %s; left out\n", s->family, e->arch);
+                kv_emit(e->on_event, e->event_ctx, KEVO_EVENT_WARNING, 0, "family '%s' does not target %s; left out",
+                        s->family, e->arch);
             keep = false;
         }
         for (int k = 0; keep && k < (e->dist ? e->dist->n : 1); k++)
             if (kevo_space_supports(s, e->dist ? &e->dist->shape[k] : &e->shape, &e->lim, e->dt, &why)) {
                 if (!quiet)
-                    fprintf(stderr, "kevo: %s%s%s; left out\n", why.msg, e->dist ? " at " : "",
-                            e->dist ? e->dist->text[k] : "");
+                    kv_emit(e->on_event, e->event_ctx, KEVO_EVENT_WARNING, 0, "%s%s%s; left out", why.msg,
+                            e->dist ? " at " : "", e->dist ? e->dist->text[k] : "");
                 keep = false;
             }
         if (keep)
@@ -472,7 +474,8 @@ static void tn_pch_prepare(const tn_env *e)
             !kevo_compile_job_init(&job, e->spaces[i]->source_name, pre.data, e->arch, &err)) {
             kevo_compile_pch_prepare(&job);
             if (e->mpi && kevo_mpi_rank(e->mpi) == 0 && kevo_mpi_compile_prepare(e->mpi, &job, &err))
-                fprintf(stderr, "kevo: the other MPI ranks write %s's precompiled header at its first job: %s\n",
+                kv_emit(e->on_event, e->event_ctx, KEVO_EVENT_WARNING, 0,
+                        "the other MPI ranks write %s's precompiled header at its first job: %s",
                         e->spaces[i]->family, err.msg);
         }
         kv_buf_release(&pre);
@@ -565,13 +568,23 @@ static kevo_status tn_dev_fit(tn_env *e, const kevo_gpu_info *in, const char *wh
     return KEVO_OK;
 }
 
+/* A DEBUG event with the worker's check of its cuBLAS reference against the
+ * SIMT one, when it ran. */
+static void tn_say_ref_check(const tn_env *e, const kevo_gpu_info *in)
+{
+    if (in->ref_check_against[0])
+        kv_emit(e->on_event, e->event_ctx, KEVO_EVENT_DEBUG, 0,
+                "eval-reference cuBLAS against %s: rel_err %.3e, %.0f non-finite", in->ref_check_against,
+                in->ref_check_rel_err, in->ref_check_nonfinite);
+}
+
 /* Start a worker with the reference module on each of the run's GPUs
  * (e->ord[0..ndev), their start-ups overlapping); fills e->info (the first
  * GPU's) and e->dinfo. */
 static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int reps, double timeout,
                                 uint64_t seed, bool baseline, bool ceilings, kevo_err *err)
 {
-    kevo_gpu_config gc[KEVO_GPU_MAX_DEVICES];
+    kevo_gpu_config gc[KEVO_GPU_MAX_DEVICES] = {0}; /* nw >= 1 fills what is read */
     kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
     /* a distribution's other GPUs get their workers with its other shapes (tn_start_shape_gpus) */
     const int nw = e->dist ? 1 : e->ndev;
@@ -582,6 +595,8 @@ static kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int r
                              : kevo_gpu_start_many(gc, nw, g, e->dinfo, err);
     if (st)
         return st;
+    for (int k = 0; k < nw; k++)
+        tn_say_ref_check(e, &e->dinfo[k]);
     e->gpu = g[0];
     for (int k = 1; k < nw; k++)
         e->dgpu[k] = g[k];
@@ -736,64 +751,30 @@ static kevo_status tn_store_peers(tn_env *e, const kevo_run_row *run, bool compi
     return kevo_db_run_shapes_put(e->db, run->id, e->peers, e->dist->n, err);
 }
 
-/* ---- progress output ---- */
+/* ---- progress output: events to the caller (kevo_tune_opts.on_event) ---- */
 
 typedef struct tn_progress {
-    int mode; /* 0 quiet, 1 lines, 2 lines + live bar */
+    kevo_event_fn fn; /* NULL: silent */
+    void *ctx;
     int64_t budget;
     double t0;
-    bool bar_drawn;
 } tn_progress;
 
-static void tn_bar_clear(tn_progress *p)
-{
-    if (p->bar_drawn) {
-        fputs("\r\033[K", stdout);
-        p->bar_drawn = false;
-    }
-}
-
+/* Where the run stands (a PROGRESS event): done of the budget, best, what it does. */
 static void tn_bar(tn_progress *p, int64_t done, double best, const char *what)
 {
-    if (p->mode < 2)
+    if (!p->fn)
         return;
-    tn_bar_clear(p);
-    int width = 30, fill = p->budget > 0 ? (int)(width * done / p->budget) : 0;
-    char bar[40];
-    for (int i = 0; i < width; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[width] = '\0';
-    int secs = (int)(kv_now() - p->t0);
-    printf("[%s] %lld/%lld", bar, (long long)done, (long long)p->budget);
-    if (best > 0)
-        printf("  best %.2fx", best);
-    printf("  %d:%02d  %s", secs / 60, secs % 60, what);
-    fflush(stdout);
-    p->bar_drawn = true;
+    kevo_event ev = {.kind = KEVO_EVENT_PROGRESS, .text = what, .device = -1, .done = done, .budget = p->budget,
+                     .best = best > 0 ? best : 0, .elapsed_s = kv_now() - p->t0};
+    p->fn(p->ctx, &ev);
 }
 
-static void tn_line(tn_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tn_line(tn_progress *p, const char *fmt, ...)
-{
-    if (p->mode < 1)
-        return;
-    tn_bar_clear(p);
-    /* lines quote DB and space-file text: printed through kv_term_clean */
-    va_list ap, ap2;
-    va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *line = n < 0 ? NULL : malloc((size_t)n + 1);
-    if (line) {
-        vsnprintf(line, (size_t)n + 1, fmt, ap2);
-        fputs(kv_term_clean(line), stdout);
-        free(line);
-    }
-    va_end(ap2);
-    fputc('\n', stdout);
-    fflush(stdout);
-}
+/* A line of the run's account (a LINE event); lines about one candidate
+ * name it in cand (0: none). */
+#define tn_line(p, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, 0, __VA_ARGS__)
+#define tn_cand_line(p, cand, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, (cand), __VA_ARGS__)
+#define tn_warn(p, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_WARNING, 0, __VA_ARGS__)
 
 /* Start the workers of a distribution's shapes 1.. (shape 0's is e->gpu),
  * each measuring its own shape's peers (the ceilings are the first
@@ -838,6 +819,7 @@ static kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo
         }
         for (int j = 0; j < cnt; j++) {
             int i = first + j;
+            tn_say_ref_check(e, &in[j]);
             e->xgpu[i] = g[j];
             kevo_run_shape *p = &e->peers[i];
             if (!(p->baseline_ms > 0)) { /* a new run, or a resumed one that never measured them */
@@ -899,27 +881,28 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
                            ? " | ptxas: wgmma serialized"
                            : "";
     if (strcmp(row->status, "failed") == 0)
-        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s%s", (long long)done, (long long)budget,
-                (long long)w->cand_id, w->space->family, cfgs, from, row->fail, row->fail_msg ? row->fail_msg : "",
-                on);
+        tn_cand_line(prog, w->cand_id, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s%s", (long long)done,
+                     (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from, row->fail,
+                     row->fail_msg ? row->fail_msg : "", on);
     else if (compile_only)
-        tn_line(prog, "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem%s",
-                (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
-                row->smem_dynamic / 1024, warn);
+        tn_cand_line(prog, w->cand_id,
+                     "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem%s",
+                     (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                     w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
+                     row->smem_dynamic / 1024, warn);
     else if (s->nextra > 0) /* a distribution: its fitness is the weighted geometric mean of vs_peer */
-        tn_line(prog,
-                "[%3lld/%lld] #%lld %s %s%s | first shape %.4f ms %.2fx peer | weighted geomean vs_peer %.2fx | "
-                "best %.2fx%s",
-                (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                row->median_ms, row->vs_peer, row->fitness, best, warn);
+        tn_cand_line(prog, w->cand_id,
+                     "[%3lld/%lld] #%lld %s %s%s | first shape %.4f ms %.2fx peer | weighted geomean vs_peer %.2fx | "
+                     "best %.2fx%s",
+                     (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                     row->median_ms, row->vs_peer, row->fitness, best, warn);
     else
-        tn_line(prog,
-                "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx, %.2fx peer, %5.1f TFLOP/s, %2.0f%% roofline, "
-                "rel %.1e | best %.2fx%s%s",
-                (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                row->median_ms, row->speedup, row->vs_peer, row->tflops, 100 * row->roofline, row->rel_err, best,
-                warn, on);
+        tn_cand_line(prog, w->cand_id,
+                     "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx, %.2fx peer, %5.1f TFLOP/s, %2.0f%% roofline, "
+                     "rel %.1e | best %.2fx%s%s",
+                     (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
+                     row->median_ms, row->speedup, row->vs_peer, row->tflops, 100 * row->roofline, row->rel_err, best,
+                     warn, on);
 }
 
 /* ---- figures of a timed candidate ---- */
@@ -1074,6 +1057,22 @@ static void tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double
     *copy_tbps = k > 0 && in->copy_tbps > 0 ? in->copy_tbps : run->copy_tbps;
 }
 
+/* A DEBUG event with where a candidate's evaluation spent its time in the
+ * worker (kevo_gpu_result.phase_ms; bench/trace_idle.py reads the line),
+ * when the worker sent it. */
+static void tn_say_phases(const tn_env *e, int64_t cand, const kevo_gpu_result *res)
+{
+    const double *pm = res->phase_ms;
+    if (!e->on_event || !(pm[KEVO_PHASE_ALL] > 0))
+        return;
+    char line[256];
+    int len = snprintf(line, sizeof line, "eval-phases #%lld ms", (long long)cand);
+    for (int k = 0; k < KEVO_GPU_PHASES && len > 0 && len < (int)sizeof line; k++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s %.2f", kevo_gpu_phase_name((kevo_gpu_phase)k),
+                        pm[k]);
+    kv_emit(e->on_event, e->event_ctx, KEVO_EVENT_DEBUG, cand, "%s", line);
+}
+
 /* Evaluate one prepared candidate and store its row (one transaction).
  * pre: its result at the run's shape, evaluated already on GPU dev in
  * eval_s seconds (tn_eval_batch); NULL: evaluated here, on the first GPU. */
@@ -1114,6 +1113,7 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
         row->eval_s = pre ? eval_s : kv_now() - t0;
         for (int i = 0; i < upto && !st; i++) {
             const kevo_gpu_result *res = pre ? pre : &all[i];
+            tn_say_phases(e, w->cand_id, res);
             row->checks += res->checks;
             if (res->checks && !(row->rel_err >= res->rel_err))
                 row->rel_err = res->rel_err;
@@ -1228,7 +1228,7 @@ static kevo_status tn_apply_one(tn_env *e, tn_loop *L, tn_work *w, const kevo_gp
  * GPU does. */
 static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compiling)
 {
-    if (L->prog->mode < 2)
+    if (!L->prog->fn)
         return;
     char what[160];
     int len = snprintf(what, sizeof what, "compiling %d |", compiling);
@@ -1243,13 +1243,16 @@ static void tn_bar_devices(tn_env *e, tn_loop *L, const int *on_gpu, int compili
     tn_bar(L->prog, L->done, L->best, what);
 }
 
-/* KEVO_TRACE_EVAL=1: every submit, result and apply of tn_eval_batch on
- * stderr with its time (seconds since the search loop began), to see where
- * GPUs wait. */
+/* A TRACE event: every proposal, compile, submit, result and apply of the
+ * loop with its time (seconds since the search loop began), to see where
+ * GPUs wait (the CLI prints them under KEVO_TRACE_EVAL=1). */
 static void tn_trace(const tn_env *e, const char *what, int64_t cand, int dev)
 {
-    if (kv_trace_eval())
-        fprintf(stderr, "trace %.4f %s #%lld dev %d\n", kv_now() - e->loop_t0, what, (long long)cand, dev);
+    if (!e->on_event)
+        return;
+    kevo_event ev = {.kind = KEVO_EVENT_TRACE, .text = what, .cand_id = cand, .device = dev,
+                     .t = kv_now() - e->loop_t0};
+    e->on_event(e->event_ctx, &ev);
 }
 
 /* ---- the rounds in flight ---- */
@@ -1881,9 +1884,9 @@ static kevo_status tn_llm_take(tn_env *e, kevo_search *s, const kevo_run_row *ru
         st = tn_llm_store_failure(e, s, run->id, ++*nrows, parent, &g, &id, err);
         if (!st) {
             (*done)++;
-            tn_line(prog, "[%3lld/%lld] #%lld %s <-llm #%lld | FAILED %s: %s", (long long)*done,
-                    (long long)prog->budget, (long long)id, g.family, (long long)parent_id, kevo_fail_name(g.fail),
-                    g.why);
+            tn_cand_line(prog, id, "[%3lld/%lld] #%lld %s <-llm #%lld | FAILED %s: %s", (long long)*done,
+                         (long long)prog->budget, (long long)id, g.family, (long long)parent_id,
+                         kevo_fail_name(g.fail), g.why);
         }
         kevo_gen_source_release(&g);
         return st;
@@ -2247,6 +2250,8 @@ static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_t
                                            o->seed, false, false);
         kevo_gpu_info info;
         soft = kevo_gpu_start(&gc, &v.gpu, &info, &why);
+        if (!soft)
+            tn_say_ref_check(e, &info);
     }
     if (!st && !soft)
         soft = tn_check_config(&v, sp, &cfg, &c, o->maps, true, o->seed ^ 0x6a09e667f3bcc909ull, &w, res, &why);
@@ -3040,10 +3045,10 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         *run_id = run.id;
         if (strcmp(run.status, "done") == 0 && !extends) {
             free(stored);
-            if (ro.progress > 0)
-                printf("run %lld is finished (%s): nothing to do; a larger --budget, or another --time-limit, "
-                       "--plateau or --target continues it\n",
-                       (long long)run.id, run.stop_reason[0] ? run.stop_reason : "done");
+            kv_emit(ro.on_event, ro.event_ctx, KEVO_EVENT_LINE, 0,
+                    "run %lld is finished (%s): nothing to do; a larger --budget, or another --time-limit, "
+                    "--plateau or --target continues it",
+                    (long long)run.id, run.stop_reason[0] ? run.stop_reason : "done");
             return KEVO_OK;
         }
     } else if (o->budget < 1) {
@@ -3102,8 +3107,10 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     st = tn_env_open(&e, ro.op, ro.shape, ro.dtype, ro.arch, ro.data_dir, ro.extra_templates, err);
     e.dist = dist;
     e.peers = stored;
+    e.on_event = ro.on_event;
+    e.event_ctx = ro.event_ctx;
     if (!st)
-        st = tn_select_families(&e, ro.families, ro.progress == 0, err);
+        st = tn_select_families(&e, ro.families, false, err);
     kv_buf fams;
     kv_buf_init(&fams);
     for (int i = 0; !st && i < e.nspaces; i++)
@@ -3130,7 +3137,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     e.compile_timeout = ro.compile_timeout;
     e.mpi = o->mpi;
 
-    tn_progress prog = {.mode = ro.progress, .budget = ro.budget, .t0 = kv_now()};
+    tn_progress prog = {.fn = ro.on_event, .ctx = ro.event_ctx, .budget = ro.budget, .t0 = kv_now()};
     tn_work ref;
     memset(&ref, 0, sizeof ref);
     if (!st && o->devices && ro.compile_only)
@@ -3460,7 +3467,6 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             st = kevo_db_run_settings_put(e.db, run.id, &rs, err);
     }
     tn_pipe_close(&e, &pipe);
-    tn_bar_clear(&prog);
     if (lg && kevo_llm_gen_busy(lg))
         kevo_llm_gen_cancel(lg); /* a call the run no longer waits for: not stored */
     kevo_llm_gen_close(lg);
@@ -3722,15 +3728,18 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         double rel_bound, rtol;
         e.op->tolerance(e.dt, &rel_bound, &rtol);
         *passed = res.fail == KEVO_FAIL_NONE;
-        kv_term_clean(c.family); /* DB text: no escape sequences to the terminal */
-        kv_term_clean(c.params);
-        printf("verify #%lld %s %s\n  at %s %s %s, maps %s: %s", (long long)c.id, c.family, c.params, e.shape_txt,
-               kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", *passed ? "ok" : "FAILED");
+        /* DB text: a terminal gets these lines through the caller's cleaner (kevo_event.text) */
+        kevo_event_fn fn = o->on_event;
+        void *ctx = o->event_ctx;
+        kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "verify #%lld %s %s", (long long)c.id, c.family, c.params);
         if (*passed)
-            printf(", %d checks, rel_err %.2e (bound %.1e), max |d| %.3e\n", res.checks, res.rel_err, rel_bound,
-                   res.max_abs_err);
+            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id,
+                    "  at %s %s %s, maps %s: ok, %d checks, rel_err %.2e (bound %.1e), max |d| %.3e", e.shape_txt,
+                    kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", res.checks, res.rel_err, rel_bound,
+                    res.max_abs_err);
         else
-            printf(" %s: %s\n", kevo_fail_name(res.fail), res.msg);
+            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "  at %s %s %s, maps %s: FAILED %s: %s", e.shape_txt,
+                    kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", kevo_fail_name(res.fail), res.msg);
         tn_figs f = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (*passed && o->time) {
             f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.peer_ms, e.op->flops(&e.shape),
@@ -3740,15 +3749,18 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
                 snprintf(peer, sizeof peer, "not measured here");
             else
                 snprintf(peer, sizeof peer, "%.4f ms", e.info.peer_ms);
-            printf("  device %s: %.4f ms [%.4f, %.4f], %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s), "
-                   "%.0f%% of the roofline\n"
-                   "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; %s %s -> vs_best_peer %.2fx\n",
-                   e.info.name, f.median_ms, f.ci_lo_ms, f.ci_hi_ms, f.tflops,
-                   e.info.peak_tflops > 0 ? 100.0 * f.tflops / e.info.peak_tflops : 0.0, e.info.peak_tflops,
-                   100 * f.roofline, e.info.baseline_ms, f.speedup, e.op->peers.peer_detail, peer, f.vs_peer);
+            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id,
+                    "  device %s: %.4f ms [%.4f, %.4f], %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s), "
+                    "%.0f%% of the roofline",
+                    e.info.name, f.median_ms, f.ci_lo_ms, f.ci_hi_ms, f.tflops,
+                    e.info.peak_tflops > 0 ? 100.0 * f.tflops / e.info.peak_tflops : 0.0, e.info.peak_tflops,
+                    100 * f.roofline);
+            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id,
+                    "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; %s %s -> vs_best_peer %.2fx",
+                    e.info.baseline_ms, f.speedup, e.op->peers.peer_detail, peer, f.vs_peer);
             char verdict[256];
             kevo_peer_verdict(e.op, f.vs_peer, e.info.baseline_ms, e.info.peer_ms, verdict, sizeof verdict);
-            printf("  %s\n", verdict);
+            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "  %s", verdict);
         }
         kv_buf_release(&maps);
     }

@@ -76,7 +76,10 @@ typedef struct kevo_tune_opts {
     const char *devices;
     bool mixed_devices;     /* accept GPUs of different models in devices (each its own peers) */
     unsigned maps;          /* cand_to_user kinds every candidate is verified on */
-    int progress;           /* 1 lines, 2 lines and a live bar, 0 quiet */
+    /* where the run's lines, warnings, progress and (each candidate's steps) traces go: every event
+       (include/kevo.h); NULL: the run is silent.  Not part of the run */
+    kevo_event_fn on_event;
+    void *event_ctx;
     const char *extra_templates; /* another folder of template families, or NULL */
     int64_t resume_run;     /* > 0: continue this run of db_path with its stored settings */
     const char *where;      /* expression over params the configurations must satisfy, or NULL */
@@ -169,7 +172,8 @@ kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nrun
 
 /* `kevo verify`: re-check a stored candidate (its family and params) at
  * another shape, dtype or cand_to_user map, and time it against the baseline
- * at that shape when `time`.  Prints one line per check to stdout.  Returns
+ * at that shape when `time`.  Reports one LINE event per check (and the
+ * timing's lines) to o->on_event.  Returns
  * KEVO_OK only when every check passed.  Reads the DB only (kevo_db_open_ro):
  * it writes nothing there, not even the compile cache, and without a GPU it
  * fails (KEVO_ERR_NO_GPU) before opening the DB. */
@@ -189,6 +193,8 @@ typedef struct kevo_verify_opts {
     double compile_timeout;
     uint64_t seed;
     const char *extra_templates;
+    kevo_event_fn on_event; /* one LINE per check and one for the timing; NULL: silent */
+    void *event_ctx;
 } kevo_verify_opts;
 
 void kevo_verify_opts_init(kevo_verify_opts *o);

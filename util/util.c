@@ -309,6 +309,26 @@ double kv_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
+{
+    if (!fn)
+        return;
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char small[512], *line = n < 0 ? NULL : (size_t)n < sizeof small ? small : malloc((size_t)n + 1);
+    if (line) {
+        vsnprintf(line, (size_t)n + 1, fmt, ap2);
+        kevo_event ev = {.kind = kind, .text = line, .cand_id = cand_id, .device = -1};
+        fn(ctx, &ev);
+        if (line != small)
+            free(line);
+    }
+    va_end(ap2);
+}
+
 bool kv_trace_eval(void)
 {
     static int on = -1;

@@ -65,6 +65,12 @@ double kv_now(void);
  * once per process. */
 bool kv_trace_eval(void);
 
+/* Format a line and hand it to fn as an event of kind about cand_id (0:
+ * none); the other fields are zero (device -1).  Nothing when fn is NULL;
+ * a line that cannot be allocated is dropped. */
+void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Wall-clock time as "YYYY-MM-DDTHH:MM:SSZ" in out[32]. */
 void kv_utc_iso(char out[32]);
 

@@ -439,11 +439,14 @@ static void test_gpu_frames(void **state)
     res->min_ms = res->rep_ms[0];
     res->max_ms = res->rep_ms[29];
     res->passes = 2;
+    for (int i = 0; i < KEVO_GPU_PHASES; i++)
+        res->phase_ms[i] = 1.25 + i;
     b.len = 0;
     assert_int_equal(kevo_wire_eval_result_pack(&b, 9, res, &err), KEVO_OK);
     assert_int_equal(kevo_wire_eval_result_unpack(b.data, b.len, &id, res2, &err), KEVO_OK);
     assert_true(id == 9 && res2->fail == KEVO_FAIL_NONE && res2->checks == 3 && res2->reps == 30 &&
                 res2->passes == 2);
+    assert_memory_equal(res2->phase_ms, res->phase_ms, sizeof res->phase_ms); /* where the time went */
     assert_string_equal(res2->msg, res->msg);
     assert_true(res2->rel_err == 2.2e-4 && isnan(res2->max_abs_err) && res2->median_ms == res->median_ms);
     assert_memory_equal(res2->rep_ms, res->rep_ms, 30 * sizeof(double));
@@ -489,9 +492,24 @@ static void test_gpu_frames(void **state)
         {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
          "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":0,"
          "\"reps_len\":0,\"passes\":4}", 0, "'passes'"},
+        {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+         "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":0,"
+         "\"reps_len\":0,\"passes\":1,\"phase_ref\":\"3\"}", 0, "'phase_ref'"},
+        {"{\"type\":\"eval_result\",\"id\":1,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+         "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":0,"
+         "\"reps_len\":0,\"passes\":1,\"phase_all\":-2}", 0, "'phase_all'"},
     };
     unsigned char *zeros = calloc(1, 8008);
     assert_non_null(zeros);
+    /* a rank that sends no phases (an older kevo): accepted, the phases not known (0) */
+    frame(&b, KEVO_WIRE_VERSION,
+          "{\"type\":\"eval_result\",\"id\":3,\"fail\":\"none\",\"msg\":\"\",\"checks\":0,\"rel_err\":null,"
+          "\"max_abs_err\":null,\"bad_elems\":0,\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"reps\":0,"
+          "\"reps_len\":0,\"passes\":1}",
+          zeros, 0);
+    assert_int_equal(kevo_wire_eval_result_unpack(b.data, b.len, &id, res2, &err), KEVO_OK);
+    for (int i = 0; i < KEVO_GPU_PHASES; i++)
+        assert_true(res2->phase_ms[i] == 0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         frame(&b, KEVO_WIRE_VERSION, bad[i].hdr, zeros, bad[i].blob);
         kevo_err_clear(&err);
