@@ -302,17 +302,17 @@ static uint64_t wk_check_seed(uint64_t seed, int kind)
     return kv_rand_next(&st);
 }
 
-static void wk_phase(wk_phases *ph, int k)
+/* Add the wall time since *t to res's phase k (ms); *t = now. */
+static void wk_phase(double *t, kevo_gpu_result *res, kevo_gpu_phase k)
 {
     double now = kv_now();
-    ph->s[k] += now - ph->t;
-    ph->t = now;
+    res->phase_ms[k] += 1e3 * (now - *t);
+    *t = now;
 }
 
-void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky,
-                wk_phases *ph)
+void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky)
 {
-    ph->t = kv_now();
+    double t = kv_now();
     wk_io *io = &w->io;
     double rel_bound, rtol;
     w->cfg.op->tolerance(w->cfg.dtype, &rel_bound, &rtol);
@@ -337,17 +337,17 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         double ref2 = 0, st[4];
         unsigned long long sum_before = 0, sum_after = 0;
         r = wk_fill(w, wk_check_seed(req->seed, kind), (kevo_map_kind)kind);
-        wk_phase(ph, WP_FILL);
+        wk_phase(&t, res, KEVO_PHASE_FILL);
         if (r == CUDA_SUCCESS)
             r = wk_reference(w, &ref2);
-        wk_phase(ph, WP_REF);
+        wk_phase(&t, res, KEVO_PHASE_REF);
         if (r == CUDA_SUCCESS && !wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
             res->fail = KEVO_FAIL_LOAD_ERROR;
             return;
         }
         if (r == CUDA_SUCCESS)
             r = wk_inputs_sum(w, &sum_before);
-        wk_phase(ph, WP_SUM);
+        wk_phase(&t, res, KEVO_PHASE_SUM);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "preparing a check (reference side)", sticky);
             return;
@@ -371,16 +371,16 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
             return;
         }
         r = w->cu.cuStreamSynchronize(w->stream);
-        wk_phase(ph, WP_RUN);
+        wk_phase(&t, res, KEVO_PHASE_RUN);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "kernel", sticky);
             return;
         }
         r = wk_compare(w, ref2, st);
-        wk_phase(ph, WP_CMP);
+        wk_phase(&t, res, KEVO_PHASE_CMP);
         if (r == CUDA_SUCCESS)
             r = wk_inputs_sum(w, &sum_after);
-        wk_phase(ph, WP_SUM);
+        wk_phase(&t, res, KEVO_PHASE_SUM);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "comparing", sticky);
             return;
@@ -417,7 +417,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         return;
     /* timing inputs: the run's fixed seed, sorted map, for every candidate alike */
     r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
-    wk_phase(ph, WP_FILL);
+    wk_phase(&t, res, KEVO_PHASE_FILL);
     if (r == CUDA_SUCCESS && !wk_plan_args(w, &req->plan, &ra.a, res->msg, sizeof res->msg)) {
         res->fail = KEVO_FAIL_LOAD_ERROR;
         return;
@@ -439,7 +439,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         if (kevo_gpu_timing_steady(med, lo))
             break;
     }
-    wk_phase(ph, WP_TIME);
+    wk_phase(&t, res, KEVO_PHASE_TIME);
     if (r != CUDA_SUCCESS) {
         wk_result_cuda(w, res, r, "timing", sticky);
         return;

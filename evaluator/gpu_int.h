@@ -107,21 +107,12 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err);
 /* Verify (and time) a loaded candidate into res: per map kind asked for,
  * fresh inputs, the reference, output (and the first time the workspace)
  * poisoned, the plan run, inputs and reference checksummed around it, the
- * output compared.  *sticky when the context is no longer usable.  *ph
- * (zeroed by the caller): where the time went is added (below). */
-typedef struct wk_phases wk_phases;
-void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky,
-                wk_phases *ph);
-
-/* Wall seconds of an evaluation's phases (each ends in a stream
- * synchronize, so they are GPU time plus launch overhead), for
- * kevo_gpu_result.phase_ms: inputs filled (three checks and the timing inputs),
- * the reference, input checksums, poison and the candidate's run, the
- * comparison, the timing passes.  t: when the current phase began. */
-enum { WP_FILL, WP_REF, WP_SUM, WP_RUN, WP_CMP, WP_TIME, WP_N };
-struct wk_phases {
-    double t, s[WP_N];
-};
+ * output compared.  *sticky when the context is no longer usable.  Where
+ * the time went is added to res->phase_ms (each phase ends in a stream
+ * synchronize, so it is GPU time plus launch overhead): inputs filled, the
+ * reference, input checksums, poison and the candidate's run, the
+ * comparison, the timing passes. */
+void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky);
 
 /* Time n loaded candidates interleaved (kevo_gpu_retime) on the timing
  * inputs: out[i] for each; *sticky when the context is no longer usable. */
@@ -162,8 +153,8 @@ CUresult wk_reference(wk_ctx *w, double *ref_sumsq);
  * wk_ref_check_verdict: after r (the check's work so far, queued on the
  * stream), read io.stats = {sum d^2, -, sum plain^2, non-finite count},
  * free scratch (0: none), and require rel_err = sqrt(sum d^2 / sum
- * plain^2) <= bound with nothing non-finite (KEVO_TRACE_EVAL=1 prints
- * them; plain names the SIMT kernel in messages).  Errors: KEVO_ERR_CUDA
+ * plain^2) <= bound with nothing non-finite (both kept in w->info, which
+ * the parent reports; plain names the SIMT kernel there and in messages).  Errors: KEVO_ERR_CUDA
  * (r or the read failed); KEVO_ERR_INTERNAL (the two disagree). */
 CUresult wk_ref_check_fill(wk_ctx *w);
 bool wk_ref_check_inject(void);
