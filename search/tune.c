@@ -774,7 +774,6 @@ static void tn_bar(tn_progress *p, int64_t done, double best, const char *what)
  * name it in cand (0: none). */
 #define tn_line(p, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, 0, __VA_ARGS__)
 #define tn_cand_line(p, cand, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, (cand), __VA_ARGS__)
-#define tn_warn(p, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_WARNING, 0, __VA_ARGS__)
 
 /* Start the workers of a distribution's shapes 1.. (shape 0's is e->gpu),
  * each measuring its own shape's peers (the ceilings are the first
@@ -3732,14 +3731,14 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         kevo_event_fn fn = o->on_event;
         void *ctx = o->event_ctx;
         kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "verify #%lld %s %s", (long long)c.id, c.family, c.params);
+        char how[768];
         if (*passed)
-            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id,
-                    "  at %s %s %s, maps %s: ok, %d checks, rel_err %.2e (bound %.1e), max |d| %.3e", e.shape_txt,
-                    kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", res.checks, res.rel_err, rel_bound,
-                    res.max_abs_err);
+            snprintf(how, sizeof how, "ok, %d checks, rel_err %.2e (bound %.1e), max |d| %.3e", res.checks,
+                     res.rel_err, rel_bound, res.max_abs_err);
         else
-            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "  at %s %s %s, maps %s: FAILED %s: %s", e.shape_txt,
-                    kevo_dtype_name(e.dt), e.arch, maps.data ? maps.data : "", kevo_fail_name(res.fail), res.msg);
+            snprintf(how, sizeof how, "FAILED %s: %s", kevo_fail_name(res.fail), res.msg);
+        kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "  at %s %s %s, maps %s: %s", e.shape_txt, kevo_dtype_name(e.dt),
+                e.arch, maps.data ? maps.data : "", how);
         tn_figs f = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (*passed && o->time) {
             f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.peer_ms, e.op->flops(&e.shape),

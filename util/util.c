@@ -329,16 +329,6 @@ void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id,
     va_end(ap2);
 }
 
-bool kv_trace_eval(void)
-{
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("KEVO_TRACE_EVAL");
-        on = v && strcmp(v, "1") == 0;
-    }
-    return on;
-}
-
 void kv_utc_iso(char out[32])
 {
     time_t t = time(NULL);

@@ -60,10 +60,6 @@ void kv_sha256_hex(const void *const *bufs, const size_t *lens, int n, char hex[
 
 /* Monotonic clock in seconds. */
 double kv_now(void);
-/* Whether KEVO_TRACE_EVAL=1: the tuning loop's events and each GPU worker's
- * evaluation phases go to stderr (bench/trace_idle.py reads them).  Read
- * once per process. */
-bool kv_trace_eval(void);
 
 /* Format a line and hand it to fn as an event of kind about cand_id (0:
  * none); the other fields are zero (device -1).  Nothing when fn is NULL;
