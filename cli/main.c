@@ -218,6 +218,12 @@ static void cli_bar(cli_events *c, const kevo_event *ev, const char *what)
 static void cli_event(void *ctx, const kevo_event *ev)
 {
     cli_events *c = ctx;
+    /* what is not shown is not copied: TRACE events come several per candidate */
+    bool show = ev->kind == KEVO_EVENT_WARNING || (ev->kind == KEVO_EVENT_LINE && c->mode >= 1) ||
+                (ev->kind == KEVO_EVENT_PROGRESS && c->mode >= 2) ||
+                ((ev->kind == KEVO_EVENT_TRACE || ev->kind == KEVO_EVENT_DEBUG) && c->trace);
+    if (!show)
+        return;
     char small[1024], *text = small;
     size_t n = strlen(ev->text);
     if (n >= sizeof small && !(text = malloc(n + 1)))
@@ -226,11 +232,9 @@ static void cli_event(void *ctx, const kevo_event *ev)
     kv_term_clean(text);
     switch (ev->kind) {
     case KEVO_EVENT_LINE:
-        if (c->mode >= 1) {
-            cli_bar_clear(c);
-            printf("%s\n", text);
-            fflush(stdout);
-        }
+        cli_bar_clear(c);
+        printf("%s\n", text);
+        fflush(stdout);
         break;
     case KEVO_EVENT_WARNING:
         cli_bar_clear(c);
@@ -238,17 +242,15 @@ static void cli_event(void *ctx, const kevo_event *ev)
         fflush(stderr);
         break;
     case KEVO_EVENT_PROGRESS:
-        if (c->mode >= 2)
-            cli_bar(c, ev, text);
+        cli_bar(c, ev, text);
         break;
     case KEVO_EVENT_TRACE:
-        if (c->trace)
-            fprintf(stderr, "trace %.4f %s #%lld dev %d\n", ev->t, text, (long long)ev->cand_id, ev->device);
+        fprintf(stderr, "trace %.4f %s #%lld dev %d\n", ev->t, text, (long long)ev->cand_id, ev->device);
         break;
     case KEVO_EVENT_DEBUG:
-        if (c->trace && c->numbered)
+        if (c->numbered)
             fprintf(stderr, "%3lld %s\n", (long long)ev->cand_id, text);
-        else if (c->trace)
+        else
             fprintf(stderr, "%s\n", text);
         break;
     }
