@@ -519,14 +519,6 @@ static int cli_all_failed(const char *db_path, const int64_t *runs, int n, bool 
     return 1;
 }
 
-/* A line from the MPI ranks (a rank lost, the ranks at start), on stderr. */
-static void cli_mpi_note(void *ctx, const char *line)
-{
-    (void)ctx;
-    fprintf(stderr, "kevo: %s\n", line);
-    fflush(stderr);
-}
-
 /* An MPI rank other than 0: compile what rank 0 sends, then leave. */
 static int cli_mpi_serve(kevo_mpi *m)
 {
@@ -771,7 +763,7 @@ static int cmd_tune(int argc, char **argv)
     if (mpi) {
         /* every rank evaluates on --device when given, else on its own GPU: its rank on its host */
         /* without --jobs each rank compiles with its share of its host's CPUs */
-        kevo_status st = kevo_mpi_start(jobs_given ? o.jobs : 0, device_given ? o.device : -1, cli_mpi_note, NULL,
+        kevo_status st = kevo_mpi_start(jobs_given ? o.jobs : 0, device_given ? o.device : -1, cli_event, &cli_ev,
                                         &o.mpi, &err);
         if (st)
             return cli_fail(st, &err);

@@ -31,7 +31,7 @@ bool kevo_mpi_built(void)
     return false;
 }
 
-kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out,
+kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
                            kevo_err *err)
 {
     (void)slots;
@@ -277,7 +277,7 @@ typedef struct mr_rx {
 
 struct kevo_mpi {
     int rank, size, slots;
-    kevo_mpi_note_fn note;
+    kevo_event_fn note; /* WARNING events (mr_note) */
     void *ctx;
     char nvrtc[16];
     pthread_mutex_t lock; /* held around every MPI call */
@@ -342,7 +342,7 @@ static void mr_note(kevo_mpi *m, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    m->note(m->ctx, kv_term_clean(line)); /* host names come from other processes */
+    kv_emit(m->note, m->ctx, KEVO_EVENT_WARNING, 0, "%s", kv_term_clean(line)); /* host names come from other ranks */
 }
 
 static void mr_sleep_ms(int ms)
@@ -1783,7 +1783,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 
 /* ---- start and end ---- */
 
-kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out,
+kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
                            kevo_err *err)
 {
     *out = NULL;

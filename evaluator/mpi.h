@@ -50,11 +50,6 @@
 
 typedef struct kevo_mpi kevo_mpi;
 
-/* A line for the user (a rank lost or refused, the ranks at start); text
- * from other ranks is cleaned of control characters.  The library never
- * prints: the CLI passes a function that does. */
-typedef void (*kevo_mpi_note_fn)(void *ctx, const char *line);
-
 /* Whether this build has MPI. */
 bool kevo_mpi_built(void);
 
@@ -65,10 +60,13 @@ bool kevo_mpi_built(void);
  * `mpirun -np G` on a host of G GPUs gives each rank its own).  Rank 0 waits up to KEVO_MPI_HELLO_WAIT seconds
  * for every other rank's hello (one that does not come is lost; one with
  * another NVRTC version or protocol takes no work) and starts a thread that
- * sends `alive` to the others every second.  Errors: KEVO_ERR_UNSUPPORTED
+ * sends `alive` to the others every second.  note (may be NULL) gets a
+ * WARNING event for each line for the user (a rank lost or refused, the
+ * ranks at start), its text from other ranks cleaned of control characters
+ * here already.  Errors: KEVO_ERR_UNSUPPORTED
  * (built without MPI; an MPI library without MPI_THREAD_SERIALIZED),
  * KEVO_ERR_WORKER (MPI does not start), KEVO_ERR_NOMEM. */
-kevo_status kevo_mpi_start(int slots, int device, kevo_mpi_note_fn note, void *ctx, kevo_mpi **out,
+kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
                            kevo_err *err);
 
 /* This process's rank and the job's size (1.. ranks). */

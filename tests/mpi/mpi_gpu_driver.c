@@ -50,10 +50,10 @@ static double writer_came_and_went(const char *dir, double limit_s)
     return -1;
 }
 
-static void note(void *ctx, const char *line)
+static void note(void *ctx, const kevo_event *ev)
 {
     (void)ctx;
-    printf("note: %s\n", line);
+    printf("note: %s\n", ev->text);
     fflush(stdout);
 }
 

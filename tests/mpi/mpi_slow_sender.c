@@ -23,10 +23,10 @@
 #define HOLD_S 3.0
 #define BIG (8u << 20) /* bytes */
 
-static void note(void *ctx, const char *line)
+static void note(void *ctx, const kevo_event *ev)
 {
     (void)ctx;
-    printf("note: %s\n", line);
+    printf("note: %s\n", ev->text);
     fflush(stdout);
 }
 
