@@ -75,7 +75,7 @@ typedef enum kevo_event_kind {
     KEVO_EVENT_LINE = 0,     /* a line of the call's account (stdout in the CLI): a setting, a
                                 finished candidate (cand_id set), a summary */
     KEVO_EVENT_WARNING = 1,  /* a note (stderr in the CLI): something left out, waited for or given
-                                up; the call goes on */
+                                up, an MPI rank lost or the ranks at start; the call goes on */
     KEVO_EVENT_PROGRESS = 2, /* where a run stands, for a live bar: done of budget, best, elapsed_s,
                                 text what it does now ("compiling 3") */
     KEVO_EVENT_TRACE = 3,    /* one step of a tuning loop: text the step ("propose", "compile",
