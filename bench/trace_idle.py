@@ -9,7 +9,10 @@ what the oldest unfinished work was doing then:
   compiling  candidates were compiling, none queued (a compile's latency)
   nothing    no registered candidate was unevaluated (the search had not proposed
              the next round yet: --ahead too shallow, or results applied late)
-Also the local compiles' seconds (mean, median, max).  Under --mpi, rank 0
+Also each GPU's milliseconds from a submit to its result (median / mean /
+max: a mean far over the median is a result that waited to be taken, as a
+remote rank's did when it looked for messages only every 50 ms while
+compiling) and the local compiles' seconds (mean, median, max).  Under --mpi, rank 0
 traces no compile starts, so there all compile waiting shows as `queued`.
 The first trace is the reference for the `x first` column (rate ratio).
 
@@ -54,6 +57,7 @@ def analyse(ev):
     next_id = None
     busy, idle = set(), {"queued": 0.0, "compiling": 0.0, "nothing": 0.0}
     busy_s = [0.0] * ndev
+    held = [[] for _ in range(ndev)]  # per GPU: seconds from each submit to its result
     on_since = {}
     cs, comp, evaluated = {}, [], 0
     prev = ev[0][0] if ev else 0.0
@@ -87,36 +91,40 @@ def analyse(ev):
         elif what in ("done", "lost"):
             state[cand] = "d" if what == "done" else "r"
             busy.discard(dev)
-            busy_s[dev] += t - on_since.pop(dev, t)
+            since = on_since.pop(dev, t)
+            busy_s[dev] += t - since
+            held[dev].append(t - since)
             evaluated += what == "done"
         elif what == "applied":
             state.pop(cand, None)
     loop = ev[-1][0] if ev else 0.0
-    return ndev, loop, evaluated, busy_s, idle, comp
+    return ndev, loop, evaluated, busy_s, idle, comp, held
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: trace_idle.py TRACE...")
     print("| trace | GPUs | loop s | evaluated / min | x first | GPU busy | GPU s idle: queued / compiling / "
-          "nothing | compile s: mean / median / max |")
-    print("|---|---|---|---|---|---|---|---|")
+          "nothing | submit to result ms per GPU: median / mean / max | compile s: mean / median / max |")
+    print("|---|---|---|---|---|---|---|---|---|")
     first = None
     for path in sys.argv[1:]:
         ev = load(path)
         if not ev:
-            print(f"| {path} | no trace events |  |  |  |  |  |  |")
+            print(f"| {path} | no trace events |  |  |  |  |  |  |  |")
             continue
-        ndev, loop, n, busy_s, idle, comp = analyse(ev)
+        ndev, loop, n, busy_s, idle, comp, held = analyse(ev)
         traced = any(w == "registered" for _, w, _, _ in ev)  # kevo before 7676583 traced no registrations
         rate = 60 * n / loop if loop > 0 else 0.0
         first = rate if first is None else first
         busy = " ".join(f"{100 * b / loop:.0f}%" for b in busy_s) if loop > 0 else ""
+        h = ", ".join(f"{1e3 * statistics.median(x):.1f} / {1e3 * statistics.mean(x):.1f} / {1e3 * max(x):.1f}"
+                      if x else "-" for x in held)
         c = (f"{statistics.mean(comp):.2f} / {statistics.median(comp):.2f} / {max(comp):.2f}" if comp
              else "not traced")
         print(f"| {path} | {ndev} | {loop:.2f} | {rate:.1f} | {rate / first if first else 0:.2f} | {busy} | "
-              f"{idle['queued']:.2f} / {idle['compiling']:.2f} / {idle['nothing']:.2f} | {c} |" if traced else
-              f"not traced | {c} |")
+              f"{idle['queued']:.2f} / {idle['compiling']:.2f} / {idle['nothing']:.2f} | {h} | {c} |" if traced else
+              f"not traced | {h} | {c} |")
     rows = [(path, phases(path)) for path in sys.argv[1:]]
     rows = [(path, ph) for path, ph in rows if ph]
     if rows:

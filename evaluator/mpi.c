@@ -1688,8 +1688,9 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             break;
         if (kevo_compile_pool_busy(pool) > 0) {
             kevo_compile_job *done = NULL;
-            /* a result on its way moves only inside this rank's MPI calls: look often meanwhile */
-            st = kevo_compile_pool_wait(pool, evaluating || nout > 0 ? 0.002 : 0.05, &done, err);
+            /* a result on its way, and rank 0's next evaluation (its cubin comes by rendezvous), move
+             * only inside this rank's MPI calls: with a GPU worker or a result out, look often */
+            st = kevo_compile_pool_wait(pool, gpu || nout > 0 ? 0.002 : 0.05, &done, err);
             if (done) {
                 kevo_wire_job *w = mr_wire_of(done);
                 for (int i = 0; i < m->slots; i++)
