@@ -84,6 +84,8 @@ def analyse(ev):
             state[cand] = "r"
             if cand in cs:
                 comp.append(t - cs[cand])
+        elif what == "queued":  # sent to wait on a remote GPU behind the one it runs; "submit" when its turn comes
+            state[cand] = "g"
         elif what == "submit":
             state[cand] = "g"
             busy.add(dev)

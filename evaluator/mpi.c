@@ -136,14 +136,15 @@ kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req
     return kevo_err_set(err, KEVO_ERR_ARG, "no remote GPU %d (built without MPI)", g);
 }
 
-kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *lost, kevo_gpu_result *res,
-                               kevo_err *err)
+kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, int64_t *cand, bool *lost,
+                               kevo_gpu_result *res, kevo_err *err)
 {
     (void)m;
     (void)wait_s;
     (void)res;
     (void)err;
     *which = -1;
+    *cand = 0;
     *lost = false;
     return KEVO_OK;
 }
@@ -153,6 +154,13 @@ bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g)
     (void)m;
     (void)g;
     return false;
+}
+
+int kevo_mpi_gpu_queued(const kevo_mpi *m, int g)
+{
+    (void)m;
+    (void)g;
+    return 0;
 }
 
 void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s)
@@ -245,16 +253,26 @@ typedef struct mr_send {
     MPI_Request req;
 } mr_send;
 
+/* An evaluation sent to a remote GPU. */
+typedef struct mr_eval {
+    int64_t id;          /* its message id, which the result names */
+    int64_t cand;        /* the request's candidate_id */
+    double t0;           /* when it was sent */
+    mr_send send;        /* its eval message */
+} mr_eval;
+
 /* A remote GPU, as rank 0 drives it (one per rank that has one). */
 typedef struct mr_gpu {
     int rank;
     bool dead;           /* its rank is lost: no more work */
-    bool inflight;
-    int64_t id;          /* the evaluation in flight */
-    double t0;           /* when it was sent */
-    mr_send send;        /* its eval message */
-    bool done, lost;     /* it ended (res), or its rank was lost with it */
-    kevo_gpu_result *res;
+    mr_eval q[KEVO_MPI_GPU_QUEUE]; /* sent, in order: q[0] runs, the others wait on its rank */
+    int nq;
+    double last_end;     /* when its last evaluation ended: busy time counts from the later of this and t0 */
+    kevo_gpu_result *res[KEVO_MPI_GPU_QUEUE]; /* results come, not yet taken, in order */
+    int64_t res_cand[KEVO_MPI_GPU_QUEUE];
+    int nres;
+    int64_t lost_cand[KEVO_MPI_GPU_QUEUE]; /* evaluations lost with its rank, not yet reported */
+    int nlost;
     int evaluated;
     double busy_s;
 } mr_gpu;
@@ -345,10 +363,15 @@ static void mr_note(kevo_mpi *m, const char *fmt, ...)
     kv_emit(m->note, m->ctx, KEVO_EVENT_WARNING, 0, "%s", kv_term_clean(line)); /* host names come from other ranks */
 }
 
+static void mr_sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000L, (us % 1000000L) * 1000L};
+    nanosleep(&ts, NULL);
+}
+
 static void mr_sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    mr_sleep_us(ms * 1000L);
 }
 
 static const char *mr_errstr(int rc, char *buf, int n)
@@ -464,6 +487,17 @@ static kevo_status mr_rx_post(kevo_mpi *m, int src, int *from, kevo_err *err)
         m->nrx++;
     }
     return KEVO_OK;
+}
+
+/* Whether a message is part way in (its receive posted, not complete, its
+ * sender not lost): a rendezvous transfer, which moves only inside this
+ * rank's MPI calls. */
+static bool mr_receiving(const kevo_mpi *m)
+{
+    for (int i = 0; i < m->nrx; i++)
+        if (!m->rx[i].dead)
+            return true;
+    return false;
 }
 
 static void mr_rx_remove(kevo_mpi *m, int i)
@@ -610,28 +644,34 @@ static void mr_lose(kevo_mpi *m, mr_batch *b, int r, const char *why)
         }
     }
     R->busy = 0;
-    bool eval_back = false;
+    int eval_back = 0;
     if (R->gpu >= 0 && R->gpu < m->ngpus) {
         mr_gpu *G = &m->gpus[R->gpu];
         G->dead = true;
-        if (G->inflight) {
-            G->inflight = false;
-            G->lost = true;
-            G->busy_s += kv_now() - G->t0;
-            eval_back = true;
-            mr_orphan(m, &G->send);
+        double now = kv_now();
+        for (int j = 0; j < G->nq; j++) {
+            if (j == 0)
+                G->busy_s += now - (G->q[0].t0 > G->last_end ? G->q[0].t0 : G->last_end);
+            G->lost_cand[G->nlost++] = G->q[j].cand;
+            mr_orphan(m, &G->q[j].send);
         }
+        eval_back = G->nq;
+        G->nq = 0;
     }
     if (R->gpu_state == MG_ASKED)
         R->gpu_state = MG_ABSENT;
     char where[300] = "";
     if (R->host[0])
         snprintf(where, sizeof where, " (%s, pid %lld)", R->host, R->pid);
-    if (b)
+    if (b && eval_back)
+        mr_note(m, "MPI rank %d%s lost: %s; its %d compile%s and %d evaluation%s in flight go back to the queue", r,
+                where, why, back, back == 1 ? "" : "s", eval_back, eval_back == 1 ? "" : "s");
+    else if (b)
         mr_note(m, "MPI rank %d%s lost: %s; its %d compile%s in flight go%s back to the queue", r, where, why, back,
                 back == 1 ? "" : "s", back == 1 ? "es" : "");
     else if (eval_back)
-        mr_note(m, "MPI rank %d%s lost: %s; its evaluation in flight goes back to the queue", r, where, why);
+        mr_note(m, "MPI rank %d%s lost: %s; its %d evaluation%s in flight go%s back to the queue", r, where, why,
+                eval_back, eval_back == 1 ? "" : "s", eval_back == 1 ? "es" : "");
     else
         mr_note(m, "MPI rank %d%s lost: %s", r, where, why);
 }
@@ -745,17 +785,23 @@ static void mr_eval_result(kevo_mpi *m, mr_batch *b, int r, const unsigned char 
         mr_lose(m, b, r, why);
         return;
     }
-    if (!G->inflight || G->id != id) { /* the result of an evaluation no longer waited for */
+    int j = 0;
+    while (j < G->nq && G->q[j].id != id)
+        j++;
+    if (j == G->nq) { /* the result of an evaluation no longer waited for */
         free(res);
         return;
     }
-    free(G->res);
-    G->res = res;
-    G->done = true;
-    G->inflight = false;
+    /* its rank runs them in order: the earlier ones (none but by a fault there) ended unanswered */
+    double now = kv_now(), from = G->q[j].t0 > G->last_end ? G->q[j].t0 : G->last_end;
+    G->res[G->nres] = res;
+    G->res_cand[G->nres++] = G->q[j].cand;
     G->evaluated++;
-    G->busy_s += kv_now() - G->t0;
-    mr_orphan(m, &G->send);
+    G->busy_s += now - from;
+    G->last_end = now;
+    mr_orphan(m, &G->q[j].send);
+    memmove(&G->q[j], &G->q[j + 1], (size_t)(G->nq - j - 1) * sizeof *G->q);
+    G->nq--;
 }
 
 /* Take every waiting message: results into b (NULL between batches),
@@ -802,7 +848,7 @@ static void mr_check_silence(kevo_mpi *m, mr_batch *b, bool busy_only)
     double now = kv_now();
     for (int r = 1; r < m->size; r++) {
         mr_rank *R = &m->ranks[r];
-        bool evaluating = R->gpu >= 0 && R->gpu < m->ngpus && m->gpus[R->gpu].inflight;
+        bool evaluating = R->gpu >= 0 && R->gpu < m->ngpus && m->gpus[R->gpu].nq > 0;
         if ((R->state == MR_READY || R->state == MR_REFUSED) && (R->busy > 0 || evaluating || !busy_only) &&
             now - R->last_heard > KEVO_MPI_LOST_AFTER) {
             char why[96];
@@ -1107,8 +1153,6 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
             R->gpu_state = MG_READY;
             mr_gpu *G = &m->gpus[g];
             G->rank = r;
-            G->send.req = MPI_REQUEST_NULL;
-            kv_buf_init(&G->send.buf);
             out[g].rank = r;
             snprintf(out[g].host, sizeof out[g].host, "%s", R->host);
             out[g].device = h->device;
@@ -1134,42 +1178,50 @@ kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req
     if (!m || g < 0 || g >= m->ngpus)
         return kevo_err_set(err, KEVO_ERR_ARG, "no remote GPU %d", g);
     mr_gpu *G = &m->gpus[g];
-    if (G->inflight)
-        return kevo_err_set(err, KEVO_ERR_BUSY, "remote GPU %d (rank %d) has an evaluation in flight", g, G->rank);
+    if (G->nq == KEVO_MPI_GPU_QUEUE)
+        return kevo_err_set(err, KEVO_ERR_BUSY, "remote GPU %d (rank %d) has %d evaluations in flight", g, G->rank,
+                            G->nq);
     if (G->dead || m->ranks[G->rank].state != MR_READY)
         return KEVO_OK;
-    mr_orphan(m, &G->send);
-    kv_buf_init(&G->send.buf);
-    int64_t id = ++m->next_id;
-    kevo_status st = kevo_wire_eval_pack(&G->send.buf, id, req, err);
-    if (st)
+    mr_eval *q = &G->q[G->nq];
+    memset(q, 0, sizeof *q);
+    q->send.req = MPI_REQUEST_NULL;
+    kv_buf_init(&q->send.buf);
+    q->id = ++m->next_id;
+    q->cand = req->candidate_id;
+    kevo_status st = kevo_wire_eval_pack(&q->send.buf, q->id, req, err);
+    if (st) {
+        kv_buf_release(&q->send.buf);
         return st;
+    }
     kevo_err e;
-    if (mr_isend(m, &G->send, G->rank, KEVO_WIRE_EVAL, &e)) {
+    if (mr_isend(m, &q->send, G->rank, KEVO_WIRE_EVAL, &e)) {
+        kv_buf_release(&q->send.buf);
         mr_lose(m, m->cur, G->rank, e.msg);
         return KEVO_OK;
     }
     /* A cubin goes by rendezvous, which moves only inside this rank's MPI
-     * calls: drive it to the end now (the rank looks for messages every
-     * millisecond), not in whatever MPI call follows the caller's next DB
-     * write.  A rank slower than KEVO_MPI_SEND_SPIN is left to the drains. */
-    for (double t0 = kv_now(); !mr_test(m, &G->send.req) && kv_now() - t0 < KEVO_MPI_SEND_SPIN;)
+     * calls.  To an idle GPU: drive it to the end now (the rank looks for
+     * messages every millisecond), not in whatever MPI call follows the
+     * caller's next DB write; a rank slower than KEVO_MPI_SEND_SPIN is left
+     * to the drains.  Behind an evaluation in flight, the drains have that
+     * evaluation's time to move it. */
+    for (double t0 = kv_now(); G->nq == 0 && !mr_test(m, &q->send.req) && kv_now() - t0 < KEVO_MPI_SEND_SPIN;)
         ;
-    G->inflight = true;
-    G->done = G->lost = false;
-    G->id = id;
-    G->t0 = kv_now();
+    q->t0 = kv_now();
+    G->nq++;
     mr_rank *R = &m->ranks[G->rank];
-    if (R->busy == 0) /* its silence counts from now */
-        R->last_heard = G->t0;
+    if (R->busy == 0 && G->nq == 1) /* its silence counts from now */
+        R->last_heard = q->t0;
     *sent = true;
     return KEVO_OK;
 }
 
-kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *lost, kevo_gpu_result *res,
-                               kevo_err *err)
+kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, int64_t *cand, bool *lost,
+                               kevo_gpu_result *res, kevo_err *err)
 {
     *which = -1;
+    *cand = 0;
     *lost = false;
     if (!m || m->ngpus == 0)
         return KEVO_OK;
@@ -1184,16 +1236,20 @@ kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *los
         mr_check_silence(m, m->cur, true);
         for (int g = 0; g < m->ngpus; g++) {
             mr_gpu *G = &m->gpus[g];
-            if (G->done) {
-                G->done = false;
-                *res = *G->res;
-                free(G->res);
-                G->res = NULL;
+            if (G->nres > 0) {
+                *res = *G->res[0];
+                *cand = G->res_cand[0];
+                free(G->res[0]);
+                G->nres--;
+                memmove(&G->res[0], &G->res[1], (size_t)G->nres * sizeof *G->res);
+                memmove(&G->res_cand[0], &G->res_cand[1], (size_t)G->nres * sizeof *G->res_cand);
                 *which = g;
                 return KEVO_OK;
             }
-            if (G->lost) {
-                G->lost = false;
+            if (G->nlost > 0) {
+                *cand = G->lost_cand[0];
+                G->nlost--;
+                memmove(&G->lost_cand[0], &G->lost_cand[1], (size_t)G->nlost * sizeof *G->lost_cand);
                 *which = g;
                 *lost = true;
                 return KEVO_OK;
@@ -1210,6 +1266,11 @@ bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g)
     return m && g >= 0 && g < m->ngpus && !m->gpus[g].dead && m->ranks[m->gpus[g].rank].state == MR_READY;
 }
 
+int kevo_mpi_gpu_queued(const kevo_mpi *m, int g)
+{
+    return m && g >= 0 && g < m->ngpus ? m->gpus[g].nq : 0;
+}
+
 void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s)
 {
     *evaluated = 0;
@@ -1218,7 +1279,8 @@ void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s
         return;
     const mr_gpu *G = &m->gpus[g];
     *evaluated = G->evaluated;
-    *busy_s = G->busy_s + (G->inflight ? kv_now() - G->t0 : 0);
+    double from = G->nq > 0 ? (G->q[0].t0 > G->last_end ? G->q[0].t0 : G->last_end) : 0;
+    *busy_s = G->busy_s + (G->nq > 0 ? kv_now() - from : 0);
 }
 
 int kevo_mpi_device(const kevo_mpi *m)
@@ -1531,11 +1593,51 @@ static kevo_status mr_serve_gpu_setup(kevo_mpi *m, const unsigned char *data, si
     return st;
 }
 
-/* Rank 0's eval: hand it to this rank's GPU worker.  What cannot run
- * (no GPU here, a message that cannot be read, a worker that cannot start)
- * is answered at once as a failed evaluation, so rank 0 never waits on it. */
-static kevo_status mr_serve_eval(kevo_mpi *m, const unsigned char *data, size_t len, kevo_gpu *gpu, int64_t *eval_id,
-                                 kevo_gpu_result *res, mr_send **out, int *nout, int *cap, kevo_err *err)
+/* Rank 0's evaluations on this rank: the one the GPU worker runs (id, 0
+ * none) and those sent meanwhile, which wait their turn in order. */
+typedef struct mr_serving {
+    int64_t id;
+    kevo_gpu_request waiting[KEVO_MPI_GPU_QUEUE - 1]; /* each owns its cubin */
+    int64_t waiting_id[KEVO_MPI_GPU_QUEUE - 1];
+    int nwaiting;
+    kevo_gpu_result *fail; /* an answer that no GPU gave (below) */
+} mr_serving;
+
+/* Answer rank 0's evaluation id at once as failed (why), so that rank 0
+ * never waits on it. */
+static kevo_status mr_serve_refuse(kevo_mpi *m, mr_serving *sv, int64_t id, const char *why, mr_send **out,
+                                   int *nout, int *cap, kevo_err *err)
+{
+    kevo_gpu_result *res = sv->fail;
+    memset(res, 0, sizeof *res);
+    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
+    res->fail = KEVO_FAIL_WORKER_CRASH;
+    snprintf(res->msg, sizeof res->msg, "rank %d: %.480s", m->rank, why);
+    return mr_serve_send(m, out, nout, cap, KEVO_WIRE_EVAL_RESULT, id, NULL, res, NULL, err);
+}
+
+/* Hand rank 0's evaluation id to this rank's GPU worker (the cubin stays
+ * the caller's).  What cannot run (no GPU here, a worker that cannot
+ * start) is answered at once as failed. */
+static kevo_status mr_serve_start(kevo_mpi *m, kevo_gpu *gpu, mr_serving *sv, const kevo_gpu_request *rq, int64_t id,
+                                  mr_send **out, int *nout, int *cap, kevo_err *err)
+{
+    kevo_err e;
+    kevo_err_clear(&e);
+    kevo_status st = gpu ? kevo_gpu_submit(gpu, rq, &e)
+                         : kevo_err_set(&e, KEVO_ERR_NO_GPU, "rank %d has no GPU worker", m->rank);
+    if (!st) {
+        sv->id = id;
+        return KEVO_OK;
+    }
+    return mr_serve_refuse(m, sv, id, e.msg, out, nout, cap, err);
+}
+
+/* Rank 0's eval: start it, or keep it until the one in flight ends.
+ * Errors: KEVO_ERR_WORKER (a message that cannot be read: no id to answer
+ * under), mr_serve_send's. */
+static kevo_status mr_serve_eval(kevo_mpi *m, const unsigned char *data, size_t len, kevo_gpu *gpu, mr_serving *sv,
+                                 mr_send **out, int *nout, int *cap, kevo_err *err)
 {
     kevo_gpu_request rq;
     memset(&rq, 0, sizeof rq);
@@ -1543,23 +1645,41 @@ static kevo_status mr_serve_eval(kevo_mpi *m, const unsigned char *data, size_t 
     kevo_err e;
     kevo_err_clear(&e);
     kevo_status st = kevo_wire_eval_unpack(data, len, &id, &rq, &e);
-    if (st) /* no id to answer under: rank 0 finds this rank silent about it and moves the candidate */
+    if (st) /* rank 0 finds this rank silent about it and moves the candidate */
         return kevo_err_set(err, KEVO_ERR_WORKER, "rank %d: an evaluation from rank 0 could not be read: %s",
                             m->rank, e.msg);
-    if (!gpu)
-        st = kevo_err_set(&e, KEVO_ERR_NO_GPU, "rank %d has no GPU worker", m->rank);
-    else
-        st = kevo_gpu_submit(gpu, &rq, &e);
-    free((void *)rq.cubin);
-    if (!st) {
-        *eval_id = id;
-        return KEVO_OK;
+    if (sv->id == 0) {
+        st = mr_serve_start(m, gpu, sv, &rq, id, out, nout, cap, err);
+    } else if (sv->nwaiting < KEVO_MPI_GPU_QUEUE - 1) {
+        sv->waiting[sv->nwaiting] = rq;
+        sv->waiting_id[sv->nwaiting++] = id;
+        return KEVO_OK; /* its cubin goes with it */
+    } else {
+        char why[96];
+        snprintf(why, sizeof why, "more than %d evaluations sent to it at once", KEVO_MPI_GPU_QUEUE);
+        st = mr_serve_refuse(m, sv, id, why, out, nout, cap, err);
     }
-    memset(res, 0, sizeof *res);
-    res->median_ms = res->min_ms = res->max_ms = res->rel_err = res->max_abs_err = NAN;
-    res->fail = KEVO_FAIL_WORKER_CRASH;
-    snprintf(res->msg, sizeof res->msg, "rank %d: %.480s", m->rank, e.msg);
-    return mr_serve_send(m, out, nout, cap, KEVO_WIRE_EVAL_RESULT, id, NULL, res, NULL, err);
+    free((void *)rq.cubin);
+    return st;
+}
+
+/* The evaluation in flight ended: start the next one waiting (those that
+ * cannot start are answered as failed). */
+static kevo_status mr_serve_next(kevo_mpi *m, kevo_gpu *gpu, mr_serving *sv, mr_send **out, int *nout, int *cap,
+                                 kevo_err *err)
+{
+    kevo_status st = KEVO_OK;
+    sv->id = 0;
+    while (!st && sv->id == 0 && sv->nwaiting > 0) {
+        kevo_gpu_request rq = sv->waiting[0];
+        int64_t id = sv->waiting_id[0];
+        sv->nwaiting--;
+        memmove(&sv->waiting[0], &sv->waiting[1], (size_t)sv->nwaiting * sizeof *sv->waiting);
+        memmove(&sv->waiting_id[0], &sv->waiting_id[1], (size_t)sv->nwaiting * sizeof *sv->waiting_id);
+        st = mr_serve_start(m, gpu, sv, &rq, id, out, nout, cap, err);
+        free((void *)rq.cubin);
+    }
+    return st;
 }
 
 kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
@@ -1587,9 +1707,11 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
     kevo_wire_gpu_setup setup;
     memset(&setup, 0, sizeof setup);
     bool gpu_asked = false;
-    int64_t eval_id = 0;
+    mr_serving sv;
+    memset(&sv, 0, sizeof sv);
     kevo_gpu_result *eval_res = malloc(sizeof *eval_res);
-    if (!st && !eval_res)
+    sv.fail = malloc(sizeof *sv.fail);
+    if (!st && (!eval_res || !sv.fail))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     m->last0 = kv_now();
     while (!st && !stopping) {
@@ -1646,7 +1768,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
                 st = mr_serve_gpu_setup(m, data, len, &setup, &gpu, &out, &nout, &out_cap, err);
                 m->last0 = kv_now(); /* the start took a while; rank 0 waited for it */
             } else if (tag == KEVO_WIRE_EVAL) {
-                st = mr_serve_eval(m, data, len, gpu, &eval_id, eval_res, &out, &nout, &out_cap, err);
+                st = mr_serve_eval(m, data, len, gpu, &sv, &out, &nout, &out_cap, err);
             } else if (tag == KEVO_WIRE_STOP) {
                 stopping = true;
             } else if (tag == KEVO_WIRE_FIN) { /* a fin before any stop: leave as told */
@@ -1674,14 +1796,18 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
         if (st)
             break;
         bool evaluating = kevo_gpu_busy(gpu);
+        /* a message part way in (a cubin, a job's source) needs this rank's MPI calls to go on: no waits */
+        bool receiving = mr_receiving(m);
         if (evaluating) { /* the evaluation in flight: its result goes to rank 0 as soon as it is in */
             int which = -1;
-            double look = kevo_compile_pool_busy(pool) > 0 || nout > 0 ? 0.002 : 0.02;
+            double look = receiving ? 0 : kevo_compile_pool_busy(pool) > 0 || nout > 0 ? 0.002 : 0.02;
             st = kevo_gpu_wait(&gpu, 1, look, &which, eval_res, err);
             if (!st && which == 0) {
-                st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_EVAL_RESULT, eval_id, NULL, eval_res, NULL,
-                                   err);
-                eval_id = 0;
+                int64_t id = sv.id;
+                st = mr_serve_next(m, gpu, &sv, &out, &nout, &out_cap, err); /* the GPU first, then the answer */
+                if (!st)
+                    st = mr_serve_send(m, &out, &nout, &out_cap, KEVO_WIRE_EVAL_RESULT, id, NULL, eval_res, NULL,
+                                       err);
             }
         }
         if (st)
@@ -1690,7 +1816,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
             kevo_compile_job *done = NULL;
             /* a result on its way, and rank 0's next evaluation (its cubin comes by rendezvous), move
              * only inside this rank's MPI calls: with a GPU worker or a result out, look often */
-            st = kevo_compile_pool_wait(pool, gpu || nout > 0 ? 0.002 : 0.05, &done, err);
+            st = kevo_compile_pool_wait(pool, receiving ? 0 : gpu || nout > 0 ? 0.002 : 0.05, &done, err);
             if (done) {
                 kevo_wire_job *w = mr_wire_of(done);
                 for (int i = 0; i < m->slots; i++)
@@ -1702,8 +1828,11 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
         } else if (!evaluating) {
             kevo_compile_pch_poll(); /* a prepared header's writer that ended, reaped while no job runs */
             /* with a GPU worker, rank 0's next evaluation follows a result within milliseconds: look often */
-            mr_sleep_ms(gpu || nout > 0 ? 1 : 20);
+            if (!receiving)
+                mr_sleep_ms(gpu || nout > 0 ? 1 : 20);
         }
+        if (receiving) /* not a spin: a sender lost mid-message takes KEVO_MPI_LOST_AFTER to find */
+            mr_sleep_us(50);
         /* results rank 0 has taken */
         for (int i = 0; i < nout;) {
             if (mr_test(m, &out[i].req)) {
@@ -1728,6 +1857,9 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
     kevo_gpu_stop(gpu);
     kevo_wire_gpu_setup_release(&setup);
     free(eval_res);
+    free(sv.fail);
+    for (int i = 0; i < sv.nwaiting; i++)
+        free((void *)sv.waiting[i].cubin);
     for (int i = 0; running && i < m->slots; i++)
         mr_work_free(running[i]);
     free(running);
@@ -1913,9 +2045,12 @@ bool kevo_mpi_end(kevo_mpi *m, bool interrupted)
     free(m->orphans);
     kv_buf_release(&m->alive);
     for (int g = 0; g < m->ngpus; g++) {
-        free(m->gpus[g].res);
-        if (finalize || mr_test(m, &m->gpus[g].send.req))
-            kv_buf_release(&m->gpus[g].send.buf);
+        mr_gpu *G = &m->gpus[g];
+        for (int j = 0; j < G->nres; j++)
+            free(G->res[j]);
+        for (int j = 0; j < G->nq; j++)
+            if (finalize || mr_test(m, &G->q[j].send.req))
+                kv_buf_release(&G->q[j].send.buf);
     }
     free(m->gpus);
     for (int r = 0; m->ranks && r < m->size; r++)

@@ -6,7 +6,9 @@
  * run compile children (kevo_mpi_serve).  In a GPU run every other rank also
  * starts a GPU worker on its GPU (kevo_mpi_gpus_start: each measures its own
  * peers and ceilings) and verifies and times the candidates rank 0 sends it
- * (kevo_mpi_eval_submit / _wait), one at a time.  The batch is complete
+ * (kevo_mpi_eval_submit / _wait), one at a time, in the order sent; rank 0
+ * may send the next before the one in flight ends (KEVO_MPI_GPU_QUEUE), so
+ * that its transfer and the result's way back do not leave the GPU idle.  The batch is complete
  * before the search goes on and results are applied in proposal order, so
  * the proposals (a function of the seed and of the results in proposal
  * order) are those of a single process.  Messages are evaluator/wire.h
@@ -47,6 +49,11 @@
 #define KEVO_MPI_HELLO_WAIT 60.0     /* seconds rank 0 waits at start for every rank's hello */
 #define KEVO_MPI_GPU_START_WAIT 900.0 /* seconds rank 0 waits for a rank's GPU worker (peers, ceilings) */
 #define KEVO_MPI_SEND_SPIN 0.005      /* seconds rank 0 drives an eval message's transfer before going on */
+/* Evaluations rank 0 may have sent to one remote GPU: one runs, the rest
+ * wait on its rank.  Device call 4 (2x H200, 64226ee) showed what one costs:
+ * a remote GPU's evaluation took 44.0 ms from submit to result (median)
+ * against 38.6 ms on rank 0's own GPU, after ~2.7 ms to send the cubin. */
+#define KEVO_MPI_GPU_QUEUE 2
 
 typedef struct kevo_mpi kevo_mpi;
 
@@ -135,24 +142,32 @@ typedef struct kevo_mpi_gpu {
 kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, kevo_mpi_gpu **gpus, int *n,
                                 kevo_err *err);
 
-/* Rank 0: send one evaluation to remote GPU g; one in flight per GPU.
- * *sent false: g's rank is lost (now or before): nothing is in flight and g
- * takes no more work.  Errors: KEVO_ERR_BUSY (g has one in flight),
+/* Rank 0: send one evaluation to remote GPU g, which runs them in the order
+ * sent; up to KEVO_MPI_GPU_QUEUE in flight per GPU (the first runs, the
+ * others wait there).  To an idle GPU the cubin's transfer is driven for up
+ * to KEVO_MPI_SEND_SPIN seconds before this returns.  *sent false: g's rank
+ * is lost (now or before): nothing more is in flight and g takes no more
+ * work.  Errors: KEVO_ERR_BUSY (g has KEVO_MPI_GPU_QUEUE in flight),
  * KEVO_ERR_ARG (no GPU g), KEVO_ERR_NOMEM. */
 kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req, bool *sent, kevo_err *err);
 
 /* Rank 0: take the messages that have come, and wait up to wait_s seconds
- * for an evaluation to end: *which is its GPU and res its result (a crash
- * or hang there is a result, as with a local worker); *lost is true when
- * instead g's rank was lost with the evaluation in flight (res untouched:
- * evaluate it elsewhere); *which is -1 when neither happened.  Errors:
- * KEVO_ERR_INTERRUPTED, KEVO_ERR_NOMEM, KEVO_ERR_WORKER (MPI failed). */
-kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, bool *lost, kevo_gpu_result *res,
-                               kevo_err *err);
+ * for an evaluation to end: *which is its GPU, *cand its request's
+ * candidate_id and res its result (a crash or hang there is a result, as
+ * with a local worker); *lost is true when instead g's rank was lost with
+ * that evaluation in flight (res untouched: evaluate it elsewhere; each one
+ * in flight is reported so, one per call); *which is -1 when neither
+ * happened.  Errors: KEVO_ERR_INTERRUPTED, KEVO_ERR_NOMEM, KEVO_ERR_WORKER
+ * (MPI failed). */
+kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, int64_t *cand, bool *lost,
+                               kevo_gpu_result *res, kevo_err *err);
 
 /* Whether remote GPU g still takes work. */
 bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g);
-/* Remote GPU g's evaluations ended and seconds it had one in flight. */
+/* Evaluations in flight on remote GPU g (0..KEVO_MPI_GPU_QUEUE). */
+int kevo_mpi_gpu_queued(const kevo_mpi *m, int g);
+/* Remote GPU g's evaluations ended and seconds it had one running (from
+ * the later of its send and the previous one's end, to its result). */
 void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s);
 
 /* Any other rank: compile (and, once rank 0 sets it up, evaluate on this

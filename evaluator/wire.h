@@ -24,8 +24,9 @@
 #include "kevo.h"
 #include "util/util.h"
 
-#define KEVO_WIRE_VERSION 5 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
-                              * 4: hello's start, fin's reap; 5: prepare, result's pch */
+#define KEVO_WIRE_VERSION 6 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
+                              * 4: hello's start, fin's reap; 5: prepare, result's pch;
+                              * 6: an eval may come while one runs (it waits its turn) */
 #define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
 #define KEVO_WIRE_REAP_MAX 4096         /* processes a fin may name */
 

@@ -1279,6 +1279,7 @@ typedef struct tn_pipe {
     int64_t *rend;
     int nround;
     int64_t on_gpu[TN_MAX_DEV]; /* the position each device evaluates, -1 none */
+    int64_t queued[TN_MAX_DEV]; /* a remote device's next position, sent to wait there behind on_gpu; -1 none */
     int64_t last_use[TN_MAX_DEV]; /* when each device last took a candidate (placement count), 0 never */
     int64_t placements;
     bool stream;
@@ -1300,7 +1301,7 @@ static kevo_status tn_pipe_open(tn_env *e, tn_pipe *P, int cap, bool stream, kev
     P->cap = cap;
     P->stream = stream;
     for (int k = 0; k < TN_MAX_DEV; k++)
-        P->on_gpu[k] = -1;
+        P->on_gpu[k] = P->queued[k] = -1;
     size_t c = (size_t)cap;
     P->w = calloc(c, sizeof *P->w);
     P->state = calloc(c, sizeof *P->state);
@@ -1389,6 +1390,16 @@ static int tn_pipe_idle(const tn_env *e, const tn_pipe *P)
         if (best < 0 || P->last_use[k] < P->last_use[best])
             best = k;
     }
+    if (best >= 0)
+        return best;
+    /* none idle: a remote GPU takes a second one to wait there (kevo_mpi_eval_submit) */
+    for (int k = e->ndev; k < e->ndev + e->nrem; k++) {
+        if (P->queued[k] >= 0 || !kevo_mpi_gpu_alive(e->mpi, k - e->ndev) ||
+            kevo_mpi_gpu_queued(e->mpi, k - e->ndev) >= KEVO_MPI_GPU_QUEUE)
+            continue;
+        if (best < 0 || P->last_use[k] < P->last_use[best])
+            best = k;
+    }
     return best;
 }
 
@@ -1424,16 +1435,52 @@ static kevo_status tn_pipe_place(tn_env *e, tn_loop *L, tn_pipe *P, kevo_gpu *co
                 placed = !st && sent;
             }
             if (placed) {
-                tn_trace(e, "submit", w->cand_id, k);
+                bool behind = P->on_gpu[k] >= 0;
+                tn_trace(e, behind ? "queued" : "submit", w->cand_id, k);
                 P->state[i] = TN_ON_GPU;
                 P->dev[i] = k;
                 P->t0[i] = kv_now();
-                P->on_gpu[k] = p;
+                if (behind)
+                    P->queued[k] = p;
+                else
+                    P->on_gpu[k] = p;
                 P->last_use[k] = ++P->placements;
             }
         }
     }
     return st;
+}
+
+/* Remote device k ended candidate cand (its result in *P->r), or lost it
+ * with its rank (then another device takes it).  The one waiting behind it
+ * there starts now. */
+static void tn_pipe_remote_end(const tn_env *e, tn_pipe *P, int k, int64_t cand, bool lost)
+{
+    bool head = P->on_gpu[k] >= 0 && tn_slot(P, P->on_gpu[k])->cand_id == cand;
+    int64_t p = head ? P->on_gpu[k] : P->queued[k];
+    if (p < 0 || tn_slot(P, p)->cand_id != cand)
+        return; /* not one this loop waits for */
+    int i = (int)(p % P->cap);
+    double now = kv_now();
+    tn_trace(e, lost ? "lost" : "done", cand, k);
+    if (lost) {
+        P->state[i] = TN_READY;
+    } else {
+        P->res[i] = *P->r;
+        P->eval_s[i] = now - P->t0[i];
+        P->state[i] = TN_DONE;
+    }
+    if (head) {
+        P->on_gpu[k] = P->queued[k];
+        P->queued[k] = -1;
+        if (P->on_gpu[k] >= 0 && !lost) { /* its turn there: its time counts from now */
+            int j = (int)(P->on_gpu[k] % P->cap);
+            P->t0[j] = now;
+            tn_trace(e, "submit", P->w[j].cand_id, k);
+        }
+    } else {
+        P->queued[k] = -1;
+    }
 }
 
 /* A compile finished: its binary into the cache, the candidate ready. */
@@ -1516,21 +1563,12 @@ static kevo_status tn_pipe_stream(tn_env *e, tn_loop *L, tn_pipe *P, kevo_err *e
         }
         if (!st && remote_busy) {
             int which = -1;
+            int64_t cand = 0;
             bool lost = false;
-            st = kevo_mpi_eval_wait(e->mpi, more || compiles_busy || local_busy ? 0.0 : 0.05, &which, &lost, P->r,
-                                    err);
-            if (!st && which >= 0) {
-                int k = e->ndev + which, i = (int)(P->on_gpu[k] % P->cap);
-                P->on_gpu[k] = -1;
-                tn_trace(e, lost ? "lost" : "done", P->w[i].cand_id, k);
-                if (lost) { /* its rank is gone: another device takes it */
-                    P->state[i] = TN_READY;
-                } else {
-                    P->res[i] = *P->r;
-                    P->eval_s[i] = kv_now() - P->t0[i];
-                    P->state[i] = TN_DONE;
-                }
-            }
+            st = kevo_mpi_eval_wait(e->mpi, more || compiles_busy || local_busy ? 0.0 : 0.05, &which, &cand, &lost,
+                                    P->r, err);
+            if (!st && which >= 0)
+                tn_pipe_remote_end(e, P, e->ndev + which, cand, lost);
         }
         if (!st && compiles_busy && P->pool) {
             kevo_compile_job *done = NULL;

@@ -680,6 +680,52 @@ static void rerun_copy(const char *first, const char *tag, int v, char *const *e
     assert_int_equal(single_run(log, db, extra, more), 0);
 }
 
+/* mpirun -np 3 from first's cache (run 2 of extra's seed), evaluations of
+ * 150 ms: rank 1 killed (-9) once its GPU has measured 3, when it has
+ * evaluations in flight (one running, one sent to wait there behind it:
+ * KEVO_MPI_GPU_QUEUE).  They go back to the queue, a line says so, and the
+ * run ends with run 1's graph. */
+static void sim_mpi_kill(const char *first, char *const *extra)
+{
+    assert_int_equal(setenv("KEVO_SIM_EVAL_MS", "150", 1), 0);
+    assert_int_equal(setenv("KEVO_TRACE_EVAL", "1", 1), 0);
+    char db[128], log[128];
+    path_in(db, sizeof db, "sim_mpi_kill.db");
+    path_in(log, sizeof log, "sim_mpi_kill.log");
+    copy_db(first, db);
+    int pid = mpi_start(log, db, 3, true, extra, NULL);
+    long long on1 = 0;
+    for (int t = 0; t < 6000 && on1 < 3; t++) { /* up to a minute */
+        tu_sleep_ms(10);
+        on1 = tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id = 2 AND device = 1 AND status = 'ok'");
+    }
+    int victim = rank_pid(pid, 1);
+    if (on1 < 3 || victim <= 0) {
+        kill(-pid, SIGKILL);
+        tu_wait(pid);
+        fail_msg("rank 1's GPU measured %lld candidates in a minute (rank 1: pid %d)", on1, victim);
+    }
+    assert_int_equal(kill(victim, SIGKILL), 0);
+    int rc = tu_wait(pid);
+    char *out = tu_read_text(log);
+    const char *lost = strstr(out, "MPI rank 1 (");
+    const char *its = lost ? strstr(lost, "; its ") : NULL; /* "; its C compile(s) and E evaluation(s) in flight" */
+    const char *and = its ? strstr(its, " and ") : NULL;
+    int evals = -1;
+    if (and)
+        sscanf(and, " and %d evaluation", &evals);
+    if (rc != 0 || evals < 1 || !strstr(out, " queued #"))
+        fprintf(stderr, "mpirun exited %d; rank 1 lost with %d evaluations in flight:\n%s", rc, evals, out);
+    assert_int_equal(rc, 0);
+    assert_true(evals >= 1);
+    assert_non_null(strstr(out, " queued #")); /* a second evaluation waited on a remote GPU */
+    printf("sim mpirun, rank 1 killed: %.*s\n", (int)strcspn(lost, "\n"), lost);
+    free(out);
+    expect_same_text("mpirun -np 3, rank 1 killed while evaluating", dump_graph(first, 1), dump_graph(db, 2));
+    unsetenv("KEVO_TRACE_EVAL");
+    unsetenv("KEVO_SIM_EVAL_MS");
+}
+
 /* KEVO_SIM_GPUS=3: GPUs whose measurements depend on the candidate alone and
  * whose answers come in a random order.  A first run on one GPU (run 1)
  * stores every binary; copies of its DB then hold run 2 of the same seed on
@@ -751,6 +797,7 @@ static void test_sim(void **state)
         free(out);
         expect_same_text("mpirun -np 3, fresh DB", dump_graph(first, 1), dump_graph(mdb, 1));
         assert_int_equal(tu_query_int(mdb, "SELECT count(DISTINCT device) FROM candidates WHERE run_id = 1"), 3);
+        sim_mpi_kill(first, extra);
     }
     gpu_runs = false;
     unsetenv("KEVO_SIM_GPUS");
