@@ -28,17 +28,24 @@ enum { FA_Q, FA_K, FA_V, FA_MAP, FA_OUT };
 #define FA_SCRATCH_MAX ((size_t)2 << 30)        /* bytes of the baseline's S and P per chunk of candidates */
 #define FA_REF_SCRATCH ((size_t)256 << 20)      /* bytes of the cuBLAS reference's S per chunk of candidates */
 #define FA_REF_AGREE 1e-5                       /* rel_err the cuBLAS reference may differ from kv_fa_ref_d* by */
+/* Keys per GEMM of the reference's P V on tensor cores: its fp32
+ * accumulation loses more over a longer sum (with all of Skv in one GEMM,
+ * rel_err against kv_fa_ref_d* grew from 2.5e-6 at Skv 2048 to 1.9e-5 at
+ * 16384 on an H100); the chunks' sums are added by the GEMMs' epilogues. */
+#define FA_PV_KEYS 512
 
 /* The op's own state in one worker. */
 typedef struct fa_state {
     int64_t Bc, H, Sq, D, Skv, U;
     unsigned ref_smem; /* dynamic shared memory of f_ref, bytes */
     CUfunction f_ref, f_gather, f_softmax;
-    /* the cuBLAS reference (0 buffers: kv_fa_ref_d* serves every check) */
-    CUfunction f_softmax32, f_to_f32, f_ptrs;
+    /* the cuBLAS reference (s32 0: kv_fa_ref_d* serves every check); P V
+       on tensor cores where terms is held, else in fp32 from v32 */
+    CUfunction f_softmax32, f_to_f32, f_ptrs, f_softmax_terms, f_ptrs_pv;
     CUdeviceptr v32;    /* [U*Skv, H, D] V widened to fp32 */
     CUdeviceptr s32;    /* [ref_chunk, Sq, Skv] fp32 scores, then probabilities */
-    CUdeviceptr ptrs;   /* [6 * ref_chunk] the batched GEMMs' pointer arrays (kv_fa_ptrs) */
+    CUdeviceptr terms;  /* [fa_terms, ref_chunk, Sq, Skv] P's terms in the storage dtype (kv_fa_softmax_terms) */
+    CUdeviceptr ptrs;   /* [6 * ref_chunk] the batched GEMMs' pointer arrays (kv_fa_ptrs, kv_fa_ptrs_pv) */
     int64_t ref_chunk;  /* candidates per batched GEMM */
     /* the baseline's buffers, while its peers() runs (fini frees leftovers) */
     CUdeviceptr kg, vg; /* [Bc*Skv, H, D] K and V gathered per candidate */
@@ -105,21 +112,63 @@ static CUresult fa_reference_simt(wk_ctx *w, CUdeviceptr ref)
 
 static cudaDataType fa_cuda_dtype(const wk_ctx *w);
 
-/* The same by cuBLAS: V widened to fp32 (v32); then per head and chunk of
- * ref_chunk candidates, S = Q K[c2u]^T in fp32 (bf16/fp16 products, fp32
- * accumulation and output), P = softmax(S * scale) in fp32 in place
- * (kv_fa_softmax32), ref = P V[c2u] (fp32 operands, CUBLAS_COMPUTE_32F),
- * both GEMMs batched over the chunk's candidates through pointer arrays
- * (kv_fa_ptrs), as column-major products: S_c^T [Skv x Sq] = K_u [D x
- * Skv]^T Q_c^T [D x Sq], O_c^T [D x Sq] = V_u^T [D x Skv] P_c^T [Skv x Sq]
- * (leading dimensions H*D, Skv). */
+/* ref.cu's FA_TERMS and FA_TERM_SCALE for the run's dtype. */
+static int fa_terms(const wk_ctx *w)
+{
+    return w->cfg.dtype == KEVO_DTYPE_BF16 ? 3 : 2;
+}
+
+static float fa_term_scale(const wk_ctx *w)
+{
+    return w->cfg.dtype == KEVO_DTYPE_BF16 ? 1.0f : 32768.0f;
+}
+
+/* ref = P V on tensor cores for candidates c0 .. c0+nc-1, head h, from P's
+ * terms (kv_fa_softmax_terms): per term and per FA_PV_KEYS keys, one GEMM
+ * batched over the candidates (kv_fa_ptrs_pv), O_c^T [D x Sq] += V_u^T [D
+ * x L] term_c^T [L x Sq] / FA_TERM_SCALE, fp32 accumulation, added in the
+ * epilogue (the first one sets O). */
+static CUresult fa_pv_terms(wk_ctx *w, CUdeviceptr ref, long long c0, int nc, int h)
+{
+    fa_state *s = w->op_state;
+    CUdeviceptr map = fa_ptr(w, FA_MAP), v = fa_ptr(w, FA_V);
+    int Sq = (int)s->Sq, Skv = (int)s->Skv, H = (int)s->H, D = (int)s->D, row = (int)(s->H * s->D);
+    const float alpha = 1.0f / fa_term_scale(w), zero = 0.0f, one = 1.0f;
+    const unsigned long long stride = (unsigned long long)s->ref_chunk * (unsigned long long)(s->Sq * s->Skv);
+    cudaDataType dt = fa_cuda_dtype(w);
+    const void *const *arr = (const void *const *)(uintptr_t)s->ptrs;
+    for (int t = 0; t < fa_terms(w); t++)
+        for (int j0 = 0; j0 < Skv; j0 += FA_PV_KEYS) {
+            int L = Skv - j0 < FA_PV_KEYS ? Skv - j0 : FA_PV_KEYS;
+            CUdeviceptr term = s->terms + (CUdeviceptr)((unsigned long long)t * stride * 2);
+            void *pp[] = {&map, &c0, &nc, &h, &Sq, &Skv, &H, &D, &j0, &v, &term, &ref, &s->ptrs};
+            WK_TRY(wk_launch(w, s->f_ptrs_pv, (unsigned)((nc + 255) / 256), 1, 1, 256, 1, 1, 0, pp));
+            const float *beta = t == 0 && j0 == 0 ? &zero : &one;
+            if (w->cb.cublasGemmBatchedEx(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, D, Sq, L, &alpha, arr, dt, row, arr + nc,
+                                          dt, Skv, beta, (void *const *)(arr + 2 * nc), CUDA_R_32F, row, nc,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                return CUDA_ERROR_UNKNOWN;
+        }
+    return CUDA_SUCCESS;
+}
+
+/* The same by cuBLAS: per head and chunk of ref_chunk candidates, S = Q
+ * K^T in fp32 (bf16/fp16 products, fp32 accumulation and output), batched
+ * over the chunk's candidates through pointer arrays (kv_fa_ptrs), as the
+ * column-major S_c^T [Skv x Sq] = K_u [D x Skv]^T Q_c^T [D x Sq] (leading
+ * dimensions H*D, Skv); then ref = P V[c2u], as O_c^T [D x Sq] = V_u^T [D
+ * x Skv] P_c^T [Skv x Sq]: on tensor cores from P's terms (fa_pv_terms)
+ * where terms is held, else from P = softmax(S * scale) in fp32 in place
+ * (kv_fa_softmax32) and V widened to fp32 (v32), fp32 operands,
+ * CUBLAS_COMPUTE_32F. */
 static CUresult fa_reference_blas(wk_ctx *w, CUdeviceptr ref)
 {
     fa_state *s = w->op_state;
     unsigned long long nv = (unsigned long long)(s->U * s->Skv * s->H * s->D);
     CUdeviceptr v = fa_ptr(w, FA_V);
     void *pv[] = {&v, &s->v32, &nv};
-    WK_TRY(wk_launch(w, s->f_to_f32, wk_blocks(nv), 1, 1, 256, 1, 1, 0, pv));
+    if (!s->terms)
+        WK_TRY(wk_launch(w, s->f_to_f32, wk_blocks(nv), 1, 1, 256, 1, 1, 0, pv));
     CUdeviceptr map = fa_ptr(w, FA_MAP), k = fa_ptr(w, FA_K), q = fa_ptr(w, FA_Q);
     int Sq = (int)s->Sq, Skv = (int)s->Skv, H = (int)s->H, D = (int)s->D, row = (int)(s->H * s->D);
     float scale = fa_scale(w);
@@ -136,9 +185,16 @@ static CUresult fa_reference_blas(wk_ctx *w, CUdeviceptr ref)
                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
                 return CUDA_ERROR_UNKNOWN;
             unsigned long long rows = (unsigned long long)nc * (unsigned long long)Sq;
+            unsigned grid = (unsigned)(rows < (1ull << 20) ? rows : (1ull << 20));
+            if (s->terms) {
+                unsigned long long stride = (unsigned long long)s->ref_chunk * (unsigned long long)(Sq * Skv);
+                void *pt[] = {&s->s32, &s->terms, &rows, &Skv, &scale, &stride};
+                WK_TRY(wk_launch(w, s->f_softmax_terms, grid, 1, 1, 256, 1, 1, 0, pt));
+                WK_TRY(fa_pv_terms(w, ref, c0, nc, h));
+                continue;
+            }
             void *ps[] = {&s->s32, &rows, &Skv, &scale};
-            WK_TRY(wk_launch(w, s->f_softmax32, (unsigned)(rows < (1ull << 20) ? rows : (1ull << 20)), 1, 1, 256, 1,
-                             1, 0, ps));
+            WK_TRY(wk_launch(w, s->f_softmax32, grid, 1, 1, 256, 1, 1, 0, ps));
             if (w->cb.cublasGemmBatchedEx(w->blas, CUBLAS_OP_N, CUBLAS_OP_N, D, Sq, Skv, &one, arr + 3 * nc,
                                           CUDA_R_32F, row, arr + 4 * nc, CUDA_R_32F, Skv, &zero,
                                           (void *const *)(arr + 5 * nc), CUDA_R_32F, row, nc, CUBLAS_COMPUTE_32F,
@@ -158,7 +214,7 @@ static CUresult fa_reference(wk_ctx *w)
 
 static void fa_free_ref(fa_state *s, wk_ctx *w)
 {
-    CUdeviceptr *bufs[] = {&s->v32, &s->s32, &s->ptrs};
+    CUdeviceptr *bufs[] = {&s->v32, &s->s32, &s->terms, &s->ptrs};
     for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
         if (*bufs[i]) {
             w->cu.cuMemFree(*bufs[i]);
@@ -166,13 +222,14 @@ static void fa_free_ref(fa_state *s, wk_ctx *w)
         }
 }
 
-/* Hold the cuBLAS reference to kv_fa_ref_d* on inputs of the worker's own
- * (the run's seed mixed, shuffled map): rel_err = ||simt - blas|| / ||simt||
- * (cuBLAS's saxpy, kv_sumsq; a NaN anywhere makes it NaN, which fails).
- * Where cuBLAS fails to run or kv_fa_ref_d*'s copy does not fit, the cuBLAS
- * scratch is dropped and kv_fa_ref_d* serves.
- * Errors: wk_ref_check_verdict's, with bound FA_REF_AGREE. */
-static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
+/* Hold the cuBLAS reference, as it stands (P V on tensor cores or in
+ * fp32), to kv_fa_ref_d* on inputs of the worker's own (the run's seed
+ * mixed, shuffled map): rel_err = ||simt - blas|| / ||simt|| (cuBLAS's
+ * saxpy, kv_sumsq; a NaN anywhere makes it NaN, which fails).  Where cuBLAS
+ * fails to run or kv_fa_ref_d*'s copy does not fit, the cuBLAS scratch is
+ * dropped and kv_fa_ref_d* serves.  Errors: wk_ref_check_verdict's, with
+ * bound FA_REF_AGREE. */
+static kevo_status fa_reference_check_once(wk_ctx *w, kevo_err *err)
 {
     fa_state *s = w->op_state;
     const unsigned long long n = (unsigned long long)(s->Bc * s->Sq * s->H * s->D);
@@ -209,7 +266,30 @@ static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
     }
     if (r == CUDA_SUCCESS)
         r = wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pd);
-    return wk_ref_check_verdict(w, r, simt, FA_REF_AGREE, "kv_fa_ref", err);
+    return wk_ref_check_verdict(w, r, simt, FA_REF_AGREE,
+                                s->terms ? "kv_fa_ref (P V, tensor cores)" : "kv_fa_ref (P V in fp32)", err);
+}
+
+/* The cuBLAS reference, checked: with P V on tensor cores where terms is
+ * held and it agrees with kv_fa_ref_d*, else (it disagrees: the tensor
+ * cores' fp32 accumulation over long rows) with P V in fp32 from V widened
+ * (v32), which must agree.  Without room for v32, kv_fa_ref_d* serves.
+ * Errors: fa_reference_check_once's. */
+static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
+{
+    fa_state *s = w->op_state;
+    kevo_status st = fa_reference_check_once(w, err);
+    if (st != KEVO_ERR_INTERNAL || !s->terms)
+        return st;
+    w->cu.cuMemFree(s->terms);
+    s->terms = 0;
+    if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) != CUDA_SUCCESS) {
+        s->v32 = 0;
+        fa_free_ref(s, w);
+        return KEVO_OK;
+    }
+    kevo_err_clear(err);
+    return fa_reference_check_once(w, err);
 }
 
 /* ---- the peers: the stage-0 baseline ---- */
@@ -407,7 +487,9 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
         (st = wk_ref_fn(w, "kv_fa_gather", &s->f_gather, err)) ||
         (st = wk_ref_fn(w, "kv_fa_softmax", &s->f_softmax, err)) ||
         (st = wk_ref_fn(w, "kv_fa_softmax32", &s->f_softmax32, err)) ||
-        (st = wk_ref_fn(w, "kv_to_f32", &s->f_to_f32, err)) || (st = wk_ref_fn(w, "kv_fa_ptrs", &s->f_ptrs, err)))
+        (st = wk_ref_fn(w, "kv_to_f32", &s->f_to_f32, err)) || (st = wk_ref_fn(w, "kv_fa_ptrs", &s->f_ptrs, err)) ||
+        (st = wk_ref_fn(w, "kv_fa_softmax_terms", &s->f_softmax_terms, err)) ||
+        (st = wk_ref_fn(w, "kv_fa_ptrs_pv", &s->f_ptrs_pv, err)))
         return st;
     s->ref_smem = (unsigned)FA_REF_SMEM(s->D);
     CUresult r = w->cu.cuFuncSetAttribute(s->f_ref, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)s->ref_smem);
@@ -423,11 +505,20 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
     s->ref_chunk = s->ref_chunk < 1 ? 1 : s->ref_chunk > s->Bc ? s->Bc : s->ref_chunk;
     if (s->H * s->D > INT_MAX || s->Sq * s->Skv > INT_MAX || s->ref_chunk > INT_MAX)
         return KEVO_OK;
-    if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) != CUDA_SUCCESS ||
-        w->cu.cuMemAlloc(&s->s32, (size_t)s->ref_chunk * per_c) != CUDA_SUCCESS ||
+    if (w->cu.cuMemAlloc(&s->s32, (size_t)s->ref_chunk * per_c) != CUDA_SUCCESS ||
         w->cu.cuMemAlloc(&s->ptrs, (size_t)(6 * s->ref_chunk) * sizeof(unsigned long long)) != CUDA_SUCCESS) {
         fa_free_ref(s, w);
         return KEVO_OK;
+    }
+    /* P's terms, in the storage dtype (2 bytes), for P V on tensor cores; else V in fp32 */
+    size_t terms = (size_t)fa_terms(w) * (size_t)s->ref_chunk * (size_t)(s->Sq * s->Skv) * 2;
+    if (w->cu.cuMemAlloc(&s->terms, terms) != CUDA_SUCCESS) {
+        s->terms = 0;
+        if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) != CUDA_SUCCESS) {
+            s->v32 = 0;
+            fa_free_ref(s, w);
+            return KEVO_OK;
+        }
     }
     return fa_reference_check(w, err);
 }

@@ -17,9 +17,13 @@
 //   4 x D/16 outputs (27 ms at the default shape on an H100);
 // - the cuBLAS reference (kernels/ikbo_fa/gpu.c), which every check uses
 //   where it fits: S = Q K^T in fp32 (batched over candidates through
-//   pointer arrays, kv_fa_ptrs), P = softmax in place (kv_fa_softmax32), O =
-//   P V in fp32 with V widened to fp32 (kv_to_f32).  Each worker holds it to
-//   kv_fa_ref_d* once, when it starts.
+//   pointer arrays, kv_fa_ptrs), then either P as FA_TERMS storage-dtype
+//   terms (kv_fa_softmax_terms) and O = sum over terms and over chunks of
+//   FA_PV_KEYS keys of term V, each a tensor-core GEMM accumulating in fp32
+//   into O through its epilogue (kv_fa_ptrs_pv), or, where that one
+//   disagrees with kv_fa_ref_d*, P = softmax in place (kv_fa_softmax32) and
+//   O = P V in fp32 with V widened to fp32 (kv_to_f32).  Each worker holds
+//   it to kv_fa_ref_d* once, when it starts.
 
 #ifndef DTYPE_BF16
 #define DTYPE_BF16 0
@@ -376,21 +380,54 @@ __device__ float fa_block_reduce(float x, bool is_max, float *red)
     return x;
 }
 
-__device__ __forceinline__ void fa_store(elem_t *p, float v) { *p = from_f(v); }
-__device__ __forceinline__ void fa_store(float *p, float v) { *p = v; }
+// P's terms (kv_fa_softmax_terms): FA_TERMS numbers of the storage dtype
+// whose sum is P * FA_TERM_SCALE to 24 bits (bf16: three of 8) or 22 (fp16:
+// two of 11, P scaled by 2^15 so that the second stays normal down to P =
+// 2^-29).  kernels/ikbo_fa/gpu.c mirrors both.
+#if DTYPE_BF16
+#define FA_TERMS 3
+#define FA_TERM_SCALE 1.0f
+#else
+#define FA_TERMS 2
+#define FA_TERM_SCALE 32768.0f
+#endif
+
+// Where fa_softmax_rows puts P[r][j]: rounded to the storage dtype once (the
+// baseline's), in fp32, or as FA_TERMS terms `stride` elements apart.
+struct fa_out_elem {
+    elem_t *p;
+    __device__ void operator()(unsigned long long at, float v) const { p[at] = from_f(v); }
+};
+struct fa_out_f32 {
+    float *p;
+    __device__ void operator()(unsigned long long at, float v) const { p[at] = v; }
+};
+struct fa_out_terms {
+    elem_t *p;
+    unsigned long long stride;
+    __device__ void operator()(unsigned long long at, float v) const
+    {
+        float x = v * FA_TERM_SCALE;
+#pragma unroll
+        for (int t = 0; t < FA_TERMS; ++t) {
+            const elem_t e = from_f(x);
+            p[t * stride + at] = e;
+            x -= to_f(e); // exact: e is x rounded to fewer bits
+        }
+    }
+};
 
 // For each of `rows` rows of Skv fp32 scores s, p = exp(scale*s -
-// max(scale*s)) / sum in fp32, stored as OutT (p may be s: each element is
-// read by the thread that writes it, after the row's max and sum).  Block:
-// a multiple of 32 threads, at most 1024; one row per block at a time
-// (grid-stride).
-template <typename OutT>
-__device__ void fa_softmax_rows(const float *s, OutT *p, unsigned long long rows, int Skv, float scale)
+// max(scale*s)) / sum in fp32, given to out at r*Skv + j (which may write
+// over s: each element is read by the thread that writes it, after the
+// row's max and sum).  Block: a multiple of 32 threads, at most 1024; one
+// row per block at a time (grid-stride).
+template <typename Out>
+__device__ void fa_softmax_rows(const float *s, Out out, unsigned long long rows, int Skv, float scale)
 {
     __shared__ float red[32];
     for (unsigned long long r = blockIdx.x; r < rows; r += gridDim.x) {
         const float *sr = s + r * Skv;
-        OutT *pr = p + r * Skv;
         float m = FA_NEG_INF;
         for (int j = threadIdx.x; j < Skv; j += blockDim.x)
             m = fmaxf(m, sr[j] * scale);
@@ -401,7 +438,7 @@ __device__ void fa_softmax_rows(const float *s, OutT *p, unsigned long long rows
         l = fa_block_reduce(l, false, red);
         const float inv = 1.0f / l;
         for (int j = threadIdx.x; j < Skv; j += blockDim.x)
-            fa_store(&pr[j], expf(sr[j] * scale - m) * inv);
+            out(r * Skv + j, expf(sr[j] * scale - m) * inv);
     }
 }
 
@@ -409,7 +446,7 @@ __device__ void fa_softmax_rows(const float *s, OutT *p, unsigned long long rows
 // rounded once to the storage dtype.
 extern "C" __global__ void kv_fa_softmax(const float *s, elem_t *p, unsigned long long rows, int Skv, float scale)
 {
-    fa_softmax_rows(s, p, rows, Skv, scale);
+    fa_softmax_rows(s, fa_out_elem{p}, rows, Skv, scale);
 }
 
 // ---- the cuBLAS reference (kernels/ikbo_fa/gpu.c) ----
@@ -417,7 +454,15 @@ extern "C" __global__ void kv_fa_softmax(const float *s, elem_t *p, unsigned lon
 // The reference's softmax: P in fp32, in place of S.
 extern "C" __global__ void kv_fa_softmax32(float *s, unsigned long long rows, int Skv, float scale)
 {
-    fa_softmax_rows(s, s, rows, Skv, scale);
+    fa_softmax_rows(s, fa_out_f32{s}, rows, Skv, scale);
+}
+
+// The reference's softmax for P V on tensor cores: P's FA_TERMS terms, term
+// t at terms + t * stride (stride >= rows * Skv).
+extern "C" __global__ void kv_fa_softmax_terms(const float *s, elem_t *terms, unsigned long long rows, int Skv,
+                                               float scale, unsigned long long stride)
+{
+    fa_softmax_rows(s, fa_out_terms{terms, stride}, rows, Skv, scale);
 }
 
 // dst[i] = src[i] widened to fp32, i < n.
@@ -449,5 +494,24 @@ extern "C" __global__ void kv_fa_ptrs(const int *c2u, long long c0, int nc, int 
         out[3 * nc + i] = v32 + kv_off * 4;
         out[4 * nc + i] = s + i * sq * 4;
         out[5 * nc + i] = ref + q_off * 4;
+    }
+}
+
+// The pointer arrays of one GEMM of P V on tensor cores: head h, candidates
+// c0 .. c0+nc-1 (user u = c2u[c0+i]), keys j0 .. of one term of P (terms:
+// that term's [nc, Sq, Skv]):
+//   out[0*nc + i] = v + ((u*Skv + j0)*row + h*D)*2   (V_u^T's columns j0 ..)
+//   out[1*nc + i] = terms + (i*Sq*Skv + j0)*2        (P_c^T's rows j0 ..)
+//   out[2*nc + i] = ref + ((c0+i)*Sq*row + h*D)*4    (O_c^T)
+extern "C" __global__ void kv_fa_ptrs_pv(const int *c2u, long long c0, int nc, int h, int Sq, int Skv, int H, int D,
+                                         int j0, unsigned long long v, unsigned long long terms,
+                                         unsigned long long ref, unsigned long long *out)
+{
+    const unsigned long long row = (unsigned long long)H * D, sq = (unsigned long long)Sq * Skv;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nc; i += gridDim.x * blockDim.x) {
+        const unsigned long long c = (unsigned long long)(c0 + i), u = (unsigned long long)c2u[c0 + i];
+        out[i] = v + ((u * Skv + j0) * row + (unsigned long long)h * D) * 2;
+        out[nc + i] = terms + (i * sq + j0) * 2;
+        out[2 * nc + i] = ref + (c * Sq * row + (unsigned long long)h * D) * 4;
     }
 }

@@ -482,7 +482,8 @@ static void test_fa_ref_module_compiles(void **state)
     (void)state;
     static const char *const entries[] = {"kv_gen",         "kv_checksum",  "kv_sumsq",     "kv_compare",
                                           "kv_fa_ref_d64",  "kv_fa_ref_d128", "kv_fa_gather", "kv_fa_softmax",
-                                          "kv_fa_softmax32", "kv_to_f32", "kv_fa_ptrs"};
+                                          "kv_fa_softmax32", "kv_to_f32", "kv_fa_ptrs", "kv_fa_softmax_terms",
+                                          "kv_fa_ptrs_pv"};
     static const char *const archs[] = {"sm_90a", "sm_90a", "sm_80"};
     kevo_compile_job jobs[3];
     char *src[3];
