@@ -149,10 +149,10 @@ CUresult wk_ref_check_fill(wk_ctx *w)
     return wk_fill(w, w->cfg.seed ^ 0x7265665f636865ull, KEVO_MAP_SHUFFLED);
 }
 
-bool wk_ref_check_inject(void)
+bool wk_ref_check_inject(const char *what)
 {
     const char *inject = getenv("KEVO_FAULT_INJECT");
-    return inject && strcmp(inject, "ref") == 0;
+    return inject && strcmp(inject, what) == 0;
 }
 
 kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, double bound, const char *plain,

@@ -149,7 +149,8 @@ CUresult wk_reference(wk_ctx *w, double *ref_sumsq);
 /* Holding an op's cuBLAS reference to its plain (SIMT) one when a worker
  * starts, the parts both ops share.  wk_ref_check_fill: the inputs, the
  * run's seed mixed, shuffled map (wk_fill).  wk_ref_check_inject: whether
- * the tests ask for a spoiled cuBLAS reference (KEVO_FAULT_INJECT=ref).
+ * the tests ask for a spoiled cuBLAS reference (KEVO_FAULT_INJECT=what:
+ * "ref" every op's, "ref_tc" ikbo_fa's with P V on tensor cores only).
  * wk_ref_check_verdict: after r (the check's work so far, queued on the
  * stream), read io.stats = {sum d^2, -, sum plain^2, non-finite count},
  * free scratch (0: none), and require rel_err = sqrt(sum d^2 / sum
@@ -157,7 +158,7 @@ CUresult wk_reference(wk_ctx *w, double *ref_sumsq);
  * the parent reports; plain names the SIMT kernel there and in messages).  Errors: KEVO_ERR_CUDA
  * (r or the read failed); KEVO_ERR_INTERNAL (the two disagree). */
 CUresult wk_ref_check_fill(wk_ctx *w);
-bool wk_ref_check_inject(void);
+bool wk_ref_check_inject(const char *what);
 kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, double bound, const char *plain,
                                  kevo_err *err);
 

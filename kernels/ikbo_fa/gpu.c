@@ -242,9 +242,10 @@ static kevo_status fa_reference_check_once(wk_ctx *w, kevo_err *err)
             w->cu.cuMemFree(simt);
         return KEVO_OK;
     }
-    /* fault injection for the tests: the last candidate's rows of the cuBLAS reference zeroed */
+    /* fault injection for the tests: the last candidate's rows of the cuBLAS reference zeroed (ref_tc: only
+     * where P V runs on tensor cores, so that the fp32 one serves) */
     unsigned long long per_c = (unsigned long long)(s->Sq * s->H * s->D);
-    if (r == CUDA_SUCCESS && wk_ref_check_inject())
+    if (r == CUDA_SUCCESS && (wk_ref_check_inject("ref") || (s->terms && wk_ref_check_inject("ref_tc"))))
         r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((n - per_c) * sizeof(float)), 0, (size_t)per_c,
                                    w->stream);
     CUdeviceptr st2 = w->io.stats + 2 * sizeof(double);

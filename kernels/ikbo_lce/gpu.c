@@ -147,7 +147,7 @@ static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
         return KEVO_OK;
     }
     /* fault injection for the tests: the last batch of the cuBLAS reference zeroed */
-    if (r == CUDA_SUCCESS && wk_ref_check_inject())
+    if (r == CUDA_SUCCESS && wk_ref_check_inject("ref"))
         r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((s->B - 1) * mn) * sizeof(float), 0, (size_t)mn,
                                    w->stream);
     if (r == CUDA_SUCCESS)

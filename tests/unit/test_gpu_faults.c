@@ -3,7 +3,8 @@
  * each defect with the right kind while the worker dies, hangs and is
  * restarted under it, and the run finishes; a worker whose cuBLAS reference
  * is planted wrong (one batch zeroed, KEVO_FAULT_INJECT=ref) does not start,
- * and says why. */
+ * and says why; an ikbo_fa worker whose tensor-core P V is planted wrong
+ * (KEVO_FAULT_INJECT=ref_tc) starts on the fp32 P V and says so. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -76,6 +77,42 @@ static void test_planted_gpu_faults(void **state)
 /* KEVO_FAULT_INJECT=ref spoils each op's cuBLAS reference at worker start:
  * its check against the SIMT reference refuses the worker, and the same run
  * without it passes. */
+static void test_planted_wrong_reference(void **state);
+
+/* ikbo_fa's cuBLAS reference with its tensor-core P V spoiled
+ * (KEVO_FAULT_INJECT=ref_tc): the worker falls back to the fp32 P V, which
+ * agrees, and the run completes; KEVO_TRACE_EVAL's reference line names
+ * the fp32 one, and without the fault the tensor-core one. */
+static void test_fa_reference_fallback(void **state)
+{
+    (void)state;
+    for (int planted = 0; planted < 2; planted++) {
+        char db[128], log[128];
+        snprintf(db, sizeof db, "%s/fa_fallback_%d.db", tmpdir, planted);
+        snprintf(log, sizeof log, "%s/fa_fallback_%d.log", tmpdir, planted);
+        char *args[] = {"kevo", "tune", "--op", "ikbo_fa", "--shape", "Bc=24,H=2,Sq=16,D=64,Skv=600,ratio=4",
+                        "--budget", "2", "--reps", "3", "--db", db, "--no-bar", NULL};
+        setenv("KEVO_TRACE_EVAL", "1", 1);
+        if (planted)
+            setenv("KEVO_FAULT_INJECT", "ref_tc", 1);
+        int rc = tu_wait(tu_spawn(log, args));
+        unsetenv("KEVO_FAULT_INJECT");
+        unsetenv("KEVO_TRACE_EVAL");
+        char *text = NULL;
+        kevo_err err;
+        assert_int_equal(kv_read_file(log, &text, NULL, &err), KEVO_OK);
+        const char *want = planted ? "eval-reference cuBLAS against kv_fa_ref (P V in fp32): rel_err "
+                                   : "eval-reference cuBLAS against kv_fa_ref (P V, tensor cores): rel_err ";
+        bool said = strstr(text, want) != NULL;
+        if (rc != 0 || !said)
+            printf("ref_tc planted %d: rc %d, no \"%s\":\n%s", planted, rc, want, text);
+        free(text);
+        assert_int_equal(rc, 0);
+        assert_true(said);
+        assert_int_equal(tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
+    }
+}
+
 static void test_planted_wrong_reference(void **state)
 {
     (void)state;
@@ -129,6 +166,7 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_planted_gpu_faults),
-                                       cmocka_unit_test(test_planted_wrong_reference)};
+                                       cmocka_unit_test(test_planted_wrong_reference),
+                                       cmocka_unit_test(test_fa_reference_fallback)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
