@@ -1178,9 +1178,9 @@ kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req
     if (!m || g < 0 || g >= m->ngpus)
         return kevo_err_set(err, KEVO_ERR_ARG, "no remote GPU %d", g);
     mr_gpu *G = &m->gpus[g];
-    if (G->nq == KEVO_MPI_GPU_QUEUE)
+    if (G->nq + G->nres >= KEVO_MPI_GPU_QUEUE) /* a result not yet taken still holds its place */
         return kevo_err_set(err, KEVO_ERR_BUSY, "remote GPU %d (rank %d) has %d evaluations in flight", g, G->rank,
-                            G->nq);
+                            G->nq + G->nres);
     if (G->dead || m->ranks[G->rank].state != MR_READY)
         return KEVO_OK;
     mr_eval *q = &G->q[G->nq];
@@ -1268,7 +1268,7 @@ bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g)
 
 int kevo_mpi_gpu_queued(const kevo_mpi *m, int g)
 {
-    return m && g >= 0 && g < m->ngpus ? m->gpus[g].nq : 0;
+    return m && g >= 0 && g < m->ngpus ? m->gpus[g].nq + m->gpus[g].nres : 0;
 }
 
 void kevo_mpi_gpu_stats(const kevo_mpi *m, int g, int *evaluated, double *busy_s)

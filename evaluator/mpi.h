@@ -147,7 +147,8 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
  * others wait there).  To an idle GPU the cubin's transfer is driven for up
  * to KEVO_MPI_SEND_SPIN seconds before this returns.  *sent false: g's rank
  * is lost (now or before): nothing more is in flight and g takes no more
- * work.  Errors: KEVO_ERR_BUSY (g has KEVO_MPI_GPU_QUEUE in flight),
+ * work.  Errors: KEVO_ERR_BUSY (g has KEVO_MPI_GPU_QUEUE in flight,
+ * counting results not yet taken),
  * KEVO_ERR_ARG (no GPU g), KEVO_ERR_NOMEM. */
 kevo_status kevo_mpi_eval_submit(kevo_mpi *m, int g, const kevo_gpu_request *req, bool *sent, kevo_err *err);
 
@@ -164,7 +165,8 @@ kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, int64_t *
 
 /* Whether remote GPU g still takes work. */
 bool kevo_mpi_gpu_alive(const kevo_mpi *m, int g);
-/* Evaluations in flight on remote GPU g (0..KEVO_MPI_GPU_QUEUE). */
+/* Evaluations in flight on remote GPU g, or ended with the result not yet
+ * taken (kevo_mpi_eval_wait): 0..KEVO_MPI_GPU_QUEUE. */
 int kevo_mpi_gpu_queued(const kevo_mpi *m, int g);
 /* Remote GPU g's evaluations ended and seconds it had one running (from
  * the later of its send and the previous one's end, to its result). */
