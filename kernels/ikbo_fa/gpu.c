@@ -123,6 +123,12 @@ static float fa_term_scale(const wk_ctx *w)
     return w->cfg.dtype == KEVO_DTYPE_BF16 ? 1.0f : 32768.0f;
 }
 
+/* Elements from one of P's terms to the next in s->terms: a chunk's scores. */
+static unsigned long long fa_term_stride(const fa_state *s)
+{
+    return (unsigned long long)s->ref_chunk * (unsigned long long)(s->Sq * s->Skv);
+}
+
 /* ref = P V on tensor cores for candidates c0 .. c0+nc-1, head h, from P's
  * terms (kv_fa_softmax_terms): per term and per FA_PV_KEYS keys, one GEMM
  * batched over the candidates (kv_fa_ptrs_pv), O_c^T [D x Sq] += V_u^T [D
@@ -134,7 +140,7 @@ static CUresult fa_pv_terms(wk_ctx *w, CUdeviceptr ref, long long c0, int nc, in
     CUdeviceptr map = fa_ptr(w, FA_MAP), v = fa_ptr(w, FA_V);
     int Sq = (int)s->Sq, Skv = (int)s->Skv, H = (int)s->H, D = (int)s->D, row = (int)(s->H * s->D);
     const float alpha = 1.0f / fa_term_scale(w), zero = 0.0f, one = 1.0f;
-    const unsigned long long stride = (unsigned long long)s->ref_chunk * (unsigned long long)(s->Sq * s->Skv);
+    const unsigned long long stride = fa_term_stride(s);
     cudaDataType dt = fa_cuda_dtype(w);
     const void *const *arr = (const void *const *)(uintptr_t)s->ptrs;
     for (int t = 0; t < fa_terms(w); t++)
@@ -187,7 +193,7 @@ static CUresult fa_reference_blas(wk_ctx *w, CUdeviceptr ref)
             unsigned long long rows = (unsigned long long)nc * (unsigned long long)Sq;
             unsigned grid = (unsigned)(rows < (1ull << 20) ? rows : (1ull << 20));
             if (s->terms) {
-                unsigned long long stride = (unsigned long long)s->ref_chunk * (unsigned long long)(Sq * Skv);
+                unsigned long long stride = fa_term_stride(s);
                 void *pt[] = {&s->s32, &s->terms, &rows, &Skv, &scale, &stride};
                 WK_TRY(wk_launch(w, s->f_softmax_terms, grid, 1, 1, 256, 1, 1, 0, pt));
                 WK_TRY(fa_pv_terms(w, ref, c0, nc, h));
@@ -212,14 +218,34 @@ static CUresult fa_reference(wk_ctx *w)
     return s->s32 ? fa_reference_blas(w, w->io.ref) : fa_reference_simt(w, w->io.ref);
 }
 
-static void fa_free_ref(fa_state *s, wk_ctx *w)
+/* Free the device buffers *bufs[0..n) that are held, and zero them. */
+static void fa_free_bufs(wk_ctx *w, CUdeviceptr *const *bufs, size_t n)
 {
-    CUdeviceptr *bufs[] = {&s->v32, &s->s32, &s->terms, &s->ptrs};
-    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+    for (size_t i = 0; i < n; i++)
         if (*bufs[i]) {
             w->cu.cuMemFree(*bufs[i]);
             *bufs[i] = 0;
         }
+}
+
+static void fa_free_ref(fa_state *s, wk_ctx *w)
+{
+    CUdeviceptr *const bufs[] = {&s->v32, &s->s32, &s->terms, &s->ptrs};
+    fa_free_bufs(w, bufs, KV_ARRAY_LEN(bufs));
+}
+
+/* P V in fp32 from now on: P's terms dropped, V widened to fp32 held (v32);
+ * without room for it the cuBLAS reference is dropped and kv_fa_ref_d*
+ * serves.  Returns whether the cuBLAS reference stays. */
+static bool fa_hold_v32(fa_state *s, wk_ctx *w)
+{
+    CUdeviceptr *const terms[] = {&s->terms};
+    fa_free_bufs(w, terms, 1);
+    if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) == CUDA_SUCCESS)
+        return true;
+    s->v32 = 0;
+    fa_free_ref(s, w);
+    return false;
 }
 
 /* Hold the cuBLAS reference, as it stands (P V on tensor cores or in
@@ -282,13 +308,8 @@ static kevo_status fa_reference_check(wk_ctx *w, kevo_err *err)
     kevo_status st = fa_reference_check_once(w, err);
     if (st != KEVO_ERR_INTERNAL || !s->terms)
         return st;
-    w->cu.cuMemFree(s->terms);
-    s->terms = 0;
-    if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) != CUDA_SUCCESS) {
-        s->v32 = 0;
-        fa_free_ref(s, w);
+    if (!fa_hold_v32(s, w))
         return KEVO_OK;
-    }
     kevo_err_clear(err);
     return fa_reference_check_once(w, err);
 }
@@ -385,12 +406,8 @@ static CUresult fa_base_run(wk_ctx *w, void *arg)
 static void fa_free_peers(wk_ctx *w)
 {
     fa_state *s = w->op_state;
-    CUdeviceptr *bufs[] = {&s->kg, &s->vg, &s->s, &s->p};
-    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
-        if (*bufs[i]) {
-            w->cu.cuMemFree(*bufs[i]);
-            *bufs[i] = 0;
-        }
+    CUdeviceptr *const bufs[] = {&s->kg, &s->vg, &s->s, &s->p};
+    fa_free_bufs(w, bufs, KV_ARRAY_LEN(bufs));
 }
 
 /* Allocate the baseline's buffers: the gathered K and V whole, S and P for
@@ -512,14 +529,10 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
         return KEVO_OK;
     }
     /* P's terms, in the storage dtype (2 bytes), for P V on tensor cores; else V in fp32 */
-    size_t terms = (size_t)fa_terms(w) * (size_t)s->ref_chunk * (size_t)(s->Sq * s->Skv) * 2;
-    if (w->cu.cuMemAlloc(&s->terms, terms) != CUDA_SUCCESS) {
+    if (w->cu.cuMemAlloc(&s->terms, (size_t)fa_terms(w) * (size_t)fa_term_stride(s) * 2) != CUDA_SUCCESS) {
         s->terms = 0;
-        if (w->cu.cuMemAlloc(&s->v32, (size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float)) != CUDA_SUCCESS) {
-            s->v32 = 0;
-            fa_free_ref(s, w);
+        if (!fa_hold_v32(s, w))
             return KEVO_OK;
-        }
     }
     return fa_reference_check(w, err);
 }
