@@ -694,11 +694,8 @@ static void sim_mpi_kill(const char *first, char *const *extra)
     path_in(log, sizeof log, "sim_mpi_kill.log");
     copy_db(first, db);
     int pid = mpi_start(log, db, 3, true, extra, NULL);
-    long long on1 = 0;
-    for (int t = 0; t < 6000 && on1 < 3; t++) { /* up to a minute */
-        tu_sleep_ms(10);
-        on1 = tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id = 2 AND device = 1 AND status = 'ok'");
-    }
+    long long on1 = tu_wait_query(
+        db, "SELECT count(*) FROM candidates WHERE run_id = 2 AND device = 1 AND status = 'ok'", 3, 60000);
     int victim = rank_pid(pid, 1);
     if (on1 < 3 || victim <= 0) {
         kill(-pid, SIGKILL);
@@ -764,11 +761,8 @@ static void test_sim(void **state)
     char *argv[64];
     tune_args(argv, 0, 64, killed, extra, all);
     int pid = tu_spawn_path(argv[0], log, argv);
-    long long measured = 0;
-    for (int t = 0; t < 6000 && measured < 12; t++) { /* up to a minute */
-        tu_sleep_ms(10);
-        measured = tu_query_int(killed, "SELECT count(*) FROM candidates WHERE run_id = 2 AND status = 'ok'");
-    }
+    long long measured =
+        tu_wait_query(killed, "SELECT count(*) FROM candidates WHERE run_id = 2 AND status = 'ok'", 12, 60000);
     assert_int_equal(kill(pid, SIGKILL), 0);
     tu_wait(pid);
     assert_true(measured >= 12);

@@ -253,13 +253,10 @@ static void interrupt_run(const char *db, int sig, int done, char *const *extra)
         argv[n++] = extra[i];
     argv[n] = NULL;
     int pid = tu_spawn(log, argv);
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT count(*) >= %d FROM candidates WHERE status != 'pending'", done);
-    for (int t = 0; t < 6000 && (done == 0 || tu_query_int(db, sql) != 1); t++) {
-        if (done == 0 && tu_query_int(db, "SELECT count(*) FROM candidates") > 0)
-            break;
-        tu_sleep_ms(10);
-    }
+    if (done == 0)
+        tu_wait_query(db, "SELECT count(*) FROM candidates", 1, 60000);
+    else
+        tu_wait_query(db, "SELECT count(*) FROM candidates WHERE status != 'pending'", done, 60000);
     int kids[64];
     int nk = wait_children(pid, kids, 64, 20000);
     assert_true(nk > 0); /* a compile child is running */
@@ -302,10 +299,7 @@ static void test_interrupt_resume(void **state)
         } else { /* kill -9 of kevo and its children: the run stays "running", its process gone */
             int pid = tune_start(log, db, "--family", "lce_tiny", "--where", "SLOW == 1", "--budget", "6", "--batch",
                                  "2", "--seed", "3", "--jobs", "1", NULL);
-            for (int t = 0; t < 6000 && tu_query_int(db, "SELECT count(*) >= 2 FROM candidates WHERE status != "
-                                                         "'pending'") != 1;
-                 t++)
-                tu_sleep_ms(10);
+            tu_wait_query(db, "SELECT count(*) FROM candidates WHERE status != 'pending'", 2, 60000);
             kill(-pid, SIGKILL);
             tu_wait(pid);
         }

@@ -149,6 +149,16 @@ long long tu_query_int(const char *db, const char *sql)
     return v;
 }
 
+long long tu_wait_query(const char *db, const char *sql, long long want, int ms)
+{
+    long long v = tu_query_int(db, sql);
+    for (int t = 0; t < ms && v < want; t += 10) {
+        tu_sleep_ms(10);
+        v = tu_query_int(db, sql);
+    }
+    return v;
+}
+
 void tu_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

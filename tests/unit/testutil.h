@@ -57,6 +57,11 @@ int tu_wait(int pid);
 /* One integer from a SQL query on db (read-only), -1 when it cannot be read. */
 long long tu_query_int(const char *db, const char *sql);
 
+/* tu_query_int(db, sql) every 10 ms until it is at least want, for up to
+ * ms milliseconds (a run in another process getting that far); its last
+ * value. */
+long long tu_wait_query(const char *db, const char *sql, long long want, int ms);
+
 void tu_sleep_ms(int ms);
 
 /* cfg = the family's default with "K=V,K=V,..." applied (params NULL: the
