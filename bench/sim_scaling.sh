@@ -9,6 +9,9 @@
 # an H100/H200 host (a compile ~0.85 s on many cores, an evaluation ~0.1 s).
 # With mpirun on the PATH, each --ahead also runs as `mpirun -np 2 kevo
 # tune --mpi` (a simulated GPU per rank; rank 1's results come over MPI).
+# COMPILE_MS=N simulates the compiles too (KEVO_SIM_COMPILE_MS: each sleeps N
+# ms x 0.75..1.25), with JOBS (default 32) at once, as a host with many cores
+# would run them (the 2x H200 host: ~1200 ms at 16-32 at once, EVAL_MS=41).
 # Simulated GPUs measure nothing real (their times are a hash of the cubin):
 # the figures are the scheduler's, not a kernel's.  Prints
 # bench/multi_compare.py's table (graph, best, candidates per minute) for
@@ -23,6 +26,12 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 export KEVO_HOME=${KEVO_HOME:-$PWD} KEVO_SIM_GPUS=2 KEVO_SIM_EVAL_MS=$EVAL_MS
 echo "cores $(nproc); budget $BUDGET, simulated evaluation $EVAL_MS ms"
+jobs=()
+if [ -n "${COMPILE_MS:-}" ]; then
+  export KEVO_SIM_COMPILE_MS=$COMPILE_MS
+  jobs=(--jobs "${JOBS:-32}")
+  echo "simulated compiles: $COMPILE_MS ms, ${JOBS:-32} at once"
+fi
 runs="0 all"
 if command -v mpirun >/dev/null; then
   runs="$runs mpi"
@@ -40,7 +49,7 @@ for ahead in 1 "$AHEAD"; do
       cmd=(build/kevo tune --devices "$dev")
     fi
     # the trace (stderr) apart from the log; mpirun passes KEVO_TRACE_EVAL on to rank 1
-    KEVO_TRACE_EVAL=1 "${cmd[@]}" --op ikbo_lce --budget "$BUDGET" --ahead "$ahead" --no-bar \
+    KEVO_TRACE_EVAL=1 "${cmd[@]}" --op ikbo_lce --budget "$BUDGET" --ahead "$ahead" "${jobs[@]}" --no-bar \
       --warm-start none --db "$OUT/$name.db" >"$OUT/$name.log" 2>"$OUT/$name.trace"
     echo "== $name: rc=$? wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" \
       "$t0" "$(date +%s.%N)") s"

@@ -286,8 +286,50 @@ static nvrtcResult cp_nvrtc(const kevo_compile_job *job, const char *const *opts
 
 /* The child: compile, send, exit.  Never returns.  pch_opt: NULL, or
  * --use-pch=... / --create-pch=... (create). */
+/* KEVO_SIM_COMPILE_MS=N (1..60000), only beside KEVO_SIM_GPUS: the length
+ * of a simulated compile, 0 when compiles are real. */
+static int64_t cp_sim_ms(void)
+{
+    int64_t ms = 0;
+    const char *v = getenv("KEVO_SIM_COMPILE_MS");
+    if (!v || !getenv("KEVO_SIM_GPUS") || !kv_parse_i64(v, &ms) || ms < 1 || ms > 60000)
+        return 0;
+    return ms;
+}
+
+/* A simulated compile, for the scheduler's studies on a machine with few
+ * cores (bench/sim_scaling.sh): sleep ms times 0.75..1.25, a factor fixed by
+ * the source, and return the source's SHA-256 (hex) as the "cubin", which
+ * only a simulated GPU takes (it times a candidate by its cubin's bytes). */
+static void cp_sim_child(const kevo_compile_job *job, int fd, int64_t ms)
+{
+    double t0 = kv_now();
+    const void *bufs[1] = {job->source};
+    size_t lens[1] = {strlen(job->source)};
+    char hex[65];
+    kv_sha256_hex(bufs, lens, 1, hex);
+    int byte = 0;
+    for (int i = 0; i < 2; i++)
+        byte = byte * 16 + (hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10);
+    ms = ms * (75 + byte % 51) / 100;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    cp_header h = {0};
+    h.nvrtc_status = NVRTC_SUCCESS;
+    h.fail = KEVO_FAIL_NONE;
+    h.cubin_len = 64;
+    h.seconds = kv_now() - t0;
+    cp_write_all(fd, &h, sizeof h);
+    cp_write_all(fd, hex, 64);
+    close(fd);
+    _exit(0);
+}
+
 static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, bool create)
 {
+    int64_t sim_ms = cp_sim_ms();
+    if (sim_ms)
+        cp_sim_child(job, fd, sim_ms);
     double t0 = kv_now();
     cp_header h = {0};
     char *log, *cubin;
@@ -551,7 +593,7 @@ static void cp_pch_poll(int wait_ms)
 static bool cp_pch_enabled(void)
 {
     const char *env = getenv("KEVO_PCH");
-    return !(env && strcmp(env, "0") == 0);
+    return !(env && strcmp(env, "0") == 0) && cp_sim_ms() == 0;
 }
 
 /* Remove what writers of killed kevo processes left: kevo-pch-* directories

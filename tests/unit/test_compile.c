@@ -495,6 +495,49 @@ static void test_compile_error(void **state)
     assert_int_equal(kevo_compile_job_init(&j, "k.cu", "", "sm_90a_and_much_more", &err), KEVO_ERR_ARG);
 }
 
+/* KEVO_SIM_COMPILE_MS: a simulated compile (sleep, the source's hash as the
+ * "cubin"), only beside KEVO_SIM_GPUS; otherwise NVRTC runs. */
+static void test_sim_compile(void **state)
+{
+    (void)state;
+    kevo_compile_job j[2];
+    kevo_err err;
+    kevo_err_clear(&err);
+    setenv("KEVO_SIM_COMPILE_MS", "300", 1);
+    /* without simulated GPUs the setting is ignored: bad_src fails to compile */
+    assert_int_equal(kevo_compile_job_init(&j[0], "bad.cu", bad_src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_run(&j[0], 1, 1, 300, &err), KEVO_OK);
+    assert_int_equal(j[0].fail, KEVO_FAIL_COMPILE_ERROR);
+    kevo_compile_job_release(&j[0]);
+
+    setenv("KEVO_SIM_GPUS", "2", 1);
+    assert_int_equal(kevo_compile_job_init(&j[0], "bad.cu", bad_src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_job_init(&j[1], "slow.cu", "extern \"C\" __global__ void k() {}\n", "sm_90a", &err),
+                     KEVO_OK);
+    double t0 = kv_now();
+    assert_int_equal(kevo_compile_run(j, 2, 2, 300, &err), KEVO_OK);
+    double dt = kv_now() - t0;
+    printf("two simulated compiles of 300 ms (x0.75..1.25) at once: %.3f s\n", dt);
+    assert_true(dt >= 0.225 && dt < 2.0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(j[i].fail, KEVO_FAIL_NONE);
+        assert_int_equal(j[i].cubin_size, 64);
+        assert_true(j[i].seconds >= 0.2);
+    }
+    assert_memory_not_equal(j[0].cubin, j[1].cubin, 64);
+    kevo_compile_job_release(&j[0]);
+    kevo_compile_job_release(&j[1]);
+
+    /* a value out of 1..60000 is ignored */
+    setenv("KEVO_SIM_COMPILE_MS", "0", 1);
+    assert_int_equal(kevo_compile_job_init(&j[0], "bad.cu", bad_src, "sm_90a", &err), KEVO_OK);
+    assert_int_equal(kevo_compile_run(&j[0], 1, 1, 300, &err), KEVO_OK);
+    assert_int_equal(j[0].fail, KEVO_FAIL_COMPILE_ERROR);
+    kevo_compile_job_release(&j[0]);
+    unsetenv("KEVO_SIM_COMPILE_MS");
+    unsetenv("KEVO_SIM_GPUS");
+}
+
 /* About 2.5 s of ptxas on an idle core: 2500 dependent steps, inlined. */
 static const char slow_src[] =
     "template <int N> struct Chain {\n"
@@ -1051,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_pch_prepare),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_compile_error),
+        cmocka_unit_test(test_sim_compile),
         cmocka_unit_test(test_parallel),
         cmocka_unit_test(test_cached_first),
         cmocka_unit_test(test_compile_timeout),
