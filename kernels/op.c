@@ -5,9 +5,35 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/util.h"
+
+/* ---- the reference module ---- */
+
+kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_dtype dt, const char *abi,
+                               kv_buf *out, kevo_err *err)
+{
+    static const char common[] = "ref.cuh";
+    const char *rel[2] = {common, op->ref_source};
+    const char *line_name[2] = {"kernels/ref.cuh", op->ref_name};
+    char *text[2] = {NULL, NULL};
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < 2 && !st; i++) {
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", kernels_dir, rel[i]) >= sizeof path)
+            st = kevo_err_set(err, KEVO_ERR_IO, "the kernels folder's path is too long: %.200s", kernels_dir);
+        else
+            st = kv_read_file(path, &text[i], NULL, err);
+    }
+    if (!st && kv_buf_printf(out, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s\n#line 1 \"%s\"\n%s",
+                             dt == KEVO_DTYPE_BF16, abi, line_name[0], text[0], line_name[1], text[1]))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    free(text[0]);
+    free(text[1]);
+    return st;
+}
 
 /* ---- names ---- */
 
@@ -317,7 +343,7 @@ kevo_status kevo_shape_check_elems(const char *tensor, const char *dims, const i
     return kevo_err_set(err, KEVO_ERR_ARG, "tensor '%s' [%s] has more than 2^48 elements", tensor, dims);
 }
 
-/* ---- input generation (each op's ref.cu implements the same arithmetic) ---- */
+/* ---- input generation (kernels/ref.cuh implements the same arithmetic on the device) ---- */
 
 static uint64_t op_mix64(uint64_t z)
 {

@@ -129,8 +129,9 @@ typedef struct kevo_op {
     void (*tolerance)(kevo_dtype dtype, double *rel_bound, double *rtol);
     /* Files under kernels/: the ABI header inlined in front of every
      * candidate, and the GPU reference/utility module the evaluator compiles
-     * (it defines kv_gen, kv_sumsq, kv_compare and kv_checksum, and
-     * kv_gen_padded when a tensor has a padded copy; see kernels/ikbo_lce/ref.cu). */
+     * (kernels/ref.cuh, inlined ahead of it, defines kv_gen, kv_sumsq,
+     * kv_compare and kv_checksum; the op's file adds kv_gen_padded when a
+     * tensor has a padded copy, its reference and its peers' kernels). */
     const char *abi_header;
     const char *ref_source;
     /* The reference module's program name (its #line and compile job): part
@@ -160,6 +161,16 @@ const kevo_op *kevo_op_find(const char *name);
 const kevo_op *const *kevo_op_list(int *n);
 /* The known ops' names, ", "-separated, into out (truncated to n). */
 void kevo_op_names(char *out, size_t n);
+
+/* The source of op's reference module for dtype dt, appended to out:
+ * DTYPE_BF16, the ABI header text abi, then kernels_dir/ref.cuh and
+ * kernels_dir/<op->ref_source>, each after a #line naming it (the second by
+ * op->ref_name), so that NVRTC's messages point into the files.  What is
+ * appended is the whole module: its hash keys the binary cache.  Errors:
+ * KEVO_ERR_IO (a file unreadable, named), KEVO_ERR_NOMEM. */
+struct kv_buf;
+kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_dtype dt, const char *abi,
+                               struct kv_buf *out, kevo_err *err);
 
 /* Index of the tensor named name in op->tensors, or -1. */
 int kevo_op_tensor_index(const kevo_op *op, const char *name);
@@ -215,7 +226,7 @@ kevo_status kevo_shape_check_elems(const char *tensor, const char *dims, const i
 
 /* ---- inputs every op draws (the device side: each op's ref.cu) ---- */
 
-/* Counter-based generator shared by host and device (kernels/ikbo_lce/ref.cu
+/* Counter-based generator shared by host and device (kernels/ref.cuh
  * implements the same function): the value of element idx of the tensor
  * numbered `tensor` under `seed`, an exactly representable value in [-1, 1):
  * k/1024 for fp16 and k/128 for bf16.  Returns the float value; *bits gets

@@ -487,17 +487,9 @@ static kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
 {
     memset(w, 0, sizeof *w);
     kv_buf_init(&w->source);
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", e->kernels_dir, e->op->ref_source);
-    char *text = NULL;
-    kevo_status st = kv_read_file(path, &text, NULL, err);
+    kevo_status st = kevo_op_ref_render(e->op, e->kernels_dir, e->dt, e->abi, &w->source, err);
     if (st)
         return st;
-    kv_buf_printf(&w->source, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s", e->dt == KEVO_DTYPE_BF16, e->abi,
-                  e->op->ref_name, text);
-    free(text);
-    if (!w->source.data)
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     if ((st = kevo_compile_job_init(&w->job, e->op->ref_name, w->source.data, e->arch, err)))
         return st;
     const void *bufs[] = {w->source.data};

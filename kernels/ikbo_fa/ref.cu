@@ -3,10 +3,9 @@
 // softmax.  Compiled by kevo like a candidate, with DTYPE_BF16 set for the
 // run's dtype; the ABI header (kernels/ikbo_fa/abi.h) is inlined in front.
 //
-// kv_gen, kv_checksum, kv_sumsq and kv_compare are the evaluator's contract
-// with every op's module (evaluator/gpu_eval.c calls them by name): the same
-// text as kernels/ikbo_lce/ref.cu, whose bytes key the DB's binary cache and
-// so stay where they are.
+// The storage dtype, the input generator (kv_gen) and the evaluator's checks
+// (kv_checksum, kv_sumsq, kv_compare) are kernels/ref.cuh's, inlined ahead of
+// this file with the ABI header.
 //
 // The reference, two ways, both exact fp32 softmax with the row max
 // subtracted, P never rounded to the storage dtype, both products
@@ -25,56 +24,7 @@
 //   O = P V in fp32 with V widened to fp32 (kv_to_f32).  Each worker holds
 //   it to kv_fa_ref_d* once, when it starts.
 
-#ifndef DTYPE_BF16
-#define DTYPE_BF16 0
-#endif
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #define FA_NEG_INF __int_as_float(0xff800000) // -inf (NVRTC has no <math.h> INFINITY)
-
-#if DTYPE_BF16
-typedef __nv_bfloat16 elem_t;
-#define GEN_Q 128
-__device__ __forceinline__ float to_f(elem_t v) { return __bfloat162float(v); }
-__device__ __forceinline__ elem_t from_f(float v) { return __float2bfloat16_rn(v); }
-#else
-typedef __half elem_t;
-#define GEN_Q 1024
-__device__ __forceinline__ float to_f(elem_t v) { return __half2float(v); }
-__device__ __forceinline__ elem_t from_f(float v) { return __float2half_rn(v); }
-#endif
-
-// Same arithmetic as kevo_gen_value() in kernels/op.c.
-__device__ __forceinline__ unsigned long long mix64(unsigned long long z)
-{
-    z ^= z >> 30;
-    z *= 0xbf58476d1ce4e5b9ull;
-    z ^= z >> 27;
-    z *= 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return z;
-}
-__device__ __forceinline__ elem_t gen_value(unsigned long long stream, unsigned long long idx)
-{
-    unsigned long long h = mix64(stream ^ idx);
-    int k = (int)(h % (unsigned long long)(2 * GEN_Q)) - GEN_Q;
-    return from_f((float)k / (float)GEN_Q);
-}
-__device__ __forceinline__ unsigned long long gen_stream(unsigned long long seed, unsigned tensor)
-{
-    return mix64(seed + 0x9e3779b97f4a7c15ull * ((unsigned long long)tensor + 1));
-}
-
-// dst[i] = value(seed, tensor, i) for i < count.
-extern "C" __global__ void kv_gen(elem_t *dst, unsigned long long count, unsigned long long seed, unsigned tensor)
-{
-    const unsigned long long s = gen_stream(seed, tensor);
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
-         i += (unsigned long long)gridDim.x * blockDim.x)
-        dst[i] = gen_value(s, i);
-}
 
 // ---- the fp32 reference ----
 
@@ -275,72 +225,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) kv_fa_ref_d64(const kevo_fa
 extern "C" __global__ void __launch_bounds__(256, 2) kv_fa_ref_d128(const kevo_fa_args a, float *ref)
 {
     fa_ref<128>(a, ref);
-}
-
-// *sum += a position-weighted checksum of n 32-bit words (each word times an
-// odd multiplier of its index, wrapping mod 2^64, salted per tensor), so a
-// changed, moved or swapped word changes it: after a candidate's checked run
-// the inputs must sum as before (a kernel that writes its inputs fails).
-extern "C" __global__ void kv_checksum(const unsigned *p, unsigned long long n, unsigned long long salt,
-                                       unsigned long long *sum)
-{
-    unsigned long long s = 0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x)
-        s += ((unsigned long long)p[i] + 1ull) * (((i + salt) * 0x9e3779b97f4a7c15ull) | 1ull);
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_down_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0)
-        atomicAdd(sum, s);
-}
-
-// stats[0] += sum ref^2 (first pass, before the tolerance is known).
-extern "C" __global__ void kv_sumsq(const float *ref, unsigned long long n, double *stats)
-{
-    double s = 0.0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x)
-        s += (double)ref[i] * ref[i];
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_down_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0)
-        atomicAdd(&stats[0], s);
-}
-
-// Compare out (storage dtype) with ref (fp32):
-//   stats[1] += sum (out-ref)^2 over finite outputs
-//   stats[2]  = max |out-ref| (as the bits of a non-negative double)
-//   stats[3] += count of |out-ref| > rtol*|ref| + atol
-//   stats[4] += count of NaN/Inf outputs (poisoned elements never written land here)
-extern "C" __global__ void kv_compare(const elem_t *out, const float *ref, unsigned long long n, float rtol,
-                                      float atol, double *stats)
-{
-    double d2 = 0.0, dmax = 0.0, bad = 0.0, nonfinite = 0.0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        float o = to_f(out[i]), r = ref[i];
-        if (!isfinite(o)) {
-            nonfinite += 1.0;
-            continue;
-        }
-        double d = fabs((double)o - (double)r);
-        d2 += d * d;
-        dmax = fmax(dmax, d);
-        if (d > (double)rtol * fabs((double)r) + (double)atol)
-            bad += 1.0;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        d2 += __shfl_down_sync(0xffffffffu, d2, o);
-        dmax = fmax(dmax, __shfl_down_sync(0xffffffffu, dmax, o));
-        bad += __shfl_down_sync(0xffffffffu, bad, o);
-        nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, o);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(&stats[1], d2);
-        atomicMax(reinterpret_cast<unsigned long long *>(&stats[2]), (unsigned long long)__double_as_longlong(dmax));
-        atomicAdd(&stats[3], bad);
-        atomicAdd(&stats[4], nonfinite);
-    }
 }
 
 // ---- the stage-0 baseline (kernels/ikbo_fa/gpu.c) ----

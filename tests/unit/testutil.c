@@ -36,6 +36,23 @@ char *tu_read_src(const char *rel)
     return t;
 }
 
+/* op's reference module as kevo renders it, from the kernels folder
+ * tu_read_src reads. */
+static char *tu_render_ref(const kevo_op *op, kevo_dtype dt, const char *abi)
+{
+    const char *home = getenv("KEVO_HOME");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/kernels", home && *home ? home : KEVO_SOURCE_DIR);
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_err err;
+    kevo_status st = kevo_op_ref_render(op, dir, dt, abi, &b, &err);
+    if (st)
+        print_error("%s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+    return kv_buf_take(&b);
+}
+
 bool tu_have_gpu(void)
 {
     fflush(NULL);
@@ -67,12 +84,7 @@ void tu_compile(kevo_compile_job *job, const char *name, const char *src)
 
 char *tu_ref_source(kevo_dtype dt, const char *abi)
 {
-    char *ref = tu_read_src("kernels/ikbo_lce/ref.cu");
-    kv_buf b;
-    kv_buf_init(&b);
-    kv_buf_printf(&b, "#define DTYPE_BF16 %d\n%s\n#line 1 \"ikbo_lce_ref.cu\"\n%s", dt == KEVO_DTYPE_BF16, abi, ref);
-    free(ref);
-    return kv_buf_take(&b);
+    return tu_render_ref(kevo_op_find("ikbo_lce"), dt, abi);
 }
 
 char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt)
@@ -80,14 +92,9 @@ char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt)
     char rel[256];
     snprintf(rel, sizeof rel, "kernels/%s", op->abi_header);
     char *abi = tu_read_src(rel);
-    snprintf(rel, sizeof rel, "kernels/%s", op->ref_source);
-    char *ref = tu_read_src(rel);
-    kv_buf b;
-    kv_buf_init(&b);
-    kv_buf_printf(&b, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s", dt == KEVO_DTYPE_BF16, abi, op->ref_name, ref);
+    char *src = tu_render_ref(op, dt, abi);
     free(abi);
-    free(ref);
-    return kv_buf_take(&b);
+    return src;
 }
 
 int tu_spawn_path(const char *path, const char *log, char *const args[])

@@ -19,11 +19,11 @@ bool tu_have_gpu(void);
 /* Compile source for sm_90a in a child; asserts success.  The job owns the cubin. */
 void tu_compile(kevo_compile_job *job, const char *name, const char *src);
 
-/* The op's reference module source for a dtype, ABI inlined.  Caller frees. */
+/* ikbo_lce's reference module source for a dtype, with the ABI header text abi.  Caller frees. */
 char *tu_ref_source(kevo_dtype dt, const char *abi);
 
-/* Any op's reference module for a dtype as kevo compiles it (its ABI
- * header inlined, #line naming op->ref_name).  Caller frees. */
+/* Any op's reference module for a dtype as kevo compiles it
+ * (kevo_op_ref_render: its ABI header and kernels/ref.cuh inlined).  Caller frees. */
 char *tu_op_ref_source(const kevo_op *op, kevo_dtype dt);
 
 /* The op named name from the table (the test fails when it is unknown). */
