@@ -25,12 +25,6 @@
 static char *abi;
 static kevo_space *mma, *wg, *ws;
 
-static const char *home(void)
-{
-    const char *h = getenv("KEVO_HOME");
-    return h && *h ? h : KEVO_SOURCE_DIR;
-}
-
 static bool has_bytes(const void *hay, size_t n, const char *needle)
 {
     size_t k = strlen(needle);
@@ -250,12 +244,12 @@ static kevo_space *compile_at_shape(const char *family, const char *shape_text, 
     kevo_syms shape;
     kevo_err err;
     kevo_err_clear(&err);
-    snprintf(path, sizeof path, "%s/templates/%s.json", home(), family);
+    snprintf(path, sizeof path, "%s/templates/%s.json", tu_home(), family);
     assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
     const kevo_op *op = kevo_op_find(sp->op);
     assert_non_null(op);
     char *op_abi = NULL;
-    snprintf(path, sizeof path, "%s/kernels/%s", home(), op->abi_header);
+    snprintf(path, sizeof path, "%s/kernels/%s", tu_home(), op->abi_header);
     assert_int_equal(kv_read_file(path, &op_abi, NULL, &err), KEVO_OK);
     assert_int_equal(op->parse_shape(shape_text, &shape, &err), KEVO_OK);
     for (int i = 0; i < n; i++)
@@ -406,7 +400,7 @@ static void test_sm100a(void **state)
         {"fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9"},
     };
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/templates", home());
+    snprintf(dir, sizeof dir, "%s/templates", tu_home());
     kevo_space **all = NULL;
     int nall = 0;
     kevo_err err;
@@ -1061,16 +1055,16 @@ static int group_setup(void **state)
     (void)state;
     char path[PATH_MAX];
     kevo_err err;
-    snprintf(path, sizeof path, "%s/kernels/ikbo_lce/abi.h", home());
+    snprintf(path, sizeof path, "%s/kernels/ikbo_lce/abi.h", tu_home());
     if (kv_read_file(path, &abi, NULL, &err))
         return -1;
-    snprintf(path, sizeof path, "%s/templates/lce_mma.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_mma.json", tu_home());
     if (kevo_space_load(path, &mma, &err))
         return -1;
-    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", tu_home());
     if (kevo_space_load(path, &wg, &err))
         return -1;
-    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", tu_home());
     return kevo_space_load(path, &ws, &err) == KEVO_OK ? 0 : -1;
 }
 

@@ -33,12 +33,6 @@
 
 static char tmp[64];
 
-static const char *home(void)
-{
-    const char *h = getenv("KEVO_HOME");
-    return h && *h ? h : KEVO_SOURCE_DIR;
-}
-
 /* Export options for op's kernels in db into dir, the rest defaults. */
 static void opts_for(kevo_export_opts *o, const char *op, const char *db, const char *dir)
 {
@@ -46,7 +40,7 @@ static void opts_for(kevo_export_opts *o, const char *op, const char *db, const 
     o->op = op;
     o->db_path = db;
     o->out_dir = dir;
-    o->data_dir = home();
+    o->data_dir = tu_home();
 }
 
 /* Export op's kernels in db into dir (asserting it works); *nk and *nt
@@ -93,7 +87,7 @@ static const xp_case xp_fa = {
 static void export_op(const xp_case *c, const char *dir)
 {
     char db[1024];
-    snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", home(), c->fixture);
+    snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", tu_home(), c->fixture);
     int nk = 0, nt = 0;
     export_db(c->op, db, dir, &nk, &nt);
     assert_true(nk >= 2);
@@ -193,7 +187,7 @@ static void test_cmake_package(void **state)
         assert_int_equal(sh("cmake -S '%s/kernels/%s/export/example' -B '%s/ex_%s' "
                             "-Dkevo_tuned_DIR='%s/lib/cmake/kevo_tuned' >/dev/null && cmake --build '%s/ex_%s' "
                             ">/dev/null && test -x '%s/ex_%s/%s'",
-                            home(), op, tmp, op, inst, tmp, op, tmp, op, examples[i]),
+                            tu_home(), op, tmp, op, inst, tmp, op, tmp, op, examples[i]),
                          0);
     }
 }
@@ -285,7 +279,7 @@ static void plans_match_kevo(const xp_case *c)
     char *text = NULL;
     assert_int_equal(kv_read_file(out, &text, NULL, &err), KEVO_OK);
     char tdir[1024];
-    snprintf(tdir, sizeof tdir, "%s/templates", home());
+    snprintf(tdir, sizeof tdir, "%s/templates", tu_home());
     kevo_space **sp = NULL;
     int nsp = 0;
     assert_int_equal(kevo_spaces_load_dir(tdir, c->op, &sp, &nsp, &err), KEVO_OK);
@@ -351,7 +345,7 @@ static void test_fa_call(void **state)
     export_op(&xp_fa, dir);
     assert_int_equal(sh("gcc -std=c11 -Wall -Wextra -Werror -DKEVO_LIB_SRC='\"%s/src/kevo_tuned.c\"' -I'%s/include' "
                         "-I'%s' '%s/tests/export/fake_driver_fa.c' -o '%s/fake_fa' -lpthread -lm && '%s/fake_fa'",
-                        dir, dir, KEVO_CUDA_INCLUDE, home(), tmp, tmp),
+                        dir, dir, KEVO_CUDA_INCLUDE, tu_home(), tmp, tmp),
                      0);
 }
 
@@ -431,7 +425,7 @@ static void test_torch_package(void **state)
         const char *op = cases[i]->op;
         char dir[128], db[1024];
         snprintf(dir, sizeof dir, "%s/torch_%s", tmp, op);
-        snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", home(), cases[i]->fixture);
+        snprintf(db, sizeof db, "%s/tests/fixtures/export/%s", tu_home(), cases[i]->fixture);
         kevo_export_opts o;
         opts_for(&o, op, db, dir);
         o.name = "kevo_pkg";
@@ -482,7 +476,7 @@ static void test_torch_package(void **state)
     /* a name Python cannot import as a package is refused before anything is written */
     kevo_export_opts o;
     char db[1024], dir[128];
-    snprintf(db, sizeof db, "%s/tests/fixtures/export/kevo_fa_h100.db", home());
+    snprintf(db, sizeof db, "%s/tests/fixtures/export/kevo_fa_h100.db", tu_home());
     snprintf(dir, sizeof dir, "%s/torch_bad", tmp);
     opts_for(&o, "ikbo_fa", db, dir);
     o.name = "lambda";
@@ -501,7 +495,7 @@ static void test_unsupported(void **state)
 {
     (void)state;
     char src_db[1024], db[160], dir[160], prog[160], bin[160];
-    snprintf(src_db, sizeof src_db, "%s/tests/fixtures/export/kevo_h200.db", home());
+    snprintf(src_db, sizeof src_db, "%s/tests/fixtures/export/kevo_h200.db", tu_home());
     snprintf(db, sizeof db, "%s/lost.db", tmp);
     snprintf(dir, sizeof dir, "%s/lost", tmp);
     assert_int_equal(sh("cp '%s' '%s'", src_db, db), 0);

@@ -399,9 +399,8 @@ static void test_fa_mma_long(void **state)
     kevo_err err;
     kevo_syms shape;
     assert_int_equal(fa()->parse_shape(shape_txt, &shape, &err), KEVO_OK);
-    const char *home = getenv("KEVO_HOME");
     char path[4096];
-    snprintf(path, sizeof path, "%s/templates/fa_mma.json", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/templates/fa_mma.json", tu_home());
     kevo_space *sp = NULL;
     assert_int_equal(kevo_space_load(path, &sp, &err), KEVO_OK);
     kevo_limits lim;

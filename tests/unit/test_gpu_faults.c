@@ -26,8 +26,7 @@ static void test_planted_gpu_faults(void **state)
     char db[128], log[128], templates[512];
     snprintf(db, sizeof db, "%s/gpu_faults.db", tmpdir);
     snprintf(log, sizeof log, "%s/gpu_faults.log", tmpdir);
-    const char *home = getenv("KEVO_HOME");
-    snprintf(templates, sizeof templates, "%s/tests/fixtures/faults", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(templates, sizeof templates, "%s/tests/fixtures/faults", tu_home());
     setenv("KEVO_FAULT_INJECT", "1", 1);
     char *args[] = {"kevo", "tune", "--op", "ikbo_lce", "--shape", "B=64,M=100,N=128,Ku=96,Kc=72,ratio=8",
                     "--templates", templates, "--family", "lce_faults", "--policy", "exhaustive", "--budget", "12",

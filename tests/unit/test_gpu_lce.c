@@ -362,19 +362,18 @@ static int setup(void **state)
 {
     (void)state;
     abi_text = tu_read_src("kernels/ikbo_lce/abi.h");
-    const char *home = getenv("KEVO_HOME");
     char path[1024];
-    snprintf(path, sizeof path, "%s/templates/lce_mma.json", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/templates/lce_mma.json", tu_home());
     kevo_err err;
     if (kevo_space_load(path, &mma, &err) != KEVO_OK)
         return -1;
-    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", tu_home());
     if (kevo_space_load(path, &wgmma, &err) != KEVO_OK)
         return -1;
-    snprintf(path, sizeof path, "%s/templates/lce_mem.json", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/templates/lce_mem.json", tu_home());
     if (kevo_space_load(path, &mem, &err) != KEVO_OK)
         return -1;
-    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", tu_home());
     return kevo_space_load(path, &ws, &err) == KEVO_OK ? 0 : -1;
 }
 

@@ -33,15 +33,9 @@ static const char *const lce_inputs[] = {"w_user",    "w_cand",    "e_user",    
                                          "tm_w_user", "tm_w_cand", "tm_e_user", "tm_e_cand"};
 static const char *const lce_outputs[] = {"out", "tm_out"};
 
-static const char *home(void)
-{
-    const char *h = getenv("KEVO_HOME");
-    return h && *h ? h : KEVO_SOURCE_DIR;
-}
-
 static void prompts_dir(char *out, size_t n)
 {
-    snprintf(out, n, "%s/prompts", home());
+    snprintf(out, n, "%s/prompts", tu_home());
 }
 
 static kevo_knowledge *open_kb(void)
@@ -62,7 +56,7 @@ static kevo_knowledge *open_kb(void)
 static kevo_space *load_family(const char *family)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/templates/%s.json", home(), family);
+    snprintf(path, sizeof path, "%s/templates/%s.json", tu_home(), family);
     kevo_space *s = NULL;
     kevo_err err;
     kevo_status st = kevo_space_load(path, &s, &err);
@@ -974,7 +968,7 @@ static void test_check_templates(void **state)
 {
     (void)state;
     char tdir[PATH_MAX];
-    snprintf(tdir, sizeof tdir, "%s/templates", home());
+    snprintf(tdir, sizeof tdir, "%s/templates", tu_home());
     kevo_space **sp = NULL;
     int n = 0;
     kevo_err err;

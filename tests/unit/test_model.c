@@ -25,12 +25,6 @@
 #include "testutil.h"
 #include "util/util.h"
 
-static const char *home(void)
-{
-    const char *h = getenv("KEVO_HOME");
-    return h && *h ? h : KEVO_SOURCE_DIR;
-}
-
 static kevo_limits h100(void)
 {
     kevo_limits lim;
@@ -120,7 +114,7 @@ typedef struct ws_shape {
 static void ws_open(ws_shape *w, const char *shape)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", tu_home());
     kevo_err err;
     kevo_err_clear(&err);
     assert_int_equal(kevo_space_load(path, &w->sp, &err), KEVO_OK);

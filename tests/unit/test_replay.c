@@ -29,15 +29,9 @@
 #include "testutil.h"
 #include "util/util.h"
 
-static const char *home(void)
-{
-    const char *h = getenv("KEVO_HOME");
-    return h && *h ? h : KEVO_SOURCE_DIR;
-}
-
 static void land_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/fixtures/landscape/%s", home(), name);
+    snprintf(out, n, "%s/tests/fixtures/landscape/%s", tu_home(), name);
 }
 
 static kevo_replay_result replay_to(const char *land, const char *policy, double target)
@@ -47,7 +41,7 @@ static kevo_replay_result replay_to(const char *land, const char *policy, double
     kevo_replay_opts o;
     kevo_replay_opts_init(&o);
     o.db_path = path;
-    o.data_dir = home();
+    o.data_dir = tu_home();
     o.policy = policy;
     o.seeds = 20;
     o.target = target;
@@ -108,7 +102,7 @@ static void test_model_ranks_landscapes(void **state)
         kevo_replay_opts o;
         kevo_replay_opts_init(&o);
         o.db_path = path;
-        o.data_dir = home();
+        o.data_dir = tu_home();
         kevo_model_fit *f = NULL;
         int n = 0;
         kevo_err err;
@@ -154,7 +148,7 @@ static void test_exhaustive_figure(void **state)
     (void)state;
     char path[1024], tpl[1024];
     land_path(path, sizeof path, "lce_mma_h200.db");
-    snprintf(tpl, sizeof tpl, "%s/templates/lce_mma.json", home());
+    snprintf(tpl, sizeof tpl, "%s/templates/lce_mma.json", tu_home());
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st;
@@ -250,7 +244,7 @@ static void test_noise_parts_graphs(void **state)
         kevo_replay_opts o;
         kevo_replay_opts_init(&o);
         o.db_path = path;
-        o.data_dir = home();
+        o.data_dir = tu_home();
         o.policy = "greedy";
         o.seeds = 8;
         o.batch = 8;
@@ -298,7 +292,7 @@ static void test_ahead(void **state)
             kevo_replay_opts o;
             kevo_replay_opts_init(&o);
             o.db_path = path;
-            o.data_dir = home();
+            o.data_dir = tu_home();
             o.policy = "greedy";
             o.seeds = 8;
             o.batch = 8;

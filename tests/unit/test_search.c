@@ -19,6 +19,7 @@
 #include "kernels/op.h"
 #include "search/search.h"
 #include "templates/space.h"
+#include "testutil.h"
 #include "util/util.h"
 
 #define BATCH 8
@@ -30,12 +31,6 @@ static kevo_space *small; /* 3 params of 3 values, written to a temp dir */
 static kevo_syms shape;
 static kevo_limits lim;
 static char tmpdir[64];
-
-static const char *home(void)
-{
-    const char *h = getenv("KEVO_HOME");
-    return h && *h ? h : KEVO_SOURCE_DIR;
-}
 
 static int vidx(const kevo_param *p, int64_t v)
 {
@@ -201,11 +196,11 @@ static int group_setup(void **state)
 {
     (void)state;
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/templates/lce_mma.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_mma.json", tu_home());
     mma = load(path);
-    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_wgmma.json", tu_home());
     wg = load(path);
-    snprintf(path, sizeof path, "%s/templates/lce_ws.json", home());
+    snprintf(path, sizeof path, "%s/templates/lce_ws.json", tu_home());
     wsf = load(path);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kevo_test_search_XXXXXX");
     if (!mkdtemp(tmpdir))

@@ -24,25 +24,27 @@
 #include "testutil.h"
 #include "util/util.h"
 
+const char *tu_home(void)
+{
+    const char *h = getenv("KEVO_HOME");
+    return h && *h ? h : KEVO_SOURCE_DIR;
+}
+
 char *tu_read_src(const char *rel)
 {
-    /* KEVO_HOME first, so a build folder carried to another machine finds its sources */
-    const char *home = getenv("KEVO_HOME");
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", home && *home ? home : KEVO_SOURCE_DIR, rel);
+    snprintf(path, sizeof path, "%s/%s", tu_home(), rel);
     char *t = NULL;
     kevo_err err;
     assert_int_equal(kv_read_file(path, &t, NULL, &err), KEVO_OK);
     return t;
 }
 
-/* op's reference module as kevo renders it, from the kernels folder
- * tu_read_src reads. */
+/* op's reference module as kevo renders it, from tu_home()'s kernels folder. */
 static char *tu_render_ref(const kevo_op *op, kevo_dtype dt, const char *abi)
 {
-    const char *home = getenv("KEVO_HOME");
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/kernels", home && *home ? home : KEVO_SOURCE_DIR);
+    snprintf(dir, sizeof dir, "%s/kernels", tu_home());
     kv_buf b;
     kv_buf_init(&b);
     kevo_err err;

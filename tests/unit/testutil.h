@@ -8,9 +8,13 @@
 #include "kernels/op.h"
 #include "templates/space.h"
 
-/* Read a file of the source tree (KEVO_SOURCE_DIR); aborts the test on failure.
+/* Read a file of the sources (under tu_home()); aborts the test on failure.
  * Caller frees. */
 char *tu_read_src(const char *rel);
+
+/* Where the sources are: KEVO_HOME when set (a build folder carried to another
+ * machine finds its sources there), else the source tree it was built from. */
+const char *tu_home(void);
 
 /* Whether a CUDA driver and device exist, found out in a child process so that
  * this process never initialises CUDA (its forked workers could not use it). */
