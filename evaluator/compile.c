@@ -284,8 +284,6 @@ static nvrtcResult cp_nvrtc(const kevo_compile_job *job, const char *const *opts
     return r;
 }
 
-/* The child: compile, send, exit.  Never returns.  pch_opt: NULL, or
- * --use-pch=... / --create-pch=... (create). */
 /* KEVO_SIM_COMPILE_MS=N (1..60000), only beside KEVO_SIM_GPUS: the length
  * of a simulated compile, 0 when compiles are real. */
 static int64_t cp_sim_ms(void)
@@ -325,6 +323,8 @@ static void cp_sim_child(const kevo_compile_job *job, int fd, int64_t ms)
     _exit(0);
 }
 
+/* The child: compile, send, exit.  Never returns.  pch_opt: NULL, or
+ * --use-pch=... / --create-pch=... (create). */
 static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, bool create)
 {
     int64_t sim_ms = cp_sim_ms();

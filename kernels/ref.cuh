@@ -77,7 +77,6 @@ __device__ __forceinline__ void warp_flush(double a, double m, double b, double 
     }
 }
 
-
 // *sum += a position-weighted checksum of n 32-bit words (each word times an
 // odd multiplier of its index, wrapping mod 2^64, salted per tensor), so a
 // changed, moved or swapped word changes it: after a candidate's checked run
