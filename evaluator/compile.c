@@ -155,10 +155,11 @@ void kevo_compile_job_release(kevo_compile_job *job)
     job->cubin_size = 0;
 }
 
-/* Sum a "N bytes spill stores" style field over all entries. */
-static int cp_sum_field(const char *log, const char *suffix)
+/* The "N <suffix>" fields of a ptxas log (one per kernel entry), summed
+ * over the entries when `sum`, else their largest; -1 when there is none. */
+static int cp_log_field(const char *log, const char *suffix, bool sum)
 {
-    int total = -1;
+    int out = -1;
     size_t sl = strlen(suffix);
     for (const char *p = log; (p = strstr(p, suffix)) != NULL; p += sl) {
         const char *q = p;
@@ -167,39 +168,21 @@ static int cp_sum_field(const char *log, const char *suffix)
         while (q > log && q[-1] >= '0' && q[-1] <= '9')
             q--;
         int v = atoi(q);
-        total = total < 0 ? v : total + v;
+        out = out < 0 ? v : sum ? out + v : v > out ? v : out;
     }
-    return total;
-}
-
-/* Largest "N <suffix>" over entries. */
-static int cp_max_field(const char *log, const char *suffix)
-{
-    int best = -1;
-    size_t sl = strlen(suffix);
-    for (const char *p = log; (p = strstr(p, suffix)) != NULL; p += sl) {
-        const char *q = p;
-        while (q > log && q[-1] == ' ')
-            q--;
-        while (q > log && q[-1] >= '0' && q[-1] <= '9')
-            q--;
-        int v = atoi(q);
-        if (v > best)
-            best = v;
-    }
-    return best;
+    return out;
 }
 
 void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log)
 {
     if (!log)
         return;
-    job->regs = cp_max_field(log, " registers");
-    int stores = cp_sum_field(log, " bytes spill stores");
-    int loads = cp_sum_field(log, " bytes spill loads");
+    job->regs = cp_log_field(log, " registers", false);
+    int stores = cp_log_field(log, " bytes spill stores", true);
+    int loads = cp_log_field(log, " bytes spill loads", true);
     job->spill_bytes = stores < 0 && loads < 0 ? -1 : (stores < 0 ? 0 : stores) + (loads < 0 ? 0 : loads);
-    job->stack_bytes = cp_max_field(log, " bytes stack frame");
-    int smem = cp_max_field(log, " bytes smem");
+    job->stack_bytes = cp_log_field(log, " bytes stack frame", false);
+    int smem = cp_log_field(log, " bytes smem", false);
     /* entries without static shared memory print no smem field */
     job->smem_static = smem < 0 && job->regs >= 0 ? 0 : smem;
 }
