@@ -197,18 +197,11 @@ typedef struct cp_header {
     double seconds;
 } cp_header;
 
+/* In a compile child: all of p to fd, or the child ends (exit 3). */
 static void cp_write_all(int fd, const void *p, size_t n)
 {
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            _exit(3);
-        c += w;
-        n -= (size_t)w;
-    }
+    if (!kv_write_all(fd, p, n))
+        _exit(3);
 }
 
 /* Remove NVRTC's `"name": <verb> precompiled header file "..."` line from

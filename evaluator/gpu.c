@@ -32,32 +32,12 @@ struct kevo_gpu {
 
 int gp_write(int fd, const void *p, size_t n)
 {
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return kv_write_all(fd, p, n) ? 0 : -1;
 }
 
 int gp_read(int fd, void *p, size_t n)
 {
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
+    return kv_read_all(fd, p, n) ? 0 : -1;
 }
 
 /* Read n bytes before the deadline: 0 done, -1 end of file or error, 1

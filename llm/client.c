@@ -687,19 +687,6 @@ struct kevo_llm_call {
     double deadline; /* kv_now() past which the worker is killed */
 };
 
-static void lc_write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 static bool lc_put_str(cJSON *o, const char *name, const char *s)
 {
     return cJSON_AddItemToObject(o, name, s ? cJSON_CreateString(s) : cJSON_CreateNull());
@@ -726,9 +713,7 @@ static void lc_worker(int fd, const kevo_llm_config *c, const char *system, cons
               cJSON_AddNumberToObject(o, "tokens_out", (double)r.tokens_out) &&
               cJSON_AddNumberToObject(o, "latency_s", r.latency_s) && lc_put_str(o, "error", r.error);
     char *doc = ok ? cJSON_PrintUnformatted(o) : NULL;
-    if (doc)
-        lc_write_all(fd, doc, strlen(doc));
-    _exit(doc ? 0 : 3);
+    _exit(doc && kv_write_all(fd, doc, strlen(doc)) ? 0 : 3);
 }
 
 kevo_status kevo_llm_start(const kevo_llm_config *c, const char *system, const char *user, kevo_llm_call **out,

@@ -188,8 +188,7 @@ kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *er
     return KEVO_OK;
 }
 
-/* Write all of data to fd (retrying short writes and EINTR). */
-static bool kv_write_all(int fd, const void *data, size_t len)
+bool kv_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
     while (len > 0) {
@@ -200,6 +199,21 @@ static bool kv_write_all(int fd, const void *data, size_t len)
             return false;
         p += w;
         len -= (size_t)w;
+    }
+    return true;
+}
+
+bool kv_read_all(int fd, void *data, size_t len)
+{
+    char *p = data;
+    while (len > 0) {
+        ssize_t r = read(fd, p, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        len -= (size_t)r;
     }
     return true;
 }

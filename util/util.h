@@ -54,6 +54,14 @@ kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *er
  * long. */
 kevo_status kv_write_file(const char *path, const void *data, size_t len, kevo_err *err);
 
+/* Write all len bytes of data to fd, retrying short writes and EINTR.
+ * false on an error or a write of 0 (errno says which). */
+bool kv_write_all(int fd, const void *data, size_t len);
+
+/* Read exactly len bytes from fd into data, retrying short reads and EINTR.
+ * false on an error or at the end of the file before len bytes. */
+bool kv_read_all(int fd, void *data, size_t len);
+
 /* SHA-256 of the concatenation of n buffers, as 64 lower-case hex digits
  * plus NUL in hex[65].  Uses OpenSSL's EVP interface. */
 void kv_sha256_hex(const void *const *bufs, const size_t *lens, int n, char hex[65]);
