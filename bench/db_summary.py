@@ -9,7 +9,10 @@ for path in sys.argv[1:]:
     db = sqlite3.connect(path)
     name = path.rsplit("/", 1)[-1].removesuffix(".db")
     n, ok, failed = db.execute("select count(*), sum(status='ok'), sum(status='failed') from candidates").fetchone()
-    stop, base = db.execute("select stop_reason, baseline_ms from runs").fetchone()
+    stop = db.execute("select stop_reason from runs").fetchone()[0]
+    base = db.execute("select median_ms from run_peers where peer = 'stage0' and shape_idx = 0 and device = 0 "
+                      "and status = 'ok'").fetchone()
+    base = base[0] if base else float("nan")
     print(f"{name}: {n} candidates, {ok} ok, {failed} failed, stop {stop}, baseline {base:.4f} ms")
     for b in db.execute("select family, params, median_ms, speedup from candidates where status='ok' "
                         "order by speedup desc limit 2"):

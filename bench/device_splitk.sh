@@ -64,7 +64,11 @@ for shape in "$@"; do
 import json, sqlite3, sys
 try:
     db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-    run = db.execute("select id, baseline_ms, decomposed_ms, best_id from runs order by id desc limit 1").fetchone()
+    run = db.execute("select id, best_id from runs order by id desc limit 1").fetchone()
+    if run:
+        peer = lambda names: db.execute("select min(median_ms) from run_peers where run_id = ? and shape_idx = 0 and "
+                                        f"device = 0 and status = 'ok' and peer in ({names})", (run[0],)).fetchone()[0]
+        run = (run[0], peer("'stage0'"), peer("'decomposed', 'beta1'"), run[1])
 except sqlite3.Error:
     run = None
 if not run:

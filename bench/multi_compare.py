@@ -31,8 +31,10 @@ def main():
         g = graph(db, run)
         best = db.execute("select c.family, c.params, c.median_ms, c.speedup from runs r join candidates c "
                           "on c.id = r.best_id where r.id = ?", (run,)).fetchone()
-        devs = db.execute("select ordinal, name, evaluated, busy_s, loop_s, baseline_ms from run_devices "
-                          "where run_id = ? order by idx", (run,)).fetchall()
+        devs = db.execute("select d.ordinal, d.name, d.evaluated, d.busy_s, d.loop_s, p.median_ms from run_devices d "
+                          "left join run_peers p on p.run_id = d.run_id and p.device = d.idx and p.shape_idx = 0 "
+                          "and p.peer = 'stage0' and p.status = 'ok' where d.run_id = ? order by d.idx",
+                          (run,)).fetchall()
         nshapes = db.execute("select coalesce(nshapes, 0) from runs where id = ?", (run,)).fetchone()[0]
         rows.append((arg, g, best, devs, nshapes))
     g0, b0 = rows[0][1], rows[0][2]

@@ -285,8 +285,8 @@ static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
 }
 
 /* The "devices" array of a run: each GPU that evaluated it (run_devices),
- * its peers and its throughput over the search loop (null until the loop
- * ended). */
+ * its ceilings and its throughput over the search loop (null until the
+ * loop ended); its peers are in the run's "peers" by device. */
 static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
 {
     *out = NULL;
@@ -309,7 +309,6 @@ static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kev
         ok = cJSON_AddNumberToObject(o, "idx", v[i].idx) && cJSON_AddNumberToObject(o, "ordinal", v[i].ordinal) &&
              rp_add_str_opt(o, "host", v[i].host) && rp_add_str_opt(o, "name", v[i].name) &&
              rp_add_str_opt(o, "pci_bus", v[i].pci_bus) && cJSON_AddNumberToObject(o, "sm_count", v[i].sm_count) &&
-             rp_add_num(o, "baseline_ms", v[i].baseline_ms) && rp_add_num(o, "decomposed_ms", v[i].decomposed_ms) &&
              rp_add_num(o, "peak_tflops", v[i].peak_tflops) && rp_add_num(o, "copy_tbps", v[i].copy_tbps) &&
              cJSON_AddNumberToObject(o, "evaluated", v[i].evaluated) && rp_add_num(o, "busy_s", v[i].busy_s) &&
              rp_add_num(o, "loop_s", v[i].loop_s) && rp_add_num(o, "per_minute", per_min) &&
@@ -318,6 +317,69 @@ static kevo_status rp_devices_json(kevo_db *db, int64_t run_id, cJSON **out, kev
     free(v);
     if (!ok) {
         cJSON_Delete(a);
+        return rp_nomem(err);
+    }
+    *out = a;
+    return KEVO_OK;
+}
+
+/* ---- peers ---- */
+
+/* How report names a peer row: its op's label, or a note for a name the op
+ * does not declare (a DB of an older kevo: "decomposed_unaligned"). */
+static const char *rp_peer_label(const kevo_op *op, const char *name)
+{
+    int i = kevo_op_peer_index(op, name);
+    return i >= 0 ? op->peers[i].label : "not a peer of this kevo's op (an older kevo measured it)";
+}
+
+/* The "peers" array of a run: every run_peers row (shape, device, name,
+ * label, status, figures, the candidate an AFTER peer ran, detail, and a
+ * VENDOR peer's config as its JSON text), and *best the fastest OK peer
+ * of the op at shape 0 on device 0 ({"peer", "median_ms"} or null). */
+static kevo_status rp_peers_json(kevo_db *db, int64_t run_id, const kevo_op *op, cJSON **out, cJSON **best,
+                                 kevo_err *err)
+{
+    *out = *best = NULL;
+    kevo_peer_row *v = NULL;
+    int n = 0;
+    kevo_status s = kevo_db_peers_list(db, run_id, &v, &n, err);
+    if (s)
+        return s;
+    cJSON *a = cJSON_CreateArray();
+    bool ok = a != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        const kevo_peer_fig *f = &v[i].fig;
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(a, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = cJSON_AddNumberToObject(o, "shape_idx", v[i].shape_idx) &&
+             cJSON_AddNumberToObject(o, "device", v[i].device) && cJSON_AddStringToObject(o, "peer", v[i].peer) &&
+             cJSON_AddStringToObject(o, "label", rp_peer_label(op, v[i].peer)) &&
+             cJSON_AddStringToObject(o, "status", kevo_peer_state_name(f->state)) &&
+             rp_add_num(o, "median_ms", f->median_ms) && rp_add_num(o, "ci_lo_ms", f->ci_lo_ms) &&
+             rp_add_num(o, "ci_hi_ms", f->ci_hi_ms) && rp_add_num(o, "rel_err", f->rel_err) &&
+             rp_add_num(o, "candidate", f->cand_id > 0 ? (double)f->cand_id : NAN) &&
+             rp_add_str_opt(o, "detail", f->detail) && rp_add_str_opt(o, "config", f->config);
+    }
+    kevo_peer_set ps;
+    kevo_peer_rows_set(op, v, n, 0, 0, &ps);
+    free(v);
+    double ms = NAN;
+    int b = ok ? kevo_peer_best(op, &ps, &ms) : -1;
+    if (ok && b >= 0) {
+        ok = (*best = cJSON_CreateObject()) && cJSON_AddStringToObject(*best, "peer", op->peers[b].name) &&
+             cJSON_AddNumberToObject(*best, "median_ms", ms);
+    } else if (ok) {
+        ok = (*best = cJSON_CreateNull()) != NULL;
+    }
+    if (!ok) {
+        cJSON_Delete(a);
+        cJSON_Delete(*best);
+        *best = NULL;
         return rp_nomem(err);
     }
     *out = a;
@@ -353,21 +415,26 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
     ok = ok && cJSON_AddNumberToObject(o, "verified", verified);
     /* a compile-only run timed nothing: no peers, no ceilings */
     double none = NAN;
-    ok = ok && rp_add_num(o, "baseline_ms", r.compile_only ? none : r.baseline_ms);
-    ok = ok && rp_add_num(o, "baseline_bcast_ms", r.compile_only ? none : r.baseline_bcast_ms);
-    ok = ok && rp_add_num(o, "decomposed_ms", r.compile_only ? none : r.decomposed_ms);
-    /* an op peer measured after the search (ikbo_fa's (b)): decomposed_ms = kernel + gather */
-    ok = ok && rp_add_num(o, "peer_kernel_ms", r.compile_only ? none : r.peer_kernel_ms);
-    ok = ok && rp_add_num(o, "peer_gather_ms", r.compile_only ? none : r.peer_gather_ms);
-    ok = ok && rp_add_num(o, "peer_candidate", r.peer_id > 0 ? (double)r.peer_id : none);
     ok = ok && rp_add_num(o, "peak_tflops", r.compile_only ? none : r.peak_tflops);
     ok = ok && rp_add_num(o, "copy_tbps", r.compile_only ? none : r.copy_tbps);
     if (!ok) {
         cJSON_Delete(o);
         return rp_nomem(err);
     }
-    cJSON *best = NULL, *cands = NULL, *llm = NULL, *devs = NULL;
-    if (!(s = rp_devices_json(db, run_id, &devs, err)) && !cJSON_AddItemToObject(o, "devices", devs)) {
+    cJSON *best = NULL, *cands = NULL, *llm = NULL, *devs = NULL, *peers = NULL, *best_peer = NULL;
+    /* a compile-only run timed nothing: whatever peer rows it has (a crafted DB) are not its */
+    if (!(s = rp_peers_json(db, r.compile_only ? 0 : run_id, kevo_op_find(r.op), &peers, &best_peer, err)) &&
+        !cJSON_AddItemToObject(o, "peers", peers)) {
+        cJSON_Delete(peers);
+        cJSON_Delete(best_peer);
+        best_peer = NULL;
+        s = rp_nomem(err);
+    }
+    if (!s && !cJSON_AddItemToObject(o, "best_peer", best_peer)) {
+        cJSON_Delete(best_peer);
+        s = rp_nomem(err);
+    }
+    if (!s && !(s = rp_devices_json(db, run_id, &devs, err)) && !cJSON_AddItemToObject(o, "devices", devs)) {
         cJSON_Delete(devs);
         s = rp_nomem(err);
     }
@@ -508,27 +575,6 @@ kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err 
         s = rp_nomem(err);
     free(text);
     return s;
-}
-
-void kevo_peer_verdict(const kevo_op *op, double vs_peer, double baseline_ms, double peer_ms, char *out, size_t n)
-{
-    bool other = isfinite(peer_ms) && peer_ms > 0 && !(baseline_ms <= peer_ms);
-    const char *peer = other ? (op ? op->peers.peer : "the in-run peer")
-                             : (op ? op->peers.baseline : "the stage-0 baseline");
-    double best_ms = other ? peer_ms : baseline_ms;
-    if (!isfinite(vs_peer) || !isfinite(best_ms)) /* NaN or inf: nothing to compare */
-        snprintf(out, n, "no in-run peer was measured");
-    else if (vs_peer >= 1.0)
-        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, best_ms, vs_peer);
-    else
-        snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)", peer, vs_peer, best_ms);
-}
-
-/* How report names the op's other peer ("decomposed"). */
-static const char *rp_peer_short(const kevo_run_row *r)
-{
-    const kevo_op *op = kevo_op_find(r->op);
-    return op ? op->peers.peer_short : "peer";
 }
 
 /* ---- table ---- */
@@ -801,22 +847,46 @@ static kevo_status rp_run_header(kv_buf *b, const kevo_run_row *r, int evaluated
         return kv_buf_printf(b, "\ncandidates %d  compiled %d  verified %d  failed %d\n", evaluated, compiled,
                              verified, failed);
     if (!s)
-        s = isfinite(r->baseline_ms) ? kv_buf_printf(b, "   baseline %.3f ms", r->baseline_ms)
-                                     : kv_buf_puts(b, "   baseline -");
-    if (!s && isfinite(r->baseline_ms) && isfinite(r->baseline_bcast_ms))
-        s = kv_buf_printf(b, " (with broadcast %.3f ms)", r->baseline_bcast_ms);
-    if (!s && isfinite(r->decomposed_ms))
-        s = kv_buf_printf(b, "   %s %.3f ms", rp_peer_short(r), r->decomposed_ms);
-    if (!s && isfinite(r->decomposed_ms) && isfinite(r->peer_kernel_ms) && isfinite(r->peer_gather_ms))
-        s = kv_buf_printf(b, " (#%lld without the co-design %.3f ms + broadcast %.3f ms)", (long long)r->peer_id,
-                          r->peer_kernel_ms, r->peer_gather_ms);
-    if (!s)
         s = isfinite(r->peak_tflops) ? kv_buf_printf(b, "   peak %.0f TFLOP/s", r->peak_tflops)
                                      : kv_buf_puts(b, "   peak -");
     if (!s)
         s = kv_buf_printf(b, "\ncandidates %d  compiled %d  verified %d  failed %d\n", evaluated, compiled,
                           verified, failed);
     return s;
+}
+
+/* The peer lines of one shape on one GPU: each row's name, status,
+ * median and interval, label and detail (DB text cleaned for the
+ * terminal), the fastest OK peer of the op marked "best". */
+static kevo_status rp_peer_lines(kv_buf *b, const kevo_op *op, const kevo_peer_row *v, int n, int shape_idx,
+                                 int device, const char *indent)
+{
+    kevo_peer_set ps;
+    kevo_peer_rows_set(op, v, n, shape_idx, device, &ps);
+    int best = kevo_peer_best(op, &ps, NULL);
+    for (int i = 0; i < n; i++) {
+        if (v[i].shape_idx != shape_idx || v[i].device != device)
+            continue;
+        const kevo_peer_fig *f = &v[i].fig;
+        char name[KEVO_PEER_NAME_MAX], detail[KEVO_PEER_DETAIL_MAX], fig[96];
+        snprintf(name, sizeof name, "%s", v[i].peer);
+        snprintf(detail, sizeof detail, "%s", f->detail);
+        kv_term_clean(name);
+        kv_term_clean(detail);
+        if (f->state == KEVO_PEER_OK && isfinite(f->median_ms) && isfinite(f->ci_lo_ms) && isfinite(f->ci_hi_ms))
+            snprintf(fig, sizeof fig, "%.4f ms [%.4f, %.4f]", f->median_ms, f->ci_lo_ms, f->ci_hi_ms);
+        else if (f->state == KEVO_PEER_OK && isfinite(f->median_ms))
+            snprintf(fig, sizeof fig, "%.4f ms", f->median_ms);
+        else if (f->state == KEVO_PEER_OK) /* a DB's: kevo writes no such time */
+            snprintf(fig, sizeof fig, "-");
+        else
+            snprintf(fig, sizeof fig, "%s", f->state == KEVO_PEER_FAILED ? "FAILED its check" : "did not run");
+        int k = kevo_op_peer_index(op, v[i].peer);
+        if (kv_buf_printf(b, "%s%-14s %-30s %s%s%s%s\n", indent, name, fig, rp_peer_label(op, v[i].peer),
+                          detail[0] ? " | " : "", detail, k >= 0 && k == best ? "  <- best" : ""))
+            return KEVO_ERR_NOMEM;
+    }
+    return KEVO_OK;
 }
 
 /* A figure in ms, or "-" when it was not measured. */
@@ -828,15 +898,20 @@ static void rp_ms(char *out, size_t len, double ms)
         snprintf(out, len, "-");
 }
 
-/* A distribution run's shapes: each with its weight, its peers, the
- * candidate fastest there and the verdict against its best peer.  Reads
- * every verified candidate's shape results once. */
+/* A distribution run's shapes: each with its weight, its baseline, the
+ * candidate fastest there and the verdict against its best peer, then its
+ * peers (shape 0's are in the run's header).  Reads every verified
+ * candidate's shape results once. */
 static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kevo_cand_row *rows, int n, kv_buf *b,
                                    kevo_err *err)
 {
     kevo_run_shape *shapes = NULL;
-    int ns = 0;
+    kevo_peer_row *pv = NULL;
+    int ns = 0, npv = 0;
+    const kevo_op *op = kevo_op_find(r->op);
     kevo_status s = kevo_db_run_shapes_get(db, r->id, &shapes, &ns, err);
+    if (!s && (s = kevo_db_peers_list(db, r->id, &pv, &npv, err)))
+        free(shapes);
     if (s)
         return s;
     int64_t *best = calloc((size_t)ns + 1, sizeof *best);
@@ -866,39 +941,44 @@ static kevo_status rp_dist_section(kevo_db *db, const kevo_run_row *r, const kev
     if (!s && kv_buf_printf(b, "distribution of %d shapes (fitness: the weighted geometric mean of vs_peer)\n", ns))
         s = rp_nomem(err);
     for (int j = 0; j < ns && !s; j++) {
-        char shape[sizeof shapes[j].shape], base[32], dec[32], line[160] = "", weight[32] = "-";
+        char shape[sizeof shapes[j].shape], base[32], line[160] = "", weight[32] = "-";
         char verdict[256] = "no kernel verified there";
         snprintf(shape, sizeof shape, "%s", shapes[j].shape);
         kv_term_clean(shape);
-        rp_ms(base, sizeof base, shapes[j].baseline_ms);
-        rp_ms(dec, sizeof dec, shapes[j].decomposed_ms);
+        kevo_peer_set ps;
+        kevo_peer_rows_set(op, pv, npv, j, 0, &ps);
+        rp_ms(base, sizeof base, kevo_peer_ok_ms(&ps, kevo_op_peer_baseline(op)));
         if (isfinite(shapes[j].weight))
             snprintf(weight, sizeof weight, "%g", shapes[j].weight);
         if (best[j]) {
-            kevo_peer_verdict(kevo_op_find(r->op), br[j].vs_peer, shapes[j].baseline_ms, shapes[j].decomposed_ms,
-                              verdict, sizeof verdict);
+            kevo_peer_verdict(op, br[j].vs_peer, &ps, verdict, sizeof verdict);
             snprintf(line, sizeof line, "fastest #%lld %.4f ms; ", (long long)best[j], br[j].median_ms);
         }
-        if (kv_buf_printf(b, "  %s weight %s: baseline %s, %s %s; %s%s\n", shape, weight, base, rp_peer_short(r), dec,
-                          line, verdict))
+        if (kv_buf_printf(b, "  %s weight %s: baseline %s; %s%s\n", shape, weight, base, line, verdict) ||
+            (j > 0 && rp_peer_lines(b, op, pv, npv, j, 0, "    ")))
             s = rp_nomem(err);
     }
 out:
     free(best);
     free(br);
     free(shapes);
+    free(pv);
     return s;
 }
 
 /* One line per GPU of a run that several evaluated: where it is, its
- * stage-0 baseline (a distribution's are per shape), what it evaluated
+ * fastest checked peer (a distribution's are per shape), what it evaluated
  * (dist: evaluations of a candidate at a shape) and its throughput over
  * the search loop (device text from the DB cleaned for the terminal). */
-static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, bool dist, kv_buf *b, kevo_err *err)
+static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, const kevo_op *op, bool dist, kv_buf *b,
+                                    kevo_err *err)
 {
     kevo_run_device *v = NULL;
-    int n = 0;
+    kevo_peer_row *pv = NULL;
+    int n = 0, npv = 0;
     kevo_status s = kevo_db_run_devices_get(db, run_id, &v, &n, err);
+    if (!s && n >= 2)
+        s = kevo_db_peers_list(db, run_id, &pv, &npv, err);
     if (s || n < 2) {
         free(v);
         return s;
@@ -908,11 +988,14 @@ static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, bool dist, kv_b
         kv_term_clean(v[i].host);
         kv_term_clean(v[i].name);
         kv_term_clean(v[i].pci_bus);
-        char base[48] = "", rate[96] = "";
-        double per_min, busy;
+        char base[96] = "", rate[96] = "";
+        double per_min, busy, ms = NAN;
         kevo_run_device_rate(&v[i], &per_min, &busy);
-        if (isfinite(v[i].baseline_ms))
-            snprintf(base, sizeof base, "baseline %.3f ms; ", v[i].baseline_ms);
+        kevo_peer_set ps;
+        kevo_peer_rows_set(op, pv, npv, 0, v[i].idx, &ps);
+        int bp = dist ? -1 : kevo_peer_best(op, &ps, &ms);
+        if (bp >= 0)
+            snprintf(base, sizeof base, "best peer %s %.3f ms; ", op->peers[bp].name, ms);
         if (isfinite(per_min))
             snprintf(rate, sizeof rate, ", %.1f per minute, busy %.0f%%", per_min, 100.0 * busy);
         ok = kv_buf_printf(b, "GPU %d (%s, %s, %s): %s%d %s%s\n", v[i].ordinal, v[i].name, v[i].host, v[i].pci_bus,
@@ -922,6 +1005,7 @@ static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, bool dist, kv_b
                            rate) == KEVO_OK;
     }
     free(v);
+    free(pv);
     return ok ? KEVO_OK : rp_nomem(err);
 }
 
@@ -935,10 +1019,23 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
         s = kevo_db_run_counts(db, run_id, &evaluated, &compiled, &failed, &verified, err);
     if (s)
         return s;
+    const kevo_op *op = kevo_op_find(r.op);
     rp_clean_run(&r);
     if (rp_run_header(b, &r, evaluated, compiled, failed, verified))
         return rp_nomem(err);
-    if ((s = rp_devices_lines(db, run_id, r.nshapes > 0, b, err)))
+    kevo_peer_row *pv = NULL;
+    int npv = 0;
+    if (!r.compile_only && (s = kevo_db_peers_list(db, run_id, &pv, &npv, err)))
+        return s;
+    kevo_peer_set ps;
+    kevo_peer_rows_set(op, pv, npv, 0, 0, &ps);
+    bool peers_ok = npv == 0 || (kv_buf_printf(b, "peers%s (checked against the reference, timed beside the candidates):\n",
+                                                r.nshapes > 0 ? " at the first shape" : "") == KEVO_OK &&
+                                  rp_peer_lines(b, op, pv, npv, 0, 0, "  ") == KEVO_OK);
+    free(pv);
+    if (!peers_ok)
+        return rp_nomem(err);
+    if ((s = rp_devices_lines(db, run_id, op, r.nshapes > 0, b, err)))
         return s;
 
     kevo_cand_row *rows = NULL;
@@ -955,14 +1052,13 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
         qsort(rows, (size_t)n, sizeof *rows, rp_cmp_best);
     }
     /* the verdict against the in-run peers, from the winner */
-    if (!r.compile_only && isfinite(r.baseline_ms)) {
+    if (!r.compile_only && kevo_peer_best(op, &ps, NULL) >= 0) {
         int k = 0;
         while (k < n && rp_class(&rows[k]) != 0)
             k++;
-        char verdict[256];
+        char verdict[320];
         if (k < n)
-            kevo_peer_verdict(kevo_op_find(r.op), rows[k].vs_peer, r.baseline_ms, r.decomposed_ms, verdict,
-                              sizeof verdict);
+            kevo_peer_verdict(op, rows[k].vs_peer, &ps, verdict, sizeof verdict);
         else
             snprintf(verdict, sizeof verdict, "no kernel verified at this shape: nothing beats the peers");
         if (kv_buf_printf(b, "%s\n", verdict)) {

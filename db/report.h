@@ -46,15 +46,6 @@ kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out,
  * Errors: KEVO_ERR_NOT_FOUND (no run), KEVO_ERR_DB. */
 kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
 
-/* The one-line verdict on a run's best against its in-run peers (the
- * stage-0 baseline and the op's other peer, ms; NaN when not measured),
- * named as op's peers say (op NULL, an op kevo does not know: "the stage-0
- * baseline", "the in-run peer"), given its vs_best_peer: e.g. "beats the
- * best in-run peer, decomposed cuBLAS (0.6421 ms), 1.57x" or "no kernel
- * beats decomposed cuBLAS at this shape: best 0.87x (0.6421 ms)".
- * Written into out[n]. */
-void kevo_peer_verdict(const kevo_op *op, double vs_peer, double baseline_ms, double peer_ms, char *out, size_t n);
-
 /* The generator a candidate of this family came from: "llm" (an LLM
  * candidate's family is "llm_" + a hash, or "llm_call<N>" for a call that
  * gave no source; template families may not begin with "llm") or

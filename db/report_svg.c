@@ -254,10 +254,18 @@ kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *
     /* a compile-only run timed nothing: no baseline */
     if (tr.compile_only)
         kv_buf_puts(&head, ", compile-only");
-    else if (isfinite(tr.baseline_ms))
-        kv_buf_printf(&head, ", stage-0 baseline %.3f ms", tr.baseline_ms);
-    else
-        kv_buf_puts(&head, ", no stage-0 baseline");
+    else {
+        const kevo_op *op = kevo_op_find(tr.op);
+        kevo_peer_set ps;
+        kevo_err perr;
+        double base = NAN;
+        if (kevo_db_peers_get(db, tr.id, 0, 0, op, &ps, &perr) == KEVO_OK)
+            base = kevo_peer_ok_ms(&ps, kevo_op_peer_baseline(op));
+        if (isfinite(base))
+            kv_buf_printf(&head, ", stage-0 baseline %.3f ms", base);
+        else
+            kv_buf_puts(&head, ", no stage-0 baseline");
+    }
     kv_buf_printf(&b, "<text x=\"%.1f\" y=\"22\" font-size=\"13\">", SV_LEFT);
     sv_text(&b, head.data);
     kv_buf_puts(&b, "</text>\n");

@@ -20,7 +20,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 8
+#define ST_SCHEMA_VERSION 9
 
 struct kevo_db {
     sqlite3 *h;
@@ -30,12 +30,15 @@ struct kevo_db {
     bool busy_said; /* the wait was announced (kevo_db_set_events) */
 };
 
-/* Tables schema 3 added (created by the v2 -> v3 migration too). */
-#define ST_SCHEMA_V3_TABLES                                                                                  \
+/* Tables schema 3 added (the v2 -> v3 migration creates them; a new file
+ * gets run_shapes in its schema-9 form, ST_SCHEMA_V9_TABLES). */
+#define ST_SCHEMA_V3_RUN_SHAPES                                                                              \
     "CREATE TABLE run_shapes("                                                                               \
     " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, shape TEXT NOT NULL, weight REAL,"   \
     " baseline_ms REAL, baseline_bcast_ms REAL, decomposed_ms REAL, flops REAL, bytes REAL,"                 \
-    " PRIMARY KEY(run_id, idx));"                                                                            \
+    " PRIMARY KEY(run_id, idx));"
+#define ST_SCHEMA_V3_TABLES ST_SCHEMA_V3_RUN_SHAPES ST_SCHEMA_V3_OTHERS
+#define ST_SCHEMA_V3_OTHERS                                                                                  \
     "CREATE TABLE shape_results("                                                                            \
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), shape_idx INTEGER NOT NULL, median_ms REAL,"  \
     " ci_lo_ms REAL, ci_hi_ms REAL, speedup REAL, vs_peer REAL, roofline REAL, rel_err REAL,"                \
@@ -69,13 +72,81 @@ struct kevo_db {
     " model TEXT, temperature REAL, seed INTEGER, max_tokens INTEGER);"
 
 /* Tables schema 7 added: the GPUs a run evaluated on (--devices), each with
- * its own peers, ceilings and throughput. */
+ * its own peers, ceilings and throughput (a new file gets it in its
+ * schema-9 form, ST_SCHEMA_V9_TABLES). */
 #define ST_SCHEMA_V7_TABLES                                                                                  \
     "CREATE TABLE run_devices("                                                                              \
     " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, ordinal INTEGER, host TEXT,"       \
     " name TEXT, pci_bus TEXT, sm_count INTEGER, baseline_ms REAL, baseline_bcast_ms REAL, decomposed_ms REAL," \
     " peak_tflops REAL, copy_tbps REAL, evaluated INTEGER, busy_s REAL, loop_s REAL,"                        \
     " PRIMARY KEY(run_id, idx));"
+
+/* Schema 9: peers are rows, one per peer of a run at one of its shapes
+ * (run_shapes.idx; 0 for a one-shape run) on one of its GPUs
+ * (run_devices.idx; 0 the run's first), by the op's peer names
+ * (kevo_op.peers); runs, run_shapes and run_devices lose their peer
+ * columns. */
+#define ST_SCHEMA_V9_PEERS                                                                                   \
+    "CREATE TABLE run_peers("                                                                                \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), shape_idx INTEGER NOT NULL, device INTEGER NOT NULL,"    \
+    " peer TEXT NOT NULL, status TEXT NOT NULL, median_ms REAL, ci_lo_ms REAL, ci_hi_ms REAL, rel_err REAL,"  \
+    " candidate_id INTEGER, detail TEXT, config TEXT, PRIMARY KEY(run_id, shape_idx, device, peer));"
+#define ST_SCHEMA_V9_TABLES                                                                                  \
+    "CREATE TABLE run_shapes("                                                                               \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, shape TEXT NOT NULL, weight REAL,"   \
+    " flops REAL, bytes REAL, PRIMARY KEY(run_id, idx));"                                                    \
+    "CREATE TABLE run_devices("                                                                              \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, ordinal INTEGER, host TEXT,"       \
+    " name TEXT, pci_bus TEXT, sm_count INTEGER, peak_tflops REAL, copy_tbps REAL, evaluated INTEGER,"       \
+    " busy_s REAL, loop_s REAL, PRIMARY KEY(run_id, idx));" ST_SCHEMA_V9_PEERS
+
+/* The 8 -> 9 upgrade: every peer figure of the old columns becomes a row
+ * (the run's at shape 0 on device 0, a distribution's other shapes, a
+ * run's other GPUs), then the columns go.  Old figures keep what they
+ * were: ikbo_lce's decomposed_ms was the decomposed form with only W's
+ * rows padded (K unaligned, 2-4x slower than with K padded), so it becomes
+ * the peer "decomposed_unaligned", which no op declares today: report
+ * shows it, no verdict counts it. */
+#define ST_PEER_NAMES_V8(col)                                                                                \
+    "CASE WHEN " col " = 'baseline_ms' THEN 'stage0' WHEN " col " = 'baseline_bcast_ms' THEN "               \
+    "(CASE WHEN v.op = 'ikbo_fa' THEN 'stage0_gather' ELSE 'stage0_bcast' END) ELSE "                       \
+    "(CASE WHEN v.op = 'ikbo_fa' THEN 'nocodesign' ELSE 'decomposed_unaligned' END) END"
+#define ST_MIGRATE_V9                                                                                        \
+    ST_SCHEMA_V9_PEERS                                                                                       \
+    "CREATE TEMP TABLE v8_peers(run_id, shape_idx, device, col, ms, op);"                                   \
+    "INSERT INTO v8_peers SELECT id, 0, 0, 'baseline_ms', baseline_ms, op FROM runs;"                       \
+    "INSERT INTO v8_peers SELECT id, 0, 0, 'baseline_bcast_ms', baseline_bcast_ms, op FROM runs;"           \
+    "INSERT INTO v8_peers SELECT id, 0, 0, 'decomposed_ms', decomposed_ms, op FROM runs;"                   \
+    "INSERT INTO v8_peers SELECT s.run_id, s.idx, 0, c.col, CASE c.col WHEN 'baseline_ms' THEN s.baseline_ms " \
+    " WHEN 'baseline_bcast_ms' THEN s.baseline_bcast_ms ELSE s.decomposed_ms END, r.op"                    \
+    " FROM run_shapes s JOIN runs r ON r.id = s.run_id, (SELECT 'baseline_ms' AS col UNION ALL"             \
+    " SELECT 'baseline_bcast_ms' UNION ALL SELECT 'decomposed_ms') c WHERE s.idx > 0;"                      \
+    "INSERT INTO v8_peers SELECT d.run_id, 0, d.idx, c.col, CASE c.col WHEN 'baseline_ms' THEN d.baseline_ms " \
+    " WHEN 'baseline_bcast_ms' THEN d.baseline_bcast_ms ELSE d.decomposed_ms END, r.op"                    \
+    " FROM run_devices d JOIN runs r ON r.id = d.run_id, (SELECT 'baseline_ms' AS col UNION ALL"           \
+    " SELECT 'baseline_bcast_ms' UNION ALL SELECT 'decomposed_ms') c WHERE d.idx > 0;"                      \
+    "INSERT OR IGNORE INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, candidate_id, detail," \
+    " config) SELECT v.run_id, v.shape_idx, v.device, " ST_PEER_NAMES_V8("v.col") ", 'ok', v.ms,"          \
+    " CASE WHEN v.col = 'decomposed_ms' AND v.shape_idx = 0 AND v.device = 0 THEN r.peer_id END,"           \
+    " CASE WHEN v.col <> 'decomposed_ms' THEN 'measured by kevo before schema 9'"                           \
+    " WHEN v.op = 'ikbo_fa' AND v.shape_idx = 0 AND v.device = 0 AND r.peer_kernel_ms IS NOT NULL"          \
+    " THEN printf('measured by kevo before schema 9: kernel %.4f ms + gather %.4f ms', r.peer_kernel_ms,"  \
+    " r.peer_gather_ms) WHEN v.op = 'ikbo_fa' THEN 'measured by kevo before schema 9'"                      \
+    " ELSE 'measured by kevo before schema 9: decomposed cuBLAS with only W''s rows padded (K unaligned)' END," \
+    " '' FROM v8_peers v JOIN runs r ON r.id = v.run_id WHERE v.ms > 0;"                                     \
+    "DROP TABLE v8_peers;"                                                                                   \
+    "ALTER TABLE runs DROP COLUMN baseline_ms;"                                                              \
+    "ALTER TABLE runs DROP COLUMN baseline_bcast_ms;"                                                        \
+    "ALTER TABLE runs DROP COLUMN decomposed_ms;"                                                            \
+    "ALTER TABLE runs DROP COLUMN peer_id;"                                                                  \
+    "ALTER TABLE runs DROP COLUMN peer_kernel_ms;"                                                           \
+    "ALTER TABLE runs DROP COLUMN peer_gather_ms;"                                                           \
+    "ALTER TABLE run_shapes DROP COLUMN baseline_ms;"                                                        \
+    "ALTER TABLE run_shapes DROP COLUMN baseline_bcast_ms;"                                                  \
+    "ALTER TABLE run_shapes DROP COLUMN decomposed_ms;"                                                      \
+    "ALTER TABLE run_devices DROP COLUMN baseline_ms;"                                                       \
+    "ALTER TABLE run_devices DROP COLUMN baseline_bcast_ms;"                                                 \
+    "ALTER TABLE run_devices DROP COLUMN decomposed_ms;"
 
 /* Columns schema 8 added to older tables (a new file gets them the same way). */
 #define ST_SCHEMA_V8_COLUMNS                                                                                 \
@@ -87,9 +158,9 @@ static const char st_schema_sql[] =
     " id INTEGER PRIMARY KEY, op TEXT, shape TEXT, dtype TEXT, arch TEXT, policy TEXT, families TEXT,"
     " seed INTEGER, budget INTEGER, compile_only INTEGER, status TEXT, stop_reason TEXT, device TEXT,"
     " driver_version INTEGER, sm_count INTEGER, sm_clock_mhz INTEGER, mem_clock_mhz INTEGER,"
-    " baseline_ms REAL, baseline_bcast_ms REAL, peak_tflops REAL, copy_tbps REAL, flops REAL, bytes REAL,"
-    " pid INTEGER, created_at TEXT, finished_at TEXT, filter TEXT, decomposed_ms REAL, nshapes INTEGER,"
-    " warm_start TEXT, best_id INTEGER, peer_id INTEGER, peer_kernel_ms REAL, peer_gather_ms REAL);"
+    " peak_tflops REAL, copy_tbps REAL, flops REAL, bytes REAL,"
+    " pid INTEGER, created_at TEXT, finished_at TEXT, filter TEXT, nshapes INTEGER,"
+    " warm_start TEXT, best_id INTEGER);"
     "CREATE TABLE sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
     "CREATE TABLE binaries("
     " key TEXT PRIMARY KEY, arch TEXT, nvrtc_version TEXT, options TEXT, source_hash TEXT, cubin BLOB,"
@@ -111,8 +182,8 @@ static const char st_schema_sql[] =
     "CREATE INDEX edges_child ON edges(child_id);"
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
-    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_TABLES ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES \
-        ST_SCHEMA_V7_TABLES ST_SCHEMA_V8_COLUMNS;
+    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_OTHERS ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES \
+        ST_SCHEMA_V8_COLUMNS ST_SCHEMA_V9_TABLES;
 
 /* ---- errors ---- */
 
@@ -369,7 +440,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=8", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=9", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -383,7 +454,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 8, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 9, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -401,7 +472,9 @@ _Static_assert(ST_SCHEMA_VERSION == 8, "user_version literal in st_create_schema
  *           throughput) and each candidate's device and evaluation time;
  *   7 -> 8: each candidate's round (the batch it was proposed in) and a
  *           run's --ahead, so that --resume finishes the rounds a killed
- *           process left in flight one by one, as it would have. */
+ *           process left in flight one by one, as it would have;
+ *   8 -> 9: peers as rows by name (run_peers) instead of columns
+ *           (ST_MIGRATE_V9). */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -425,6 +498,7 @@ static const char *const st_migrations[] = {
     "ALTER TABLE candidates ADD COLUMN device INTEGER;"
     "ALTER TABLE candidates ADD COLUMN eval_s REAL;" ST_SCHEMA_V7_TABLES "PRAGMA user_version=7;",
     ST_SCHEMA_V8_COLUMNS "PRAGMA user_version=8;",
+    ST_MIGRATE_V9 "PRAGMA user_version=9;",
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 
@@ -881,24 +955,18 @@ static kevo_status st_collect_run(kevo_db *db, const char *sql, int64_t run_id, 
 void kevo_run_row_init(kevo_run_row *r)
 {
     memset(r, 0, sizeof *r);
-    r->baseline_ms = NAN;
-    r->baseline_bcast_ms = NAN;
     r->peak_tflops = NAN;
     r->copy_tbps = NAN;
     r->flops = NAN;
     r->bytes = NAN;
-    r->decomposed_ms = NAN;
-    r->peer_kernel_ms = NAN;
-    r->peer_gather_ms = NAN;
 }
 
 #define ST_RUN_COLS                                                                                          \
     "op, shape, dtype, arch, policy, families, seed, budget, compile_only, status, stop_reason, device, "   \
-    "driver_version, sm_count, sm_clock_mhz, mem_clock_mhz, baseline_ms, baseline_bcast_ms, peak_tflops, " \
-    "copy_tbps, flops, bytes, pid, created_at, finished_at, filter, decomposed_ms, nshapes, warm_start, best_id, " \
-    "peer_id, peer_kernel_ms, peer_gather_ms"
+    "driver_version, sm_count, sm_clock_mhz, mem_clock_mhz, peak_tflops, copy_tbps, flops, bytes, pid, "     \
+    "created_at, finished_at, filter, nshapes, warm_start, best_id"
 
-/* Bind the 33 columns of ST_RUN_COLS in order.  Device figures of 0 and
+/* Bind the 27 columns of ST_RUN_COLS in order.  Device figures of 0 and
  * empty stop_reason/device/finished_at are stored as NULL. */
 static void st_bind_run(st_binder *b, const kevo_run_row *r)
 {
@@ -918,8 +986,6 @@ static void st_bind_run(st_binder *b, const kevo_run_row *r)
     st_b_int_opt(b, r->sm_count, 0);
     st_b_int_opt(b, r->sm_clock_mhz, 0);
     st_b_int_opt(b, r->mem_clock_mhz, 0);
-    st_b_double(b, r->baseline_ms);
-    st_b_double(b, r->baseline_bcast_ms);
     st_b_double(b, r->peak_tflops);
     st_b_double(b, r->copy_tbps);
     st_b_double(b, r->flops);
@@ -928,13 +994,9 @@ static void st_bind_run(st_binder *b, const kevo_run_row *r)
     st_b_text(b, r->created_at);
     st_b_text_opt(b, r->finished_at);
     st_b_text_opt(b, r->filter);
-    st_b_double(b, r->decomposed_ms);
     st_b_int_opt(b, r->nshapes, 0);
     st_b_text_opt(b, r->warm_start);
     st_b_i64_opt(b, r->best_id, 0);
-    st_b_i64_opt(b, r->peer_id, 0);
-    st_b_double(b, r->peer_kernel_ms);
-    st_b_double(b, r->peer_gather_ms);
 }
 
 kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
@@ -944,7 +1006,7 @@ kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err)
     sqlite3_stmt *st;
     kevo_status s = st_prepare(
         db,
-        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         &st, err, "run insert");
     if (s)
         return s;
@@ -965,11 +1027,9 @@ kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err
     kevo_status s = st_prepare(db,
                                "UPDATE runs SET op=?, shape=?, dtype=?, arch=?, policy=?, families=?, seed=?, "
                                "budget=?, compile_only=?, status=?, stop_reason=?, device=?, driver_version=?, "
-                               "sm_count=?, sm_clock_mhz=?, mem_clock_mhz=?, baseline_ms=?, baseline_bcast_ms=?, "
-                               "peak_tflops=?, copy_tbps=?, flops=?, bytes=?, pid=?, created_at=?, "
-                               "finished_at=?, filter=?, decomposed_ms=?, nshapes=?, warm_start=?, best_id=?, peer_id=?, "
-                               "peer_kernel_ms=?, peer_gather_ms=? "
-                               "WHERE id=?",
+                               "sm_count=?, sm_clock_mhz=?, mem_clock_mhz=?, peak_tflops=?, copy_tbps=?, flops=?, "
+                               "bytes=?, pid=?, created_at=?, finished_at=?, filter=?, nshapes=?, warm_start=?, "
+                               "best_id=? WHERE id=?",
                                &st, err, "run update");
     if (s)
         return s;
@@ -987,18 +1047,118 @@ kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err
     return s;
 }
 
-kevo_status kevo_db_run_peer_update(kevo_db *db, const kevo_run_row *r, kevo_err *err)
+/* ---- peers ---- */
+
+static void st_bind_peer(st_binder *b, const kevo_peer_row *v)
 {
-    /* the faster measured peer, as tune's tn_best_peer */
+    st_b_i64(b, v->shape_idx);
+    st_b_i64(b, v->device);
+    st_b_text(b, v->peer);
+    st_b_text(b, kevo_peer_state_name(v->fig.state));
+    st_b_double(b, v->fig.median_ms);
+    st_b_double(b, v->fig.ci_lo_ms);
+    st_b_double(b, v->fig.ci_hi_ms);
+    st_b_double(b, v->fig.rel_err);
+    st_b_i64_opt(b, v->fig.cand_id, 0);
+    st_b_text(b, v->fig.detail);
+    st_b_text(b, v->fig.config);
+}
+
+kevo_status kevo_db_peers_put(kevo_db *db, int64_t run_id, int shape_idx, int device, const kevo_op *op,
+                              const kevo_peer_set *ps, kevo_err *err)
+{
+    for (int i = 0; i < op->npeers && i < KEVO_MAX_PEERS; i++) {
+        if (ps->p[i].state == KEVO_PEER_UNMEASURED)
+            continue;
+        kevo_peer_row v = {.shape_idx = shape_idx, .device = device, .fig = ps->p[i]};
+        snprintf(v.peer, sizeof v.peer, "%s", op->peers[i].name);
+        sqlite3_stmt *st;
+        kevo_status s = st_prepare(db,
+                                   "INSERT OR REPLACE INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, "
+                                   "ci_lo_ms, ci_hi_ms, rel_err, candidate_id, detail, config) "
+                                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                                   &st, err, "peer insert");
+        if (s)
+            return s;
+        st_binder b;
+        st_bind_init(&b, st);
+        st_b_i64(&b, run_id);
+        st_bind_peer(&b, &v);
+        if (b.rc != SQLITE_OK)
+            return st_bind_fail(db, st, b.rc, err, "peer");
+        char what[96];
+        snprintf(what, sizeof what, "put peer '%s' of run %lld", v.peer, (long long)run_id);
+        if ((s = st_exec_stmt(db, st, err, what)))
+            return s;
+    }
+    return KEVO_OK;
+}
+
+static void st_read_peer(sqlite3_stmt *st, void *p)
+{
+    kevo_peer_row *r = p;
+    char status[16];
+    r->shape_idx = sqlite3_column_int(st, 0);
+    r->device = sqlite3_column_int(st, 1);
+    st_col_text(st, 2, r->peer, sizeof r->peer);
+    st_col_text(st, 3, status, sizeof status);
+    /* a status kevo does not write (a hand-edited DB) is no check: never a best */
+    if (!kevo_peer_state_parse(status, &r->fig.state))
+        r->fig.state = KEVO_PEER_ERROR;
+    r->fig.median_ms = st_col_double(st, 4);
+    r->fig.ci_lo_ms = st_col_double(st, 5);
+    r->fig.ci_hi_ms = st_col_double(st, 6);
+    r->fig.rel_err = st_col_double(st, 7);
+    r->fig.cand_id = sqlite3_column_int64(st, 8);
+    st_col_text(st, 9, r->fig.detail, sizeof r->fig.detail);
+    st_col_text(st, 10, r->fig.config, sizeof r->fig.config);
+}
+
+kevo_status kevo_db_peers_list(kevo_db *db, int64_t run_id, kevo_peer_row **v, int *n, kevo_err *err)
+{
+    return st_collect_run(db,
+                          "SELECT shape_idx, device, peer, status, median_ms, ci_lo_ms, ci_hi_ms, rel_err, "
+                          "candidate_id, detail, config FROM run_peers WHERE run_id=? "
+                          "ORDER BY shape_idx, device, peer",
+                          run_id, sizeof **v, st_read_peer, (void **)v, n, err, "the peers of a run");
+}
+
+void kevo_peer_rows_set(const kevo_op *op, const kevo_peer_row *rows, int n, int shape_idx, int device,
+                        kevo_peer_set *out)
+{
+    kevo_peer_set_init(out);
+    for (int k = 0; k < n; k++) {
+        if (rows[k].shape_idx != shape_idx || rows[k].device != device)
+            continue;
+        int i = kevo_op_peer_index(op, rows[k].peer);
+        if (i >= 0 && i < KEVO_MAX_PEERS)
+            out->p[i] = rows[k].fig;
+    }
+}
+
+kevo_status kevo_db_peers_get(kevo_db *db, int64_t run_id, int shape_idx, int device, const kevo_op *op,
+                              kevo_peer_set *out, kevo_err *err)
+{
+    kevo_peer_row *rows = NULL;
+    int n = 0;
+    kevo_status s = kevo_db_peers_list(db, run_id, &rows, &n, err);
+    kevo_peer_rows_set(op, rows, s ? 0 : n, shape_idx, device, out);
+    free(rows);
+    return s;
+}
+
+kevo_status kevo_db_peers_after(kevo_db *db, int64_t run_id, const kevo_op *op, const kevo_peer_set *ps,
+                                kevo_err *err)
+{
     double best = NAN;
-    if (isfinite(r->baseline_ms) && r->baseline_ms > 0)
-        best = r->baseline_ms;
-    if (isfinite(r->decomposed_ms) && r->decomposed_ms > 0 && !(best <= r->decomposed_ms))
-        best = r->decomposed_ms;
+    kevo_peer_best(op, ps, &best);
     kevo_status s = kevo_db_begin(db, err);
     if (s)
         return s;
-    s = kevo_db_run_update(db, r, err);
+    kevo_run_row r;
+    s = kevo_db_run_get(db, run_id, &r, err);
+    if (!s)
+        s = kevo_db_peers_put(db, run_id, 0, 0, op, ps, err);
     sqlite3_stmt *st = NULL;
     if (!s)
         s = st_prepare(db,
@@ -1008,8 +1168,8 @@ kevo_status kevo_db_run_peer_update(kevo_db *db, const kevo_run_row *r, kevo_err
     if (!s) {
         st_binder b;
         st_bind_init(&b, st);
-        st_b_double(&b, best); /* NULL when no peer was measured: vs_peer unknown */
-        st_b_i64(&b, r->id);
+        st_b_double(&b, best); /* NULL when no peer was checked: vs_peer unknown */
+        st_b_i64(&b, run_id);
         if (b.rc != SQLITE_OK)
             s = st_bind_fail(db, st, b.rc, err, "vs_peer");
         else
@@ -1049,8 +1209,6 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
         r->sm_count = st_col_int_opt(st, i++, 0);
         r->sm_clock_mhz = st_col_int_opt(st, i++, 0);
         r->mem_clock_mhz = st_col_int_opt(st, i++, 0);
-        r->baseline_ms = st_col_double(st, i++);
-        r->baseline_bcast_ms = st_col_double(st, i++);
         r->peak_tflops = st_col_double(st, i++);
         r->copy_tbps = st_col_double(st, i++);
         r->flops = st_col_double(st, i++);
@@ -1059,13 +1217,9 @@ kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *
         st_col_text(st, i++, r->created_at, sizeof r->created_at);
         st_col_text(st, i++, r->finished_at, sizeof r->finished_at);
         st_col_text(st, i++, r->filter, sizeof r->filter);
-        r->decomposed_ms = st_col_double(st, i++);
         r->nshapes = st_col_int_opt(st, i++, 0);
         st_col_text(st, i++, r->warm_start, sizeof r->warm_start);
         r->best_id = sqlite3_column_int64(st, i++);
-        r->peer_id = sqlite3_column_int64(st, i++);
-        r->peer_kernel_ms = st_col_double(st, i++);
-        r->peer_gather_ms = st_col_double(st, i++);
         s = KEVO_OK;
     } else if (rc == SQLITE_DONE) {
         s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no run %lld in '%s'", (long long)id, db->path);
@@ -1500,9 +1654,6 @@ static void st_bind_run_shape(st_binder *b, const void *row, int i)
     st_b_i64(b, v->idx);
     st_b_text(b, v->shape);
     st_b_double(b, v->weight);
-    st_b_double(b, v->baseline_ms);
-    st_b_double(b, v->baseline_bcast_ms);
-    st_b_double(b, v->decomposed_ms);
     st_b_double(b, v->flops);
     st_b_double(b, v->bytes);
 }
@@ -1517,8 +1668,7 @@ kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_s
     if ((s = st_exec_stmt(db, st, err, "delete run shapes")))
         return s;
     return st_insert_rows(db,
-                          "INSERT INTO run_shapes(run_id, idx, shape, weight, baseline_ms, baseline_bcast_ms, "
-                          "decomposed_ms, flops, bytes) VALUES(?,?,?,?,?,?,?,?,?)",
+                          "INSERT INTO run_shapes(run_id, idx, shape, weight, flops, bytes) VALUES(?,?,?,?,?,?)",
                           run_id, v, sizeof *v, n, st_bind_run_shape, "run shape", err);
 }
 
@@ -1528,18 +1678,14 @@ static void st_read_run_shape(sqlite3_stmt *st, void *p)
     r->idx = sqlite3_column_int(st, 0);
     st_col_text(st, 1, r->shape, sizeof r->shape);
     r->weight = st_col_double(st, 2);
-    r->baseline_ms = st_col_double(st, 3);
-    r->baseline_bcast_ms = st_col_double(st, 4);
-    r->decomposed_ms = st_col_double(st, 5);
-    r->flops = st_col_double(st, 6);
-    r->bytes = st_col_double(st, 7);
+    r->flops = st_col_double(st, 3);
+    r->bytes = st_col_double(st, 4);
 }
 
 kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err)
 {
     return st_collect_run(db,
-                          "SELECT idx, shape, weight, baseline_ms, baseline_bcast_ms, decomposed_ms, flops, "
-                          "bytes FROM run_shapes WHERE run_id=? ORDER BY idx",
+                          "SELECT idx, shape, weight, flops, bytes FROM run_shapes WHERE run_id=? ORDER BY idx",
                           run_id, sizeof **v, st_read_run_shape, (void **)v, n, err, "the shapes of a run");
 }
 
@@ -1553,9 +1699,6 @@ static void st_bind_run_device(st_binder *b, const void *row, int i)
     st_b_text(b, v->name);
     st_b_text(b, v->pci_bus);
     st_b_i64(b, v->sm_count);
-    st_b_double(b, v->baseline_ms);
-    st_b_double(b, v->baseline_bcast_ms);
-    st_b_double(b, v->decomposed_ms);
     st_b_double(b, v->peak_tflops);
     st_b_double(b, v->copy_tbps);
     st_b_i64(b, v->evaluated);
@@ -1567,8 +1710,7 @@ kevo_status kevo_db_run_devices_put(kevo_db *db, int64_t run_id, const kevo_run_
 {
     return st_insert_rows(db,
                           "INSERT OR REPLACE INTO run_devices(run_id, idx, ordinal, host, name, pci_bus, sm_count, "
-                          "baseline_ms, baseline_bcast_ms, decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, "
-                          "loop_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                          "peak_tflops, copy_tbps, evaluated, busy_s, loop_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                           run_id, v, sizeof *v, n, st_bind_run_device, "run device", err);
 }
 
@@ -1581,14 +1723,11 @@ static void st_read_run_device(sqlite3_stmt *st, void *p)
     st_col_text(st, 3, r->name, sizeof r->name);
     st_col_text(st, 4, r->pci_bus, sizeof r->pci_bus);
     r->sm_count = sqlite3_column_int(st, 5);
-    r->baseline_ms = st_col_double(st, 6);
-    r->baseline_bcast_ms = st_col_double(st, 7);
-    r->decomposed_ms = st_col_double(st, 8);
-    r->peak_tflops = st_col_double(st, 9);
-    r->copy_tbps = st_col_double(st, 10);
-    r->evaluated = sqlite3_column_int(st, 11);
-    r->busy_s = st_col_double(st, 12);
-    r->loop_s = st_col_double(st, 13);
+    r->peak_tflops = st_col_double(st, 6);
+    r->copy_tbps = st_col_double(st, 7);
+    r->evaluated = sqlite3_column_int(st, 8);
+    r->busy_s = st_col_double(st, 9);
+    r->loop_s = st_col_double(st, 10);
 }
 
 void kevo_run_device_rate(const kevo_run_device *v, double *per_minute, double *busy_fraction)
@@ -1601,8 +1740,8 @@ void kevo_run_device_rate(const kevo_run_device *v, double *per_minute, double *
 kevo_status kevo_db_run_devices_get(kevo_db *db, int64_t run_id, kevo_run_device **v, int *n, kevo_err *err)
 {
     return st_collect_run(db,
-                          "SELECT idx, ordinal, host, name, pci_bus, sm_count, baseline_ms, baseline_bcast_ms, "
-                          "decomposed_ms, peak_tflops, copy_tbps, evaluated, busy_s, loop_s FROM run_devices "
+                          "SELECT idx, ordinal, host, name, pci_bus, sm_count, peak_tflops, copy_tbps, evaluated, "
+                          "busy_s, loop_s FROM run_devices "
                           "WHERE run_id=? ORDER BY idx",
                           run_id, sizeof **v, st_read_run_device, (void **)v, n, err, "the devices of a run");
 }

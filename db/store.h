@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/op.h"
 #include "kevo.h"
 
 typedef struct kevo_db kevo_db;
@@ -70,8 +71,6 @@ typedef struct kevo_run_row {
     int sm_count;
     int sm_clock_mhz;
     int mem_clock_mhz;
-    double baseline_ms;       /* NaN when not measured */
-    double baseline_bcast_ms; /* NaN when not measured */
     double peak_tflops;       /* NaN when not measured */
     double copy_tbps;         /* NaN when not measured */
     double flops;             /* of the op at this shape */
@@ -80,17 +79,9 @@ typedef struct kevo_run_row {
     char created_at[32];
     char finished_at[32];
     char filter[512]; /* --where expression over the params, "" for none */
-    double decomposed_ms; /* the op's other peer (kevo_op.peers.peer: the linear op's decomposed cuBLAS
-                             form, attention's baseline (b) = peer_kernel_ms + peer_gather_ms); NaN when
-                             none */
     int nshapes;          /* shapes of a distribution run (run_shapes rows); 0 for a one-shape run */
     char warm_start[512]; /* the DB the seeds' warm start read, "" for this DB or none */
     int64_t best_id;      /* the winner named by the paired re-timing at the end, 0 when none */
-    /* An op peer that `kevo tune` measured after the search (kevo_op.nocodesign_shape):
-     * decomposed_ms = peer_kernel_ms + peer_gather_ms. */
-    int64_t peer_id;       /* the candidate whose configuration ran without the co-design, 0 when none */
-    double peer_kernel_ms; /* that kernel's time there, NaN when not measured */
-    double peer_gather_ms; /* the broadcast (gather) it needs: baseline_bcast_ms - baseline_ms, NaN when none */
 } kevo_run_row;
 
 void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */
@@ -98,18 +89,43 @@ void kevo_run_row_init(kevo_run_row *r); /* zeros, NaN figures */
 kevo_status kevo_db_run_insert(kevo_db *db, kevo_run_row *r, kevo_err *err); /* sets r->id */
 /* Write every field of r over the row with r->id. */
 kevo_status kevo_db_run_update(kevo_db *db, const kevo_run_row *r, kevo_err *err);
-/* The op peer measured after the search: write r over its row (as
- * kevo_db_run_update; r->decomposed_ms is the new peer) and set vs_peer of
- * every verified candidate of the run (status ok, median_ms > 0) to the
- * faster in-run peer's time (baseline_ms or decomposed_ms, whichever is
- * measured and smaller) over its median_ms, in one transaction: nothing
- * changes on an error.  Candidates' fitness is left alone.  Errors:
- * KEVO_ERR_NOT_FOUND (no such run), KEVO_ERR_DB. */
-kevo_status kevo_db_run_peer_update(kevo_db *db, const kevo_run_row *r, kevo_err *err);
 /* Errors: KEVO_ERR_NOT_FOUND. */
 kevo_status kevo_db_run_get(kevo_db *db, int64_t id, kevo_run_row *r, kevo_err *err);
 /* Ids of all runs, ascending; *ids is malloc'd (caller frees). */
 kevo_status kevo_db_run_ids(kevo_db *db, int64_t **ids, int *n, kevo_err *err);
+
+/* One same-run peer of a run (table run_peers, schema 9): an op peer's
+ * figures at one shape on one GPU. */
+typedef struct kevo_peer_row {
+    int shape_idx;                 /* 0, or a distribution's shape (run_shapes.idx) */
+    int device;                    /* 0 the run's first GPU, or another of a one-shape run's (run_devices.idx) */
+    char peer[KEVO_PEER_NAME_MAX]; /* the op's peer name (kevo_op.peers); DB text, untrusted */
+    kevo_peer_fig fig;             /* its state, figures, detail and config; cand_id 0 none */
+} kevo_peer_row;
+
+/* Write a row for each peer of op that ps does not hold UNMEASURED, at
+ * (shape_idx, device), replacing what is there.  Errors: KEVO_ERR_DB. */
+kevo_status kevo_db_peers_put(kevo_db *db, int64_t run_id, int shape_idx, int device, const kevo_op *op,
+                              const kevo_peer_set *ps, kevo_err *err);
+/* Every peer row of a run, by shape, device, then name; *v malloc'd
+ * (caller frees), *n may be 0.  A status kevo does not write reads as
+ * ERROR (no check: never a best). */
+kevo_status kevo_db_peers_list(kevo_db *db, int64_t run_id, kevo_peer_row **v, int *n, kevo_err *err);
+/* The rows at (shape_idx, device) into *out by op's names
+ * (kevo_peer_set_init first; a name op does not declare is left out). */
+void kevo_peer_rows_set(const kevo_op *op, const kevo_peer_row *rows, int n, int shape_idx, int device,
+                        kevo_peer_set *out);
+/* kevo_db_peers_list then kevo_peer_rows_set. */
+kevo_status kevo_db_peers_get(kevo_db *db, int64_t run_id, int shape_idx, int device, const kevo_op *op,
+                              kevo_peer_set *out, kevo_err *err);
+/* A peer measured after the search (KEVO_PEER_AFTER): write ps as the
+ * run's peers at shape 0 on device 0 (kevo_db_peers_put) and set vs_peer
+ * of every verified candidate (status ok, median_ms > 0) to the fastest
+ * OK peer's time in ps (kevo_peer_best) over its median_ms, in one
+ * transaction: nothing changes on an error.  Candidates' fitness is left
+ * alone.  Errors: KEVO_ERR_NOT_FOUND (no such run), KEVO_ERR_DB. */
+kevo_status kevo_db_peers_after(kevo_db *db, int64_t run_id, const kevo_op *op, const kevo_peer_set *ps,
+                                kevo_err *err);
 
 /* A candidate: one node of the search graph. */
 typedef struct kevo_cand_row {
@@ -128,7 +144,7 @@ typedef struct kevo_cand_row {
     double compile_s;      /* NaN unknown */
     double median_ms, min_ms, rel_err, max_abs_err, tflops, speedup; /* NaN when none */
     int checks;
-    double vs_peer;        /* best in-run peer's time over median_ms (the faster of baseline and decomposed) */
+    double vs_peer;        /* the fastest checked in-run peer's time over median_ms (kevo_peer_best) */
     double roofline;       /* max(FLOPs / GEMM peak, bytes / copy bandwidth) over median_ms, both measured */
     double ci_lo_ms, ci_hi_ms; /* 95% bootstrap confidence interval of the median, ms */
     double model_ms;       /* the family's cost model's prediction, ms */
@@ -197,12 +213,12 @@ kevo_status kevo_db_binary_put(kevo_db *db, const kevo_binary_row *b, kevo_err *
 /* KEVO_ERR_NOT_FOUND when the key is absent. */
 kevo_status kevo_db_binary_get(kevo_db *db, const char *key, kevo_binary_row *b, kevo_err *err);
 
-/* One shape of a distribution run (`kevo tune --shapes`), with its peers. */
+/* One shape of a distribution run (`kevo tune --shapes`); its peers are
+ * run_peers rows at shape_idx = idx. */
 typedef struct kevo_run_shape {
     int idx;            /* 0.. in the shapes file's order */
     char shape[256];    /* canonical shape text */
     double weight;      /* > 0 */
-    double baseline_ms, baseline_bcast_ms, decomposed_ms; /* NaN when not measured */
     double flops, bytes;
 } kevo_run_shape;
 
@@ -211,8 +227,9 @@ kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_s
 /* The shape rows of a run by idx; *v malloc'd (caller frees), *n may be 0. */
 kevo_status kevo_db_run_shapes_get(kevo_db *db, int64_t run_id, kevo_run_shape **v, int *n, kevo_err *err);
 
-/* One GPU a run evaluated on (--devices): its own peers and ceilings, and
- * its throughput over the last process's search loop. */
+/* One GPU a run evaluated on (--devices): its own ceilings (its peers are
+ * run_peers rows at device = idx), and its throughput over the last
+ * process's search loop. */
 typedef struct kevo_run_device {
     int idx;                /* 0.. : what kevo_cand_row.device names */
     int ordinal;            /* its CUDA device ordinal on its host */
@@ -220,7 +237,6 @@ typedef struct kevo_run_device {
     char name[128];
     char pci_bus[32];
     int sm_count;
-    double baseline_ms, baseline_bcast_ms, decomposed_ms; /* its peers, ms; NaN not measured */
     double peak_tflops, copy_tbps;                        /* its ceilings; NaN not measured */
     int evaluated;          /* candidates it evaluated */
     double busy_s;          /* seconds it had an evaluation in flight */

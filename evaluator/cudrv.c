@@ -1,4 +1,4 @@
-/* cudrv.c — dlopen the CUDA driver and cuBLAS. */
+/* cudrv.c — dlopen the CUDA driver, cuBLAS and cuBLASLt. */
 #define _POSIX_C_SOURCE 200809L
 #include "evaluator/cudrv.h"
 
@@ -65,6 +65,33 @@ void kv_cublas_unload(kv_cublas *cb)
     if (cb->lib)
         dlclose(cb->lib);
     memset(cb, 0, sizeof *cb);
+}
+
+kevo_status kv_cublaslt_load(kv_cublaslt *lt, kevo_err *err)
+{
+    memset(lt, 0, sizeof *lt);
+    const char *names[] = {"libcublasLt.so.13", "libcublasLt.so"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lt->lib; i++)
+        lt->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lt->lib)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "cuBLASLt not found (libcublasLt.so.13): %s", dlerror());
+#define KV_CU_LOAD(f)                                                                                                  \
+    *(void **)(&lt->f) = dlsym(lt->lib, KV_STR(f));                                                                    \
+    if (!lt->f) {                                                                                                      \
+        kevo_err_set(err, KEVO_ERR_CUDA, "cuBLASLt lacks '%s'", KV_STR(f));                                            \
+        kv_cublaslt_unload(lt);                                                                                        \
+        return KEVO_ERR_CUDA;                                                                                          \
+    }
+    KV_CUBLASLT_FUNCS(KV_CU_LOAD)
+#undef KV_CU_LOAD
+    return KEVO_OK;
+}
+
+void kv_cublaslt_unload(kv_cublaslt *lt)
+{
+    if (lt->lib)
+        dlclose(lt->lib);
+    memset(lt, 0, sizeof *lt);
 }
 
 const char *kv_cu_errstr(const kv_cu *cu, CUresult r, char *buf, size_t n)

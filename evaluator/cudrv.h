@@ -1,9 +1,10 @@
-/* cudrv.h — the CUDA driver and cuBLAS, loaded at run time with dlopen so
- * that kevo starts, tests and compiles on a machine with no GPU driver.
- * Only GPU worker processes load them. */
+/* cudrv.h — the CUDA driver, cuBLAS and cuBLASLt, loaded at run time with
+ * dlopen so that kevo starts, tests and compiles on a machine with no GPU
+ * driver.  Only GPU worker processes load them. */
 #ifndef KEVO_CUDRV_H
 #define KEVO_CUDRV_H
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda.h>
 
@@ -61,6 +62,25 @@
     X(cublasGemmBatchedEx)                                                                                             \
     X(cublasSaxpy_v2)
 
+/* cuBLASLt entry points (the peers' GEMMs: evaluator/gemm_lt.c). */
+#define KV_CUBLASLT_FUNCS(X)                                                                                           \
+    X(cublasLtCreate)                                                                                                  \
+    X(cublasLtDestroy)                                                                                                 \
+    X(cublasLtGetVersion)                                                                                              \
+    X(cublasLtGetStatusName)                                                                                           \
+    X(cublasLtMatmul)                                                                                                  \
+    X(cublasLtMatmulDescCreate)                                                                                        \
+    X(cublasLtMatmulDescDestroy)                                                                                       \
+    X(cublasLtMatmulDescSetAttribute)                                                                                  \
+    X(cublasLtMatrixLayoutCreate)                                                                                      \
+    X(cublasLtMatrixLayoutDestroy)                                                                                     \
+    X(cublasLtMatrixLayoutSetAttribute)                                                                                \
+    X(cublasLtMatmulPreferenceCreate)                                                                                  \
+    X(cublasLtMatmulPreferenceDestroy)                                                                                 \
+    X(cublasLtMatmulPreferenceSetAttribute)                                                                            \
+    X(cublasLtMatmulAlgoGetHeuristic)                                                                                  \
+    X(cublasLtMatmulAlgoConfigGetAttribute)
+
 /* The loaded driver: one function pointer per entry point. */
 typedef struct kv_cu {
     void *lib;
@@ -77,6 +97,14 @@ typedef struct kv_cublas {
 #undef KV_CU_MEMBER
 } kv_cublas;
 
+/* The loaded cuBLASLt. */
+typedef struct kv_cublaslt {
+    void *lib;
+#define KV_CU_MEMBER(f) __typeof__(f) *f;
+    KV_CUBLASLT_FUNCS(KV_CU_MEMBER)
+#undef KV_CU_MEMBER
+} kv_cublaslt;
+
 /* Load libcuda.so.1 (KEVO_LIBCUDA overrides the name).  Errors:
  * KEVO_ERR_NO_GPU "no CUDA driver found (libcuda.so.1): ..." */
 kevo_status kv_cu_load(kv_cu *cu, kevo_err *err);
@@ -85,6 +113,12 @@ void kv_cu_unload(kv_cu *cu);
 /* Load cuBLAS (libcublas.so.13, then libcublas.so).  Errors: KEVO_ERR_CUDA. */
 kevo_status kv_cublas_load(kv_cublas *cb, kevo_err *err);
 void kv_cublas_unload(kv_cublas *cb);
+
+/* Load cuBLASLt (libcublasLt.so.13, then libcublasLt.so).  Errors:
+ * KEVO_ERR_CUDA "cuBLASLt not found (libcublasLt.so.13): ..." or "cuBLASLt
+ * lacks 'f'". */
+kevo_status kv_cublaslt_load(kv_cublaslt *lt, kevo_err *err);
+void kv_cublaslt_unload(kv_cublaslt *lt);
 
 /* "CUDA_ERROR_X: text" for a driver result. */
 const char *kv_cu_errstr(const kv_cu *cu, CUresult r, char *buf, size_t n);

@@ -39,6 +39,7 @@ typedef struct kevo_gpu_config {
     uint64_t seed;       /* base seed for inputs */
     bool baseline;       /* check and time the op's same-run peers at start */
     bool ceilings;       /* measure cuBLAS GEMM peak and copy bandwidth at start */
+    int peer_algos;      /* cuBLASLt algorithms of the heuristic's top a peer's GEMM times (0: 8) */
     const void *ref_cubin; /* the op's reference/utility module, compiled by the parent */
     size_t ref_cubin_size;
 } kevo_gpu_config;
@@ -55,14 +56,12 @@ typedef struct kevo_gpu_info {
     int64_t l2_bytes;
     int64_t mem_bytes;
     int max_smem_optin;
-    /* The op's same-run peers (kevo_op_gpu.peers, in the op's folder). */
-    double baseline_ms;       /* stage 0, what a framework user runs today, on pre-broadcast inputs */
-    double baseline_bcast_ms; /* the same with the broadcast (the gather) in each call */
-    double peer_ms;           /* the op's other peer (kevo_op.peers names it) */
+    /* The op's same-run peers (kevo_op_gpu.peers, in the op's folder), by
+     * index into kevo_op.peers; all unmeasured when the config asked for
+     * none.  AFTER peers stay unmeasured here. */
+    kevo_peer_set peers;
     double peak_tflops;       /* cuBLAS fp16/bf16 GEMM 8192^3 */
     double copy_tbps;         /* device-to-device copy, bytes read + written per second / 1e12 */
-    double baseline_rel_err;  /* the baseline's own check against the reference */
-    double peer_rel_err;      /* the other peer's */
     /* the worker's check of its cuBLAS reference against the plain SIMT one ("" and NaN: none ran;
        a worker on another MPI rank does not send it) */
     char ref_check_against[32]; /* the SIMT reference's name */

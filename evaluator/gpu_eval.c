@@ -8,11 +8,13 @@
  * its same-run peers) is behind kevo_op.gpu (kernels/<op>/gpu.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "evaluator/gpu_int.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 /* An ABI struct, aligned for its tensor maps. */
@@ -220,6 +222,83 @@ CUresult wk_check_peer(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, d
     WK_TRY(wk_compare(w, ref2, st));
     *rel = ref2 > 0 ? sqrt(st[0] / ref2) : NAN;
     *nonfinite = st[3];
+    return CUDA_SUCCESS;
+}
+
+void wk_peer_error(kevo_peer_fig *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->detail, sizeof f->detail, fmt, ap);
+    va_end(ap);
+    f->state = KEVO_PEER_ERROR;
+    f->median_ms = f->ci_lo_ms = f->ci_hi_ms = NAN;
+}
+
+/* A peer run whose output is then zeroed: KEVO_FAULT_INJECT=peer:NAME's
+ * spoiled peer, for the tests. */
+typedef struct wk_spoiled {
+    CUresult (*fn)(wk_ctx *, void *);
+    void *arg;
+} wk_spoiled;
+
+static CUresult wk_spoiled_run(wk_ctx *w, void *arg)
+{
+    const wk_spoiled *sp = arg;
+    WK_TRY(sp->fn(w, sp->arg));
+    const wk_tensor *o = &w->io.t[w->io.out];
+    return w->cu.cuMemsetD8Async(o->p, 0, (size_t)o->count * o->elem, w->stream);
+}
+
+CUresult wk_peer_run(wk_ctx *w, int peer, CUresult (*fn)(wk_ctx *, void *), void *arg, double ref2)
+{
+    kevo_peer_fig *f = &w->info.peers.p[peer];
+    double nonfinite = 0, rel = NAN;
+    bool sticky = false;
+    char buf[160], inject[8 + KEVO_PEER_NAME_MAX];
+    f->median_ms = f->ci_lo_ms = f->ci_hi_ms = NAN;
+    snprintf(inject, sizeof inject, "peer:%s", w->cfg.op->peers[peer].name);
+    wk_spoiled sp = {fn, arg};
+    CUresult r = wk_ref_check_inject(inject) ? wk_check_peer(w, wk_spoiled_run, &sp, ref2, &rel, &nonfinite)
+                                             : wk_check_peer(w, fn, arg, ref2, &rel, &nonfinite);
+    f->rel_err = rel;
+    if (r != CUDA_SUCCESS) {
+        wk_fail_of(r, &sticky);
+        if (sticky)
+            return r;
+        char was[KEVO_PEER_DETAIL_MAX];
+        snprintf(was, sizeof was, "%s", f->detail);
+        wk_peer_error(f, "%s%s%s", was, was[0] ? "; " : "", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+        return w->cu.cuStreamSynchronize(w->stream) == CUDA_SUCCESS ? CUDA_SUCCESS : r;
+    }
+    double bound, rtol;
+    w->cfg.op->tolerance(w->cfg.dtype, &bound, &rtol);
+    if (nonfinite > 0 || !(rel <= bound)) {
+        size_t used = strlen(f->detail);
+        snprintf(f->detail + used, sizeof f->detail - used,
+                 "%sdisagrees with the reference: rel_err %.3e (bound %.1e), %.0f non-finite", used ? "; " : "", rel,
+                 bound, nonfinite);
+        f->state = KEVO_PEER_FAILED;
+        return CUDA_SUCCESS;
+    }
+    double *all = malloc((size_t)w->cfg.reps * sizeof *all), lo, hi;
+    if (!all) {
+        wk_peer_error(f, "out of memory");
+        return CUDA_SUCCESS;
+    }
+    r = wk_time(w, fn, arg, w->cfg.warmup, w->cfg.reps, &f->median_ms, &lo, &hi, all);
+    if (r == CUDA_SUCCESS) {
+        kv_median_ci(all, w->cfg.reps, 0x7065657273ull, KV_BOOTSTRAP, &f->ci_lo_ms, &f->ci_hi_ms);
+        f->state = KEVO_PEER_OK;
+    }
+    free(all);
+    if (r != CUDA_SUCCESS) {
+        wk_fail_of(r, &sticky);
+        if (sticky)
+            return r;
+        wk_peer_error(f, "timing: %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+        return w->cu.cuStreamSynchronize(w->stream) == CUDA_SUCCESS ? CUDA_SUCCESS : r;
+    }
     return CUDA_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "evaluator/cudrv.h"
+#include "evaluator/gemm_lt.h"
 #include "evaluator/gpu.h"
 
 #define WK_MAX_REPS KEVO_GPU_MAX_REPS
@@ -49,6 +50,7 @@ typedef struct wk_ctx {
     kv_cu cu;
     kv_cublas cb;
     cublasHandle_t blas;
+    wk_lt lt;                   /* cuBLASLt: library and handle, or why not (gemm_lt.h) */
     CUdevice dev;
     CUcontext ctx;
     CUstream stream;
@@ -87,10 +89,12 @@ typedef struct kevo_op_gpu {
     void (*args)(wk_ctx *w, bool padded, int num_sms, void *out);
     /* Launch the fp32 reference of the current inputs into w->io.ref. */
     CUresult (*reference)(wk_ctx *w);
-    /* Check and time the same-run peers on the timing inputs (the run's
-     * seed, sorted map) into w->info: baseline_ms, baseline_bcast_ms,
-     * peer_ms and the peers' errors.  Errors: KEVO_ERR_CUDA, and
-     * KEVO_ERR_INTERNAL when a peer disagrees with the reference. */
+    /* Check and time the same-run peers the worker runs (kevo_op.peers
+     * without KEVO_PEER_AFTER) on the timing inputs (the run's seed, sorted
+     * map) into w->info.peers (wk_peer_run).  A peer that disagrees with the
+     * reference is FAILED and one that cannot run (memory, the library
+     * refuses) ERROR, each with its reason: the worker goes on.  Errors:
+     * KEVO_ERR_CUDA only when the context is no longer usable. */
     kevo_status (*peers)(wk_ctx *w, kevo_err *err);
     /* Free what init allocated (w->op_state may be NULL: init failed early). */
     void (*fini)(wk_ctx *w);
@@ -167,6 +171,28 @@ kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, dou
  * is 0), *nonfinite its NaN/Inf elements. */
 CUresult wk_check_peer(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, double ref2, double *rel,
                        double *nonfinite);
+
+/* Peer `peer` (an index into kevo_op.peers), checked and timed into
+ * f = w->info.peers.p[peer]: fn(w, arg) runs once with the
+ * output poisoned and is compared with the reference (ref2: sum ref^2, the
+ * current inputs'); when it agrees within the op's bound for the run's
+ * dtype and writes nothing non-finite, it is timed (wk_time, the config's
+ * warmup and reps; median and its 95% bootstrap interval) and f is OK;
+ * otherwise FAILED with rel_err and the count of non-finite elements in
+ * f->detail (appended to what detail already says).  A driver error
+ * from fn that leaves the context usable (fn's own failure, e.g. cuBLAS
+ * refusing) makes f ERROR with the error appended to its detail, and
+ * CUDA_SUCCESS is returned; one that breaks the context is returned.
+ * KEVO_FAULT_INJECT=peer:NAME zeroes that peer's output after its run
+ * (the tests' peer that fails its check). */
+CUresult wk_peer_run(wk_ctx *w, int peer, CUresult (*fn)(wk_ctx *, void *), void *arg, double ref2);
+
+/* f = ERROR with detail "<what>: <reason>" (printf-style). */
+void wk_peer_error(kevo_peer_fig *f, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Failure kind for a driver error, and whether it leaves the context broken. */
 kevo_fail wk_fail_of(CUresult r, bool *sticky);

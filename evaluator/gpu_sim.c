@@ -97,6 +97,34 @@ static void sim_delay(uint64_t *rng)
     nanosleep(&ts, NULL);
 }
 
+/* The op's peers the worker runs (none when the config asks for none):
+ * the baseline 2.0 ms, every other 1.5 ms, all checked; the one
+ * KEVO_FAULT_INJECT=peer:NAME names disagrees with the reference (FAILED,
+ * as a real worker stores it). */
+static void sim_peers(const kevo_gpu_config *cfg, kevo_peer_set *ps)
+{
+    kevo_peer_set_init(ps);
+    const char *inject = getenv("KEVO_FAULT_INJECT");
+    for (int i = 0; cfg->baseline && i < cfg->op->npeers && i < KEVO_MAX_PEERS; i++) {
+        const kevo_peer_desc *d = &cfg->op->peers[i];
+        kevo_peer_fig *f = &ps->p[i];
+        if (d->flags & KEVO_PEER_AFTER)
+            continue;
+        if (inject && strncmp(inject, "peer:", 5) == 0 && strcmp(inject + 5, d->name) == 0) {
+            f->state = KEVO_PEER_FAILED;
+            f->rel_err = 1.0;
+            snprintf(f->detail, sizeof f->detail, "simulated: disagrees with the reference: rel_err 1.000e+00");
+            continue;
+        }
+        f->state = KEVO_PEER_OK;
+        f->median_ms = d->flags & KEVO_PEER_BASELINE ? 2.0 : 1.5;
+        f->ci_lo_ms = f->median_ms * 0.99;
+        f->ci_hi_ms = f->median_ms * 1.01;
+        f->rel_err = 0.0;
+        snprintf(f->detail, sizeof f->detail, "simulated");
+    }
+}
+
 /* Whether this worker's GPU (ordinal) is the one KEVO_SIM_HANG names. */
 static bool sim_hangs(int ordinal)
 {
@@ -122,9 +150,7 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
     in->max_smem_optin = 227 * 1024;
     in->l2_bytes = 50 << 20;
     in->mem_bytes = (int64_t)80 << 30;
-    in->baseline_ms = in->baseline_bcast_ms = cfg->baseline ? 2.0 : NAN;
-    in->peer_ms = cfg->baseline ? 1.5 : NAN;
-    in->baseline_rel_err = in->peer_rel_err = cfg->baseline ? 0.0 : NAN;
+    sim_peers(cfg, &in->peers);
     in->ref_check_rel_err = in->ref_check_nonfinite = NAN;
     in->peak_tflops = cfg->ceilings ? 800.0 : NAN;
     in->copy_tbps = cfg->ceilings ? 3.0 : NAN;

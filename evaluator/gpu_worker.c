@@ -219,9 +219,8 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     size_t mem = 0;
     cu->cuDeviceTotalMem(&mem, w->dev);
     in->mem_bytes = (int64_t)mem;
-    in->baseline_ms = in->baseline_bcast_ms = in->peer_ms = in->peak_tflops = in->copy_tbps = NAN;
-    in->peer_rel_err = NAN;
-    in->baseline_rel_err = NAN;
+    kevo_peer_set_init(&in->peers);
+    in->peak_tflops = in->copy_tbps = NAN;
     in->ref_check_rel_err = in->ref_check_nonfinite = NAN;
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
@@ -237,6 +236,7 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     if (w->cb.cublasCreate_v2(&w->blas) != CUBLAS_STATUS_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "cublasCreate failed");
     w->cb.cublasSetStream_v2(w->blas, (cudaStream_t)w->stream);
+    wk_lt_open(w); /* never fatal: the peers that need it say why it is missing */
 #undef WK_OPEN_TRY
     return KEVO_OK;
 }
@@ -415,5 +415,6 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
             _exit(0); /* the context is broken: the parent starts a fresh worker */
     }
     wk_op_fini(&w);
+    wk_lt_close(&w);
     _exit(0);
 }

@@ -314,6 +314,7 @@ struct kevo_mpi {
     int nrx;
     mr_gpu *gpus;         /* the other ranks' GPUs (kevo_mpi_gpus_start) */
     int ngpus;
+    const kevo_op *gpu_op; /* the op their gpu_hello's peers belong to */
     struct mr_batch *cur; /* the compiles under way (kevo_mpi_compile_start), or NULL */
     int device;           /* this rank's GPU ordinal for evaluations */
     /* other ranks */
@@ -753,7 +754,7 @@ static void mr_gpu_hello(kevo_mpi *m, int r, const unsigned char *data, size_t l
     kevo_wire_gpu_hello *h = calloc(1, sizeof *h);
     kevo_err e;
     kevo_err_clear(&e);
-    if (!h || kevo_wire_gpu_hello_unpack(data, len, h, &e) != KEVO_OK) {
+    if (!h || kevo_wire_gpu_hello_unpack(data, len, m->gpu_op, h, &e) != KEVO_OK) {
         R->gpu_state = MG_ABSENT;
         mr_note(m, "MPI rank %d evaluates nothing: its GPU's answer could not be read (%s)", r,
                 h ? e.msg : "out of memory");
@@ -1078,6 +1079,8 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
         return KEVO_OK;
     if (m->rank != 0 || m->gpus)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "kevo_mpi_gpus_start on rank %d, or twice", m->rank);
+    if (!(m->gpu_op = kevo_op_find(setup->op)))
+        return kevo_err_set(err, KEVO_ERR_ARG, "kevo_mpi_gpus_start: no op '%s'", setup->op);
     kv_buf frame;
     kv_buf_init(&frame);
     kevo_status st = kevo_wire_gpu_setup_pack(&frame, setup, err);
@@ -1585,6 +1588,7 @@ static kevo_status mr_serve_gpu_setup(kevo_mpi *m, const unsigned char *data, si
         gc.ref_cubin_size = setup->ref_cubin_size;
         st = kevo_gpu_start(&gc, gpu, &h->info, &e);
     }
+    h->op = op;
     h->ok = st == KEVO_OK;
     if (!h->ok)
         snprintf(h->msg, sizeof h->msg, "%.500s", e.msg);

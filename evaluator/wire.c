@@ -746,6 +746,80 @@ kevo_status kevo_wire_gpu_setup_unpack(const void *msg, size_t n, kevo_wire_gpu_
     return st;
 }
 
+/* The measured peers of a gpu_hello, by name: [{"peer", "status",
+ * "median_ms", "ci_lo_ms", "ci_hi_ms", "rel_err", "detail", "config"}]. */
+static bool wr_peers(cJSON *h, const kevo_op *op, const kevo_peer_set *ps)
+{
+    cJSON *a = h ? cJSON_AddArrayToObject(h, "peers") : NULL;
+    if (!a)
+        return false;
+    for (int i = 0; op && i < op->npeers && i < KEVO_MAX_PEERS; i++) {
+        const kevo_peer_fig *f = &ps->p[i];
+        if (f->state == KEVO_PEER_UNMEASURED)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(a, o))
+            return cJSON_Delete(o), false;
+        if (!wr_str(o, "peer", op->peers[i].name) || !wr_str(o, "status", kevo_peer_state_name(f->state)) ||
+            !wr_dbl(o, "median_ms", f->median_ms) || !wr_dbl(o, "ci_lo_ms", f->ci_lo_ms) ||
+            !wr_dbl(o, "ci_hi_ms", f->ci_hi_ms) || !wr_dbl(o, "rel_err", f->rel_err) ||
+            !wr_str(o, "detail", f->detail) || !wr_str(o, "config", f->config))
+            return false;
+    }
+    return true;
+}
+
+/* The peers of a gpu_hello into ps (kevo_peer_set_init first): each named
+ * peer of op, once; a name op does not declare is refused. */
+static kevo_status wr_get_peers(const cJSON *h, const kevo_op *op, kevo_peer_set *ps, kevo_err *err)
+{
+    kevo_peer_set_init(ps);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(h, "peers"), *o;
+    if (!cJSON_IsArray(a))
+        return kevo_err_set(err, KEVO_ERR_PARSE, "message field 'peers' is missing or not an array");
+    bool seen[KEVO_MAX_PEERS] = {false};
+    cJSON_ArrayForEach(o, a)
+    {
+        const char *name = NULL, *status = NULL, *detail = NULL, *config = NULL;
+        kevo_status st = cJSON_IsObject(o) ? KEVO_OK
+                                           : kevo_err_set(err, KEVO_ERR_PARSE, "a 'peers' item is not an object");
+        if (!st)
+            st = wr_text(o, "peer", KEVO_PEER_NAME_MAX, &name, err);
+        int i = st ? -1 : kevo_op_peer_index(op, name);
+        if (!st && (i < 0 || i >= KEVO_MAX_PEERS || seen[i]))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "a 'peers' item names a peer that is unknown or repeated");
+        kevo_peer_fig f;
+        memset(&f, 0, sizeof f);
+        if (!st)
+            st = wr_text(o, "status", 16, &status, err);
+        if (!st && (!kevo_peer_state_parse(status, &f.state) || f.state == KEVO_PEER_UNMEASURED))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "a 'peers' item's status is not ok, failed or error");
+        if (!st)
+            st = wr_get_dbl(o, "median_ms", 0, 1e9, &f.median_ms, err);
+        if (!st)
+            st = wr_get_dbl(o, "ci_lo_ms", 0, 1e9, &f.ci_lo_ms, err);
+        if (!st)
+            st = wr_get_dbl(o, "ci_hi_ms", 0, 1e9, &f.ci_hi_ms, err);
+        if (!st)
+            st = wr_get_dbl(o, "rel_err", 0, 1e300, &f.rel_err, err);
+        if (!st)
+            st = wr_text(o, "detail", sizeof f.detail, &detail, err);
+        if (!st)
+            st = wr_text(o, "config", sizeof f.config, &config, err);
+        if (!st && f.state == KEVO_PEER_OK && !(f.median_ms > 0))
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "a checked peer without a positive 'median_ms'");
+        if (st)
+            return st;
+        snprintf(f.detail, sizeof f.detail, "%s", detail);
+        snprintf(f.config, sizeof f.config, "%s", config);
+        if (f.state != KEVO_PEER_OK)
+            f.median_ms = f.ci_lo_ms = f.ci_hi_ms = NAN;
+        ps->p[i] = f;
+        seen[i] = true;
+    }
+    return KEVO_OK;
+}
+
 kevo_status kevo_wire_gpu_hello_pack(kv_buf *out, const kevo_wire_gpu_hello *h, kevo_err *err)
 {
     const kevo_gpu_info *in = &h->info;
@@ -756,16 +830,15 @@ kevo_status kevo_wire_gpu_hello_pack(kv_buf *out, const kevo_wire_gpu_hello *h, 
               wr_num(j, "cc_minor", in->cc_minor) && wr_num(j, "sm_count", in->sm_count) &&
               wr_num(j, "sm_clock_mhz", in->sm_clock_mhz) && wr_num(j, "mem_clock_mhz", in->mem_clock_mhz) &&
               wr_num(j, "l2_bytes", (double)in->l2_bytes) && wr_num(j, "mem_bytes", (double)in->mem_bytes) &&
-              wr_num(j, "max_smem_optin", in->max_smem_optin) && wr_dbl(j, "baseline_ms", in->baseline_ms) &&
-              wr_dbl(j, "baseline_bcast_ms", in->baseline_bcast_ms) && wr_dbl(j, "peer_ms", in->peer_ms) &&
-              wr_dbl(j, "peak_tflops", in->peak_tflops) && wr_dbl(j, "copy_tbps", in->copy_tbps) &&
-              wr_dbl(j, "baseline_rel_err", in->baseline_rel_err) && wr_dbl(j, "peer_rel_err", in->peer_rel_err);
+              wr_num(j, "max_smem_optin", in->max_smem_optin) && wr_dbl(j, "peak_tflops", in->peak_tflops) &&
+              wr_dbl(j, "copy_tbps", in->copy_tbps) && wr_peers(j, h->op, &in->peers);
     if (!ok)
         return wr_nomem(j, err);
     return wr_pack(out, j, NULL, NULL, 0, err);
 }
 
-kevo_status kevo_wire_gpu_hello_unpack(const void *msg, size_t n, kevo_wire_gpu_hello *h, kevo_err *err)
+kevo_status kevo_wire_gpu_hello_unpack(const void *msg, size_t n, const kevo_op *op, kevo_wire_gpu_hello *h,
+                                       kevo_err *err)
 {
     wr_frame f;
     kevo_status st = wr_open(msg, n, &f, err);
@@ -808,19 +881,11 @@ kevo_status kevo_wire_gpu_hello_unpack(const void *msg, size_t n, kevo_wire_gpu_
     if (!st)
         st = wr_int(f.hdr, "max_smem_optin", 0, INT32_MAX, &smem, err);
     if (!st)
-        st = wr_get_dbl(f.hdr, "baseline_ms", 0, 1e9, &in->baseline_ms, err);
-    if (!st)
-        st = wr_get_dbl(f.hdr, "baseline_bcast_ms", 0, 1e9, &in->baseline_bcast_ms, err);
-    if (!st)
-        st = wr_get_dbl(f.hdr, "peer_ms", 0, 1e9, &in->peer_ms, err);
-    if (!st)
         st = wr_get_dbl(f.hdr, "peak_tflops", 0, 1e9, &in->peak_tflops, err);
     if (!st)
         st = wr_get_dbl(f.hdr, "copy_tbps", 0, 1e9, &in->copy_tbps, err);
     if (!st)
-        st = wr_get_dbl(f.hdr, "baseline_rel_err", 0, 1e300, &in->baseline_rel_err, err);
-    if (!st)
-        st = wr_get_dbl(f.hdr, "peer_rel_err", 0, 1e300, &in->peer_rel_err, err);
+        st = wr_get_peers(f.hdr, op, &in->peers, err);
     if (!st && f.rest_len)
         st = kevo_err_set(err, KEVO_ERR_PARSE, "a 'gpu_hello' message with %zu bytes of data", f.rest_len);
     if (!st) {

@@ -24,9 +24,10 @@
 #include "kevo.h"
 #include "util/util.h"
 
-#define KEVO_WIRE_VERSION 6 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
+#define KEVO_WIRE_VERSION 7 /* 2: GPU evaluation on other ranks (gpu_setup .. eval_result); 3: eval_result's passes;
                               * 4: hello's start, fin's reap; 5: prepare, result's pch;
-                              * 6: an eval may come while one runs (it waits its turn) */
+                              * 6: an eval may come while one runs (it waits its turn);
+                              * 7: gpu_hello's peers as a list by name */
 #define KEVO_WIRE_HEADER_MAX (1u << 20) /* bytes of JSON a frame may carry */
 #define KEVO_WIRE_REAP_MAX 4096         /* processes a fin may name */
 
@@ -97,6 +98,7 @@ typedef struct kevo_wire_gpu_setup {
 typedef struct kevo_wire_gpu_hello {
     bool ok;
     char msg[512];
+    const kevo_op *op;   /* packing: the op whose peers info.peers holds (unpacking leaves it NULL) */
     int device;          /* its CUDA ordinal there */
     kevo_gpu_info info;  /* its device, peers and ceilings as its worker measured them */
 } kevo_wire_gpu_hello;
@@ -123,7 +125,8 @@ kevo_status kevo_wire_fin_pack(kv_buf *out, bool finalize, const kevo_wire_proc 
 
 /* gpu_setup: every field, the reference cubin as the one blob. */
 kevo_status kevo_wire_gpu_setup_pack(kv_buf *out, const kevo_wire_gpu_setup *s, kevo_err *err);
-/* gpu_hello: NaN figures (not measured) travel as null. */
+/* gpu_hello: NaN figures (not measured) travel as null; the measured
+ * peers as a list by h->op's names. */
 kevo_status kevo_wire_gpu_hello_pack(kv_buf *out, const kevo_wire_gpu_hello *h, kevo_err *err);
 /* eval: rank 0's number id for it, the request's candidate, maps, time,
  * seed and plan (as JSON text), its cubin as the one blob. */
@@ -155,7 +158,9 @@ kevo_status kevo_wire_result_unpack(const void *msg, size_t n, int64_t *id, kevo
 /* Into *s (its ref_cubin owned: kevo_wire_gpu_setup_release). */
 kevo_status kevo_wire_gpu_setup_unpack(const void *msg, size_t n, kevo_wire_gpu_setup *s, kevo_err *err);
 void kevo_wire_gpu_setup_release(kevo_wire_gpu_setup *s);
-kevo_status kevo_wire_gpu_hello_unpack(const void *msg, size_t n, kevo_wire_gpu_hello *h, kevo_err *err);
+/* The peers by op's names (an unknown or repeated name is refused). */
+kevo_status kevo_wire_gpu_hello_unpack(const void *msg, size_t n, const kevo_op *op, kevo_wire_gpu_hello *h,
+                                       kevo_err *err);
 /* *id and *req; req->cubin is malloc'd (the caller frees it) and the plan
  * is checked by kevo_plan_parse_json. */
 kevo_status kevo_wire_eval_unpack(const void *msg, size_t n, int64_t *id, kevo_gpu_request *req, kevo_err *err);

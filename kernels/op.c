@@ -4,6 +4,7 @@
 #include "kernels/op.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,106 @@ bool kevo_map_parse(const char *s, kevo_map_kind *out)
         }
     }
     return false;
+}
+
+/* ---- peers ---- */
+
+static const char *const op_peer_states[] = {"unmeasured", "ok", "failed", "error"};
+
+const char *kevo_peer_state_name(kevo_peer_state s)
+{
+    return (unsigned)s < sizeof op_peer_states / sizeof op_peer_states[0] ? op_peer_states[s] : "unmeasured";
+}
+
+bool kevo_peer_state_parse(const char *s, kevo_peer_state *out)
+{
+    for (unsigned i = 0; s && i < sizeof op_peer_states / sizeof op_peer_states[0]; i++)
+        if (strcmp(s, op_peer_states[i]) == 0) {
+            *out = (kevo_peer_state)i;
+            return true;
+        }
+    return false;
+}
+
+void kevo_peer_set_init(kevo_peer_set *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < KEVO_MAX_PEERS; i++) {
+        kevo_peer_fig *f = &s->p[i];
+        f->state = KEVO_PEER_UNMEASURED;
+        f->median_ms = f->ci_lo_ms = f->ci_hi_ms = f->rel_err = NAN;
+    }
+}
+
+int kevo_op_peer_index(const kevo_op *op, const char *name)
+{
+    for (int i = 0; op && name && i < op->npeers; i++)
+        if (strcmp(op->peers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int kevo_op_peer_baseline(const kevo_op *op)
+{
+    for (int i = 0; op && i < op->npeers; i++)
+        if (op->peers[i].flags & KEVO_PEER_BASELINE)
+            return i;
+    return -1;
+}
+
+double kevo_peer_ok_ms(const kevo_peer_set *s, int i)
+{
+    if (!s || i < 0 || i >= KEVO_MAX_PEERS)
+        return NAN;
+    const kevo_peer_fig *f = &s->p[i];
+    return f->state == KEVO_PEER_OK && f->median_ms > 0 && isfinite(f->median_ms) ? f->median_ms : NAN;
+}
+
+int kevo_peer_best(const kevo_op *op, const kevo_peer_set *s, double *ms)
+{
+    int best = -1;
+    double best_ms = NAN;
+    for (int i = 0; op && s && i < op->npeers && i < KEVO_MAX_PEERS; i++) {
+        double t = kevo_peer_ok_ms(s, i);
+        if (t > 0 && !(best_ms <= t)) {
+            best = i;
+            best_ms = t;
+        }
+    }
+    if (ms)
+        *ms = best_ms;
+    return best;
+}
+
+int kevo_peer_vendor(const kevo_op *op, const kevo_peer_set *ps)
+{
+    int best = -1;
+    for (int i = 0; op && ps && i < op->npeers && i < KEVO_MAX_PEERS; i++) {
+        double t = kevo_peer_ok_ms(ps, i);
+        if ((op->peers[i].flags & KEVO_PEER_VENDOR) && t > 0 && !(best >= 0 && kevo_peer_ok_ms(ps, best) <= t))
+            best = i;
+    }
+    return best;
+}
+
+void kevo_peer_verdict(const kevo_op *op, double vs_peer, const kevo_peer_set *ps, char *out, size_t n)
+{
+    double best_ms = NAN;
+    int b = kevo_peer_best(op, ps, &best_ms);
+    if (b < 0 || !isfinite(vs_peer)) { /* NaN or inf: nothing to compare */
+        snprintf(out, n, "no in-run peer was checked");
+        return;
+    }
+    const char *peer = op->peers[b].verdict;
+    if (vs_peer >= 1.0) {
+        snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, best_ms, vs_peer);
+        return;
+    }
+    int v = kevo_peer_vendor(op, ps);
+    char tail[160] = "";
+    if (v >= 0)
+        snprintf(tail, sizeof tail, "; export will dispatch to %s", op->peers[v].verdict);
+    snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)%s", peer, vs_peer, best_ms, tail);
 }
 
 /* ---- tensors ---- */

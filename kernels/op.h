@@ -68,18 +68,74 @@ typedef struct kevo_tensor_desc {
     const char *tmap_field;     /* that descriptor's field in the ABI struct, e.g. "tm_out" */
 } kevo_tensor_desc;
 
-/* How the CLI and `report` name an op's same-run peers.  The DB keeps their
- * times in the columns baseline_ms (stage 0, the speedup's denominator),
- * baseline_bcast_ms (stage 0 with its broadcast in each call) and
- * decomposed_ms (the op's other peer: measured by the worker at start, or,
- * for an op with nocodesign_shape, by `kevo tune` after the search; the
- * runs columns peer_id, peer_kernel_ms and peer_gather_ms say how). */
-typedef struct kevo_op_peers {
-    const char *baseline;    /* in verdicts: "the stage-0 cuBLAS baseline" */
-    const char *peer;        /* in verdicts: "decomposed cuBLAS" */
-    const char *peer_detail; /* in tune's and verify's lines: "decomposed (cuBLAS, K padded)" */
-    const char *peer_short;  /* in report's lines: "decomposed" */
-} kevo_op_peers;
+/* ---- same-run peers: what a user runs today, checked and timed beside
+ * the candidates ----
+ * An op declares its peers as a table (kevo_op.peers); the GPU worker
+ * checks each against the reference and times it like a candidate
+ * (kevo_op_gpu.peers), and the DB keeps one row per peer, shape and device
+ * (run_peers).  A candidate's speedup is over the BASELINE peer; its
+ * vs_best_peer is over the fastest peer whose check passed. */
+
+#define KEVO_MAX_PEERS 6
+#define KEVO_PEER_NAME_MAX 32
+
+/* What a peer is to a run (kevo_peer_desc.flags). */
+enum {
+    KEVO_PEER_BASELINE = 1u << 0, /* stage 0: the speedup's denominator (exactly one per op) */
+    KEVO_PEER_AFTER = 1u << 1,    /* runs the run's winner without the co-design: `kevo tune` measures it after
+                                     the search (kevo_op.nocodesign_shape), not the worker at start */
+    KEVO_PEER_VENDOR = 1u << 2,   /* a vendor-library form that `kevo export` can dispatch to where no kernel
+                                     beats the strongest peer (its kevo_peer_fig.config says how) */
+};
+
+/* One peer of an op. */
+typedef struct kevo_peer_desc {
+    const char *name;    /* as stored (run_peers.peer): [a-z0-9_], e.g. "beta1" */
+    const char *label;   /* in tune's and report's lines: "beta=1 (cuBLASLt: user GEMM, gather, candidate GEMM
+                            accumulating; K padded to 8)" */
+    const char *verdict; /* in a verdict: "no kernel beats <verdict> at this shape": "cuBLAS (beta=1)" */
+    unsigned flags;
+    /* An AFTER peer: the run's winner without the co-design plus the time
+     * of the broadcast it needs, taken as the time of the peer named
+     * bcast_with minus that of bcast_without (stage 0 with and without its
+     * gather); NULL for other peers. */
+    const char *bcast_with, *bcast_without;
+} kevo_peer_desc;
+
+/* Where a peer stands in a run. */
+typedef enum kevo_peer_state {
+    KEVO_PEER_UNMEASURED = 0, /* not run (yet) */
+    KEVO_PEER_OK = 1,         /* agreed with the reference, and timed */
+    KEVO_PEER_FAILED = 2,     /* ran and disagreed with the reference (detail says by how much) */
+    KEVO_PEER_ERROR = 3,      /* could not run (memory, the library refused): detail says why */
+} kevo_peer_state;
+
+/* "unmeasured", "ok", "failed", "error" (run_peers.status); parse: false on anything else. */
+const char *kevo_peer_state_name(kevo_peer_state s);
+bool kevo_peer_state_parse(const char *s, kevo_peer_state *out);
+
+#define KEVO_PEER_DETAIL_MAX 256
+#define KEVO_PEER_CONFIG_MAX 1024
+
+/* One peer's figures at one shape on one GPU.  Only an OK peer counts as
+ * a best. */
+typedef struct kevo_peer_fig {
+    kevo_peer_state state;
+    double median_ms;          /* median of its timed repetitions; NaN unless OK */
+    double ci_lo_ms, ci_hi_ms; /* 95% bootstrap interval of that median; NaN unknown */
+    double rel_err;            /* its check: ||out - ref|| / ||ref||; NaN when it did not run */
+    int64_t cand_id;           /* an AFTER peer: the candidate whose configuration ran; 0 none */
+    char detail[KEVO_PEER_DETAIL_MAX]; /* what ran ("cuBLASLt algo 66 ..."), or why it failed */
+    char config[KEVO_PEER_CONFIG_MAX]; /* a VENDOR peer: what export needs to run it again (JSON); "" none */
+} kevo_peer_fig;
+
+/* An op's peers at one shape on one GPU, by index into kevo_op.peers. */
+typedef struct kevo_peer_set {
+    kevo_peer_fig p[KEVO_MAX_PEERS];
+} kevo_peer_set;
+
+/* Every peer unmeasured, figures NaN, texts empty. */
+void kevo_peer_set_init(kevo_peer_set *s);
 
 /* What `kevo export` needs of an op beyond its spec: export/template/lib.h.in
  * and lib.c.in hold the library's op-independent runtime, these pieces the
@@ -142,7 +198,9 @@ typedef struct kevo_op {
      * check refuses writes to them), the cand_to_user map and one output. */
     const kevo_tensor_desc *tensors;
     int ntensors;
-    kevo_op_peers peers;
+    /* Its same-run peers (at most KEVO_MAX_PEERS; exactly one BASELINE). */
+    const kevo_peer_desc *peers;
+    int npeers;
     /* NULL, or the same problem without the op's co-design, for a peer that
      * runs the run's best kernel there (`kevo tune` measures it after the
      * search): shape is a parsed shape of this op; *out receives the shape
@@ -171,6 +229,27 @@ void kevo_op_names(char *out, size_t n);
 struct kv_buf;
 kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_dtype dt, const char *abi,
                                struct kv_buf *out, kevo_err *err);
+
+/* Index of the peer named name in op->peers, or -1. */
+int kevo_op_peer_index(const kevo_op *op, const char *name);
+/* Index of op's BASELINE peer (kevo_op.peers), or -1 when it has none. */
+int kevo_op_peer_baseline(const kevo_op *op);
+/* Peer i's median when it is OK and positive, else NaN. */
+double kevo_peer_ok_ms(const kevo_peer_set *s, int i);
+/* The fastest OK peer of op in s (AFTER peers included once measured), or
+ * -1 when none is OK; *ms (may be NULL) its median, NaN when none. */
+int kevo_peer_best(const kevo_op *op, const kevo_peer_set *s, double *ms);
+
+/* The one-line verdict on a run's best against its peers ps, given its
+ * vs_best_peer (the fastest OK peer's time over its own), into out[n]:
+ * "beats the best in-run peer, cuBLAS (beta=1) (0.6180 ms), 1.57x", or
+ * "no kernel beats cuBLAS (beta=1) at this shape: best 0.80x (0.6180 ms);
+ * export will dispatch to cuBLAS (beta=1)" (the second clause when a
+ * VENDOR peer is OK: export's fallback), or "no in-run peer was
+ * checked". */
+void kevo_peer_verdict(const kevo_op *op, double vs_peer, const kevo_peer_set *ps, char *out, size_t n);
+/* The fastest OK VENDOR peer of op in ps (export's fallback), or -1. */
+int kevo_peer_vendor(const kevo_op *op, const kevo_peer_set *ps);
 
 /* Index of the tensor named name in op->tensors, or -1. */
 int kevo_op_tensor_index(const kevo_op *op, const char *name);

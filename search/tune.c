@@ -119,6 +119,10 @@ typedef struct tn_env {
     kevo_dist *dist;
     kevo_gpu *xgpu[KEVO_DIST_MAX];
     kevo_run_shape *peers;
+    kevo_peer_set *speers; /* [KEVO_DIST_MAX] a distribution's peers per shape (0: run_peers) */
+    /* the run's peers at its (first) shape on its first GPU, as stored: a
+     * resumed run keeps the figures it measured first */
+    kevo_peer_set run_peers;
     /* LLM candidates' one-point spaces met so far (owned) */
     kevo_space **llm;
     int nllm, llm_cap;
@@ -158,6 +162,8 @@ static void tn_env_release(tn_env *e)
     e->dist = NULL;
     free(e->peers);
     e->peers = NULL;
+    free(e->speers);
+    e->speers = NULL;
     kevo_spaces_free(e->spaces, e->nspaces);
     e->spaces = NULL;
     kevo_spaces_free(e->llm, e->nllm);
@@ -719,28 +725,54 @@ static kevo_gpu *tn_shape_gpu(const tn_env *e, int i)
     return i == 0 ? e->gpu : e->xgpu[i];
 }
 
-/* A distribution run's shapes with their weights and peers, stored (a new
- * run) or completed (a resumed one keeps the peers it measured first). */
-static kevo_status tn_store_peers(tn_env *e, const kevo_run_row *run, bool compile_only, kevo_err *err)
+/* A worker's peers into the figures a run keeps: every peer that `kept`
+ * has not measured yet (a new run, a resumed one that never measured it,
+ * or a peer this kevo declares and the run's kevo did not) takes the
+ * worker's; those measured first stay, so that a resumed run's vs_peer
+ * keeps one denominator. */
+static void tn_keep_peers(const kevo_op *op, kevo_peer_set *kept, const kevo_peer_set *measured)
+{
+    for (int i = 0; i < op->npeers && i < KEVO_MAX_PEERS; i++)
+        if (kept->p[i].state == KEVO_PEER_UNMEASURED)
+            kept->p[i] = measured->p[i];
+}
+
+/* Room for a distribution's shapes and their peers (each shape's all
+ * unmeasured until its worker measures them). */
+static kevo_status tn_alloc_shapes(tn_env *e, kevo_err *err)
 {
     if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < e->dist->n; i++) {
+    if (!e->speers) {
+        if (!(e->speers = malloc(KEVO_DIST_MAX * sizeof *e->speers)))
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < KEVO_DIST_MAX; i++)
+            kevo_peer_set_init(&e->speers[i]);
+    }
+    return KEVO_OK;
+}
+
+/* A distribution run's shapes with their weights and peers, stored (a new
+ * run) or completed (a resumed one keeps the peers it measured first):
+ * shape 0's are the run's. */
+static kevo_status tn_store_peers(tn_env *e, const kevo_run_row *run, kevo_err *err)
+{
+    kevo_status st = tn_alloc_shapes(e, err);
+    for (int i = 0; !st && i < e->dist->n; i++) {
         kevo_run_shape *p = &e->peers[i];
         p->idx = i;
         snprintf(p->shape, sizeof p->shape, "%s", e->dist->text[i]);
         p->weight = e->dist->weight[i];
         p->flops = e->op->flops(&e->dist->shape[i]);
         p->bytes = e->op->bytes(&e->dist->shape[i], e->dt);
-        if (i == 0) {
-            p->baseline_ms = run->baseline_ms;
-            p->baseline_bcast_ms = run->baseline_bcast_ms;
-            p->decomposed_ms = run->decomposed_ms;
-        } else if (compile_only) {
-            p->baseline_ms = p->baseline_bcast_ms = p->decomposed_ms = NAN;
-        }
+        if (i == 0)
+            e->speers[0] = e->run_peers;
     }
-    return kevo_db_run_shapes_put(e->db, run->id, e->peers, e->dist->n, err);
+    if (!st)
+        st = kevo_db_run_shapes_put(e->db, run->id, e->peers, e->dist->n, err);
+    for (int i = 1; !st && i < e->dist->n; i++)
+        st = kevo_db_peers_put(e->db, run->id, i, 0, e->op, &e->speers[i], err);
+    return st;
 }
 
 /* ---- progress output: events to the caller (kevo_tune_opts.on_event) ---- */
@@ -767,6 +799,27 @@ static void tn_bar(tn_progress *p, int64_t done, double best, const char *what)
 #define tn_line(p, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, 0, __VA_ARGS__)
 #define tn_cand_line(p, cand, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, (cand), __VA_ARGS__)
 
+/* One line per peer of op in ps: its name, figure (or why it has none)
+ * and label, the fastest checked one marked; an AFTER peer not yet
+ * measured says when it will be. */
+static void tn_say_peers(tn_progress *prog, const kevo_op *op, const kevo_peer_set *ps, const char *indent)
+{
+    int best = kevo_peer_best(op, ps, NULL);
+    for (int i = 0; i < op->npeers && i < KEVO_MAX_PEERS; i++) {
+        const kevo_peer_fig *f = &ps->p[i];
+        char fig[96];
+        if (f->state == KEVO_PEER_OK)
+            snprintf(fig, sizeof fig, "%.4f ms [%.4f, %.4f]", f->median_ms, f->ci_lo_ms, f->ci_hi_ms);
+        else if (f->state == KEVO_PEER_UNMEASURED)
+            snprintf(fig, sizeof fig, "%s",
+                     op->peers[i].flags & KEVO_PEER_AFTER ? "measured after the search" : "not measured");
+        else
+            snprintf(fig, sizeof fig, "%s", f->state == KEVO_PEER_FAILED ? "FAILED its check" : "did not run");
+        tn_line(prog, "%speer %s: %s, %s%s%s%s", indent, op->peers[i].name, fig, op->peers[i].label,
+                f->detail[0] ? " | " : "", f->detail, i == best ? "  <- best" : "");
+    }
+}
+
 /* Start the workers of a distribution's shapes 1.. (shape 0's is e->gpu),
  * each measuring its own shape's peers (the ceilings are the first
  * worker's).  Shape i's worker runs on GPU i mod ndev, so that every
@@ -780,8 +833,9 @@ static kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo
                                        kevo_err *err)
 {
     const int n = e->dist->n, nd = e->ndev;
-    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    kevo_status ast = tn_alloc_shapes(e, err);
+    if (ast)
+        return ast;
     for (int w0 = 0; w0 < n; w0 += nd) {
         int first = w0 == 0 ? 1 : w0, cnt = (w0 + nd < n ? w0 + nd : n) - first;
         if (cnt <= 0)
@@ -812,15 +866,10 @@ static kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo
             int i = first + j;
             tn_say_ref_check(e, &in[j]);
             e->xgpu[i] = g[j];
-            kevo_run_shape *p = &e->peers[i];
-            if (!(p->baseline_ms > 0)) { /* a new run, or a resumed one that never measured them */
-                p->baseline_ms = in[j].baseline_ms;
-                p->baseline_bcast_ms = in[j].baseline_bcast_ms;
-                p->decomposed_ms = in[j].peer_ms;
-            }
+            tn_keep_peers(e->op, &e->speers[i], &in[j].peers);
             if (i < nd) {
                 e->dinfo[i] = in[j];
-                e->dinfo[i].baseline_ms = e->dinfo[i].baseline_bcast_ms = e->dinfo[i].peer_ms = NAN;
+                kevo_peer_set_init(&e->dinfo[i].peers);
                 if ((st = tn_dev_fit(e, &e->dinfo[i], "", err)))
                     return st;
             }
@@ -898,7 +947,6 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
 
 /* ---- figures of a timed candidate ---- */
 
-#define TN_BOOTSTRAP 2000 /* resamples for a median's confidence interval */
 #define TN_CROSS_DEVICE 0.05 /* with several GPUs, candidates within this of the fastest are re-timed on one */
 /* Re-timed candidates within this of the leader are one kernel for the run's
  * answer: one H100 times a kernel 0.1-0.5% apart from run to run (two EPI
@@ -907,17 +955,6 @@ static void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_wo
  * the same in every run that measures them, not the one the noise favoured
  * (greedy's GR_TIE is the same 1%). */
 #define TN_EQUIV 0.01
-
-/* The faster in-run peer (the stage-0 baseline or the op's other peer), ms;
- * NaN when neither was measured. */
-static double tn_best_peer(double baseline_ms, double peer_ms)
-{
-    if (isnan(peer_ms) || peer_ms <= 0)
-        return baseline_ms;
-    if (isnan(baseline_ms) || baseline_ms <= 0)
-        return peer_ms;
-    return baseline_ms < peer_ms ? baseline_ms : peer_ms;
-}
 
 /* The roofline floor, ms: max(FLOPs / measured GEMM peak, bytes / measured
  * copy bandwidth); NaN when neither ceiling was measured. */
@@ -935,14 +972,18 @@ typedef struct tn_figs {
     double median_ms, ci_lo_ms, ci_hi_ms, speedup, vs_peer, roofline, tflops;
 } tn_figs;
 
-static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, double baseline_ms, double peer_ms,
+/* speedup over op's BASELINE peer in ps, vs_peer over its fastest OK peer
+ * (NaN where none is OK). */
+static tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, const kevo_op *op, const kevo_peer_set *ps,
                           double flops, double bytes, double peak_tflops, double copy_tbps)
 {
     tn_figs f;
+    double best_ms = NAN;
+    kevo_peer_best(op, ps, &best_ms);
     f.median_ms = res->median_ms;
-    kv_median_ci(res->rep_ms, res->reps, seed, TN_BOOTSTRAP, &f.ci_lo_ms, &f.ci_hi_ms);
-    f.speedup = baseline_ms / res->median_ms;
-    f.vs_peer = tn_best_peer(baseline_ms, peer_ms) / res->median_ms;
+    kv_median_ci(res->rep_ms, res->reps, seed, KV_BOOTSTRAP, &f.ci_lo_ms, &f.ci_hi_ms);
+    f.speedup = kevo_peer_ok_ms(ps, kevo_op_peer_baseline(op)) / res->median_ms;
+    f.vs_peer = best_ms / res->median_ms;
     f.roofline = tn_floor_ms(flops, bytes, peak_tflops, copy_tbps) / res->median_ms;
     f.tflops = flops / (res->median_ms * 1e-3) / 1e12;
     return f;
@@ -1036,16 +1077,16 @@ static kevo_status tn_eval_shapes(tn_env *e, const tn_work *w, uint64_t seed, un
 
 /* The peers and ceilings a result of GPU k is measured against: the run's
  * (as stored: a resumed run keeps its first figures) for the first GPU,
- * the GPU's own for the others (the run's ceilings where it has none). */
-static void tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double *baseline_ms, double *peer_ms,
-                         double *peak_tflops, double *copy_tbps)
+ * the GPU's own for the others (the run's where it checked none, and the
+ * run's ceilings where it has none). */
+static const kevo_peer_set *tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double *peak_tflops,
+                                         double *copy_tbps)
 {
     const kevo_gpu_info *in = &e->dinfo[k];
-    bool own = k > 0 && in->baseline_ms > 0;
-    *baseline_ms = own ? in->baseline_ms : run->baseline_ms;
-    *peer_ms = own ? in->peer_ms : run->decomposed_ms;
+    bool own = k > 0 && kevo_peer_best(e->op, &in->peers, NULL) >= 0;
     *peak_tflops = k > 0 && in->peak_tflops > 0 ? in->peak_tflops : run->peak_tflops;
     *copy_tbps = k > 0 && in->copy_tbps > 0 ? in->copy_tbps : run->copy_tbps;
+    return own ? &in->peers : &e->run_peers;
 }
 
 /* A DEBUG event with where a candidate's evaluation spent its time in the
@@ -1126,11 +1167,10 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
                 break;
             }
             const kevo_run_shape *pr = e->dist ? &e->peers[i] : NULL;
-            double base, peer, peak, copy;
-            tn_dev_peers(e, run, pre ? dev : 0, &base, &peer, &peak, &copy);
-            tn_figs f = tn_figures(res, (uint64_t)w->cand_id, pr ? pr->baseline_ms : base,
-                                   pr ? pr->decomposed_ms : peer, pr ? pr->flops : run->flops,
-                                   pr ? pr->bytes : run->bytes, peak, copy);
+            double peak, copy;
+            const kevo_peer_set *ps = tn_dev_peers(e, run, pre ? dev : 0, &peak, &copy);
+            tn_figs f = tn_figures(res, (uint64_t)w->cand_id, e->op, pr ? &e->speers[i] : ps,
+                                   pr ? pr->flops : run->flops, pr ? pr->bytes : run->bytes, peak, copy);
             vs[i] = f.vs_peer;
             if (i == 0) {
                 snprintf(row->status, sizeof row->status, "ok");
@@ -1976,9 +2016,8 @@ static void tn_dist_summary(tn_env *e, const kevo_run_row *run, tn_progress *pro
             tn_line(prog, "  %s (weight %g): no kernel verified there", e->dist->text[j], e->dist->weight[j]);
             continue;
         }
-        char verdict[256];
-        kevo_peer_verdict(e->op, bres[j].vs_peer, e->peers[j].baseline_ms, e->peers[j].decomposed_ms, verdict,
-                          sizeof verdict);
+        char verdict[320];
+        kevo_peer_verdict(e->op, bres[j].vs_peer, &e->speers[j], verdict, sizeof verdict);
         tn_line(prog, "  %s (weight %g): fastest #%lld %s %s %.4f ms, %.2fx the baseline; %s", e->dist->text[j],
                 e->dist->weight[j], (long long)best[j], rows[bi[j]].family, rows[bi[j]].params, bres[j].median_ms,
                 bres[j].speedup, verdict);
@@ -2155,10 +2194,10 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
             med[i] = lead[i].median;
             seeds[i] = (uint64_t)lead[i].row.id;
         }
-        leader = kv_paired_leader(series, med, m, rounds, seeds, TN_BOOTSTRAP);
+        leader = kv_paired_leader(series, med, m, rounds, seeds, KV_BOOTSTRAP);
         for (int i = 0; i < m; i++) /* each one against the leader */
             if (!isnan(lead[i].median) && i != leader)
-                kv_paired_ratio(out[leader].ms, out[i].ms, rounds, (uint64_t)lead[i].row.id, TN_BOOTSTRAP,
+                kv_paired_ratio(out[leader].ms, out[i].ms, rounds, (uint64_t)lead[i].row.id, KV_BOOTSTRAP,
                                 &lead[i].ratio, &lead[i].lo, &lead[i].hi);
         bool any_tie = false;
         for (int i = 0; i < m && !st; i++) {
@@ -2214,33 +2253,43 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
 
 /* ---- the op's peer without the co-design ---- */
 
-/* Measure the op peer that needs the search's winner (ikbo_fa's baseline
- * (b)): the configuration of the run's best (run->best_id) planned at the
- * op's shape without the co-design (kevo_op.nocodesign_shape), compiled
- * through the cache, verified on the run's maps and timed on a worker of
- * that shape that measures no peers and no ceilings (the run's worker is
- * stopped first: at Skv=16384 the gathered K/V alone take 2 x 17 GB).  The
- * timing inputs are the worker's (the sorted map: identity at ratio 1).
- * The peer is that kernel's time plus the broadcast's, baseline_bcast_ms -
- * baseline_ms of the run; it becomes run->decomposed_ms (with peer_id,
- * peer_kernel_ms, peer_gather_ms) and every verified candidate's vs_peer is
- * recomputed, in one transaction.  What keeps it from being measured (no
- * gather time, a shape past the op's limits, a configuration not valid or
- * failing there, a worker that cannot start) is said in one line and
- * leaves the peer unmeasured (NaN), not the run failed.  Errors: the DB's,
- * KEVO_ERR_NOMEM, KEVO_ERR_INTERRUPTED. */
+/* Measure the op peer that needs the search's winner (KEVO_PEER_AFTER,
+ * ikbo_fa's baseline (b)): the configuration of the run's best
+ * (run->best_id) planned at the op's shape without the co-design
+ * (kevo_op.nocodesign_shape), compiled through the cache, verified on the
+ * run's maps and timed on a worker of that shape that measures no peers
+ * and no ceilings (the run's worker is stopped first: at Skv=16384 the
+ * gathered K/V alone take 2 x 17 GB).  The timing inputs are the worker's
+ * (the sorted map: identity at ratio 1).  The peer is that kernel's time
+ * plus the broadcast's (the peer's bcast_with minus bcast_without, as the
+ * run stored them); it joins the run's peers (its candidate and both times
+ * in its detail) and every verified candidate's vs_peer is recomputed, in
+ * one transaction.  What keeps it from being measured (no broadcast time,
+ * a shape past the op's limits, a configuration not valid or failing
+ * there, a worker that cannot start) is said in one line and leaves the
+ * peer unmeasured, not the run failed.  Errors: the DB's, KEVO_ERR_NOMEM,
+ * KEVO_ERR_INTERRUPTED. */
 static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, const tn_work *ref,
                                       tn_progress *prog, kevo_err *err)
 {
-    const char *name = e->op->peers.peer_short;
-    if (e->op->nocodesign_shape && e->dist)
-        tn_line(prog, "peer %s is not measured for a distribution of shapes", name);
-    if (!e->op->nocodesign_shape || e->dist || run->best_id <= 0)
+    int pi = -1;
+    for (int i = 0; i < e->op->npeers && pi < 0; i++)
+        if (e->op->peers[i].flags & KEVO_PEER_AFTER)
+            pi = i;
+    if (pi < 0 || !e->op->nocodesign_shape)
         return KEVO_OK;
-    double gather_ms = run->baseline_bcast_ms - run->baseline_ms;
+    const kevo_peer_desc *pd = &e->op->peers[pi];
+    const char *name = pd->name;
+    if (e->dist)
+        tn_line(prog, "peer %s is not measured for a distribution of shapes", name);
+    if (e->dist || run->best_id <= 0)
+        return KEVO_OK;
+    double with_ms = kevo_peer_ok_ms(&e->run_peers, kevo_op_peer_index(e->op, pd->bcast_with));
+    double without_ms = kevo_peer_ok_ms(&e->run_peers, kevo_op_peer_index(e->op, pd->bcast_without));
+    double gather_ms = with_ms - without_ms;
     if (!(isfinite(gather_ms) && gather_ms > 0)) {
-        tn_line(prog, "peer %s not measured: no time for the broadcast (stage 0 %.3f ms, with it %.3f ms)", name,
-                run->baseline_ms, run->baseline_bcast_ms);
+        tn_line(prog, "peer %s not measured: no time for the broadcast (%s %.3f ms, %s %.3f ms)", name,
+                pd->bcast_without, without_ms, pd->bcast_with, with_ms);
         return KEVO_OK;
     }
     kevo_err why;
@@ -2249,6 +2298,7 @@ static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_t
     v.gpu = NULL;
     v.dist = NULL;
     v.peers = NULL;
+    v.speers = NULL;
     kevo_cand_row c;
     kevo_cand_row_init(&c);
     tn_work w;
@@ -2295,15 +2345,20 @@ static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_t
     } else if (!st && soft) {
         tn_line(prog, "peer %s not measured: %s", name, why.msg);
     } else if (!st) {
-        run->peer_id = c.id;
-        run->peer_kernel_ms = res->median_ms;
-        run->peer_gather_ms = gather_ms;
-        run->decomposed_ms = res->median_ms + gather_ms;
-        st = kevo_db_run_peer_update(e->db, run, err);
+        kevo_peer_fig *f = &e->run_peers.p[pi];
+        f->state = KEVO_PEER_OK;
+        f->cand_id = c.id;
+        f->median_ms = res->median_ms + gather_ms;
+        kv_median_ci(res->rep_ms, res->reps, (uint64_t)c.id, KV_BOOTSTRAP, &f->ci_lo_ms, &f->ci_hi_ms);
+        f->ci_lo_ms += gather_ms;
+        f->ci_hi_ms += gather_ms;
+        f->rel_err = res->rel_err;
+        snprintf(f->detail, sizeof f->detail, "#%lld at %.160s: kernel %.4f ms + gather %.4f ms", (long long)c.id,
+                 v.shape_txt, res->median_ms, gather_ms);
+        st = kevo_db_peers_after(e->db, run->id, e->op, &e->run_peers, err);
         if (!st)
             tn_line(prog, "peer %s: #%lld %s %s at %s (K/V gathered) %.4f ms + gather %.4f ms = %.4f ms", name,
-                    (long long)c.id, c.family, c.params, v.shape_txt, run->peer_kernel_ms, gather_ms,
-                    run->decomposed_ms);
+                    (long long)c.id, c.family, c.params, v.shape_txt, res->median_ms, gather_ms, f->median_ms);
     }
     kevo_gpu_stop(v.gpu);
     tn_work_release(&w);
@@ -2457,13 +2512,16 @@ static kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err
         snprintf(v[k].name, sizeof v[k].name, "%s", in->name);
         snprintf(v[k].pci_bus, sizeof v[k].pci_bus, "%s", in->pci_bus);
         v[k].sm_count = in->sm_count;
-        tn_dev_peers(e, run, k, &v[k].baseline_ms, &v[k].decomposed_ms, &v[k].peak_tflops, &v[k].copy_tbps);
-        v[k].baseline_bcast_ms = k == 0 ? run->baseline_bcast_ms : in->baseline_bcast_ms;
-        if (e->dist && k > 0) /* a distribution's peers are its shapes' (run_shapes) */
-            v[k].baseline_ms = v[k].decomposed_ms = v[k].baseline_bcast_ms = NAN;
+        const kevo_peer_set *ps = tn_dev_peers(e, run, k, &v[k].peak_tflops, &v[k].copy_tbps);
         v[k].loop_s = NAN;
+        /* a distribution's peers are its shapes' (shape_idx), measured by each shape's worker */
+        if (!e->dist || k == 0)
+            st = kevo_db_peers_put(e->db, run->id, 0, v[k].idx, e->op, ps, err);
+        if (st)
+            break;
     }
-    st = kevo_db_run_devices_put(e->db, run->id, v, total, err);
+    if (!st)
+        st = kevo_db_run_devices_put(e->db, run->id, v, total, err);
     free(v);
     return st;
 }
@@ -2527,14 +2585,6 @@ static void tn_run_device(kevo_run_row *run, const kevo_gpu_info *info)
     run->mem_clock_mhz = info->mem_clock_mhz;
     run->peak_tflops = info->peak_tflops;
     run->copy_tbps = info->copy_tbps;
-}
-
-/* The run's same-run peers (ms): stage 0, stage 0 with its broadcast, the op's other peer. */
-static void tn_run_peers(kevo_run_row *run, const kevo_gpu_info *info)
-{
-    run->baseline_ms = info->baseline_ms;
-    run->baseline_bcast_ms = info->baseline_bcast_ms;
-    run->decomposed_ms = info->peer_ms;
 }
 
 static void tn_run_settings(kevo_run_row *run, const tn_env *e, const kevo_tune_opts *o, const char *policy,
@@ -3025,8 +3075,11 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     memset(&rs, 0, sizeof rs);
     tn_env e;
     memset(&e, 0, sizeof e);
+    kevo_peer_set_init(&e.run_peers);
     kevo_status st = KEVO_OK;
     kevo_tune_opts ro = *o; /* a resumed run takes its settings from the DB */
+    kevo_peer_row *prows = NULL; /* a resumed run's peers as stored */
+    int nprows = 0;
     const bool resume = o->resume_run > 0;
     bool extends = false;
     kevo_run_shape *stored = NULL;
@@ -3051,6 +3104,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         if (!st && run.nshapes > 0)
             st = kevo_db_run_shapes_get(e.db, run.id, &stored, &nstored, err);
         if (!st)
+            st = kevo_db_peers_list(e.db, run.id, &prows, &nprows, err);
+        if (!st)
             st = tn_optional(kevo_db_run_llm_get(e.db, run.id, &rl, &e2), &e2, &have_llm, err);
         kevo_db_close(e.db);
         e.db = NULL;
@@ -3069,11 +3124,13 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         }
         if (st) {
             free(stored);
+            free(prows);
             return st;
         }
         *run_id = run.id;
         if (strcmp(run.status, "done") == 0 && !extends) {
             free(stored);
+            free(prows);
             kv_emit(ro.on_event, ro.event_ctx, KEVO_EVENT_LINE, 0,
                     "run %lld is finished (%s): nothing to do; a larger --budget, or another --time-limit, "
                     "--plateau or --target continues it",
@@ -3125,17 +3182,28 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     if (st) {
         free(dist);
         free(stored);
+        free(prows);
         return st;
     }
     const kevo_policy *policy;
     if ((st = tn_policy(ro.policy, &policy, err))) {
         free(dist);
         free(stored);
+        free(prows);
         return st;
     }
     st = tn_env_open(&e, ro.op, ro.shape, ro.dtype, ro.arch, ro.data_dir, ro.extra_templates, err);
     e.dist = dist;
     e.peers = stored;
+    if (!st && dist)
+        st = tn_alloc_shapes(&e, err);
+    if (!st) { /* a resumed run's peers as it stored them (shape i at speers[i]) */
+        kevo_peer_rows_set(e.op, prows, nprows, 0, 0, &e.run_peers);
+        for (int i = 1; dist && i < dist->n; i++)
+            kevo_peer_rows_set(e.op, prows, nprows, i, 0, &e.speers[i]);
+    }
+    free(prows);
+    prows = NULL;
     e.on_event = ro.on_event;
     e.event_ctx = ro.event_ctx;
     if (!st)
@@ -3206,13 +3274,11 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     }
     if (!resume) {
         tn_run_settings(&run, &e, &ro, policy->name, fams.data ? fams.data : "");
-        if (!ro.compile_only) {
+        if (!ro.compile_only)
             tn_run_device(&run, &e.info);
-            tn_run_peers(&run, &e.info);
-        }
-    } else if (!ro.compile_only && isnan(run.baseline_ms)) {
-        tn_run_peers(&run, &e.info);
     }
+    if (!ro.compile_only)
+        tn_keep_peers(e.op, &e.run_peers, &e.info.peers);
     if (!st && handoff) /* the GPU the compile-only run never had */
         tn_run_device(&run, &e.info);
     kv_buf_release(&fams);
@@ -3291,8 +3357,10 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             st = kevo_db_run_llm_put(e.db, run.id, &rl, err);
         if (!st && !resume && nwarm > 0)
             st = kevo_db_warm_put(e.db, run.id, warm, nwarm, err);
+        if (!st && !ro.compile_only)
+            st = kevo_db_peers_put(e.db, run.id, 0, 0, e.op, &e.run_peers, err);
         if (!st && e.dist)
-            st = tn_store_peers(&e, &run, ro.compile_only, err);
+            st = tn_store_peers(&e, &run, err);
         if (!st && !ro.compile_only)
             st = tn_devices_store(&e, &run, err);
         if (!st)
@@ -3314,23 +3382,18 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                 tn_line(&prog, "warm start: %s %s, winner of run %lld at %s", warm[i].family, warm[i].params,
                         (long long)warm[i].from_run, warm[i].from_shape);
         if (!ro.compile_only) {
-            char peer[64];
-            if (isnan(run.decomposed_ms) && e.op->nocodesign_shape)
-                snprintf(peer, sizeof peer, "measured after the search");
-            else
-                snprintf(peer, sizeof peer, "%.3f ms", run.decomposed_ms);
-            tn_line(&prog,
-                    "device %s (%d SMs, driver %d); peers: stage-0 baseline %.3f ms (%.3f ms with the broadcast), "
-                    "%s %s; cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline floor %.3f ms",
-                    e.info.name, e.info.sm_count, e.info.driver_version, run.baseline_ms, run.baseline_bcast_ms,
-                    e.op->peers.peer_detail, peer, run.peak_tflops, run.copy_tbps,
+            tn_line(&prog, "device %s (%d SMs, driver %d); cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; roofline floor "
+                    "%.3f ms",
+                    e.info.name, e.info.sm_count, e.info.driver_version, run.peak_tflops, run.copy_tbps,
                     tn_floor_ms(run.flops, run.bytes, run.peak_tflops, run.copy_tbps));
+            tn_say_peers(&prog, e.op, &e.run_peers, "");
         }
-        for (int k = 1; k < e.ndev + e.nrem && !ro.compile_only && !e.dist; k++)
-            tn_line(&prog, "%s: %s (%s, %d SMs); its peers: stage-0 baseline %.3f ms, %s %.3f ms; cuBLAS peak "
-                    "%.0f TFLOP/s, copy %.2f TB/s", e.dlabel[k], e.dinfo[k].name, e.dinfo[k].pci_bus,
-                    e.dinfo[k].sm_count, e.dinfo[k].baseline_ms, e.op->peers.peer_detail, e.dinfo[k].peer_ms,
-                    e.dinfo[k].peak_tflops, e.dinfo[k].copy_tbps);
+        for (int k = 1; k < e.ndev + e.nrem && !ro.compile_only && !e.dist; k++) {
+            tn_line(&prog, "%s: %s (%s, %d SMs); cuBLAS peak %.0f TFLOP/s, copy %.2f TB/s; its peers:", e.dlabel[k],
+                    e.dinfo[k].name, e.dinfo[k].pci_bus, e.dinfo[k].sm_count, e.dinfo[k].peak_tflops,
+                    e.dinfo[k].copy_tbps);
+            tn_say_peers(&prog, e.op, &e.dinfo[k].peers, "  ");
+        }
         for (int k = 0; k < e.ndev && e.ndev > 1 && e.dist && !ro.compile_only; k++) {
             char which[160] = "";
             for (int i = k, len = 0; i < e.dist->n && len < (int)sizeof which - 8; i += e.ndev)
@@ -3549,9 +3612,9 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             tn_line(&prog, "best #%lld %s %s: %.4f ms [%.4f, %.4f], %.2fx the stage-0 baseline (%.3f ms), %.1f "
                     "TFLOP/s, %.0f%% of the roofline",
                     (long long)b.id, b.family, b.params, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, b.speedup,
-                    run.baseline_ms, b.tflops, 100 * b.roofline);
-            char verdict[256];
-            kevo_peer_verdict(e.op, b.vs_peer, run.baseline_ms, run.decomposed_ms, verdict, sizeof verdict);
+                    kevo_peer_ok_ms(&e.run_peers, kevo_op_peer_baseline(e.op)), b.tflops, 100 * b.roofline);
+            char verdict[320];
+            kevo_peer_verdict(e.op, b.vs_peer, &e.run_peers, verdict, sizeof verdict);
             tn_line(&prog, "%s", verdict);
             kevo_cand_row_release(&b);
         } else if (!ro.compile_only) {
@@ -3771,24 +3834,20 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
                 e.arch, maps.data ? maps.data : "", how);
         tn_figs f = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
         if (*passed && o->time) {
-            f = tn_figures(&res, (uint64_t)c.id, e.info.baseline_ms, e.info.peer_ms, e.op->flops(&e.shape),
+            f = tn_figures(&res, (uint64_t)c.id, e.op, &e.info.peers, e.op->flops(&e.shape),
                            e.op->bytes(&e.shape, e.dt), e.info.peak_tflops, e.info.copy_tbps);
-            char peer[64];
-            if (isnan(e.info.peer_ms)) /* ikbo_fa's (b) needs a run's winner: `kevo tune` measures it */
-                snprintf(peer, sizeof peer, "not measured here");
-            else
-                snprintf(peer, sizeof peer, "%.4f ms", e.info.peer_ms);
             kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id,
                     "  device %s: %.4f ms [%.4f, %.4f], %.1f TFLOP/s (%.0f%% of the cuBLAS peak, %.0f TFLOP/s), "
                     "%.0f%% of the roofline",
                     e.info.name, f.median_ms, f.ci_lo_ms, f.ci_hi_ms, f.tflops,
                     e.info.peak_tflops > 0 ? 100.0 * f.tflops / e.info.peak_tflops : 0.0, e.info.peak_tflops,
                     100 * f.roofline);
-            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id,
-                    "  peers: stage-0 baseline %.4f ms -> speedup %.2fx; %s %s -> vs_best_peer %.2fx",
-                    e.info.baseline_ms, f.speedup, e.op->peers.peer_detail, peer, f.vs_peer);
-            char verdict[256];
-            kevo_peer_verdict(e.op, f.vs_peer, e.info.baseline_ms, e.info.peer_ms, verdict, sizeof verdict);
+            tn_progress vp = {.fn = fn, .ctx = ctx, .t0 = kv_now()};
+            tn_say_peers(&vp, e.op, &e.info.peers, "  ");
+            kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "  speedup %.2fx over stage 0; vs_best_peer %.2fx", f.speedup,
+                    f.vs_peer);
+            char verdict[320];
+            kevo_peer_verdict(e.op, f.vs_peer, &e.info.peers, verdict, sizeof verdict);
             kv_emit(fn, ctx, KEVO_EVENT_LINE, c.id, "  %s", verdict);
         }
         kv_buf_release(&maps);

@@ -8,6 +8,9 @@
 
 #include <stdint.h>
 
+/* Resamples kevo draws for a median's bootstrap interval. */
+#define KV_BOOTSTRAP 2000
+
 /* Median of v[0..n) (n >= 1; v is not changed).  NaN when n < 1 or out of
  * memory. */
 double kv_median(const double *v, int n);

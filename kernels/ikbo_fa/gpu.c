@@ -438,50 +438,49 @@ static CUresult fa_alloc_peers(wk_ctx *w, size_t *failed_bytes)
     return CUDA_SUCCESS;
 }
 
+/* Indices into fa_peers (spec.c). */
+enum { FA_PEER_STAGE0, FA_PEER_STAGE0_GATHER };
+
 /* Check and time the peers on the timing inputs (the run's seed, sorted
- * map, so the default scale): stage 0 without its gather (baseline_ms),
- * with it (baseline_bcast_ms).  peer_ms stays NaN: baseline (b), the run's
- * best kevo FA kernel on gathered K/V plus the gather, needs the search's
- * winner and is measured by `kevo tune` after the search, on a worker of
- * its own (kevo_op.nocodesign_shape), with the gather's time taken as
- * baseline_bcast_ms - baseline_ms of this worker. */
+ * map, so the default scale) into w->info.peers: stage 0 with its gather,
+ * then without it.  Baseline (b), the run's best kevo FA kernel on
+ * gathered K/V plus the gather, needs the search's winner and is measured
+ * by `kevo tune` after the search, on a worker of its own
+ * (kevo_op.nocodesign_shape), with the gather's time taken from these
+ * two. */
 static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
 {
     fa_state *s = w->op_state;
+    kevo_peer_set *ps = &w->info.peers;
     char buf[256];
-    if (s->H * s->D > INT_MAX)
-        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
-                            "in-run peers: a row of H * D = %lld elements is past cuBLAS's int leading dimension",
-                            (long long)(s->H * s->D));
-    size_t failed = 0;
-    CUresult r = fa_alloc_peers(w, &failed);
-    if (r != CUDA_SUCCESS) {
-        fa_free_peers(w);
-        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers: allocating %zu bytes for the stage-0 baseline: %s",
-                            failed, kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    if (s->H * s->D > INT_MAX) {
+        wk_peer_error(&ps->p[FA_PEER_STAGE0], "a row of H * D = %lld elements is past cuBLAS's int leading dimension",
+                      (long long)(s->H * s->D));
+        ps->p[FA_PEER_STAGE0_GATHER] = ps->p[FA_PEER_STAGE0];
+        return KEVO_OK;
     }
-    double ref2 = 0, nf = 0, lo, hi;
+    double ref2 = 0;
     bool gather = true, no_gather = false;
-    r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
+    CUresult r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     if (r == CUDA_SUCCESS)
         r = wk_reference(w, &ref2);
-    if (r == CUDA_SUCCESS)
-        r = wk_check_peer(w, fa_base_run, &gather, ref2, &w->info.baseline_rel_err, &nf);
-    if (r == CUDA_SUCCESS)
-        r = wk_time(w, fa_base_run, &gather, w->cfg.warmup, w->cfg.reps, &w->info.baseline_bcast_ms, &lo, &hi, NULL);
+    if (r != CUDA_SUCCESS)
+        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers: the reference: %s",
+                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    size_t failed = 0;
+    if (fa_alloc_peers(w, &failed) != CUDA_SUCCESS) {
+        fa_free_peers(w);
+        wk_peer_error(&ps->p[FA_PEER_STAGE0_GATHER], "allocating %zu bytes for the gathered K/V or S and P", failed);
+        ps->p[FA_PEER_STAGE0] = ps->p[FA_PEER_STAGE0_GATHER];
+        return KEVO_OK;
+    }
+    r = wk_peer_run(w, FA_PEER_STAGE0_GATHER, fa_base_run, &gather, ref2);
     /* the gathered K/V of the timing inputs are in place from the runs above */
     if (r == CUDA_SUCCESS)
-        r = wk_time(w, fa_base_run, &no_gather, w->cfg.warmup, w->cfg.reps, &w->info.baseline_ms, &lo, &hi, NULL);
+        r = wk_peer_run(w, FA_PEER_STAGE0, fa_base_run, &no_gather, ref2);
     fa_free_peers(w);
     if (r != CUDA_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers (cuBLAS): %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    double rel_bound, rtol;
-    w->cfg.op->tolerance(w->cfg.dtype, &rel_bound, &rtol);
-    if (nf > 0 || !(w->info.baseline_rel_err <= rel_bound))
-        return kevo_err_set(err, KEVO_ERR_INTERNAL,
-                            "the stage-0 cuBLAS baseline disagrees with the reference (rel_err %.3e, %.0f "
-                            "non-finite): the reference, the gather or the softmax is wrong",
-                            w->info.baseline_rel_err, nf);
     return KEVO_OK;
 }
 

@@ -184,6 +184,24 @@ static const kevo_op_export fa_export = {
     .pad_yes = "yes",
 };
 
+/* The same-run peers: stage 0 (gpu.c) with and without its gather, and
+ * baseline (b), the run's best kevo FA kernel on K/V gathered per candidate
+ * (the shape nocodesign_shape gives) plus the gather's time, which `kevo
+ * tune` measures after the search (README.md). */
+static const kevo_peer_desc fa_peers[] = {
+    {.name = "stage0",
+     .label = "stage 0 (K/V gathered beforehand; cuBLAS QK^T, softmax, cuBLAS PV)",
+     .verdict = "the stage-0 cuBLAS baseline",
+     .flags = KEVO_PEER_BASELINE},
+    {.name = "stage0_gather", .label = "stage 0 with the gather of K/V in each call", .verdict = "stage 0 with its gather"},
+    {.name = "nocodesign",
+     .label = "(b) the best kevo FA kernel on K/V gathered per candidate, plus the gather",
+     .verdict = "baseline (b), the best kevo FA kernel on gathered K/V with the gather",
+     .flags = KEVO_PEER_AFTER,
+     .bcast_with = "stage0_gather",
+     .bcast_without = "stage0"},
+};
+
 const kevo_op kevo_op_ikbo_fa = {
     .name = "ikbo_fa",
     .summary = "IKBO flash attention: out[c] = softmax(Q[c] K[u]^T * scale) V[u], u = cand_to_user[c]",
@@ -200,13 +218,8 @@ const kevo_op kevo_op_ikbo_fa = {
     .ref_name = "ikbo_fa_ref.cu",
     .tensors = fa_tensors,
     .ntensors = (int)(sizeof fa_tensors / sizeof fa_tensors[0]),
-    /* peer: baseline (b), the run's best kevo FA kernel on K/V gathered per
-     * candidate (the shape nocodesign_shape gives) plus the gather's time;
-     * `kevo tune` measures it after the search (README.md) */
-    .peers = {.baseline = "the stage-0 cuBLAS baseline",
-              .peer = "baseline (b), the best kevo FA kernel on gathered K/V with the gather",
-              .peer_detail = "(b) best kevo FA kernel on gathered K/V + gather",
-              .peer_short = "(b)"},
+    .peers = fa_peers,
+    .npeers = (int)(sizeof fa_peers / sizeof fa_peers[0]),
     .nocodesign_shape = fa_nocodesign_shape,
     .export_desc = &fa_export,
     .gpu = &kevo_ikbo_fa_gpu,

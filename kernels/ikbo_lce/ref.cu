@@ -1,8 +1,10 @@
 // ikbo_lce_ref.cu — the GPU side of the ikbo_lce spec: input generation, the
-// fp32 reference, the comparison, and the gather that builds the stage-0
-// baseline's pre-broadcast tensors.  Compiled by kevo like a candidate, with
-// DTYPE_BF16 set for the run's dtype; the ABI header and kernels/ref.cuh (the
-// storage dtype, kv_gen, the evaluator's checks) are inlined in front.
+// fp32 reference, the comparison, the gather that builds the stage-0
+// baseline's pre-broadcast tensors, and the vendor peers' helpers (E with K
+// padded, the broadcast-add, the gather of the user GEMM's result).
+// Compiled by kevo like a candidate, with DTYPE_BF16 set for the run's
+// dtype; the ABI header and kernels/ref.cuh (the storage dtype, kv_gen, the
+// evaluator's checks) are inlined in front.
 //
 // kv_ref is written to be obviously right rather than fast: each thread
 // owns a 4x4 block of outputs, the operands go through shared memory as
@@ -116,10 +118,23 @@ extern "C" __global__ void kv_ref_diff(const float *x, const float *y, unsigned 
 
 // Stage-0 baseline inputs, what a PyTorch user builds before one bmm:
 //   e_full[b] = cat(E_user[c2u[b]], E_cand[b]) along K   [B, Ku+Kc, N]
-// 8 elements (16 bytes) per thread; N % 8 == 0.
+// 8 elements (16 bytes) per thread when N % 8 == 0 (every row starts
+// 16-byte aligned), one otherwise.
 extern "C" __global__ void kv_cat_e(const kevo_lce_args a, elem_t *e_full)
 {
     const int K = a.Ku + a.Kc, N = a.N;
+    if (N % 8 != 0) {
+        const unsigned long long kn = (unsigned long long)K * N;
+        for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < kn * a.B;
+             i += (unsigned long long)gridDim.x * blockDim.x) {
+            unsigned long long b = i / kn, off = i - b * kn;
+            int k = (int)(off / N), n = (int)(off % N);
+            e_full[i] = k < a.Ku
+                ? static_cast<const elem_t *>(a.e_user)[((size_t)a.cand_to_user[b] * a.Ku + k) * N + n]
+                : static_cast<const elem_t *>(a.e_cand)[((size_t)b * a.Kc + (k - a.Ku)) * N + n];
+        }
+        return;
+    }
     const unsigned long long per_b = (unsigned long long)K * N / 8;
     const unsigned long long total = per_b * a.B;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < total;
@@ -148,22 +163,82 @@ extern "C" __global__ void kv_cat_w(const kevo_lce_args a, elem_t *w_full)
 
 // The decomposed peer's third step, what a PyTorch user writes after two
 // bmm calls: out[b] += user_res[c2u[b]], both [.., M, N] in the storage
-// dtype, the sum in fp32 rounded once.  8 elements (16 bytes) per thread;
-// N % 8 == 0.
+// dtype, the sum in fp32 rounded once.  8 elements (16 bytes) per thread
+// when M*N % 8 == 0 (every batch's rows start 16-byte aligned), one
+// otherwise.
 extern "C" __global__ void kv_bcast_add(elem_t *out, const elem_t *user_res, const int *c2u, int B, int M, int N)
 {
-    const unsigned long long per_b = (unsigned long long)M * N / 8;
+    const unsigned long long mn = (unsigned long long)M * N;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (mn % 8 != 0) {
+        for (unsigned long long i = first; i < mn * B; i += stride) {
+            const unsigned long long b = i / mn;
+            out[i] = from_f(to_f(out[i]) + to_f(user_res[(size_t)c2u[b] * mn + (i - b * mn)]));
+        }
+        return;
+    }
+    const unsigned long long per_b = mn / 8;
     const unsigned long long total = per_b * B;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < total;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
+    for (unsigned long long i = first; i < total; i += stride) {
         const unsigned long long b = i / per_b, off = (i % per_b) * 8;
-        uint4 o = *reinterpret_cast<const uint4 *>(out + b * per_b * 8 + off);
-        const uint4 u = __ldg(reinterpret_cast<const uint4 *>(user_res + (size_t)c2u[b] * per_b * 8 + off));
+        uint4 o = *reinterpret_cast<const uint4 *>(out + b * mn + off);
+        const uint4 u = __ldg(reinterpret_cast<const uint4 *>(user_res + (size_t)c2u[b] * mn + off));
         elem_t *ov = reinterpret_cast<elem_t *>(&o);
         const elem_t *uv = reinterpret_cast<const elem_t *>(&u);
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             ov[j] = from_f(to_f(ov[j]) + to_f(uv[j]));
-        *reinterpret_cast<uint4 *>(out + b * per_b * 8 + off) = o;
+        *reinterpret_cast<uint4 *>(out + b * mn + off) = o;
+    }
+}
+
+// The beta = 1 peer's second step, what torch.index_select does before
+// torch.baddbmm accumulates the candidate GEMM onto it: out[b] =
+// user_res[c2u[b]], both [.., M*N] in the storage dtype (mn elements a
+// batch, B batches).  16 bytes per thread when mn % 8 == 0 (every batch
+// starts 16-byte aligned in both), one element otherwise.
+extern "C" __global__ void kv_gather_user(elem_t *out, const elem_t *user_res, const int *c2u, int B,
+                                          unsigned long long mn)
+{
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (mn % 8 != 0) {
+        for (unsigned long long i = first; i < mn * B; i += stride) {
+            const unsigned long long b = i / mn;
+            out[i] = user_res[(size_t)c2u[b] * mn + (i - b * mn)];
+        }
+        return;
+    }
+    const unsigned long long per_b = mn / 8, total = per_b * B;
+    for (unsigned long long i = first; i < total; i += stride) {
+        const unsigned long long b = i / per_b, off = (i - b * per_b) * 8;
+        *reinterpret_cast<uint4 *>(out + b * mn + off) =
+            __ldg(reinterpret_cast<const uint4 *>(user_res + (size_t)c2u[b] * mn + off));
+    }
+}
+
+// The vendor peers' E with K padded, made once before they are timed:
+// dst [batches, Kp, N] holds src [batches, K, N] with rows K..Kp-1 zero
+// (K <= Kp), so that every batch and row of dst starts 16-byte aligned when
+// N % 8 == 0 and cuBLASLt's TMA kernels can read it.  16 bytes per thread
+// when N % 8 == 0, one element otherwise.
+extern "C" __global__ void kv_pad_k(elem_t *dst, const elem_t *src, unsigned long long batches, int K, int Kp, int N)
+{
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    const int per_row = N % 8 == 0 ? N / 8 : N; // units of a row: 16-byte vectors or elements
+    const unsigned long long total = batches * (unsigned long long)Kp * per_row;
+    for (unsigned long long i = first; i < total; i += stride) {
+        const unsigned long long row = i / per_row, b = row / Kp;
+        const int k = (int)(row - b * Kp), c = (int)(i - row * per_row);
+        if (N % 8 == 0) {
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (k < K)
+                v = __ldg(reinterpret_cast<const uint4 *>(src + ((size_t)b * K + k) * N + (size_t)c * 8));
+            *reinterpret_cast<uint4 *>(dst + i * 8) = v;
+        } else {
+            dst[i] = k < K ? src[((size_t)b * K + k) * N + c] : from_f(0.0f);
+        }
     }
 }

@@ -51,7 +51,7 @@ static void test_families_and_ref(void **state)
     (void)state;
     static const char *const ref_entries[] = {"kv_gen", "kv_gen_padded", "kv_ref", "kv_sumsq",
                                               "kv_compare", "kv_cat_e", "kv_cat_w", "kv_bcast_add",
-                                              "kv_ref_add_user", "kv_ref_diff"};
+                                              "kv_ref_add_user", "kv_ref_diff", "kv_gather_user", "kv_pad_k"};
     /* lce_ws beyond its default: every BN % 64 == 32 (E with 64-byte swizzle),
      * three and four consumer warp groups (152 and 104 registers), BK=128
      * (two W boxes per stage) with each E swizzle; TRANS=1 (E the M-major A

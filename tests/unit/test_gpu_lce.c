@@ -10,8 +10,14 @@
  * passes the worker's verification on shapes that are not multiples of any
  * tile, and a planted defect (a
  * decomposed plan missing its broadcast-add launch) is caught as a wrong
- * result. */
+ * result.  The same-run peers: stage 0 and the two cuBLASLt forms
+ * (decomposed, beta = 1; K padded) agree with the reference at the default
+ * shape and at one with K % 8 != 0, say what ran and how to run it again,
+ * and a spoiled beta = 1 peer (KEVO_FAULT_INJECT=peer:beta1) is FAILED and
+ * never the best. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -358,6 +364,177 @@ static void test_planted_defect_caught(void **state)
     assert_true(r.median_ms != r.median_ms); /* not timed after a failed check */
 }
 
+/* ---- the same-run peers ---- */
+
+/* A worker with its peers on (cfg.baseline) at shape_txt in dt; its start
+ * figures into *info.  The caller stops it. */
+static kevo_gpu *start_peers(const char *shape_txt, kevo_dtype dt, kevo_gpu_info *info, kevo_compile_job *rj)
+{
+    kevo_err err;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    kevo_syms shape;
+    assert_int_equal(op->parse_shape(shape_txt, &shape, &err), KEVO_OK);
+    char *rs = tu_ref_source(dt, abi_text);
+    tu_compile(rj, "ikbo_lce_ref.cu", rs);
+    free(rs);
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    gc.op = op;
+    gc.shape = shape;
+    gc.dtype = dt;
+    gc.warmup = 2;
+    gc.reps = 10;
+    gc.timeout_s = 120;
+    gc.seed = 7;
+    gc.baseline = true;
+    gc.peer_algos = 0; /* the default: the heuristic's top 8 */
+    gc.ref_cubin = rj->cubin;
+    gc.ref_cubin_size = rj->cubin_size;
+    memset(info, 0, sizeof *info);
+    kevo_gpu *g = NULL;
+    kevo_status st = kevo_gpu_start(&gc, &g, info, &err);
+    if (st)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+    return g;
+}
+
+/* Whether s is a string of 128 lowercase hex digits. */
+static bool is_algo_hex(const char *s)
+{
+    if (!s || strlen(s) != 128)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!isxdigit((unsigned char)*c) || isupper((unsigned char)*c))
+            return false;
+    return true;
+}
+
+/* A vendor peer's config: {"form":form,"kup":kup,"kcp":kcp,"cublaslt":V,
+ * "workspace":W,"gemms":[{"role":"user","algo":HEX},{"role":"cand",
+ * "algo":HEX}]} with V > 0 and HEX 128 lowercase hex digits. */
+static void check_config(const char *config, const char *form, int64_t kup, int64_t kcp)
+{
+    assert_true(strncmp(config, "{\"form\":", 8) == 0);
+    assert_true(strlen(config) < KEVO_PEER_CONFIG_MAX - 1);
+    cJSON *j = cJSON_Parse(config);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "form")), form);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "kup")) == (double)kup);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "kcp")) == (double)kcp);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "cublaslt")) > 0);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "workspace")) >= 0);
+    const cJSON *gemms = cJSON_GetObjectItemCaseSensitive(j, "gemms");
+    assert_true(cJSON_IsArray(gemms));
+    assert_int_equal(cJSON_GetArraySize(gemms), 2);
+    static const char *const roles[] = {"user", "cand"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *g = cJSON_GetArrayItem(gemms, i);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "role")), roles[i]);
+        assert_true(is_algo_hex(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "algo"))));
+    }
+    cJSON_Delete(j);
+}
+
+/* "K padded 866->872, 1178->1184" for the shape (Kc, then Ku; a K that is
+ * a multiple of 8 as it is) into out[n]. */
+static void k_text(int64_t Kc, int64_t Ku, char *out, size_t n)
+{
+    char kc[48], ku[48];
+    int64_t Kcp = (Kc + 7) / 8 * 8, Kup = (Ku + 7) / 8 * 8;
+    if (Kc == Kcp)
+        snprintf(kc, sizeof kc, "%lld", (long long)Kc);
+    else
+        snprintf(kc, sizeof kc, "%lld->%lld", (long long)Kc, (long long)Kcp);
+    if (Ku == Kup)
+        snprintf(ku, sizeof ku, "%lld", (long long)Ku);
+    else
+        snprintf(ku, sizeof ku, "%lld->%lld", (long long)Ku, (long long)Kup);
+    snprintf(out, n, "%s %s, %s", Kc == Kcp && Ku == Kup ? "K (multiples of 8)" : "K padded", kc, ku);
+}
+
+/* Peers at shape_txt in dt: stage 0, decomposed and beta1 OK within the
+ * op's bound, timed, the vendor ones saying what ran (detail) and how to
+ * run it again (config); the best peer is one of them. */
+static void check_peers(const char *shape_txt, kevo_dtype dt)
+{
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    kevo_gpu_info info;
+    kevo_compile_job rj;
+    kevo_gpu *g = start_peers(shape_txt, dt, &info, &rj);
+    double bound, rtol;
+    op->tolerance(dt, &bound, &rtol);
+    kevo_syms shape;
+    kevo_err err;
+    assert_int_equal(op->parse_shape(shape_txt, &shape, &err), KEVO_OK);
+    int64_t Ku = tu_sym(&shape, "Ku"), Kc = tu_sym(&shape, "Kc");
+    char ktext[128];
+    k_text(Kc, Ku, ktext, sizeof ktext);
+    static const char *const names[] = {"stage0", "stage0_bcast", "decomposed", "beta1"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(names); i++) {
+        int p = kevo_op_peer_index(op, names[i]);
+        assert_true(p >= 0);
+        const kevo_peer_fig *f = &info.peers.p[p];
+        printf("  peer %-12s %s %-40s %-5s %.4f ms [%.4f, %.4f] rel %.2e (bound %.1e)\n    detail: %s\n    config: %s\n",
+               names[i], kevo_dtype_name(dt), shape_txt, kevo_peer_state_name(f->state), f->median_ms, f->ci_lo_ms,
+               f->ci_hi_ms, f->rel_err, bound, f->detail, f->config);
+        assert_int_equal(f->state, KEVO_PEER_OK);
+        assert_true(f->rel_err < bound);
+        assert_true(f->median_ms > 0 && isfinite(f->median_ms));
+        assert_true(f->ci_lo_ms <= f->median_ms && f->median_ms <= f->ci_hi_ms);
+        if (!(op->peers[p].flags & KEVO_PEER_VENDOR)) {
+            assert_string_equal(f->config, "");
+            continue;
+        }
+        assert_non_null(strstr(f->detail, ktext));
+        assert_non_null(strstr(f->detail, "cuBLASLt user GEMM algo "));
+        assert_non_null(strstr(f->detail, "candidate GEMM algo "));
+        check_config(f->config, names[i], (Ku + 7) / 8 * 8, (Kc + 7) / 8 * 8);
+    }
+    int best = kevo_peer_best(op, &info.peers, NULL);
+    assert_true(best >= 0);
+    printf("  best peer %s\n", op->peers[best].name);
+    kevo_gpu_stop(g);
+    kevo_compile_job_release(&rj);
+}
+
+static void test_peers(void **state)
+{
+    (void)state;
+    check_peers("B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70", KEVO_DTYPE_F16); /* the default shape */
+    check_peers("B=300,M=200,N=136,Ku=333,Kc=517,ratio=7", KEVO_DTYPE_F16);    /* K % 8 != 0, M*N odd tiles */
+    check_peers("B=300,M=200,N=136,Ku=333,Kc=517,ratio=7", KEVO_DTYPE_BF16);
+    check_peers("B=64,M=97,N=136,Ku=64,Kc=40,U=4", KEVO_DTYPE_F16);            /* K % 8 == 0: no copy of E */
+}
+
+/* KEVO_FAULT_INJECT=peer:beta1: the beta = 1 peer's output zeroed after its
+ * run: FAILED with its rel_err, untimed, and never the best; the others
+ * are OK as before. */
+static void test_peer_fault(void **state)
+{
+    (void)state;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    kevo_gpu_info info;
+    kevo_compile_job rj;
+    setenv("KEVO_FAULT_INJECT", "peer:beta1", 1);
+    kevo_gpu *g = start_peers("B=300,M=200,N=136,Ku=333,Kc=517,ratio=7", KEVO_DTYPE_F16, &info, &rj);
+    unsetenv("KEVO_FAULT_INJECT");
+    int b1 = kevo_op_peer_index(op, "beta1"), dec = kevo_op_peer_index(op, "decomposed");
+    const kevo_peer_fig *f = &info.peers.p[b1];
+    printf("  spoiled beta1: %s rel %.2e: %s\n", kevo_peer_state_name(f->state), f->rel_err, f->detail);
+    assert_int_equal(f->state, KEVO_PEER_FAILED);
+    assert_true(f->rel_err > 0.5); /* zeroed: rel_err 1 */
+    assert_true(isnan(f->median_ms));
+    assert_non_null(strstr(f->detail, "disagrees with the reference"));
+    assert_int_equal(info.peers.p[dec].state, KEVO_PEER_OK);
+    int best = kevo_peer_best(op, &info.peers, NULL);
+    assert_true(best >= 0);
+    assert_int_not_equal(best, b1);
+    assert_int_not_equal(kevo_peer_vendor(op, &info.peers), b1);
+    kevo_gpu_stop(g);
+    kevo_compile_job_release(&rj);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -498,6 +675,8 @@ int main(void)
         cmocka_unit_test(test_memory_family),
         cmocka_unit_test(test_planted_defect_caught),
         cmocka_unit_test(test_retime),
+        cmocka_unit_test(test_peers),
+        cmocka_unit_test(test_peer_fault),
     };
     const char *only = getenv("KEVO_GPU_TESTS");
     if (only && *only)

@@ -52,7 +52,8 @@ static void test_fa_lookup(void **state)
     assert_string_equal(op->ref_name, "ikbo_fa_ref.cu");
     assert_non_null(op->export_desc);
     assert_non_null(op->gpu);
-    assert_string_equal(op->peers.baseline, "the stage-0 cuBLAS baseline");
+    assert_int_equal(op->npeers, 3);
+    assert_string_equal(op->peers[kevo_op_peer_baseline(op)].name, "stage0");
 }
 
 /* ---- shapes ---- */
@@ -450,7 +451,10 @@ static void test_fa_nocodesign_shape(void **state)
     const kevo_op *lce = kevo_op_find("ikbo_lce");
     assert_non_null(lce);
     assert_null(lce->nocodesign_shape);
-    assert_string_equal(fa()->peers.peer_short, "(b)");
+    int b = kevo_op_peer_index(fa(), "nocodesign");
+    assert_true(b >= 0 && (fa()->peers[b].flags & KEVO_PEER_AFTER));
+    for (int i = 0; i < lce->npeers; i++)
+        assert_false(lce->peers[i].flags & KEVO_PEER_AFTER);
 }
 
 /* ---- export and the reference module ---- */

@@ -278,7 +278,9 @@ static void test_llm_calls(void **state)
     sqlite3 *h = NULL;
     assert_int_equal(sqlite3_open(copy, &h), SQLITE_OK);
     assert_int_equal(sqlite3_exec(h,
-                                  "UPDATE runs SET compile_only = 0, baseline_ms = 2, decomposed_ms = 1 WHERE id = 2;"
+                                  "UPDATE runs SET compile_only = 0 WHERE id = 2;"
+                                  "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms) VALUES"
+                                  "(2, 0, 0, 'stage0', 'ok', 2), (2, 0, 0, 'decomposed', 'ok', 1);"
                                   "UPDATE candidates SET status = 'ok', median_ms = 0.5, speedup = 4, vs_peer = 2, "
                                   "fitness = 4 WHERE id = (SELECT min(candidate_id) FROM generations WHERE run_id = 2);",
                                   NULL, NULL, NULL),

@@ -81,10 +81,27 @@ static void test_op_interface(void **state)
         assert_int_equal(op->parse_shape(NULL, &shape, &err), KEVO_OK);
         assert_true(op->ntensors >= 2 && op->ntensors <= KEVO_OP_MAX_TENSORS);
         assert_non_null(op->tolerance);
-        assert_non_null(op->peers.baseline);
-        assert_non_null(op->peers.peer);
-        assert_non_null(op->peers.peer_detail);
-        assert_non_null(op->peers.peer_short);
+        /* peers: 1..KEVO_MAX_PEERS, named [a-z0-9_], unique, exactly one BASELINE; an AFTER peer names the
+           two peers whose difference is its broadcast, a BASELINE peer is never AFTER */
+        assert_true(op->npeers >= 1 && op->npeers <= KEVO_MAX_PEERS);
+        int baselines = 0;
+        for (int i = 0; i < op->npeers; i++) {
+            const kevo_peer_desc *d = &op->peers[i];
+            assert_non_null(d->name);
+            assert_true(strlen(d->name) > 0 && strlen(d->name) < KEVO_PEER_NAME_MAX);
+            assert_int_equal(strspn(d->name, "abcdefghijklmnopqrstuvwxyz0123456789_"), strlen(d->name));
+            assert_non_null(d->label);
+            assert_non_null(d->verdict);
+            assert_int_equal(kevo_op_peer_index(op, d->name), i);
+            baselines += (d->flags & KEVO_PEER_BASELINE) != 0;
+            if (d->flags & KEVO_PEER_AFTER) {
+                assert_false(d->flags & KEVO_PEER_BASELINE);
+                assert_true(kevo_op_peer_index(op, d->bcast_with) >= 0);
+                assert_true(kevo_op_peer_index(op, d->bcast_without) >= 0);
+            }
+        }
+        assert_int_equal(baselines, 1);
+        assert_int_equal(kevo_op_peer_index(op, "no_such_peer"), -1);
         assert_non_null(op->ref_name);
         int outputs = 0, maps = 0;
         for (int i = 0; i < op->ntensors; i++) {

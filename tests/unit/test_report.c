@@ -92,6 +92,35 @@ static int64_t put_cand(kevo_db *db, int64_t run, const cand_spec *s)
     return c.id;
 }
 
+/* ikbo_lce's peers of a run at (shape, device): stage 0 with and without
+ * its broadcast and the decomposed form OK at the given times (NaN: not
+ * measured), their intervals 1% either side, and beta1 FAILED (its check
+ * off by 0.5, a fast time it never gets). */
+static void put_peers(kevo_db *db, int64_t run, int shape_idx, int device, double stage0, double bcast, double dec)
+{
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    const char *names[] = {"stage0", "stage0_bcast", "decomposed"};
+    const double ms[] = {stage0, bcast, dec};
+    kevo_peer_set ps;
+    kevo_peer_set_init(&ps);
+    for (int i = 0; i < 3; i++) {
+        if (isnan(ms[i]))
+            continue;
+        kevo_peer_fig *p = &ps.p[kevo_op_peer_index(op, names[i])];
+        p->state = KEVO_PEER_OK;
+        p->median_ms = ms[i];
+        p->ci_lo_ms = ms[i] * 0.99;
+        p->ci_hi_ms = ms[i] * 1.01;
+        p->rel_err = 1e-4;
+    }
+    kevo_peer_fig *b = &ps.p[kevo_op_peer_index(op, "beta1")];
+    b->state = KEVO_PEER_FAILED;
+    b->rel_err = 0.5;
+    snprintf(b->detail, sizeof b->detail, "disagrees with the reference: rel_err 5.000e-01");
+    kevo_err err;
+    assert_int_equal(kevo_db_peers_put(db, run, shape_idx, device, op, &ps, &err), KEVO_OK);
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -119,13 +148,13 @@ static int setup(void **state)
     snprintf(r.device, sizeof r.device, "NVIDIA H200");
     r.driver_version = 13000;
     r.sm_count = 132;
-    r.baseline_ms = 1.985;
-    r.baseline_bcast_ms = 2.679;
     r.peak_tflops = 761.0;
     r.copy_tbps = 4.25;
-    r.decomposed_ms = 0.9;
     assert_int_equal(kevo_db_run_insert(f->db, &r, &err), KEVO_OK);
     f->measured = r.id;
+    /* its peers on each of its GPUs; beta1 failed its check on GPU 0 */
+    put_peers(f->db, f->measured, 0, 0, 1.985, 2.679, 0.9);
+    put_peers(f->db, f->measured, 0, 1, 1.99, 2.68, 0.91);
 
     put_binary(f->db, "kA", true);
     put_binary(f->db, "kB", true);
@@ -161,11 +190,9 @@ static int setup(void **state)
     kevo_cand_row_release(&cr);
     kevo_run_device dv[2] = {
         {.idx = 0, .ordinal = 0, .host = "n1", .name = "NVIDIA H200", .pci_bus = "0000:06:00.0", .sm_count = 132,
-         .baseline_ms = 1.985, .baseline_bcast_ms = 2.679, .decomposed_ms = 0.9, .peak_tflops = 761, .copy_tbps = 4.25,
-         .evaluated = 2, .busy_s = 0.5, .loop_s = 2.0},
+         .peak_tflops = 761, .copy_tbps = 4.25, .evaluated = 2, .busy_s = 0.5, .loop_s = 2.0},
         {.idx = 1, .ordinal = 1, .host = "n1", .name = "NVIDIA H200", .pci_bus = "0000:07:00.0", .sm_count = 132,
-         .baseline_ms = 1.99, .baseline_bcast_ms = 2.68, .decomposed_ms = 0.91, .peak_tflops = 760, .copy_tbps = 4.2,
-         .evaluated = 1, .busy_s = 0.25, .loop_s = NAN},
+         .peak_tflops = 760, .copy_tbps = 4.2, .evaluated = 1, .busy_s = 0.25, .loop_s = NAN},
     };
     assert_int_equal(kevo_db_run_devices_put(f->db, f->measured, dv, 2, &err), KEVO_OK);
     assert_int_equal(kevo_db_run_get(f->db, f->measured, &r, &err), KEVO_OK);
@@ -260,16 +287,35 @@ static void test_json_all_runs(void **state)
     const cJSON *m = find_run(root, f->measured);
     static const char *keys[] = {"id",         "op",          "shape",       "dtype",      "arch",
                                  "device",     "policy",      "status",      "stop_reason", "compile_only",
-                                 "evaluated",  "failed",      "compiled",    "verified",   "baseline_ms",
-                                 "baseline_bcast_ms", "decomposed_ms", "peer_kernel_ms", "peer_gather_ms",
-                                 "peer_candidate", "peak_tflops", "copy_tbps", "devices", "best",
+                                 "evaluated",  "failed",      "compiled",    "verified",   "peers",
+                                 "best_peer",  "peak_tflops", "copy_tbps",   "devices",    "best",
                                  "llm",        "candidates"};
     for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
         get(m, keys[i]);
     assert_int_equal(cJSON_GetArraySize(m), KV_ARRAY_LEN(keys));
-    /* ikbo_lce's peer is measured by the worker: nothing measured after the search */
-    assert_true(cJSON_IsNull(get(m, "peer_kernel_ms")) && cJSON_IsNull(get(m, "peer_gather_ms")) &&
-                cJSON_IsNull(get(m, "peer_candidate")));
+    /* the peers as rows by name, on both GPUs; the failed one is listed, never the best */
+    const cJSON *peers = get(m, "peers");
+    assert_int_equal(cJSON_GetArraySize(peers), 8);
+    const cJSON *pj;
+    int seen = 0;
+    cJSON_ArrayForEach(pj, peers)
+    {
+        if (num(pj, "device") != 0)
+            continue;
+        const char *name = str(pj, "peer");
+        get(pj, "label");
+        if (strcmp(name, "stage0") == 0)
+            seen += num(pj, "median_ms") == 1.985 && strcmp(str(pj, "status"), "ok") == 0;
+        if (strcmp(name, "decomposed") == 0)
+            seen += num(pj, "median_ms") == 0.9 && num(pj, "ci_lo_ms") == 0.9 * 0.99;
+        if (strcmp(name, "beta1") == 0)
+            seen += strcmp(str(pj, "status"), "failed") == 0 && cJSON_IsNull(get(pj, "median_ms")) &&
+                    num(pj, "rel_err") == 0.5;
+    }
+    assert_int_equal(seen, 3);
+    const cJSON *bp = get(m, "best_peer");
+    assert_string_equal(str(bp, "peer"), "decomposed");
+    assert_true(num(bp, "median_ms") == 0.9);
     assert_string_equal(str(m, "op"), "ikbo_lce");
     assert_string_equal(str(m, "shape"), "B=1024,M=433,N=128");
     assert_string_equal(str(m, "dtype"), "fp16");
@@ -283,8 +329,6 @@ static void test_json_all_runs(void **state)
     assert_true(num(m, "failed") == 1);
     assert_true(num(m, "compiled") == 3);
     assert_true(num(m, "verified") == 3);
-    assert_true(num(m, "baseline_ms") == 1.985);
-    assert_true(num(m, "baseline_bcast_ms") == 2.679);
     assert_true(num(m, "peak_tflops") == 761.0);
     assert_true(num(m, "copy_tbps") == 4.25);
     const cJSON *best = get(m, "best");
@@ -299,7 +343,7 @@ static void test_json_all_runs(void **state)
     const cJSON *d0 = cJSON_GetArrayItem(devs, 0), *d1 = cJSON_GetArrayItem(devs, 1);
     assert_string_equal(str(d0, "pci_bus"), "0000:06:00.0");
     assert_true(num(d0, "evaluated") == 2 && num(d0, "per_minute") == 60.0 && num(d0, "busy_fraction") == 0.25);
-    assert_true(num(d1, "ordinal") == 1 && num(d1, "baseline_ms") == 1.99);
+    assert_true(num(d1, "ordinal") == 1 && num(d1, "peak_tflops") == 760);
     assert_true(cJSON_IsNull(get(d1, "per_minute")) && cJSON_IsNull(get(d1, "loop_s")));
     assert_true(cJSON_IsArray(get(find_run(root, f->compile_only), "devices")));
     /* every candidate, each with its generator and the edge that made it */
@@ -331,14 +375,13 @@ static void test_json_all_runs(void **state)
     assert_true(num(best, "vs_best_peer") == 0.9 / 0.582);
     assert_true(num(best, "roofline") == 0.63);
     assert_true(cJSON_IsTrue(get(best, "tied")));
-    assert_true(num(m, "decomposed_ms") == 0.9);
 
     /* the compile-only run: nothing measured */
     const cJSON *c = find_run(root, f->compile_only);
     assert_true(cJSON_IsTrue(get(c, "compile_only")));
     assert_true(cJSON_IsNull(get(c, "device")));
-    assert_true(cJSON_IsNull(get(c, "baseline_ms")));
-    assert_true(cJSON_IsNull(get(c, "baseline_bcast_ms")));
+    assert_int_equal(cJSON_GetArraySize(get(c, "peers")), 0);
+    assert_true(cJSON_IsNull(get(c, "best_peer")));
     assert_true(cJSON_IsNull(get(c, "peak_tflops")));
     assert_true(cJSON_IsNull(get(c, "copy_tbps")));
     assert_true(cJSON_IsNull(get(c, "best")));
@@ -451,15 +494,24 @@ static void test_table_measured(void **state)
     assert_int_equal(sscanf(t, "%511[^\n]\n%511[^\n]\n%511[^\n]\n", l1, l2, l3), 3);
     assert_string_equal(l1, "run 1  ikbo_lce  B=1024,M=433,N=128  fp16  sm_90a  policy greedy  seed 1  "
                             "status done (budget)");
-    assert_string_equal(l2, "device NVIDIA H200 (driver 13000, 132 SMs)   baseline 1.985 ms "
-                            "(with broadcast 2.679 ms)   decomposed 0.900 ms   peak 761 TFLOP/s");
+    assert_string_equal(l2, "device NVIDIA H200 (driver 13000, 132 SMs)   peak 761 TFLOP/s");
     assert_string_equal(l3, "candidates 4  compiled 3  verified 3  failed 1");
-    /* one line per GPU: its peers and throughput (none while its loop never ended) */
-    assert_non_null(strstr(t, "\nGPU 0 (NVIDIA H200, n1, 0000:06:00.0): baseline 1.985 ms; 2 candidates, "
+    /* the run's peers, one line each, the fastest checked one marked, a failed one said so */
+    char line[512];
+    assert_true(line_with(t, "  stage0 ", line, sizeof line) > 0);
+    assert_non_null(strstr(line, "1.9850 ms [1.9652, 2.0049]"));
+    assert_true(line_with(t, "  decomposed ", line, sizeof line) > 0);
+    assert_non_null(strstr(line, "0.9000 ms"));
+    assert_non_null(strstr(line, "<- best"));
+    assert_true(line_with(t, "  beta1 ", line, sizeof line) > 0);
+    assert_non_null(strstr(line, "FAILED its check"));
+    assert_null(strstr(line, "<- best"));
+    /* one line per GPU: its best peer and throughput (none while its loop never ended) */
+    assert_non_null(strstr(t, "\nGPU 0 (NVIDIA H200, n1, 0000:06:00.0): best peer decomposed 0.900 ms; 2 candidates, "
                               "60.0 per minute, busy 25%\n"));
-    assert_non_null(strstr(t, "\nGPU 1 (NVIDIA H200, n1, 0000:07:00.0): baseline 1.990 ms; 1 candidate\n"));
+    assert_non_null(strstr(t, "\nGPU 1 (NVIDIA H200, n1, 0000:07:00.0): best peer decomposed 0.910 ms; 1 candidate\n"));
     /* the verdict against the in-run peers */
-    assert_non_null(strstr(t, "\nbeats the best in-run peer, decomposed cuBLAS (0.9000 ms), 1.55x\n"));
+    assert_non_null(strstr(t, "\nbeats the best in-run peer, decomposed cuBLAS (K padded) (0.9000 ms), 1.55x\n"));
 
     /* rows best first, failed last */
     long pa = line_with(t, "BM=128 BN=256 STAGES=3", l1, sizeof l1);
@@ -578,11 +630,12 @@ static void test_table_distribution(void **state)
     r.nshapes = 3;
     assert_int_equal(kevo_db_run_update(f->db, &r, &err), KEVO_OK);
     kevo_run_shape sh[3] = {
-        {0, "B=1024,M=433,N=128", 1.0, 1.985, 2.679, 0.9, 0, 0},
-        {1, "B=64,M=32,N=128", 3.0, 0.05, NAN, 0.04, 0, 0},
-        {2, "B=9,M=9,\nN=9", 0.5, NAN, NAN, NAN, 0, 0},
+        {0, "B=1024,M=433,N=128", 1.0, 0, 0},
+        {1, "B=64,M=32,N=128", 3.0, 0, 0},
+        {2, "B=9,M=9,\nN=9", 0.5, 0, 0},
     };
     assert_int_equal(kevo_db_run_shapes_put(f->db, f->measured, sh, 3, &err), KEVO_OK);
+    put_peers(f->db, f->measured, 1, 0, 0.05, NAN, 0.04);
     /* shape 0: best 0.582 vs mid 0.902; shape 1: mid is faster and loses to the peer */
     kevo_shape_result a0 = {0, 0.582, NAN, NAN, 3.41, 0.9 / 0.582, NAN, 1e-3};
     kevo_shape_result a1 = {1, 0.061, NAN, NAN, NAN, 0.04 / 0.061, NAN, 1e-3};
@@ -601,8 +654,8 @@ static void test_table_distribution(void **state)
     char line[512], want[512];
     assert_true(line_with(t, "  B=1024,M=433,N=128 weight 1:", line, sizeof line) > 0);
     snprintf(want, sizeof want,
-             "  B=1024,M=433,N=128 weight 1: baseline 1.9850 ms, decomposed 0.9000 ms; fastest #%lld 0.5820 ms; "
-             "beats the best in-run peer, decomposed cuBLAS (0.9000 ms), 1.55x",
+             "  B=1024,M=433,N=128 weight 1: baseline 1.9850 ms; fastest #%lld 0.5820 ms; "
+             "beats the best in-run peer, decomposed cuBLAS (K padded) (0.9000 ms), 1.55x",
              (long long)f->best_id);
     assert_string_equal(line, want);
     assert_true(line_with(t, "  B=64,M=32,N=128 weight 3:", line, sizeof line) > 0);
@@ -610,7 +663,7 @@ static void test_table_distribution(void **state)
     assert_non_null(strstr(line, want));
     assert_non_null(strstr(line, "0.80x"));
     assert_true(line_with(t, "  B=9,M=9, N=9 weight 0.5:", line, sizeof line) > 0);
-    assert_string_equal(line, "  B=9,M=9, N=9 weight 0.5: baseline -, decomposed -; no kernel verified there");
+    assert_string_equal(line, "  B=9,M=9, N=9 weight 0.5: baseline -; no kernel verified there");
     kv_buf_release(&out);
 }
 

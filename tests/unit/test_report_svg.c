@@ -57,8 +57,13 @@ static void test_svg(void **state)
     snprintf(r.policy, sizeof r.policy, "evolve");
     snprintf(r.status, sizeof r.status, "done");
     snprintf(r.device, sizeof r.device, "GPU <&> \"test\"");
-    r.baseline_ms = 2.0;
     assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    kevo_peer_set ps;
+    kevo_peer_set_init(&ps);
+    ps.p[kevo_op_peer_baseline(op)].state = KEVO_PEER_OK;
+    ps.p[kevo_op_peer_baseline(op)].median_ms = 2.0;
+    assert_int_equal(kevo_db_peers_put(db, r.id, 0, 0, op, &ps, &err), KEVO_OK);
     int64_t a = add_cand(db, r.id, 1, "ok", 1.2, NULL, NULL);
     int64_t b = add_cand(db, r.id, 2, "ok", 2.5, NULL, NULL);
     int64_t c = add_cand(db, r.id, 3, "failed", 0.0, "wrong_result", "rel_err 1e-2 > bound & <x>");

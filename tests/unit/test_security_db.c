@@ -188,9 +188,16 @@ static int64_t add_run(kevo_db *db, const char *shape, bool compile_only, double
     r.compile_only = compile_only;
     if (!compile_only)
         snprintf(r.device, sizeof r.device, "H100");
-    r.baseline_ms = baseline_ms;
     kevo_err err;
     assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    if (!isnan(baseline_ms)) { /* the stage-0 peer, as a run stores it (a crafted one may be infinite) */
+        const kevo_op *op = kevo_op_find("ikbo_lce");
+        kevo_peer_set ps;
+        kevo_peer_set_init(&ps);
+        ps.p[kevo_op_peer_baseline(op)].state = KEVO_PEER_OK;
+        ps.p[kevo_op_peer_baseline(op)].median_ms = baseline_ms;
+        assert_int_equal(kevo_db_peers_put(db, r.id, 0, 0, op, &ps, &err), KEVO_OK);
+    }
     return r.id;
 }
 
@@ -458,7 +465,11 @@ static void check_old_schema(int ver)
     kevo_run_row r;
     assert_int_equal(kevo_db_run_get(db, 1, &r, &err), KEVO_OK);
     assert_string_equal(r.filter, "");
-    assert_true(isnan(r.decomposed_ms) && r.nshapes == 0);
+    assert_true(r.nshapes == 0);
+    /* the old baseline column became the stage-0 peer row */
+    kevo_peer_set ps;
+    assert_int_equal(kevo_db_peers_get(db, 1, 0, 0, kevo_op_find("ikbo_lce"), &ps, &err), KEVO_OK);
+    assert_true(kevo_peer_ok_ms(&ps, kevo_op_peer_baseline(kevo_op_find("ikbo_lce"))) == 1.5);
     kevo_cand_row c;
     assert_int_equal(kevo_db_cand_best(db, 1, &c, &err), KEVO_OK);
     assert_true(fabs(c.speedup - 1.03) < 1e-9 && isnan(c.vs_peer) && c.tied == -1);
@@ -552,8 +563,11 @@ static void test_numbers(void **state)
     assert_int_equal(kevo_db_run_get(db, timed, &r, &err), KEVO_OK);
     r.peak_tflops = INFINITY;
     r.copy_tbps = -INFINITY;
-    r.decomposed_ms = INFINITY;
     assert_int_equal(kevo_db_run_update(db, &r, &err), KEVO_OK);
+    kevo_db_close(db);
+    raw_exec(path, "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, ci_lo_ms, ci_hi_ms, "
+                   "rel_err) VALUES(1, 0, 0, 'decomposed', 'ok', 1e999, -1e999, 1e999, 1e999)");
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
     int64_t a = add_cand(db, timed, 1, "lce_mma", "{\"BM\":1e999,\"BN\":64}", "ok", INFINITY, 0.0);
     kevo_cand_row c;
     assert_int_equal(kevo_db_cand_get(db, a, &c, &err), KEVO_OK);
@@ -571,7 +585,6 @@ static void test_numbers(void **state)
     int64_t co = add_run(db, "B=4,M=4", true, 1.25);
     assert_int_equal(kevo_db_run_get(db, co, &r, &err), KEVO_OK);
     r.peak_tflops = 700;
-    r.baseline_bcast_ms = 2.5;
     assert_int_equal(kevo_db_run_update(db, &r, &err), KEVO_OK);
     add_cand(db, co, 1, "lce_mma", "{\"BM\":64,\"BN\":32}", "compiled", NAN, NAN);
     kevo_db_close(db);
@@ -585,15 +598,22 @@ static void test_numbers(void **state)
     assert_non_null(j);
     const cJSON *runs = cJSON_GetObjectItem(j, "runs");
     const cJSON *r1 = cJSON_GetArrayItem(runs, 0), *r2 = cJSON_GetArrayItem(runs, 1);
-    const char *nulls1[] = {"baseline_ms", "decomposed_ms", "peak_tflops", "copy_tbps"};
+    const char *nulls1[] = {"best_peer", "peak_tflops", "copy_tbps"};
     for (size_t i = 0; i < KV_ARRAY_LEN(nulls1); i++)
         assert_true(cJSON_IsNull(cJSON_GetObjectItem(r1, nulls1[i])));
+    const cJSON *pj;
+    cJSON_ArrayForEach(pj, cJSON_GetObjectItem(r1, "peers"))
+    {
+        const char *pnulls[] = {"median_ms", "ci_lo_ms", "ci_hi_ms", "rel_err"};
+        for (size_t i = 0; i < KV_ARRAY_LEN(pnulls); i++)
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(pj, pnulls[i])));
+    }
     const cJSON *best = cJSON_GetObjectItem(r1, "best");
     const char *nullsb[] = {"speedup", "vs_best_peer", "tflops", "roofline", "ci_lo_ms", "ci_hi_ms", "rel_err"};
     for (size_t i = 0; i < KV_ARRAY_LEN(nullsb); i++)
         assert_true(cJSON_IsNull(cJSON_GetObjectItem(best, nullsb[i])));
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(best, "params"), "BM")));
-    const char *nulls2[] = {"baseline_ms", "baseline_bcast_ms", "decomposed_ms", "peak_tflops", "copy_tbps"};
+    const char *nulls2[] = {"best_peer", "peak_tflops", "copy_tbps"};
     for (size_t i = 0; i < KV_ARRAY_LEN(nulls2); i++)
         assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, nulls2[i])));
     cJSON_Delete(j);
@@ -681,8 +701,13 @@ static void test_terminal_text(void **state)
     snprintf(r.status, sizeof r.status, "done\x1b[2J");
     snprintf(r.stop_reason, sizeof r.stop_reason, "budget\r\x1b[K");
     snprintf(r.device, sizeof r.device, "GPU\xc2\x9b" "2J\n");
-    r.baseline_ms = 1.5;
     assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_OK);
+    kevo_db_close(db);
+    /* peer rows whose name and detail carry escapes */
+    raw_exec(path, "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, detail) VALUES"
+                   "(1, 0, 0, 'stage0', 'ok', 1.5, 'ok' || char(27) || '[2J'),"
+                   "(1, 0, 0, 'zz' || char(27) || ']0;t' || char(7), 'ok', 0.5, 'x' || char(13) || char(10) || 'y')");
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
     add_cand(db, r.id, 1, "lce\x1b[1mmma", "{\"BM\\u001b[2J\":1,\"BN\":\"x\\ny\\r\"}", "ok", 2.0, 0.75);
     add_cand(db, r.id, 2, "lce_mma", "not json \x1b]0;title\x07\n", "ok", 1.5, 1.0);
     kevo_cand_row c;

@@ -73,6 +73,21 @@ static int64_t raw_int(const char *path, const char *sql)
     return v;
 }
 
+/* The one real number sql selects on a raw connection (NaN for NULL). */
+static double raw_double(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    double v = NAN;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
 /* Run statements on a raw connection (creating the file when missing). */
 static void raw_exec(const char *path, const char *sql)
 {
@@ -161,12 +176,17 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
                                    "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
-                                   "'generations','run_llm','run_devices')"),
-                     14);
+                                   "'generations','run_llm','run_devices','run_peers')"),
+                     15);
+    /* peers are rows: no peer column in runs, run_shapes or run_devices */
+    assert_int_equal(raw_int(path, "SELECT (SELECT count(*) FROM pragma_table_info('runs') WHERE name LIKE '%_ms') +"
+                                   " (SELECT count(*) FROM pragma_table_info('run_shapes') WHERE name LIKE '%_ms') +"
+                                   " (SELECT count(*) FROM pragma_table_info('run_devices') WHERE name LIKE '%_ms')"),
+                     0);
 
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
@@ -278,18 +298,21 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
-                                   "('filter','decomposed_ms','nshapes','warm_start','best_id','peer_id',"
-                                   "'peer_kernel_ms','peer_gather_ms')"),
-                     8);
+                                   "('filter','nshapes','warm_start','best_id')"),
+                     4);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                                   "('baseline_ms','decomposed_ms','peer_id','peer_kernel_ms','peer_gather_ms')"),
+                     0);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('candidates') WHERE name IN "
                                    "('vs_peer','roofline','ci_lo_ms','ci_hi_ms','model_ms','fitness','tied','device','eval_s',"
                                    "'round')"),
                      10);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
-                                   "('run_shapes','shape_results','timings','warm_seeds','run_settings','run_devices')"),
-                     6);
+                                   "('run_shapes','shape_results','timings','warm_seeds','run_settings','run_devices',"
+                                   "'run_peers')"),
+                     7);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM runs WHERE op = 'ikbo_lce'"), 1);
     tmp_cleanup(path);
 }
@@ -321,7 +344,7 @@ static void test_migrate_v3(void **state)
     raw_exec(path, TU_SCHEMA5_SQL);
     raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
     kevo_db_close(db);
@@ -349,7 +372,7 @@ static void test_migrate_v7(void **state)
     kevo_db_close(db);
     raw_exec(path, TU_SCHEMA7_SQL);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_OK);
     assert_int_equal(rs.batch, 8);
     assert_int_equal(rs.ahead, 1);
@@ -370,6 +393,86 @@ static void test_migrate_v7(void **state)
     assert_int_equal(c.round, 4);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
+/* Schema 8 -> 9: every peer column becomes a run_peers row by name and the
+ * columns go.  A file as schema 8 wrote it (its peers in columns) and the
+ * older fixture DBs of the tree (schemas 4 and 6), each opened read-write
+ * on a copy: ikbo_lce's old decomposed_ms, whose K was unaligned, becomes
+ * "decomposed_unaligned" (no op declares it: never a best); ikbo_fa's
+ * baseline (b) keeps its candidate and times in its detail. */
+static void test_migrate_v8_peers(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    kevo_db_close(db);
+    raw_exec(path, TU_SCHEMA8_SQL);
+    raw_exec(path, "UPDATE runs SET baseline_ms = 1.9, baseline_bcast_ms = 2.4, decomposed_ms = 1.1;"
+                   "INSERT INTO run_devices(run_id, idx, ordinal, baseline_ms, decomposed_ms) VALUES(1, 1, 1, 1.95, 1.2);"
+                   "INSERT INTO run_shapes(run_id, idx, shape, weight, baseline_ms) VALUES(1, 0, 'a', 1, 1.9),"
+                   "(1, 1, 'b', 1, 0.3);");
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    const kevo_op *lce = kevo_op_find("ikbo_lce");
+    kevo_peer_set ps;
+    assert_int_equal(kevo_db_peers_get(db, run, 0, 0, lce, &ps, &err), KEVO_OK);
+    assert_true(kevo_peer_ok_ms(&ps, kevo_op_peer_index(lce, "stage0")) == 1.9);
+    assert_true(kevo_peer_ok_ms(&ps, kevo_op_peer_index(lce, "stage0_bcast")) == 2.4);
+    assert_int_equal(ps.p[kevo_op_peer_index(lce, "decomposed")].state, KEVO_PEER_UNMEASURED);
+    double best = 0;
+    assert_int_equal(kevo_peer_best(lce, &ps, &best), kevo_op_peer_index(lce, "stage0"));
+    assert_true(best == 1.9); /* the old, weaker decomposed form does not count */
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM run_peers WHERE peer = 'decomposed_unaligned' AND "
+                                   "median_ms = 1.1 AND detail LIKE '%K unaligned%' AND shape_idx = 0 AND device = 0"),
+                     1);
+    assert_int_equal(kevo_db_peers_get(db, run, 0, 1, lce, &ps, &err), KEVO_OK);
+    assert_true(kevo_peer_ok_ms(&ps, kevo_op_peer_index(lce, "stage0")) == 1.95);
+    assert_int_equal(kevo_db_peers_get(db, run, 1, 0, lce, &ps, &err), KEVO_OK);
+    assert_true(kevo_peer_ok_ms(&ps, kevo_op_peer_index(lce, "stage0")) == 0.3);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM run_peers"), 6);
+    kevo_db_close(db);
+
+    /* the tree's older fixtures */
+    const struct {
+        const char *file;
+        int version, runs;
+    } fx[] = {{"kevo_h200.db", 4, 2}, {"kevo_fa_h100.db", 6, 2}};
+    for (size_t i = 0; i < KV_ARRAY_LEN(fx); i++) {
+        char src[1024];
+        snprintf(src, sizeof src, "%s/tests/fixtures/export/%s", tu_home(), fx[i].file);
+        size_t len = 0;
+        char *data = slurp(src, &len);
+        assert_true(len > 0);
+        assert_int_equal(kv_write_file(path, data, len, &err), KEVO_OK);
+        free(data);
+        assert_int_equal(raw_int(path, "PRAGMA user_version"), fx[i].version);
+        double base1 = raw_double(path, "SELECT baseline_ms FROM runs WHERE id = 1");
+        assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+        assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+        assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'baseline_ms'"),
+                         0);
+        assert_int_equal(raw_int(path, "SELECT count(DISTINCT run_id) FROM run_peers WHERE peer = 'stage0'"),
+                         fx[i].runs);
+        kevo_run_row r;
+        assert_int_equal(kevo_db_run_get(db, 1, &r, &err), KEVO_OK);
+        const kevo_op *op = kevo_op_find(r.op);
+        assert_int_equal(kevo_db_peers_get(db, 1, 0, 0, op, &ps, &err), KEVO_OK);
+        assert_true(kevo_peer_ok_ms(&ps, kevo_op_peer_baseline(op)) == base1);
+        if (strcmp(r.op, "ikbo_fa") == 0) { /* (b): kernel 1.514 + gather 1.926 = 3.440 ms, candidate 5 */
+            const kevo_peer_fig *b = &ps.p[kevo_op_peer_index(op, "nocodesign")];
+            assert_true(b->state == KEVO_PEER_OK && fabs(b->median_ms - 3.4403198) < 1e-6 && b->cand_id == 5);
+            assert_non_null(strstr(b->detail, "kernel 1.5144 ms + gather 1.9259 ms"));
+            assert_int_equal(kevo_peer_best(op, &ps, NULL), kevo_op_peer_index(op, "nocodesign"));
+        }
+        kevo_db_close(db);
+    }
     tmp_cleanup(path);
 }
 
@@ -460,14 +563,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=9;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=10;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 9)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 10)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -548,7 +651,7 @@ static void test_run_roundtrip(void **state)
     kevo_err err;
     kevo_run_row r;
     kevo_run_row_init(&r);
-    assert_true(isnan(r.baseline_ms) && isnan(r.peak_tflops) && isnan(r.copy_tbps));
+    assert_true(isnan(r.peak_tflops) && isnan(r.copy_tbps));
     snprintf(r.op, sizeof r.op, "ikbo_lce");
     snprintf(r.shape, sizeof r.shape, "B=1024,M=433,N=128,K=64");
     snprintf(r.dtype, sizeof r.dtype, "fp16");
@@ -564,7 +667,6 @@ static void test_run_roundtrip(void **state)
     r.sm_count = 132;
     r.sm_clock_mhz = 1980;
     r.mem_clock_mhz = 3201;
-    r.baseline_ms = 1.985;
     r.peak_tflops = 761.5;
     r.flops = 1.5e12;
     r.bytes = 3.25e9;
@@ -574,10 +676,10 @@ static void test_run_roundtrip(void **state)
     assert_int_equal(strlen(r.created_at), 20); /* filled in: YYYY-MM-DDTHH:MM:SSZ */
 
     /* NaN and empty optional text are stored as NULL */
-    assert_int_equal(raw_int(f->path, "SELECT baseline_bcast_ms IS NULL AND copy_tbps IS NULL AND "
+    assert_int_equal(raw_int(f->path, "SELECT copy_tbps IS NULL AND "
                                       "stop_reason IS NULL AND finished_at IS NULL FROM runs WHERE id=1"),
                      1);
-    assert_int_equal(raw_int(f->path, "SELECT baseline_ms IS NOT NULL FROM runs WHERE id=1"), 1);
+    assert_int_equal(raw_int(f->path, "SELECT peak_tflops IS NOT NULL FROM runs WHERE id=1"), 1);
 
     kevo_run_row g;
     assert_int_equal(kevo_db_run_get(f->db, 1, &g, &err), KEVO_OK);
@@ -598,8 +700,6 @@ static void test_run_roundtrip(void **state)
     assert_int_equal(g.sm_count, 132);
     assert_int_equal(g.sm_clock_mhz, 1980);
     assert_int_equal(g.mem_clock_mhz, 3201);
-    assert_true(g.baseline_ms == 1.985);
-    assert_true(isnan(g.baseline_bcast_ms));
     assert_true(g.peak_tflops == 761.5);
     assert_true(isnan(g.copy_tbps));
     assert_true(g.flops == 1.5e12);
@@ -607,7 +707,6 @@ static void test_run_roundtrip(void **state)
     assert_int_equal(g.pid, 4242);
     assert_string_equal(g.created_at, r.created_at);
     assert_string_equal(g.finished_at, "");
-    assert_true(isnan(g.decomposed_ms));
     assert_int_equal(g.nshapes, 0);
     assert_string_equal(g.warm_start, "");
     assert_int_equal(g.best_id, 0);
@@ -616,10 +715,9 @@ static void test_run_roundtrip(void **state)
     snprintf(g.status, sizeof g.status, "done");
     snprintf(g.stop_reason, sizeof g.stop_reason, "budget");
     snprintf(g.finished_at, sizeof g.finished_at, "2025-01-02T03:04:05Z");
-    g.baseline_bcast_ms = 2.679;
-    g.baseline_ms = NAN;
+    g.copy_tbps = 2.679;
+    g.peak_tflops = NAN;
     g.compile_only = true;
-    g.decomposed_ms = 0.625;
     g.nshapes = 3;
     snprintf(g.warm_start, sizeof g.warm_start, "other.db");
     g.best_id = 12;
@@ -629,11 +727,10 @@ static void test_run_roundtrip(void **state)
     assert_string_equal(h.status, "done");
     assert_string_equal(h.stop_reason, "budget");
     assert_string_equal(h.finished_at, "2025-01-02T03:04:05Z");
-    assert_true(h.baseline_bcast_ms == 2.679);
-    assert_true(isnan(h.baseline_ms));
+    assert_true(h.copy_tbps == 2.679);
+    assert_true(isnan(h.peak_tflops));
     assert_true(h.compile_only);
     assert_string_equal(h.op, "ikbo_lce");
-    assert_true(h.decomposed_ms == 0.625);
     assert_int_equal(h.nshapes, 3);
     assert_string_equal(h.warm_start, "other.db");
     assert_int_equal(h.best_id, 12);
@@ -657,7 +754,7 @@ static void test_run_text_truncated(void **state)
     assert_string_equal(r.dtype, "float16");
     assert_string_equal(r.status, "done");
     assert_int_equal(r.sm_count, 0);
-    assert_true(isnan(r.baseline_ms));
+    assert_true(isnan(r.peak_tflops));
 }
 
 static void test_run_ids(void **state)
@@ -680,14 +777,104 @@ static void test_run_ids(void **state)
     free(ids);
 }
 
-/* The op peer measured after the search (ikbo_fa's baseline (b)): the run
- * row gets it with how it was made, every verified candidate's vs_peer
- * becomes the faster peer over its median (the other candidates and runs
- * untouched), and fitness is left alone. */
-static void test_run_peer_update(void **state)
+/* A peer set of op with peer `name` OK at ms (others left as they are). */
+static void set_peer(const kevo_op *op, kevo_peer_set *ps, const char *name, kevo_peer_state state, double ms)
+{
+    int i = kevo_op_peer_index(op, name);
+    assert_true(i >= 0);
+    ps->p[i].state = state;
+    ps->p[i].median_ms = state == KEVO_PEER_OK ? ms : NAN;
+    ps->p[i].ci_lo_ms = state == KEVO_PEER_OK ? ms * 0.99 : NAN;
+    ps->p[i].ci_hi_ms = state == KEVO_PEER_OK ? ms * 1.01 : NAN;
+    ps->p[i].rel_err = state == KEVO_PEER_FAILED ? 0.5 : 1e-4;
+    snprintf(ps->p[i].detail, sizeof ps->p[i].detail, "detail of %s", name);
+}
+
+/* Peers are rows by name: put and read back at (shape, device), unmeasured
+ * peers not written, one key replaced in place; a failed peer is stored as
+ * failed and is never the best; a name the op does not declare is listed
+ * but left out of a set; a status kevo never writes reads as an error. */
+static void test_peers_roundtrip(void **state)
 {
     fixture *f = *state;
     kevo_err err;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    int64_t run = add_run(f->db, "ikbo_lce");
+    kevo_peer_set ps, back;
+    kevo_peer_set_init(&ps);
+    set_peer(op, &ps, "stage0", KEVO_PEER_OK, 2.0);
+    set_peer(op, &ps, "decomposed", KEVO_PEER_OK, 0.7);
+    set_peer(op, &ps, "beta1", KEVO_PEER_FAILED, 0.1); /* fastest, and wrong */
+    snprintf(ps.p[kevo_op_peer_index(op, "decomposed")].config, KEVO_PEER_CONFIG_MAX, "{\"form\":\"decomposed\"}");
+    assert_int_equal(kevo_db_peers_put(f->db, run, 0, 0, op, &ps, &err), KEVO_OK);
+    assert_int_equal(kevo_db_peers_put(f->db, run, 2, 1, op, &ps, &err), KEVO_OK);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM run_peers"), 6); /* stage0_bcast unmeasured: no row */
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM run_peers WHERE peer='beta1' AND status='failed' AND "
+                                      "median_ms IS NULL AND rel_err = 0.5"),
+                     2);
+    assert_int_equal(kevo_db_peers_get(f->db, run, 0, 0, op, &back, &err), KEVO_OK);
+    int d = kevo_op_peer_index(op, "decomposed"), b1 = kevo_op_peer_index(op, "beta1");
+    assert_int_equal(back.p[d].state, KEVO_PEER_OK);
+    assert_true(back.p[d].median_ms == 0.7 && back.p[d].ci_lo_ms == 0.7 * 0.99);
+    assert_string_equal(back.p[d].config, "{\"form\":\"decomposed\"}");
+    assert_string_equal(back.p[d].detail, "detail of decomposed");
+    assert_int_equal(back.p[b1].state, KEVO_PEER_FAILED);
+    assert_true(isnan(back.p[b1].median_ms));
+    assert_int_equal(back.p[kevo_op_peer_index(op, "stage0_bcast")].state, KEVO_PEER_UNMEASURED);
+    double ms = 0;
+    assert_int_equal(kevo_peer_best(op, &back, &ms), d); /* the failed beta1 never counts */
+    assert_true(ms == 0.7);
+    char verdict[320];
+    kevo_peer_verdict(op, 0.5, &back, verdict, sizeof verdict);
+    assert_non_null(strstr(verdict, "no kernel beats decomposed cuBLAS (K padded) at this shape: best 0.50x"));
+    assert_non_null(strstr(verdict, "export will dispatch to decomposed cuBLAS (K padded)"));
+    kevo_peer_verdict(op, 1.5, &back, verdict, sizeof verdict);
+    assert_non_null(strstr(verdict, "beats the best in-run peer, decomposed cuBLAS (K padded) (0.7000 ms), 1.50x"));
+
+    /* another (shape, device) is its own */
+    kevo_peer_set other;
+    assert_int_equal(kevo_db_peers_get(f->db, run, 1, 0, op, &other, &err), KEVO_OK);
+    assert_int_equal(kevo_peer_best(op, &other, NULL), -1);
+    kevo_peer_verdict(op, 2.0, &other, verdict, sizeof verdict);
+    assert_string_equal(verdict, "no in-run peer was checked");
+
+    /* replaced in place */
+    set_peer(op, &ps, "decomposed", KEVO_PEER_OK, 0.9);
+    assert_int_equal(kevo_db_peers_put(f->db, run, 0, 0, op, &ps, &err), KEVO_OK);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM run_peers"), 6);
+    assert_int_equal(kevo_db_peers_get(f->db, run, 0, 0, op, &back, &err), KEVO_OK);
+    assert_true(back.p[d].median_ms == 0.9);
+
+    /* hostile rows: a name no op declares, a status kevo never writes */
+    raw_exec(f->path, "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms) "
+                      "VALUES(1, 0, 0, 'zz_unknown', 'ok', 0.001)");
+    raw_exec(f->path, "UPDATE run_peers SET status = 'OK!', median_ms = 0.01 WHERE peer = 'stage0'");
+    kevo_peer_row *rows = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_peers_list(f->db, run, &rows, &n, &err), KEVO_OK);
+    assert_int_equal(n, 7);
+    bool seen = false;
+    for (int i = 0; i < n; i++) {
+        seen |= strcmp(rows[i].peer, "zz_unknown") == 0;
+        if (strcmp(rows[i].peer, "stage0") == 0)
+            assert_int_equal(rows[i].fig.state, KEVO_PEER_ERROR);
+    }
+    assert_true(seen);
+    kevo_peer_rows_set(op, rows, n, 0, 0, &back);
+    free(rows);
+    assert_int_equal(kevo_peer_best(op, &back, &ms), d);
+    assert_true(ms == 0.9);
+}
+
+/* A peer measured after the search (ikbo_fa's baseline (b)): it joins the
+ * run's peers, every verified candidate's vs_peer becomes the fastest
+ * checked peer over its median (the other candidates and runs untouched),
+ * and fitness is left alone. */
+static void test_peers_after(void **state)
+{
+    fixture *f = *state;
+    kevo_err err;
+    const kevo_op *op = kevo_op_find("ikbo_fa");
     int64_t run = add_run(f->db, "ikbo_fa");
     int64_t other = add_run(f->db, "ikbo_fa");
     int64_t a = add_cand(f->db, run, 1, "fa_ws", "{\"BM\":64}", "ok", "", 4.0, 0.5, "");
@@ -702,22 +889,18 @@ static void test_run_peer_update(void **state)
         assert_int_equal(kevo_db_cand_update(f->db, &x, &err), KEVO_OK);
         kevo_cand_row_release(&x);
     }
-    kevo_run_row r;
-    assert_int_equal(kevo_db_run_get(f->db, run, &r, &err), KEVO_OK);
-    assert_true(r.peer_id == 0 && isnan(r.peer_kernel_ms) && isnan(r.peer_gather_ms) && isnan(r.decomposed_ms));
-
     /* (b) 1.5 ms, faster than stage 0 (2 ms): it is the best peer */
-    r.baseline_ms = 2.0;
-    r.baseline_bcast_ms = 3.0;
-    r.peer_id = a;
-    r.peer_kernel_ms = 0.5;
-    r.peer_gather_ms = 1.0;
-    r.decomposed_ms = 1.5;
-    assert_int_equal(kevo_db_run_peer_update(f->db, &r, &err), KEVO_OK);
-    kevo_run_row back;
-    assert_int_equal(kevo_db_run_get(f->db, run, &back, &err), KEVO_OK);
-    assert_true(back.peer_id == a && back.peer_kernel_ms == 0.5 && back.peer_gather_ms == 1.0 &&
-                back.decomposed_ms == 1.5 && back.baseline_ms == 2.0);
+    kevo_peer_set ps;
+    kevo_peer_set_init(&ps);
+    set_peer(op, &ps, "stage0", KEVO_PEER_OK, 2.0);
+    set_peer(op, &ps, "stage0_gather", KEVO_PEER_OK, 3.0);
+    set_peer(op, &ps, "nocodesign", KEVO_PEER_OK, 1.5);
+    ps.p[kevo_op_peer_index(op, "nocodesign")].cand_id = a;
+    assert_int_equal(kevo_db_peers_after(f->db, run, op, &ps, &err), KEVO_OK);
+    kevo_peer_set back;
+    assert_int_equal(kevo_db_peers_get(f->db, run, 0, 0, op, &back, &err), KEVO_OK);
+    int nb = kevo_op_peer_index(op, "nocodesign");
+    assert_true(back.p[nb].state == KEVO_PEER_OK && back.p[nb].median_ms == 1.5 && back.p[nb].cand_id == a);
     const struct {
         int64_t id;
         double vs_peer;
@@ -730,19 +913,19 @@ static void test_run_peer_update(void **state)
     }
 
     /* (b) slower than stage 0: stage 0 stays the best peer */
-    r.decomposed_ms = 5.0;
-    assert_int_equal(kevo_db_run_peer_update(f->db, &r, &err), KEVO_OK);
+    set_peer(op, &ps, "nocodesign", KEVO_PEER_OK, 5.0);
+    assert_int_equal(kevo_db_peers_after(f->db, run, op, &ps, &err), KEVO_OK);
     assert_int_equal(kevo_db_cand_get(f->db, b, &x, &err), KEVO_OK);
     assert_true(fabs(x.vs_peer - 2.0) < 1e-12);
     kevo_cand_row_release(&x);
 
     /* no such run: refused, nothing changed */
-    r.id = 999;
-    r.decomposed_ms = 0.1;
-    assert_int_equal(kevo_db_run_peer_update(f->db, &r, &err), KEVO_ERR_NOT_FOUND);
+    set_peer(op, &ps, "nocodesign", KEVO_PEER_OK, 0.1);
+    assert_int_equal(kevo_db_peers_after(f->db, 999, op, &ps, &err), KEVO_ERR_NOT_FOUND);
     assert_int_equal(kevo_db_cand_get(f->db, b, &x, &err), KEVO_OK);
     assert_true(fabs(x.vs_peer - 2.0) < 1e-12);
     kevo_cand_row_release(&x);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM run_peers WHERE run_id = 999"), 0);
 }
 
 /* ---- candidates ---- */
@@ -940,10 +1123,8 @@ static void test_run_shapes(void **state)
     kevo_err err;
     int64_t run = add_run(f->db, "ikbo_lce");
     kevo_run_shape v[2] = {
-        {.idx = 0, .shape = "B=512,M=64", .weight = 3, .baseline_ms = 0.5, .baseline_bcast_ms = 0.75,
-         .decomposed_ms = 0.25, .flops = 1e9, .bytes = 2e6},
-        {.idx = 1, .shape = "B=1024,M=64", .weight = 1, .baseline_ms = NAN, .baseline_bcast_ms = NAN,
-         .decomposed_ms = NAN, .flops = 2e9, .bytes = 4e6},
+        {.idx = 0, .shape = "B=512,M=64", .weight = 3, .flops = 1e9, .bytes = 2e6},
+        {.idx = 1, .shape = "B=1024,M=64", .weight = 1, .flops = 2e9, .bytes = 4e6},
     };
     assert_int_equal(kevo_db_run_shapes_put(f->db, run, v, 2, &err), KEVO_OK);
     assert_int_equal(kevo_db_run_shapes_put(f->db, run, v, 2, &err), KEVO_OK); /* replaced, not added */
@@ -952,9 +1133,9 @@ static void test_run_shapes(void **state)
     assert_int_equal(kevo_db_run_shapes_get(f->db, run, &g, &n, &err), KEVO_OK);
     assert_int_equal(n, 2);
     assert_string_equal(g[0].shape, "B=512,M=64");
-    assert_true(g[0].weight == 3 && g[0].baseline_ms == 0.5 && g[0].decomposed_ms == 0.25 && g[0].bytes == 2e6);
+    assert_true(g[0].weight == 3 && g[0].flops == 1e9 && g[0].bytes == 2e6);
     assert_int_equal(g[1].idx, 1);
-    assert_true(isnan(g[1].baseline_ms) && g[1].flops == 2e9);
+    assert_true(g[1].weight == 1 && g[1].flops == 2e9);
     free(g);
     assert_int_equal(kevo_db_run_shapes_get(f->db, 99, &g, &n, &err), KEVO_OK);
     assert_int_equal(n, 0);
@@ -970,11 +1151,9 @@ static void test_run_devices(void **state)
     int64_t run = add_run(f->db, "ikbo_lce");
     kevo_run_device v[2] = {
         {.idx = 0, .ordinal = 0, .host = "n1", .name = "GPU A", .pci_bus = "0000:01:00.0", .sm_count = 132,
-         .baseline_ms = 1.5, .baseline_bcast_ms = 2.5, .decomposed_ms = 1.25, .peak_tflops = 700, .copy_tbps = 3,
-         .evaluated = 0, .busy_s = 0, .loop_s = NAN},
+         .peak_tflops = 700, .copy_tbps = 3, .evaluated = 0, .busy_s = 0, .loop_s = NAN},
         {.idx = 1, .ordinal = 3, .host = "n1", .name = "GPU A", .pci_bus = "0000:41:00.0", .sm_count = 132,
-         .baseline_ms = 1.52, .baseline_bcast_ms = NAN, .decomposed_ms = 1.3, .peak_tflops = NAN, .copy_tbps = NAN,
-         .evaluated = 0, .busy_s = 0, .loop_s = NAN},
+         .peak_tflops = NAN, .copy_tbps = NAN, .evaluated = 0, .busy_s = 0, .loop_s = NAN},
     };
     assert_int_equal(kevo_db_run_devices_put(f->db, run, v, 2, &err), KEVO_OK);
     v[1].evaluated = 17;
@@ -986,7 +1165,7 @@ static void test_run_devices(void **state)
     assert_int_equal(kevo_db_run_devices_get(f->db, run, &g, &n, &err), KEVO_OK);
     assert_int_equal(n, 2);
     assert_string_equal(g[0].name, "GPU A");
-    assert_true(g[0].baseline_ms == 1.5 && isnan(g[0].loop_s) && g[0].sm_count == 132);
+    assert_true(g[0].peak_tflops == 700 && isnan(g[0].loop_s) && g[0].sm_count == 132);
     assert_int_equal(g[1].ordinal, 3);
     assert_string_equal(g[1].pci_bus, "0000:41:00.0");
     assert_true(g[1].evaluated == 17 && g[1].busy_s == 40.5 && g[1].loop_s == 44 && isnan(g[1].peak_tflops));
@@ -1298,6 +1477,7 @@ int main(void)
         cmocka_unit_test(test_migrate_v2),
         cmocka_unit_test(test_migrate_v3),
         cmocka_unit_test(test_migrate_v7),
+        cmocka_unit_test(test_migrate_v8_peers),
         cmocka_unit_test(test_open_newer_schema),
         cmocka_unit_test(test_generations),
         cmocka_unit_test(test_open_garbage),
@@ -1305,7 +1485,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_text_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_ids, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_run_peer_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peers_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peers_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_duplicate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cand_best, setup, teardown),

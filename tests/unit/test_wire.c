@@ -377,21 +377,42 @@ static void test_gpu_frames(void **state)
     h.info.sm_count = 132;
     h.info.cc_major = 9;
     h.info.l2_bytes = INT64_C(52428800);
-    h.info.baseline_ms = 1.956;
-    h.info.peer_ms = NAN;
-    h.info.baseline_bcast_ms = 2.5;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    h.op = op;
+    kevo_peer_set_init(&h.info.peers);
+    kevo_peer_fig *s0 = &h.info.peers.p[kevo_op_peer_index(op, "stage0")];
+    s0->state = KEVO_PEER_OK;
+    s0->median_ms = 1.956;
+    s0->ci_lo_ms = 1.95;
+    s0->ci_hi_ms = 1.96;
+    s0->rel_err = 1e-4;
+    kevo_peer_fig *b1 = &h.info.peers.p[kevo_op_peer_index(op, "beta1")];
+    b1->state = KEVO_PEER_FAILED;
+    b1->rel_err = 0.5;
+    snprintf(b1->detail, sizeof b1->detail, "disagrees \"quoted\"");
+    snprintf(b1->config, sizeof b1->config, "{\"form\":\"beta1\"}");
     h.info.peak_tflops = 770.5;
     h.info.copy_tbps = NAN;
-    h.info.baseline_rel_err = 1e-4;
-    h.info.peer_rel_err = NAN;
     b.len = 0;
     assert_int_equal(kevo_wire_gpu_hello_pack(&b, &h, &err), KEVO_OK);
     kevo_wire_gpu_hello h2;
-    assert_int_equal(kevo_wire_gpu_hello_unpack(b.data, b.len, &h2, &err), KEVO_OK);
+    assert_int_equal(kevo_wire_gpu_hello_unpack(b.data, b.len, op, &h2, &err), KEVO_OK);
     assert_true(h2.ok && h2.device == 3 && h2.info.sm_count == 132 && h2.info.cc_major == 9);
     assert_string_equal(h2.info.name, "NVIDIA H200");
-    assert_true(h2.info.l2_bytes == INT64_C(52428800) && h2.info.baseline_ms == 1.956 && isnan(h2.info.peer_ms));
-    assert_true(h2.info.peak_tflops == 770.5 && isnan(h2.info.copy_tbps) && isnan(h2.info.peer_rel_err));
+    assert_true(h2.info.l2_bytes == INT64_C(52428800));
+    assert_true(h2.info.peak_tflops == 770.5 && isnan(h2.info.copy_tbps));
+    /* the peers by name: the measured ones as sent, the others unmeasured */
+    const kevo_peer_fig *r0 = &h2.info.peers.p[kevo_op_peer_index(op, "stage0")];
+    assert_true(r0->state == KEVO_PEER_OK && r0->median_ms == 1.956 && r0->ci_hi_ms == 1.96 && r0->rel_err == 1e-4);
+    const kevo_peer_fig *r1 = &h2.info.peers.p[kevo_op_peer_index(op, "beta1")];
+    assert_true(r1->state == KEVO_PEER_FAILED && isnan(r1->median_ms) && r1->rel_err == 0.5);
+    assert_string_equal(r1->detail, "disagrees \"quoted\"");
+    assert_string_equal(r1->config, "{\"form\":\"beta1\"}");
+    assert_int_equal(h2.info.peers.p[kevo_op_peer_index(op, "decomposed")].state, KEVO_PEER_UNMEASURED);
+    /* another op's peers: a name it does not declare is refused */
+    assert_int_equal(kevo_wire_gpu_hello_unpack(b.data, b.len, kevo_op_find("ikbo_fa"), &h2, &err),
+                     KEVO_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "peer"));
 
     kevo_gpu_request rq;
     memset(&rq, 0, sizeof rq);
