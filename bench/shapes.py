@@ -3,16 +3,26 @@
 
   shapes.py list SEED          one shape per line: "SHAPE DTYPE" (the public
                                set of issue 9, then 8 drawn from SEED)
-  shapes.py table DB WALL.tsv  per shape: kevo ms, baseline ms, decomposed ms,
-                               vs_best_peer, fraction of the roofline, wall s;
-                               then the geometric mean of vs_best_peer
+  shapes.py table DB WALL.tsv [PEERS_DIR]
+                               per shape: kevo ms (in-run / kevo verify's beside
+                               the peers), bench/peers.py's stage0,
+                               decomposed_padded, baddbmm_padded and triton_ikbo
+                               ms (PEERS_DIR/peers_*.json, default WALL.tsv's
+                               folder), kevo's in-run best peer and vs_best_peer,
+                               vs_best_peer (all): the lowest of kevo's in-run
+                               ratio and each checked peers.py peer over kevo
+                               verify's ms (LOSES below 1.0), fraction of the
+                               roofline, wall s; then the geometric means
 
 Random shapes (a seeded generator, so a seed always gives the same set): B
 log-uniform 256..4096, candidates per user log-uniform 2..10000, M
 log-uniform 64..1024, N a multiple of 8 in 64..512, Ku and Kc log-uniform
 32..4096, fp16 or bf16.
 """
+import glob
+import json
 import math
+import os
 import random
 import sqlite3
 import sys
@@ -58,52 +68,100 @@ def canon(shape):
     return {k: int(v) for k, v in (kv.split("=") for kv in shape.split(","))}
 
 
-def table(db_path, wall_path):
+def inrun_peers(db, rid):
+    """kevo's same-run peers {name: ms} (shape 0, device 0, checked); before schema 9, the stage-0
+    baseline alone (the old decomposed_ms padded only W's rows: no verdict counts it)."""
+    try:
+        rows = db.execute("select peer, median_ms from run_peers where run_id = ? and shape_idx = 0 and "
+                          "device = 0 and status = 'ok'", (rid,)).fetchall()
+        return {p: ms for p, ms in rows if ms and p != "decomposed_unaligned"}
+    except sqlite3.OperationalError:
+        base = db.execute("select baseline_ms from runs where id = ?", (rid,)).fetchone()[0]
+        return {"stage0": base} if base else {}
+
+
+def peers_docs(peers_dir):
+    """bench/peers.py's JSON files in peers_dir, by (shape as given, dtype)."""
+    docs = {}
+    for path in sorted(glob.glob(os.path.join(peers_dir, "peers_*.json"))):
+        try:
+            with open(path) as f:
+                d = json.load(f)
+            docs[(d["shape_arg"], d["dtype"])] = d
+        except (OSError, ValueError, KeyError):
+            pass
+    return docs
+
+
+def table(db_path, wall_path, peers_dir=None):
     walls = {}
     for line in open(wall_path):
         parts = line.rstrip("\n").split("\t")
         if len(parts) == 3:
             walls[(parts[0], parts[1])] = float(parts[2])
+    docs = peers_docs(peers_dir or os.path.dirname(os.path.abspath(wall_path)))
     db = sqlite3.connect(db_path)
     rows = []
     for (shape, dtype), wall in walls.items():
         want = canon(shape)
-        best = None
-        for rid, rshape, rdt, base, dec in db.execute(
-                "select id, shape, dtype, baseline_ms, decomposed_ms from runs where compile_only = 0 order by id"):
+        rid = None
+        for r, rshape, rdt in db.execute("select id, shape, dtype from runs where compile_only = 0 order by id"):
             have = canon(rshape)
             if rdt == dtype and all(have.get(k) == v for k, v in want.items()):
-                best = (rid, base, dec)
-        if best is None:
-            rows.append((shape, dtype, None))
+                rid = r
+        c = rid and db.execute("select c.median_ms, c.vs_peer, c.roofline, c.family from candidates c "
+                               "where c.run_id = ? and c.status = 'ok' order by "
+                               "c.id = (select best_id from runs where id = ?) desc, "
+                               "coalesce(c.fitness, c.speedup) desc, c.median_ms limit 1", (rid, rid)).fetchone()
+        rows.append((shape, dtype, c, inrun_peers(db, rid) if rid else {}, docs.get((shape, dtype)), wall))
+    cols = ["stage0", "decomposed_padded", "baddbmm_padded", "triton_ikbo"]
+    print("| shape | dtype | kevo ms (run / verify) | family | " + " | ".join(f"{c} ms" for c in cols) +
+          " | in-run best peer | vs_best_peer (in-run) | vs_best_peer (all) | roofline | wall s |")
+    print("|---" * (len(cols) + 9) + "|")
+    logs, inrun_logs, loses = [], [], 0
+    for shape, dtype, c, inrun, doc, wall in rows:
+        if not c:
+            print(f"| {shape} | {dtype} | - | - |" + " - |" * len(cols) + f" - | no verified kernel | - | - | "
+                  f"{wall:.0f} |")
             continue
-        rid, base, dec = best
-        c = db.execute("select c.median_ms, c.vs_peer, c.roofline, c.family from candidates c "
-                       "where c.run_id = ? and c.status = 'ok' order by "
-                       "c.id = (select best_id from runs where id = ?) desc, coalesce(c.fitness, c.speedup) desc, "
-                       "c.median_ms limit 1", (rid, rid)).fetchone()
-        rows.append((shape, dtype, (base, dec, c, wall)))
-    print("| shape | dtype | kevo ms | family | baseline ms | decomposed ms | vs_best_peer | roofline | wall s |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    logs = []
-    for shape, dtype, r in rows:
-        if r is None or r[2] is None:
-            print(f"| {shape} | {dtype} | - | - | - | - | no verified kernel | - | - |")
-            continue
-        base, dec, (ms, vs, roof, fam), wall = r
-        logs.append(math.log(vs))
-        print(f"| {shape} | {dtype} | {ms:.4f} | {fam} | {base:.4f} | {dec:.4f} | {vs:.2f}x | "
+        ms, vs, roof, fam = c
+        figs = []  # (ratio, peer): each peer over kevo's time measured in the same process
+        ib = min(((m, p) for p, m in inrun.items()), default=None)
+        if ib:
+            figs.append((vs if vs else ib[0] / ms, f"{ib[1]} (in-run)"))
+            inrun_logs.append(math.log(figs[-1][0]))
+        peer_ms = {}
+        if doc:
+            kms = doc.get("kevo_ms") or ms  # verify missing: the run's own kevo time, marked *
+            for p, r in doc["peers"].items():
+                peer_ms[p] = f"{r['ms']:.4f}" if r["status"] == "ok" and r["ms"] else (r["status"] or "-")
+                if r.get("peer") and r["status"] == "ok" and r["ms"]:
+                    figs.append((r["ms"] / kms, p + ("" if doc.get("kevo_ms") else " *")))
+        kv = f"{doc['kevo_ms']:.4f}" if doc and doc.get("kevo_ms") else "-"
+        best = min(figs, default=None)
+        if best:
+            logs.append(math.log(best[0]))
+            loses += best[0] < 1.0
+        all_txt = f"{best[0]:.2f}x vs {best[1]}{' LOSES' if best[0] < 1.0 else ''}" if best else "-"
+        print(f"| {shape} | {dtype} | {ms:.4f} / {kv} | {fam} | " + " | ".join(peer_ms.get(p, "-") for p in cols) +
+              f" | {f'{ib[1]} {ib[0]:.4f}' if ib else '-'} | {f'{vs:.2f}x' if vs else '-'} | {all_txt} | "
               f"{100 * roof:.0f}% | {wall:.0f} |")
     if logs:
-        print(f"\ngeometric mean of vs_best_peer over {len(logs)} shapes: {math.exp(sum(logs) / len(logs)):.2f}x; "
-              f"lowest {math.exp(min(logs)):.2f}x")
+        print(f"\ngeometric mean of vs_best_peer (all) over {len(logs)} shapes: "
+              f"{math.exp(sum(logs) / len(logs)):.2f}x; lowest {math.exp(min(logs)):.2f}x; kevo loses at {loses}")
+    if inrun_logs:
+        print(f"geometric mean of vs_best_peer (in-run peers only): "
+              f"{math.exp(sum(inrun_logs) / len(inrun_logs)):.2f}x")
+    print("vs_best_peer (all): the lowest ratio over kevo's in-run peers (against kevo's in-run time) and "
+          "bench/peers.py's checked peers (against kevo verify's time in the same job; * = verify missing, the "
+          "run's time instead)")
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "list":
         for s, d in PUBLIC + drawn(int(sys.argv[2])):
             print(s, d)
-    elif len(sys.argv) == 4 and sys.argv[1] == "table":
-        table(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) in (4, 5) and sys.argv[1] == "table":
+        table(*sys.argv[2:])
     else:
         sys.exit(__doc__)

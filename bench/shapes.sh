@@ -3,9 +3,14 @@
 # build/ carried): the README's `kevo tune` (default budget unless BUDGET is
 # set) at each shape of `bench/shapes.py list SEED` (the public set, then 8
 # drawn from SEED), all into one DB (later shapes reuse compiled cubins and
-# warm-start from earlier winners, as a user's kevo.db does), then the table.
+# warm-start from earlier winners, as a user's kevo.db does); after each
+# shape's tune, bench/peers.py times the PyTorch peers at that shape beside
+# `kevo verify --time` of the run's best (before and after them, same GPU,
+# same job) into $OUT/peers_$i.json; then the table (shapes.py table):
+# kevo's in-run figures, the peers', and vs_best_peer over all of them.
 #   bench/shapes.sh [SEED [FIRST [LAST]]]    shapes FIRST..LAST (1-based) of the list
 # Env: BUDGET, TIME_LIMIT (per shape, s), DB (default $OUT/shapes.db);
+#   PEERS=0 skips bench/peers.py (the table then has kevo's in-run peers only);
 #   EXHAUSTIVE="i j ..." (1-based list positions): after the default run of each,
 #   an exhaustive run over every family (the model's order) for EX_LIMIT seconds
 #   (default 60) into its own DB, and the ratio of its best to the default run's.
@@ -33,6 +38,12 @@ while read -r shape dtype; do
   t1=$(date +%s.%N)
   printf '%s\t%s\t%s\n' "$shape" "$dtype" "$(python3 -c "print($t1 - $t0)")" >>"$OUT/walls.tsv"
   echo "[$i] $shape $dtype rc=$rc $(tail -1 "$OUT/tune_$i.log")"
+  if [ "${PEERS:-1}" != 0 ]; then
+    timeout 600 python3 bench/peers.py lce --shape "$shape" --dtype "$dtype" --kevo-db "$DB" \
+      --json "$OUT/peers_$i.json" >"$OUT/peers_$i.log" 2>&1
+    prc=$?
+    echo "    peers rc=$prc $(grep -E '^(best_peer|vs_best_peer) ' "$OUT/peers_$i.log" | tr '\n' ' ')"
+  fi
   case " ${EXHAUSTIVE:-} " in
   *" $i "*)
     timeout $(( ${EX_LIMIT:-60} + 120 )) build/kevo tune --op ikbo_lce --shape "$shape" --dtype "$dtype" \
@@ -61,8 +72,8 @@ PY
     ;;
   esac
 done < <(python3 bench/shapes.py list "$SEED")
-python3 bench/shapes.py table "$DB" "$OUT/walls.tsv" | tee "$OUT/shapes.md"
+python3 bench/shapes.py table "$DB" "$OUT/walls.tsv" "$OUT" | tee "$OUT/shapes.md"
 [ -f "$OUT/exhaustive.txt" ] && cat "$OUT/exhaustive.txt"
 python3 bench/slim_db.py "$DB"
-# the device tool returns few files: the logs travel as one archive
-(cd "$OUT" && tar czf logs.tgz ./*.log walls.tsv && rm -f ./*.log)
+# the device tool returns few files: the logs and peers.py's JSON travel as one archive
+(cd "$OUT" && tar czf logs.tgz ./*.log walls.tsv $(ls peers_*.json 2>/dev/null) && rm -f ./*.log ./peers_*.json)
