@@ -3,6 +3,7 @@
 
   shapes.py list SEED          one shape per line: "SHAPE DTYPE" (the public
                                set of issue 9, then 8 drawn from SEED)
+  shapes.py default            the default shape, as one such line
   shapes.py table DB WALL.tsv [PEERS_DIR]
                                per shape: kevo ms (in-run / kevo verify's beside
                                the peers), bench/peers.py's stage0,
@@ -158,7 +159,9 @@ def table(db_path, wall_path, peers_dir=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "list":
+    if len(sys.argv) == 2 and sys.argv[1] == "default":
+        print(*DEFAULT)
+    elif len(sys.argv) >= 3 and sys.argv[1] == "list":
         for s, d in PUBLIC + drawn(int(sys.argv[2])):
             print(s, d)
     elif len(sys.argv) in (4, 5) and sys.argv[1] == "table":

@@ -9,8 +9,10 @@
 # same job) into $OUT/peers_$i.json; then the table (shapes.py table):
 # kevo's in-run figures, the peers', and vs_best_peer over all of them.
 #   bench/shapes.sh [SEED [FIRST [LAST]]]    shapes FIRST..LAST (1-based) of the list
+#   (position 0 is the default shape, before the list: FIRST=0 includes it)
 # Env: BUDGET, TIME_LIMIT (per shape, s), DB (default $OUT/shapes.db);
 #   PEERS=0 skips bench/peers.py (the table then has kevo's in-run peers only);
+#   SHAPES="0 1 6 ..." runs those positions instead of FIRST..LAST;
 #   EXHAUSTIVE="i j ..." (1-based list positions): after the default run of each,
 #   an exhaustive run over every family (the model's order) for EX_LIMIT seconds
 #   (default 60) into its own DB, and the ratio of its best to the default run's.
@@ -27,10 +29,14 @@ extra=()
 [ -n "${BUDGET:-}" ] && extra+=(--budget "$BUDGET")
 [ -n "${TIME_LIMIT:-}" ] && extra+=(--time-limit "$TIME_LIMIT")
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
-i=0
+i=-1
 while read -r shape dtype; do
   i=$((i + 1))
-  [ "$i" -lt "$FIRST" ] || [ "$i" -gt "$LAST" ] && continue
+  if [ -n "${SHAPES:-}" ]; then
+    case " $SHAPES " in *" $i "*) ;; *) continue ;; esac
+  elif [ "$i" -lt "$FIRST" ] || [ "$i" -gt "$LAST" ]; then
+    continue
+  fi
   t0=$(date +%s.%N)
   timeout 420 build/kevo tune --op ikbo_lce --shape "$shape" --dtype "$dtype" --db "$DB" --no-bar "${extra[@]}" \
     >"$OUT/tune_$i.log" 2>&1
@@ -71,7 +77,7 @@ PY
     python3 bench/slim_db.py "$OUT/exh_$i.db"
     ;;
   esac
-done < <(python3 bench/shapes.py list "$SEED")
+done < <(python3 bench/shapes.py default; python3 bench/shapes.py list "$SEED")
 python3 bench/shapes.py table "$DB" "$OUT/walls.tsv" "$OUT" | tee "$OUT/shapes.md"
 [ -f "$OUT/exhaustive.txt" ] && cat "$OUT/exhaustive.txt"
 python3 bench/slim_db.py "$DB"
