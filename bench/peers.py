@@ -129,16 +129,17 @@ def _lce_kernel(W, E, R, MAP, O, M, N, K, B, s_wm, s_wk, s_eb, s_ek, s_en, s_rb,
     w_ptrs = W + (rm % M)[:, None] * s_wm + rk[None, :] * s_wk  # rows/cols wrapped: only the store masks M, N
     e_ptrs = E + b * s_eb + rk[:, None] * s_ek + (rn % N)[None, :] * s_en
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        if EVEN_K:
-            a = tl.load(w_ptrs)
-            e = tl.load(e_ptrs)
-        else:
-            a = tl.load(w_ptrs, mask=rk[None, :] < K - k0, other=0.0)
-            e = tl.load(e_ptrs, mask=rk[:, None] < K - k0, other=0.0)
+    k_full = (K // BK) * BK  # whole K tiles unmasked (the pipelined loop), then one masked tail
+    for k0 in range(0, k_full, BK):
+        a = tl.load(w_ptrs)
+        e = tl.load(e_ptrs)
         acc = tl.dot(a, e, acc)
         w_ptrs += BK * s_wk
         e_ptrs += BK * s_ek
+    if not EVEN_K:
+        a = tl.load(w_ptrs, mask=rk[None, :] < K - k_full, other=0.0)
+        e = tl.load(e_ptrs, mask=rk[:, None] < K - k_full, other=0.0)
+        acc = tl.dot(a, e, acc)
     u = tl.load(MAP + b).to(tl.int64)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     r = tl.load(R + u * s_rb + rm[:, None] * s_rm + rn[None, :] * s_rn, mask=mask, other=0.0)

@@ -2,7 +2,8 @@
 """bench/shapes.py — the shape set of bench/shapes.sh, and its result table.
 
   shapes.py list SEED          one shape per line: "SHAPE DTYPE" (the public
-                               set of issue 9, then 8 drawn from SEED)
+                               set of issue 9, then 8 drawn from SEED, then
+                               the GEMM-bound shape, position 21)
   shapes.py default            the default shape, as one such line
   shapes.py table DB WALL.tsv [PEERS_DIR]
                                per shape: kevo ms (in-run / kevo verify's beside
@@ -43,6 +44,9 @@ PUBLIC = [
     ("B=768,M=512,N=200,Ku=1000,Kc=1000,ratio=64", "fp16"),
 ]
 DEFAULT = ("B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70", "fp16")
+# after the drawn ones: a GEMM-bound shape (one user, a long Kc, M and N not
+# multiples of 128), where fusion saves little and the candidate GEMM is all
+GEMM_BOUND = [("B=1024,M=433,N=200,Ku=512,Kc=3500,U=1", "fp16")]
 
 
 def log_uniform(rng, lo, hi):
@@ -162,7 +166,7 @@ if __name__ == "__main__":
     if len(sys.argv) == 2 and sys.argv[1] == "default":
         print(*DEFAULT)
     elif len(sys.argv) >= 3 and sys.argv[1] == "list":
-        for s, d in PUBLIC + drawn(int(sys.argv[2])):
+        for s, d in PUBLIC + drawn(int(sys.argv[2])) + GEMM_BOUND:
             print(s, d)
     elif len(sys.argv) in (4, 5) and sys.argv[1] == "table":
         table(*sys.argv[2:])

@@ -186,10 +186,16 @@ void kevo_peer_verdict(const kevo_op *op, double vs_peer, const kevo_peer_set *p
         snprintf(out, n, "beats the best in-run peer, %s (%.4f ms), %.2fx", peer, best_ms, vs_peer);
         return;
     }
+    /* export's fallback: the fastest vendor form, where it is faster than the kernel (a peer it cannot run,
+       stage 0 on a pre-broadcast E, may be the one that wins) */
     int v = kevo_peer_vendor(op, ps);
-    char tail[160] = "";
-    if (v >= 0)
+    double kernel_ms = best_ms / vs_peer, v_ms = kevo_peer_ok_ms(ps, v);
+    char tail[200] = "";
+    if (v >= 0 && v_ms < kernel_ms)
         snprintf(tail, sizeof tail, "; export will dispatch to %s", op->peers[v].verdict);
+    else if (v >= 0)
+        snprintf(tail, sizeof tail, "; export keeps the kernel, faster than %s (%.4f ms), the fastest form it can "
+                 "dispatch to", op->peers[v].verdict, v_ms);
     snprintf(out, n, "no kernel beats %s at this shape: best %.2fx (%.4f ms)%s", peer, vs_peer, best_ms, tail);
 }
 

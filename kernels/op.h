@@ -244,9 +244,9 @@ int kevo_peer_best(const kevo_op *op, const kevo_peer_set *s, double *ms);
  * vs_best_peer (the fastest OK peer's time over its own), into out[n]:
  * "beats the best in-run peer, cuBLAS (beta=1) (0.6180 ms), 1.57x", or
  * "no kernel beats cuBLAS (beta=1) at this shape: best 0.80x (0.6180 ms);
- * export will dispatch to cuBLAS (beta=1)" (the second clause when a
- * VENDOR peer is OK: export's fallback), or "no in-run peer was
- * checked". */
+ * export will dispatch to cuBLAS (beta=1)" (export's fallback: the fastest
+ * OK VENDOR peer, where it is faster than the kernel; where it is not, the
+ * clause says export keeps the kernel), or "no in-run peer was checked". */
 void kevo_peer_verdict(const kevo_op *op, double vs_peer, const kevo_peer_set *ps, char *out, size_t n);
 /* The fastest OK VENDOR peer of op in ps (export's fallback), or -1. */
 int kevo_peer_vendor(const kevo_op *op, const kevo_peer_set *ps);

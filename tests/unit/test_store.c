@@ -828,6 +828,12 @@ static void test_peers_roundtrip(void **state)
     kevo_peer_verdict(op, 0.5, &back, verdict, sizeof verdict);
     assert_non_null(strstr(verdict, "no kernel beats decomposed cuBLAS (K padded) at this shape: best 0.50x"));
     assert_non_null(strstr(verdict, "export will dispatch to decomposed cuBLAS (K padded)"));
+    /* stage 0 (not a form export can run) beats the kernel, the vendor form does not: the kernel stays */
+    set_peer(op, &back, "stage0", KEVO_PEER_OK, 0.5);
+    kevo_peer_verdict(op, 0.8, &back, verdict, sizeof verdict); /* the kernel: 0.625 ms, decomposed 0.7 */
+    assert_non_null(strstr(verdict, "no kernel beats the stage-0 cuBLAS baseline at this shape: best 0.80x"));
+    assert_non_null(strstr(verdict, "export keeps the kernel, faster than decomposed cuBLAS (K padded) (0.7000 ms)"));
+    set_peer(op, &back, "stage0", KEVO_PEER_OK, 2.0);
     kevo_peer_verdict(op, 1.5, &back, verdict, sizeof verdict);
     assert_non_null(strstr(verdict, "beats the best in-run peer, decomposed cuBLAS (K padded) (0.7000 ms), 1.50x"));
 
