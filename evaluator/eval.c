@@ -21,6 +21,7 @@ static const char *const ev_names[KEVO_FAIL__COUNT] = {
     [KEVO_FAIL_PARSE_ERROR] = "parse_error",
     [KEVO_FAIL_REJECTED] = "rejected",
     [KEVO_FAIL_INPUT_MODIFIED] = "input_modified",
+    [KEVO_FAIL_OUT_OF_BOUNDS] = "out_of_bounds",
 };
 
 const char *kevo_fail_name(kevo_fail f)

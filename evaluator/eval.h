@@ -26,6 +26,7 @@ typedef enum kevo_fail {
     KEVO_FAIL_PARSE_ERROR,       /* the LLM reply held no usable source or launch plan */
     KEVO_FAIL_REJECTED,          /* the static check refused the LLM source (host code, timers, ...) */
     KEVO_FAIL_INPUT_MODIFIED,    /* the kernel wrote one of the op's input tensors */
+    KEVO_FAIL_OUT_OF_BOUNDS,     /* the kernel wrote into the guard bytes around its output or workspace */
     KEVO_FAIL__COUNT
 } kevo_fail;
 

@@ -310,18 +310,21 @@ static CUresult wk_checksum(wk_ctx *w, CUdeviceptr p, size_t bytes, unsigned lon
     return n > 0 ? wk_launch(w, w->io.f_checksum, wk_blocks(n), 1, 1, 256, 1, 1, 0, a) : CUDA_SUCCESS;
 }
 
-/* *sum = the checksum of every tensor a kernel must not write (the inputs,
- * their padded copies, the map) and of the reference the output is compared
- * with (a kernel reaching past its tensors must not rewrite the answer it is
- * judged by), computed on the device into the last slot of the stats buffer
- * (the comparison uses the first five). */
-static CUresult wk_inputs_sum(wk_ctx *w, unsigned long long *sum)
+/* What a candidate's run must leave as it found it, as two checksums
+ * computed on the device into slots 6 and 7 of the stats buffer (the
+ * comparison uses the first five): sum[0] of every buffer a kernel must not
+ * write (the inputs, their padded copies, the map, the op's own buffers
+ * that carry a check's state, and the reference the output is compared
+ * with: a kernel reaching past its tensors must not rewrite the answer it
+ * is judged by), sum[1] of the guard bytes around the output and the
+ * workspace (wk_guard_fill). */
+static CUresult wk_inputs_sum(wk_ctx *w, unsigned long long sum[2])
 {
     const kevo_op *op = w->cfg.op;
     wk_io *io = &w->io;
-    CUdeviceptr slot = io->stats + 7 * sizeof(double);
+    CUdeviceptr slot = io->stats + 7 * sizeof(double), gslot = io->stats + 6 * sizeof(double);
     unsigned long long k = 0;
-    WK_TRY(w->cu.cuMemsetD8Async(slot, 0, sizeof(unsigned long long), w->stream));
+    WK_TRY(w->cu.cuMemsetD8Async(gslot, 0, 2 * sizeof(unsigned long long), w->stream));
     for (int i = 0; i < op->ntensors; i++) {
         const wk_tensor *t = &io->t[i];
         if (op->tensors[i].role == KEVO_TENSOR_OUTPUT)
@@ -330,9 +333,39 @@ static CUresult wk_inputs_sum(wk_ctx *w, unsigned long long *sum)
         if (t->pad)
             WK_TRY(wk_checksum(w, t->pad, (size_t)t->pad_count * t->elem, k++, slot));
     }
-    WK_TRY(wk_checksum(w, io->ref, (size_t)io->t[io->out].count * sizeof(float), k, slot));
-    WK_TRY(w->cu.cuMemcpyDtoHAsync(sum, slot, sizeof *sum, w->stream));
-    return w->cu.cuStreamSynchronize(w->stream);
+    WK_TRY(wk_checksum(w, io->ref, (size_t)io->t[io->out].count * sizeof(float), k++, slot));
+    CUdeviceptr own[8];
+    size_t own_bytes[8];
+    int nown = op->gpu->owned ? op->gpu->owned(w, own, own_bytes, 8) : 0;
+    for (int i = 0; i < nown; i++)
+        WK_TRY(wk_checksum(w, own[i], own_bytes[i], k++, slot));
+    const wk_tensor *o = &io->t[io->out];
+    size_t out_bytes = (size_t)o->count * o->elem;
+    CUdeviceptr guards[4] = {io->out_alloc, o->p + out_bytes, io->ws_alloc, io->ws + io->ws_cap};
+    for (int i = 0; i < 4; i++)
+        if (guards[i])
+            WK_TRY(wk_checksum(w, guards[i], WK_GUARD, (unsigned long long)i, gslot));
+    WK_TRY(w->cu.cuMemcpyDtoHAsync(sum, gslot, 2 * sizeof *sum, w->stream));
+    WK_TRY(w->cu.cuStreamSynchronize(w->stream));
+    unsigned long long g = sum[0];
+    sum[0] = sum[1];
+    sum[1] = g;
+    return CUDA_SUCCESS;
+}
+
+/* Refill the guard bytes around the output and the workspace with their
+ * pattern (a candidate that wrote them failed; the next one finds them
+ * clean). */
+static CUresult wk_guard_fill(wk_ctx *w)
+{
+    wk_io *io = &w->io;
+    const wk_tensor *o = &io->t[io->out];
+    size_t out_bytes = (size_t)o->count * o->elem;
+    CUdeviceptr guards[4] = {io->out_alloc, o->p + out_bytes, io->ws_alloc, io->ws + io->ws_cap};
+    for (int i = 0; i < 4; i++)
+        if (guards[i])
+            WK_TRY(w->cu.cuMemsetD8Async(guards[i], 0xA5, WK_GUARD, w->stream));
+    return CUDA_SUCCESS;
 }
 
 /* Run a candidate's plan once on the current buffers. */
@@ -359,19 +392,22 @@ static CUresult wk_run_plan(wk_ctx *w, void *arg)
     return CUDA_SUCCESS;
 }
 
+/* A workspace of at least `bytes` (rounded up to 256), between guards of
+ * WK_GUARD bytes (wk_guard_fill). */
 static CUresult wk_ensure_ws(wk_ctx *w, size_t bytes)
 {
     wk_io *io = &w->io;
     if (bytes <= io->ws_cap)
         return CUDA_SUCCESS;
-    if (io->ws)
-        w->cu.cuMemFree(io->ws);
-    io->ws = 0;
+    if (io->ws_alloc)
+        w->cu.cuMemFree(io->ws_alloc);
+    io->ws = io->ws_alloc = 0;
     io->ws_cap = 0;
     size_t cap = (bytes + 255) & ~(size_t)255;
-    WK_TRY(w->cu.cuMemAlloc(&io->ws, cap));
+    WK_TRY(w->cu.cuMemAlloc(&io->ws_alloc, cap + 2 * WK_GUARD));
+    io->ws = io->ws_alloc + WK_GUARD;
     io->ws_cap = cap;
-    return CUDA_SUCCESS;
+    return wk_guard_fill(w);
 }
 
 /* Seed for one check: distinct per request and per map kind. */
@@ -414,7 +450,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         if (!(req->maps & (1u << kind)))
             continue;
         double ref2 = 0, st[4];
-        unsigned long long sum_before = 0, sum_after = 0;
+        unsigned long long sum_before[2] = {0, 0}, sum_after[2] = {0, 0};
         r = wk_fill(w, wk_check_seed(req->seed, kind), (kevo_map_kind)kind);
         wk_phase(&t, res, KEVO_PHASE_FILL);
         if (r == CUDA_SUCCESS)
@@ -425,7 +461,9 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
             return;
         }
         if (r == CUDA_SUCCESS)
-            r = wk_inputs_sum(w, &sum_before);
+            r = wk_guard_fill(w);
+        if (r == CUDA_SUCCESS)
+            r = wk_inputs_sum(w, sum_before);
         wk_phase(&t, res, KEVO_PHASE_SUM);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "preparing a check (reference side)", sticky);
@@ -458,16 +496,26 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         r = wk_compare(w, ref2, st);
         wk_phase(&t, res, KEVO_PHASE_CMP);
         if (r == CUDA_SUCCESS)
-            r = wk_inputs_sum(w, &sum_after);
+            r = wk_inputs_sum(w, sum_after);
         wk_phase(&t, res, KEVO_PHASE_SUM);
         if (r != CUDA_SUCCESS) {
             wk_result_cuda(w, res, r, "comparing", sticky);
             return;
         }
         res->checks++;
-        if (sum_after != sum_before) { /* before the output is judged: a kernel may hide its writes in a right answer */
+        /* before the output is judged: a kernel may hide its writes in a right answer */
+        if (sum_after[0] != sum_before[0]) {
             res->fail = KEVO_FAIL_INPUT_MODIFIED;
-            snprintf(res->msg, sizeof res->msg, "the kernel wrote an input tensor or the reference (checksum changed, %s map)",
+            snprintf(res->msg, sizeof res->msg,
+                     "the kernel wrote an input tensor, the reference or the evaluator's state (checksum changed, "
+                     "%s map)",
+                     kevo_map_name((kevo_map_kind)kind));
+            return;
+        }
+        if (sum_after[1] != sum_before[1]) {
+            res->fail = KEVO_FAIL_OUT_OF_BOUNDS;
+            snprintf(res->msg, sizeof res->msg,
+                     "the kernel wrote past its output or workspace (the guard bytes around them changed, %s map)",
                      kevo_map_name((kevo_map_kind)kind));
             return;
         }
@@ -696,6 +744,8 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err)
     size_t nb = 0;
     for (int i = 0; i < op->ntensors; i++) {
         wk_tensor *t = &io->t[i];
+        if (i == io->out) /* between guards: below */
+            continue;
         bufs[nb].p = &t->p;
         bufs[nb++].bytes = (size_t)t->count * t->elem;
         if (t->pad_count) {
@@ -703,6 +753,8 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err)
             bufs[nb++].bytes = (size_t)t->pad_count * t->elem;
         }
     }
+    bufs[nb].p = &io->out_alloc;
+    bufs[nb++].bytes = (size_t)io->t[io->out].count * io->t[io->out].elem + 2 * WK_GUARD;
     bufs[nb].p = &io->ref;
     bufs[nb++].bytes = (size_t)io->t[io->out].count * sizeof(float);
     bufs[nb].p = &io->stats;
@@ -714,6 +766,13 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err)
             return kevo_err_set(err, KEVO_ERR_CUDA, "allocating %zu bytes of inputs: %s", bufs[i].bytes,
                                 kv_cu_errstr(&w->cu, r, buf, sizeof buf));
         }
+    }
+    io->t[io->out].p = io->out_alloc + WK_GUARD;
+    CUresult gr = wk_guard_fill(w);
+    if (gr != CUDA_SUCCESS) {
+        char buf[256];
+        return kevo_err_set(err, KEVO_ERR_CUDA, "filling the output's guards: %s",
+                            kv_cu_errstr(&w->cu, gr, buf, sizeof buf));
     }
     if ((st = g->init(w, err)))
         return st;
@@ -731,12 +790,12 @@ void wk_op_fini(wk_ctx *w)
     if (op->gpu)
         op->gpu->fini(w);
     for (int i = 0; i < op->ntensors && i < KEVO_OP_MAX_TENSORS; i++) {
-        if (io->t[i].p)
+        if (io->t[i].p && i != io->out) /* the output lies inside out_alloc */
             w->cu.cuMemFree(io->t[i].p);
         if (io->t[i].pad)
             w->cu.cuMemFree(io->t[i].pad);
     }
-    CUdeviceptr bufs[] = {io->ref, io->stats, io->ws};
+    CUdeviceptr bufs[] = {io->out_alloc, io->ref, io->stats, io->ws_alloc};
     for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
         if (bufs[i])
             w->cu.cuMemFree(bufs[i]);

@@ -13,6 +13,7 @@
 #include "evaluator/gpu.h"
 
 #define WK_MAX_REPS KEVO_GPU_MAX_REPS
+#define WK_GUARD ((size_t)64 << 10) /* guard bytes on each side of the output and the workspace */
 #define WK_ARGS_MAX 2048 /* bytes of the largest ABI struct an op may have */
 
 /* One of the op's tensors on the device (kevo_op.tensors, same index). */
@@ -38,9 +39,13 @@ typedef struct wk_io {
      * the uneven map), so the ABI struct is rebuilt after every fill. */
     kevo_map_kind cur_map;
     CUdeviceptr ref;              /* fp32 reference, the output's element count */
-    CUdeviceptr stats;            /* 8 doubles: the comparison's sums, the checksum's slot */
+    CUdeviceptr stats;            /* 8 doubles: the comparison's sums, the checksums' slots */
     CUdeviceptr ws;
     size_t ws_cap;
+    /* The output's and the workspace's allocations: WK_GUARD bytes of a
+     * known pattern before and after each (a candidate's write past its
+     * buffers lands there, is checksummed, and fails it) */
+    CUdeviceptr out_alloc, ws_alloc;
     int launch_seq; /* last tag handed to a plan run: one counter for every candidate on this workspace */
     CUfunction f_gen, f_gen_padded, f_sumsq, f_compare, f_checksum;
 } wk_io;
@@ -96,6 +101,11 @@ typedef struct kevo_op_gpu {
      * refuses) ERROR, each with its reason: the worker goes on.  Errors:
      * KEVO_ERR_CUDA only when the context is no longer usable. */
     kevo_status (*peers)(wk_ctx *w, kevo_err *err);
+    /* NULL, or the device buffers of the op's own that hold state between
+     * a check's reference and its comparison (a reference's scratch):
+     * their addresses and bytes into p[max], bytes[max]; returns how many.
+     * They are checksummed around every candidate run with the inputs. */
+    int (*owned)(wk_ctx *w, CUdeviceptr *p, size_t *bytes, int max);
     /* Free what init allocated (w->op_state may be NULL: init failed early). */
     void (*fini)(wk_ctx *w);
 } kevo_op_gpu;

@@ -536,6 +536,27 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
     return fa_reference_check(w, err);
 }
 
+/* The cuBLAS reference's scratch, checksummed around every candidate run
+ * (kevo_op_gpu.owned): V in fp32, S, P's terms, the pointer arrays. */
+static int fa_owned(wk_ctx *w, CUdeviceptr *p, size_t *bytes, int max)
+{
+    const fa_state *s = w->op_state;
+    if (!s)
+        return 0;
+    const CUdeviceptr b[] = {s->v32, s->s32, s->terms, s->ptrs};
+    const size_t n[] = {(size_t)(s->U * s->Skv * s->H * s->D) * sizeof(float),
+                        (size_t)s->ref_chunk * (size_t)(s->Sq * s->Skv) * sizeof(float),
+                        (size_t)fa_terms(w) * (size_t)fa_term_stride(s) * 2,
+                        (size_t)(6 * s->ref_chunk) * sizeof(unsigned long long)};
+    int k = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(b) && k < max; i++)
+        if (b[i]) {
+            p[k] = b[i];
+            bytes[k++] = n[i];
+        }
+    return k;
+}
+
 static void fa_fini(wk_ctx *w)
 {
     if (!w->op_state)
@@ -553,5 +574,6 @@ const kevo_op_gpu kevo_ikbo_fa_gpu = {
     .args = fa_gpu_args,
     .reference = fa_reference,
     .peers = fa_peers,
+    .owned = fa_owned,
     .fini = fa_fini,
 };

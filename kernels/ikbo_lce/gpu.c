@@ -578,6 +578,18 @@ static kevo_status lce_init(wk_ctx *w, kevo_err *err)
     return s->user32 ? lce_reference_check(w, err) : KEVO_OK;
 }
 
+/* The cuBLAS reference's user GEMM output, checksummed around every
+ * candidate run (kevo_op_gpu.owned). */
+static int lce_owned(wk_ctx *w, CUdeviceptr *p, size_t *bytes, int max)
+{
+    const lce_state *s = w->op_state;
+    if (!s || !s->user32 || max < 1)
+        return 0;
+    p[0] = s->user32;
+    bytes[0] = (size_t)(s->U * s->M * s->N) * sizeof(float);
+    return 1;
+}
+
 static void lce_fini(wk_ctx *w)
 {
     lce_state *s = w->op_state;
@@ -596,5 +608,6 @@ const kevo_op_gpu kevo_ikbo_lce_gpu = {
     .args = lce_gpu_args,
     .reference = lce_reference,
     .peers = lce_peers,
+    .owned = lce_owned,
     .fini = lce_fini,
 };

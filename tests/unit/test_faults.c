@@ -48,7 +48,7 @@ static void test_compile_faults(void **state)
     snprintf(templates, sizeof templates, "%s/tests/fixtures/faults", KEVO_SOURCE_DIR);
     setenv("KEVO_FAULT_INJECT", "1", 1);
     char *args[] = {"kevo", "tune", "--op", "ikbo_lce", "--compile-only", "--templates", templates, "--family",
-                    "lce_faults", "--policy", "exhaustive", "--budget", "12", "--compile-timeout", "2",
+                    "lce_faults", "--policy", "exhaustive", "--budget", "14", "--compile-timeout", "2",
                     "--jobs", "2", "--db", db, "--no-bar", NULL};
     int rc = tu_wait(tu_spawn(log, args));
     unsetenv("KEVO_FAULT_INJECT");
@@ -60,7 +60,7 @@ static void test_compile_faults(void **state)
                 {3, "compiled", NULL},          {4, "compiled", NULL},          {5, "compiled", NULL},
                 {6, "compiled", NULL},          {7, "compiled", NULL},
                 {8, "failed", "compile_timeout"}, {9, "compiled", NULL},        {10, "compiled", NULL},
-                {11, "compiled", NULL}};
+                {11, "compiled", NULL},         {12, "compiled", NULL},         {13, "compiled", NULL}};
     for (size_t i = 0; i < KV_ARRAY_LEN(want); i++) {
         char sql[256];
         snprintf(sql, sizeof sql,
@@ -73,8 +73,8 @@ static void test_compile_faults(void **state)
                     want[i].fail ? want[i].fail : "");
         assert_int_equal(n, 1);
     }
-    /* the run went on: all 12 evaluated, and it finished */
-    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE status != 'pending'"), 12);
+    /* the run went on: all 14 evaluated, and it finished */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE status != 'pending'"), 14);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'done' AND stop_reason = 'budget'"), 1);
     /* the crash says what happened */
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE fail = 'compile_crash' AND "

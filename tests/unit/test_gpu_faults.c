@@ -29,7 +29,7 @@ static void test_planted_gpu_faults(void **state)
     snprintf(templates, sizeof templates, "%s/tests/fixtures/faults", tu_home());
     setenv("KEVO_FAULT_INJECT", "1", 1);
     char *args[] = {"kevo", "tune", "--op", "ikbo_lce", "--shape", "B=64,M=100,N=128,Ku=96,Kc=72,ratio=8",
-                    "--templates", templates, "--family", "lce_faults", "--policy", "exhaustive", "--budget", "12",
+                    "--templates", templates, "--family", "lce_faults", "--policy", "exhaustive", "--budget", "14",
                     "--compile-timeout", "3", "--eval-timeout", "15", "--reps", "3", "--db", db, "--no-bar", NULL};
     int rc = tu_wait(tu_spawn(log, args));
     unsetenv("KEVO_FAULT_INJECT");
@@ -56,6 +56,8 @@ static void test_planted_gpu_faults(void **state)
         {9, "failed", "load_error"},
         {10, "failed", "launch_error"},
         {11, "failed", "input_modified"},
+        {12, "failed", "out_of_bounds"},
+        {13, "failed", "out_of_bounds"},
     };
     int wrong = 0;
     for (size_t i = 0; i < KV_ARRAY_LEN(want); i++) {
