@@ -7,7 +7,8 @@
  * family's space file translated to C (so the library plans any shape
  * without kevo), and the run's shape as a tuned entry.  A run whose best
  * does not beat its best in-run peer gives no kernel and a tuned entry that
- * returns UNSUPPORTED; a distribution run gives, per shape, the candidate
+ * runs that peer's cuBLAS form, or returns UNSUPPORTED where the library
+ * cannot run it (vendor.c); a distribution run gives, per shape, the candidate
  * fastest there; several runs at one shape give the fastest measured.
  * Output is a pure function of the DB and the options.  What is the op's
  * (its API, argument checks, dispatch keys, tensor maps, README wording)
@@ -38,6 +39,7 @@
 #include "db/store.h"
 #include "search/gen.h"
 #include "export/emit.h"
+#include "export/export_int.h"
 #include "kernels/op.h"
 #include "templates/space.h"
 #include "util/util.h"
@@ -52,43 +54,6 @@ void kevo_export_opts_init(kevo_export_opts *o)
     o->name = "kevo_tuned";
     o->top = 3;
 }
-
-/* One kernel of the library. */
-typedef struct xp_kernel {
-    const kevo_space *sp;
-    kevo_config cfg;
-    char *params;
-    int dtype;
-    char arch[16];
-    int sm;
-    void *cubin;
-    size_t cubin_size;
-    double ms, speedup;
-    int64_t cand_id, run_id;
-} xp_kernel;
-
-/* One tuned shape: a run (and for a distribution run one of its shapes)
- * and the kernel of its best candidate there; kernel -1 when no candidate
- * beat the best in-run peer there, so the library returns UNSUPPORTED. */
-typedef struct xp_tuned {
-    kevo_run_row run;
-    char shape_txt[256];
-    kevo_syms shape;
-    int dtype, sm, kernel;
-    double ms, speedup, vs_peer;
-} xp_tuned;
-
-typedef struct xp_state {
-    const kevo_export_opts *o;
-    const kevo_op *op;
-    kevo_db *db;
-    kevo_space **spaces;
-    int nspaces;
-    xp_kernel *k;
-    int nk, kcap;
-    xp_tuned *t;
-    int nt, tcap;
-} xp_state;
 
 /* "sm_90a" -> 90 */
 static int xp_sm_of(const char *arch)
@@ -134,7 +99,9 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
         /* an LLM candidate: its one-point space and source as the DB keeps them (checked against their hash) */
         kevo_space *ls = NULL;
         kevo_space **a = realloc(x->spaces, (size_t)(x->nspaces + 1) * sizeof *a);
-        kevo_status st = a ? kevo_gen_llm_space(&g, c->family, &ls, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        /* admitted again as a fresh reply is (the DB is untrusted): hash, static check, plan for the run's arch */
+        kevo_status st = a ? kevo_gen_llm_admit(&g, c->family, x->op, run->arch, &ls, err)
+                           : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         kevo_generation_row_release(&g);
         if (a)
             x->spaces = a;
@@ -215,9 +182,10 @@ static bool xp_pads(const kevo_cand_row *c)
     return c->plan && kevo_plan_parse_json(c->plan, &p, NULL) == KEVO_OK && p.pad_k;
 }
 
-/* Append a tuned entry (kernel -1: UNSUPPORTED there). */
+/* Append a tuned entry (kernel -1: vendor form `vendor` there, or
+ * UNSUPPORTED when that is -1 too). */
 static kevo_status xp_add_tuned(xp_state *x, const kevo_run_row *run, const char *shape_txt, int dtype, int kernel,
-                                double ms, double speedup, double vs_peer, kevo_err *err)
+                                int vendor, double ms, double speedup, double vs_peer, kevo_err *err)
 {
     if (x->nt == x->tcap) {
         int cap = x->tcap ? 2 * x->tcap : 8;
@@ -233,7 +201,9 @@ static kevo_status xp_add_tuned(xp_state *x, const kevo_run_row *run, const char
     t->dtype = dtype;
     t->sm = xp_sm_of(run->arch);
     t->kernel = kernel;
+    t->vendor = vendor;
     t->ms = ms;
+    t->lib_ms = vendor >= 0 ? x->v[vendor].ms : ms;
     t->speedup = speedup;
     t->vs_peer = vs_peer;
     kevo_status st = x->op->parse_shape(shape_txt, &t->shape, err);
@@ -243,9 +213,9 @@ static kevo_status xp_add_tuned(xp_state *x, const kevo_run_row *run, const char
 }
 
 /* A distribution run: for each of its shapes, the verified candidate
- * fastest there becomes that shape's kernel (or its UNSUPPORTED entry when
- * it does not beat that shape's best peer).  ok[0..nok) are the run's
- * verified candidates. */
+ * fastest there becomes that shape's kernel (or, when it does not beat that
+ * shape's best peer, its vendor form or UNSUPPORTED entry: xp_vendor_for).
+ * ok[0..nok) are the run's verified candidates. */
 static kevo_status xp_collect_dist(xp_state *x, const kevo_run_row *run, int dtype, const kevo_cand_row **ok,
                                    int nok, kevo_err *err)
 {
@@ -270,10 +240,15 @@ static kevo_status xp_collect_dist(xp_state *x, const kevo_run_row *run, int dty
         }
         if (st || !best)
             continue;
-        int idx = -1;
-        if (!(bres.vs_peer < 1.0) && (st = xp_add_kernel(x, run, best, dtype, &idx, err)))
+        int idx = -1, vendor = -1;
+        bool lost = bres.vs_peer < 1.0, kernel_best = false;
+        if (lost && (st = xp_vendor_for(x, run, shapes[j].idx, shapes[j].shape, dtype, bres.median_ms, &vendor,
+                                        &kernel_best, err)))
             break;
-        st = xp_add_tuned(x, run, shapes[j].shape, dtype, idx, bres.median_ms, bres.speedup, bres.vs_peer, err);
+        if ((!lost || kernel_best) && (st = xp_add_kernel(x, run, best, dtype, &idx, err)))
+            break;
+        st = xp_add_tuned(x, run, shapes[j].shape, dtype, idx, vendor, bres.median_ms, bres.speedup, bres.vs_peer,
+                          err);
     }
     free(shapes);
     return st;
@@ -294,9 +269,10 @@ static bool xp_same_shape(const kevo_op_export *xd, const xp_tuned *a, const xp_
 }
 
 /* Several runs at one shape, dtype and arch (a re-tune, another device of
- * the arch): keep one tuned entry, the fastest measured (its own verdict
- * against its run's peers with it), where the first of them stood; the
- * other runs' kernels stay in the library for shapes nobody tuned. */
+ * the arch): keep one tuned entry, the fastest of what the library would
+ * run there (its own verdict against its run's peers with it), where the
+ * first of them stood; the other runs' kernels stay in the library for
+ * shapes nobody tuned, their vendor forms go (xp_vendor_compact). */
 static void xp_fastest_per_shape(xp_state *x)
 {
     int n = 0;
@@ -308,10 +284,11 @@ static void xp_fastest_per_shape(xp_state *x)
             j++;
         if (j == n)
             x->t[n++] = *t;
-        else if (t->ms < x->t[j].ms || (isnan(x->t[j].ms) && !isnan(t->ms)))
+        else if (t->lib_ms < x->t[j].lib_ms || (isnan(x->t[j].lib_ms) && !isnan(t->lib_ms)))
             x->t[j] = *t;
     }
     x->nt = n;
+    xp_vendor_compact(x);
 }
 
 static kevo_status xp_collect(xp_state *x, kevo_err *err)
@@ -363,8 +340,14 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
             kevo_cand_rows_free(rows, n);
             continue;
         }
-        /* a shape where the best does not beat the best in-run peer: no kernel, an UNSUPPORTED entry */
-        bool lost = ok > 0 && best[0]->vs_peer < 1.0;
+        /* a shape where the best does not beat the best in-run peer: that peer's cuBLAS form, or UNSUPPORTED,
+           unless the library can run nothing faster than the kernel (xp_vendor_for) */
+        bool lost = ok > 0 && best[0]->vs_peer < 1.0, kernel_best = false;
+        int vendor = -1;
+        if (!st && lost)
+            st = xp_vendor_for(x, &run, 0, run.shape, (int)dt, best[0]->median_ms, &vendor, &kernel_best, err);
+        if (kernel_best)
+            lost = false;
         for (int i = 0; i < ok && !st && !lost; i++) {
             bool pads = xp_pads(best[i]);
             if (taken >= x->o->top && (natural || pads))
@@ -380,12 +363,9 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
             if (taken >= x->o->top && natural)
                 break;
         }
-        if (!st && best_kernel >= 0) /* this run's own measurement (the kernel may be another run's too) */
-            st = xp_add_tuned(x, &run, run.shape, (int)dt, best_kernel, best[0]->median_ms, best[0]->speedup,
-                              best[0]->vs_peer, err);
-        else if (!st && lost)
-            st = xp_add_tuned(x, &run, run.shape, (int)dt, -1, best[0]->median_ms, best[0]->speedup,
-                              best[0]->vs_peer, err);
+        if (!st && (best_kernel >= 0 || lost)) /* this run's own measurement (the kernel may be another run's too) */
+            st = xp_add_tuned(x, &run, run.shape, (int)dt, best_kernel, vendor, best[0]->median_ms,
+                              best[0]->speedup, best[0]->vs_peer, err);
         free(best);
         kevo_cand_rows_free(rows, n);
     }
@@ -428,9 +408,11 @@ static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
     for (int i = 0; i < x->nk && !st; i++)
         st = kevo_emit_kernel_entry(b, x->k[i].sp, x->op, &x->k[i].cfg, x->k[i].dtype, x->k[i].sm, i, err);
     kv_buf_puts(b, "};\n\n");
+    const kevo_op_export *xd = x->op->export_desc;
+    if (!st && xd->vendor_source)
+        st = xp_emit_vendors(b, x, err);
     kv_buf_printf(b, "#define X_NTUNED %d\nstatic const x_tuned x_tuned_shapes[X_NTUNED > 0 ? X_NTUNED : 1] = {\n",
                   x->nt);
-    const kevo_op_export *xd = x->op->export_desc;
     for (int i = 0; i < x->nt; i++) {
         const xp_tuned *t = &x->t[i];
         kv_buf_puts(b, "    {");
@@ -439,8 +421,11 @@ static kevo_status xp_emit_kernels(kv_buf *b, const xp_state *x, kevo_err *err)
             kevo_syms_get(&t->shape, xd->tuned_keys[j], &v);
             kv_buf_printf(b, "%lld, ", (long long)v);
         }
-        kv_buf_printf(b, "%d, %d, %d}, /* run %lld: %.4f ms%s */\n", t->dtype, t->sm, t->kernel, (long long)t->run.id,
-                      t->ms, t->kernel < 0 ? ", beats no in-run peer: UNSUPPORTED" : "");
+        kv_buf_printf(b, "%d, %d, %d, %d}, /* run %lld: %.4f ms%s */\n", t->dtype, t->sm, t->kernel, t->vendor,
+                      (long long)t->run.id, t->ms,
+                      t->vendor >= 0  ? ", beats no in-run peer: its vendor form runs"
+                      : t->kernel < 0 ? ", beats no in-run peer: UNSUPPORTED"
+                                      : "");
     }
     kv_buf_puts(b, "};\n");
     return st;
@@ -490,6 +475,12 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
             kevo_emit_md_cell(b, cells[c]);
             kv_buf_puts(b, " ");
         }
+        if (t->vendor >= 0) {
+            kv_buf_puts(b, "| ");
+            xp_vendor_readme_cell(b, x, t);
+            kv_buf_printf(b, " | %.4f | %.2fx | %s |\n", t->ms, t->speedup, vs);
+            continue;
+        }
         if (t->kernel < 0) {
             kv_buf_printf(b, "| none: UNSUPPORTED (no kernel beat the in-run peers) | %.4f | %.2fx | %s |\n", t->ms,
                           t->speedup, vs);
@@ -499,7 +490,12 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
         kv_buf_printf(b, "| %s `%s` | %.4f | %.2fx | %s |\n", k->sp->family, k->params, t->ms, t->speedup, vs);
     }
     kv_buf_printf(b,
-                  "\nA shape marked UNSUPPORTED returns `UNSUPPORTED`: there kevo's best kernel was slower than %s, so "
+                  "\nA shape marked cuBLAS dispatches to cuBLAS: no kernel beat that in-run peer there, so the library "
+                  "runs its form (the GEMMs through cuBLASLt, loaded at run time, with the algorithms kevo timed when "
+                  "cuBLASLt is the version that chose them; the median ms and speedup columns are kevo's best "
+                  "kernel's). It needs libcublasLt.so.13 at run time (else `VENDOR_UNAVAILABLE`); the header says "
+                  "which layout runs it at the timed speed. "
+                  "A shape marked UNSUPPORTED returns `UNSUPPORTED`: there kevo's best kernel was slower than %s, so "
                   "use that. Shapes not in this table run the fastest kernel whose constraints accept them (or return "
                   "UNSUPPORTED). Where several runs tuned one shape, dtype and arch, the table and the library take "
                   "the fastest measured one.\n\n"
@@ -523,16 +519,6 @@ static kevo_status xp_readme(const xp_state *x, kv_buf *b)
     return KEVO_OK;
 }
 
-/* Names a Python package may not take: Python's keywords and the modules
- * the generated package imports or builds with. */
-static const char *const xp_py_reserved[] = {
-    "and",   "as",     "assert", "async", "await",    "break", "class",  "continue", "def",   "del",
-    "elif",  "else",   "except", "false", "finally",  "for",   "from",   "global",   "if",    "import",
-    "in",    "is",     "lambda", "none",  "nonlocal", "not",   "or",     "pass",     "raise", "return",
-    "true",  "try",    "while",  "with",  "yield",    "torch", "setuptools", "os",   "sys",   "typing",
-    "numpy", "triton", "kevo",
-};
-
 /* The Python package of --torch into py[5] (pyproject.toml, setup.py,
  * README.md, __init__.py, the bindings' C++): export/template/torch/
  * filled with the op's pieces (kevo_op_export.torch, .torch_usage).
@@ -541,12 +527,9 @@ static kevo_status xp_torch(const xp_state *x, const char *tdir, kv_buf py[5], k
 {
     const kevo_export_opts *o = x->o;
     const kevo_op_export *xd = x->op->export_desc;
-    for (size_t i = 0; i < KV_ARRAY_LEN(xp_py_reserved); i++)
-        if (strcmp(o->name, xp_py_reserved[i]) == 0)
-            return kevo_err_set(err, KEVO_ERR_ARG,
-                                "--torch: '%s' cannot name a Python package (a keyword or a module it imports); "
-                                "give another --name",
-                                o->name);
+    kevo_status nst = kevo_export_check_torch_name(o->name, err);
+    if (nst)
+        return nst;
     char path[PATH_MAX];
     kv_buf op_torch, usage;
     kv_buf_init(&op_torch);
@@ -644,9 +627,23 @@ static int xp_folders(const kevo_export_opts *o, char dirs[6][80])
  * case a file the export would write must be absent, identical to what it
  * would write, or listed in this library's manifest with the content it had
  * when kevo wrote it; anything else is the user's and is never replaced. */
-static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files, int nfiles, kevo_err *err)
+static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files, int nfiles, cJSON **on_disk,
+                                kevo_err *err)
 {
     struct stat sb;
+    *on_disk = NULL;
+    const char *inputs[1] = {o->db_path};
+    for (int i = 0; i < nfiles; i++) { /* an output never replaces an input: compared by device and inode */
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, files[i].rel);
+        if (kv_file_among(path, inputs, 1) >= 0)
+            return kevo_err_set(err, KEVO_ERR_ARG, "'%s' is the DB export reads (--db '%s'): nothing written", path,
+                                o->db_path);
+    }
+    if (kv_file_among(o->out_dir, inputs, 1) >= 0)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--out '%s' is the DB export reads: nothing written", o->out_dir);
+    if (!(*on_disk = cJSON_CreateObject()))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     if (stat(o->out_dir, &sb) != 0) {
         if (errno == ENOENT)
             return KEVO_OK; /* created */
@@ -659,6 +656,8 @@ static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files,
     bool other = false;
     cJSON *m = xp_manifest_read(o->out_dir, o->name, &other);
     if (!m && !o->force) {
+        cJSON_Delete(*on_disk);
+        *on_disk = NULL;
         return kevo_err_set(err, KEVO_ERR_IO,
                             "--out '%s' is not empty and is not an earlier export of library '%s'%s: nothing "
                             "written; give a new or empty folder, or --force to add the library beside what is "
@@ -670,11 +669,12 @@ static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files,
     kevo_status st = KEVO_OK;
     char dirs[6][80];
     int ndirs = xp_folders(o, dirs);
-    for (int i = 0; i < ndirs && !st; i++) {
+    for (int i = 0; i < ndirs && !st; i++) { /* a link to a folder elsewhere is never followed */
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", o->out_dir, dirs[i]);
-        if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
-            st = kevo_err_set(err, KEVO_ERR_IO, "'%s' exists and is not a folder: nothing written", path);
+        if (lstat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+            st = kevo_err_set(err, KEVO_ERR_IO, "'%s' exists and is not a folder%s: nothing written", path,
+                              S_ISLNK(sb.st_mode) ? " (a symbolic link, which export does not follow)" : "");
     }
     for (int i = 0; i < nfiles && !st; i++) {
         char path[PATH_MAX];
@@ -693,9 +693,18 @@ static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files,
         xp_sha(old, len, have);
         xp_sha(files[i].b->data, files[i].b->len, want);
         free(old);
+        if (strcmp(files[i].rel, XP_MANIFEST) != 0 && !cJSON_AddStringToObject(*on_disk, files[i].rel, have)) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
+        }
+        /* what an earlier export of it wrote, or, where that one stopped part-way, would have written */
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(listed, files[i].rel);
-        bool ours = strcmp(files[i].rel, XP_MANIFEST) == 0 ? m != NULL
-                                                            : cJSON_IsString(h) && strcmp(h->valuestring, have) == 0;
+        const cJSON *hp = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "previous"),
+                                                           files[i].rel);
+        bool ours = strcmp(files[i].rel, XP_MANIFEST) == 0
+                        ? m != NULL
+                        : (cJSON_IsString(h) && strcmp(h->valuestring, have) == 0) ||
+                              (cJSON_IsString(hp) && strcmp(hp->valuestring, have) == 0);
         if (strcmp(have, want) == 0 || ours)
             continue;
         st = cJSON_IsString(h)
@@ -709,11 +718,16 @@ static kevo_status xp_guard_out(const kevo_export_opts *o, const xp_file *files,
                                 path);
     }
     cJSON_Delete(m);
+    if (st) {
+        cJSON_Delete(*on_disk);
+        *on_disk = NULL;
+    }
     return st;
 }
 
 /* The manifest: the library's name and each file export wrote with its SHA-256. */
-static kevo_status xp_manifest(const char *name, const xp_file *files, int nfiles, kv_buf *out, kevo_err *err)
+static kevo_status xp_manifest(const char *name, const xp_file *files, int nfiles, const cJSON *prev, kv_buf *out,
+                               kevo_err *err)
 {
     cJSON *m = cJSON_CreateObject(), *f = cJSON_CreateObject();
     bool ok = m && f && cJSON_AddStringToObject(m, "kevo_export", "files kevo export wrote; it replaces only these") &&
@@ -727,6 +741,12 @@ static kevo_status xp_manifest(const char *name, const xp_file *files, int nfile
         cJSON_AddItemToObject(m, "files", f);
     else
         cJSON_Delete(f);
+    /* written before the files: what the earlier export left, each of which may still be there */
+    cJSON *p = prev ? cJSON_Duplicate(prev, 1) : NULL;
+    if (ok && prev && !(p && cJSON_AddItemToObject(m, "previous", p))) {
+        cJSON_Delete(p);
+        ok = false;
+    }
     char *text = ok ? cJSON_Print(m) : NULL;
     cJSON_Delete(m);
     kevo_status st = text && !kv_buf_puts(out, text) && !kv_buf_puts(out, "\n")
@@ -760,11 +780,13 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         st = kevo_db_open_ro(o->db_path, &x.db, err);
     if (!st)
         st = xp_collect(&x, err);
-    snprintf(tdir, sizeof tdir, "%s/export/template", o->data_dir);
     const kevo_op_export *xd = x.op->export_desc;
-    kv_buf abi, kernels, hdr, src, cm, cfg, pc, readme, syms, tmaps, tkeys;
+    if (!st && xd->vendor_source) /* the vendor forms' kernels, for the archs and dtypes that run one */
+        st = xp_vendor_compile(&x, err);
+    snprintf(tdir, sizeof tdir, "%s/export/template", o->data_dir);
+    kv_buf abi, kernels, hdr, src, cm, cfg, pc, readme, syms, tmaps, tkeys, vendor_rt;
     kv_buf piece[4]; /* the op's head, api, dispatch, call */
-    kv_buf *bufs[] = {&abi, &kernels, &hdr, &src, &cm, &cfg, &pc, &readme, &syms, &tmaps, &tkeys,
+    kv_buf *bufs[] = {&abi, &kernels, &hdr, &src, &cm, &cfg, &pc, &readme, &syms, &tmaps, &tkeys, &vendor_rt,
                       &piece[0], &piece[1], &piece[2], &piece[3]};
     for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
         kv_buf_init(bufs[i]);
@@ -791,14 +813,23 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         st = kv_buf_printf(&tkeys, "%s%s", i ? ", " : "", xd->tuned_keys[i]);
     if (!st)
         st = kevo_emit_tmap_tensors(&tmaps, x.op);
+    if (!st && xd->vendor_source) { /* the vendor fallback's runtime (cuBLASLt) */
+        snprintf(path, sizeof path, "%s/cublaslt.c.in", tdir);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &vendor_rt, err);
+    }
     const char *hkeys[] = {"@OP_HEAD@", "@OP_API@"};
     const char *hvals[] = {piece[0].data ? piece[0].data : "", piece[1].data ? piece[1].data : ""};
-    const char *keys[] = {"@ABI@", "@KERNELS@", "@SYMBOLS@", "@TMAP_TENSORS@", "@TUNED_KEYS@", "@OP_DISPATCH@",
-                          "@OP_CALL@"};
-    const char *vals[] = {abi.data ? abi.data : "",         kernels.data ? kernels.data : "",
-                          syms.data ? syms.data : "",       tmaps.data ? tmaps.data : "",
-                          tkeys.data ? tkeys.data : "",     piece[2].data ? piece[2].data : "",
-                          piece[3].data ? piece[3].data : ""};
+    const char *keys[] = {"@ABI@",         "@KERNELS@",      "@SYMBOLS@", "@TMAP_TENSORS@",  "@TUNED_KEYS@",
+                          "@OP_DISPATCH@", "@VENDOR_RUNTIME@", "@OP_CALL@", "@VENDOR_SHUTDOWN@"};
+    const char *vals[] = {abi.data ? abi.data : "",
+                          kernels.data ? kernels.data : "",
+                          syms.data ? syms.data : "",
+                          tmaps.data ? tmaps.data : "",
+                          tkeys.data ? tkeys.data : "",
+                          piece[2].data ? piece[2].data : "",
+                          vendor_rt.data ? vendor_rt.data : "",
+                          piece[3].data ? piece[3].data : "",
+                          xd->vendor_source ? "    x_vendor_shutdown();\n" : ""};
     const char *pkeys[] = {"@OP_WHAT@"};
     const char *pvals[] = {xd ? xd->what : ""};
     if (!st) {
@@ -864,23 +895,36 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         nf++;
     }
     if (!st)
-        st = xp_manifest(o->name, files, nf, &manifest, err);
+        st = xp_manifest(o->name, files, nf, NULL, &manifest, err);
     snprintf(files[nf].rel, sizeof files[nf].rel, "%s", XP_MANIFEST);
     files[nf].b = &manifest;
     for (int i = 0; i <= nf && !st; i++) /* never write to a cut path */
         if (strlen(o->out_dir) + 1 + strlen(files[i].rel) >= sizeof path)
             st = kevo_err_set(err, KEVO_ERR_ARG, "--out: the path of '%.100s...' is too long", o->out_dir);
+    cJSON *on_disk = NULL;
     if (!st)
-        st = xp_guard_out(o, files, nf + 1, err);
+        st = xp_guard_out(o, files, nf + 1, &on_disk, err);
+    /* the manifest first, naming both what is there and what comes: an export that stops part-way (a full
+       disk) leaves a folder the next export recognises file by file; each file is replaced whole */
+    kv_buf pending;
+    kv_buf_init(&pending);
+    if (!st)
+        st = xp_manifest(o->name, files, nf, on_disk, &pending, err);
+    cJSON_Delete(on_disk);
     if (!st)
         st = xp_mkdir(o->out_dir, err);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, XP_MANIFEST);
+        st = kv_write_file(path, pending.data, pending.len, err);
+    }
+    kv_buf_release(&pending);
     char dirs[6][80];
     int ndirs = xp_folders(o, dirs);
     for (int i = 0; i < ndirs && !st; i++) {
         snprintf(path, sizeof path, "%s/%s", o->out_dir, dirs[i]);
         st = xp_mkdir(path, err);
     }
-    for (int i = 0; i <= nf && !st; i++) {
+    for (int i = 0; i <= nf && !st; i++) { /* the final manifest last */
         snprintf(path, sizeof path, "%s/%s", o->out_dir, files[i].rel);
         st = kv_write_file(path, files[i].b->data ? files[i].b->data : "", files[i].b->len, err);
     }
@@ -899,6 +943,7 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
     }
     free(x.k);
     free(x.t);
+    xp_vendor_free(&x);
     kevo_spaces_free(x.spaces, x.nspaces);
     kevo_db_close(x.db);
     return st;

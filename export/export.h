@@ -1,7 +1,8 @@
 /* export.h — kevo export: a DB's winners as a self-contained C library
  * (header, C source with the cubins embedded and their launch plans compiled
- * to C, CMake package, pkg-config file, README).  The library needs only the
- * CUDA driver API. */
+ * to C, CMake package, pkg-config file, README).  The library links only
+ * the CUDA driver API (and libdl): where a tuned shape dispatches to its
+ * in-run peer's cuBLAS form, cuBLASLt is loaded at run time. */
 #ifndef KEVO_EXPORT_H
 #define KEVO_EXPORT_H
 
@@ -20,6 +21,10 @@ typedef struct kevo_export_opts {
     int top;                     /* fastest distinct configurations taken per run (default 3) */
     bool force;                  /* write into a non-empty folder that is no earlier export of `name` */
     bool torch;                  /* also a Python package with the op as a PyTorch custom op (python/) */
+    /* Lines (a tuned shape that dispatches to its vendor form) and
+     * warnings (one that stays UNSUPPORTED, and why); NULL: silent. */
+    kevo_event_fn on_event;
+    void *event_ctx;
 } kevo_export_opts;
 
 void kevo_export_opts_init(kevo_export_opts *o);
@@ -31,6 +36,12 @@ void kevo_export_opts_init(kevo_export_opts *o);
  * the generated code's own.  Errors: KEVO_ERR_ARG saying why. */
 kevo_status kevo_export_check_name(const char *name, kevo_err *err);
 
+/* Whether the library may name the Python package of `--torch`: not a
+ * keyword, a module of Python's standard library or a well-known
+ * distribution (pip, torchvision, ...), compared case-insensitively with
+ * '-' as '_'.  Errors: KEVO_ERR_ARG saying why. */
+kevo_status kevo_export_check_torch_name(const char *name, kevo_err *err);
+
 /* Write the library folder.  The same DB and options give the same bytes.
  * out_dir must be new, empty, or an earlier export of the library `name`
  * (its kevo-export.json, written last, names the library and lists each
@@ -40,12 +51,18 @@ kevo_status kevo_export_check_name(const char *name, kevo_err *err);
  * written.  Files export did not write are never replaced or deleted.
  * Stored params must be configurations of their family's space file
  * (kevo_config_parse_stored); several runs at one shape, dtype and arch
- * give one tuned entry, the fastest measured.
+ * give one tuned entry, the fastest measured.  A tuned shape where no
+ * kernel beats the best in-run peer runs the fastest OK VENDOR peer's form
+ * there when it is faster than kevo's best and its stored config passes
+ * the op's strict parser (kevo_op_export.vendor_parse); the op's vendor
+ * kernels are then compiled with NVRTC for that arch and dtype.  Otherwise
+ * the shape returns UNSUPPORTED and a WARNING event says why.
  * Errors: KEVO_ERR_ARG (bad name), KEVO_ERR_NOT_FOUND (no verified candidate
  * of the op and archs; a candidate whose family or cubin is missing),
  * KEVO_ERR_PARSE (stored params or arch that are not valid, naming the
  * candidate and key), KEVO_ERR_IO (the folder holds files export would
- * replace, naming one), KEVO_ERR_DB. */
+ * replace, naming one), KEVO_ERR_NVRTC (the vendor kernels did not
+ * compile), KEVO_ERR_DB. */
 kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, kevo_err *err);
 
 #endif /* KEVO_EXPORT_H */

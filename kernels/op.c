@@ -17,11 +17,16 @@ kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_
                                kv_buf *out, kevo_err *err)
 {
     static const char common[] = "ref.cuh";
-    const char *rel[2] = {common, op->ref_source};
-    const char *line_name[2] = {"kernels/ref.cuh", op->ref_name};
-    char *text[2] = {NULL, NULL};
+    /* the op's vendor kernels (export launches them too) after its own */
+    const char *vendor = op->export_desc ? op->export_desc->vendor_source : NULL;
+    const char *rel[3] = {common, op->ref_source, vendor};
+    char vendor_line[256];
+    snprintf(vendor_line, sizeof vendor_line, "kernels/%s", vendor ? vendor : "");
+    const char *line_name[3] = {"kernels/ref.cuh", op->ref_name, vendor_line};
+    char *text[3] = {NULL, NULL, NULL};
+    int nfiles = vendor ? 3 : 2;
     kevo_status st = KEVO_OK;
-    for (int i = 0; i < 2 && !st; i++) {
+    for (int i = 0; i < nfiles && !st; i++) {
         char path[4096];
         if ((size_t)snprintf(path, sizeof path, "%s/%s", kernels_dir, rel[i]) >= sizeof path)
             st = kevo_err_set(err, KEVO_ERR_IO, "the kernels folder's path is too long: %.200s", kernels_dir);
@@ -31,8 +36,10 @@ kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_
     if (!st && kv_buf_printf(out, "#define DTYPE_BF16 %d\n%s\n#line 1 \"%s\"\n%s\n#line 1 \"%s\"\n%s",
                              dt == KEVO_DTYPE_BF16, abi, line_name[0], text[0], line_name[1], text[1]))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    free(text[0]);
-    free(text[1]);
+    if (!st && vendor && kv_buf_printf(out, "\n#line 1 \"%s\"\n%s", line_name[2], text[2]))
+        st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < 3; i++)
+        free(text[i]);
     return st;
 }
 

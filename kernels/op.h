@@ -137,6 +137,24 @@ typedef struct kevo_peer_set {
 /* Every peer unmeasured, figures NaN, texts empty. */
 void kevo_peer_set_init(kevo_peer_set *s);
 
+/* ---- the vendor fallback: a VENDOR peer's form, run again by an exported
+ * library where no kernel beats it (kevo_op_export.vendor_*) ---- */
+
+#define KEVO_VENDOR_MAX_GEMMS 2
+#define KEVO_VENDOR_ALGO_BYTES 64                        /* sizeof(cublasLtMatmulAlgo_t) */
+#define KEVO_VENDOR_WORKSPACE_MAX (UINT64_C(256) << 20) /* most cuBLASLt workspace a config may ask for */
+
+/* A VENDOR peer's stored config (kevo_peer_fig.config), parsed and checked
+ * by its op (kevo_op_export.vendor_parse) against the tuned shape. */
+typedef struct kevo_vendor_cfg {
+    int form;              /* index into kevo_op_export.vendor_forms */
+    int ngemms;            /* GEMMs of the form, each with its algorithm, in the op's order (1..MAX_GEMMS) */
+    int64_t gemm_k[KEVO_VENDOR_MAX_GEMMS]; /* the K each GEMM's algorithm was chosen at (K padded) */
+    uint64_t lib_version;  /* cublasLtGetVersion() the algorithms were chosen with; > 0 */
+    uint64_t workspace;    /* bytes of cuBLASLt workspace they were offered; <= KEVO_VENDOR_WORKSPACE_MAX */
+    unsigned char algo[KEVO_VENDOR_MAX_GEMMS][KEVO_VENDOR_ALGO_BYTES]; /* each cublasLtMatmulAlgo_t's raw bytes */
+} kevo_vendor_cfg;
+
 /* What `kevo export` needs of an op beyond its spec: export/template/lib.h.in
  * and lib.c.in hold the library's op-independent runtime, these pieces the
  * rest.  Each piece is a file under kernels/, filled like the library's own
@@ -159,6 +177,27 @@ typedef struct kevo_op_export {
      * returns UNSUPPORTED, the meta kernel) and the README's usage lines */
     const char *torch;
     const char *torch_usage;
+    /* The vendor fallback (all NULL: the op has none; its tuned shapes that
+     * no kernel wins return UNSUPPORTED).  The library's call runs a form
+     * by its index into vendor_forms (the names its VENDOR peers' configs
+     * give), launching the entries of vendor_source (a file under kernels/,
+     * compiled by export with NVRTC for each arch and dtype that needs it,
+     * after kernels/ref.cuh: the same code the GPU worker timed, which
+     * kevo_op_ref_render appends to the reference module) by their index
+     * into vendor_entries. */
+    const char *const *vendor_forms;
+    int nvendor_forms;
+    const char *vendor_source;
+    const char *const *vendor_entries;
+    int nvendor_entries;
+    /* Parse and check a VENDOR peer's config (untrusted DB text) for the
+     * tuned shape it was measured at, strictly: the canonical text the GPU
+     * worker writes and nothing else.  Errors: KEVO_ERR_PARSE saying what is
+     * wrong (naming fields, never quoting the text). */
+    kevo_status (*vendor_parse)(const char *config, const kevo_syms *shape, kevo_vendor_cfg *out, kevo_err *err);
+    /* The canonical text of a parsed config into out[n] (what vendor_parse
+     * accepts it as); returns its length (>= n: cut). */
+    size_t (*vendor_text)(const kevo_vendor_cfg *v, char *out, size_t n);
 } kevo_op_export;
 
 struct kevo_op_gpu; /* evaluator/gpu_int.h */
@@ -221,10 +260,12 @@ const kevo_op *const *kevo_op_list(int *n);
 void kevo_op_names(char *out, size_t n);
 
 /* The source of op's reference module for dtype dt, appended to out:
- * DTYPE_BF16, the ABI header text abi, then kernels_dir/ref.cuh and
- * kernels_dir/<op->ref_source>, each after a #line naming it (the second by
- * op->ref_name), so that NVRTC's messages point into the files.  What is
- * appended is the whole module: its hash keys the binary cache.  Errors:
+ * DTYPE_BF16, the ABI header text abi, then kernels_dir/ref.cuh,
+ * kernels_dir/<op->ref_source> and, when the op has one, its vendor
+ * kernels kernels_dir/<export_desc->vendor_source>, each after a #line
+ * naming it (the second by op->ref_name), so that NVRTC's messages point
+ * into the files.  What is appended is the whole module: its hash keys the
+ * binary cache.  Errors:
  * KEVO_ERR_IO (a file unreadable, named), KEVO_ERR_NOMEM. */
 struct kv_buf;
 kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_dtype dt, const char *abi,

@@ -1,10 +1,11 @@
 // ikbo_lce_ref.cu — the GPU side of the ikbo_lce spec: input generation, the
 // fp32 reference, the comparison, the gather that builds the stage-0
-// baseline's pre-broadcast tensors, and the vendor peers' helpers (E with K
-// padded, the broadcast-add, the gather of the user GEMM's result).
+// baseline's pre-broadcast tensors, and the vendor peers' E with K padded.
 // Compiled by kevo like a candidate, with DTYPE_BF16 set for the run's
 // dtype; the ABI header and kernels/ref.cuh (the storage dtype, kv_gen, the
-// evaluator's checks) are inlined in front.
+// evaluator's checks) are inlined in front, and vendor.cu (the vendor
+// peers' broadcast-add and gather, which exported libraries launch too)
+// after it (kevo_op_ref_render).
 //
 // kv_ref is written to be obviously right rather than fast: each thread
 // owns a 4x4 block of outputs, the operands go through shared memory as
@@ -158,63 +159,6 @@ extern "C" __global__ void kv_cat_w(const kevo_lce_args a, elem_t *w_full)
         int m = (int)(i / K), k = (int)(i % K);
         w_full[i] = k < a.Ku ? static_cast<const elem_t *>(a.w_user)[(size_t)m * a.ldw_user + k]
                              : static_cast<const elem_t *>(a.w_cand)[(size_t)m * a.ldw_cand + (k - a.Ku)];
-    }
-}
-
-// The decomposed peer's third step, what a PyTorch user writes after two
-// bmm calls: out[b] += user_res[c2u[b]], both [.., M, N] in the storage
-// dtype, the sum in fp32 rounded once.  8 elements (16 bytes) per thread
-// when M*N % 8 == 0 (every batch's rows start 16-byte aligned), one
-// otherwise.
-extern "C" __global__ void kv_bcast_add(elem_t *out, const elem_t *user_res, const int *c2u, int B, int M, int N)
-{
-    const unsigned long long mn = (unsigned long long)M * N;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (mn % 8 != 0) {
-        for (unsigned long long i = first; i < mn * B; i += stride) {
-            const unsigned long long b = i / mn;
-            out[i] = from_f(to_f(out[i]) + to_f(user_res[(size_t)c2u[b] * mn + (i - b * mn)]));
-        }
-        return;
-    }
-    const unsigned long long per_b = mn / 8;
-    const unsigned long long total = per_b * B;
-    for (unsigned long long i = first; i < total; i += stride) {
-        const unsigned long long b = i / per_b, off = (i % per_b) * 8;
-        uint4 o = *reinterpret_cast<const uint4 *>(out + b * mn + off);
-        const uint4 u = __ldg(reinterpret_cast<const uint4 *>(user_res + (size_t)c2u[b] * mn + off));
-        elem_t *ov = reinterpret_cast<elem_t *>(&o);
-        const elem_t *uv = reinterpret_cast<const elem_t *>(&u);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-            ov[j] = from_f(to_f(ov[j]) + to_f(uv[j]));
-        *reinterpret_cast<uint4 *>(out + b * mn + off) = o;
-    }
-}
-
-// The beta = 1 peer's second step, what torch.index_select does before
-// torch.baddbmm accumulates the candidate GEMM onto it: out[b] =
-// user_res[c2u[b]], both [.., M*N] in the storage dtype (mn elements a
-// batch, B batches).  16 bytes per thread when mn % 8 == 0 (every batch
-// starts 16-byte aligned in both), one element otherwise.
-extern "C" __global__ void kv_gather_user(elem_t *out, const elem_t *user_res, const int *c2u, int B,
-                                          unsigned long long mn)
-{
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (mn % 8 != 0) {
-        for (unsigned long long i = first; i < mn * B; i += stride) {
-            const unsigned long long b = i / mn;
-            out[i] = user_res[(size_t)c2u[b] * mn + (i - b * mn)];
-        }
-        return;
-    }
-    const unsigned long long per_b = mn / 8, total = per_b * B;
-    for (unsigned long long i = first; i < total; i += stride) {
-        const unsigned long long b = i / per_b, off = (i - b * per_b) * 8;
-        *reinterpret_cast<uint4 *>(out + b * mn + off) =
-            __ldg(reinterpret_cast<const uint4 *>(user_res + (size_t)c2u[b] * mn + off));
     }
 }
 

@@ -172,6 +172,13 @@ static const kevo_op_export lce_export = {
     .torch = "ikbo_lce/export/torch.cpp.in",
     .torch_usage = "ikbo_lce/export/torch_usage.md.in",
     .pad_yes = "yes (rows of 8)",
+    .vendor_forms = kevo_lce_vendor_forms,
+    .nvendor_forms = KEVO_LCE_VENDOR_FORMS,
+    .vendor_source = "ikbo_lce/vendor.cu",
+    .vendor_entries = kevo_lce_vendor_entries,
+    .nvendor_entries = KEVO_LCE_VENDOR_ENTRIES,
+    .vendor_parse = kevo_lce_vendor_parse,
+    .vendor_text = kevo_lce_vendor_text,
 };
 
 /* The same-run peers (gpu.c runs them), each at its strongest: stage 0 is

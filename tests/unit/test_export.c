@@ -11,7 +11,13 @@
  *   - the op's pieces and what its description derives fill every key of
  *     the generic runtime;
  *   - ikbo_fa's call path against a fake driver (launches, arguments,
- *     tensor maps, shared-memory attribute, refusals). */
+ *     tensor maps, shared-memory attribute, refusals);
+ *   - the vendor fallback (a copy of kevo_h200.db where run 2 lost to its
+ *     beta = 1 or decomposed cuBLAS peer): the generated vendor entry, its
+ *     README line and event, and ikbo_lce's call path against a fake driver
+ *     and a fake cuBLASLt (tests/export/fake_*.c): the GEMMs with the stored
+ *     algorithms, the gather or broadcast-add, the heuristic where they do
+ *     not apply, VENDOR_UNAVAILABLE without cuBLASLt. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db/store.h"
 #include "export/emit.h"
 #include "export/export.h"
 #include "kernels/op.h"
@@ -604,6 +611,232 @@ static void test_op_pieces(void **state)
     check_pieces(&xp_fa, "pieces_fa", fa_want, "lce_args");
 }
 
+/* A stored algorithm of 64 bytes first, first + 1, ... as hex into out[129]. */
+static void algo_hex(int first, char out[129])
+{
+    for (int i = 0; i < 64; i++)
+        snprintf(out + 2 * i, 3, "%02x", (first + i) & 0xff);
+}
+
+/* A copy of kevo_h200.db at tmp/name, upgraded to the current schema
+ * (kevo_db_open), where run 2 (bf16) lost: every candidate's vs_peer below
+ * 1 and its peers stage0 0.9 ms, decomposed and beta1 (one at 0.3 ms, the
+ * other 0.35: `fastest` names which) with the configs the GPU worker
+ * writes (algorithms 0x10.. for the user GEMM, 0xa0.. for the candidate
+ * GEMM, cuBLASLt 130100, 32 MiB).  Path into out[n]. */
+static void vendor_db(const char *name, const char *fastest, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s", tmp, name);
+    assert_int_equal(sh("cp '%s/tests/fixtures/export/kevo_h200.db' '%s'", tu_home(), out), 0);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(out, false, &db, &err), KEVO_OK);
+    kevo_db_close(db);
+    char user[129], cand[129];
+    algo_hex(0x10, user);
+    algo_hex(0xa0, cand);
+    kv_buf sql;
+    kv_buf_init(&sql);
+    kv_buf_puts(&sql, "UPDATE candidates SET vs_peer = 0.3 / median_ms WHERE run_id = 2;"
+                      "DELETE FROM run_peers WHERE run_id = 2;"
+                      "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, detail, config) "
+                      "VALUES (2, 0, 0, 'stage0', 'ok', 0.9, '', '');");
+    static const char *const forms[2] = {"decomposed", "beta1"};
+    for (int f = 0; f < 2; f++)
+        kv_buf_printf(&sql,
+                      "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, detail, config) "
+                      "VALUES (2, 0, 0, '%s', 'ok', %s, 'cuBLASLt', '{\"form\":\"%s\",\"kup\":1184,\"kcp\":872,"
+                      "\"cublaslt\":130100,\"workspace\":33554432,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},"
+                      "{\"role\":\"cand\",\"algo\":\"%s\"}]}');",
+                      forms[f], strcmp(fastest, forms[f]) == 0 ? "0.3" : "0.35", forms[f], user, cand);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(out, &h), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(h, sql.data, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "%s\n", msg ? msg : "");
+    sqlite3_free(msg);
+    sqlite3_close(h);
+    kv_buf_release(&sql);
+    assert_int_equal(rc, SQLITE_OK);
+}
+
+/* Every event's text, one a line (an export's on_event). */
+static void collect_events(void *ctx, const kevo_event *ev)
+{
+    kv_buf_printf(ctx, "%s %s\n", ev->kind == KEVO_EVENT_WARNING ? "warning:" : "line:", ev->text);
+}
+
+/* Export the ikbo_lce DB db into tmp/sub with the events into *events. */
+static void export_vendor(const char *db, const char *sub, kv_buf *events)
+{
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, sub);
+    kevo_export_opts o;
+    opts_for(&o, "ikbo_lce", db, dir);
+    o.on_event = collect_events;
+    o.event_ctx = events;
+    int nk = 0, nt = 0;
+    kevo_err err;
+    kevo_status st = kevo_export(&o, &nk, &nt, &err);
+    if (st)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+    assert_int_equal(nt, 2);
+}
+
+/* The file tmp/sub/rel holds each of want[] (NULL-ended). */
+static void file_has(const char *sub, const char *rel, const char *const *want)
+{
+    char path[256];
+    char *text = NULL;
+    kevo_err err;
+    snprintf(path, sizeof path, "%s/%s/%s", tmp, sub, rel);
+    assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+    for (int i = 0; want[i]; i++) {
+        if (!strstr(text, want[i]))
+            fprintf(stderr, "%s lacks: %s\n", rel, want[i]);
+        assert_non_null(strstr(text, want[i]));
+    }
+    free(text);
+}
+
+/* A shape where no kernel beat the beta = 1 peer dispatches to it: the
+ * generated vendor entry (form, cuBLASLt version, workspace, K padded, the
+ * algorithms' bytes), the tuned entry pointing at it, the vendor kernels
+ * compiled for the run's arch and dtype, the README line and export's
+ * event; the same DB exports to the same bytes, and the source compiles
+ * without a warning at -O2. */
+static void test_vendor_export(void **state)
+{
+    (void)state;
+    char db[160];
+    vendor_db("vendor_b.db", "beta1", db, sizeof db);
+    kv_buf ev;
+    kv_buf_init(&ev);
+    export_vendor(db, "vendor_b", &ev);
+    assert_non_null(strstr(ev.data, "line: run 2 at B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70,U=15 (bf16, sm_90a): "
+                                    "no kernel beats cuBLAS (beta=1) (0.3000 ms; kevo's best "));
+    assert_non_null(strstr(ev.data, "the library runs it there (cuBLASLt 130100"));
+    assert_null(strstr(ev.data, "warning:"));
+    char user[160] = "{", cand[160] = "{";
+    for (int i = 0; i < 3; i++) {
+        snprintf(user + strlen(user), sizeof user - strlen(user), "0x%02x,", 0x10 + i);
+        snprintf(cand + strlen(cand), sizeof cand - strlen(cand), "0x%02x,", 0xa0 + i);
+    }
+    const char *src[] = {"#define X_NVENDORS 1\n", "    {1, 90, 1, 130100ULL, 33554432ULL, {1184, 872},\n",
+                         user, cand, "0x4e,0x4f}", "0xde,0xdf}}},", "#define X_VFORM_beta1 1\n",
+                         "#define X_VENTRY_kv_gather_user 0\n", "#define X_NVMODS 1\n",
+                         "/* vendor module 0: kernels/ikbo_lce/vendor.cu for sm_90a, bf16 */",
+                         "    {90, 1, x_vm0_cubin, 0, NULL, {NULL}},\n",
+                         "1024, 433, 256, 1178, 866, 15, 1, 90, -1, 0}, /* run 2: ",
+                         "beats no in-run peer: its vendor form runs */", "1024, 433, 256, 1178, 866, 15, 0, 90, ",
+                         "generated by kevo export; do not edit", NULL};
+    file_has("vendor_b", "src/kevo_tuned.c", src);
+    const char *readme[] = {"| cuBLAS: cuBLAS (beta=1) (peer `beta1`, 0.3000 ms; cuBLASLt 130100, algorithms as timed) |",
+                            "A shape marked cuBLAS dispatches to cuBLAS", NULL};
+    file_has("vendor_b", "README.md", readme);
+    const char *hdr[] = {"KEVO_TUNED_STATUS_VENDOR_UNAVAILABLE = 6", "int ke_user, ke_cand;",
+                         "kevo_tuned_ikbo_lce_path(const kevo_tuned_ikbo_lce_args *args", NULL};
+    file_has("vendor_b", "include/kevo_tuned.h", hdr);
+    kv_buf_release(&ev);
+    kv_buf_init(&ev);
+    export_vendor(db, "vendor_b2", &ev);
+    kv_buf_release(&ev);
+    assert_int_equal(sh("diff -r '%s/vendor_b' '%s/vendor_b2' >/dev/null", tmp, tmp), 0);
+    assert_int_equal(sh("gcc -std=c11 -O2 -Wall -Wextra -Werror -I'%s/vendor_b/include' -I'%s' -c "
+                        "'%s/vendor_b/src/kevo_tuned.c' -o '%s/vendor_b.o'",
+                        tmp, KEVO_CUDA_INCLUDE, tmp, tmp),
+                     0);
+}
+
+/* A shape lost only to a peer the library cannot run (stage 0 on a
+ * pre-broadcast E) while both vendor forms are slower than the kernel: the
+ * library keeps the kernel there (no vendor entry, no UNSUPPORTED), and a
+ * warning says why. */
+static void test_vendor_slower_keeps_kernel(void **state)
+{
+    (void)state;
+    char db[160];
+    vendor_db("vendor_k.db", "beta1", db, sizeof db);
+    assert_int_equal(sh("sqlite3 '%s' \"UPDATE run_peers SET median_ms = 0.05 WHERE run_id = 2 AND peer = 'stage0';"
+                        "UPDATE run_peers SET median_ms = median_ms * 100 WHERE run_id = 2 AND peer <> 'stage0';"
+                        "UPDATE candidates SET vs_peer = 0.05 / median_ms WHERE run_id = 2;\"",
+                        db),
+                     0);
+    kv_buf ev;
+    kv_buf_init(&ev);
+    export_vendor(db, "vendor_k", &ev);
+    assert_non_null(strstr(ev.data, "warning: run 2 at B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70,U=15 (bf16, "
+                                    "sm_90a): the stage-0 cuBLAS baseline (0.0500 ms) beats kevo's best"));
+    assert_non_null(strstr(ev.data, "the library keeps the kernel there"));
+    const char *src[] = {"#define X_NVENDORS 0\n", NULL};
+    file_has("vendor_k", "src/kevo_tuned.c", src);
+    char path[256];
+    char *text = NULL;
+    kevo_err err;
+    snprintf(path, sizeof path, "%s/vendor_k/src/kevo_tuned.c", tmp);
+    assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+    const char *run2 = strstr(text, "/* run 2: ");
+    assert_non_null(run2);
+    /* the entry before the comment: "..., 1, 90, K, -1}," with a kernel K >= 0 */
+    const char *open = run2;
+    while (open > text && *open != '{')
+        open--;
+    assert_true(strncmp(run2 - 5, "-1}, ", 5) == 0); /* no vendor form */
+    assert_false(strstr(open, ", -1, -1}") && strstr(open, ", -1, -1}") < run2); /* a kernel, not UNSUPPORTED */
+    free(text);
+    kv_buf_release(&ev);
+}
+
+/* ikbo_lce's call at the lost shape against a fake driver and a fake
+ * cuBLASLt (tests/export/fake_driver_lce.c says what each mode checks):
+ * beta = 1 and decomposed libraries, a cuBLASLt of another version, and
+ * none at all (the fake's directory left off LD_LIBRARY_PATH). */
+static void test_vendor_call(void **state)
+{
+    (void)state;
+    static const char *const forms[2] = {"beta1", "decomposed"};
+    char lt[160];
+    snprintf(lt, sizeof lt, "%s/fake_lt", tmp);
+    assert_int_equal(sh("mkdir -p '%s' '%s/no_lt' && gcc -std=c11 -Wall -Wextra -Werror -shared -fPIC -I'%s' "
+                        "'%s/tests/export/fake_cublaslt.c' -o '%s/libkevo_fake_cublaslt.so'",
+                        lt, tmp, KEVO_CUDA_INCLUDE, tu_home(), lt),
+                     0);
+    for (int f = 0; f < 2; f++) {
+        char db[160], sub[64], name[64];
+        snprintf(name, sizeof name, "call_%s.db", forms[f]);
+        snprintf(sub, sizeof sub, "call_%s", forms[f]);
+        vendor_db(name, forms[f], db, sizeof db);
+        kv_buf ev;
+        kv_buf_init(&ev);
+        export_vendor(db, sub, &ev);
+        kv_buf_release(&ev);
+        assert_int_equal(sh("gcc -std=c11 -Wall -Wextra -Werror -DKEVO_LIB_SRC='\"%s/%s/src/kevo_tuned.c\"' "
+                            "-DKEVO_TUNED_CUBLASLT_NAMES='\"libkevo_fake_cublaslt.so\"' -I'%s/%s/include' -I'%s' "
+                            "'%s/tests/export/fake_driver_lce.c' -o '%s/fake_%s' -lpthread -ldl",
+                            tmp, sub, tmp, sub, KEVO_CUDA_INCLUDE, tu_home(), tmp, forms[f]),
+                         0);
+    }
+    static const struct {
+        const char *bin, *mode, *env;
+    } runs[] = {
+        {"beta1", "beta1", ""},
+        {"decomposed", "decomposed", ""},
+        {"beta1", "version", "KEVO_FAKE_LT_VERSION=120000"},
+        {"beta1", "unavailable", "NO_LT=1"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(runs); i++) {
+        int no_lt = strcmp(runs[i].mode, "unavailable") == 0;
+        printf("  fake cuBLASLt: %s\n", runs[i].mode);
+        assert_int_equal(sh("rm -f '%s/lt_%zu.log' && env %s KEVO_FAKE_LT_LOG='%s/lt_%zu.log' LD_LIBRARY_PATH='%s%s' "
+                            "'%s/fake_%s' %s",
+                            tmp, i, runs[i].env, tmp, i, no_lt ? tmp : lt, no_lt ? "/no_lt" : "", tmp, runs[i].bin,
+                            runs[i].mode),
+                         0);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -628,6 +861,9 @@ int main(void)
         cmocka_unit_test(test_torch_package),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_op_pieces),
+        cmocka_unit_test(test_vendor_export),
+        cmocka_unit_test(test_vendor_slower_keeps_kernel),
+        cmocka_unit_test(test_vendor_call),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -143,19 +144,39 @@ int tu_wait(int pid)
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
-long long tu_query_int(const char *db, const char *sql)
+/* The first column of sql's first row on a read-only connection into *i
+ * and *d (a NULL reads as 0 and NaN); false when there is no row. */
+static bool tu_query(const char *db, const char *sql, long long *i, double *d)
 {
     sqlite3 *h = NULL;
-    long long v = -1;
+    bool got = false;
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         sqlite3_busy_timeout(h, 2000);
         sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-            v = sqlite3_column_int64(st, 0);
+        if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+            bool null = sqlite3_column_type(st, 0) == SQLITE_NULL;
+            *i = sqlite3_column_int64(st, 0);
+            *d = null ? NAN : sqlite3_column_double(st, 0);
+            got = true;
+        }
         sqlite3_finalize(st);
     }
     sqlite3_close(h);
-    return v;
+    return got;
+}
+
+long long tu_query_int(const char *db, const char *sql)
+{
+    long long i = -1;
+    double d = 0;
+    return tu_query(db, sql, &i, &d) ? i : -1;
+}
+
+double tu_query_double(const char *db, const char *sql)
+{
+    long long i = 0;
+    double d = NAN;
+    return tu_query(db, sql, &i, &d) ? d : NAN;
 }
 
 long long tu_wait_query(const char *db, const char *sql, long long want, int ms)

@@ -60,6 +60,8 @@ int tu_wait(int pid);
 
 /* One integer from a SQL query on db (read-only), -1 when it cannot be read. */
 long long tu_query_int(const char *db, const char *sql);
+/* The same as a real number; NaN when it cannot be read or is NULL. */
+double tu_query_double(const char *db, const char *sql);
 
 /* tu_query_int(db, sql) every 10 ms until it is at least want, for up to
  * ms milliseconds (a run in another process getting that far); its last

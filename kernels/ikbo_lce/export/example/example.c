@@ -1,13 +1,17 @@
 /* example.c — an application of an exported kevo library (kevo_tuned).
  *
- *   ikbo_example B M N Ku Kc U [bf16] [time]
+ *   ikbo_example B M N Ku Kc U [bf16] [time] [natural]
  *
- * Makes random inputs (weights packed with rows padded to 8 elements, as the
- * fastest kernels read them), poisons the output with NaN, runs
- * kevo_tuned_ikbo_lce once, checks that every output was written and that
- * 4096 sampled outputs match a double-precision CPU reference, and with
- * "time" reports the median of 50 timed calls (CUDA events, L2 flushed
- * before each).  Exit status 0 only when the check passes. */
+ * Makes random inputs in the padded layout (W with rows padded to 8
+ * elements, each E batch with rows padded to 8: ke_* = K rounded up, the
+ * padding zeros; what the fastest kernels read, and what a shape that runs
+ * cuBLAS was timed at), or with "natural" E as [batch, K, N]; poisons the
+ * output with NaN, runs kevo_tuned_ikbo_lce once, prints which path ran
+ * ("path: kernel ..." or "path: cuBLAS ..."), checks that every output was
+ * written and that 4096 sampled outputs match a double-precision CPU
+ * reference, and with "time" reports the median of 50 timed calls (CUDA
+ * events, L2 flushed before each).  Exit status 0 only when the check
+ * passes. */
 #include "example_util.h"
 #include "kevo_tuned.h"
 
@@ -33,12 +37,14 @@ int main(int argc, char **argv)
     }
     int B = atoi(argv[1]), M = atoi(argv[2]), N = atoi(argv[3]), Ku = atoi(argv[4]), Kc = atoi(argv[5]),
         U = atoi(argv[6]);
-    int bf16 = 0, timing = 0;
+    int bf16 = 0, timing = 0, natural = 0;
     for (int i = 7; i < argc; i++) {
         bf16 |= strcmp(argv[i], "bf16") == 0;
         timing |= strcmp(argv[i], "time") == 0;
+        natural |= strcmp(argv[i], "natural") == 0;
     }
     int ldu = (Ku + 7) / 8 * 8, ldc = (Kc + 7) / 8 * 8;
+    int keu = natural ? Ku : ldu, kec = natural ? Kc : ldc; /* rows of each E batch as stored */
     CUdevice dev = ex_init();
 
     /* inputs: padded weights (zeros in the padding), sorted candidates per user */
@@ -49,13 +55,20 @@ int main(int argc, char **argv)
         for (int k = 0; k < Kc; k++)
             wc[(size_t)m * ldc + k] = ex_to_bits((float)ex_uniform(), bf16);
     }
-    uint16_t *eu = ex_random((size_t)U * Ku * N, bf16), *ec = ex_random((size_t)B * Kc * N, bf16);
+    /* E [batch, ke, N]: rows K..ke-1 zeros */
+    uint16_t *eu = calloc((size_t)U * keu * N, 2), *ec = calloc((size_t)B * kec * N, 2);
+    for (int u = 0; u < U; u++)
+        for (size_t i = 0; i < (size_t)Ku * N; i++)
+            eu[(size_t)u * keu * N + i] = ex_to_bits((float)ex_uniform(), bf16);
+    for (int b = 0; b < B; b++)
+        for (size_t i = 0; i < (size_t)Kc * N; i++)
+            ec[(size_t)b * kec * N + i] = ex_to_bits((float)ex_uniform(), bf16);
     int *map = malloc((size_t)B * sizeof *map);
     for (int b = 0; b < B; b++)
         map[b] = (int)((int64_t)b * U / B);
     size_t out_n = (size_t)B * M * N;
     CUdeviceptr d_wu = ex_upload(wu, (size_t)M * ldu * 2), d_wc = ex_upload(wc, (size_t)M * ldc * 2),
-                d_eu = ex_upload(eu, (size_t)U * Ku * N * 2), d_ec = ex_upload(ec, (size_t)B * Kc * N * 2),
+                d_eu = ex_upload(eu, (size_t)U * keu * N * 2), d_ec = ex_upload(ec, (size_t)B * kec * N * 2),
                 d_map = ex_upload(map, (size_t)B * 4), d_out;
     EX_CHECK(cuMemAlloc(&d_out, out_n * 2));
     EX_CHECK(cuMemsetD16(d_out, 0xFFFF, out_n)); /* NaN: unwritten outputs show */
@@ -67,13 +80,17 @@ int main(int argc, char **argv)
                    (const void *)(uintptr_t)d_eu,
                    (const void *)(uintptr_t)d_ec,
                    (const int *)(uintptr_t)d_map,
-                   (void *)(uintptr_t)d_out},
+                   (void *)(uintptr_t)d_out,
+                   keu, kec},
                   0};
     size_t ws = kevo_tuned_ikbo_lce_workspace_size(&c.a);
     if (ws)
         EX_CHECK(cuMemAlloc(&c.ws, ws));
     if (run_once(&c) != 0)
         return 1;
+    char what[256];
+    kevo_tuned_ikbo_lce_path(&c.a, what, sizeof what); /* after the call: it says which algorithms cuBLAS ran */
+    printf("path: %s (%s E)\n", what, natural ? "natural" : "padded");
     EX_CHECK(cuCtxSynchronize());
     uint16_t *out = malloc(out_n * 2);
     EX_CHECK(cuMemcpyDtoH(out, d_out, out_n * 2));
@@ -87,10 +104,10 @@ int main(int argc, char **argv)
         int b = ex_below(B), m = ex_below(M), n = ex_below(N);
         double ref = 0;
         for (int k = 0; k < Kc; k++)
-            ref += ex_from_bits(wc[(size_t)m * ldc + k], bf16) * ex_from_bits(ec[((size_t)b * Kc + k) * N + n], bf16);
+            ref += ex_from_bits(wc[(size_t)m * ldc + k], bf16) * ex_from_bits(ec[((size_t)b * kec + k) * N + n], bf16);
         for (int k = 0; k < Ku; k++)
             ref += ex_from_bits(wu[(size_t)m * ldu + k], bf16) *
-                   ex_from_bits(eu[((size_t)map[b] * Ku + k) * N + n], bf16);
+                   ex_from_bits(eu[((size_t)map[b] * keu + k) * N + n], bf16);
         double got = ex_from_bits(out[((size_t)b * M + m) * N + n], bf16), d = fabs(got - ref);
         d2 += d * d;
         r2 += ref * ref;
