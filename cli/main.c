@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,8 @@ static const struct {
      "  --generators  template (default), llm, or both: llm adds the universal operator, an\n"
      "             LLM rewrite of a node's source and launch plan (templates still seed it)\n"
      "  --llm-url  API base of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, hosted),\n"
-     "             e.g. http://127.0.0.1:8080/v1; the key only from $KEVO_LLM_API_KEY\n"
+     "             e.g. http://127.0.0.1:8080/v1 (no user:password@); the key only from\n"
+     "             $KEVO_LLM_API_KEY.  Every --llm-* option and --prompts need --generators llm\n"
      "  --llm-budget  LLM calls (default 10; each is a candidate of --budget);\n"
      "             --llm-max-tokens (default 8192), --llm-temperature, --llm-seed are sent as given;\n"
      "             --llm-timeout seconds per attempt (default 600), --llm-retries after a 429, 5xx\n"
@@ -112,16 +114,21 @@ static const struct {
      "             time limit counts every process of the run); --jobs and --device apply to\n"
      "             this process, the timeouts from now on.  A finished run that nothing extends is\n"
      "             left as it is; a run whose space file changed since it started is refused.\n"
-     "             --generators is the run's; --llm-url, --llm-model, ... apply from now on; a\n"
-     "             compile-only run resumed on a machine with a GPU (no --compile-only) has its\n"
-     "             compiled candidates verified and timed there, then goes on\n"
-     "  Ctrl-C (SIGINT) or SIGTERM stores the run as interrupted, ends its compile and GPU\n"
-     "  processes and prints the --resume command (exit 130 or 143).  A DB locked by another\n"
+     "             --generators is the run's; --llm-model, ... apply from now on, and the LLM is\n"
+     "             called only at the --llm-url given now (never at one a DB holds: without it\n"
+     "             this process makes no LLM call); a compile-only run resumed on a machine with\n"
+     "             a GPU (no --compile-only) has its compiled candidates verified and timed there,\n"
+     "             then goes on.  Of two resumes of one run, one goes on, the other is refused\n"
+     "             naming the process that holds it\n"
+     "  Ctrl-C (SIGINT), SIGTERM, SIGHUP, SIGXFSZ and the other signals that would end kevo\n"
+     "  store the run as interrupted, end its compile and GPU processes and print the\n"
+     "  --resume command (exit 128 + the signal: 130 for Ctrl-C).  A DB locked by another\n"
      "  process is waited for.  Exit 1 when every candidate failed; 2 for a usage error.\n"},
     {"report", cmd_report, "print the runs of a DB as a table or as JSON, or draw them",
-     "kevo report --db FILE [--run ID] [--format table|json] [--top N] [--svg OUT.svg]\n"
+     "kevo report --db FILE [--run ID] [--format table|json | --svg OUT.svg] [--top N]\n"
      "  --svg  write best speedup against evaluations (a line per run) and the search tree\n"
-     "         of the run (default: the last), coloured by speedup and failure\n"},
+     "         of the run (default: the last), coloured by speedup and failure; never over\n"
+     "         the DB or its journal (exit 2)\n"},
     {"verify", cmd_verify, "re-check a stored candidate at another shape, dtype or map (GPU)",
      "kevo verify --db FILE [--candidate ID | --run ID] [--shape K=V,...] [--dtype fp16|bf16]\n"
      "            [--arch A] [--maps sorted,uneven,shuffled] [--time] [--reps N] [--device N]\n"
@@ -375,6 +382,81 @@ static unsigned cli_maps(const char *s)
     return m;
 }
 
+/* A comma list as an option gives it (--family, --maps, --arch,
+ * --generators, --devices): at least one item, no empty item, no item
+ * twice; else a usage error (exit 2) naming the option, the same words for
+ * every list.  0 when the list is good. */
+static int cli_list_check(const char *cmd, const char *opt, const char *list)
+{
+    char msg[512];
+    if (!list || !*list) {
+        snprintf(msg, sizeof msg, "--%s: the list is empty (name at least one)", opt);
+        return cli_bad_usage(cmd, "%s", msg);
+    }
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0) {
+            snprintf(msg, sizeof msg, "--%s '%.200s': an empty item (one name between commas)", opt, list);
+            return cli_bad_usage(cmd, "%s", msg);
+        }
+        for (const char *q = list; q < p;) { /* the items before this one */
+            size_t ql = strcspn(q, ",");
+            if (ql == len && strncmp(q, p, len) == 0) {
+                snprintf(msg, sizeof msg, "--%s: '%.*s' is listed twice", opt, (int)(len < 100 ? len : 100), p);
+                return cli_bad_usage(cmd, "%s", msg);
+            }
+            q += ql + 1;
+        }
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+/* A number for JSON in fmt when finite, else null (JSON has no inf or nan). */
+static void cli_json_num(const char *fmt, double v)
+{
+    if (isfinite(v))
+        printf(fmt, v);
+    else
+        printf("null");
+}
+
+/* Text built from a DB onto stdout, each line through the terminal cleaner
+ * (what a report.c table holds is cleaned there too; this is the last
+ * guard).  text is changed in place. */
+static void cli_put_clean(char *text)
+{
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        fputs(kv_term_clean(line), stdout);
+        if (!nl)
+            break;
+        fputc('\n', stdout);
+        line = nl + 1;
+    }
+}
+
+/* The MPI launcher's count of processes when kevo runs under one (Open MPI,
+ * MPICH and Intel MPI's Hydra, MVAPICH), 0 when it does not; *var names the
+ * variable. */
+static long cli_mpi_launched(const char **var)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE",
+                                       "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        int64_t n;
+        if (v && kv_parse_i64(v, &n) && n > 0) {
+            *var = vars[i];
+            return (long)n;
+        }
+    }
+    return 0;
+}
+
 /* A repeated option is a usage error: which of two values was meant is not
  * for kevo to guess.  seen: the options met so far (codes from OPT_SHAPE). */
 static bool cli_repeated(uint64_t *seen, int c)
@@ -431,6 +513,21 @@ static int cli_twice(const char *cmd, const struct option *opts, int c)
     return cli_bad_usage(cmd, "%s", "an option is given more than once");
 }
 
+/* The usage error for an unknown policy, naming the known ones. */
+static int cli_bad_policy(const char *cmd, const char *policy)
+{
+    int n;
+    const kevo_policy *const *p = kevo_policy_list(&n);
+    kv_buf k;
+    kv_buf_init(&k);
+    for (int i = 0; i < n; i++)
+        kv_buf_printf(&k, "%s%s", i ? ", " : "", p[i]->name);
+    char msg[512];
+    snprintf(msg, sizeof msg, "unknown policy '%.100s' (known: %s)", policy, k.data ? k.data : "");
+    kv_buf_release(&k);
+    return cli_bad_usage(cmd, "%s", msg);
+}
+
 /* The names tune takes from a table (op, policy, dtype, arch): an unknown
  * one is a usage error, named with what is known. */
 static int cli_tune_names(const kevo_tune_opts *o)
@@ -446,17 +543,8 @@ static int cli_tune_names(const kevo_tune_opts *o)
         kv_buf_release(&k);
         return 2;
     }
-    if ((o->given & KEVO_TUNE_GIVEN_POLICY) && !kevo_policy_find(o->policy)) {
-        int n;
-        const kevo_policy *const *p = kevo_policy_list(&n);
-        kv_buf k;
-        kv_buf_init(&k);
-        for (int i = 0; i < n; i++)
-            kv_buf_printf(&k, "%s%s", i ? ", " : "", p[i]->name);
-        fprintf(stderr, "kevo tune: unknown policy '%.100s' (known: %s)\n", o->policy, k.data ? k.data : "");
-        kv_buf_release(&k);
-        return 2;
-    }
+    if ((o->given & KEVO_TUNE_GIVEN_POLICY) && !kevo_policy_find(o->policy))
+        return cli_bad_policy("tune", o->policy);
     kevo_dtype dt;
     if ((o->given & KEVO_TUNE_GIVEN_DTYPE) && !kevo_dtype_parse(o->dtype, &dt))
         return cli_bad_usage("tune", "unknown dtype '%.100s' (fp16 or bf16)", o->dtype);
@@ -589,7 +677,7 @@ static int cmd_tune(int argc, char **argv)
     o.data_dir = cli_data_dir();
     bool quiet = false, nobar = false, mpi = false, device_given = false, jobs_given = false;
     int64_t v;
-    int c;
+    int c, rc;
     uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -616,7 +704,7 @@ static int cmd_tune(int argc, char **argv)
         case OPT_GENERATORS: o.generators = optarg; o.given |= KEVO_TUNE_GIVEN_GENERATORS; break;
         case OPT_LLM_URL: o.llm_url = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_URL; break;
         case OPT_LLM_MODEL: o.llm_model = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_MODEL; break;
-        case OPT_PROMPTS: o.prompts_dir = optarg; break;
+        case OPT_PROMPTS: o.prompts_dir = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_OTHER; break;
         case OPT_LLM_TEMPERATURE:
             if (!cli_double(optarg, 0, 2, &o.llm_temperature))
                 return cli_bad_usage("tune", "--llm-temperature takes a number from 0 to 2, not '%s'", optarg);
@@ -644,15 +732,18 @@ static int cmd_tune(int argc, char **argv)
             if (!cli_int(optarg, 0, 100, &v))
                 return cli_bad_usage("tune", "--llm-retries takes a whole number from 0 to 100, not '%s'", optarg);
             o.llm_retries = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_LLM_OTHER;
             break;
         case OPT_LLM_PROMPT_CHARS:
             if (!cli_int(optarg, 4096, 16 << 20, &v))
                 return cli_bad_usage("tune", "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'", optarg);
             o.llm_prompt_chars = (int)v;
+            o.given |= KEVO_TUNE_GIVEN_LLM_OTHER;
             break;
         case OPT_LLM_TIMEOUT:
             if (!cli_double(optarg, 1, 86400, &o.llm_timeout))
                 return cli_bad_usage("tune", "--llm-timeout takes seconds from 1 to 86400, not '%s'", optarg);
+            o.given |= KEVO_TUNE_GIVEN_LLM_OTHER;
             break;
         case OPT_TIME_LIMIT:
             if (!cli_double(optarg, 0.001, 31536000, &o.time_limit))
@@ -735,6 +826,8 @@ static int cmd_tune(int argc, char **argv)
             o.given |= KEVO_TUNE_GIVEN_ETIMEOUT;
             break;
         case OPT_MAPS:
+            if ((rc = cli_list_check("tune", "maps", optarg)))
+                return rc;
             if (!(o.maps = cli_maps(optarg)))
                 return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
             o.given |= KEVO_TUNE_GIVEN_MAPS;
@@ -747,8 +840,16 @@ static int cmd_tune(int argc, char **argv)
         return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
     if (!o.op && !o.resume_run)
         return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
-    int rc = cli_tune_names(&o);
-    if (rc)
+    /* the lists: each names something at least once and nothing twice */
+    if ((o.given & KEVO_TUNE_GIVEN_FAMILIES) && (rc = cli_list_check("tune", "family", o.families)))
+        return rc;
+    if ((o.given & KEVO_TUNE_GIVEN_ARCH) && (rc = cli_list_check("tune", "arch", o.arch)))
+        return rc;
+    if ((o.given & KEVO_TUNE_GIVEN_GENERATORS) && (rc = cli_list_check("tune", "generators", o.generators)))
+        return rc;
+    if (o.devices && (rc = cli_list_check("tune", "devices", o.devices)))
+        return rc;
+    if ((rc = cli_tune_names(&o)))
         return rc;
     if (mpi && !kevo_mpi_built())
         return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
@@ -756,6 +857,13 @@ static int cmd_tune(int argc, char **argv)
     cli_ev.mode = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
     o.on_event = cli_event;
     o.event_ctx = &cli_ev;
+    const char *mpi_var = NULL;
+    long nprocs = mpi ? 0 : cli_mpi_launched(&mpi_var);
+    if (nprocs > 1) /* mpirun -np N kevo tune: N processes that know nothing of each other */
+        fprintf(stderr, "kevo: warning: started by an MPI launcher as one of %ld processes (%s=%ld) without --mpi: "
+                        "this makes %ld independent runs, each its own search and its own run in --db; add --mpi "
+                        "for one run spread over the ranks\n",
+                nprocs, mpi_var, nprocs, nprocs);
     int64_t runs[KEVO_TUNE_ARCHS_MAX] = {0};
     int nruns = 0;
     kevo_err err;
@@ -805,6 +913,7 @@ static int cmd_report(int argc, char **argv)
         {0, 0, 0, 0},
     };
     const char *db_path = NULL, *format = "table", *svg = NULL;
+    bool format_given = false;
     int64_t run = 0, top = 20;
     int c;
     uint64_t seen = 0;
@@ -814,7 +923,7 @@ static int cmd_report(int argc, char **argv)
             return cli_twice("report", opts, c);
         switch (c) {
         case OPT_DB: db_path = optarg; break;
-        case OPT_FORMAT: format = optarg; break;
+        case OPT_FORMAT: format = optarg; format_given = true; break;
         case OPT_SVG: svg = optarg; break;
         case OPT_RUN:
             if (!cli_int(optarg, 1, INT64_MAX, &run))
@@ -835,6 +944,22 @@ static int cmd_report(int argc, char **argv)
     bool json = strcmp(format, "json") == 0;
     if (!json && strcmp(format, "table") != 0)
         return cli_bad_usage("report", "--format takes table or json, not '%s'", format);
+    if (svg && format_given)
+        return cli_bad_usage("report", "%s", "--svg and --format exclude each other (--svg writes a picture to its "
+                             "file; --format prints a table or JSON)");
+    if (svg) { /* an output never replaces an input: not the DB, nor its journal files (same device and inode) */
+        char wal[PATH_MAX + 8], shm[PATH_MAX + 8], jrn[PATH_MAX + 16], msg[900];
+        snprintf(wal, sizeof wal, "%s-wal", db_path);
+        snprintf(shm, sizeof shm, "%s-shm", db_path);
+        snprintf(jrn, sizeof jrn, "%s-journal", db_path);
+        const char *inputs[] = {db_path, wal, shm, jrn};
+        int k = kv_file_among(svg, inputs, (int)KV_ARRAY_LEN(inputs));
+        if (k >= 0) {
+            snprintf(msg, sizeof msg, "--svg '%.300s' is %s'%.300s' that this command reads: kevo never writes "
+                     "over its input (name another file)", svg, k == 0 ? "the database " : "", inputs[k]);
+            return cli_bad_usage("report", "%s", msg);
+        }
+    }
     kevo_err err;
     kevo_err_clear(&err);
     kevo_db *db = NULL;
@@ -862,7 +987,10 @@ static int cmd_report(int argc, char **argv)
         kv_buf_release(&out);
         return cli_fail(st, &err);
     }
-    fputs(out.data ? out.data : "", stdout);
+    if (json)
+        fputs(out.data ? out.data : "", stdout); /* cJSON escapes every control character */
+    else
+        cli_put_clean(out.data);
     kv_buf_release(&out);
     return 0;
 }
@@ -891,7 +1019,7 @@ static int cmd_verify(int argc, char **argv)
     o.db_path = NULL;
     o.data_dir = cli_data_dir();
     int64_t v;
-    int c;
+    int c, rc;
     uint64_t seen = 0;
     cli_getopt_reset();
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -913,6 +1041,8 @@ static int cmd_verify(int argc, char **argv)
                 return cli_bad_usage("verify", "--run takes a run id, not '%s'", optarg);
             break;
         case OPT_MAPS:
+            if ((rc = cli_list_check("verify", "maps", optarg)))
+                return rc;
             if (!(o.maps = cli_maps(optarg)))
                 return cli_bad_usage("verify", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
             break;
@@ -939,6 +1069,29 @@ static int cmd_verify(int argc, char **argv)
         return cli_bad_usage("verify", "unexpected argument '%s'", argv[optind]);
     if (!o.db_path)
         return cli_bad_usage("verify", "%s", "--db is required");
+    /* names from a table: usage errors, before the GPU or the DB is looked at */
+    kevo_dtype dt;
+    if (o.dtype && !kevo_dtype_parse(o.dtype, &dt))
+        return cli_bad_usage("verify", "unknown dtype '%.100s' (fp16 or bf16)", o.dtype);
+    if (o.shape) { /* the run's op comes from the DB: a shape no op takes is a usage error already */
+        int nops;
+        const kevo_op *const *ops = kevo_op_list(&nops);
+        kevo_err serr, first;
+        bool any = false;
+        for (int i = 0; i < nops && !any; i++) {
+            kevo_syms sy;
+            any = ops[i]->parse_shape(o.shape, &sy, i ? &serr : &first) == KEVO_OK;
+        }
+        if (!any)
+            return cli_bad_usage("verify", "%s", first.msg);
+    }
+    kevo_limits lim;
+    kevo_err aerr;
+    if (o.arch && kevo_limits_for_arch(o.arch, &lim, &aerr)) {
+        cli_say("kevo verify", KEVO_ERR_ARG, &aerr);
+        fprintf(stderr, "(try 'kevo verify --help')\n");
+        return 2;
+    }
     kevo_err err;
     kevo_err_clear(&err);
     bool passed = false;
@@ -965,11 +1118,13 @@ static int cli_replay_model(const kevo_replay_opts *o, bool json)
     else
         printf("%-12s %6s %9s %12s %14s\n", "family", "n", "spearman", "model's 1st", "best's rank");
     for (int i = 0; i < n; i++) {
-        if (json)
-            printf("%s{\"family\": \"%s\", \"n\": %d, \"spearman\": %.4f, \"top1_ratio\": %.4f, "
-                   "\"rank_of_best\": %d}",
-                   i ? ", " : "", f[i].family, f[i].n, f[i].spearman, f[i].top1_ratio, f[i].rank_of_best);
-        else
+        if (json) {
+            printf("%s{\"family\": \"%s\", \"n\": %d, \"spearman\": ", i ? ", " : "", f[i].family, f[i].n);
+            cli_json_num("%.4f", f[i].spearman);
+            printf(", \"top1_ratio\": ");
+            cli_json_num("%.4f", f[i].top1_ratio);
+            printf(", \"rank_of_best\": %d}", f[i].rank_of_best);
+        } else
             printf("%-12s %6d %9.3f %11.1f%% %14d\n", f[i].family, f[i].n, f[i].spearman, 100 * f[i].top1_ratio,
                    f[i].rank_of_best);
     }
@@ -1059,6 +1214,8 @@ static int cmd_replay(int argc, char **argv)
     bool json = strcmp(format, "json") == 0;
     if (!json && strcmp(format, "table") != 0)
         return cli_bad_usage("replay", "--format takes table or json, not '%s'", format);
+    if (!model && o.policy && !kevo_policy_find(o.policy))
+        return cli_bad_policy("replay", o.policy);
     kevo_err err;
     kevo_err_clear(&err);
     if (model)
@@ -1073,14 +1230,24 @@ static int cmd_replay(int argc, char **argv)
     if (st)
         return cli_fail(st, &err);
     if (json) {
-        printf("{\"policy\": \"%s\", \"seeds\": %d, \"median_evals_to_target\": %g, \"exhaustive_evals\": %g, "
-               "\"random_median_evals\": %g, \"landscape\": %d, \"target\": %g, \"best_speedup\": %.4f, "
-               "\"reached\": %d",
-               o.policy, o.seeds, r.median_evals, r.exhaustive_evals, r.random_median_evals, r.landscape, o.target,
-               r.best, r.reached);
-        if (r.parted)
-            printf(", \"noise\": %g, \"budget\": %d, \"parted_runs\": %d, \"parted_median\": %g", o.noise, o.budget,
-                   r.parted_runs, r.parted_median);
+        /* every figure finite or null: a policy that never reaches the target has no median */
+        printf("{\"policy\": \"%s\", \"seeds\": %d, \"median_evals_to_target\": ", o.policy, o.seeds);
+        cli_json_num("%g", r.median_evals);
+        printf(", \"exhaustive_evals\": ");
+        cli_json_num("%g", r.exhaustive_evals);
+        printf(", \"random_median_evals\": ");
+        cli_json_num("%g", r.random_median_evals);
+        printf(", \"landscape\": %d, \"target\": ", r.landscape);
+        cli_json_num("%g", o.target);
+        printf(", \"best_speedup\": ");
+        cli_json_num("%.4f", r.best);
+        printf(", \"reached\": %d", r.reached);
+        if (r.parted) {
+            printf(", \"noise\": ");
+            cli_json_num("%g", o.noise);
+            printf(", \"budget\": %d, \"parted_runs\": %d, \"parted_median\": ", o.budget, r.parted_runs);
+            cli_json_num("%g", r.parted_median);
+        }
         printf("}\n");
     } else {
         printf("landscape: %d measured candidates, best %.3fx; target: within %.0f%% of it\n", r.landscape, r.best,
@@ -1118,6 +1285,8 @@ static int cmd_export(int argc, char **argv)
     kevo_export_opts o;
     kevo_export_opts_init(&o);
     o.data_dir = cli_data_dir();
+    o.on_event = cli_event; /* which shapes run cuBLAS, and why others stay UNSUPPORTED */
+    o.event_ctx = &cli_ev;
     int64_t v;
     int c;
     uint64_t seen = 0;
@@ -1147,10 +1316,31 @@ static int cmd_export(int argc, char **argv)
         return cli_bad_usage("export", "unexpected argument '%s'", argv[optind]);
     if (!o.db_path || !o.out_dir)
         return cli_bad_usage("export", "%s", "--db and --out are required");
+    /* names from a table: usage errors, before the DB is opened */
+    if (o.op && !kevo_op_find(o.op)) {
+        char known[256], msg[512];
+        kevo_op_names(known, sizeof known);
+        snprintf(msg, sizeof msg, "unknown op '%.100s' (known: %s)", o.op, known);
+        return cli_bad_usage("export", "%s", msg);
+    }
+    if (o.archs) {
+        char archs[KEVO_ARCH_LIST_MAX][16];
+        int narchs = 0;
+        int rc = cli_list_check("export", "arch", o.archs);
+        if (rc)
+            return rc;
+        kevo_err aerr;
+        if (kevo_arch_list_parse(o.archs, archs, KEVO_ARCH_LIST_MAX, &narchs, &aerr))
+            return cli_bad_usage("export", "%s", aerr.msg);
+    }
     kevo_err err;
     kevo_err_clear(&err);
-    if (kevo_export_check_name(o.name, &err) != KEVO_OK)
+    if (kevo_export_check_name(o.name, &err) != KEVO_OK ||
+        (o.torch && kevo_export_check_torch_name(o.name, &err) != KEVO_OK))
         return cli_bad_usage("export", "%s", err.msg);
+    const char *inputs[] = {o.db_path};
+    if (o.out_dir && kv_file_among(o.out_dir, inputs, 1) >= 0) /* an output never replaces an input */
+        return cli_bad_usage("export", "--out '%s' is the DB it reads: give a new folder", o.out_dir);
     int nk = 0, nt = 0;
     kevo_status st = kevo_export(&o, &nk, &nt, &err);
     if (st)
@@ -1185,19 +1375,24 @@ static int cmd_list(int argc, char **argv)
         kevo_status st = kevo_spaces_load_dir(dir, NULL, &sp, &n, &err);
         if (st)
             return cli_fail(st, &err);
-        printf("template families (%s):\n", dir);
+        /* space files are text kevo does not control: each line through the terminal cleaner */
+        kv_buf t;
+        kv_buf_init(&t);
+        kv_buf_printf(&t, "template families (%s):\n", dir);
         for (int i = 0; i < n; i++) {
-            printf("  %-12s op %s, archs", sp[i]->family, sp[i]->op);
+            kv_buf_printf(&t, "  %-12s op %s, archs", sp[i]->family, sp[i]->op);
             for (int a = 0; a < sp[i]->narchs; a++)
-                printf(" %s", sp[i]->archs[a]);
-            printf("\n               %s\n               axes:", sp[i]->description);
+                kv_buf_printf(&t, " %s", sp[i]->archs[a]);
+            kv_buf_printf(&t, "\n               %s\n               axes:", kv_term_clean(sp[i]->description));
             for (int a = 0; a < sp[i]->naxes; a++)
-                printf(" %s", sp[i]->axes[a].op);
-            printf("\n");
+                kv_buf_printf(&t, " %s", sp[i]->axes[a].op);
+            kv_buf_puts(&t, "\n");
             for (int e = 0; e < sp[i]->nentries; e++)
-                printf("               entered from %s by '%s': %s\n", sp[i]->entries[e].from, sp[i]->entries[e].op,
-                       sp[i]->entries[e].why);
+                kv_buf_printf(&t, "               entered from %s by '%s': %s\n", sp[i]->entries[e].from,
+                              sp[i]->entries[e].op, kv_term_clean(sp[i]->entries[e].why));
         }
+        cli_put_clean(t.data);
+        kv_buf_release(&t);
         kevo_spaces_free(sp, n);
     }
     if (!what || !strcmp(what, "policies")) {

@@ -5,6 +5,7 @@
  * Every node carries a <title> with its params and result.  A figure that is
  * NaN or infinite is never drawn: such a node counts as not timed. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +20,50 @@
 #define SV_TOP2 405.0
 #define SV_H2 300.0
 
-/* Text with &, <, >, " and ' escaped. */
+/* DB text (untrusted: any bytes) as XML character data or an attribute
+ * value: &, <, >, " and ' escaped; only characters XML 1.0 allows and a
+ * reader shows as text are kept: tab, printable ASCII and well-formed UTF-8
+ * of U+00A0 and up, less U+FFFE and U+FFFF (no C0 or C1 control, no DEL,
+ * no overlong form, no surrogate); anything else becomes '?'.  So no text
+ * of a DB can open an element, an attribute, an entity or a CDATA section,
+ * and the document stays well-formed whatever the DB holds. */
 static void sv_text(kv_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': kv_buf_puts(b, "&amp;"); break;
-        case '<': kv_buf_puts(b, "&lt;"); break;
-        case '>': kv_buf_puts(b, "&gt;"); break;
-        case '"': kv_buf_puts(b, "&quot;"); break;
-        case '\'': kv_buf_puts(b, "&apos;"); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                kv_buf_append(b, s, 1);
+    const unsigned char *p = (const unsigned char *)s;
+    while (p && *p) {
+        unsigned char c = *p;
+        if (c < 0x80) {
+            switch (c) {
+            case '&': kv_buf_puts(b, "&amp;"); break;
+            case '<': kv_buf_puts(b, "&lt;"); break;
+            case '>': kv_buf_puts(b, "&gt;"); break;
+            case '"': kv_buf_puts(b, "&quot;"); break;
+            case '\'': kv_buf_puts(b, "&apos;"); break;
+            default:
+                if ((c >= 0x20 && c < 0x7f) || c == '\t')
+                    kv_buf_append(b, p, 1);
+                else if (c != '\r' && c != '\n')
+                    kv_buf_puts(b, "?");
+                else
+                    kv_buf_puts(b, " ");
+            }
+            p++;
+            continue;
+        }
+        size_t n = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        size_t k = 1;
+        while (n && k < n && (p[k] & 0xC0) == 0x80)
+            k++;
+        bool ok = n && k == n && !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0) &&
+                  !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90) &&
+                  !(c == 0xC2 && p[1] < 0xA0) &&                       /* C1 controls */
+                  !(c == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF)); /* U+FFFE, U+FFFF */
+        if (ok) {
+            kv_buf_append(b, p, n);
+            p += n;
+        } else {
+            kv_buf_puts(b, "?");
+            p += k > 0 ? k : 1; /* a stray byte, or the bytes of one ill-formed character */
         }
     }
 }
@@ -182,7 +214,8 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
             } else if (isfinite(rows[i].speedup)) {
                 kv_buf_printf(b, ": %.2fx", rows[i].speedup);
             } else {
-                kv_buf_printf(b, ": %s", rows[i].status);
+                kv_buf_puts(b, ": ");
+                sv_text(b, rows[i].status); /* DB text like every other string here */
             }
             kv_buf_puts(b, llm ? "</title></rect>\n" : "</title></circle>\n");
         }
@@ -259,7 +292,7 @@ kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *
         kevo_peer_set ps;
         kevo_err perr;
         double base = NAN;
-        if (kevo_db_peers_get(db, tr.id, 0, 0, op, &ps, &perr) == KEVO_OK)
+        if (op && kevo_db_peers_get(db, tr.id, 0, 0, op, &ps, &perr) == KEVO_OK) /* a DB may name no known op */
             base = kevo_peer_ok_ms(&ps, kevo_op_peer_baseline(op));
         if (isfinite(base))
             kv_buf_printf(&head, ", stage-0 baseline %.3f ms", base);

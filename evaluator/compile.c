@@ -31,10 +31,11 @@
  * without it is redone without the option.
  * KEVO_PCH=0 turns all of it off.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "evaluator/compile.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nvrtc.h>
@@ -44,11 +45,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/util.h"
+
+#if defined(__linux__) && defined(__has_include)
+#if __has_include(<linux/landlock.h>)
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#if defined(SYS_landlock_create_ruleset) && defined(LANDLOCK_CREATE_RULESET_VERSION)
+#define CP_LANDLOCK 1
+#endif
+#endif
+#endif
 
 #ifndef KEVO_CUDA_INCLUDE_DIR
 #define KEVO_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -84,6 +97,221 @@ size_t kevo_compile_prelude_len(const char *source)
         p = q + 2;
     }
     return (size_t)(p - source);
+}
+
+bool kevo_compile_job_untrusted(const kevo_compile_job *job)
+{
+    return job && job->name && strcmp(job->name, KEVO_COMPILE_UNTRUSTED_NAME) == 0;
+}
+
+/* ---- untrusted source: what NVRTC may read, what its log may say ---- */
+
+#define CP_MAX_DIRS 8
+
+/* The -I folders of job (without a trailing '/'), longest first. */
+static int cp_inc_dirs(const kevo_compile_job *job, const char **dirs, size_t *lens)
+{
+    int n = 0;
+    for (int i = 0; i < job->nopts && n < CP_MAX_DIRS; i++) {
+        if (strncmp(job->opts[i], "-I", 2) != 0 || !job->opts[i][2])
+            continue;
+        dirs[n] = job->opts[i] + 2;
+        lens[n] = strlen(dirs[n]);
+        while (lens[n] > 1 && dirs[n][lens[n] - 1] == '/')
+            lens[n]--;
+        n++;
+    }
+    for (int i = 1; i < n; i++) /* longest first: ".../include/cccl" before ".../include" */
+        for (int j = i; j > 0 && lens[j] > lens[j - 1]; j--) {
+            const char *d = dirs[j];
+            size_t l = lens[j];
+            dirs[j] = dirs[j - 1];
+            lens[j] = lens[j - 1];
+            dirs[j - 1] = d;
+            lens[j - 1] = l;
+        }
+    return n;
+}
+
+/* Append line[0..n) to b with every "DIR/" of dirs cut (a toolkit path
+ * made relative to its include folder). */
+static void cp_put_cut(kv_buf *b, const char *line, size_t n, const char **dirs, const size_t *lens, int nd)
+{
+    size_t i = 0;
+    while (i < n) {
+        int hit = -1;
+        for (int k = 0; k < nd && hit < 0; k++)
+            if (i + lens[k] < n && strncmp(line + i, dirs[k], lens[k]) == 0 && line[i + lens[k]] == '/')
+                hit = k;
+        if (hit >= 0) {
+            i += lens[hit] + 1;
+            continue;
+        }
+        kv_buf_append(b, line + i, 1);
+        i++;
+    }
+}
+
+/* Whether a log line begins with a diagnostic's location "FILE(LINE): ";
+ * *flen the length of FILE, *rest where the text after ": " begins. */
+static bool cp_location(const char *line, size_t n, size_t *flen, size_t *rest)
+{
+    if (n == 0 || line[0] == ' ' || line[0] == '\t')
+        return false;
+    for (size_t i = 1; i + 3 < n; i++) {
+        if (line[i] != '(' || line[i + 1] < '0' || line[i + 1] > '9')
+            continue;
+        size_t j = i + 1;
+        while (j < n && line[j] >= '0' && line[j] <= '9')
+            j++;
+        if (j + 2 < n && line[j] == ')' && line[j + 1] == ':' && line[j + 2] == ' ') {
+            *flen = i;
+            *rest = j + 3;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether file[0..n) is a plain name (no '/') that a #line directive of
+ * source gives its own lines ("#line 1 \"dtype.cuh\"": a template's
+ * inlined header, kept in an LLM reply): diagnostics there are about the
+ * candidate's own text.  A plain name can reach no file but the toolkit's
+ * (the working folder is empty). */
+static bool cp_line_named(const char *source, const char *file, size_t n)
+{
+    if (!source || n == 0 || memchr(file, '/', n))
+        return false;
+    for (const char *p = source; (p = strstr(p, "#line")) != NULL; p += 5) {
+        const char *q = p + 5, *eol = strchr(q, '\n');
+        const char *quote = strchr(q, '"');
+        if (!quote || (eol && quote > eol))
+            continue;
+        if (strncmp(quote + 1, file, n) == 0 && quote[1 + n] == '"')
+            return true;
+    }
+    return false;
+}
+
+void kevo_compile_log_scrub(const kevo_compile_job *job, char *log, bool untrusted)
+{
+    if (!log)
+        return;
+    const char *dirs[CP_MAX_DIRS];
+    size_t lens[CP_MAX_DIRS];
+    int nd = cp_inc_dirs(job, dirs, lens);
+    size_t nlen = job->name ? strlen(job->name) : 0;
+    kv_buf out;
+    kv_buf_init(&out);
+    bool drop = false; /* inside a withheld diagnostic: its quoted lines go too */
+    for (const char *line = log; *line;) {
+        size_t n = strcspn(line, "\n");
+        bool nl = line[n] == '\n';
+        size_t flen, rest;
+        if (n == 0) {
+            drop = false;
+        } else if (cp_location(line, n, &flen, &rest)) {
+            bool own = (flen == nlen && strncmp(line, job->name, nlen) == 0) ||
+                       cp_line_named(job->source, line, flen);
+            bool toolkit = false;
+            for (int k = 0; k < nd && !toolkit; k++)
+                toolkit = flen > lens[k] + 1 && strncmp(line, dirs[k], lens[k]) == 0 && line[lens[k]] == '/';
+            drop = untrusted && !own && !toolkit;
+            if (drop) {
+                /* the kind ("error", "warning #177-D", ...), never the message: it may quote the file */
+                size_t kind = rest;
+                while (kind < n && kind - rest < 40 && line[kind] != ':')
+                    kind++;
+                bool plain = kind < n && line[kind] == ':';
+                for (size_t k = rest; plain && k < kind; k++)
+                    plain = (line[k] >= 'a' && line[k] <= 'z') || line[k] == ' ' || line[k] == '#' ||
+                            line[k] == '-' || (line[k] >= '0' && line[k] <= '9') || line[k] == 'D';
+                kv_buf_printf(&out, "(a file kevo did not hand the compiler)%.*s %.*s: withheld (not the "
+                              "candidate's source)",
+                              (int)(rest - flen - 1), line + flen, plain ? (int)(kind - rest) : 10,
+                              plain ? line + rest : "diagnostic");
+            }
+        }
+        if (!drop)
+            cp_put_cut(&out, line, n, dirs, lens, nd);
+        if (nl && (!drop || (n > 0 && cp_location(line, n, &flen, &rest))))
+            kv_buf_puts(&out, "\n");
+        line += n + nl;
+    }
+    /* never longer than the log it replaces: cut (on a character boundary) if a withheld line was longer */
+    size_t len = strlen(log), m = out.len < len ? out.len : len;
+    while (m > 0 && m < out.len && ((unsigned char)out.data[m] & 0xC0) == 0x80)
+        m--;
+    if (out.data)
+        memcpy(log, out.data, m);
+    log[out.data ? m : len] = '\0';
+    kv_buf_release(&out);
+}
+
+/* Confine an untrusted job's child before NVRTC reads anything (see
+ * compile.h): the empty working folder `dir` (cp_empty_dir; NULL or "":
+ * none), and where the kernel has Landlock, reads beneath the job's -I
+ * folders only and no writes.  False (the job fails) when neither could be
+ * had.  (A working folder that was removed would do as well, but NVRTC 13
+ * then reads past a buffer of its own: getcwd fails.) */
+static bool cp_confine(const kevo_compile_job *job, const char *dir)
+{
+    bool empty = dir && dir[0] && chdir(dir) == 0;
+    bool locked = false;
+#ifdef CP_LANDLOCK
+    /* NVRTC loads its builtins library at its first compile: now, while it may still be read */
+    int major = 0, minor = 0;
+    char lib[64];
+    if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS) {
+        snprintf(lib, sizeof lib, "libnvrtc-builtins.so.%d.%d", major, minor);
+        (void)dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+    }
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    if (abi >= 1) {
+        struct landlock_ruleset_attr ra;
+        memset(&ra, 0, sizeof ra);
+        ra.handled_access_fs = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                               LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+                               LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+                               LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                               LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+                               LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+                               LANDLOCK_ACCESS_FS_MAKE_SYM;
+#ifdef LANDLOCK_ACCESS_FS_REFER
+        if (abi >= 2)
+            ra.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
+#endif
+#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
+        if (abi >= 3)
+            ra.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+#endif
+        int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof ra, 0);
+        const char *dirs[CP_MAX_DIRS];
+        size_t lens[CP_MAX_DIRS];
+        int nd = rs >= 0 ? cp_inc_dirs(job, dirs, lens) : 0;
+        for (int i = 0; i < nd; i++) {
+            char d[PATH_MAX];
+            snprintf(d, sizeof d, "%.*s", (int)lens[i], dirs[i]);
+            int fd = open(d, O_PATH | O_CLOEXEC | O_DIRECTORY);
+            if (fd < 0)
+                continue;
+            struct landlock_path_beneath_attr pb;
+            memset(&pb, 0, sizeof pb);
+            pb.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+            pb.parent_fd = fd;
+            (void)syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+            close(fd);
+        }
+        if (rs >= 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+            syscall(SYS_landlock_restrict_self, rs, 0) == 0)
+            locked = true;
+        if (rs >= 0)
+            close(rs);
+    }
+#endif
+    if (!empty && locked && chdir("/") != 0) /* any folder: reads outside the toolkit's fail anyway */
+        return false;
+    return empty || locked;
 }
 
 static kevo_status cp_add_opt(kevo_compile_job *job, kevo_err *err, const char *fmt, const char *arg)
@@ -300,14 +528,28 @@ static void cp_sim_child(const kevo_compile_job *job, int fd, int64_t ms)
 }
 
 /* The child: compile, send, exit.  Never returns.  pch_opt: NULL, or
- * --use-pch=... / --create-pch=... (create). */
-static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, bool create)
+ * --use-pch=... / --create-pch=... (create); empty_dir: where an untrusted
+ * job works (cp_empty_dir). */
+static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, bool create, const char *empty_dir)
 {
     int64_t sim_ms = cp_sim_ms();
     if (sim_ms)
         cp_sim_child(job, fd, sim_ms);
     double t0 = kv_now();
     cp_header h = {0};
+    const bool untrusted = kevo_compile_job_untrusted(job);
+    if (untrusted && !cp_confine(job, empty_dir)) {
+        static const char msg[] = "kevo could not confine this compile of LLM source (no empty folder under "
+                                  "$TMPDIR and no Landlock): refused";
+        h.fail = KEVO_FAIL_COMPILE_ERROR;
+        h.nvrtc_status = -1;
+        h.log_len = sizeof msg;
+        h.seconds = kv_now() - t0;
+        cp_write_all(fd, &h, sizeof h);
+        cp_write_all(fd, msg, sizeof msg);
+        close(fd);
+        _exit(0);
+    }
     char *log, *cubin;
     size_t log_len, cubin_len;
     const char *opts[KEVO_COMPILE_MAX_OPTS + 3];
@@ -342,6 +584,11 @@ static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, b
         const char *msg = nvrtcGetErrorString(r);
         log = kv_strdup(msg);
         log_len = log ? strlen(msg) + 1 : 0;
+    }
+    if (untrusted && log && log_len) { /* what may reach a prompt: no host path, no other file's text */
+        log[log_len - 1] = '\0';
+        kevo_compile_log_scrub(job, log, true);
+        log_len = strlen(log) + 1;
     }
     h.log_len = log_len;
     h.cubin_len = cubin_len;
@@ -572,8 +819,10 @@ static bool cp_pch_enabled(void)
     return !(env && strcmp(env, "0") == 0) && cp_sim_ms() == 0;
 }
 
-/* Remove what writers of killed kevo processes left: kevo-pch-* directories
- * of this user in tmp untouched for an hour (a writer takes seconds). */
+/* Remove what killed kevo processes left: kevo-pch-* directories of PCH
+ * writers and kevo-llm-* ones of untrusted compiles (cp_empty_dir), of
+ * this user in tmp, untouched for an hour (a writer takes seconds, a
+ * process touches its kevo-llm- folder at each compile). */
 static void cp_pch_sweep(const char *tmp)
 {
     DIR *d = opendir(tmp);
@@ -581,7 +830,7 @@ static void cp_pch_sweep(const char *tmp)
         return;
     time_t now = time(NULL);
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        if (strncmp(de->d_name, "kevo-pch-", 9) != 0)
+        if (strncmp(de->d_name, "kevo-pch-", 9) != 0 && strncmp(de->d_name, "kevo-llm-", 9) != 0)
             continue;
         char dir[512], file[560];
         snprintf(dir, sizeof dir, "%s/%s", tmp, de->d_name);
@@ -593,6 +842,41 @@ static void cp_pch_sweep(const char *tmp)
         rmdir(dir);
     }
     closedir(d);
+}
+
+/* The empty folder this process's untrusted compiles work in (their
+ * relative #include and __has_include find nothing there): made at the
+ * first one, touched at each, removed at exit.  "" when it could not be
+ * made (then only Landlock confines them, or they are refused). */
+static struct {
+    pid_t owner;
+    bool registered;
+    char dir[256];
+} cp_empty;
+
+static void cp_empty_atexit(void)
+{
+    if (cp_empty.owner == getpid() && cp_empty.dir[0])
+        rmdir(cp_empty.dir);
+}
+
+static const char *cp_empty_dir(void)
+{
+    if (cp_empty.owner != getpid()) {
+        cp_empty.owner = getpid();
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || !*tmp || strlen(tmp) > 200)
+            tmp = "/tmp";
+        cp_pch_sweep(tmp);
+        snprintf(cp_empty.dir, sizeof cp_empty.dir, "%s/kevo-llm-XXXXXX", tmp);
+        if (!mkdtemp(cp_empty.dir))
+            cp_empty.dir[0] = '\0';
+        if (cp_empty.dir[0] && !cp_empty.registered)
+            cp_empty.registered = atexit(cp_empty_atexit) == 0;
+    } else if (cp_empty.dir[0]) {
+        utimes(cp_empty.dir, NULL); /* in use: no other kevo's sweep takes it */
+    }
+    return cp_empty.dir;
 }
 
 /* Map NVRTC's PCH heap in this process, once, so that every child forked
@@ -665,6 +949,7 @@ int kevo_compile_pch_ready(int *writing)
 static kevo_status cp_fork(cp_slot *s, kevo_compile_job *job, double timeout_s, const char *pch_opt, bool create,
                            int pch, kevo_err *err)
 {
+    const char *empty = kevo_compile_job_untrusted(job) ? cp_empty_dir() : NULL;
     int fds[2];
     if (pipe(fds) != 0)
         return kevo_err_set(err, KEVO_ERR_IO, "unable to create a pipe: %s", strerror(errno));
@@ -679,7 +964,7 @@ static kevo_status cp_fork(cp_slot *s, kevo_compile_job *job, double timeout_s, 
     if (pid == 0) {
         kv_child_init(parent);
         close(fds[0]);
-        cp_child(job, fds[1], pch_opt, create);
+        cp_child(job, fds[1], pch_opt, create, empty);
     }
     close(fds[1]);
     *s = (cp_slot){.job = job, .pid = pid, .fd = fds[0], .deadline = kv_now() + timeout_s, .pch = pch};
@@ -764,7 +1049,7 @@ static int cp_pch_find(const kevo_compile_job *job, bool start)
  * it), -1 when there is none to use or wait for. */
 static int cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job)
 {
-    if (!p->pch_on)
+    if (!p->pch_on || kevo_compile_job_untrusted(job)) /* an untrusted compile reads only the toolkit */
         return -1;
     cp_pch_poll(0);
     int i = cp_pch_find(job, true);
@@ -813,7 +1098,7 @@ void kevo_compile_pch_poll(void)
 
 void kevo_compile_pch_prepare(const kevo_compile_job *job)
 {
-    if (!cp_pch_enabled())
+    if (!cp_pch_enabled() || kevo_compile_job_untrusted(job))
         return;
     cp_pch_heap();
     (void)cp_pch_find(job, true);

@@ -5,6 +5,7 @@
 #ifndef KEVO_COMPILE_H
 #define KEVO_COMPILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "evaluator/eval.h"
@@ -36,6 +37,37 @@ typedef struct kevo_compile_job {
     bool cached;       /* filled from the DB cache, not compiled */
     bool pch;          /* compiled against a precompiled header of its prelude */
 } kevo_compile_job;
+
+/* The program name of an LLM candidate (the source_name a one-point space
+ * gets, templates/space.c), which makes a job untrusted.  The name travels
+ * with a job to other MPI ranks (evaluator/wire.c), so every rank compiles
+ * it the same way.  An untrusted job's child:
+ *   - works in an empty folder (kevo-llm-* under $TMPDIR, one per process,
+ *     removed at exit), so a relative #include or __has_include finds
+ *     nothing;
+ *   - where the kernel has Landlock (Linux 5.13+), may read only beneath the
+ *     job's -I folders (the CUDA toolkit's headers) and write nowhere, so an
+ *     absolute #include, "../" and __has_include of any other file fail as
+ *     if it did not exist (NVRTC's own library is loaded before);
+ *   - uses no precompiled header;
+ *   - sends a log that names no host path and quotes no other file: a
+ *     diagnostic located in the candidate is kept, one in a toolkit header
+ *     loses its folder, one in any other file is replaced by a line that
+ *     says it was withheld (kevo_compile_log_scrub).
+ * The static check (llm/check.h) refuses such includes before any of this
+ * runs; this is the second wall. */
+#define KEVO_COMPILE_UNTRUSTED_NAME "llm"
+bool kevo_compile_job_untrusted(const kevo_compile_job *job);
+
+/* Scrub a compile log for text that leaves the machine (an LLM prompt):
+ * each -I folder of job (this machine's toolkit paths) is cut from the paths
+ * the log names; when untrusted, a diagnostic located in a file other than
+ * the program (job->name, or a plain name a #line directive of job->source
+ * gives the program's own lines) or a toolkit header is replaced, with the
+ * source lines NVRTC quotes after it, by one line that says it was
+ * withheld.  In
+ * place; the text never grows.  log may be NULL. */
+void kevo_compile_log_scrub(const kevo_compile_job *job, char *log, bool untrusted);
 
 /* Fill job->opts with kevo's standard options for arch and the include
  * directories (CCCL and the toolkit's headers).  Errors: KEVO_ERR_ARG. */

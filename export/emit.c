@@ -41,7 +41,7 @@ kevo_status kevo_emit_md_cell(kv_buf *b, const char *s)
 {
     kevo_status st = KEVO_OK;
     for (const unsigned char *p = (const unsigned char *)s; *p && !st; p++) {
-        if (*p == '|' || *p == '\\')
+        if (*p && strchr("|\\[]()!*_~#+-.{}", *p)) /* no link, image, emphasis or heading: a backslash escape */
             st = kv_buf_printf(b, "\\%c", *p);
         else if (*p == '`')
             st = kv_buf_puts(b, "'");
@@ -49,6 +49,8 @@ kevo_status kevo_emit_md_cell(kv_buf *b, const char *s)
             st = kv_buf_puts(b, "&lt;");
         else if (*p == '>')
             st = kv_buf_puts(b, "&gt;");
+        else if (*p == '&') /* no entity of the text's own */
+            st = kv_buf_puts(b, "&amp;");
         else if (*p < 0x20 || *p == 0x7f)
             st = kv_buf_puts(b, " ");
         else

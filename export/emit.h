@@ -28,8 +28,10 @@ kevo_status kevo_emit_c_string(kv_buf *b, const char *s);
  * '*' after a '/' get a space between them. */
 kevo_status kevo_emit_c_comment(kv_buf *b, const char *s);
 
-/* Append s for a Markdown table cell: control characters become spaces,
- * '|' and '\\' are escaped, '`' becomes '\'', '<' and '>' become entities. */
+/* Append s for a Markdown table cell, as text that opens no element:
+ * control characters become spaces; '|', '\\' and the punctuation that makes
+ * links, images, emphasis and headings ("[]()!*_~#+-.{}") are
+ * backslash-escaped; '`' becomes '\''; '<', '>' and '&' become entities. */
 kevo_status kevo_emit_md_cell(kv_buf *b, const char *s);
 
 /* Template text with @NAME@ and @NAME_UPPER@ replaced by name (which

@@ -8,7 +8,10 @@
  *      with its operands (which are store and load addresses);
  *   5. data flow: input-derived pointers, output-derived pointers and values
  *      read from the output, to a fixpoint over assignments, calls, returns
- *      and asm operands; then casts, stores and conditions are judged. */
+ *      and asm operands; then casts, stores and conditions are judged;
+ *   6. addresses from integers: a pointer cast from an integer, an inline
+ *      PTX memory operand that is one (constant addresses in the PTX text
+ *      itself are pass 4's). */
 #define _POSIX_C_SOURCE 200809L
 #include "llm/check.h"
 
@@ -927,6 +930,13 @@ static const ck_ban ck_bans[] = {
     {"remove_cvref_t", "removing const is not allowed (inputs are const)", false},
     {"offsetof", "reaching argument fields by offset is not allowed", false},
     {"__builtin_offsetof", "reaching argument fields by offset is not allowed", false},
+    {"__has_include", "no probing of files (an LLM candidate sees only the headers kevo hands it)", false},
+    {"__has_include_next", "no probing of files (an LLM candidate sees only the headers kevo hands it)", false},
+    {"__cvta_global_to_generic", "no pointer made from an integer address", false},
+    {"__cvta_constant_to_generic", "no pointer made from an integer address", false},
+    {"__cvta_local_to_generic", "no pointer made from an integer address", false},
+    {"__cvta_grid_constant_to_generic", "no pointer made from an integer address", false},
+    {"__nv_cvta_global_to_generic_impl", "no pointer made from an integer address", false},
 };
 
 static bool ck_forbidden_name(const ck *c, int i, const char **why)
@@ -1145,6 +1155,37 @@ static bool ck_ptx_text(ck *c, const char *text, int line, ck_ptx *info)
             other_space |= ck_space_is(parts[j], "local") || ck_space_is(parts[j], "param") ||
                            ck_space_is(parts[j], "const");
         }
+        /* a memory instruction's address is a register or a symbol, never a number: [0x7f0000000000] reaches
+         * whatever lies there (another buffer, the reference), whatever the pointers kevo passes */
+        static const char *const mem_ops[] = {"ld", "ldu", "st", "atom", "red", "cp", "prefetch", "prefetchu",
+                                              "mbarrier", "cvta", "applypriority", "createpolicy", "isspacep",
+                                              "ldmatrix", "stmatrix", "suld", "sust", "sured", "tex", "tld4",
+                                              "discard", "multimem", "tensormap", "cp.async", NULL};
+        bool mem = false;
+        for (int j = 0; mem_ops[j] && !mem; j++)
+            mem = !strcmp(parts[0], mem_ops[j]);
+        for (const char *q = rest; mem && ok && *q; q++) {
+            if (*q != '[')
+                continue;
+            const char *d = q + 1;
+            while (*d == ' ' || *d == '\t')
+                d++;
+            if (*d == '-' || *d == '+')
+                d++;
+            if (*d >= '0' && *d <= '9')
+                ok = ck_reject(c, line, "inline PTX '%s' addresses a constant address ('[%.20s'): memory is "
+                                        "reached only through the pointers kevo passes", op, q + 1);
+        }
+        if (ok && mem && !strcmp(parts[0], "cvta")) { /* cvta.to.global %0, 4096: an address from a number */
+            const char *comma = strrchr(rest, ',');
+            const char *d = comma ? comma + 1 : "";
+            while (*d == ' ' || *d == '\t')
+                d++;
+            if (*d >= '0' && *d <= '9')
+                ok = ck_reject(c, line, "inline PTX '%s' makes an address from a number", op);
+        }
+        if (!ok)
+            continue;
         if (op[0] == '.') {
             if (!strcmp(parts[1], "global") || !strcmp(parts[1], "extern") || !strcmp(parts[1], "func") ||
                 !strcmp(parts[1], "entry") || !strcmp(parts[1], "visible") || !strcmp(parts[1], "weak"))
@@ -2493,6 +2534,188 @@ static bool ck_ranges(ck *c)
     return true;
 }
 
+/* ------------------------------------------------- addresses from integers
+ *
+ * Memory is reached through the pointers kevo passes and what is derived
+ * from them.  A pointer made from an integer is refused, whatever it is
+ * then used for (a load or a store): a cast to a pointer type of an integer
+ * literal (but a lone 0), of an expression holding a cast to an integer type
+ * ((uintptr_t)p + k rebuilds an address), or of variables and functions
+ * the source declares with an integer type and numbers alone; and so is an
+ * inline PTX memory operand given such an expression.  Name-based, like the
+ * rest: a name declared with an integer type anywhere is one everywhere. */
+
+static const char *const ck_int_words[] = {"int", "unsigned", "signed", "long", "short", "char", "size_t",
+                                           "ssize_t", "uintptr_t", "intptr_t", "ptrdiff_t", "uint64_t", "int64_t",
+                                           "uint32_t", "int32_t", "uint16_t", "int16_t", "uint8_t", "int8_t",
+                                           "__int64", "uint", "ulong", "ushort", "u64", "u32", NULL};
+
+/* Whether [a, b) names an integer type (words of ck_int_words, const,
+ * volatile, and std / cuda qualifiers). */
+static bool ck_int_type(const ck *c, int a, int b)
+{
+    bool word = false;
+    for (int j = a; j < b; j++) {
+        if (ck_among(c, j, ck_int_words))
+            word = true;
+        else if (!ck_among(c, j, (const char *const[]){"const", "volatile", "std", "cuda", "::", NULL}))
+            return false;
+    }
+    return word;
+}
+
+/* Names declared with an integer type: "T name" followed by = ; , ) { (a
+ * variable or parameter: in int_var by its function, -1 at file scope; a
+ * parameter counts for its function), int_fn: "T name(" (a function). */
+static bool ck_int_names(ck *c, ck_taint *int_var, bool *int_fn)
+{
+    bool oom = false;
+    for (int i = 1; i < c->lx.ntok && !oom; i++) {
+        if (!ck_ident(c, i) || ck_keyword(c, i) || ck_among(c, i, ck_int_words) || !ck_among(c, i - 1, ck_int_words))
+            continue;
+        if (ck_is(c, i + 1, "(") && !ck_is(c, i - 2, "(")) { /* "(long)(x)" is a cast, not a function */
+            int_fn[c->id[i]] = true;
+        } else if (ck_is(c, i + 1, "=") || ck_is(c, i + 1, ";") || ck_is(c, i + 1, ",") || ck_is(c, i + 1, ")") ||
+                   ck_is(c, i + 1, "{")) {
+            int fn = c->fn_of[i];
+            for (int k = 0; fn < 0 && k < c->nfn; k++) /* a parameter: its function's */
+                if (i > c->fn[k].lp && i < c->fn[k].rp)
+                    fn = k;
+            ck_tadd(int_var, fn, c->id[i], 1, -1, &oom);
+        }
+    }
+    return !oom;
+}
+
+/* Whether token j names a variable declared with an integer type in its
+ * function or at file scope. */
+static bool ck_int_var(const ck *c, const ck_taint *int_var, int j)
+{
+    return ck_tfind(int_var, ck_key(c->fn_of[j], c->id[j])) || ck_tfind(int_var, ck_key(-1, c->id[j]));
+}
+
+/* Whether the expression [a, b) is an integer, not a pointer: see above. */
+static bool ck_int_expr(const ck *c, const ck_taint *int_var, const bool *int_fn, int a, int b)
+{
+    if (b <= a)
+        return false;
+    if (b == a + 1 && c->lx.tok[a].kind == KEVO_TK_NUMBER && ck_is(c, a, "0"))
+        return false; /* the null pointer */
+    bool some = false;
+    for (int j = a; j < b; j++) {
+        /* a cast to an integer type inside: (T)x, T(x), xxx_cast<T>(x) */
+        if (ck_is(c, j, "(") && c->match[j] > j && c->match[j] < b && ck_int_type(c, j + 1, c->match[j]) &&
+            !(ck_ident(c, j - 1) && !ck_keyword(c, j - 1)))
+            return true;
+        if (ck_among(c, j, ck_named_casts) && ck_is(c, j + 1, "<") && ck_angle(c, j + 1) > j + 1 &&
+            ck_int_type(c, j + 2, ck_angle(c, j + 1)))
+            return true;
+        kevo_tok_kind k = c->lx.tok[j].kind;
+        if (k == KEVO_TK_NUMBER || k == KEVO_TK_CHAR) {
+            some = true;
+        } else if (k == KEVO_TK_IDENT) {
+            if (ck_among(c, j, ck_int_words) || ck_is(c, j, "sizeof") || ck_is(c, j, "alignof"))
+                continue;
+            if (ck_int_var(c, int_var, j) || (int_fn[c->id[j]] && ck_is(c, j + 1, "(")))
+                some = true;
+            else
+                return false; /* a name that may be a pointer */
+            if (ck_is(c, j + 1, "(") && c->match[j + 1] > j) /* its arguments are not the value */
+                j = c->match[j + 1];
+        } else if (k == KEVO_TK_STRING) {
+            return false;
+        } else if (ck_is(c, j, ".") || ck_is(c, j, "->") || ck_is(c, j, "[")) {
+            return false; /* a member or an element: its type is not known here */
+        } else if ((ck_is(c, j, "&") || ck_is(c, j, "*")) && (j == a || ck_unary(c, j))) {
+            return false; /* &x is an address, *p a value read through one */
+        }
+    }
+    return some;
+}
+
+/* Whether the type [a, b) is a pointer type (a '*' after the last name). */
+static bool ck_ptr_type(const ck *c, int a, int b)
+{
+    if (ck_type_class(c, a, b) < 0)
+        return false;
+    for (int j = a; j < b; j++)
+        if (ck_is(c, j, "*"))
+            return true;
+    return false;
+}
+
+static bool ck_addresses(ck *c)
+{
+    size_t ni = (size_t)(c->nids ? c->nids : 1);
+    bool *int_fn = calloc(ni, 1);
+    ck_taint iv = {0}, *int_var = &iv;
+    if (!int_fn || !ck_int_names(c, int_var, int_fn)) {
+        free(int_fn);
+        free(iv.e);
+        return ck_reject(c, 0, "out of memory");
+    }
+    bool ok = true;
+    for (int i = 0; ok && i < c->lx.ntok; i++) {
+        if (!ck_code(c, i))
+            continue;
+        int ts = -1, te = -1, os = -1, oe = -1;
+        if (ck_among(c, i, ck_named_casts) && ck_is(c, i + 1, "<") && ck_angle(c, i + 1) > i + 1 &&
+            ck_is(c, ck_angle(c, i + 1) + 1, "(") && c->match[ck_angle(c, i + 1) + 1] > 0) {
+            int gt = ck_angle(c, i + 1);
+            ts = i + 2;
+            te = gt;
+            os = gt + 2;
+            oe = c->match[gt + 1];
+        } else if (ck_is(c, i, "(") && c->match[i] > i + 1 && !(ck_ident(c, i - 1) && !ck_keyword(c, i - 1)) &&
+                   !ck_among(c, i - 1, (const char *const[]){"sizeof", "alignof", "__alignof__", "decltype",
+                                                             "typeid", "alignas", NULL})) {
+            int m = c->match[i];
+            if (m + 1 < c->lx.ntok && ck_ptr_type(c, i + 1, m) &&
+                (ck_ident(c, m + 1) || ck_is(c, m + 1, "(") || c->lx.tok[m + 1].kind == KEVO_TK_NUMBER ||
+                 ck_is(c, m + 1, "-") || ck_is(c, m + 1, "~"))) {
+                ts = i + 1;
+                te = m;
+                os = m + 1;
+                oe = ck_unary_end(c, m + 1, 0);
+            }
+        }
+        if (ts < 0 || !ck_ptr_type(c, ts, te))
+            continue;
+        int a = os, b = oe;
+        while (b > a + 1 && ck_is(c, a, "(") && c->match[a] == b - 1) { /* (x) is x */
+            a++;
+            b--;
+        }
+        if (ck_int_expr(c, int_var, int_fn, a, b)) {
+            char t[96];
+            size_t len = 0;
+            for (int j = ts; j < te && len + 16 < sizeof t; j++) {
+                char w[32];
+                ck_text(c, j, w, sizeof w);
+                len += (size_t)snprintf(t + len, sizeof t - len, "%s%s", j > ts ? " " : "", w);
+            }
+            ok = ck_reject(c, ck_line(c, i), "a pointer (%s) made from an integer: memory is reached only through "
+                                             "the pointers kevo passes", t);
+        }
+    }
+    /* inline PTX memory operands: a register holding a pointer, never an integer kevo did not pass */
+    for (int k = 0; ok && k < c->nas; k++) {
+        const ck_asm *as = &c->as[k];
+        uint64_t ops = (as->store_ops | as->load_ops) & ~(1ull << 63);
+        for (int j = 0; ok && j < as->nops && j < 63; j++) {
+            if (!(ops & (1ull << j)))
+                continue;
+            int lp = as->op_lp[j];
+            if (ck_int_expr(c, int_var, int_fn, lp + 1, c->match[lp]))
+                ok = ck_reject(c, ck_line(c, lp), "inline PTX addresses memory at an integer (operand %%%d): memory "
+                                                  "is reached only through the pointers kevo passes", j);
+        }
+    }
+    free(iv.e);
+    free(int_fn);
+    return ok;
+}
+
 /* ------------------------------------------------------------------ flow */
 
 static bool ck_flow(ck *c)
@@ -2630,7 +2853,8 @@ bool kevo_llm_check_source(const char *src, const char *const *inputs, int ninpu
         if (c.lx.issue.line)
             ok = ck_reject(&c, c.lx.issue.line, "%s", c.lx.issue.what);
     }
-    ok = ok && ck_directives(&c) && ck_tokens(&c) && ck_strings(&c) && ck_asms(&c) && ck_flow(&c);
+    ok = ok && ck_directives(&c) && ck_tokens(&c) && ck_strings(&c) && ck_asms(&c) && ck_flow(&c) &&
+         ck_addresses(&c);
     ck_free(&c);
     return ok && !c.failed;
 }

@@ -19,6 +19,17 @@
  *     forbidden name or an argument field, a macro body that names an
  *     argument field, casts to a macro parameter or holds inline PTX, and
  *     an asm template built from anything but literals and string macros;
+ *   - file probes: `__has_include` (an LLM candidate sees only the headers
+ *     kevo hands NVRTC; evaluator/compile.c confines the compile as well);
+ *   - addresses from integers: a cast to a pointer type of an integer
+ *     literal (a lone 0 aside), of an expression holding a cast to an
+ *     integer type, or of names declared with an integer type; the
+ *     __cvta_*_to_generic functions; an inline PTX memory operand that is
+ *     such an integer, or a constant address in the PTX text itself
+ *     (`st.global.u32 [0x7f0000001000], ...`, `cvta.to.global %0, 4096`).
+ *     Memory is reached through the pointers kevo passes and what is
+ *     derived from them (pointer arithmetic stays possible: the runtime's
+ *     checksums and guards are what see a write past a buffer);
  *   - inline PTX (every string literal is scanned, asm or not): generic
  *     stores (`st.` without a state space), global or generic `red.`/`atom.`,
  *     `cp.reduce.async.bulk` into global memory, `multimem`, `discard`,

@@ -72,11 +72,8 @@ static bool lc_seconds_ok(double s, double lo, double hi)
     return isfinite(s) && s >= lo && s <= hi;
 }
 
-kevo_status kevo_llm_config_check(const kevo_llm_config *c, kevo_err *err)
+kevo_status kevo_llm_url_check(const char *u, kevo_err *err)
 {
-    if (!c)
-        return kevo_err_set(err, KEVO_ERR_ARG, "no LLM config");
-    const char *u = c->url;
     if (!u || !*u)
         return kevo_err_set(err, KEVO_ERR_ARG, "LLM url is not set");
     size_t ul = strlen(u);
@@ -95,6 +92,23 @@ kevo_status kevo_llm_config_check(const kevo_llm_config *c, kevo_err *err)
         return kevo_err_set(err, KEVO_ERR_ARG, "LLM url must start with http:// or https://");
     if (u[skip] == '\0' || u[skip] == '/' || u[skip] == ':' || u[skip] == '@')
         return kevo_err_set(err, KEVO_ERR_ARG, "LLM url has no host");
+    size_t auth = strcspn(u + skip, "/"); /* the authority: [user[:password]@]host[:port] */
+    if (memchr(u + skip, '@', auth))
+        return kevo_err_set(err, KEVO_ERR_ARG, "LLM url carries a user name or password ('user:pw@host'): kevo "
+                            "refuses it; give the key through $%s", KEVO_LLM_KEY_ENV);
+    if (memchr(u + skip, '\\', auth) || memchr(u + skip, '%', auth)) /* hosts a parser reads otherwise */
+        return kevo_err_set(err, KEVO_ERR_ARG, "LLM url holds a backslash or a %%-escape in its host part: give a "
+                            "plain http(s)://host[:port]/path");
+    return KEVO_OK;
+}
+
+kevo_status kevo_llm_config_check(const kevo_llm_config *c, kevo_err *err)
+{
+    if (!c)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no LLM config");
+    kevo_status st = kevo_llm_url_check(c->url, err);
+    if (st)
+        return st;
     if (c->model) {
         size_t ml = strlen(c->model);
         if (ml > LC_MAX_NAME)
@@ -395,6 +409,27 @@ static int64_t lc_count(const cJSON *usage, const char *name)
     return (int64_t)v->valuedouble;
 }
 
+/* Whether a JSON body holds a NUL character: a raw zero byte, or a \u0000
+ * escape (one preceded by an odd run of backslashes: "\\u0000" is the
+ * text \u0000).  cJSON would end the string there and the rest would be
+ * lost without a word. */
+static bool lc_has_nul(const kv_buf *body)
+{
+    if (memchr(body->data, '\0', body->len))
+        return true;
+    for (size_t i = 0; i + 6 <= body->len; i++) {
+        if (body->data[i] != '\\' || (body->data[i + 1] != 'u' && body->data[i + 1] != 'U') ||
+            strncmp(body->data + i + 2, "0000", 4) != 0)
+            continue;
+        size_t run = 1;
+        while (run <= i && body->data[i - run] == '\\')
+            run++;
+        if (run % 2 == 1)
+            return true;
+    }
+    return false;
+}
+
 /* Parse a 2xx body into r.  KEVO_ERR_NOMEM only; a bad reply is r->error. */
 static kevo_status lc_parse_reply(const kv_buf *body, kevo_llm_reply *r)
 {
@@ -414,6 +449,10 @@ static kevo_status lc_parse_reply(const kv_buf *body, kevo_llm_reply *r)
     kevo_status st = KEVO_OK;
     if (!cJSON_IsObject(doc)) {
         lc_set_error(r, "reply is not a JSON object");
+        goto out;
+    }
+    if (lc_has_nul(body)) { /* cJSON ends a string at it: the rest would be lost without a word */
+        lc_set_error(r, "reply holds a NUL character (\\u0000 or a zero byte): kevo takes no text with NUL bytes");
         goto out;
     }
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");

@@ -64,6 +64,15 @@ void kevo_llm_config_init(kevo_llm_config *c);
  * key). */
 kevo_status kevo_llm_config_check(const kevo_llm_config *c, kevo_err *err);
 
+/* The url part of kevo_llm_config_check, for a caller that checks options
+ * before it does anything else: http:// or https://, a host, no user or
+ * password in it ("user:pw@host": credentials go only through
+ * $KEVO_LLM_API_KEY, to the URL this invocation names), no query or
+ * fragment, no spaces or control characters, at most 2048 bytes.
+ * KEVO_ERR_ARG with a message that never quotes the url (it may hold a
+ * password). */
+kevo_status kevo_llm_url_check(const char *url, kevo_err *err);
+
 /* The outcome of one call.  Strings are malloc'd and owned by the reply; free
  * them with kevo_llm_reply_release. */
 typedef struct kevo_llm_reply {

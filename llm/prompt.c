@@ -401,7 +401,7 @@ kevo_status kevo_knowledge_open(const char *prompts_dir, kevo_knowledge **out, k
         }
         char *text = NULL;
         size_t len = 0;
-        if ((st = kv_read_file(path, &text, &len, err)))
+        if ((st = kv_read_regular_file(path, KEVO_KNOWLEDGE_MAX_FILE_BYTES, &text, &len, err)))
             break;
         if (len > KEVO_KNOWLEDGE_MAX_FILE_BYTES || strlen(text) != len) {
             free(text);
@@ -521,16 +521,31 @@ static kevo_status pr_read(const char *dir, const char *rel, char **out, kevo_er
     struct stat sb;
     if (stat(path, &sb) != 0)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "no prompt file '%s'", path);
-    if (!S_ISREG(sb.st_mode) || sb.st_size > PR_PROMPT_FILE_MAX)
-        return kevo_err_set(err, KEVO_ERR_IO, "prompt file '%s' is not a regular file under %d KiB", path,
-                            PR_PROMPT_FILE_MAX / 1024);
+    /* a regular file, read without blocking on a FIFO and within its cap */
     size_t len;
-    kevo_status st = kv_read_file(path, out, &len, err);
-    if (!st && len > PR_PROMPT_FILE_MAX) {
-        free(*out);
-        *out = NULL;
-        return kevo_err_set(err, KEVO_ERR_IO, "prompt file '%s' is over %d KiB", path, PR_PROMPT_FILE_MAX / 1024);
-    }
+    kevo_status st = kv_read_regular_file(path, PR_PROMPT_FILE_MAX, out, &len, err);
+    if (st)
+        kevo_err_prefix(err, "prompt file");
+    return st;
+}
+
+kevo_status kevo_prompt_check_dir(const char *prompts_dir, const char *op, kevo_err *err)
+{
+    if (!prompts_dir || !op || strlen(op) > 64)
+        return kevo_err_set(err, KEVO_ERR_ARG, "no prompts folder or op");
+    char rel[128], *text = NULL;
+    snprintf(rel, sizeof rel, "ops/%s.md", op);
+    kevo_status st = pr_read(prompts_dir, "system.md", &text, err);
+    free(text);
+    text = NULL;
+    if (!st)
+        st = pr_read(prompts_dir, rel, &text, err);
+    free(text);
+    if (st)
+        return st;
+    kevo_knowledge *kb = NULL; /* the knowledge folder: every file read and indexed once, as the run will */
+    st = kevo_knowledge_open(prompts_dir, &kb, err);
+    kevo_knowledge_close(kb);
     return st;
 }
 

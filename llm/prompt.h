@@ -48,6 +48,14 @@ typedef struct kevo_knowledge_hit {
  * KEVO_ERR_NOMEM.  *out is freed with kevo_knowledge_close(). */
 kevo_status kevo_knowledge_open(const char *prompts_dir, kevo_knowledge **out, kevo_err *err);
 
+/* Check a prompts folder before a run starts (before anything compiles):
+ * system.md and ops/<op>.md are regular files within their cap and
+ * knowledge/ opens and indexes (kevo_knowledge_open).  Nothing is kept.
+ * Errors: KEVO_ERR_NOT_FOUND for a missing prompt file, KEVO_ERR_IO for one
+ * that is not a regular file (a FIFO, a device: refused without blocking)
+ * or too large, and kevo_knowledge_open's. */
+kevo_status kevo_prompt_check_dir(const char *prompts_dir, const char *op, kevo_err *err);
+
 /* Sections indexed. */
 int kevo_knowledge_count(const kevo_knowledge *kb);
 

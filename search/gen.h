@@ -78,6 +78,14 @@ typedef struct kevo_llm_gen_opts {
  * KEVO_ERR_ARG for a bad URL).  Errors: KEVO_ERR_IO / KEVO_ERR_PARSE for a
  * missing or bad prompts folder. */
 kevo_status kevo_llm_gen_open(const kevo_llm_gen_opts *o, kevo_llm_gen **out, kevo_err *err);
+
+/* What kevo_llm_gen_open will check, for a caller that checks everything
+ * before it starts: the server's URL (kevo_llm_url_check: no credentials in
+ * it; KEVO_ERR_ARG), and the prompts folder for op (kevo_prompt_check_dir:
+ * system.md, ops/<op>.md, knowledge/; KEVO_ERR_NOT_FOUND, KEVO_ERR_IO,
+ * KEVO_ERR_PARSE). */
+kevo_status kevo_llm_gen_check_url(const char *url, kevo_err *err);
+kevo_status kevo_llm_gen_check_prompts(const char *prompts_dir, const char *op, kevo_err *err);
 void kevo_llm_gen_close(kevo_llm_gen *g);
 
 /* Start a rewrite of parent (with up to nsib earlier LLM children of it as
@@ -101,9 +109,29 @@ void kevo_llm_gen_cancel(kevo_llm_gen *g);
  * SHA-256 of its one-point space text (whose "family" is "llm") and source. */
 void kevo_gen_llm_family(const char *space_json, const char *source, char out[17]);
 
-/* Rebuild an LLM candidate's space from its generation row (resume,
- * export, verify): KEVO_ERR_PARSE when the stored space or source is
- * missing or does not load, or its family is not the row's hash. */
-kevo_status kevo_gen_llm_space(const kevo_generation_row *g, const char *family, kevo_space **out, kevo_err *err);
+/* The admission of LLM text, the same for a fresh reply and for one a DB
+ * holds: the static check of the source (llm/check.h, against the op's
+ * input and output fields, inputs[ninputs] and outputs[noutputs]), then its
+ * family computed (kevo_gen_llm_family) into family[17], the one-point
+ * space loaded and checked (kevo_space_load_inline: params of one value,
+ * launches, lets, tensor maps; the space's op must be op), and its "archs"
+ * must list arch (NULL: not checked).  Returns KEVO_FAIL_NONE with *out
+ * (named family; caller frees with kevo_space_free), or KEVO_FAIL_REJECTED
+ * (the static check) or KEVO_FAIL_PARSE_ERROR (no source, the plan, the
+ * arch) with the reason in why[n] and *out NULL. */
+kevo_fail kevo_gen_llm_admit_text(const char *space_json, const char *source, const char *const *inputs,
+                                  int ninputs, const char *const *outputs, int noutputs, const char *op,
+                                  const char *arch, char family[17], kevo_space **out, char *why, size_t n);
+
+/* Admit again an LLM candidate a DB holds, before anything of it is
+ * compiled, loaded or exported (tune --resume, verify, export, warm start):
+ * its generation row's space and source must hash to the candidate's
+ * family (the DB is untrusted: the name must be the content's), then pass
+ * kevo_gen_llm_admit_text for the op (its ABI fields) and arch (NULL: any).
+ * *out: the candidate's one-point space, named family (caller frees).
+ * Errors: KEVO_ERR_PARSE naming the candidate and why it is refused (the
+ * static check's rule and line, the plan, the hash), KEVO_ERR_NOMEM. */
+kevo_status kevo_gen_llm_admit(const kevo_generation_row *g, const char *family, const kevo_op *op,
+                               const char *arch, kevo_space **out, kevo_err *err);
 
 #endif /* KEVO_GEN_H */

@@ -66,6 +66,16 @@ kevo_status kevo_llm_gen_open(const kevo_llm_gen_opts *o, kevo_llm_gen **out, ke
     return KEVO_OK;
 }
 
+kevo_status kevo_llm_gen_check_url(const char *url, kevo_err *err)
+{
+    return kevo_llm_url_check(url, err);
+}
+
+kevo_status kevo_llm_gen_check_prompts(const char *prompts_dir, const char *op, kevo_err *err)
+{
+    return kevo_prompt_check_dir(prompts_dir, op, err);
+}
+
 static void lg_forget(kevo_llm_gen *g)
 {
     kv_buf_release(&g->system);
@@ -255,31 +265,17 @@ kevo_status kevo_llm_gen_finish(kevo_llm_gen *g, kevo_gen_source *out, kevo_err 
         char *space = lg_canonical_space(p.space);
         gr->source = kv_strdup(p.source);
         gr->space = space;
-        char why[256];
         if (!space || !gr->source) {
             out->fail = KEVO_FAIL_PARSE_ERROR;
             snprintf(out->why, sizeof out->why, "the plan is not a JSON object");
-        } else if (!kevo_llm_check_source(p.source, g->o.inputs, g->o.ninputs, g->o.outputs, g->o.noutputs, why,
-                                          sizeof why)) {
-            out->fail = KEVO_FAIL_REJECTED;
-            snprintf(out->why, sizeof out->why, "%s", why);
         } else {
-            kevo_gen_llm_family(space, p.source, out->family);
-            kevo_err lerr;
-            if (kevo_space_load_inline(space, p.source, out->family, &out->space, &lerr)) {
-                out->fail = KEVO_FAIL_PARSE_ERROR;
-                snprintf(out->why, sizeof out->why, "plan: %.500s", lerr.msg);
-            } else {
-                snprintf(out->space->family, sizeof out->space->family, "%s", out->family);
+            /* the admission a stored candidate passes again on resume, verify and export */
+            out->fail = kevo_gen_llm_admit_text(space, p.source, g->o.inputs, g->o.ninputs, g->o.outputs,
+                                                g->o.noutputs, g->o.op, g->o.arch, out->family, &out->space,
+                                                out->why, sizeof out->why);
+            if (out->fail == KEVO_FAIL_NONE) {
                 out->owns_space = true;
                 kevo_space_default(out->space, &out->cfg);
-                if (!kevo_space_has_arch(out->space, g->o.arch)) {
-                    out->fail = KEVO_FAIL_PARSE_ERROR;
-                    snprintf(out->why, sizeof out->why, "plan: \"archs\" does not list %s", g->o.arch);
-                    kevo_space_free(out->space);
-                    out->space = NULL;
-                    out->owns_space = false;
-                }
             }
         }
         kevo_llm_parsed_free(&p);

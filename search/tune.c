@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <errno.h>
 
@@ -209,6 +210,38 @@ static kevo_status tn_env_open(tn_env *e, const char *op, const char *shape, con
     return kevo_spaces_load_dirs(path, extra_templates, e->op->name, &e->spaces, &e->nspaces, err);
 }
 
+/* An output never replaces an input: the run's DB is none of the files it
+ * reads (a family's space file or source, the op's ABI header, a prompt),
+ * compared by device and inode.  KEVO_ERR_ARG naming the file. */
+static kevo_status tn_db_not_input(const tn_env *e, const char *db, const char *prompts_dir, kevo_err *err)
+{
+    struct stat st;
+    if (!db || stat(db, &st) != 0)
+        return KEVO_OK; /* a new file is nobody's input */
+    char path[PATH_MAX + 320];
+    for (int i = 0; i < e->nspaces; i++) {
+        const kevo_space *sp = e->spaces[i];
+        char dir[PATH_MAX];
+        kv_dirname(sp->path ? sp->path : "", dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/%s", dir, sp->source_name ? sp->source_name : "");
+        if (kv_same_file(db, sp->path) || kv_same_file(db, path))
+            return kevo_err_set(err, KEVO_ERR_ARG, "--db '%s' is a file of template family %s: kevo never writes "
+                                "over an input", db, sp->family);
+    }
+    snprintf(path, sizeof path, "%s/%s", e->kernels_dir, e->op->abi_header);
+    if (kv_same_file(db, path))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--db '%s' is the op's ABI header: kevo never writes over an input",
+                            db);
+    for (int k = 0; prompts_dir && k < 2; k++) {
+        snprintf(path, sizeof path, k ? "%s/ops/%s.md" : "%s/system.md", prompts_dir, e->op->name);
+        if (k == 0)
+            snprintf(path, sizeof path, "%s/system.md", prompts_dir);
+        if (kv_same_file(db, path))
+            return kevo_err_set(err, KEVO_ERR_ARG, "--db '%s' is a prompt file: kevo never writes over an input", db);
+    }
+    return KEVO_OK;
+}
+
 /* Whether family is one of the comma list (every family when list is NULL). */
 static bool tn_family_listed(const char *list, const char *family)
 {
@@ -225,13 +258,17 @@ static bool tn_family_listed(const char *list, const char *family)
 }
 
 /* Keep the families named in `list` (all when NULL) that support arch and
- * shape; say why each other one is left out. */
-static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, kevo_err *err)
+ * shape; say why each other one is left out.  strict (one new run on one
+ * arch): a family the list names that does not target the arch is a usage
+ * error (KEVO_ERR_ARG), as is an arch no family of the op targets. */
+static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, bool strict, kevo_err *err)
 {
     if (e->nspaces == 0)
         return kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
                             "op '%s' has no template family yet (no space file under templates/ names it)",
                             e->op->name);
+    if (list && !*list)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--family: the list is empty (name at least one family)");
     if (list) {
         /* every name must exist */
         char *buf = kv_strdup(list);
@@ -245,11 +282,26 @@ static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, k
             }
         free(buf);
     }
-    int kept = 0;
+    for (int i = 0; strict && list && i < e->nspaces; i++) {
+        const kevo_space *s = e->spaces[i];
+        if (!tn_family_listed(list, s->family) || kevo_space_has_arch(s, e->arch))
+            continue;
+        kv_buf a;
+        kv_buf_init(&a);
+        for (int k = 0; k < s->narchs; k++)
+            kv_buf_printf(&a, "%s%s", k ? ", " : "", s->archs[k]);
+        kevo_err_set(err, KEVO_ERR_ARG, "--family %s does not target %s (it targets %s)", s->family, e->arch,
+                     a.data ? a.data : "nothing");
+        kv_buf_release(&a);
+        return KEVO_ERR_ARG;
+    }
+    int kept = 0, for_arch = 0, listed = 0;
     kevo_err why;
     for (int i = 0; i < e->nspaces; i++) {
         kevo_space *s = e->spaces[i];
         bool keep = tn_family_listed(list, s->family);
+        listed += keep;
+        for_arch += keep && !kevo_space_has_arch(s, e->arch);
         if (keep && !kevo_space_has_arch(s, e->arch)) {
             if (!quiet)
                 kv_emit(e->on_event, e->event_ctx, KEVO_EVENT_WARNING, 0, "family '%s' does not target %s; left out",
@@ -269,6 +321,9 @@ static kevo_status tn_select_families(tn_env *e, const char *list, bool quiet, k
             kevo_space_free(s);
     }
     e->nspaces = kept;
+    if (kept == 0 && strict && listed > 0 && for_arch == listed) /* the arch, not the shape */
+        return kevo_err_set(err, KEVO_ERR_ARG, "no template family of op '%s' targets %s (--arch)", e->op->name,
+                            e->arch);
     if (kept == 0)
         return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "no template family of op '%s' supports %s at %s",
                             e->op->name, e->arch, e->shape_txt);
@@ -427,10 +482,11 @@ static bool tn_llm_keep(tn_env *e, kevo_space *sp)
 }
 
 /* The space of a stored candidate: its template family, or the one-point
- * space its LLM generation stored (loaded once, kept in e).  *out NULL with
- * KEVO_OK for an LLM candidate that has no source (an llm_error or
- * parse_error row).  Errors: KEVO_ERR_NOT_FOUND for a family that is not
- * loaded, KEVO_ERR_PARSE for a stored space that does not load. */
+ * space its LLM generation stored (loaded once, kept in e), admitted again
+ * as a fresh reply would be (kevo_gen_llm_admit: the DB is untrusted).
+ * *out NULL with KEVO_OK for an LLM candidate that has no source (an
+ * llm_error or parse_error row).  Errors: KEVO_ERR_NOT_FOUND for a family
+ * that is not loaded, KEVO_ERR_PARSE for a stored candidate refused. */
 static kevo_status tn_space_of(tn_env *e, const kevo_cand_row *row, const kevo_space **out, kevo_err *err)
 {
     *out = kevo_spaces_find(e->spaces, e->nspaces, row->family);
@@ -448,8 +504,10 @@ static kevo_status tn_space_of(tn_env *e, const kevo_cand_row *row, const kevo_s
                             (long long)row->id, row->family);
     kevo_status st = KEVO_OK;
     if (g.source && g.space) {
+        /* admitted again as a fresh reply is (static check, hash, plan) before anything of it compiles;
+         * the arch is checked by the callers that need it */
         kevo_space *sp = NULL;
-        st = kevo_gen_llm_space(&g, row->family, &sp, err);
+        st = kevo_gen_llm_admit(&g, row->family, e->op, NULL, &sp, err);
         if (!st && !tn_llm_keep(e, sp))
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         if (!st)
@@ -1126,6 +1184,7 @@ static kevo_status tn_finish_one(tn_env *e, kevo_run_row *run, tn_work *w, bool 
     if (w->job.fail != KEVO_FAIL_NONE) {
         char line[300];
         tn_first_line(w->job.log, line, sizeof line);
+        kevo_compile_log_scrub(&w->job, line, false); /* no toolkit path in what a prompt may quote */
         snprintf(row->status, sizeof row->status, "failed");
         snprintf(row->fail, sizeof row->fail, "%s", kevo_fail_name(w->job.fail));
         row->fail_msg = kv_strdup(line);
@@ -1674,6 +1733,33 @@ static bool tn_pid_alive(int64_t pid)
     return !(paren && paren[1] == ' ' && paren[2] == 'Z');
 }
 
+/* A run another live process holds is refused, naming that process:
+ * KEVO_ERR_BUSY. */
+static kevo_status tn_run_free(const kevo_run_row *run, kevo_err *err)
+{
+    if (strcmp(run->status, "running") == 0 && run->pid != (int64_t)getpid() && tn_pid_alive(run->pid))
+        return kevo_err_set(err, KEVO_ERR_BUSY, "run %lld is held by process %lld, which is still running (one run, "
+                            "one writer: wait for it to end, or stop it)", (long long)run->id, (long long)run->pid);
+    return KEVO_OK;
+}
+
+/* Claim a resumed run for this process, inside the transaction that marks
+ * it running (BEGIN IMMEDIATE: one writer at a time), so that of two
+ * resumes started together exactly one goes on: the run must still be as
+ * this process first read it (`seen`), and held by no live process.
+ * KEVO_ERR_BUSY naming the holder otherwise (the caller rolls back). */
+static kevo_status tn_claim(tn_env *e, const kevo_run_row *seen, kevo_err *err)
+{
+    kevo_run_row now;
+    kevo_status st = kevo_db_run_get(e->db, seen->id, &now, err);
+    if (!st)
+        st = tn_run_free(&now, err);
+    if (!st && (strcmp(now.status, seen->status) != 0 || now.pid != seen->pid))
+        st = kevo_err_set(err, KEVO_ERR_BUSY, "run %lld was taken by process %lld while this one started (it is "
+                          "%s now): one run, one writer", (long long)seen->id, (long long)now.pid, now.status);
+    return st;
+}
+
 /* Rebuild the graph of a stored run: every candidate in seq order with its
  * parent edge and fitness; candidates a killed process left pending go to
  * left[] (node indices) to be evaluated first, left_round[] their rounds
@@ -1747,7 +1833,9 @@ static kevo_status tn_rebuild(tn_env *e, kevo_search *s, int64_t run_id, bool ev
                 break;
             }
         }
-        if ((st = kevo_config_parse_json(sp, rows[i].params, &p.cfg, err)))
+        char who[64]; /* the stored params are untrusted: within the family's domains, before any use */
+        snprintf(who, sizeof who, "run %lld candidate %lld", (long long)run_id, (long long)rows[i].id);
+        if ((st = kevo_config_parse_stored(sp, rows[i].params, who, &p.cfg, err)))
             break;
         int node = kevo_search_add(s, &p);
         if (node < 0) {
@@ -2148,7 +2236,7 @@ static kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
         if (!st && !sp)
             st = kevo_err_set(err, KEVO_ERR_DB, "candidate %lld is verified but has no source", (long long)rows[i].id);
         if (!st)
-            st = kevo_config_parse_json(sp, rows[i].params, &cfg, err);
+            st = kevo_config_parse_stored(sp, rows[i].params, "a leader", &cfg, err);
         if (!st) {
             lead[i].cfg = cfg;
             st = tn_prepare(e, sp, -1, &cfg, &lead[i].w, err);
@@ -2318,7 +2406,7 @@ static kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_t
         if (!soft && !sp)
             soft = kevo_err_set(&why, KEVO_ERR_DB, "candidate %lld has no source", (long long)c.id);
         if (!soft)
-            soft = kevo_config_parse_json(sp, c.params, &cfg, &why);
+            soft = kevo_config_parse_stored(sp, c.params, "the winner", &cfg, &why);
     }
     if (!st && !soft) {
         tn_line(prog, "peer %s: #%lld %s %s at %s (K/V gathered), on a worker of its own", name, (long long)c.id,
@@ -2412,7 +2500,9 @@ static kevo_status tn_warm_collect(const tn_env *e, kevo_db *db, int64_t self, k
             continue;
         kevo_config cfg;
         kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, c.family);
-        if (sp && strlen(c.params) < sizeof w[m].params && !kevo_config_parse_json(sp, c.params, &cfg, &e2)) {
+        /* another DB's params are untrusted: only a configuration of the family's domains seeds the run */
+        if (sp && strlen(c.params) < sizeof w[m].params && !kevo_config_parse_stored(sp, c.params, "warm start",
+                                                                                      &cfg, &e2)) {
             snprintf(w[m].family, sizeof w[m].family, "%s", c.family);
             snprintf(w[m].params, sizeof w[m].params, "%s", c.params);
             w[m].from_run = r.id;
@@ -2456,8 +2546,8 @@ static void tn_warm_apply(const tn_env *e, kevo_search *s, const kevo_warm_seed 
         kevo_space *sp = kevo_spaces_find(e->spaces, e->nspaces, v[i].family);
         kevo_config cfg;
         kevo_err e2;
-        if (!sp || kevo_config_parse_json(sp, v[i].params, &cfg, &e2))
-            continue;
+        if (!sp || kevo_config_parse_stored(sp, v[i].params, "warm seed", &cfg, &e2))
+            continue; /* stored warm seeds are DB text: within the family's domains, or not used */
         int f = 0;
         while (s->spaces[f] != sp)
             f++;
@@ -2923,10 +3013,9 @@ static void tn_shell_word(kv_buf *b, const char *s)
 
 /* The message of an interrupted run: what happened and the command that
  * continues it. */
-static kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, bool written)
+static kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, int written)
 {
-    int sig = kv_signal_caught();
-    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+    const char *name = kv_signal_name(kv_signal_caught());
     if (run_id <= 0)
         return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s before the run started; nothing was stored",
                             name);
@@ -2935,7 +3024,11 @@ static kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_
     kv_buf_printf(&cmd, "kevo tune --resume %lld --db ", (long long)run_id);
     tn_shell_word(&cmd, db_path);
     kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s: run %lld is %s; continue it with: %s", name,
-                 (long long)run_id, written ? "stored as interrupted" : "unchanged", cmd.data ? cmd.data : "");
+                 (long long)run_id,
+                 written == 1 ? "stored as interrupted"
+                 : written    ? "still marked running by this ended process (the DB could not be written)"
+                              : "unchanged",
+                 cmd.data ? cmd.data : "");
     kv_buf_release(&cmd);
     return KEVO_ERR_INTERRUPTED;
 }
@@ -2994,16 +3087,48 @@ static void tn_llm_new(const kevo_tune_opts *o, kevo_run_llm *rl)
     rl->max_tokens = o->llm_max_tokens;
 }
 
-/* Usage checks of the generator options (KEVO_ERR_ARG), nothing cut. */
-static kevo_status tn_llm_check(const kevo_run_llm *rl, kevo_err *err)
+/* The options that only an LLM generator uses. */
+#define TN_GIVEN_LLM                                                                                              \
+    (KEVO_TUNE_GIVEN_LLM_URL | KEVO_TUNE_GIVEN_LLM_MODEL | KEVO_TUNE_GIVEN_LLM_TEMPERATURE |                    \
+     KEVO_TUNE_GIVEN_LLM_SEED | KEVO_TUNE_GIVEN_LLM_BUDGET | KEVO_TUNE_GIVEN_LLM_MAX_TOKENS |                    \
+     KEVO_TUNE_GIVEN_LLM_OTHER)
+
+/* An LLM option given to a run without the llm generator: a usage error
+ * (KEVO_ERR_ARG naming it), never silently ignored. */
+static kevo_status tn_llm_unused(uint32_t given, const char *generators, bool resume, kevo_err *err)
+{
+    if (!(given & TN_GIVEN_LLM))
+        return KEVO_OK;
+    const char *name = (given & KEVO_TUNE_GIVEN_LLM_URL)           ? "--llm-url"
+                       : (given & KEVO_TUNE_GIVEN_LLM_MODEL)       ? "--llm-model"
+                       : (given & KEVO_TUNE_GIVEN_LLM_BUDGET)      ? "--llm-budget"
+                       : (given & KEVO_TUNE_GIVEN_LLM_TEMPERATURE) ? "--llm-temperature"
+                       : (given & KEVO_TUNE_GIVEN_LLM_SEED)        ? "--llm-seed"
+                       : (given & KEVO_TUNE_GIVEN_LLM_MAX_TOKENS)  ? "--llm-max-tokens"
+                                                                   : "an LLM option (--llm-timeout, --llm-retries, "
+                                                                     "--llm-prompt-chars or --prompts)";
+    if (resume)
+        return kevo_err_set(err, KEVO_ERR_ARG, "%s is given, but the run searches without the LLM (generators "
+                            "'%.60s'): an LLM option applies only to a run with --generators llm", name, generators);
+    return kevo_err_set(err, KEVO_ERR_ARG, "%s is given without --generators llm (or template,llm): it would be "
+                        "ignored", name);
+}
+
+/* Usage checks of the generator options (KEVO_ERR_ARG), nothing cut.
+ * need_url: a new run with the llm generator must name its server (a
+ * resumed one without --llm-url makes no LLM call). */
+static kevo_status tn_llm_check(const kevo_run_llm *rl, bool need_url, kevo_err *err)
 {
     bool tpl, llm;
     if (!tn_generators(rl->generators, &tpl, &llm))
         return kevo_err_set(err, KEVO_ERR_ARG, "--generators '%.100s': a comma list of template and llm",
                             rl->generators);
-    if (llm && !rl->url[0])
+    if (llm && need_url && !rl->url[0])
         return kevo_err_set(err, KEVO_ERR_ARG, "--generators llm needs --llm-url (an OpenAI-compatible API base, "
                             "e.g. http://127.0.0.1:8080/v1)");
+    kevo_err uerr;
+    if (llm && rl->url[0] && kevo_llm_gen_check_url(rl->url, &uerr))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--llm-url: %s", uerr.msg);
     if (rl->llm_budget < 0 || rl->llm_budget > 1000000)
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-budget must be 0..1000000");
     if (rl->max_tokens < 0 || rl->max_tokens > 1000000)
@@ -3016,8 +3141,12 @@ static kevo_status tn_llm_check(const kevo_run_llm *rl, kevo_err *err)
 /* A resumed run's generators: stored (a run of an older kevo, or one
  * without LLM settings, searched templates only).  --generators may be
  * repeated, not changed; a larger --llm-budget extends the run; the
- * server's URL, model, temperature, seed and token limit given now replace
- * the stored ones (a GPU node reaches another server, or none). */
+ * model, temperature, seed and token limit given now replace the stored
+ * ones.  The server is only ever the one this command line names: the URL
+ * a DB holds is never called (the DB may come from anywhere, and the API
+ * key goes with every call), so without --llm-url rl->url is empty and
+ * this process makes no LLM call.  LLM options for a run without the llm
+ * generator are a usage error. */
 static kevo_status tn_llm_resume(const kevo_tune_opts *o, const kevo_run_row *run, bool have, kevo_run_llm *rl,
                                  bool *extends, kevo_err *err)
 {
@@ -3040,8 +3169,13 @@ static kevo_status tn_llm_resume(const kevo_tune_opts *o, const kevo_run_row *ru
         *extends |= want.llm_budget > rl->llm_budget;
         rl->llm_budget = want.llm_budget;
     }
-    if (g & KEVO_TUNE_GIVEN_LLM_URL)
-        snprintf(rl->url, sizeof rl->url, "%s", want.url);
+    bool tpl = true, llm = false;
+    tn_generators(rl->generators, &tpl, &llm);
+    kevo_status st = llm ? KEVO_OK : tn_llm_unused(g, rl->generators, true, err);
+    if (st)
+        return st;
+    /* the endpoint: this command line's, or none (never the DB's) */
+    snprintf(rl->url, sizeof rl->url, "%s", (g & KEVO_TUNE_GIVEN_LLM_URL) ? want.url : "");
     if (g & KEVO_TUNE_GIVEN_LLM_MODEL)
         snprintf(rl->model, sizeof rl->model, "%s", want.model);
     if (g & KEVO_TUNE_GIVEN_LLM_TEMPERATURE)
@@ -3050,10 +3184,12 @@ static kevo_status tn_llm_resume(const kevo_tune_opts *o, const kevo_run_row *ru
         rl->seed = want.seed;
     if (g & KEVO_TUNE_GIVEN_LLM_MAX_TOKENS)
         rl->max_tokens = want.max_tokens;
-    return tn_llm_check(rl, err);
+    return tn_llm_check(rl, false, err);
 }
 
-static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
+/* in_list: one run of an --arch list (kevo_tune_archs), whose families that do not target this arch
+ * are left out with a line */
+static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, bool in_list, kevo_err *err)
 {
     *run_id = 0;
     if (o->jobs < 1 || o->jobs > 256)
@@ -3069,6 +3205,10 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         return kevo_err_set(err, KEVO_ERR_ARG, "timeouts must be 0.1..%d seconds", KEVO_TUNE_TIMEOUT_MAX);
     if (!(o->time_limit >= 0) || !(o->target >= 0) || o->plateau < 0)
         return kevo_err_set(err, KEVO_ERR_ARG, "--time-limit, --target and --plateau must not be negative");
+    /* an output never replaces an input (the same file by device and inode, whatever the names) */
+    if (o->shapes_file && kv_same_file(o->db_path, o->shapes_file))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--db '%s' is the --shapes file: kevo never writes over an input",
+                            o->db_path);
     kevo_run_row run;
     kevo_run_row_init(&run);
     kevo_run_settings rs;
@@ -3087,17 +3227,26 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     kevo_run_llm rl; /* the generators and the LLM's settings */
     tn_llm_new(o, &rl);
     bool have_llm = false, handoff = false;
-    if (!resume && (st = tn_llm_check(&rl, err)))
-        return st;
+    if (!resume) {
+        bool tpl0 = true, llm0 = false;
+        tn_generators(rl.generators, &tpl0, &llm0);
+        if ((st = tn_llm_check(&rl, true, err)))
+            return st;
+        if (!llm0 && (st = tn_llm_unused(o->given, rl.generators, false, err)))
+            return st;
+    }
     kevo_run_settings had; /* ro's strings may point into it for the whole run */
     bool have = false;
+    kevo_run_row seen; /* the run as this process first read it: its claim checks nobody took it since */
+    kevo_run_row_init(&seen);
     if (resume) {
-        if ((st = kevo_db_open(o->db_path, false, &e.db, err)))
+        /* read-only until the run is claimed: a resume that is refused writes nothing */
+        if ((st = kevo_db_open_ro(o->db_path, &e.db, err)))
             return st;
         st = kevo_db_run_get(e.db, o->resume_run, &run, err);
-        if (!st && strcmp(run.status, "running") == 0 && run.pid != (int64_t)getpid() && tn_pid_alive(run.pid))
-            st = kevo_err_set(err, KEVO_ERR_BUSY, "run %lld is held by process %lld, which is still running",
-                              (long long)run.id, (long long)run.pid);
+        if (!st)
+            st = tn_run_free(&run, err);
+        seen = run;
         kevo_err e2;
         if (!st)
             st = tn_optional(kevo_db_run_settings_get(e.db, run.id, &had, &e2), &e2, &have, err);
@@ -3136,6 +3285,18 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
                     "--plateau or --target continues it",
                     (long long)run.id, run.stop_reason[0] ? run.stop_reason : "done");
             return KEVO_OK;
+        }
+        /* a GPU run needs a GPU here: said before anything is written */
+        if (!ro.compile_only && !handoff) {
+            int dev = ro.device;
+            if (o->devices && o->devices[0] >= '0' && o->devices[0] <= '9')
+                dev = atoi(o->devices);
+            if ((st = kevo_gpu_probe(dev, err))) {
+                free(stored);
+                free(prows);
+                kevo_err_prefix(err, "run %lld was timed on a GPU", (long long)run.id);
+                return st;
+            }
         }
     } else if (o->budget < 1) {
         return kevo_err_set(err, KEVO_ERR_ARG, "--budget must be at least 1");
@@ -3193,6 +3354,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         return st;
     }
     st = tn_env_open(&e, ro.op, ro.shape, ro.dtype, ro.arch, ro.data_dir, ro.extra_templates, err);
+    if (!st)
+        st = tn_db_not_input(&e, ro.db_path, ro.prompts_dir, err);
     e.dist = dist;
     e.peers = stored;
     if (!st && dist)
@@ -3207,7 +3370,20 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
     e.on_event = ro.on_event;
     e.event_ctx = ro.event_ctx;
     if (!st)
-        st = tn_select_families(&e, ro.families, false, err);
+        st = tn_select_families(&e, ro.families, false, !resume && !in_list, err);
+    /* the generators this process runs: the LLM only with a server this command line names (a resume
+     * without --llm-url makes no LLM call); its prompts folder checked before anything compiles */
+    bool gen_tpl = true, gen_llm = false, llm_off = false;
+    tn_generators(rl.generators, &gen_tpl, &gen_llm);
+    if (gen_llm && !rl.url[0]) {
+        gen_llm = false;
+        gen_tpl = true;
+        llm_off = true;
+    }
+    char prompts[PATH_MAX];
+    snprintf(prompts, sizeof prompts, "%s/prompts", ro.data_dir ? ro.data_dir : ".");
+    if (!st && gen_llm)
+        st = kevo_llm_gen_check_prompts(ro.prompts_dir ? ro.prompts_dir : prompts, e.op->name, err);
     kv_buf fams;
     kv_buf_init(&fams);
     for (int i = 0; !st && i < e.nspaces; i++)
@@ -3305,12 +3481,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         st = kevo_search_check(&s, err);
     }
     /* the generators: templates (the policy's proposals), the LLM (one call in flight at a time) */
-    bool gen_tpl = true, gen_llm = false;
-    tn_generators(rl.generators, &gen_tpl, &gen_llm);
     kevo_llm_gen *lg = NULL;
     if (!st && gen_llm) {
-        char prompts[PATH_MAX];
-        snprintf(prompts, sizeof prompts, "%s/prompts", ro.data_dir ? ro.data_dir : ".");
         kevo_llm_gen_opts go = {.url = rl.url, .model = rl.model[0] ? rl.model : NULL,
                                 .temperature = rl.temperature, .seed = rl.seed, .max_tokens = rl.max_tokens,
                                 .timeout_s = ro.llm_timeout, .retries = ro.llm_retries,
@@ -3349,6 +3521,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         run.pid = (int64_t)getpid();
         run.nshapes = e.dist ? e.dist->n : 0;
         st = kevo_db_begin(e.db, err);
+        if (!st && resume)
+            st = tn_claim(&e, &seen, err);
         if (!st)
             st = resume ? kevo_db_run_update(e.db, &run, err) : kevo_db_run_insert(e.db, &run, err);
         if (!st)
@@ -3410,6 +3584,10 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         if (gen_llm)
             tn_line(&prog, "generators %s: LLM %s%s%s, %lld calls at most", rl.generators, rl.url,
                     rl.model[0] ? " model " : "", rl.model, (long long)rl.llm_budget);
+        else if (llm_off)
+            tn_line(&prog, "kevo: run %lld searches with the LLM too, but no --llm-url was given: this process "
+                    "makes no LLM call (the server is never taken from the DB); templates go on",
+                    (long long)run.id);
         tn_warm_apply(&e, &s, warm, nwarm);
     }
     free(warm);
@@ -3580,6 +3758,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         kv_signals_restore();
     }
 
+    bool stored_end = false; /* the run's row says how it ended */
     if (written) {
         bool interrupted = st == KEVO_ERR_INTERRUPTED;
         snprintf(run.status, sizeof run.status, "%s", interrupted ? "interrupted" : st ? "failed" : "done");
@@ -3588,6 +3767,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
         rs.elapsed_s = elapsed0 + kv_now() - prog.t0;
         kevo_err err2;
         kevo_status st2 = kevo_db_run_update(e.db, &run, &err2);
+        stored_end = !st2;
         if (!st2)
             st2 = kevo_db_run_settings_put(e.db, run.id, &rs, &err2);
         if (!st && st2) {
@@ -3595,8 +3775,8 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
             *err = err2;
         }
     }
-    if (st == KEVO_ERR_INTERRUPTED)
-        tn_interrupted(err, resume ? run.id : (written ? run.id : 0), ro.db_path, written);
+    if (st == KEVO_ERR_INTERRUPTED) /* a run left "running" by a process that has ended resumes as well */
+        tn_interrupted(err, resume ? run.id : (written ? run.id : 0), ro.db_path, !written ? 0 : stored_end ? 1 : 2);
     if (written && !st) {
         int evaluated, compiled, failed, ok;
         kevo_db_run_counts(e.db, run.id, &evaluated, &compiled, &failed, &ok, NULL);
@@ -3629,7 +3809,7 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *e
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 {
     kv_signals_catch();
-    kevo_status st = tn_tune(o, run_id, err);
+    kevo_status st = tn_tune(o, run_id, false, err);
     if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
         tn_interrupted(err, 0, o->db_path, false);
     kv_signals_restore();
@@ -3673,7 +3853,7 @@ static kevo_status tn_arch_check(const kevo_tune_opts *o, const char *arch, kevo
     kv_buf_release(&asked);
     kv_buf_release(&targets);
     if (!st)
-        st = tn_select_families(&e, o->families, true, err);
+        st = tn_select_families(&e, o->families, true, false, err);
     tn_env_release(&e);
     return st;
 }
@@ -3706,7 +3886,7 @@ kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nrun
         kevo_tune_opts one = *o;
         one.arch = archs[i];
         int64_t id = 0;
-        st = tn_tune(&one, &id, err);
+        st = tn_tune(&one, &id, true, err);
         if (id > 0)
             run_ids[(*nruns)++] = id;
         if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
@@ -3778,7 +3958,7 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     /* a template family, or an LLM candidate's stored one-point space */
     bool llm = !st && !kevo_spaces_find(e.spaces, e.nspaces, c.family);
     if (!st && !llm)
-        st = tn_select_families(&e, c.family, true, err);
+        st = tn_select_families(&e, c.family, true, false, err);
     if (!st) /* read-only: the compile cache is read, never added to */
         st = kevo_db_open_ro(o->db_path, &e.db, err);
     const kevo_space *sp = NULL;

@@ -42,6 +42,9 @@ enum {
     KEVO_TUNE_GIVEN_LLM_BUDGET = 1u << 27,
     KEVO_TUNE_GIVEN_LLM_MAX_TOKENS = 1u << 28,
     KEVO_TUNE_GIVEN_AHEAD = 1u << 29,
+    /* --llm-timeout, --llm-retries, --llm-prompt-chars or --prompts (this
+     * process's LLM settings: never stored, but given for an LLM only) */
+    KEVO_TUNE_GIVEN_LLM_OTHER = 1u << 30,
 };
 
 #define KEVO_TUNE_BATCH 8      /* proposals per round by default */
@@ -129,7 +132,8 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * since the run started is refused (KEVO_ERR_UNSUPPORTED naming the family)
  * before anything is written.
  *
- * SIGINT and SIGTERM stop the run between two steps: the run is stored as
+ * SIGINT, SIGTERM and the other signals kv_signals_catch records (SIGHUP,
+ * SIGXFSZ, ...) stop the run between two steps: the run is stored as
  * `interrupted`, its children are killed, and KEVO_ERR_INTERRUPTED comes
  * back with the --resume command in err (kv_signal_caught() names the
  * signal).  Candidate failures (compile, plan, verification) are rows, not
@@ -144,11 +148,23 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * calls remain (llm_budget); the call runs in a worker process while the
  * round's template candidates compile and run, and its reply becomes a
  * candidate (or an llm_error, parse_error or rejected one) with an `llm`
- * edge and a generations row.  A resume may name another --llm-url or
- * model (this process's); when the LLM does not answer, the run goes on
- * with templates (one line says so).  A compile-only run resumed without
- * --compile-only on a machine with a GPU is continued there: its compiled
- * candidates are verified and timed first, then the search goes on. */
+ * edge and a generations row.  The LLM is called only at o->llm_url: a
+ * resume without one makes no LLM call (one line says so; the URL a DB
+ * stores is never called, since the DB may come from anywhere and the API
+ * key goes with every call); LLM options without the llm generator are
+ * KEVO_ERR_ARG, as is a URL holding credentials.  When the LLM does not
+ * answer, the run goes on with templates (one line says so).  A stored LLM
+ * candidate is admitted again (kevo_gen_llm_admit) before anything of it
+ * is compiled: one refused fails the resume (KEVO_ERR_PARSE).
+ *
+ * A resume claims the run in the transaction that marks it running: one
+ * held by another live process, or changed since this one read it (two
+ * resumes started together), is KEVO_ERR_BUSY naming the holder's pid,
+ * before anything is written.  A GPU run resumed where there is no GPU
+ * fails (KEVO_ERR_NO_GPU) before anything is written.  A compile-only run
+ * resumed without --compile-only on a machine with a GPU is continued
+ * there: its compiled candidates are verified and timed first, then the
+ * search goes on. */
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
 
 #define KEVO_TUNE_ARCHS_MAX 8 /* architectures in one --arch list */

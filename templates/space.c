@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The most a space file, a template source or a file it includes may hold. */
+#define SP_FILE_MAX ((size_t)16 << 20)
+
 /* Device limits per arch, for runs that have no device to ask (compile-only).
  * num_sms are the data-center parts' counts (A100, H100 SXM, B200). */
 static const struct {
@@ -498,7 +501,7 @@ static kevo_status sp_read_sources(kevo_space *s, const cJSON *root, const char 
         }
         char full[PATH_MAX + 300], *body = NULL;
         snprintf(full, sizeof full, "%s/%s", dir, name);
-        st = kv_read_file(full, &body, NULL, err);
+        st = kv_read_regular_file(full, SP_FILE_MAX, &body, NULL, err); /* never a FIFO or device */
         if (!st && kv_buf_printf(&text, "#line 1 \"%s\"\n%s\n", name, body))
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         free(body);
@@ -737,7 +740,8 @@ kevo_status kevo_space_load(const char *json_path, kevo_space **out, kevo_err *e
 {
     *out = NULL;
     char *text = NULL;
-    kevo_status st = kv_read_file(json_path, &text, NULL, err);
+    /* a regular file only: a FIFO in a templates folder would block the run forever, a device never ends */
+    kevo_status st = kv_read_regular_file(json_path, SP_FILE_MAX, &text, NULL, err);
     if (st)
         return st;
     st = kevo_space_load_text(text, json_path, out, err);

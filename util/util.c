@@ -188,6 +188,89 @@ kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *er
     return KEVO_OK;
 }
 
+kevo_status kv_read_regular_file(const char *path, size_t max, char **out, size_t *len, kevo_err *err)
+{
+    *out = NULL;
+    /* O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return kevo_err_set(err, KEVO_ERR_IO, "unable to read '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        const char *what = S_ISDIR(st.st_mode)                         ? "a folder"
+                           : S_ISFIFO(st.st_mode)                      ? "a FIFO"
+                           : S_ISSOCK(st.st_mode)                      ? "a socket"
+                           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                        : "a special file";
+        return kevo_err_set(err, KEVO_ERR_IO, "'%s' is not a regular file (%s); kevo reads only regular files there",
+                            path, what);
+    }
+    if (max && (uint64_t)st.st_size > max) {
+        close(fd);
+        return kevo_err_set(err, KEVO_ERR_IO, "'%s' is over %zu bytes", path, max);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    kv_buf b;
+    kv_buf_init(&b);
+    char chunk[65536];
+    kevo_status s = KEVO_OK;
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            s = kevo_err_set(err, KEVO_ERR_IO, "unable to read '%s': %s", path, strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        if (max && b.len + (size_t)r > max) { /* it grew while read */
+            s = kevo_err_set(err, KEVO_ERR_IO, "'%s' is over %zu bytes", path, max);
+            break;
+        }
+        if (kv_buf_append(&b, chunk, (size_t)r)) {
+            s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading '%s'", path);
+            break;
+        }
+    }
+    close(fd);
+    if (s) {
+        kv_buf_release(&b);
+        return s;
+    }
+    if (len)
+        *len = b.len;
+    *out = kv_buf_take(&b);
+    return KEVO_OK;
+}
+
+bool kv_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    if (!a || !b || stat(a, &x) != 0 || stat(b, &y) != 0)
+        return false;
+    return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+int kv_file_among(const char *path, const char *const *inputs, int n)
+{
+    struct stat x, y;
+    if (!path || stat(path, &x) != 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && stat(inputs[i], &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino)
+            return i;
+    return -1;
+}
+
 bool kv_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
@@ -378,7 +461,10 @@ char *kv_term_clean(char *s)
         size_t k = 1;
         while (k < n && (r[k] & 0xC0) == 0x80)
             k++;
-        if (n == 0 || k < n) { /* a stray or cut-off byte */
+        /* overlong forms and UTF-16 surrogates are no characters either */
+        bool bad = n == 0 || k < n || (c == 0xE0 && r[1] < 0xA0) || (c == 0xED && r[1] >= 0xA0) ||
+                   (c == 0xF0 && r[1] < 0x90) || (c == 0xF4 && r[1] >= 0x90);
+        if (bad) { /* a stray, cut-off or ill-formed byte */
             *w++ = '?';
             r++;
         } else if ((n == 1 && (c < 0x20 || c == 0x7f)) || (n == 2 && c == 0xC2 && r[1] < 0xA0)) {
@@ -466,8 +552,15 @@ uint64_t kv_rand_below(uint64_t *state, uint64_t n)
 /* ---- signals ---- */
 
 static volatile sig_atomic_t kv_caught;
-static struct sigaction kv_old_int, kv_old_term;
 static bool kv_catching;
+/* The signals recorded: SIGINT and SIGTERM always, the others (each ends a
+ * process by default and can be caught without harm) only while their
+ * disposition is the default. */
+static const int kv_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1,
+                              SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF};
+#define KV_NSIGS ((int)(sizeof kv_sigs / sizeof kv_sigs[0]))
+static struct sigaction kv_old[KV_NSIGS];
+static bool kv_installed[KV_NSIGS];
 
 static void kv_on_signal(int sig)
 {
@@ -485,8 +578,14 @@ void kv_signals_catch(void)
     sa.sa_handler = kv_on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0; /* no SA_RESTART: blocking calls return EINTR */
-    sigaction(SIGINT, &sa, &kv_old_int);
-    sigaction(SIGTERM, &sa, &kv_old_term);
+    for (int i = 0; i < KV_NSIGS; i++) {
+        struct sigaction now;
+        kv_installed[i] = false;
+        if (i >= 2 && (sigaction(kv_sigs[i], NULL, &now) != 0 || now.sa_handler != SIG_DFL ||
+                       (now.sa_flags & SA_SIGINFO)))
+            continue; /* ignored or handled by someone else: theirs */
+        kv_installed[i] = sigaction(kv_sigs[i], &sa, &kv_old[i]) == 0;
+    }
     kv_catching = true;
 }
 
@@ -494,8 +593,16 @@ void kv_signals_restore(void)
 {
     if (!kv_catching)
         return;
-    sigaction(SIGINT, &kv_old_int, NULL);
-    sigaction(SIGTERM, &kv_old_term, NULL);
+    for (int i = 0; i < KV_NSIGS; i++) {
+        if (!kv_installed[i])
+            continue;
+        /* a resource limit met once is met again by the next write (closing the DB checkpoints it): from now
+         * on such a write fails with EFBIG instead of killing kevo before it has said how to resume */
+        if ((kv_sigs[i] == SIGXFSZ || kv_sigs[i] == SIGXCPU) && kv_caught == kv_sigs[i])
+            signal(kv_sigs[i], SIG_IGN);
+        else
+            sigaction(kv_sigs[i], &kv_old[i], NULL);
+    }
     kv_catching = false;
 }
 
@@ -509,10 +616,30 @@ bool kv_interrupted(void)
     return kv_catching && kv_caught != 0;
 }
 
+const char *kv_signal_name(int sig)
+{
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGALRM: return "SIGALRM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGVTALRM: return "SIGVTALRM";
+    case SIGPROF: return "SIGPROF";
+    default: return "a signal";
+    }
+}
+
 void kv_child_init(pid_t parent)
 {
     signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_DFL);
+    for (int i = 1; i < KV_NSIGS; i++) /* SIGTERM and the others: as by default, not the parent's recorder */
+        if (i == 1 || kv_installed[i])
+            signal(kv_sigs[i], SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* the parent died before the line above */
         _exit(1);

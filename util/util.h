@@ -54,6 +54,24 @@ kevo_status kv_read_file(const char *path, char **out, size_t *len, kevo_err *er
  * long. */
 kevo_status kv_write_file(const char *path, const void *data, size_t len, kevo_err *err);
 
+/* Read a whole file that must be a regular file (a space file, a template
+ * source, a prompt): a FIFO, device, socket or folder is refused without
+ * blocking (opened O_NONBLOCK, checked with fstat on what was opened), and
+ * so is a file over max bytes (0: no cap).  *out NUL-terminated, caller
+ * frees; *len may be NULL.  Errors: KEVO_ERR_IO naming the path and why. */
+kevo_status kv_read_regular_file(const char *path, size_t max, char **out, size_t *len, kevo_err *err);
+
+/* Whether paths a and b name one file: the same device and inode, symbolic
+ * links followed (a hard link, a symlink or another spelling of a path is
+ * the same file; names are never compared).  False when either does not
+ * exist or cannot be looked at. */
+bool kv_same_file(const char *a, const char *b);
+
+/* The index in inputs[0..n) of the file that path names (kv_same_file), or
+ * -1 for none; NULL entries are skipped.  What an output is checked against
+ * before anything is written to it: the files the command reads. */
+int kv_file_among(const char *path, const char *const *inputs, int n);
+
 /* Write all len bytes of data to fd, retrying short writes and EINTR.
  * false on an error or a write of 0 (errno says which). */
 bool kv_write_all(int fd, const void *data, size_t len);
@@ -109,24 +127,37 @@ uint64_t kv_rand_next(uint64_t *state);
 /* Uniform integer in [0, n). */
 uint64_t kv_rand_below(uint64_t *state, uint64_t n);
 
-/* Interruption (SIGINT, SIGTERM) of a long command.  kv_signals_catch()
- * installs handlers that only record the signal (no SA_RESTART, so a
- * blocking poll/read/sleep returns EINTR and the caller can look);
- * kv_signals_restore() puts the previous handlers back.  kv_signal_caught()
- * is the first signal recorded since kv_signals_catch(), 0 for none. */
+/* Interruption of a long command.  kv_signals_catch() installs handlers
+ * that only record the signal (no SA_RESTART, so a blocking
+ * poll/read/sleep returns EINTR and the caller can look) for SIGINT and
+ * SIGTERM, and for every other signal whose default is to end the process
+ * and that can be caught without losing the program's state (SIGHUP,
+ * SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF;
+ * not SIGPIPE, which the GPU side ignores) where its disposition is still
+ * the default (a signal someone ignores, as nohup does SIGHUP, stays
+ * ignored).  A write past the file size limit then fails with EFBIG
+ * instead of killing kevo.  kv_signals_restore() puts the previous handlers
+ * back, but for SIGXFSZ or SIGXCPU when that was the signal caught: it
+ * stays ignored, so that the writes kevo still makes (closing the DB) fail
+ * instead of killing it before it says how to resume.
+ * kv_signal_caught() is the first signal recorded since kv_signals_catch(),
+ * 0 for none. */
 void kv_signals_catch(void);
 void kv_signals_restore(void);
 int kv_signal_caught(void);
 /* Whether a signal was recorded and the handlers are still installed: what
  * a long loop checks to stop early. */
 bool kv_interrupted(void);
+/* A signal's name ("SIGXFSZ"), "a signal" when it has none kevo knows. */
+const char *kv_signal_name(int sig);
 
 /* Call first thing in a child forked by kevo (compile children, GPU
  * workers): it dies with SIGKILL when the process that forked it dies
  * (kill -9 included; PR_SET_PDEATHSIG, then a getppid() check closes the
  * race of a parent that died before), and it ignores SIGINT (a Ctrl-C
  * reaches the whole process group; the parent decides and kills its
- * children) while SIGTERM kills it as by default. */
+ * children) while SIGTERM and the other signals kv_signals_catch records
+ * act as by default. */
 void kv_child_init(pid_t parent);
 
 /* A process's identity on this host, "<boot id>/<start time in clock

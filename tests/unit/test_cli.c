@@ -342,8 +342,13 @@ static void test_long_lists(void **state)
     kv_buf_puts(&arch, "sm_90a");
     char fixture[PATH_MAX];
     snprintf(fixture, sizeof fixture, "%s/tests/fixtures/export/kevo_h200.db", KEVO_SOURCE_DIR);
+    /* read whole, and a list names each item once (every list option alike): refused, nothing written */
     result r = RUN("export", "--db", fixture, "--out", "exp_long", "--arch", arch.data);
     kv_buf_release(&arch);
+    expect(&r, 2, "--arch: 'sm_80' is listed twice");
+    result_release(&r);
+    assert_false(exists("exp_long"));
+    r = RUN("export", "--db", fixture, "--out", "exp_long", "--arch", "sm_80,sm_86,sm_89,sm_90,sm_100a,sm_90a");
     expect(&r, 0, NULL);
     assert_non_null(strstr(r.out, "8 kernels"));
     result_release(&r);
@@ -431,9 +436,9 @@ static void test_tune_devices_args(void **state)
         const char *list, *why;
     } bad[] = {
         {"x", "--devices takes all or a comma list of device ordinals"},
-        {"0,", "--devices takes all or a comma list of device ordinals"},
+        {"0,", "--devices '0,': an empty item"},
         {"0,-1", "--devices takes all or a comma list of device ordinals"},
-        {"1,1", "--devices names GPU 1 twice"},
+        {"1,1", "--devices: '1' is listed twice"},
         {"0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "--devices names more than 16 GPUs"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -452,7 +457,7 @@ static void test_tune_devices_args(void **state)
     fclose(f);
     /* a distribution takes --devices too (its shapes spread over the GPUs): the list is checked alike */
     r = RUN("tune", "--op", "ikbo_lce", "--shapes", "devdist.txt", "--devices", "1,1", "--db", "dev.db");
-    expect(&r, 2, "--devices names GPU 1 twice");
+    expect(&r, 2, "--devices: '1' is listed twice");
     result_release(&r);
     if (!have_gpu) {
         r = RUN("tune", "--op", "ikbo_lce", "--budget", "2", "--devices", "all", "--db", "dev.db");
@@ -671,7 +676,7 @@ static void test_arch_list(void **state)
         bool compile_only;
     } bad[] = {
         {"sm_80,sm_99", "unknown arch 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a)", true},
-        {"sm_80,sm_90a,sm_80", "sm_80 is named twice", true},
+        {"sm_80,sm_90a,sm_80", "--arch: 'sm_80' is listed twice", true},
         {"sm_80,,sm_90a", "an empty item", true},
         {"sm_80,sm_90a,", "an empty item", true},
         {"sm_80,sm_90a", "--arch takes a list of architectures only with --compile-only", false},

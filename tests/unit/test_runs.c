@@ -543,8 +543,21 @@ static void test_long_lists(void **state)
     for (int i = 0; i < 12; i++) /* 160 characters */
         kv_buf_puts(&maps, "sorted,uneven,");
     kv_buf_puts(&maps, "shuffled");
-    int rc = tu_wait(tune_start(log, db, "--family", fam.data, "--maps", maps.data, "--where", "SLOW == 0 && Q != 2",
-                                "--budget", "2", NULL));
+    /* read whole, and each names its items once: a repeat is a usage error (every list alike), nothing written */
+    int rc = tu_wait(tune_start(log, db, "--family", fam.data, "--where", "SLOW == 0 && Q != 2", "--budget", "2",
+                                NULL));
+    char *said = tu_read_text(log);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(said, "--family: 'lce_tplan' is listed twice"));
+    free(said);
+    rc = tu_wait(tune_start(log, db, "--family", "lce_tplan,lce_tiny", "--maps", maps.data, "--budget", "2", NULL));
+    said = tu_read_text(log);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(said, "--maps: 'sorted' is listed twice"));
+    free(said);
+    assert_false(access(db, F_OK) == 0);
+    rc = tu_wait(tune_start(log, db, "--family", "lce_tplan,lce_tiny", "--maps", "uneven,shuffled,sorted", "--where",
+                            "SLOW == 0 && Q != 2", "--budget", "2", NULL));
     if (rc != 0) {
         char *text = tu_read_text(log);
         fprintf(stderr, "long lists: exit %d, output:\n%s", rc, text);

@@ -18,7 +18,14 @@
  *     links, keeps a file's permissions, and `report --svg /dev/stdout`
  *     writes the SVG to stdout (a pipe and a file);
  *   - two runs at one shape: the library dispatches to the fastest measured
- *     kernel, whichever run measured it. */
+ *     kernel, whichever run measured it;
+ *   - a VENDOR peer's stored config (JSON the GPU worker writes, the
+ *     cuBLASLt algorithms export puts into the library) that is hostile or
+ *     merely off (bad, odd-length or uppercase hex, another form, a K that
+ *     is not the shape's, a huge workspace, quotes, newlines and comment
+ *     closers in strings, gemms missing or three, extra keys, white space)
+ *     never reaches the generated C: that shape stays UNSUPPORTED and
+ *     export's warning names the run and the reason. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +41,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "db/store.h"
 #include "export/emit.h"
 #include "export/export.h"
 #include "templates/space.h"
@@ -265,6 +273,14 @@ static void test_emit_escapes(void **state)
     assert_null(strchr(com.data, '\\'));
     assert_null(strchr(lit.data, '\n'));
     assert_string_equal(cell.data, "x \\| y 'z' &lt;b&gt;");
+    /* no link, image, emphasis, heading or entity of the text's own */
+    kv_buf md;
+    kv_buf_init(&md);
+    assert_int_equal(kevo_emit_md_cell(&md, "[x](javascript:alert(1)) ![i](http://e/i.png) *em* # h &lt;s&gt;"),
+                     KEVO_OK);
+    assert_string_equal(md.data, "\\[x\\]\\(javascript:alert\\(1\\)\\) \\!\\[i\\]\\(http://e/i\\.png\\) "
+                                 "\\*em\\* \\# h &amp;lt;s&amp;gt;");
+    kv_buf_release(&md);
     /* compiled (C11, trigraphs on): the literal is the bytes, the comment hides the code in it */
     kv_buf prog;
     kv_buf_init(&prog);
@@ -304,6 +320,120 @@ static void test_emit_escapes(void **state)
 }
 
 /* ---- --name ---- */
+
+/* --torch: a package name that would shadow Python's own modules or a
+ * well-known distribution, whatever its case or '-', is refused before
+ * anything is written (exit 2). */
+static void test_torch_name_refused(void **state)
+{
+    (void)state;
+    char db[128], out[128];
+    crafted_db("pyname.db", NULL, db, sizeof db);
+    snprintf(out, sizeof out, "%s/pyname", tmp);
+    static char *const names[] = {"pip", "json", "torchvision", "numpy", "typing_extensions", "collections",
+                                  "setuptools", "sqlite3", "yield", "os"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(names); i++) {
+        char *log = NULL;
+        int rc = run_export(db, out, &log, "--torch", "--name", names[i], NULL);
+        if (rc != 2)
+            fprintf(stderr, "--torch --name '%s': rc %d\n%s", names[i], rc, log);
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(log, "cannot name a Python package"));
+        free(log);
+        assert_false(exists(out));
+    }
+}
+
+/* An output is never an input: the DB at a path export would write, or
+ * given as --out, is refused before anything is written, by device and
+ * inode (a hard link under another name too). */
+static void test_out_is_db(void **state)
+{
+    (void)state;
+    char db[128], dir[160], link[192], *log = NULL;
+    crafted_db("outdb.db", NULL, db, sizeof db);
+    snprintf(dir, sizeof dir, "%s/outdb_lib", tmp);
+    assert_int_equal(sh("mkdir -p '%s' && ln '%s' '%s/README.md'", dir, db, dir), 0);
+    snprintf(link, sizeof link, "%s/README.md", dir);
+    size_t before = 0;
+    char *was = NULL;
+    kevo_err err;
+    assert_int_equal(kv_read_file(db, &was, &before, &err), KEVO_OK);
+    int rc = run_export(link, dir, &log, "--force", NULL);
+    assert_true(rc != 0);
+    assert_non_null(strstr(log, "is the DB export reads"));
+    free(log);
+    rc = run_export(db, db, &log, NULL); /* a usage error, before the DB is opened */
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(log, "is the DB it reads"));
+    free(log);
+    char *now = NULL;
+    size_t after = 0;
+    assert_int_equal(kv_read_file(db, &now, &after, &err), KEVO_OK);
+    assert_true(before == after && memcmp(was, now, before) == 0);
+    assert_false(exists(dir) && sh("test -e '%s/src'", dir) == 0);
+    free(was);
+    free(now);
+}
+
+/* A folder of an earlier export that has become a symbolic link (to a
+ * folder elsewhere) is never followed: nothing is written, there or here. */
+static void test_out_symlinked_folder(void **state)
+{
+    (void)state;
+    char db[128], dir[160], away[160], *log = NULL;
+    crafted_db("symdir.db", NULL, db, sizeof db);
+    snprintf(dir, sizeof dir, "%s/symdir_lib", tmp);
+    snprintf(away, sizeof away, "%s/symdir_away", tmp);
+    assert_int_equal(run_export(db, dir, &log, NULL), 0);
+    free(log);
+    assert_int_equal(sh("mkdir -p '%s' && rm -rf '%s/src' && ln -s '%s' '%s/src'", away, dir, away, dir), 0);
+    int rc = run_export(db, dir, &log, NULL);
+    assert_true(rc != 0);
+    assert_non_null(strstr(log, "symbolic link"));
+    free(log);
+    assert_int_equal(sh("test -z \"$(ls -A '%s')\"", away), 0); /* nothing written through the link */
+}
+
+/* An export that stopped part-way (a full disk) leaves the manifest it
+ * wrote first, naming what was there and what was coming; the next export,
+ * of another library content, takes the folder file by file.  Made here by
+ * hand: the first export's files, then the second's manifest-first state
+ * with half of its files written. */
+static void test_out_partial_export(void **state)
+{
+    (void)state;
+    char db[128], a[160], b[160], c[160], *log = NULL;
+    crafted_db("partial.db", NULL, db, sizeof db);
+    snprintf(a, sizeof a, "%s/partial_a", tmp);
+    snprintf(b, sizeof b, "%s/partial_b", tmp);
+    snprintf(c, sizeof c, "%s/partial_c", tmp);
+    assert_int_equal(run_export(db, a, &log, "--top", "3", NULL), 0);
+    free(log);
+    assert_int_equal(run_export(db, b, &log, "--top", "1", NULL), 0);
+    free(log);
+    /* a's folder as b's export would leave it after its manifest and its header: manifest = b's files,
+       previous = a's (what was there) */
+    assert_int_equal(sh("cd '%s' && python3 -c \"import json; a = json.load(open('%s/kevo-export.json')); "
+                        "b = json.load(open('%s/kevo-export.json')); b['previous'] = a['files']; "
+                        "json.dump(b, open('kevo-export.json', 'w'))\" && cp '%s/include/kevo_tuned.h' include/",
+                        a, a, b, b),
+                     0);
+    /* a third content exports over it */
+    assert_int_equal(run_export(db, a, &log, "--top", "2", NULL), 0);
+    free(log);
+    /* and the same with no previous: the folder is refused (what the manifest-first order mends) */
+    assert_int_equal(run_export(db, c, &log, "--top", "3", NULL), 0);
+    free(log);
+    assert_int_equal(sh("cd '%s' && python3 -c \"import json; b = json.load(open('%s/kevo-export.json')); "
+                        "json.dump(b, open('kevo-export.json', 'w'))\" && cp '%s/include/kevo_tuned.h' include/",
+                        c, b, b),
+                     0);
+    int rc = run_export(db, c, &log, "--top", "2", NULL);
+    assert_true(rc != 0);
+    assert_non_null(strstr(log, "changed since kevo exported it"));
+    free(log);
+}
 
 static void test_name_refused(void **state)
 {
@@ -585,6 +715,156 @@ static void test_two_runs_fastest(void **state)
     free(t);
 }
 
+/* ---- untrusted vendor configs ---- */
+
+/* 128 hex digits of the bytes first, first + 1, ... */
+static void hex_of(int first, char out[129])
+{
+    for (int i = 0; i < 64; i++)
+        snprintf(out + 2 * i, 3, "%02x", (first + i) & 0xff);
+}
+
+/* A copy of the fixture at tmp/name, upgraded to the current schema, where
+ * run 2 lost to its beta1 peer (0.3 ms, the only vendor peer) whose config
+ * is `config` (bound as text: any bytes). */
+static void vendor_config_db(const char *name, const char *config, char *out, size_t n)
+{
+    crafted_db(name, NULL, out, n);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(out, false, &db, &err), KEVO_OK);
+    kevo_db_close(db);
+    sqlite3 *h;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open(out, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h,
+                                  "UPDATE candidates SET vs_peer = 0.3 / median_ms WHERE run_id = 2;"
+                                  "DELETE FROM run_peers WHERE run_id = 2;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h,
+                                        "INSERT INTO run_peers(run_id, shape_idx, device, peer, status, median_ms, "
+                                        "detail, config) VALUES (2, 0, 0, 'beta1', 'ok', 0.3, '', ?)",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_bind_text(st, 1, config, -1, SQLITE_TRANSIENT), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+
+/* Each hostile config: export succeeds, run 2's shape stays UNSUPPORTED
+ * (no vendor form, no vendor module in the source, nothing of the config
+ * in it), and the warning names the run and the reason; the valid config
+ * of the same shape gives the vendor form (the control). */
+static void test_vendor_configs(void **state)
+{
+    (void)state;
+    char u[129], c[129], up[129], badhex[129];
+    hex_of(0x10, u);
+    hex_of(0xa0, c);
+    for (int i = 0; i < 129; i++)
+        up[i] = (char)(u[i] >= 'a' && u[i] <= 'f' ? u[i] - 'a' + 'A' : u[i]);
+    memcpy(badhex, u, sizeof u);
+    badhex[7] = 'g';
+    static const char head[] = "{\"form\":\"beta1\",\"kup\":1184,\"kcp\":872,\"cublaslt\":130100,\"workspace\":33554432";
+    static const struct {
+        const char *fmt; /* printf over head, then the user and candidate algorithms */
+        const char *why;  /* in the warning */
+    } cases[] = {
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}", NULL}, /* control */
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%.127s\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}",
+         "is not 128 lowercase hex digits"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s0\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}",
+         "is not 128 lowercase hex digits"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"}]}%.0s", "exactly two GEMMs"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"},"
+         "{\"role\":\"cand\",\"algo\":\"00\"}]}",
+         "exactly two GEMMs"},
+        {"%s}%.0s%.0s", "not an object of exactly"},
+        {"%s,\"gemms\":[{\"role\":\"cand\",\"algo\":\"%s\"},{\"role\":\"user\",\"algo\":\"%s\"}]}",
+         "role is not 'user'"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"*/ int evil; /*\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}%.0s",
+         "is not 128 lowercase hex digits"},
+        {"%s,\"gemms\":[{\"role\":\"user\\n\\\"*/evil\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}",
+         "role is not 'user'"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"}],\"evil*/\":1}",
+         "not an object of exactly"},
+        {"%s, \"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}",
+         "exact form the GPU worker writes"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}\n",
+         "exact form the GPU worker writes"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\",\"algo\":\"00\"},{\"role\":\"cand\",\"algo\":\"%s\"}]}",
+         "is not an object of a 'role' and an 'algo'"},
+        {"%s,\"gemms\":[{\"role\":\"user\",\"algo\":\"%s\"},{\"role\":\"cand\",\"algo\":\"%s\"}]",
+         "is not JSON"},
+        {"%.0s%.0s%.0s", "is empty"},
+        {"%.0s%.0s%.0s[1, 2, 3]", "not an object of exactly"},
+    };
+    /* configs whose head differs: form, K, version, workspace */
+    static const struct {
+        const char *from, *to, *why;
+    } heads[] = {
+        {"\"form\":\"beta1\"", "\"form\":\"stage0\"", "'form' is not one of"},
+        {"\"form\":\"beta1\"", "\"form\":\"decomposed\"", "a config of another form"},
+        {"\"form\":\"beta1\"", "\"form\":\"beta1\\\"*/\\n\"", "'form' is not one of"},
+        {"\"kup\":1184", "\"kup\":1178", "'kup' is not Ku rounded up to 8"},
+        {"\"kcp\":872", "\"kcp\":872.5", "'kcp' is not Kc rounded up to 8"},
+        {"\"cublaslt\":130100", "\"cublaslt\":0", "'cublaslt' is not a positive integer"},
+        {"\"cublaslt\":130100", "\"cublaslt\":\"130100\"", "'cublaslt' is not a positive integer"},
+        {"\"workspace\":33554432", "\"workspace\":268435457", "'workspace' is not a byte count"},
+        {"\"workspace\":33554432", "\"workspace\":1e300", "'workspace' is not a byte count"},
+        {"\"workspace\":33554432", "\"workspace\":-1", "'workspace' is not a byte count"},
+        {"\"workspace\":33554432", "\"workspace\":33554432.0", "exact form the GPU worker writes"},
+    };
+    const char *algos[][2] = {{u, c}, {up, c}, {badhex, c}};
+    int ncases = (int)KV_ARRAY_LEN(cases), total = ncases + 2 + (int)KV_ARRAY_LEN(heads);
+    for (int i = 0; i < total; i++) {
+        char config[2048], name[64], dir[128], db[128];
+        const char *why;
+        if (i < ncases) {
+            snprintf(config, sizeof config, cases[i].fmt, head, u, c);
+            why = cases[i].why;
+        } else if (i < ncases + 2) { /* uppercase and non-hex digits */
+            snprintf(config, sizeof config, cases[0].fmt, head, algos[i - ncases + 1][0], algos[i - ncases + 1][1]);
+            why = "is not 128 lowercase hex digits";
+        } else {
+            int h = i - ncases - 2;
+            char hd[256];
+            const char *at = strstr(head, heads[h].from);
+            assert_non_null(at);
+            snprintf(hd, sizeof hd, "%.*s%s%s", (int)(at - head), head, heads[h].to, at + strlen(heads[h].from));
+            snprintf(config, sizeof config, cases[0].fmt, hd, u, c);
+            why = heads[h].why;
+        }
+        snprintf(name, sizeof name, "vcfg%d.db", i);
+        snprintf(dir, sizeof dir, "%s/vcfg%d", tmp, i);
+        vendor_config_db(name, config, db, sizeof db);
+        char *log = NULL;
+        assert_int_equal(run_export(db, dir, &log, NULL), 0);
+        char *src = slurp(dir, "src/kevo_tuned.c");
+        if (!why) { /* the control: the vendor form, its algorithms */
+            assert_non_null(strstr(src, "#define X_NVENDORS 1\n"));
+            assert_non_null(strstr(src, "15, 1, 90, -1, 0}, /* run 2: "));
+            assert_non_null(strstr(log, "the library runs it there"));
+        } else {
+            if (!strstr(log, why) || !strstr(log, "kevo: run 2 at B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70,U=15 "
+                                                  "(bf16, sm_90a): vendor peer"))
+                fprintf(stderr, "case %d: want '%s' in:\n%s\n", i, why, log);
+            assert_non_null(strstr(log, why));
+            assert_non_null(strstr(log, "UNSUPPORTED there"));
+            assert_non_null(strstr(src, "#define X_NVENDORS 0\n"));
+            assert_non_null(strstr(src, "#define X_NVMODS 0\n"));
+            assert_non_null(strstr(src, "15, 1, 90, -1, -1}, /* run 2: "));
+            assert_null(strstr(src, "evil"));
+            assert_null(strstr(src, "0x10,0x11,0x12,0x13"));
+        }
+        free(src);
+        free(log);
+    }
+    printf("  %d vendor configs: %d refused with their reason, the control exported\n", total, total - 1);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -606,10 +886,15 @@ int main(void)
         cmocka_unit_test(test_plan_and_space_names),
         cmocka_unit_test(test_emit_escapes),
         cmocka_unit_test(test_name_refused),
+        cmocka_unit_test(test_torch_name_refused),
+        cmocka_unit_test(test_out_is_db),
+        cmocka_unit_test(test_out_symlinked_folder),
+        cmocka_unit_test(test_out_partial_export),
         cmocka_unit_test(test_out_folder),
         cmocka_unit_test(test_write_special_files),
         cmocka_unit_test(test_svg_to_stdout),
         cmocka_unit_test(test_two_runs_fastest),
+        cmocka_unit_test(test_vendor_configs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
