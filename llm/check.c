@@ -1405,6 +1405,21 @@ static const char *const ck_builtin_types[] = {"int", "unsigned", "signed", "cha
 static const char *const ck_named_casts[] = {"static_cast", "reinterpret_cast", "dynamic_cast", "bit_cast",
                                              "__builtin_bit_cast", "const_cast", NULL};
 
+/* A named cast of names[] at token i (static_cast<T>(x), ...): its type's
+ * tokens [*ts, *te) and its operand's [*os, *oe); false when none. */
+static bool ck_named_cast_at(ck *c, int i, const char *const *names, int *ts, int *te, int *os, int *oe)
+{
+    if (!ck_among(c, i, names) || !ck_is(c, i + 1, "<") || ck_angle(c, i + 1) <= i + 1 ||
+        !ck_is(c, ck_angle(c, i + 1) + 1, "(") || c->match[ck_angle(c, i + 1) + 1] <= 0)
+        return false;
+    int gt = ck_angle(c, i + 1);
+    *ts = i + 2;
+    *te = gt;
+    *os = gt + 2;
+    *oe = c->match[gt + 1];
+    return true;
+}
+
 /* Whether the '(' at lp opens the operand of a named cast (xxx_cast<T>(...)). */
 static bool ck_named_cast_lp(const ck *c, int lp)
 {
@@ -2476,15 +2491,11 @@ static bool ck_ranges(ck *c)
         if (!ck_code(c, i))
             continue;
         int ts = -1, te = -1, os = -1, oe = -1;
-        if (ck_among(c, i, (const char *const[]){"static_cast", "reinterpret_cast", "dynamic_cast", "bit_cast",
-                                                  "__builtin_bit_cast", NULL}) &&
-            ck_is(c, i + 1, "<") && ck_angle(c, i + 1) > i + 1 && ck_is(c, ck_angle(c, i + 1) + 1, "(") &&
-            c->match[ck_angle(c, i + 1) + 1] > 0) {
-            int gt = ck_angle(c, i + 1);
-            ts = i + 2;
-            te = gt;
-            os = gt + 2;
-            oe = c->match[gt + 1];
+        if (ck_named_cast_at(c, i,
+                             (const char *const[]){"static_cast", "reinterpret_cast", "dynamic_cast", "bit_cast",
+                                                   "__builtin_bit_cast", NULL},
+                             &ts, &te, &os, &oe)) {
+            /* its type and operand are set */
         } else if (ck_is(c, i, "(") && c->match[i] > i + 1 && !(ck_ident(c, i - 1) && !ck_keyword(c, i - 1)) &&
                    !ck_among(c, i - 1, (const char *const[]){"sizeof", "alignof", "__alignof__", "decltype", "typeid",
                                                              "alignas", "__launch_bounds__", "__cluster_dims__",
@@ -2659,13 +2670,8 @@ static bool ck_addresses(ck *c)
         if (!ck_code(c, i))
             continue;
         int ts = -1, te = -1, os = -1, oe = -1;
-        if (ck_among(c, i, ck_named_casts) && ck_is(c, i + 1, "<") && ck_angle(c, i + 1) > i + 1 &&
-            ck_is(c, ck_angle(c, i + 1) + 1, "(") && c->match[ck_angle(c, i + 1) + 1] > 0) {
-            int gt = ck_angle(c, i + 1);
-            ts = i + 2;
-            te = gt;
-            os = gt + 2;
-            oe = c->match[gt + 1];
+        if (ck_named_cast_at(c, i, ck_named_casts, &ts, &te, &os, &oe)) {
+            /* its type and operand are set */
         } else if (ck_is(c, i, "(") && c->match[i] > i + 1 && !(ck_ident(c, i - 1) && !ck_keyword(c, i - 1)) &&
                    !ck_among(c, i - 1, (const char *const[]){"sizeof", "alignof", "__alignof__", "decltype",
                                                              "typeid", "alignas", NULL})) {
