@@ -532,37 +532,38 @@ static int cli_bad_policy(const char *cmd, const char *policy)
  * one is a usage error, named with what is known. */
 static int cli_tune_names(const kevo_tune_opts *o)
 {
-    if (o->op && !kevo_op_find(o->op)) {
+    if (o->def.op && !kevo_op_find(o->def.op)) {
         int n;
         const kevo_op *const *ops = kevo_op_list(&n);
         kv_buf k;
         kv_buf_init(&k);
         for (int i = 0; i < n; i++)
             kv_buf_printf(&k, "%s%s", i ? ", " : "", ops[i]->name);
-        fprintf(stderr, "kevo tune: unknown op '%.100s' (known: %s)\n", o->op, k.data ? k.data : "");
+        fprintf(stderr, "kevo tune: unknown op '%.100s' (known: %s)\n", o->def.op, k.data ? k.data : "");
         kv_buf_release(&k);
         return 2;
     }
-    if ((o->given & KEVO_TUNE_GIVEN_POLICY) && !kevo_policy_find(o->policy))
-        return cli_bad_policy("tune", o->policy);
+    if ((o->given & KEVO_TUNE_GIVEN_POLICY) && !kevo_policy_find(o->def.policy))
+        return cli_bad_policy("tune", o->def.policy);
     kevo_dtype dt;
-    if ((o->given & KEVO_TUNE_GIVEN_DTYPE) && !kevo_dtype_parse(o->dtype, &dt))
-        return cli_bad_usage("tune", "unknown dtype '%.100s' (fp16 or bf16)", o->dtype);
+    if ((o->given & KEVO_TUNE_GIVEN_DTYPE) && !kevo_dtype_parse(o->def.dtype, &dt))
+        return cli_bad_usage("tune", "unknown dtype '%.100s' (fp16 or bf16)", o->def.dtype);
     kevo_limits lim;
     kevo_err err;
-    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && !strchr(o->arch, ',') && kevo_limits_for_arch(o->arch, &lim, &err)) {
+    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && !strchr(o->def.arch, ',') &&
+        kevo_limits_for_arch(o->def.arch, &lim, &err)) {
         cli_say("kevo tune", KEVO_ERR_NOT_FOUND, &err);
         return 2;
     }
     /* a list: every name known, none empty or twice; only for a new compile-only run */
     char archs[KEVO_TUNE_ARCHS_MAX][16];
     int narchs = 0;
-    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && strchr(o->arch, ',')) {
-        if (kevo_arch_list_parse(o->arch, archs, KEVO_TUNE_ARCHS_MAX, &narchs, &err))
+    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && strchr(o->def.arch, ',')) {
+        if (kevo_arch_list_parse(o->def.arch, archs, KEVO_TUNE_ARCHS_MAX, &narchs, &err))
             return cli_bad_usage("tune", "%s", err.msg);
         if (o->resume_run > 0)
             return cli_bad_usage("tune", "%s", "--arch takes one architecture with --resume (a run has one)");
-        if (!o->compile_only)
+        if (!o->def.compile_only)
             return cli_bad_usage("tune", "%s", "--arch takes a list of architectures only with --compile-only (a GPU "
                                  "run loads its code on devices of one architecture)");
     }
@@ -673,8 +674,8 @@ static int cmd_tune(int argc, char **argv)
     };
     kevo_tune_opts o;
     kevo_tune_opts_init(&o);
-    o.op = NULL;
-    o.data_dir = cli_data_dir();
+    o.def.op = NULL;
+    o.proc.data_dir = cli_data_dir();
     bool quiet = false, nobar = false, mpi = false, device_given = false, jobs_given = false;
     int64_t v;
     int c, rc;
@@ -684,80 +685,80 @@ static int cmd_tune(int argc, char **argv)
         if (cli_repeated(&seen, c))
             return cli_twice("tune", opts, c);
         switch (c) {
-        case OPT_OP: o.op = optarg; o.given |= KEVO_TUNE_GIVEN_OP; break;
-        case OPT_SHAPE: o.shape = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPE; break;
-        case OPT_DTYPE: o.dtype = optarg; o.given |= KEVO_TUNE_GIVEN_DTYPE; break;
-        case OPT_ARCH: o.arch = optarg; o.given |= KEVO_TUNE_GIVEN_ARCH; break;
-        case OPT_POLICY: o.policy = optarg; o.given |= KEVO_TUNE_GIVEN_POLICY; break;
-        case OPT_DB: o.db_path = optarg; break;
-        case OPT_FAMILY: o.families = optarg; o.given |= KEVO_TUNE_GIVEN_FAMILIES; break;
-        case OPT_COMPILE_ONLY: o.compile_only = true; o.given |= KEVO_TUNE_GIVEN_COMPILE_ONLY; break;
+        case OPT_OP: o.def.op = optarg; o.given |= KEVO_TUNE_GIVEN_OP; break;
+        case OPT_SHAPE: o.def.shape = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPE; break;
+        case OPT_DTYPE: o.def.dtype = optarg; o.given |= KEVO_TUNE_GIVEN_DTYPE; break;
+        case OPT_ARCH: o.def.arch = optarg; o.given |= KEVO_TUNE_GIVEN_ARCH; break;
+        case OPT_POLICY: o.def.policy = optarg; o.given |= KEVO_TUNE_GIVEN_POLICY; break;
+        case OPT_DB: o.proc.db_path = optarg; break;
+        case OPT_FAMILY: o.def.families = optarg; o.given |= KEVO_TUNE_GIVEN_FAMILIES; break;
+        case OPT_COMPILE_ONLY: o.def.compile_only = true; o.given |= KEVO_TUNE_GIVEN_COMPILE_ONLY; break;
         case OPT_QUIET: quiet = true; break;
         case OPT_NOBAR: nobar = true; break;
         case OPT_MPI: mpi = true; break;
-        case OPT_DEVICES: o.devices = optarg; break;
-        case OPT_MIXED_DEVICES: o.mixed_devices = true; break;
-        case OPT_TEMPLATES: o.extra_templates = optarg; o.given |= KEVO_TUNE_GIVEN_TEMPLATES; break;
-        case OPT_WHERE: o.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
-        case OPT_WARM: o.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;
-        case OPT_SHAPES: o.shapes_file = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPES; break;
-        case OPT_GENERATORS: o.generators = optarg; o.given |= KEVO_TUNE_GIVEN_GENERATORS; break;
-        case OPT_LLM_URL: o.llm_url = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_URL; break;
-        case OPT_LLM_MODEL: o.llm_model = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_MODEL; break;
-        case OPT_PROMPTS: o.prompts_dir = optarg; o.given |= KEVO_TUNE_GIVEN_LLM_OTHER; break;
+        case OPT_DEVICES: o.proc.devices = optarg; break;
+        case OPT_MIXED_DEVICES: o.proc.mixed_devices = true; break;
+        case OPT_TEMPLATES: o.def.extra_templates = optarg; o.given |= KEVO_TUNE_GIVEN_TEMPLATES; break;
+        case OPT_WHERE: o.def.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
+        case OPT_WARM: o.def.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;
+        case OPT_SHAPES: o.def.shapes_file = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPES; break;
+        case OPT_GENERATORS: o.def.generators = optarg; o.given |= KEVO_TUNE_GIVEN_GENERATORS; break;
+        case OPT_LLM_URL: o.gen.llm.url = optarg; o.gen.llm.given |= KEVO_LLM_GIVEN_URL; break;
+        case OPT_LLM_MODEL: o.gen.llm.model = optarg; o.gen.llm.given |= KEVO_LLM_GIVEN_MODEL; break;
+        case OPT_PROMPTS: o.gen.llm.prompts_dir = optarg; o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER; break;
         case OPT_LLM_TEMPERATURE:
-            if (!cli_double(optarg, 0, 2, &o.llm_temperature))
+            if (!cli_double(optarg, 0, 2, &o.gen.llm.temperature))
                 return cli_bad_usage("tune", "--llm-temperature takes a number from 0 to 2, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_LLM_TEMPERATURE;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_TEMPERATURE;
             break;
         case OPT_LLM_SEED:
-            if (!cli_int(optarg, 0, INT32_MAX, &o.llm_seed))
+            if (!cli_int(optarg, 0, INT32_MAX, &o.gen.llm.seed))
                 return cli_bad_usage("tune", "--llm-seed takes a whole number from 0 to 2147483647, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_LLM_SEED;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_SEED;
             break;
         case OPT_LLM_BUDGET:
-            if (!cli_int(optarg, 0, 1000000, &o.llm_budget))
+            if (!cli_int(optarg, 0, 1000000, &o.gen.llm.budget))
                 return cli_bad_usage("tune", "--llm-budget takes a whole number of calls from 0 to 1000000, not '%s'",
                                      optarg);
-            o.given |= KEVO_TUNE_GIVEN_LLM_BUDGET;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_BUDGET;
             break;
         case OPT_LLM_MAX_TOKENS:
             if (!cli_int(optarg, 1, 1000000, &v))
                 return cli_bad_usage("tune", "--llm-max-tokens takes a whole number from 1 to 1000000, not '%s'",
                                      optarg);
-            o.llm_max_tokens = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_LLM_MAX_TOKENS;
+            o.gen.llm.max_tokens = (int)v;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_MAX_TOKENS;
             break;
         case OPT_LLM_RETRIES:
             if (!cli_int(optarg, 0, 100, &v))
                 return cli_bad_usage("tune", "--llm-retries takes a whole number from 0 to 100, not '%s'", optarg);
-            o.llm_retries = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_LLM_OTHER;
+            o.gen.llm.retries = (int)v;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
             break;
         case OPT_LLM_PROMPT_CHARS:
             if (!cli_int(optarg, 4096, 16 << 20, &v))
                 return cli_bad_usage("tune", "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'", optarg);
-            o.llm_prompt_chars = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_LLM_OTHER;
+            o.gen.llm.prompt_chars = (int)v;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
             break;
         case OPT_LLM_TIMEOUT:
-            if (!cli_double(optarg, 1, 86400, &o.llm_timeout))
+            if (!cli_double(optarg, 1, 86400, &o.gen.llm.timeout))
                 return cli_bad_usage("tune", "--llm-timeout takes seconds from 1 to 86400, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_LLM_OTHER;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
             break;
         case OPT_TIME_LIMIT:
-            if (!cli_double(optarg, 0.001, 31536000, &o.time_limit))
+            if (!cli_double(optarg, 0.001, 31536000, &o.def.time_limit))
                 return cli_bad_usage("tune", "--time-limit takes seconds from 0.001 to 31536000 (a year), not '%s'",
                                      optarg);
             o.given |= KEVO_TUNE_GIVEN_TIME_LIMIT;
             break;
         case OPT_PLATEAU:
-            if (!cli_int(optarg, 1, 1000000, &o.plateau))
+            if (!cli_int(optarg, 1, 1000000, &o.def.plateau))
                 return cli_bad_usage("tune", "--plateau takes a whole number from 1 to 1000000, not '%s'", optarg);
             o.given |= KEVO_TUNE_GIVEN_PLATEAU;
             break;
         case OPT_TARGET:
-            if (!cli_double(optarg, 0.000001, 1000000, &o.target))
+            if (!cli_double(optarg, 0.000001, 1000000, &o.def.target))
                 return cli_bad_usage("tune", "--target takes a speedup from 0.000001 to 1000000, not '%s'", optarg);
             o.given |= KEVO_TUNE_GIVEN_TARGET;
             break;
@@ -769,66 +770,66 @@ static int cmd_tune(int argc, char **argv)
         case OPT_BUDGET:
             if (!cli_int(optarg, 1, 1000000, &v))
                 return cli_bad_usage("tune", "--budget takes a whole number from 1 to 1000000, not '%s'", optarg);
-            o.budget = v;
+            o.def.budget = v;
             o.given |= KEVO_TUNE_GIVEN_BUDGET;
             break;
         case OPT_SEED:
             if (!cli_int(optarg, 0, INT64_MAX, &v))
                 return cli_bad_usage("tune", "--seed takes a whole number from 0 to 9223372036854775807, not '%s'",
                                      optarg);
-            o.seed = (uint64_t)v;
+            o.def.seed = (uint64_t)v;
             o.given |= KEVO_TUNE_GIVEN_SEED;
             break;
         case OPT_JOBS:
             if (!cli_int(optarg, 1, 256, &v))
                 return cli_bad_usage("tune", "--jobs takes a whole number from 1 to 256, not '%s'", optarg);
-            o.jobs = (int)v;
+            o.proc.jobs = (int)v;
             jobs_given = true;
             break;
         case OPT_BATCH:
             if (!cli_int(optarg, 1, KEVO_TUNE_BATCH_MAX, &v))
                 return cli_bad_usage("tune", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
-            o.batch = (int)v;
+            o.def.batch = (int)v;
             o.given |= KEVO_TUNE_GIVEN_BATCH;
             break;
         case OPT_AHEAD:
             if (!cli_int(optarg, 1, KEVO_TUNE_AHEAD_MAX, &v))
                 return cli_bad_usage("tune", "--ahead takes a whole number from 1 to 16, not '%s'", optarg);
-            o.ahead = (int)v;
+            o.def.ahead = (int)v;
             o.given |= KEVO_TUNE_GIVEN_AHEAD;
             break;
         case OPT_REPS:
             if (!cli_int(optarg, 1, 1000, &v))
                 return cli_bad_usage("tune", "--reps takes a whole number from 1 to 1000, not '%s'", optarg);
-            o.reps = (int)v;
+            o.def.reps = (int)v;
             o.given |= KEVO_TUNE_GIVEN_REPS;
             break;
         case OPT_WARMUP:
             if (!cli_int(optarg, 0, 1000, &v))
                 return cli_bad_usage("tune", "--warmup takes a whole number from 0 to 1000, not '%s'", optarg);
-            o.warmup = (int)v;
+            o.def.warmup = (int)v;
             o.given |= KEVO_TUNE_GIVEN_WARMUP;
             break;
         case OPT_DEVICE:
             if (!cli_int(optarg, 0, 1024, &v))
                 return cli_bad_usage("tune", "--device takes a device ordinal from 0 to 1024, not '%s'", optarg);
-            o.device = (int)v;
+            o.proc.device = (int)v;
             device_given = true;
             break;
         case OPT_CTIMEOUT:
-            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.compile_timeout))
+            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.proc.compile_timeout))
                 return cli_bad_usage("tune", "--compile-timeout takes seconds from 0.1 to 86400, not '%s'", optarg);
             o.given |= KEVO_TUNE_GIVEN_CTIMEOUT;
             break;
         case OPT_ETIMEOUT:
-            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.eval_timeout))
+            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.proc.eval_timeout))
                 return cli_bad_usage("tune", "--eval-timeout takes seconds from 0.1 to 86400, not '%s'", optarg);
             o.given |= KEVO_TUNE_GIVEN_ETIMEOUT;
             break;
         case OPT_MAPS:
             if ((rc = cli_list_check("tune", "maps", optarg)))
                 return rc;
-            if (!(o.maps = cli_maps(optarg)))
+            if (!(o.def.maps = cli_maps(optarg)))
                 return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
             o.given |= KEVO_TUNE_GIVEN_MAPS;
             break;
@@ -838,16 +839,16 @@ static int cmd_tune(int argc, char **argv)
     }
     if (optind < argc)
         return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
-    if (!o.op && !o.resume_run)
+    if (!o.def.op && !o.resume_run)
         return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
     /* the lists: each names something at least once and nothing twice */
-    if ((o.given & KEVO_TUNE_GIVEN_FAMILIES) && (rc = cli_list_check("tune", "family", o.families)))
+    if ((o.given & KEVO_TUNE_GIVEN_FAMILIES) && (rc = cli_list_check("tune", "family", o.def.families)))
         return rc;
-    if ((o.given & KEVO_TUNE_GIVEN_ARCH) && (rc = cli_list_check("tune", "arch", o.arch)))
+    if ((o.given & KEVO_TUNE_GIVEN_ARCH) && (rc = cli_list_check("tune", "arch", o.def.arch)))
         return rc;
-    if ((o.given & KEVO_TUNE_GIVEN_GENERATORS) && (rc = cli_list_check("tune", "generators", o.generators)))
+    if ((o.given & KEVO_TUNE_GIVEN_GENERATORS) && (rc = cli_list_check("tune", "generators", o.def.generators)))
         return rc;
-    if (o.devices && (rc = cli_list_check("tune", "devices", o.devices)))
+    if (o.proc.devices && (rc = cli_list_check("tune", "devices", o.proc.devices)))
         return rc;
     if ((rc = cli_tune_names(&o)))
         return rc;
@@ -855,8 +856,8 @@ static int cmd_tune(int argc, char **argv)
         return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
                              "configure and build again)");
     cli_ev.mode = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
-    o.on_event = cli_event;
-    o.event_ctx = &cli_ev;
+    o.proc.on_event = cli_event;
+    o.proc.event_ctx = &cli_ev;
     const char *mpi_var = NULL;
     long nprocs = mpi ? 0 : cli_mpi_launched(&mpi_var);
     if (nprocs > 1) /* mpirun -np N kevo tune: N processes that know nothing of each other */
@@ -871,15 +872,15 @@ static int cmd_tune(int argc, char **argv)
     if (mpi) {
         /* every rank evaluates on --device when given, else on its own GPU: its rank on its host */
         /* without --jobs each rank compiles with its share of its host's CPUs */
-        kevo_status st = kevo_mpi_start(jobs_given ? o.jobs : 0, device_given ? o.device : -1, cli_event, &cli_ev,
-                                        &o.mpi, &err);
+        kevo_status st = kevo_mpi_start(jobs_given ? o.proc.jobs : 0, device_given ? o.proc.device : -1, cli_event,
+                                        &cli_ev, &o.proc.mpi, &err);
         if (st)
             return cli_fail(st, &err);
-        if (kevo_mpi_rank(o.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
-            return cli_mpi_serve(o.mpi);
+        if (kevo_mpi_rank(o.proc.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
+            return cli_mpi_serve(o.proc.mpi);
         if (!device_given)
-            o.device = kevo_mpi_device(o.mpi);
-        o.jobs = kevo_mpi_slots(o.mpi);
+            o.proc.device = kevo_mpi_device(o.proc.mpi);
+        o.proc.jobs = kevo_mpi_slots(o.proc.mpi);
     }
     kevo_status st = kevo_tune_archs(&o, runs, &nruns, &err);
     cli_bar_clear(&cli_ev);
@@ -893,10 +894,10 @@ static int cmd_tune(int argc, char **argv)
         fprintf(stderr, "(try 'kevo tune --help')\n");
         code = 2;
     } else {
-        code = st ? cli_fail(st, &err) : cli_all_failed(o.db_path, runs, nruns, quiet);
+        code = st ? cli_fail(st, &err) : cli_all_failed(o.proc.db_path, runs, nruns, quiet);
     }
     /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
-    kevo_mpi_end(o.mpi, st == KEVO_ERR_INTERRUPTED);
+    kevo_mpi_end(o.proc.mpi, st == KEVO_ERR_INTERRUPTED);
     return code;
 }
 

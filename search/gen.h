@@ -1,18 +1,22 @@
-/* gen.h — candidate generators behind one contract: start a proposal, let
- * it run while compiles and GPU evaluations go on, finish it into a
- * candidate source.  A candidate source is a family's space (a template
- * family, or the one-point space an LLM reply gave), a configuration in it
- * and so the device source (kevo_space_render): the rest of the pipeline
- * (launch plan, compile, verify, time, store, export) is the same for both.
+/* gen.h — candidate generators behind one table: start a proposal, let it
+ * run while compiles and GPU evaluations go on, finish it into candidates.
  *
- * Generators: "template" (a policy's proposal, a family and a configuration,
- * is the source at once: the tuning loop renders it) and "llm" (the
- * universal operator: a parent node, its measurements, its
- * siblings and retrieved knowledge become one prompt; the reply's source and
- * plan become a one-point space).  A candidate's identity is its generator
- * plus a hash of its source and plan: a template candidate's family and
- * params, an LLM candidate's family "llm_" + 12 hex digits of the SHA-256 of
- * its one-point space and source. */
+ * A generator is a row of the table in search/gen.c (struct
+ * kevo_generator): "template" (gen_template.c: the selection policy's
+ * rounds, a batch of configurations of the template families at once),
+ * "llm" (gen_llm.c: KernelEvolve's universal operator, one rewrite of a
+ * parent's source and launch plan in a worker process) and "mutate"
+ * (gen_mutate.c: a neighbour of one of the run's leaders).  The tuning loop
+ * (search/tune/) drives each one the same way, names none of them, and
+ * stores what each proposes through the same pipeline (render, plan,
+ * compile, verify, time, store, export).  Adding a generator is one file
+ * with its kevo_generator and one row of the table.
+ *
+ * A candidate's identity is its generator plus a hash of its source and
+ * plan: a template candidate's family and params, an LLM candidate's family
+ * "llm_" + 12 hex digits of the SHA-256 of its one-point space and source.
+ * A generator's failed call is a candidate too (family "<move>_call<k>",
+ * status failed), with its edge from the parent. */
 #ifndef KEVO_GEN_H
 #define KEVO_GEN_H
 
@@ -21,89 +25,277 @@
 
 #include "db/store.h"
 #include "evaluator/eval.h"
+#include "search/search.h"
 #include "templates/space.h"
+#include "util/util.h"
 
-/* What a generator finished: either a source (space + cfg) or a failure
- * (fail != KEVO_FAIL_NONE: llm_error, parse_error, rejected) with why. */
+/* One generator of a run, as the run stores it (table run_generators: the
+ * request for db/store.h, with kevo_db_run_generators_put/get; until the
+ * table exists gen_store.c keeps these rows in run_llm, generations and
+ * edges). */
+typedef struct kevo_run_generator {
+    char name[64];      /* a row of the generator table: "template", "llm", "mutate" */
+    bool listed;        /* the run has it (--generators); an unlisted one keeps its options' defaults */
+    char *options;      /* what it stores of its options: a JSON object (text), owned */
+    int64_t calls;      /* calls it has started in the run (LLM calls made) */
+} kevo_run_generator;
+
+/* ---- each generator's options, as this command line gives them ---- */
+
+/* Options of the LLM generator a caller named (bits of kevo_llm_opts.given):
+ * a resume compares or applies each; named without the llm generator, each
+ * is a usage error. */
+enum {
+    KEVO_LLM_GIVEN_URL = 1u << 0,
+    KEVO_LLM_GIVEN_MODEL = 1u << 1,
+    KEVO_LLM_GIVEN_TEMPERATURE = 1u << 2,
+    KEVO_LLM_GIVEN_SEED = 1u << 3,
+    KEVO_LLM_GIVEN_BUDGET = 1u << 4,
+    KEVO_LLM_GIVEN_MAX_TOKENS = 1u << 5,
+    /* --llm-timeout, --llm-retries, --llm-prompt-chars or --prompts (this
+     * process's settings: never stored, but given for an LLM only) */
+    KEVO_LLM_GIVEN_OTHER = 1u << 6,
+};
+
+/* The LLM generator's options.  url, model, temperature, seed, budget and
+ * max_tokens are the run's (stored with it; the URL a DB stores is never
+ * called); the others are this process's. */
+typedef struct kevo_llm_opts {
+    const char *url;         /* API base of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 */
+    const char *model;       /* NULL: not sent */
+    double temperature;      /* NaN: not sent */
+    int64_t seed;            /* -1: not sent; call k sends seed + k */
+    int64_t budget;          /* LLM calls the run may make (each is one candidate of --budget) */
+    int max_tokens;          /* 0: not sent */
+    double timeout;          /* seconds per HTTP attempt */
+    int retries;             /* retries after a 429, a 5xx or a failed connection */
+    int prompt_chars;        /* cap on a prompt's user message, bytes (the server's context) */
+    const char *prompts_dir; /* NULL: data_dir/prompts */
+    uint32_t given;          /* KEVO_LLM_GIVEN_* of the options the user named */
+} kevo_llm_opts;
+
+/* One options blob per generator that has options (template and mutate
+ * have none). */
+typedef struct kevo_gen_opts {
+    kevo_llm_opts llm;
+} kevo_gen_opts;
+
+/* Defaults for every generator's options. */
+void kevo_gen_opts_init(kevo_gen_opts *o);
+
+/* ---- what a generator hands back ---- */
+
+/* What a generator finished: proposals in families the search has (the
+ * policy's round; a mutation), or a new one-point space with its
+ * configuration (an LLM reply), or a failure (fail != KEVO_FAIL_NONE:
+ * llm_error, parse_error, rejected) with why, or nothing at all (none of
+ * these: the call found nothing to propose). */
 typedef struct kevo_gen_source {
-    kevo_space *space;         /* the candidate's family; NULL on failure */
-    bool owns_space;           /* an LLM candidate's space: the caller takes it (kevo_space_free) */
+    const kevo_proposal *props; /* borrowed from the generator until its next start; nprops of them */
+    int nprops;
+    kevo_space *space;         /* a new family of one point; NULL on failure */
+    bool owns_space;           /* the caller takes space (kevo_space_free) */
     kevo_config cfg;
     kevo_fail fail;
-    bool unreachable;          /* an llm_error where no server answered at the URL (kevo_llm_reply.unreachable) */
+    bool gone;                 /* the generator cannot go on in this process (no server answered): why says so */
     char why[512];
-    char family[64];           /* "llm_<hex>" for an LLM candidate (also on failure: "llm_call<N>") */
-    kevo_generation_row gen;   /* "llm": the call as it went (prompts, reply, usage, space, source); owned */
+    char family[64];           /* "llm_<hex>" for an LLM candidate */
+    kevo_generation_row gen;   /* the call as it went (an LLM's prompts, reply, usage, space, source), owned;
+                                  gen.generator "" when the generator keeps none */
 } kevo_gen_source;
 
+/* An empty source: nothing proposed, no failure. */
 void kevo_gen_source_init(kevo_gen_source *g);
 /* Frees what g owns (the space when owns_space, the generation's texts). */
 void kevo_gen_source_release(kevo_gen_source *g);
 
-/* ---- the LLM generator ---- */
+/* ---- the contract ---- */
 
-/* A parent node as the LLM generator reads it: its row (measurements,
- * failure), its family's space and configuration. */
-typedef struct kevo_gen_parent {
-    const kevo_cand_row *row;
-    const kevo_space *space;
-    kevo_config cfg;
-    const char *generator;     /* "template" or "llm" */
-} kevo_gen_parent;
+typedef struct kevo_generator kevo_generator;
 
-typedef struct kevo_llm_gen kevo_llm_gen;
+/* An open generator.  Each generator's own state begins with this header
+ * (its first member), as Redis's connection types do. */
+typedef struct kevo_gen {
+    const kevo_generator *type;
+    int64_t calls_max; /* calls it may make over the run; -1: no limit (the budget keeps no slot for them) */
+    bool full;         /* a round generator: the policy's rounds; false: the seeds alone, for the others to
+                          rewrite (its name was not listed, or another generator is off) */
+} kevo_gen;
 
-/* Settings of the LLM generator (what a run stores in run_llm, plus this
- * process's paths).  The strings must outlive the generator, but for
- * prompts_dir, which it copies. */
-typedef struct kevo_llm_gen_opts {
-    const char *url, *model;
-    double temperature;        /* NaN: not sent */
-    int64_t seed;              /* -1: not sent; call k of a run sends seed + k */
-    int max_tokens;            /* 0: not sent */
-    double timeout_s;          /* per attempt */
-    int retries;               /* after a 429, a 5xx or a failed connection */
-    int prompt_chars;          /* cap on the user message, bytes (<= 0: 96 KiB) */
-    const char *prompts_dir;   /* prompts/ (system.md, ops/, knowledge/) */
-    const char *op;            /* the op's name (kevo_op.name) */
-    const char *shape, *dtype, *arch;
-    const char *abi_header;    /* the op's ABI header text */
-    const char *const *inputs; /* the ABI struct's input fields (the static check) */
+/* What a generator works in, at check and open (borrowed: it outlives the
+ * generator). */
+typedef struct kevo_gen_ctx {
+    kevo_search *s;             /* the run's graph (NULL at check) */
+    const kevo_op *op;
+    const char *shape, *dtype, *arch; /* the run's, as text */
+    const char *abi_header;     /* the op's ABI header text */
+    const char *const *inputs;  /* the op's tensors kernels read and write (the ABI struct's fields) */
     int ninputs;
     const char *const *outputs;
     int noutputs;
-} kevo_llm_gen_opts;
+    const char *data_dir;       /* holds prompts/ */
+    const char *names;          /* the run's generators ("template,llm") */
+    const char *options;        /* this generator's stored options (JSON object text, from its options hook) */
+    const kevo_gen_opts *cmd;   /* this command line's options (this process's settings) */
+    uint64_t seed;              /* the run's */
+    int64_t calls;              /* calls it made in the run so far (a resumed run's) */
+    bool full;                  /* for the round generator: kevo_gen.full */
+} kevo_gen_ctx;
 
-/* Open the generator: the knowledge index, the client settings (checked:
- * KEVO_ERR_ARG for a bad URL).  Errors: KEVO_ERR_IO / KEVO_ERR_PARSE for a
- * missing or bad prompts folder. */
-kevo_status kevo_llm_gen_open(const kevo_llm_gen_opts *o, kevo_llm_gen **out, kevo_err *err);
+/* One start: the parent and what the generator may read of the run. */
+typedef struct kevo_gen_call {
+    kevo_db *db;               /* the run's DB (the parent's row, its earlier children) */
+    int64_t run_id;
+    int parent;                /* the node the generator's parent hook picked; -1 for a round */
+    int max;                   /* a round: at most this many proposals */
+    double best;               /* the best fitness so far */
+    int64_t k;                 /* the call's number among this generator's calls in the run, from 0 */
+} kevo_gen_call;
 
-/* What kevo_llm_gen_open will check, for a caller that checks everything
- * before it starts: the server's URL (kevo_llm_url_check: no credentials in
- * it; KEVO_ERR_ARG), and the prompts folder for op (kevo_prompt_check_dir:
- * system.md, ops/<op>.md, knowledge/; KEVO_ERR_NOT_FOUND, KEVO_ERR_IO,
- * KEVO_ERR_PARSE). */
-kevo_status kevo_llm_gen_check_url(const char *url, kevo_err *err);
-kevo_status kevo_llm_gen_check_prompts(const char *prompts_dir, const char *op, kevo_err *err);
-void kevo_llm_gen_close(kevo_llm_gen *g);
+/* What the options hook is asked (see kevo_generator.options). */
+typedef struct kevo_gen_optreq {
+    const kevo_gen_opts *cmd;  /* the command line's */
+    const char *names;         /* the run's generators ("template,llm") */
+    bool listed;               /* this generator is one of them */
+    bool resume;               /* a resumed run */
+    const char *stored;        /* what the run stored (JSON object text); NULL: nothing (a run of an older kevo) */
+    const kevo_run_row *run;   /* a resumed run's row, for messages; NULL for a new run */
+} kevo_gen_optreq;
 
-/* Start a rewrite of parent (with up to nsib earlier LLM children of it as
- * siblings; call number k of the run) in a worker process.  Only one call
- * is in flight per generator.  Errors: KEVO_ERR_BUSY when one is. */
-kevo_status kevo_llm_gen_start(kevo_llm_gen *g, const kevo_gen_parent *parent, const kevo_cand_row *siblings,
-                               int nsib, double best_speedup, int64_t k, kevo_err *err);
-/* Whether a call is in flight. */
-bool kevo_llm_gen_busy(const kevo_llm_gen *g);
-/* Non-blocking: whether the call in flight has finished. */
-bool kevo_llm_gen_ready(kevo_llm_gen *g);
-/* Wait for the call and finish it into out: parse (code block + plan block,
- * or SEARCH/REPLACE against the parent's source), the static check, and the
- * one-point space.  A failed call, an unusable reply or a refused source is
- * out->fail with why; errors only for out of memory. */
-kevo_status kevo_llm_gen_finish(kevo_llm_gen *g, kevo_gen_source *out, kevo_err *err);
-/* Abandon the call in flight (its worker is killed). */
-void kevo_llm_gen_cancel(kevo_llm_gen *g);
+/* A generator: one row of the table.  Hooks a generator does not need are
+ * NULL.  The seven of the contract (open, start, ready, finish, cancel,
+ * close, and parent for a generator that rewrites a node) are what the
+ * loop calls while the run goes; options, check, describe and restore are
+ * the run definition's and the resume's. */
+struct kevo_generator {
+    const char *name;    /* what --generators names */
+    const char *summary;
+    const char *move;    /* the move of its candidates' edges ("llm"); NULL: the policy's own moves */
+    const char *label;   /* progress: "asking <label>", "waiting for <label>" */
+    bool round;          /* it makes the rounds: a batch of the policy's proposals, at once (one such row) */
+
+    /* The options the run stores for it (*out: a JSON object, malloc'd),
+     * from the command line's (a new run) or from what the run stored with
+     * the command line's changes (a resume; *extends when they give the run
+     * more to do).  Options given for a generator the run does not list are
+     * a usage error.  Errors: KEVO_ERR_ARG (naming the option),
+     * KEVO_ERR_NOMEM.  NULL: no options ("{}"). */
+    kevo_status (*options)(const kevo_gen_optreq *rq, char **out, bool *extends, kevo_err *err);
+    /* Checked before anything is written or started: whether it runs in
+     * this process (*off: it does not, and describe says why), and what it
+     * will need (an LLM's prompts folder).  NULL: it always runs. */
+    kevo_status (*check)(const kevo_gen_ctx *ctx, bool *off, kevo_err *err);
+    /* Open it for the run (the graph ready, nothing written yet).  *out is
+     * the header of its own state.  Errors: its setup's (KEVO_ERR_IO,
+     * KEVO_ERR_PARSE for a prompts folder, KEVO_ERR_ARG, KEVO_ERR_NOMEM). */
+    kevo_status (*open)(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *err);
+    /* What it calls path when path is a file it reads with these options
+     * (an LLM's prompt file): a run's DB must be none of them.  NULL: not
+     * one (or a generator that reads no files). */
+    const char *(*reads)(const kevo_gen_opts *cmd, const char *op, const char *path);
+    /* One line that says how it runs (on) or why not (off; run_id the
+     * run's) into line; nothing when it has nothing to say. */
+    void (*describe)(const kevo_gen_ctx *ctx, bool on, int64_t run_id, kv_buf *line);
+    /* The parent of its next start: a node of the graph, or -1 when it has
+     * none (yet).  NULL for the round generator. */
+    int (*parent)(kevo_gen *g);
+    /* Start a proposal from call->parent (a round: up to call->max of the
+     * policy's).  One call is in flight per generator.  Errors: its own
+     * (the DB's, KEVO_ERR_NOMEM, the LLM client's). */
+    kevo_status (*start)(kevo_gen *g, const kevo_gen_call *call, kevo_err *err);
+    /* Non-blocking: whether the call in flight has finished. */
+    bool (*ready)(kevo_gen *g);
+    /* Wait for the call in flight and finish it into out (initialised
+     * here): a candidate, a failure or nothing are results, not errors;
+     * errors only for out of memory or a DB error. */
+    kevo_status (*finish)(kevo_gen *g, kevo_gen_source *out, kevo_err *err);
+    /* Abandon the call in flight (a worker is killed). */
+    void (*cancel)(kevo_gen *g);
+    void (*close)(kevo_gen *g);
+    /* The one-point space of a stored candidate this generator made (row
+     * of a family no template has), admitted again as a fresh one is before
+     * anything of it compiles: *mine when the row is its own (then *out,
+     * or NULL when it made no source).  Errors: KEVO_ERR_PARSE for a stored
+     * candidate refused, KEVO_ERR_NOMEM.  NULL: it adds no families. */
+    kevo_status (*restore)(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out, bool *mine,
+                           kevo_err *err);
+};
+
+#define KEVO_GEN_MAX 8 /* rows of the table */
+
+/* The table (search/gen.c), in the order a run lists and drives them. */
+const kevo_generator *const *kevo_generator_list(int *n);
+/* A generator by name; NULL when unknown. */
+const kevo_generator *kevo_generator_find(const char *name);
+/* The generator whose candidates hang on edges of move; NULL when the
+ * move is a policy's. */
+const kevo_generator *kevo_generator_of_move(const char *move);
+
+/* ---- the run's generators ---- */
+
+/* The generators a run lists (--generators) and what it stores of each:
+ * one entry per row of the table, in the table's order. */
+typedef struct kevo_gen_list {
+    int n;
+    const kevo_generator *type[KEVO_GEN_MAX];
+    bool listed[KEVO_GEN_MAX];
+    char *options[KEVO_GEN_MAX]; /* JSON object text, owned */
+    int64_t calls[KEVO_GEN_MAX]; /* calls each made so far (a resumed run's) */
+    char names[64];              /* the listed names in table order, comma-separated: what the run stores */
+} kevo_gen_list;
+
+/* An empty list: every row of the table, none listed. */
+void kevo_gen_list_init(kevo_gen_list *L);
+/* Frees the options L owns; L is empty again. */
+void kevo_gen_list_release(kevo_gen_list *L);
+
+/* A new run's generators from --generators (a comma list of the table's
+ * names, each once) and the command line's options of each.  Errors: KEVO_ERR_ARG (the list, an option, an option of a
+ * generator not listed), KEVO_ERR_NOMEM. */
+kevo_status kevo_gen_list_new(kevo_gen_list *L, const char *generators, const kevo_gen_opts *cmd, kevo_err *err);
+
+/* A resumed run's generators: what it stored (rows[0..n), n 0: nothing,
+ * a run of an older kevo that searched templates only) with the command
+ * line's changes.  given: --generators when named (it may repeat the
+ * run's, not change it).  *extends when an option gives the run more to
+ * do.  Errors: as kevo_gen_list_new, naming the run. */
+kevo_status kevo_gen_list_resume(kevo_gen_list *L, const kevo_run_generator *rows, int n, const char *given,
+                                 const kevo_gen_opts *cmd, const kevo_run_row *run, bool *extends, kevo_err *err);
+
+/* The rows kevo_gen_store_put stores for L (v[0..L->n), options borrowed). */
+void kevo_gen_list_rows(const kevo_gen_list *L, kevo_run_generator *v);
+
+/* What some generator calls path when it reads that file with these
+ * options ("a prompt file"), or NULL. */
+const char *kevo_gen_reads(const kevo_gen_opts *cmd, const char *op, const char *path);
+
+/* The space of a stored candidate of a family no template has: the
+ * generator that made it restores it (kevo_generator.restore).  *out NULL
+ * with KEVO_OK for a failed call ("<move>_call<k>": no source).  Errors:
+ * KEVO_ERR_NOT_FOUND for a family no generator claims (naming it),
+ * KEVO_ERR_PARSE for a stored candidate refused, KEVO_ERR_NOMEM. */
+kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out,
+                             kevo_err *err);
+
+/* The refusal of an option that differs from the resumed run's
+ * (KEVO_ERR_ARG): "OPT GIVEN differs from run N's STORED: ...". */
+kevo_status kevo_gen_conflict(kevo_err *err, const kevo_run_row *run, const char *opt, const char *given,
+                              const char *stored);
+
+/* ---- the run's generators in the DB (gen_store.c) ---- */
+
+/* Store the generators of a run, v[0..n) (one per row of the table, in its
+ * order), replacing what it had.  Errors: KEVO_ERR_DB, KEVO_ERR_PARSE (an
+ * options blob that is not a generator's). */
+kevo_status kevo_gen_store_put(kevo_db *db, int64_t run_id, const kevo_run_generator *v, int n, kevo_err *err);
+/* A run's generators (*v malloc'd, kevo_run_generators_free; one per row
+ * of the table, in its order, with calls made so far).  KEVO_ERR_NOT_FOUND
+ * for a run that stored none (templates only); KEVO_ERR_DB. */
+kevo_status kevo_gen_store_get(kevo_db *db, int64_t run_id, kevo_run_generator **v, int *n, kevo_err *err);
+/* Frees rows v[0..n) and their options (v may be NULL). */
+void kevo_run_generators_free(kevo_run_generator *v, int n);
+
+/* ---- the LLM generator's admission (gen_llm.c) ---- */
 
 /* An LLM candidate's family name: "llm_" + the first 12 hex digits of the
  * SHA-256 of its one-point space text (whose "family" is "llm") and source. */
@@ -133,5 +325,11 @@ kevo_fail kevo_gen_llm_admit_text(const char *space_json, const char *source, co
  * static check's rule and line, the plan, the hash), KEVO_ERR_NOMEM. */
 kevo_status kevo_gen_llm_admit(const kevo_generation_row *g, const char *family, const kevo_op *op,
                                const char *arch, kevo_space **out, kevo_err *err);
+
+/* The LLM generator's options as run_llm stores them (gen_store.c's
+ * shim): from a stored JSON blob (NULL: an older run's defaults) into *rl
+ * (generators left alone), and back.  Errors: KEVO_ERR_PARSE, KEVO_ERR_NOMEM. */
+kevo_status kevo_gen_llm_opts_row(const char *json, kevo_run_llm *rl, kevo_err *err);
+kevo_status kevo_gen_llm_opts_json(const kevo_run_llm *rl, char **out, kevo_err *err);
 
 #endif /* KEVO_GEN_H */

@@ -40,7 +40,7 @@ static int ex_propose(kevo_search *s, kevo_proposal *out, int max)
             break;
         const kevo_valid_set *vs = &s->valid[pick];
         out[count] = (kevo_proposal){.family = pick, .cfg = vs->cfgs[vs->order[cur[pick]]], .parent = -1, .parent2 = -1};
-        snprintf(out[count].op, sizeof out[count].op, "enumerate");
+        snprintf(out[count].move, sizeof out[count].move, "enumerate");
         count++;
         cur[pick]++;
     }

@@ -93,7 +93,7 @@ static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int
         taken[order[k]] = 1;
         if (a->parent >= 0 && a->parent < out[j].parent) {
             out[j].parent = a->parent;
-            snprintf(out[j].op, sizeof out[j].op, "%s", a->op);
+            snprintf(out[j].move, sizeof out[j].move, "%s", a->move);
         }
     }
     for (bool more = true; n < max && more;) {
@@ -102,10 +102,10 @@ static int gr_take(kevo_search *s, kevo_proposal *all, int found, double *t, int
             int i = order[k];
             if (taken[i])
                 continue;
-            bool op_in_round = false;
-            for (int j = 0; j < found && !op_in_round; j++)
-                op_in_round = taken[j] == 2 && strcmp(all[j].op, all[i].op) == 0;
-            if (op_in_round) {
+            bool move_in_round = false;
+            for (int j = 0; j < found && !move_in_round; j++)
+                move_in_round = taken[j] == 2 && strcmp(all[j].move, all[i].move) == 0;
+            if (move_in_round) {
                 more = true;
                 continue;
             }

@@ -130,7 +130,7 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int 
             if (hash) {
                 uint64_t h = rp_hash(s->spaces[p->family], &p->cfg) ^
                              ((uint64_t)(p->parent + 2) * 0x9e3779b97f4a7c15ull);
-                for (const char *c = p->op; *c; c++)
+                for (const char *c = p->move; *c; c++)
                     h = (h ^ (unsigned char)*c) * 1099511628211ull;
                 hash[evals] = h;
             }
@@ -138,7 +138,7 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int 
             if (o->on_event) {
                 char c[200];
                 kevo_config_str(s->spaces[p->family], &p->cfg, c, sizeof c);
-                kv_emit(o->on_event, o->event_ctx, KEVO_EVENT_DEBUG, evals, "%-10s p=%-3d %.3f  %s", p->op,
+                kv_emit(o->on_event, o->event_ctx, KEVO_EVENT_DEBUG, evals, "%-10s p=%-3d %.3f  %s", p->move,
                         p->parent, fit, c);
             }
             if (fit >= goal && result > cap)

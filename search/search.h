@@ -2,11 +2,14 @@
  *
  * Nodes are candidates (a family and a configuration) with their fitness
  * (speedup over the stage-0 baseline; 0 when wrong or failed; NaN when not
- * measured, as in compile-only runs).  Edges are operator applications: an
- * operator changes the params of one axis of a family's space (retile,
- * stages, align, fuse, ...) by one step each.  A policy picks which node to
- * expand and what to propose; the tuning loop evaluates the proposals and
- * reports back (KernelEvolve's selection / operator / fitness / termination).
+ * measured, as in compile-only runs).  Edges are moves: a move changes the
+ * params of one axis of a family's space (retile, stages, align, fuse, ...)
+ * by one step each, or enters another family, crosses two parents, or is a
+ * generator's rewrite (search/gen.h).  A policy picks which node to expand
+ * and what to propose; the tuning loop evaluates the proposals and reports
+ * back (KernelEvolve's selection / operator / fitness / termination).  The
+ * edges table keeps its column `operator`; in code a search step is a
+ * `move`, since "op" names the operator being tuned (kernels/op.h).
  */
 #ifndef KEVO_SEARCH_H
 #define KEVO_SEARCH_H
@@ -22,21 +25,22 @@ typedef struct kevo_node {
     kevo_config cfg;
     int parent;       /* node index, -1 for roots */
     int parent2;      /* second parent of a crossover, else -1 */
-    char op[32];      /* operator that made it: seed, retile, ..., crossover, enumerate, random */
+    char move[32];    /* the move that made it: seed, retile, ..., crossover, enumerate, random, llm */
     bool done;        /* evaluated (successfully or not) */
     double fitness;   /* speedup; 0 failed; NaN unknown */
     int expansions;   /* times a policy expanded it */
-    int llm_children; /* LLM rewrites made from it */
+    int rewrites;     /* children a generator made from it beside the policy's moves (an edge of a
+                         generator's move, search/gen.h: LLM rewrites, mutations), failed calls included */
     int64_t cand_id;  /* DB id, 0 before insertion */
 } kevo_node;
 
-/* A proposal: evaluate this configuration, made from `parent` by `op`. */
+/* A proposal: evaluate this configuration, made from `parent` by `move`. */
 typedef struct kevo_proposal {
     int family;
     kevo_config cfg;
     int parent;  /* -1 for roots */
     int parent2; /* crossover's second parent, else -1 */
-    char op[32];
+    char move[32];
 } kevo_proposal;
 
 /* Restricts the space to a set of configurations (replay: those measured). */
@@ -170,23 +174,14 @@ void kevo_search_set_member(kevo_search *s, kevo_member_fn member, void *ctx);
  * allocation failure, when they are simply enumerated later. */
 bool kevo_search_copy_valid(kevo_search *dst, const kevo_search *src);
 
-/* Add an LLM candidate's one-point space (borrowed; must outlive s) as a
- * family of the graph: its index (nspaces + k), or -1 when out of memory.
- * Its nodes have no neighbours, so policies only reach it through the llm
- * operator. */
+/* Add a generator's one-point space (an LLM candidate's; borrowed, must
+ * outlive s) as a family of the graph: its index (nspaces + k), or -1 when
+ * out of memory.  Its nodes have no neighbours, so policies only reach it
+ * through a generator's move. */
 int kevo_search_add_space(kevo_search *s, const kevo_space *sp);
 
 /* The space of a family index (searched or added), NULL out of range. */
 const kevo_space *kevo_search_space(const kevo_search *s, int family);
-
-/* The parent of the next LLM rewrite (the llm operator's selection), or -1
- * when no node is evaluated yet (or out of memory): the evaluated node with the highest value
- * halved for each LLM child it already has.  A node's value is its fitness;
- * in a compile-only run (no fitness) the cost model's best prediction over
- * its own (0.5 without a model); a failed LLM node with no LLM child yet is
- * worth half the best fitness (its failure message asks for a repair);
- * failed template nodes are never parents. */
-int kevo_search_llm_parent(const kevo_search *s);
 
 /* Node index of (family, cfg), or -1. */
 int kevo_search_find(const kevo_search *s, int family, const kevo_config *cfg);
@@ -234,14 +229,14 @@ int kevo_search_seeds(kevo_search *s, kevo_proposal *out, int max);
 
 /* Up to max uniformly random valid configurations not in the graph (the
  * random policy, the yardstick). */
-int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *op);
+int kevo_search_random(kevo_search *s, kevo_proposal *out, int max, const char *move);
 
 /* Up to max new configurations drawn with the cost model as the prior: a
  * family's k-th best unevaluated configuration is drawn with weight
  * proportional to (t_best / t_k)^4 over every family (uniform for families
  * without a model).  Restarts and newcomers of the model-guided policies. */
 int kevo_search_prior_pick(kevo_search *s, const kevo_proposal *batch, int nbatch, kevo_proposal *out, int max,
-                           const char *op);
+                           const char *move);
 
 /* Each family's quota of the budget: ceil(budget / (2 * families) *
  * (t_min / t_f)^2), where t_f is the family's best prediction and t_min the
@@ -256,8 +251,8 @@ int kevo_search_batch_index(const kevo_proposal *out, int n, int family, const k
 /* Whether a proposal's configuration is already in out[0..n). */
 bool kevo_search_in_batch(const kevo_proposal *out, int n, int family, const kevo_config *cfg);
 
-/* Children of a node made by operator op (NULL: by any). */
-int kevo_search_children_by(const kevo_search *s, int node, const char *op);
+/* Children of a node made by move (NULL: by any). */
+int kevo_search_children_by(const kevo_search *s, int node, const char *move);
 
 /* A mutation of a node: first an operator (an axis of its family or a move
  * into another family, among the least applied at this node so far,
@@ -273,15 +268,16 @@ bool kevo_search_mutate(kevo_search *s, int node, const kevo_proposal *out, int 
  * comes out of a few tries. */
 bool kevo_search_crossover(kevo_search *s, int a, int b, const kevo_proposal *out, int n, kevo_proposal *p);
 
-/* Operators that make edges.  The axes of a family's space are operators
- * (retile, stages, align, fuse, ...); these are the others. */
-typedef struct kevo_operator {
+/* Moves that make edges.  The axes of a family's space are moves (retile,
+ * stages, align, fuse, ...), as are its entries into other families; these
+ * are the policies' others.  Each generator's own move (llm, mutate) is in
+ * the generator table (search/gen.h). */
+typedef struct kevo_move {
     const char *name;
     const char *summary;
-    bool available; /* false: a slot a later capability fills */
-} kevo_operator;
+} kevo_move;
 
-/* The table of non-axis operators: crossover, and the LLM rewrite slot. */
-const kevo_operator *const *kevo_operator_list(int *n);
+/* The table of the policies' non-axis moves (crossover). */
+const kevo_move *const *kevo_move_list(int *n);
 
 #endif /* KEVO_SEARCH_H */

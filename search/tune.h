@@ -1,6 +1,10 @@
-/* tune.h — `kevo tune` and `kevo verify`: the search loop and the
- * per-candidate pipeline (render -> plan -> compile through the cache ->
- * verify and time on the GPU -> store). */
+/* tune.h — `kevo tune` and `kevo verify`: the search loop
+ * (propose -> prepare -> evaluate -> record -> stop?) and the per-candidate
+ * pipeline (render -> plan -> compile through the cache -> verify and time
+ * on the GPU -> store).  The loop's files are search/tune/ (tune_int.h
+ * walks them); its options are what defines a run (kevo_run_def, stored
+ * with it), what this process brings (kevo_tune_proc) and each generator's
+ * own (kevo_gen_opts, search/gen.h). */
 #ifndef KEVO_TUNE_H
 #define KEVO_TUNE_H
 
@@ -8,9 +12,11 @@
 #include <stdint.h>
 
 #include "kevo.h"
+#include "search/gen.h"
 
 /* Options a caller named (bits of kevo_tune_opts.given): a resumed run
- * compares each with what it stored (see kevo_tune). */
+ * compares each with what it stored (see kevo_tune).  The LLM's are its
+ * own (KEVO_LLM_GIVEN_*, search/gen.h). */
 enum {
     KEVO_TUNE_GIVEN_OP = 1u << 0,
     KEVO_TUNE_GIVEN_SHAPE = 1u << 1,
@@ -35,16 +41,7 @@ enum {
     KEVO_TUNE_GIVEN_SHAPES = 1u << 20,
     KEVO_TUNE_GIVEN_BATCH = 1u << 21,
     KEVO_TUNE_GIVEN_GENERATORS = 1u << 22,
-    KEVO_TUNE_GIVEN_LLM_URL = 1u << 23,
-    KEVO_TUNE_GIVEN_LLM_MODEL = 1u << 24,
-    KEVO_TUNE_GIVEN_LLM_TEMPERATURE = 1u << 25,
-    KEVO_TUNE_GIVEN_LLM_SEED = 1u << 26,
-    KEVO_TUNE_GIVEN_LLM_BUDGET = 1u << 27,
-    KEVO_TUNE_GIVEN_LLM_MAX_TOKENS = 1u << 28,
-    KEVO_TUNE_GIVEN_AHEAD = 1u << 29,
-    /* --llm-timeout, --llm-retries, --llm-prompt-chars or --prompts (this
-     * process's LLM settings: never stored, but given for an LLM only) */
-    KEVO_TUNE_GIVEN_LLM_OTHER = 1u << 30,
+    KEVO_TUNE_GIVEN_AHEAD = 1u << 23,
 };
 
 #define KEVO_TUNE_BATCH 8      /* proposals per round by default */
@@ -53,63 +50,68 @@ enum {
 #define KEVO_TUNE_AHEAD_MAX 16
 #define KEVO_TUNE_TIMEOUT_MAX 86400 /* seconds: the most a compile or an evaluation may be given */
 
-typedef struct kevo_tune_opts {
-    const char *op;         /* an op's name (kevo_op_find); default: the table's first */
-    const char *shape;      /* shape text; NULL: the op's default */
-    const char *dtype;      /* "fp16" (default) or "bf16" */
-    const char *arch;       /* "sm_90a" (default); kevo_tune_archs: a comma list for compile-only runs */
-    const char *policy;     /* "greedy" (default) */
-    const char *families;   /* comma list of template families; NULL: all of the op's */
-    const char *db_path;    /* "kevo.db" */
-    const char *data_dir;   /* folder holding templates/ and kernels/ */
-    int64_t budget;         /* candidates to evaluate */
+/* What defines a run: stored with it, compared on resume (a resumed run
+ * takes each from the DB; one given that differs is refused, but for the
+ * budget and the termination rules, which may extend it). */
+typedef struct kevo_run_def {
+    const char *op;          /* an op's name (kevo_op_find); default: the table's first */
+    const char *shape;       /* shape text; NULL: the op's default */
+    const char *shapes_file; /* a distribution (search/dist.h): one search whose fitness is the weighted geometric
+                                mean of vs_best_peer over its shapes; NULL: one shape */
+    const char *dtype;       /* "fp16" (default) or "bf16" */
+    const char *arch;        /* "sm_90a" (default); kevo_tune_archs: a comma list for compile-only runs */
+    const char *policy;      /* "greedy" (default) */
+    const char *families;    /* comma list of template families; NULL: all of the op's */
+    const char *where;       /* expression over params the configurations must satisfy, or NULL */
+    const char *extra_templates; /* another folder of template families, or NULL */
+    const char *warm_start;  /* DB whose earlier winners at the nearest shapes seed the run; NULL: the run's DB
+                                itself; "none": no warm start */
+    /* generators (search/gen.h): "template" (default), "template,llm", "llm" (templates seed it),
+       "template,mutate", ...; each one's options are in kevo_tune_opts.gen */
+    const char *generators;
+    int64_t budget;          /* candidates to evaluate */
     uint64_t seed;
     bool compile_only;
-    int batch;              /* proposals per round (the policy sees results between rounds); part of the run */
-    int ahead;              /* rounds in flight: round j + ahead is proposed once round j's results are all
-                               in, so compiles run ahead of the GPUs; part of the run (1: a round at a time) */
-    int jobs;               /* parallel compiles (at most batch at once); not part of the run: the proposals
-                               never depend on it */
-    double compile_timeout; /* seconds per compile */
-    double eval_timeout;    /* seconds per GPU evaluation */
+    int batch;               /* proposals per round (the policy sees results between rounds) */
+    int ahead;               /* rounds in flight: round j + ahead is proposed once round j's results are all
+                                in, so compiles run ahead of the GPUs (1: a round at a time) */
+    unsigned maps;           /* cand_to_user kinds every candidate is verified on */
     int warmup, reps;
-    int device;             /* the GPU when devices is NULL */
-    /* GPUs evaluating at once, one worker each: "all" or a comma list of ordinals ("0,2");
-       NULL: device.  Like jobs, not part of the run: results are applied in proposal order */
+    /* termination besides the budget and an exhausted space (0: off) */
+    double time_limit;       /* seconds of wall time */
+    int64_t plateau;         /* stop after this many candidates without a better one */
+    double target;           /* stop once a candidate reaches this speedup */
+} kevo_run_def;
+
+/* What this process brings to a run: never part of what defines it (the
+ * proposals never depend on it).  The timeouts are stored with the run as
+ * the defaults of a resume that names none, never compared. */
+typedef struct kevo_tune_proc {
+    const char *db_path;     /* "kevo.db" */
+    const char *data_dir;    /* folder holding templates/, kernels/ and prompts/ */
+    int jobs;                /* parallel compiles (at most batch at once) */
+    double compile_timeout;  /* seconds per compile */
+    double eval_timeout;     /* seconds per GPU evaluation */
+    int device;              /* the GPU when devices is NULL */
+    /* GPUs evaluating at once, one worker each: "all" or a comma list of ordinals ("0,2"); NULL: device.
+       Results are applied in proposal order */
     const char *devices;
-    bool mixed_devices;     /* accept GPUs of different models in devices (each its own peers) */
-    unsigned maps;          /* cand_to_user kinds every candidate is verified on */
+    bool mixed_devices;      /* accept GPUs of different models in devices (each its own peers) */
+    /* rank 0 of an MPI job (evaluator/mpi.h, kevo_mpi_start): each batch's compiles are spread over the
+       ranks; NULL: all here */
+    struct kevo_mpi *mpi;
     /* where the run's lines, warnings, progress and (each candidate's steps) traces go: every event
-       (include/kevo.h); NULL: the run is silent.  Not part of the run */
+       (include/kevo.h); NULL: the run is silent */
     kevo_event_fn on_event;
     void *event_ctx;
-    const char *extra_templates; /* another folder of template families, or NULL */
-    int64_t resume_run;     /* > 0: continue this run of db_path with its stored settings */
-    const char *where;      /* expression over params the configurations must satisfy, or NULL */
-    /* termination besides the budget and an exhausted space (0: off) */
-    double time_limit;      /* seconds of wall time */
-    int64_t plateau;        /* stop after this many candidates without a better one */
-    double target;          /* stop once a candidate reaches this speedup */
-    const char *warm_start; /* DB whose earlier winners at the nearest shapes seed the run; NULL: db_path
-                               itself; "none": no warm start */
-    const char *shapes_file; /* a distribution (search/dist.h): one search whose fitness is the weighted
-                                geometric mean of vs_best_peer over its shapes; NULL: one shape */
+} kevo_tune_proc;
+
+typedef struct kevo_tune_opts {
+    kevo_run_def def;        /* what defines the run */
+    kevo_tune_proc proc;     /* this process's resources */
+    kevo_gen_opts gen;       /* each generator's options (search/gen.h: the LLM's) */
+    int64_t resume_run;      /* > 0: continue this run of proc.db_path with its stored settings */
     uint32_t given;          /* KEVO_TUNE_GIVEN_* of the options the user named (a resume checks them) */
-    /* generators (search/gen.h): "template" (default), "template,llm" or "llm" (templates seed it) */
-    const char *generators;
-    const char *llm_url;     /* API base of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 */
-    const char *llm_model;   /* NULL: not sent */
-    double llm_temperature;  /* NaN: not sent */
-    int64_t llm_seed;        /* -1: not sent; call k sends llm_seed + k */
-    int64_t llm_budget;      /* LLM calls the run may make (each is one candidate of --budget) */
-    int llm_max_tokens;      /* 0: not sent */
-    double llm_timeout;      /* seconds per HTTP attempt */
-    int llm_retries;         /* retries after a 429, a 5xx or a failed connection (this process's) */
-    int llm_prompt_chars;    /* cap on a prompt's user message, bytes (the server's context; this process's) */
-    const char *prompts_dir; /* NULL: data_dir/prompts */
-    /* rank 0 of an MPI job (evaluator/mpi.h, kevo_mpi_start): each batch's compiles are spread over the
-       ranks; NULL: all here.  Like jobs, not part of the run: the proposals never depend on it */
-    struct kevo_mpi *mpi;
 } kevo_tune_opts;
 
 /* Defaults for every field. */
@@ -122,12 +124,14 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * policy, budget, batch, shape(s), families, --where and the results in
  * proposal order; never of jobs or of timing.  *run_id receives the run.
  *
- * Resume: every option the run stored is taken from the DB.  An option in
- * o->given that defines the run (op, shape(s), dtype, arch, policy, families,
- * seed, compile-only, where, warm start, templates, maps, reps, warmup,
- * batch) and differs from the stored one is refused (KEVO_ERR_ARG naming
- * it); a larger budget and another time limit, plateau or target extend the
- * run and are stored; timeouts, jobs and device apply to this process.  A
+ * Resume: every option the run stored (o->def, the generators' stored
+ * options) is taken from the DB.  An option in o->given that defines the
+ * run (op, shape(s), dtype, arch, policy, families, seed, compile-only,
+ * where, warm start, templates, maps, reps, warmup, batch, ahead,
+ * generators) and differs from the stored one is refused (KEVO_ERR_ARG
+ * naming it); a larger budget and another time limit, plateau or target
+ * extend the run and are stored; o->proc (timeouts, jobs, devices) applies
+ * to this process.  A
  * finished run that nothing extends is left as it is.  A space file changed
  * since the run started is refused (KEVO_ERR_UNSUPPORTED naming the family)
  * before anything is written.
@@ -143,15 +147,16 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * (KEVO_ERR_PARSE), no GPU (KEVO_ERR_NO_GPU), DB and I/O errors.  Nothing is
  * written to the DB for a new run whose options are refused.
  *
- * Generators: with "llm", every round that has no LLM call in flight starts
- * one (the llm operator, on the parent kevo_search_llm_parent picks) while
- * calls remain (llm_budget); the call runs in a worker process while the
- * round's template candidates compile and run, and its reply becomes a
- * candidate (or an llm_error, parse_error or rejected one) with an `llm`
- * edge and a generations row.  The LLM is called only at o->llm_url: a
- * resume without one makes no LLM call (one line says so; the URL a DB
- * stores is never called, since the DB may come from anywhere and the API
- * key goes with every call); LLM options without the llm generator are
+ * Generators (search/gen.h): every round that has no call of a generator in
+ * flight starts one (on the parent the generator picks) while its calls
+ * remain; the call runs beside the round's template candidates, and its
+ * result becomes a candidate (or a failed one) with an edge of the
+ * generator's move.  With "llm", a reply becomes a candidate (or an
+ * llm_error, parse_error or rejected one) with an `llm` edge and a
+ * generations row; the LLM is called only at o->gen.llm.url: a resume
+ * without one makes no LLM call (one line says so; the URL a DB stores is
+ * never called, since the DB may come from anywhere and the API key goes
+ * with every call); LLM options without the llm generator are
  * KEVO_ERR_ARG, as is a URL holding credentials.  When the LLM does not
  * answer, the run goes on with templates (one line says so).  A stored LLM
  * candidate is admitted again (kevo_gen_llm_admit) before anything of it
@@ -169,9 +174,9 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
 
 #define KEVO_TUNE_ARCHS_MAX 8 /* architectures in one --arch list */
 
-/* kevo_tune over o->arch as a comma list ("sm_80,sm_90a,sm_100a"): one
+/* kevo_tune over o->def.arch as a comma list ("sm_80,sm_90a,sm_100a"): one
  * compile-only run per arch, in the order given, into the same DB with the
- * same seed and options, each over the requested families (o->families, or
+ * same seed and options, each over the requested families (o->def.families, or
  * all of the op's) that declare that arch (each other one is left out with
  * a line on stderr, as kevo_tune does).  run_ids[0..*nruns) receive the
  * runs made, in order (at most KEVO_TUNE_ARCHS_MAX; on an error, those

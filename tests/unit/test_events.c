@@ -96,19 +96,19 @@ static char *capture_end(capture *c)
 static void run_opts(kevo_tune_opts *o, const char *db, const char *arch, const char *families, int budget, seen *s)
 {
     kevo_tune_opts_init(o);
-    o->op = "ikbo_lce";
-    o->data_dir = KEVO_SOURCE_DIR;
-    o->db_path = db;
-    o->arch = arch;
-    o->families = families;
-    o->budget = budget;
-    o->batch = budget;
-    o->jobs = 2;
-    o->compile_only = true;
-    o->warm_start = "none";
+    o->def.op = "ikbo_lce";
+    o->proc.data_dir = KEVO_SOURCE_DIR;
+    o->proc.db_path = db;
+    o->def.arch = arch;
+    o->def.families = families;
+    o->def.budget = budget;
+    o->def.batch = budget;
+    o->proc.jobs = 2;
+    o->def.compile_only = true;
+    o->def.warm_start = "none";
     if (s) {
-        o->on_event = record;
-        o->event_ctx = s;
+        o->proc.on_event = record;
+        o->proc.event_ctx = s;
     }
 }
 

@@ -104,7 +104,7 @@ static int drive(kevo_search *s, int budget, trace *t)
             char why[256] = "";
             int v = kevo_search_valid(s, props[i].family, &props[i].cfg, why, sizeof why);
             if (v != 1)
-                print_error("proposal %d (%s) invalid: %s\n", t->n, props[i].op, why);
+                print_error("proposal %d (%s) invalid: %s\n", t->n, props[i].move, why);
             assert_int_equal(v, 1);
             /* never a configuration already in the graph (nor twice in a batch) */
             assert_int_equal(kevo_search_find(s, props[i].family, &props[i].cfg), -1);
@@ -132,7 +132,7 @@ static int drive(kevo_search *s, int budget, trace *t)
 static bool same_proposal(const kevo_proposal *a, const kevo_proposal *b)
 {
     return a->family == b->family && same_cfg(mma, &a->cfg, &b->cfg) && a->parent == b->parent &&
-           a->parent2 == b->parent2 && strcmp(a->op, b->op) == 0;
+           a->parent2 == b->parent2 && strcmp(a->move, b->move) == 0;
 }
 
 /* Every policy is a function of the graph and the reseeded generator: a
@@ -280,7 +280,7 @@ static void test_find_add(void **state)
     /* every valid configuration in turn (the hash grows several times) */
     for (int i = 0; i < vs->n; i++) {
         kevo_proposal p = {.family = 0, .cfg = vs->cfgs[i], .parent = i - 1};
-        snprintf(p.op, sizeof p.op, "op%d", i % 7);
+        snprintf(p.move, sizeof p.move, "op%d", i % 7);
         assert_int_equal(kevo_search_add(&s, &p), i);
     }
     assert_int_equal(s.nnodes, vs->n);
@@ -292,7 +292,7 @@ static void test_find_add(void **state)
         assert_int_equal(n->parent, i - 1);
         char op[8];
         snprintf(op, sizeof op, "op%d", i % 7);
-        assert_string_equal(n->op, op);
+        assert_string_equal(n->move, op);
         assert_false(n->done);
         assert_true(isnan(n->fitness));
         assert_int_equal(n->expansions, 0);
@@ -303,7 +303,7 @@ static void test_find_add(void **state)
     kevo_space_default(wg, &wcfg);
     assert_int_equal(kevo_search_find(&s, 1, &wcfg), -1);
     kevo_proposal p = {.family = 1, .cfg = wcfg, .parent = -1};
-    snprintf(p.op, sizeof p.op, "seed");
+    snprintf(p.move, sizeof p.move, "seed");
     int wi = kevo_search_add(&s, &p);
     assert_int_equal(wi, vs->n);
     assert_int_equal(kevo_search_find(&s, 1, &wcfg), wi);
@@ -403,7 +403,7 @@ static int brute_neighbours(kevo_search *s, int node, kevo_proposal *out, int ma
                 continue;
             assert_true(count < max);
             out[count].cfg = cfg;
-            snprintf(out[count].op, sizeof out[count].op, "%s", ax->op);
+            snprintf(out[count].move, sizeof out[count].move, "%s", ax->op);
             count++;
         }
     }
@@ -416,10 +416,10 @@ static void check_step(const kevo_space *sp, const kevo_config *parent, const ke
 {
     const kevo_axis *ax = NULL;
     for (int a = 0; a < sp->naxes; a++)
-        if (strcmp(sp->axes[a].op, p->op) == 0)
+        if (strcmp(sp->axes[a].op, p->move) == 0)
             ax = &sp->axes[a];
     if (!ax)
-        print_error("op '%s' is not an axis of %s\n", p->op, sp->family);
+        print_error("op '%s' is not an axis of %s\n", p->move, sp->family);
     assert_non_null(ax);
     int moved = 0;
     for (int i = 0; i < sp->nparams; i++) {
@@ -429,7 +429,7 @@ static void check_step(const kevo_space *sp, const kevo_config *parent, const ke
         int d = vidx(&sp->params[i], p->cfg.v[i]) - vidx(&sp->params[i], parent->v[i]);
         if (!on_axis) {
             if (d != 0)
-                print_error("op %s moved %s\n", p->op, sp->params[i].name);
+                print_error("op %s moved %s\n", p->move, sp->params[i].name);
             assert_int_equal(d, 0);
         } else {
             assert_true(d >= -1 && d <= 1);
@@ -451,7 +451,7 @@ static void test_neighbours(void **state)
     kevo_config def = vs->cfgs[vs->order[0]];
     assert_true(same_cfg(mma, &seed.cfg, &def)); /* the model's first choice is the seed */
     assert_int_equal(seed.parent, -1);
-    assert_string_equal(seed.op, "seed");
+    assert_string_equal(seed.move, "seed");
     assert_int_equal(kevo_search_add(&s, &seed), 0);
     kevo_proposal second;
     assert_int_equal(kevo_search_seeds(&s, &second, 1), 1); /* the first is in the graph: the next one */
@@ -475,7 +475,7 @@ static void test_neighbours(void **state)
         for (int j = 0; j < m; j++)
             if (same_cfg(mma, &got[i].cfg, &want[j].cfg)) {
                 found++;
-                assert_string_equal(got[i].op, want[j].op);
+                assert_string_equal(got[i].move, want[j].move);
             }
         assert_int_equal(found, 1);
         for (int j = 0; j < i; j++)
@@ -514,7 +514,7 @@ static void test_exhaustive(void **state)
     assert_int_equal(s.nnodes, nvalid);
     for (int i = 0; i < tr.n; i++) {
         assert_int_equal(tr.p[i].parent, -1);
-        assert_string_equal(tr.p[i].op, "enumerate");
+        assert_string_equal(tr.p[i].move, "enumerate");
         assert_true(same_cfg(mma, &tr.p[i].cfg, &vs->cfgs[vs->order[i]])); /* in the model's order */
         /* which is by predicted time, fastest first, every prediction known */
         assert_false(isnan(vs->pred[vs->order[i]]));
@@ -578,7 +578,7 @@ static void test_random_small(void **state)
         assert_int_equal(s.policy->propose(&s, p, BATCH), 0);
         for (int i = 0; i < tr.n; i++) {
             assert_int_equal(tr.p[i].parent, -1);
-            assert_string_equal(tr.p[i].op, "random");
+            assert_string_equal(tr.p[i].move, "random");
             assert_true(tr.p[i].cfg.v[0] * tr.p[i].cfg.v[1] * tr.p[i].cfg.v[2] <= 12);
             for (int j = 0; j < i; j++)
                 assert_false(same_cfg(small, &tr.p[i].cfg, &tr.p[j].cfg));
@@ -632,7 +632,7 @@ static void test_random_real(void **state)
         assert_int_equal(drive(&s, 200, &tr), 200);
         int fam1 = 0;
         for (int i = 0; i < 200; i++) {
-            assert_string_equal(tr.p[i].op, "random");
+            assert_string_equal(tr.p[i].move, "random");
             fam1 += tr.p[i].family == 1;
             if (run == 0)
                 first[i] = tr.p[i];
@@ -678,16 +678,16 @@ static void test_greedy(void **state)
     assert_true(done <= 300);
 
     /* the first proposals are the seeds: the model's first choices */
-    assert_string_equal(tr.p[0].op, "seed");
+    assert_string_equal(tr.p[0].move, "seed");
     assert_int_equal(tr.p[0].parent, -1);
     assert_true(same_cfg(mma, &tr.p[0].cfg, &vs->cfgs[vs->order[0]]));
     int seeds = 0, restarts = 0, steps = 0;
     for (int i = 0; i < tr.n; i++) {
         const kevo_proposal *p = &tr.p[i];
-        if (!strcmp(p->op, "seed") || !strcmp(p->op, "restart")) {
+        if (!strcmp(p->move, "seed") || !strcmp(p->move, "restart")) {
             assert_int_equal(p->parent, -1);
-            seeds += !strcmp(p->op, "seed");
-            restarts += !strcmp(p->op, "restart");
+            seeds += !strcmp(p->move, "seed");
+            restarts += !strcmp(p->move, "restart");
             continue;
         }
         steps++;
@@ -717,7 +717,7 @@ static void test_greedy(void **state)
     assert_int_equal(tr.n, n_first);
     for (int i = 0; i < tr.n; i++) {
         assert_true(same_cfg(mma, &tr.p[i].cfg, &again[i].cfg));
-        assert_string_equal(tr.p[i].op, again[i].op);
+        assert_string_equal(tr.p[i].move, again[i].move);
         assert_int_equal(tr.p[i].parent, again[i].parent);
     }
     kevo_search_release(&s);
@@ -739,9 +739,9 @@ static void test_greedy_exhausts(void **state)
         if (tr.p[i].parent >= 0)
             check_step(small, &s.nodes[tr.p[i].parent].cfg, &tr.p[i]);
         else
-            assert_true(!strcmp(tr.p[i].op, "seed") || !strcmp(tr.p[i].op, "restart"));
+            assert_true(!strcmp(tr.p[i].move, "seed") || !strcmp(tr.p[i].move, "restart"));
     }
-    assert_string_equal(tr.p[0].op, "seed");
+    assert_string_equal(tr.p[0].move, "seed");
     /* X=1,Y=1,Z=1: the default (first values) */
     assert_int_equal(tr.p[0].cfg.v[0], 1);
     assert_int_equal(tr.p[0].cfg.v[1], 1);
@@ -765,7 +765,7 @@ static void test_greedy_waits(void **state)
     assert_true(n > 0);
     int node[BATCH];
     for (int i = 0; i < n; i++) {
-        assert_string_equal(p[i].op, "seed");
+        assert_string_equal(p[i].move, "seed");
         node[i] = kevo_search_add(&s, &p[i]);
         assert_true(node[i] >= 0);
     }
@@ -778,7 +778,7 @@ static void test_greedy_waits(void **state)
     assert_true(m > 0);
     for (int i = 0; i < m; i++) {
         assert_true(q[i].parent >= 0 && q[i].parent < n);
-        assert_true(strcmp(q[i].op, "restart") != 0);
+        assert_true(strcmp(q[i].move, "restart") != 0);
     }
     kevo_search_release(&s);
     /* run to exhaustion: the restarts still come when nothing is pending */
@@ -857,7 +857,7 @@ static void test_greedy_batch_order(void **state)
         assert_int_equal(got[0][i].family, got[1][i].family);
         assert_memory_equal(got[0][i].cfg.v, got[1][i].cfg.v, sizeof got[0][i].cfg.v);
         assert_int_equal(got[0][i].parent, got[1][i].parent);
-        assert_string_equal(got[0][i].op, got[1][i].op);
+        assert_string_equal(got[0][i].move, got[1][i].move);
     }
 }
 
@@ -941,7 +941,7 @@ static void test_enter_moves(void **state)
         if (nb[i].family != 1)
             continue;
         moves++;
-        assert_string_equal(nb[i].op, "persistent");
+        assert_string_equal(nb[i].move, "persistent");
         assert_int_equal(nb[i].parent, 0);
         /* the source's tile and pipeline, on the persistent grid, two launches */
         static const char *const kept[] = {"BN", "CONSUMERS", "STAGES", "EPI", "RASTER"};
@@ -961,7 +961,7 @@ static void test_enter_moves(void **state)
     for (int i = 0; i < n; i++) {
         bool first = true;
         for (int j = 0; j < i && first; j++)
-            first = strcmp(nb[j].op, nb[i].op) != 0;
+            first = strcmp(nb[j].move, nb[i].move) != 0;
         nops += first;
     }
     assert_true(nops >= 3);
@@ -969,8 +969,8 @@ static void test_enter_moves(void **state)
     for (int k = 0; k < nops; k++) {
         kevo_proposal p;
         assert_true(kevo_search_mutate(&s, 0, NULL, 0, &p));
-        assert_int_equal(kevo_search_children_by(&s, 0, p.op), 0);
-        seen_move += strcmp(p.op, "persistent") == 0;
+        assert_int_equal(kevo_search_children_by(&s, 0, p.move), 0);
+        seen_move += strcmp(p.move, "persistent") == 0;
         int node = kevo_search_add(&s, &p);
         assert_true(node > 0);
         kevo_search_observe(&s, node, 1.0);
@@ -1005,9 +1005,9 @@ static void test_warm_seeds(void **state)
     assert_int_equal(n, 1 + 2 * KEVO_SEEDS_PER_FAMILY);
     assert_int_equal(p[0].family, 1);
     assert_true(same_cfg(wg, &p[0].cfg, &warm));
-    assert_string_equal(p[0].op, "warm");
+    assert_string_equal(p[0].move, "warm");
     for (int i = 1; i < n; i++)
-        assert_string_equal(p[i].op, "seed");
+        assert_string_equal(p[i].move, "seed");
     kevo_search_release(&s);
 }
 
@@ -1062,14 +1062,14 @@ static void test_prior_pick(void **state)
         search_init(&s, spaces, 2, "ucb", 5);
         const kevo_valid_set *v1 = kevo_search_valid_set(&s, 1);
         kevo_proposal first = {.family = 1, .cfg = v1->cfgs[v1->order[0]], .parent = -1, .parent2 = -1};
-        snprintf(first.op, sizeof first.op, "seed");
+        snprintf(first.move, sizeof first.move, "seed");
         assert_int_equal(kevo_search_add(&s, &first), 0);
         kevo_proposal *out = run ? b : a;
         int n = kevo_search_prior_pick(&s, NULL, 0, out, 64, "restart");
         assert_int_equal(n, 64);
         int top = 0;
         for (int i = 0; i < n; i++) {
-            assert_string_equal(out[i].op, "restart");
+            assert_string_equal(out[i].move, "restart");
             assert_int_equal(kevo_search_find(&s, out[i].family, &out[i].cfg), -1);
             for (int j = 0; j < i; j++)
                 assert_false(out[i].family == out[j].family && same_cfg(s.spaces[out[i].family], &out[i].cfg,
