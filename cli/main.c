@@ -100,7 +100,7 @@ static const struct {
      "  --llm-url  API base of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, hosted),\n"
      "             e.g. http://127.0.0.1:8080/v1 (no user:password@); the key only from\n"
      "             $KEVO_LLM_API_KEY.  Every --llm-* option and --prompts need --generators llm\n"
-     "  --llm-budget  LLM calls (default 10; each is a candidate of --budget);\n"
+     "  --llm-budget  LLM calls (default 10), made whatever --budget is (counted apart);\n"
      "             --llm-max-tokens (default 8192), --llm-temperature, --llm-seed are sent as given;\n"
      "             --llm-timeout seconds per attempt (default 600), --llm-retries after a 429, 5xx\n"
      "             or failed connection (default 4, backoff 1, 2, 4, .. s); --llm-prompt-chars\n"

@@ -65,7 +65,7 @@ typedef struct kevo_llm_opts {
     const char *model;       /* NULL: not sent */
     double temperature;      /* NaN: not sent */
     int64_t seed;            /* -1: not sent; call k sends seed + k */
-    int64_t budget;          /* LLM calls the run may make (each is one candidate of --budget) */
+    int64_t budget;          /* LLM calls the run makes, counted apart from --budget */
     int max_tokens;          /* 0: not sent */
     double timeout;          /* seconds per HTTP attempt */
     int retries;             /* retries after a 429, a 5xx or a failed connection */
@@ -117,7 +117,7 @@ typedef struct kevo_generator kevo_generator;
  * (its first member), as Redis's connection types do. */
 typedef struct kevo_gen {
     const kevo_generator *type;
-    int64_t calls_max; /* calls it may make over the run; -1: no limit (the budget keeps no slot for them) */
+    int64_t calls_max; /* calls it may make over the run; -1: no limit (its candidates share --budget) */
     bool full;         /* a round generator: the policy's rounds; false: the seeds alone, for the others to
                           rewrite (its name was not listed, or another generator is off) */
 } kevo_gen;
@@ -173,6 +173,8 @@ struct kevo_generator {
     const char *move;    /* the move of its candidates' edges ("llm"); NULL: the policy's own moves */
     const char *label;   /* progress: "asking <label>", "waiting for <label>" */
     bool round;          /* it makes the rounds: a batch of the policy's proposals, at once (one such row) */
+    bool budgeted;       /* its calls have a budget of their own (kevo_gen.calls_max), counted apart from
+                            --budget: a run makes them whatever --budget and --batch are */
 
     /* The options the run stores for it (*out: a JSON object, malloc'd),
      * from the command line's (a new run) or from what the run stored with

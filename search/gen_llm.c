@@ -267,7 +267,7 @@ static void lg_describe(const kevo_gen_ctx *ctx, bool on, int64_t run_id, kv_buf
     if (kevo_gen_llm_opts_row(ctx->options, &rl, &err))
         return;
     if (on)
-        kv_buf_printf(line, "generators %s: LLM %s%s%s, %lld calls at most", ctx->names, rl.url,
+        kv_buf_printf(line, "generators %s: LLM %s%s%s, %lld calls (counted apart from --budget)", ctx->names, rl.url,
                       rl.model[0] ? " model " : "", rl.model, (long long)rl.llm_budget);
     else
         kv_buf_printf(line, "kevo: run %lld searches with the LLM too, but no --llm-url was given: this process "
@@ -755,6 +755,7 @@ const kevo_generator kevo_gen_llm = {
     .summary = "an LLM rewrites a parent's source and launch plan (one call in flight, --llm-url)",
     .move = "llm",
     .label = "the LLM",
+    .budgeted = true,
     .options = lg_options,
     .check = lg_check,
     .reads = lg_reads,

@@ -177,7 +177,7 @@ static void test_llm_calls(void **state)
     int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
     char budget[16], llm_budget[16];
     snprintf(llm_budget, sizeof llm_budget, "%d", NCALLS);
-    snprintf(budget, sizeof budget, "%d", NCALLS + 2); /* the two template seeds and every call */
+    snprintf(budget, sizeof budget, "%d", 2); /* the two template seeds; the calls are counted apart */
     setenv("KEVO_LLM_API_KEY", KEY, 1);
     rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", budget,
                   "--generators", "llm", "--llm-url", url, "--llm-model", "fake", "--llm-budget", llm_budget,
@@ -188,6 +188,10 @@ static void test_llm_calls(void **state)
     printf("%s", out);
     assert_int_equal(rc, 0);
     assert_null(strstr(out, KEY)); /* never in the log */
+    /* the last lines: the calls made, failed by kind, compiled */
+    assert_non_null(strstr(out, "llm: 13 of 13 calls made; 9 failed ("));
+    assert_non_null(strstr(out, "rejected 3"));
+    assert_non_null(strstr(out, "; 4 compiled, 0 verified"));
     free(out);
 
     /* one generation and one candidate per call, in order, with an llm edge */
@@ -307,23 +311,66 @@ static void test_llm_calls(void **state)
     free(out);
 
     /* resumed where no LLM answers (a GPU node): one line, then templates */
-    char more[16];
-    snprintf(more, sizeof more, "%d", NCALLS + 3);
-    rc = run_kevo(&out, "tune", "--resume", "2", "--db", db, "--budget", more, "--llm-budget", "20", "--llm-url",
+    rc = run_kevo(&out, "tune", "--resume", "2", "--db", db, "--budget", "3", "--llm-budget", "20", "--llm-url",
                   "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-bar", NULL);
     printf("%s", out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "does not answer"));
+    /* the last lines say the calls were cut short, and why */
+    assert_non_null(strstr(out, "llm: stopped after 13 of 20 calls: the LLM does not answer"));
     free(out);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE run_id=2"), NCALLS);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=2"), NCALLS + 3);
     assert_int_equal(tu_query_int(db, "SELECT status = 'done' FROM runs WHERE id=2"), 1);
 }
 
+/* --llm-budget N makes N calls whatever --budget and --batch are: the calls
+ * are counted apart from --budget (here 1, smaller than a batch of 8). */
+static void test_llm_budget_apart(void **state)
+{
+    (void)state;
+    char fx[PATH_MAX], script[PATH_MAX + 32], db[PATH_MAX + 32];
+    fixtures(fx, sizeof fx);
+    snprintf(script, sizeof script, "%s/apart.txt", tmpdir);
+    snprintf(db, sizeof db, "%s/apart.db", tmpdir);
+    kv_buf sc;
+    kv_buf_init(&sc);
+    kv_buf_printf(&sc, "content=@%s/good.txt\ncontent=@%s/wrong.txt\ncontent=@%s/hack_const.txt\n", fx, fx, fx);
+    kevo_err err;
+    assert_int_equal(kv_write_file(script, sc.data, sc.len, &err), KEVO_OK);
+    kv_buf_release(&sc);
+    char url[64];
+    int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, NULL, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                      "--batch", "8", "--generators", "template,llm", "--llm-url", url, "--llm-budget", "3", "--db",
+                      db, "--no-bar", NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: 3 of 3 calls made; 0 failed; 3 compiled"));
+    assert_null(strstr(out, "stopped after"));
+    free(out);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE run_id=1"), 3);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1"), 4);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1 AND family NOT LIKE 'llm%'"), 1);
+
+    /* a server that never answers: the run says it made none of the calls, and why */
+    snprintf(db, sizeof db, "%s/apart2.db", tmpdir);
+    rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                  "--generators", "template,llm", "--llm-url", "http://127.0.0.1:9/v1", "--llm-retries", "0",
+                  "--llm-budget", "3", "--db", db, "--no-bar", NULL);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: stopped after 0 of 3 calls: the LLM does not answer"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llm_calls),
+        cmocka_unit_test(test_llm_budget_apart),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
