@@ -664,10 +664,19 @@ static void test_reply_good(void **state)
     assert_string_equal(p.summary, "I fused the add into the epilogue.");
     cJSON *sp = cJSON_Parse(p.space);
     assert_string_equal(cJSON_GetObjectItem(sp, "workspace")->valuestring, "U * M * N * 4 + 256");
+    /* {"FUSE": 1} changes that param of the parent's, the others stay */
     cJSON *params = cJSON_GetObjectItem(sp, "params");
-    assert_int_equal(cJSON_GetArraySize(params), 1);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(params, 0), "name")->valuestring, "FUSE");
-    /* the parent's launches stay; the family's params went, and with them axes and model */
+    cJSON *parent_sp = cJSON_Parse(r.space);
+    assert_int_equal(cJSON_GetArraySize(params), cJSON_GetArraySize(cJSON_GetObjectItem(parent_sp, "params")));
+    assert_true(cJSON_GetArraySize(params) > 1);
+    cJSON_Delete(parent_sp);
+    int fuse = -1;
+    cJSON *pp;
+    cJSON_ArrayForEach(pp, params)
+    if (strcmp(cJSON_GetObjectItem(pp, "name")->valuestring, "FUSE") == 0)
+        fuse = (int)cJSON_GetArrayItem(cJSON_GetObjectItem(pp, "values"), 0)->valuedouble;
+    assert_int_equal(fuse, 1);
+    /* the parent's launches stay; axes and model went (the model names the family's params) */
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sp, "launches")), 3);
     assert_null(cJSON_GetObjectItem(sp, "axes"));
     assert_null(cJSON_GetObjectItem(sp, "model"));
@@ -734,19 +743,43 @@ static void test_reply_edits(void **state)
     kevo_llm_parsed_free(&p);
     free(rep);
 
-    /* 0 matches */
+    /* 0 matches: the block named by number and first line */
     rep = edit_reply("this line is not in the source", "x", NULL, NULL);
-    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 matches 0 times", &p);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 (\"this line is not in the source\") matches 0 times", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
-    /* 2 matches */
+    /* 2 matches: ambiguous */
     rep = edit_reply("#pragma unroll", "#pragma unroll 2", NULL, NULL);
-    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 matches", &p);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 (\"#pragma unroll\") matches", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    rep = edit_reply("#pragma unroll", "#pragma unroll 2", NULL, NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "ambiguous", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
     /* the second block fails: named */
     rep = edit_reply(line, "// gone", "not here either", "x");
-    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 matches 0 times", &p);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 (\"not here either\") matches 0 times", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* overlapping: the second block searches the first one's replacement */
+    rep = edit_reply(line, "constexpr int NT = 128; // OVERLAP_MARK", "constexpr int NT = 128; // OVERLAP_MARK",
+                     "constexpr int NT = 256;");
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 (\"constexpr int NT = 128; // OVERLAP_MARK\") overlaps SEARCH "
+          "block 1", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* a block whose text straddles the first one's replacement overlaps it too */
+    rep = edit_reply(line, "constexpr int NT = WARPS_M * WARPS_N * 32; // E1", "// E1\nconstexpr int WTM", "x");
+    parse(&r, rep, KEVO_ERR_PARSE, "overlaps SEARCH block 1", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* the same two blocks apart in the source apply (blocks in the order they come) */
+    rep = edit_reply(line2, "constexpr int WTM = BM / WARPS_M; // SECOND", line, "constexpr int NT = WARPS_M * "
+                     "WARPS_N * 32; // FIRST");
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_non_null(strstr(p.source, "// SECOND"));
+    assert_non_null(strstr(p.source, "// FIRST"));
     kevo_llm_parsed_free(&p);
     free(rep);
     /* malformed blocks */
@@ -852,6 +885,10 @@ static void test_reply_bad_plans(void **state)
          "plan: launches[0].entry 'foo' is not a __global__ of the source"},
         {"{\"params\": [{\"name\": \"BM\", \"values\": [64, 128]}]}", "param 'BM' has 2 values"},
         {"{\"params\": {\"BM\": 1.5}}", "one whole-number value"},
+        {"{\"params\": {\"BM\": 64, \"2BAD\": 1}}", "param 2's name '2BAD' is not an identifier"},
+        {"{\"params\": [{\"name\": \"a-b\\n\", \"values\": [1]}]}", "param 1's name 'a-b?' is not an identifier"},
+        /* a kernel without tunables brings its own launches */
+        {"{\"params\": {}}", "plan: "},
         {"{\"params\": {\"BM\": \"big\"}}", "one whole-number value"},
         {"{\"bogus\": 1}", "'bogus' is not a plan key"},
         {"{\"include\": [\"../../etc/passwd\"]}", "\"include\" may not change"},

@@ -325,7 +325,8 @@ static void test_llm_calls(void **state)
 }
 
 /* --llm-budget N makes N calls whatever --budget and --batch are: the calls
- * are counted apart from --budget (here 1, smaller than a batch of 8). */
+ * are counted apart from --budget (here 1, smaller than a batch of 8).  One
+ * of the replies is a kernel without tunables ("params": {}): it compiles. */
 static void test_llm_budget_apart(void **state)
 {
     (void)state;
@@ -335,7 +336,7 @@ static void test_llm_budget_apart(void **state)
     snprintf(db, sizeof db, "%s/apart.db", tmpdir);
     kv_buf sc;
     kv_buf_init(&sc);
-    kv_buf_printf(&sc, "content=@%s/good.txt\ncontent=@%s/wrong.txt\ncontent=@%s/hack_const.txt\n", fx, fx, fx);
+    kv_buf_printf(&sc, "content=@%s/good.txt\ncontent=@%s/wrong.txt\ncontent=@%s/paramfree.txt\n", fx, fx, fx);
     kevo_err err;
     assert_int_equal(kv_write_file(script, sc.data, sc.len, &err), KEVO_OK);
     kv_buf_release(&sc);
@@ -354,6 +355,11 @@ static void test_llm_budget_apart(void **state)
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE run_id=1"), 3);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1"), 4);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1 AND family NOT LIKE 'llm%'"), 1);
+    /* the plan without tunables ("params": {}) compiled, as a candidate without params */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates c JOIN generations g ON g.candidate_id = c.id "
+                                      "WHERE c.status = 'compiled' AND g.source LIKE '%pf_lce_rows%' AND "
+                                      "c.plan LIKE '%pf_lce_rows%' AND c.params = '{}'"),
+                     1);
 
     /* a server that never answers: the run says it made none of the calls, and why */
     snprintf(db, sizeof db, "%s/apart2.db", tmpdir);
