@@ -262,6 +262,12 @@ static char *pr_plan_view(const cJSON *space)
         if (!v)
             continue;
         cJSON *shown = NULL;
+        if (k == 1 && !(shown = pr_needed_lets(space))) /* the lets the launches need: not the cost model's */
+            continue;
+        if (k == 1 && cJSON_GetArraySize(shown) == 0) {
+            cJSON_Delete(shown);
+            continue;
+        }
         if (k == 0 && cJSON_IsArray(v)) { /* [{"name", "values": [x]}, ...] -> {"name": x} */
             shown = cJSON_CreateObject();
             const cJSON *e;
@@ -416,24 +422,24 @@ static void pr_plan(const kevo_prompt_in *in, kv_buf *b, bool omitted)
 
 /* How the parent's source is shown. */
 typedef enum {
-    PR_SRC_WHOLE = 0,    /* as stored */
-    PR_SRC_STRIPPED = 1, /* without comments and blank lines (kevo_prompt_source_view) */
-    PR_SRC_CUT = 2,      /* stripped, with keep bytes around a cut middle */
-    PR_SRC_OMITTED = 3,  /* left out: the task asks for a new kernel */
+    PR_SRC_COMPACT = 0, /* compacted for its params (kevo_prompt_compact) */
+    PR_SRC_CUT = 1,     /* compacted, with keep bytes around a cut middle */
+    PR_SRC_OMITTED = 2, /* left out: the task asks for a new kernel */
 } pr_src_mode;
 
-/* The parent's source in one of the modes above (src: the stored text or
- * its stripped view, as the mode says). */
+/* The parent's compacted source in one of the modes above. */
 static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
 {
     size_t len = strlen(src);
     kv_buf_puts(b, "\n## The parent's source\n\n");
     if (mode == PR_SRC_OMITTED) {
-        kv_buf_printf(b, "(left out: its %zu bytes do not fit this prompt's limit, --llm-prompt-chars)\n", len);
+        kv_buf_printf(b, "(left out: its %zu bytes, even compacted, do not fit this prompt's budget, "
+                      "--llm-prompt-tokens)\n", len);
         return;
     }
-    if (mode == PR_SRC_STRIPPED)
-        kv_buf_puts(b, "(comments and blank lines left out)\n\n");
+    kv_buf_puts(b, "(compacted for the parent's params: comments, blank lines and the #if and if constexpr "
+                   "branches its params rule out are left out; each shared header is shown as its API, and kevo "
+                   "puts the whole header in front of your source. SEARCH text must come from the code shown.)\n\n");
     if (mode != PR_SRC_CUT || keep >= len) {
         pr_block(b, "cuda", src, len);
         return;
@@ -450,8 +456,7 @@ static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
     kv_buf tmp;
     kv_buf_init(&tmp);
     kv_buf_append(&tmp, src, head);
-    kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source (comments left out) cut here to fit the prompt ...]\n",
-                  tail - head);
+    kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source cut here to fit the prompt ...]\n", tail - head);
     kv_buf_append(&tmp, src + tail, len - tail);
     pr_block(b, "cuda", tmp.data ? tmp.data : "", tmp.len);
     kv_buf_release(&tmp);
@@ -640,50 +645,62 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     if (kb)
         st = kevo_knowledge_query(kb, query.data ? query.data : "", KEVO_PROMPT_KNOWLEDGE_K, &hits, &nhits, err);
 
-    /* fit: knowledge, then siblings, then the source's middle */
+    /* the cap on the user message: the token budget less the system message, and --llm-prompt-chars */
+    size_t budget = in->max_tokens ? in->max_tokens : KEVO_PROMPT_TOKENS_DEFAULT;
+    size_t sys_tokens = kevo_prompt_tokens(strlen(sys));
+    size_t cap = budget > sys_tokens ? (budget - sys_tokens) * KEVO_PROMPT_BYTES_PER_TOKEN : 0;
+    if (in->max_chars > 0 && in->max_chars < cap)
+        cap = in->max_chars;
+    /* the source, compacted for the parent's params */
+    char *view = NULL, *base = NULL;
+    if (!st)
+        st = kevo_prompt_compact(in->parent->source ? in->parent->source : "", in->parent->params, &view, &base,
+                                 err);
+    free(base);
+    /* fit, by priority: never the operator, ABI, parent, knowledge or task; cut the run's best kernels, then
+     * the siblings (oldest first), then the source's middle, then the source */
     int nsib = in->siblings && in->nsiblings > 0 ? in->nsiblings : 0;
-    int show_sib = nsib < KEVO_PROMPT_SIBLINGS_MAX ? nsib : KEVO_PROMPT_SIBLINGS_MAX, show_k = nhits;
-    const char *whole = in->parent->source ? in->parent->source : "";
-    char *view = NULL; /* the stripped view, made when first needed */
-    pr_src_mode mode = PR_SRC_WHOLE;
+    int show_sib = nsib < KEVO_PROMPT_SIBLINGS_MAX ? nsib : KEVO_PROMPT_SIBLINGS_MAX;
+    int show_top = in->ntops < KEVO_PROMPT_TOPS_MAX ? (in->ntops > 0 ? in->ntops : 0) : KEVO_PROMPT_TOPS_MAX;
+    pr_src_mode mode = PR_SRC_COMPACT;
     size_t keep = 0;
-    kv_buf out;
+    kv_buf out, know, peers;
     kv_buf_init(&out);
+    kv_buf_init(&know);
+    kv_buf_init(&peers);
+    if (kb)
+        pr_knowledge(hits, nhits, nhits, fts, &know);
+    pr_peers(in, &peers);
     bool fits = false;
     for (int attempt = 0; !st && attempt < 200 && !fits; attempt++) {
-        kv_buf src, sib, know, task;
+        kv_buf src, sib, tops, task;
         kv_buf_init(&src);
         kv_buf_init(&sib);
-        kv_buf_init(&know);
+        kv_buf_init(&tops);
         kv_buf_init(&task);
         const kv_buf *pl = mode == PR_SRC_OMITTED ? &plan_out : &plan;
         kv_buf_append(&src, pl->data ? pl->data : "", pl->len);
-        pr_source(&src, mode == PR_SRC_WHOLE ? whole : view, mode, keep);
+        pr_source(&src, view, mode, keep);
+        pr_tops(in, show_top, &tops);
         pr_siblings(in, &sib, show_sib);
-        if (kb)
-            pr_knowledge(hits, nhits, show_k, fts, &know);
         pr_task(in, bound, mode, &task);
-        size_t total = head.len + abi.len + parent.len + src.len + sib.len + know.len + task.len;
-        if (in->max_chars == 0 || total <= in->max_chars) {
+        size_t fixed = head.len + abi.len + parent.len + peers.len + know.len + task.len;
+        size_t total = fixed + src.len + sib.len + tops.len;
+        if (total <= cap) {
             fits = true;
-            kv_buf *parts[] = {&head, &abi, &parent, &src, &sib, &know, &task};
+            kv_buf *parts[] = {&head, &abi, &parent, &src, &peers, &tops, &sib, &know, &task};
             for (size_t i = 0; i < KV_ARRAY_LEN(parts) && !st; i++)
                 if (parts[i]->len)
                     st = kv_buf_append(&out, parts[i]->data, parts[i]->len);
             if (st)
                 st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building a prompt");
-        } else if (show_k > 0) {
-            show_k--;
+        } else if (show_top > 0) {
+            show_top--;
         } else if (show_sib > 0) {
             show_sib = show_sib > 4 ? show_sib / 2 : show_sib - 1;
-        } else if (mode == PR_SRC_WHOLE) {
-            view = kevo_prompt_source_view(whole);
-            if (!view)
-                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building a prompt");
-            mode = PR_SRC_STRIPPED;
         } else if (mode != PR_SRC_OMITTED) {
-            /* cut the stripped view's middle; below 40% of it, leave it out */
-            size_t over = total - in->max_chars, len = strlen(view);
+            /* cut the compacted source's middle; below 40% of it, leave it out */
+            size_t over = total - cap, len = strlen(view);
             size_t cur = mode == PR_SRC_CUT ? keep : len;
             size_t marker = 256;
             if (cur <= over + marker + 512 || cur - over - marker < len * 2 / 5) {
@@ -694,16 +711,19 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
             }
         } else {
             st = kevo_err_set(err, KEVO_ERR_ARG,
-                              "a prompt cap of %zu bytes is too small: the fixed parts take %zu bytes",
-                              in->max_chars, total - src.len);
+                              "a prompt budget of %zu tokens (%zu bytes for the user message) is too small: the "
+                              "parts never cut (operator, ABI header, parent, knowledge, task) take %zu bytes",
+                              budget, cap, fixed + src.len);
         }
         kv_buf_release(&src);
         kv_buf_release(&sib);
-        kv_buf_release(&know);
+        kv_buf_release(&tops);
         kv_buf_release(&task);
     }
+    kv_buf_release(&know);
+    kv_buf_release(&peers);
     if (!st && !fits)
-        st = kevo_err_set(err, KEVO_ERR_ARG, "unable to fit the prompt into %zu bytes", in->max_chars);
+        st = kevo_err_set(err, KEVO_ERR_ARG, "unable to fit the prompt into %zu bytes", cap);
     if (!st) {
         size_t sys_len = strlen(sys);
         st = pr_put_clean(system, sys, sys_len, true);

@@ -30,4 +30,22 @@ void pr_fence(const char *text, char *fence, size_t n);
 /* A fenced block of untrusted text (already bounded by the caller). */
 kevo_status pr_block(kv_buf *b, const char *lang, const char *text, size_t len);
 
+/* ---- parts about the rest of the run (prompt_parts.c) ---- */
+
+struct kevo_prompt_in;
+struct cJSON;
+
+/* "# Peers": each in-run peer's time, the fastest marked (nothing without peers). */
+void pr_peers(const struct kevo_prompt_in *in, kv_buf *b);
+/* "# The run's best kernels of other lineages": the first `show` tops with
+ * their figures and their diff to the parent (nothing without tops). */
+void pr_tops(const struct kevo_prompt_in *in, int show, kv_buf *b);
+/* A diff of child against parent (shared head and tail trimmed, at most
+ * max_lines changed lines shown) as a ```diff block. */
+void pr_diff(const char *parent, const char *child, int max_lines, kv_buf *b);
+/* The plan's "let" entries that the launches, workspace, pad_k or tensor
+ * maps need (directly or through other lets), in order: a new cJSON array
+ * (caller deletes), or NULL when the space has no lets. */
+struct cJSON *pr_needed_lets(const struct cJSON *space);
+
 #endif /* KEVO_LLM_PROMPT_INT_H */

@@ -39,7 +39,8 @@ typedef struct lg_setup {
     int noutputs;
     int64_t seed;              /* -1: not sent; call k sends seed + k */
     double temperature;        /* NaN: not sent */
-    int prompt_chars;          /* <= 0: 96 KiB */
+    int prompt_tokens;         /* <= 0: llm/prompt.h's default */
+    int prompt_chars;          /* <= 0: no cap in bytes */
 } lg_setup;
 
 typedef struct lg_gen {
@@ -56,6 +57,7 @@ typedef struct lg_gen {
     char query[256];
     char *parent_source;  /* the parent's device source (what SEARCH/REPLACE edits) */
     char *parent_space;   /* its one-point space text */
+    char *parent_params;  /* its params ("BM=128 BN=64 ..."): what the prompt compacts its source for */
     int64_t seed_sent;
 } lg_gen;
 
@@ -153,7 +155,8 @@ static kevo_status lg_unused(uint32_t given, const char *names, bool resume, kev
                        : (given & KEVO_LLM_GIVEN_SEED)        ? "--llm-seed"
                        : (given & KEVO_LLM_GIVEN_MAX_TOKENS)  ? "--llm-max-tokens"
                                                               : "an LLM option (--llm-timeout, --llm-retries, "
-                                                                "--llm-prompt-chars or --prompts)";
+                                                                "--llm-prompt-tokens, --llm-prompt-chars or "
+                                                                "--prompts)";
     if (resume)
         return kevo_err_set(err, KEVO_ERR_ARG, "%s is given, but the run searches without the LLM (generators "
                             "'%.60s'): an LLM option applies only to a run with --generators llm", name, names);
@@ -281,7 +284,8 @@ static void lg_forget(lg_gen *g)
     kv_buf_release(&g->user);
     free(g->parent_source);
     free(g->parent_space);
-    g->parent_source = g->parent_space = NULL;
+    free(g->parent_params);
+    g->parent_source = g->parent_space = g->parent_params = NULL;
     g->query[0] = '\0';
 }
 
@@ -323,7 +327,8 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
     g->o = (lg_setup){.op = ctx->op->name, .shape = ctx->shape, .dtype = ctx->dtype, .arch = ctx->arch,
                       .abi_header = ctx->abi_header, .inputs = ctx->inputs, .ninputs = ctx->ninputs,
                       .outputs = ctx->outputs, .noutputs = ctx->noutputs, .seed = g->rl.seed,
-                      .temperature = g->rl.temperature, .prompt_chars = c->prompt_chars};
+                      .temperature = g->rl.temperature, .prompt_tokens = c->prompt_tokens,
+                      .prompt_chars = c->prompt_chars};
     char prompts[PATH_MAX];
     lg_prompts_dir(ctx, prompts, sizeof prompts);
     g->prompts_dir = kv_strdup(prompts);
@@ -446,10 +451,87 @@ static kevo_status lg_parent_texts(lg_gen *g, const lg_parent_node *parent, kevo
     return st;
 }
 
+/* What a prompt shows of the rest of the run: its best candidates of other
+ * lineages (nodes, with the LLM ones' sources) and the in-run peers. */
+typedef struct lg_run_view {
+    kevo_llm_node tops[KEVO_PROMPT_TOPS_MAX];
+    kevo_cand_row top_rows[KEVO_PROMPT_TOPS_MAX];
+    kevo_generation_row top_gens[KEVO_PROMPT_TOPS_MAX];
+    char top_params[KEVO_PROMPT_TOPS_MAX][512];
+    int ntops;
+    kevo_llm_peer peers[KEVO_MAX_PEERS];
+    kevo_peer_row *prows;
+    int npeers;
+} lg_run_view;
+
+/* The run's verified candidates, best first, one per family (a lineage),
+ * the parent's own row left out: up to KEVO_PROMPT_TOPS_MAX into v; the
+ * run's peers at its first shape and GPU.  What cannot be read is left out. */
+static void lg_run_view_get(lg_gen *g, kevo_db *db, int64_t run_id, int64_t parent_id, lg_run_view *v)
+{
+    memset(v, 0, sizeof *v);
+    kevo_cand_row *rows = NULL;
+    int n = 0;
+    if (kevo_db_cand_list(db, run_id, &rows, &n, NULL) == KEVO_OK) {
+        while (v->ntops < KEVO_PROMPT_TOPS_MAX) {
+            int best = -1;
+            for (int i = 0; i < n; i++) {
+                bool seen = rows[i].id == parent_id || strcmp(rows[i].status, "ok") != 0 || isnan(rows[i].fitness);
+                for (int k = 0; k < v->ntops && !seen; k++)
+                    seen = !strcmp(v->top_rows[k].family, rows[i].family);
+                if (!seen && (best < 0 || rows[i].fitness > rows[best].fitness))
+                    best = i;
+            }
+            if (best < 0)
+                break;
+            int k = v->ntops++;
+            v->top_rows[k] = rows[best]; /* moved: the row's strings are v's now */
+            kevo_cand_row_init(&rows[best]);
+            rows[best].id = parent_id; /* never again */
+            kevo_generation_row_init(&v->top_gens[k]);
+            lg_node(&v->top_rows[k], &v->tops[k]);
+            const kevo_space *sp = NULL;
+            for (int f = 0; !sp && kevo_search_space(g->s, f); f++)
+                if (!strcmp(kevo_search_space(g->s, f)->family, v->top_rows[k].family))
+                    sp = kevo_search_space(g->s, f);
+            if (kevo_db_generation_get(db, v->top_rows[k].id, &v->top_gens[k], NULL) == KEVO_OK)
+                v->tops[k].source = v->top_gens[k].source;
+            if (sp && !strcmp(v->tops[k].generator, "template")) {
+                kevo_config cfg;
+                char who[32];
+                snprintf(who, sizeof who, "candidate %lld", (long long)v->top_rows[k].id);
+                if (kevo_config_parse_stored(sp, v->top_rows[k].params, who, &cfg, NULL) == KEVO_OK) {
+                    kevo_config_str(sp, &cfg, v->top_params[k], sizeof v->top_params[k]);
+                    v->tops[k].params = v->top_params[k];
+                }
+            }
+        }
+        kevo_cand_rows_free(rows, n);
+    }
+    if (kevo_db_peers_list(db, run_id, &v->prows, &n, NULL) == KEVO_OK)
+        for (int i = 0; i < n && v->npeers < KEVO_MAX_PEERS; i++)
+            if (v->prows[i].shape_idx == 0 && v->prows[i].device == 0)
+                v->peers[v->npeers++] = (kevo_llm_peer){.name = v->prows[i].peer,
+                                                        .median_ms = v->prows[i].fig.state == KEVO_PEER_OK
+                                                                         ? v->prows[i].fig.median_ms
+                                                                         : NAN};
+}
+
+static void lg_run_view_release(lg_run_view *v)
+{
+    for (int k = 0; k < v->ntops; k++) {
+        kevo_cand_row_release(&v->top_rows[k]);
+        kevo_generation_row_release(&v->top_gens[k]);
+    }
+    free(v->prows);
+    v->ntops = v->npeers = 0;
+}
+
 /* Start a rewrite of parent (with up to nsib earlier LLM children of it as
- * siblings; call number k of the run) in a worker process. */
+ * siblings; call number k of the run; what the prompt shows of the rest of
+ * the run in rv) in a worker process. */
 static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_cand_row *siblings, int nsib,
-                           double best_speedup, int64_t k, kevo_err *err)
+                           const lg_run_view *rv, double best_speedup, int64_t k, kevo_err *err)
 {
     if (g->call)
         return kevo_err_set(err, KEVO_ERR_BUSY, "an LLM call is already in flight");
@@ -461,6 +543,10 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
     }
     char params[512];
     kevo_config_str(parent->space, &parent->cfg, params, sizeof params);
+    if (!(g->parent_params = kv_strdup(params))) {
+        lg_forget(g);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
     kevo_llm_node pn, *sib = nsib > 0 ? calloc((size_t)nsib, sizeof *sib) : NULL;
     lg_node(parent->row, &pn);
     pn.generator = parent->generator;
@@ -471,8 +557,10 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
         lg_node(&siblings[i], &sib[i]);
     kevo_prompt_in in = {.op = g->o.op, .shape = g->o.shape, .dtype = g->o.dtype, .arch = g->o.arch,
                          .abi_header = g->o.abi_header, .parent = &pn, .siblings = sib, .nsiblings = sib ? nsib : 0,
-                         .best_speedup = best_speedup,
-                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 96 * 1024};
+                         .best_speedup = best_speedup, .tops = rv->tops, .ntops = rv->ntops,
+                         .peers = rv->peers, .npeers = rv->npeers,
+                         .max_tokens = g->o.prompt_tokens > 0 ? (size_t)g->o.prompt_tokens : 0,
+                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 0};
     st = kevo_prompt_build(g->prompts_dir, g->kb, &in, &g->system, &g->user, g->query, sizeof g->query, err);
     free(sib);
     /* the seed: the run's, moved on by the call's number, so two calls differ */
@@ -506,8 +594,11 @@ static kevo_status lg_start(kevo_gen *base, const kevo_gen_call *call, kevo_err 
     free(edges);
     lg_parent_node gp = {.row = &prow, .space = kevo_search_space(g->s, nd->family), .cfg = nd->cfg,
                          .generator = kevo_report_generator(prow.family)};
+    lg_run_view rv;
+    lg_run_view_get(g, call->db, call->run_id, nd->cand_id, &rv);
     if (!st)
-        st = lg_call(g, &gp, sib, nsib, call->best, call->k, err);
+        st = lg_call(g, &gp, sib, nsib, &rv, call->best, call->k, err);
+    lg_run_view_release(&rv);
     for (int i = 0; i < nsib; i++)
         kevo_cand_row_release(&sib[i]);
     kevo_cand_row_release(&prow);
@@ -557,21 +648,42 @@ static void lg_generation(lg_gen *g, const kevo_llm_reply *r, kevo_generation_ro
 }
 
 /* A reply's code: code block + plan block, or SEARCH/REPLACE against the
- * parent's source (or against the view of it a long prompt shows, without
- * comments: edits made there apply to that view, a valid source of its
- * own).  KEVO_ERR_PARSE with perr's message when it gives none. */
+ * parent's source or, when a block is not found there, against the base of
+ * the compacted view the prompt showed (kevo_prompt_compact: the same code
+ * without comments and dead branches, headers in full; edits made there
+ * apply to that base, a valid source of its own).  A whole source that uses
+ * the parent's shared headers without holding them gets them put in front.
+ * KEVO_ERR_PARSE with perr's message when it gives none; KEVO_ERR_NOMEM. */
 static kevo_status lg_parse(lg_gen *g, const char *content, kevo_llm_parsed *p, kevo_err *perr)
 {
     kevo_err_clear(perr);
     kevo_status pst = kevo_llm_parse_reply(content, g->parent_source, g->parent_space, p, perr);
     if (pst == KEVO_ERR_PARSE && strstr(perr->msg, "SEARCH block") && strstr(perr->msg, " matches ")) {
-        char *view = kevo_prompt_source_view(g->parent_source);
+        char *shown = NULL, *base = NULL;
         kevo_err verr;
         kevo_err_clear(&verr);
-        if (view && strcmp(view, g->parent_source) != 0 &&
-            kevo_llm_parse_reply(content, view, g->parent_space, p, &verr) == KEVO_OK)
+        if (kevo_prompt_compact(g->parent_source, g->parent_params, &shown, &base, &verr) == KEVO_OK &&
+            strcmp(base, g->parent_source) != 0 &&
+            kevo_llm_parse_reply(content, base, g->parent_space, p, &verr) == KEVO_OK)
             pst = KEVO_OK;
-        free(view);
+        free(shown);
+        free(base);
+    }
+    if (pst == KEVO_OK && p->nedits == 0) {
+        char *headers = kevo_prompt_headers_for(g->parent_source, p->source);
+        char *whole = headers ? malloc(strlen(headers) + strlen(p->source) + 1) : NULL;
+        if (headers && !whole) {
+            free(headers);
+            kevo_llm_parsed_free(p);
+            return kevo_err_set(perr, KEVO_ERR_NOMEM, "out of memory");
+        }
+        if (whole) {
+            strcpy(whole, headers);
+            strcat(whole, p->source);
+            free(p->source);
+            p->source = whole;
+        }
+        free(headers);
     }
     return pst;
 }
