@@ -372,11 +372,59 @@ static void test_llm_budget_apart(void **state)
     free(out);
 }
 
+/* The loopback server playing a competent model (--match: it answers by
+ * the parent its prompt shows, tests/fixtures/llm/competent): an edit of
+ * the lce_ws template parent (SEARCH/REPLACE, applied to the parent's
+ * source), a WMMA kernel and a SIMT kernel of its own; every one is parsed,
+ * passes the check and compiles. */
+static void test_llm_competent(void **state)
+{
+    (void)state;
+    char script[PATH_MAX + 64], db[PATH_MAX + 32], logdir[PATH_MAX + 32];
+    snprintf(script, sizeof script, "%s/tests/fixtures/llm/competent/script.txt", KEVO_SOURCE_DIR);
+    snprintf(db, sizeof db, "%s/competent.db", tmpdir);
+    snprintf(logdir, sizeof logdir, "%s/competent-requests", tmpdir);
+    assert_int_equal(mkdir(logdir, 0700), 0);
+    char url[64];
+    int srv = tu_fake_llm_start_match(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_ws", "--budget", "1",
+                      "--generators", "template,llm", "--llm-url", url, "--llm-budget", "3", "--db", db, "--no-bar",
+                      NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: 3 of 3 calls made; 0 failed; 3 compiled"));
+    free(out);
+    /* the edit of the lce_ws seed: its parent is the template, its source the parent's with the change */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates p ON p.id = g.parent_id "
+                                      "JOIN candidates c ON c.id = g.candidate_id WHERE p.family = 'lce_ws' AND "
+                                      "c.status = 'compiled' AND g.source LIKE '%__nanosleep(32)%' AND g.source "
+                                      "LIKE '%#line 1 \"wgmma.cuh\"%' AND g.source NOT LIKE '%__nanosleep(64)%'"),
+                     1);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates c ON c.id = "
+                                      "g.candidate_id WHERE c.status = 'compiled' AND g.source LIKE '%tc_lce_wmma%'"),
+                     1);
+    /* the first prompt was the lce_ws parent's, within the default budget, its notes whole */
+    char req[PATH_MAX + 64];
+    snprintf(req, sizeof req, "%s/req-001.json", logdir);
+    char *body = NULL;
+    size_t len = 0;
+    kevo_err err;
+    assert_int_equal(kv_read_file(req, &body, &len, &err), KEVO_OK);
+    assert_non_null(strstr(body, "- family: lce_ws\\n"));
+    assert_non_null(strstr(body, "wgmma.cuh: its API only"));
+    assert_null(strstr(body, "retrieved note"));
+    assert_true(len / 3 < 16384 + 2000); /* the JSON body: the messages (<= 16k tokens) with their escapes */
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llm_calls),
         cmocka_unit_test(test_llm_budget_apart),
+        cmocka_unit_test(test_llm_competent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
