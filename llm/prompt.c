@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/op.h"
-#include "llm/lex.h"
+#include "llm/admit/lex.h"
 #include "llm/prompt_int.h"
 
 #define PR_PROMPT_FILE_MAX (256 * 1024)

@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "llm/check.h"
+#include "llm/admit/check.h"
 #include "util/util.h"
 
 #define RP_MAX_BLOCKS 256

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "kernels/op.h"
-#include "llm/check.h"
+#include "llm/admit/check.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
 #include "templates/space.h"
