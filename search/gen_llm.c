@@ -22,6 +22,7 @@
 #include "db/report.h"
 #include "kernels/op.h"
 #include "llm/admit/admit.h"
+#include "llm/bandit.h"
 #include "llm/client.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
@@ -52,6 +53,8 @@ typedef struct lg_gen {
     kevo_llm_config cfg;
     kevo_knowledge *kb;
     kevo_llm_call *call;  /* in flight, or NULL */
+    kevo_bandit bandit;   /* --llm-model a,b,...: the models UCB1 picks among (n < 2: one model, no bandit) */
+    char model_now[KEVO_BANDIT_NAME_MAX]; /* the model of the call in flight, as asked */
     /* the call in flight: what the generation row keeps */
     kv_buf system, user;
     char query[256];
@@ -139,6 +142,10 @@ static kevo_status lg_opts_check(const kevo_run_llm *rl, bool listed, bool need_
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-max-tokens must be 0..1000000");
     if (!isnan(rl->temperature) && !(rl->temperature >= 0 && rl->temperature <= 2))
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-temperature must be 0..2");
+    kevo_bandit b;
+    if (!kevo_bandit_parse(rl->model, &b))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--llm-model: a model name or a comma list of at most %d distinct "
+                            "names (printable, no spaces)", KEVO_BANDIT_MAX);
     return KEVO_OK;
 }
 
@@ -270,8 +277,10 @@ static void lg_describe(const kevo_gen_ctx *ctx, bool on, int64_t run_id, kv_buf
     if (kevo_gen_llm_opts_row(ctx->options, &rl, &err))
         return;
     if (on)
-        kv_buf_printf(line, "generators %s: LLM %s%s%s, %lld calls (counted apart from --budget)", ctx->names, rl.url,
-                      rl.model[0] ? " model " : "", rl.model, (long long)rl.llm_budget);
+        kv_buf_printf(line, "generators %s: LLM %s%s%s%s, %lld calls (counted apart from --budget)", ctx->names,
+                      rl.url, rl.model[0] ? (strchr(rl.model, ',') ? " models " : " model ") : "", rl.model,
+                      strchr(rl.model, ',') ? " (UCB1 over the improvement each one's candidates bring)" : "",
+                      (long long)rl.llm_budget);
     else
         kv_buf_printf(line, "kevo: run %lld searches with the LLM too, but no --llm-url was given: this process "
                       "makes no LLM call (the server is never taken from the DB); templates go on",
@@ -337,6 +346,8 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
     kevo_llm_config_init(&g->cfg);
     g->cfg.url = g->rl.url;
     g->cfg.model = g->rl.model[0] ? g->rl.model : NULL;
+    if (!kevo_bandit_parse(g->rl.model, &g->bandit))
+        st = st ? st : kevo_err_set(err, KEVO_ERR_ARG, "--llm-model: not a list of model names");
     g->cfg.temperature = isnan(g->rl.temperature) ? -1.0 : g->rl.temperature;
     g->cfg.seed = -1;
     g->cfg.max_tokens = g->rl.max_tokens;
@@ -573,6 +584,37 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
     return st;
 }
 
+/* The model of the next call among several: the run's earlier calls (their
+ * stored models, their candidates against their parents) fed to UCB1.  A
+ * call whose candidate is still being evaluated counts as one that compiled
+ * (0.5); what cannot be read counts as nothing. */
+static void lg_pick_model(lg_gen *g, kevo_db *db, int64_t run_id)
+{
+    for (int k = 0; k < g->bandit.n; k++)
+        g->bandit.pulls[k] = 0, g->bandit.reward[k] = 0;
+    kevo_generation_row *gens = NULL;
+    int n = 0;
+    if (kevo_db_generation_list(db, run_id, &gens, &n, NULL) == KEVO_OK)
+        for (int i = 0; i < n; i++) {
+            kevo_cand_row c, p;
+            if (kevo_db_cand_get(db, gens[i].candidate_id, &c, NULL) != KEVO_OK)
+                continue;
+            double pf = NAN;
+            if (gens[i].parent_id > 0 && kevo_db_cand_get(db, gens[i].parent_id, &p, NULL) == KEVO_OK) {
+                pf = p.fitness;
+                kevo_cand_row_release(&p);
+            }
+            bool failed = strcmp(c.status, "failed") == 0;
+            double fit = strcmp(c.status, "ok") == 0 ? c.fitness : NAN;
+            kevo_bandit_add(&g->bandit, gens[i].model, kevo_bandit_reward(failed, fit, pf));
+            kevo_cand_row_release(&c);
+        }
+    kevo_generation_rows_free(gens, n);
+    int k = kevo_bandit_pick(&g->bandit);
+    snprintf(g->model_now, sizeof g->model_now, "%s", k >= 0 ? g->bandit.name[k] : "");
+    g->cfg.model = g->model_now[0] ? g->model_now : NULL;
+}
+
 /* Start an LLM rewrite of node call->parent: its row, up to LG_SIBLINGS of
  * its latest LLM children as siblings, call number call->k. */
 static kevo_status lg_start(kevo_gen *base, const kevo_gen_call *call, kevo_err *err)
@@ -594,6 +636,8 @@ static kevo_status lg_start(kevo_gen *base, const kevo_gen_call *call, kevo_err 
     free(edges);
     lg_parent_node gp = {.row = &prow, .space = kevo_search_space(g->s, nd->family), .cfg = nd->cfg,
                          .generator = kevo_report_generator(prow.family)};
+    if (!st && g->bandit.n > 1)
+        lg_pick_model(g, call->db, call->run_id);
     lg_run_view rv;
     lg_run_view_get(g, call->db, call->run_id, nd->cand_id, &rv);
     if (!st)
@@ -632,7 +676,9 @@ static char *lg_canonical_space(const char *text)
 static void lg_generation(lg_gen *g, const kevo_llm_reply *r, kevo_generation_row *gr)
 {
     snprintf(gr->generator, sizeof gr->generator, "llm");
-    snprintf(gr->model, sizeof gr->model, "%s", r->model ? r->model : g->rl.model);
+    /* several models: the one asked (the bandit reads it back); one: the name the server gave */
+    snprintf(gr->model, sizeof gr->model, "%s",
+             g->bandit.n > 1 ? g->model_now : r->model ? r->model : g->rl.model);
     gr->system_prompt = kv_buf_take(&g->system);
     gr->prompt = kv_buf_take(&g->user);
     gr->reply = r->content ? kv_strdup(r->content) : NULL;

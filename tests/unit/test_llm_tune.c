@@ -419,12 +419,68 @@ static void test_llm_competent(void **state)
     free(body);
 }
 
+/* Several models (--llm-model m-good-7,m-bad-7): a scripted server answers
+ * the first with kernels that compile and the second with prose; UCB1 tries
+ * each once, then gives the calls to the model whose candidates bring
+ * something.  Each call's model is stored. */
+static void test_llm_models(void **state)
+{
+    (void)state;
+    char fx[PATH_MAX], script[PATH_MAX + 32], db[PATH_MAX + 32];
+    fixtures(fx, sizeof fx);
+    snprintf(script, sizeof script, "%s/models.txt", tmpdir);
+    snprintf(db, sizeof db, "%s/models.db", tmpdir);
+    kv_buf sc;
+    kv_buf_init(&sc);
+    static const char *const good[] = {"good.txt", "wrong.txt", "hack_const.txt", "paramfree.txt", "competent/wmma.txt"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        kv_buf_printf(&sc, "when=m-good-7 content=@%s/%s\n", fx, good[i]);
+    kv_buf_printf(&sc, "when=m-bad-7 content=@%s/nocode.txt\n", fx);
+    kevo_err err;
+    assert_int_equal(kv_write_file(script, sc.data, sc.len, &err), KEVO_OK);
+    kv_buf_release(&sc);
+    char url[64];
+    int srv = tu_fake_llm_start_match(KEVO_FAKE_LLM, script, NULL, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                      "--generators", "template,llm", "--llm-url", url, "--llm-model", "m-good-7,m-bad-7", "--llm-budget", "6",
+                      "--db", db, "--no-bar", NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "models m-good-7,m-bad-7 (UCB1"));
+    free(out);
+    /* every call's model stored; each model tried once, then the one that brings compiled kernels */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE model IN ('m-good-7', 'm-bad-7')"), 6);
+    /* UCB1 (rewards: 0.5 a candidate that compiled, 0 a failed call): good, bad, good, good, then bad once more
+     * (its bonus sqrt(2 ln 4) = 1.67 over good's 0.5 + sqrt(2 ln 4 / 3) = 1.46), then good */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE model = 'm-bad-7'"), 2);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates c ON c.id = g.candidate_id "
+                                      "WHERE g.model = 'm-bad-7' AND c.fail = 'parse_error'"),
+                     2);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates c ON c.id = g.candidate_id "
+                                      "WHERE g.model = 'm-good-7' AND c.status = 'compiled'"),
+                     4);
+    char *order = query_text(db, "SELECT group_concat(substr(model, 3, 1), '') FROM (SELECT model FROM generations "
+                                 "ORDER BY candidate_id)");
+    assert_non_null(order);
+    assert_string_equal(order, "gbggbg");
+    free(order);
+    /* a bad list is a usage error */
+    rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--generators", "template,llm",
+                  "--llm-url", url, "--llm-model", "a,,b", "--db", db, "--no-bar", NULL);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--llm-model"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llm_calls),
         cmocka_unit_test(test_llm_budget_apart),
         cmocka_unit_test(test_llm_competent),
+        cmocka_unit_test(test_llm_models),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
