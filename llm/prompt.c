@@ -201,6 +201,13 @@ static void pr_query(const kevo_prompt_in *in, int bound, kv_buf *q)
         kv_buf_puts(q, " occupancy latency stages");
     if (p->spill_bytes > 0)
         kv_buf_puts(q, " spill registers");
+    /* the bottleneck the profiler saw (retrieval keyed on it) */
+    if (pr_has(p->stall, "scoreboard") || pr_has(p->stall, "lg_throttle"))
+        kv_buf_puts(q, " latency loads stages flight");
+    else if (pr_has(p->stall, "barrier") || pr_has(p->stall, "membar"))
+        kv_buf_puts(q, " barrier mbarrier warp specialization");
+    else if (pr_has(p->stall, "math") || pr_has(p->stall, "mio"))
+        kv_buf_puts(q, " tensor core shared memory bank");
     if (p->regs >= 200)
         kv_buf_puts(q, " registers setmaxnreg");
     if (p->smem_bytes > 160 * 1024)
@@ -314,6 +321,14 @@ static void pr_parent(const kevo_prompt_in *in, kv_buf *b)
     pr_int(b, "registers per thread", p->regs, "");
     pr_int(b, "spilled bytes", p->spill_bytes, "");
     pr_int(b, "static shared memory", p->smem_bytes, " bytes");
+    if (p->profile && *p->profile) {
+        kv_buf_puts(b, "- profile (Nsight Compute): ");
+        pr_line(b, p->profile, KEVO_PROMPT_LINE_MAX * 2);
+        kv_buf_puts(b, "\n");
+    } else if (!pr_failed(p)) {
+        kv_buf_puts(b, "- profile: none measured (the figures above are derived: time, TFLOP/s against the roofline, "
+                       "registers, spills)\n");
+    }
     if (pr_failed(p)) {
         kv_buf_puts(b, "- failure: ");
         pr_line(b, p->fail, 40);
@@ -589,6 +604,21 @@ static void pr_task(const kevo_prompt_in *in, int bound, pr_src_mode mode, kv_bu
                        "source; then one sentence saying what you changed.\n");
 }
 
+/* "# Operator": the op's description and the run; returns pr_bound's verdict. */
+static int pr_head(const kevo_prompt_in *in, const char *opdesc, kv_buf *head)
+{
+    kv_buf_puts(head, "# Operator\n\n");
+    pr_put_clean(head, opdesc, strlen(opdesc), true);
+    kv_buf_puts(head, "\n## This run\n\n- shape: ");
+    pr_line(head, in->shape, 300);
+    kv_buf_puts(head, "\n- dtype: ");
+    pr_line(head, in->dtype, 20);
+    kv_buf_puts(head, "\n- arch: ");
+    pr_line(head, in->arch, 20);
+    kv_buf_puts(head, "\n\n");
+    return pr_bound(in, head);
+}
+
 kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const kevo_prompt_in *in, kv_buf *system,
                               kv_buf *user, char *query_used, size_t qn, kevo_err *err)
 {
@@ -617,16 +647,7 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     kv_buf_init(&plan);
     kv_buf_init(&plan_out);
     kv_buf_init(&query);
-    kv_buf_puts(&head, "# Operator\n\n");
-    pr_put_clean(&head, opdesc, strlen(opdesc), true);
-    kv_buf_puts(&head, "\n## This run\n\n- shape: ");
-    pr_line(&head, in->shape, 300);
-    kv_buf_puts(&head, "\n- dtype: ");
-    pr_line(&head, in->dtype, 20);
-    kv_buf_puts(&head, "\n- arch: ");
-    pr_line(&head, in->arch, 20);
-    kv_buf_puts(&head, "\n\n");
-    int bound = pr_bound(in, &head);
+    int bound = pr_head(in, opdesc, &head);
     kv_buf_puts(&abi, "\n# ABI header (kevo puts it in front of your source)\n\n");
     const char *ah = in->abi_header ? in->abi_header : "";
     pr_block(&abi, "c", ah, pr_cut(ah, strlen(ah), 64 * 1024));

@@ -90,6 +90,8 @@ typedef struct kevo_llm_node {
     double median_ms, tflops, roofline, speedup; /* NaN when unmeasured */
     int regs, spill_bytes, smem_bytes;           /* -1 when unknown */
     const char *summary;           /* siblings: one line of what they changed (may be NULL) */
+    const char *profile;           /* the parent's profiler figures, one line (kevo_profile_line), or NULL */
+    const char *stall;             /* the parent's top warp-stall reason ("long_scoreboard"), or NULL */
 } kevo_llm_node;
 
 /* An in-run peer (a vendor library's or a naive form of the op) as timed

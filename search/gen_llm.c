@@ -21,6 +21,7 @@
 
 #include "db/report.h"
 #include "kernels/op.h"
+#include "evaluator/profile.h"
 #include "llm/admit/admit.h"
 #include "llm/bandit.h"
 #include "llm/client.h"
@@ -473,6 +474,8 @@ typedef struct lg_run_view {
     kevo_llm_peer peers[KEVO_MAX_PEERS];
     kevo_peer_row *prows;
     int npeers;
+    char profile[512];  /* the parent's stored profiler figures, one line ("" none) */
+    char stall[48];     /* its top warp-stall reason ("" none) */
 } lg_run_view;
 
 /* The run's verified candidates, best first, one per family (a lineage),
@@ -519,6 +522,16 @@ static void lg_run_view_get(lg_gen *g, kevo_db *db, int64_t run_id, int64_t pare
         }
         kevo_cand_rows_free(rows, n);
     }
+    kevo_profile prof;
+    bool have = false;
+    if (kevo_profile_load(db, parent_id, &prof, &have, NULL) == KEVO_OK && have) {
+        kv_buf line;
+        kv_buf_init(&line);
+        kevo_profile_line(&prof, &line);
+        snprintf(v->profile, sizeof v->profile, "%s", line.data ? line.data : "");
+        kv_buf_release(&line);
+        snprintf(v->stall, sizeof v->stall, "%s", prof.nstalls > 0 ? prof.stall[0] : "");
+    }
     if (kevo_db_peers_list(db, run_id, &v->prows, &n, NULL) == KEVO_OK)
         for (int i = 0; i < n && v->npeers < KEVO_MAX_PEERS; i++)
             if (v->prows[i].shape_idx == 0 && v->prows[i].device == 0)
@@ -564,6 +577,8 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
     pn.params = params;
     pn.source = g->parent_source;
     pn.space = g->parent_space;
+    pn.profile = rv->profile[0] ? rv->profile : NULL;
+    pn.stall = rv->stall[0] ? rv->stall : NULL;
     for (int i = 0; sib && i < nsib; i++)
         lg_node(&siblings[i], &sib[i]);
     kevo_prompt_in in = {.op = g->o.op, .shape = g->o.shape, .dtype = g->o.dtype, .arch = g->o.arch,

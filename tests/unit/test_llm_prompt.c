@@ -319,6 +319,8 @@ static void fixture(prompt_fixture *f, bool failed)
         f->parent.regs = 168;
         f->parent.spill_bytes = 16;
         f->parent.smem_bytes = 1234;
+        f->parent.profile = "tensor pipe 61% of peak; top warp stalls: long_scoreboard 50%";
+        f->parent.stall = "long_scoreboard";
     }
     const char *sums[3] = {"SIBLING_ONE moved the add", "SIBLING_TWO \x1b]0;pwned\x07 title", "SIBLING_THREE"};
     for (int i = 0; i < 3; i++) {
@@ -448,6 +450,10 @@ static void test_prompt_contents(void **state)
             assert_non_null(strstr(u, "1.500x"));
             assert_non_null(strstr(q, "\"spill\""));
             assert_null(strstr(u, "- failure:"));
+            /* the stored profile is shown, and retrieval is keyed on its top stall */
+            assert_non_null(strstr(u, "- profile (Nsight Compute): tensor pipe 61% of peak; top warp stalls: "
+                                      "long_scoreboard 50%"));
+            assert_non_null(strstr(q, "\"latency\""));
         }
         kv_buf_release(&sys);
         kv_buf_release(&user);
