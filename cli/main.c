@@ -52,7 +52,7 @@ static const struct {
      "          [--warm-start OTHER.db|none] [--shapes FILE]\n"
      "          [--generators template,llm] [--llm-url URL] [--llm-model M] [--llm-budget N]\n"
      "          [--llm-max-tokens N] [--llm-temperature T] [--llm-seed S] [--llm-timeout S]\n"
-     "          [--llm-retries N] [--llm-prompt-chars N] [--prompts DIR] [--mpi]\n"
+     "          [--llm-retries N] [--llm-prompt-tokens N] [--llm-prompt-chars N] [--prompts DIR] [--mpi]\n"
      "kevo tune --resume RUN_ID --db FILE [--jobs N] [--budget N] [...]\n"
      "mpirun [--enable-recovery] -np N kevo tune --mpi ...\n"
      "  --shape    e.g. B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70 (or U= instead of ratio=);\n"
@@ -100,11 +100,12 @@ static const struct {
      "  --llm-url  API base of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, hosted),\n"
      "             e.g. http://127.0.0.1:8080/v1 (no user:password@); the key only from\n"
      "             $KEVO_LLM_API_KEY.  Every --llm-* option and --prompts need --generators llm\n"
-     "  --llm-budget  LLM calls (default 10; each is a candidate of --budget);\n"
+     "  --llm-budget  LLM calls (default 10), made whatever --budget is (counted apart);\n"
      "             --llm-max-tokens (default 8192), --llm-temperature, --llm-seed are sent as given;\n"
      "             --llm-timeout seconds per attempt (default 600), --llm-retries after a 429, 5xx\n"
-     "             or failed connection (default 4, backoff 1, 2, 4, .. s); --llm-prompt-chars\n"
-     "             caps a prompt (default 98304 bytes: fit it to the model's context); --prompts DIR\n"
+     "             or failed connection (default 4, backoff 1, 2, 4, .. s); --llm-prompt-tokens\n"
+     "             budgets a prompt, system message included (default 16384, at bytes / 3: fit it\n"
+     "             to the model's context); --llm-prompt-chars also caps it in bytes; --prompts DIR\n"
      "  --resume   continue a run (after Ctrl-C, a crash or kill -9) with its stored settings:\n"
      "             nothing finished is redone, the proposals are the uninterrupted run's.\n"
      "             An option that defines the run (--op, --shape(s), --dtype, --arch, --policy,\n"
@@ -498,7 +499,7 @@ enum {
     OPT_FORCE, /* export */
     OPT_TORCH,
     OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
-    OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_PROMPTS, /* tune: the LLM */
+    OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_LLM_PROMPT_TOKENS, OPT_PROMPTS, /* tune: the LLM */
     OPT_MPI, OPT_DEVICES, OPT_MIXED_DEVICES,
     OPT__END
 };
@@ -666,6 +667,7 @@ static int cmd_tune(int argc, char **argv)
         {"llm-timeout", required_argument, 0, OPT_LLM_TIMEOUT},
         {"llm-retries", required_argument, 0, OPT_LLM_RETRIES},
         {"llm-prompt-chars", required_argument, 0, OPT_LLM_PROMPT_CHARS},
+        {"llm-prompt-tokens", required_argument, 0, OPT_LLM_PROMPT_TOKENS},
         {"prompts", required_argument, 0, OPT_PROMPTS},
         {"mpi", no_argument, 0, OPT_MPI},
         {"devices", required_argument, 0, OPT_DEVICES},
@@ -739,6 +741,12 @@ static int cmd_tune(int argc, char **argv)
             if (!cli_int(optarg, 4096, 16 << 20, &v))
                 return cli_bad_usage("tune", "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'", optarg);
             o.gen.llm.prompt_chars = (int)v;
+            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
+            break;
+        case OPT_LLM_PROMPT_TOKENS:
+            if (!cli_int(optarg, 2048, 4 << 20, &v))
+                return cli_bad_usage("tune", "--llm-prompt-tokens takes tokens from 2048 to 4194304, not '%s'", optarg);
+            o.gen.llm.prompt_tokens = (int)v;
             o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
             break;
         case OPT_LLM_TIMEOUT:

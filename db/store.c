@@ -1645,6 +1645,44 @@ kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, 
     return st_exec_stmt(db, st, err, what);
 }
 
+kevo_status kevo_db_measures_get(kevo_db *db, int64_t cand_id, const char *prefix, kevo_measure **v, int *n,
+                                 kevo_err *err)
+{
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    kevo_status s = st_prepare(db, "SELECT name, value FROM measurements WHERE candidate_id=? AND "
+                               "substr(name, 1, length(?2)) = ?2 ORDER BY name", &st, err, "measurements read");
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, cand_id);
+    sqlite3_bind_text(st, 2, prefix ? prefix : "", -1, SQLITE_STATIC);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && !s) {
+        if (*n == cap) {
+            kevo_measure *nv = realloc(*v, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *nv);
+            if (!nv) {
+                s = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory reading measurements");
+                break;
+            }
+            *v = nv;
+        }
+        const unsigned char *name = sqlite3_column_text(st, 0);
+        snprintf((*v)[*n].name, sizeof (*v)[*n].name, "%s", name ? (const char *)name : "");
+        (*v)[*n].value = sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
+        (*n)++;
+    }
+    if (!s && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        s = st_fail(db, err, rc, "read measurements of candidate %lld", (long long)cand_id);
+    sqlite3_finalize(st);
+    if (s) {
+        free(*v);
+        *v = NULL;
+        *n = 0;
+    }
+    return s;
+}
+
 /* ---- distributions: shapes of a run, results per shape, repetitions ---- */
 
 static void st_bind_run_shape(st_binder *b, const void *row, int i)

@@ -313,6 +313,18 @@ kevo_status kevo_db_run_settings_get(kevo_db *db, int64_t run_id, kevo_run_setti
 /* A named extra figure of a candidate (e.g. "rel_err.shuffled"). */
 kevo_status kevo_db_measure_put(kevo_db *db, int64_t cand_id, const char *name, double value, kevo_err *err);
 
+/* One stored measurement (DB text: untrusted). */
+typedef struct kevo_measure {
+    char name[96];
+    double value; /* NaN when stored as NULL */
+} kevo_measure;
+
+/* A candidate's measurements whose names start with prefix ("" all), by
+ * name; *v malloc'd (caller frees), *n may be 0.  Errors: KEVO_ERR_DB,
+ * KEVO_ERR_NOMEM. */
+kevo_status kevo_db_measures_get(kevo_db *db, int64_t cand_id, const char *prefix, kevo_measure **v, int *n,
+                                 kevo_err *err);
+
 /* Counts for a run: candidates produced, compiled (cubin made or cached),
  * failed (any failure kind), verified (status ok). */
 kevo_status kevo_db_run_counts(kevo_db *db, int64_t run_id, int *evaluated, int *compiled, int *failed, int *ok,

@@ -54,7 +54,7 @@ typedef struct kevo_compile_job {
  *     diagnostic located in the candidate is kept, one in a toolkit header
  *     loses its folder, one in any other file is replaced by a line that
  *     says it was withheld (kevo_compile_log_scrub).
- * The static check (llm/check.h) refuses such includes before any of this
+ * The static check (llm/admit/check.h) refuses such includes before any of this
  * runs; this is the second wall. */
 #define KEVO_COMPILE_UNTRUSTED_NAME "llm"
 bool kevo_compile_job_untrusted(const kevo_compile_job *job);

@@ -37,7 +37,7 @@
 #include <cjson/cJSON.h>
 
 #include "db/store.h"
-#include "search/gen.h"
+#include "llm/admit/admit.h"
 #include "export/emit.h"
 #include "export/export_int.h"
 #include "kernels/op.h"
@@ -100,7 +100,7 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
         kevo_space *ls = NULL;
         kevo_space **a = realloc(x->spaces, (size_t)(x->nspaces + 1) * sizeof *a);
         /* admitted again as a fresh reply is (the DB is untrusted): hash, static check, plan for the run's arch */
-        kevo_status st = a ? kevo_gen_llm_admit(&g, c->family, x->op, run->arch, &ls, err)
+        kevo_status st = a ? kevo_llm_admit(&g, c->family, x->op, run->arch, &ls, err)
                            : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         kevo_generation_row_release(&g);
         if (a)

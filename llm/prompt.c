@@ -1,12 +1,11 @@
-/* prompt.c — the knowledge index (SQLite FTS5) and the one prompt builder. */
+/* prompt.c — the one prompt builder: every parent's prompt, its parts in
+ * order and fitted to a budget. */
 #define _POSIX_C_SOURCE 200809L
 #include "llm/prompt.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <limits.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,498 +16,10 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/op.h"
-#include "llm/lex.h"
+#include "llm/admit/lex.h"
+#include "llm/prompt_int.h"
 
-struct kevo_knowledge {
-    sqlite3 *db;
-    int nsections;
-};
-
-#define PR_MAX_TERMS 24
-#define PR_MAX_TERM 40
 #define PR_PROMPT_FILE_MAX (256 * 1024)
-
-/* ------------------------------------------------------------ text hygiene */
-
-/* Append n bytes of untrusted text: control characters but newline (and tab,
- * when multiline) become spaces, bytes that are no UTF-8 become '?', and a
- * line-only text loses its newlines too.  Never cuts a character. */
-static kevo_status pr_put_clean(kv_buf *b, const char *s, size_t n, bool multiline)
-{
-    const unsigned char *p = (const unsigned char *)s, *e = p + n;
-    char tmp[256];
-    size_t t = 0;
-    kevo_status st = KEVO_OK;
-    while (p < e && !st) {
-        unsigned char c = *p;
-        size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-                                 : (c >= 0xF0 && c <= 0xF4)   ? 4
-                                                              : 0;
-        size_t k = 1;
-        while (len > 1 && k < len && p + k < e && (p[k] & 0xC0) == 0x80)
-            k++;
-        if (len == 0 || k < len) {
-            tmp[t++] = '?';
-            p++;
-        } else if (len == 1) {
-            bool keep = c >= 0x20 && c != 0x7f;
-            if (multiline && (c == '\n' || c == '\t'))
-                keep = true;
-            tmp[t++] = keep ? (char)c : ' ';
-            p++;
-        } else if (len == 2 && c == 0xC2 && p[1] < 0xA0) {
-            tmp[t++] = ' '; /* C1 controls */
-            p += 2;
-        } else {
-            memcpy(tmp + t, p, len);
-            t += len;
-            p += len;
-        }
-        if (t > sizeof tmp - 8 || p >= e) {
-            st = kv_buf_append(b, tmp, t);
-            t = 0;
-        }
-    }
-    return st;
-}
-
-/* The length of the longest prefix of s, at most max bytes, that ends on a
- * character boundary. */
-static size_t pr_cut(const char *s, size_t len, size_t max)
-{
-    if (len <= max)
-        return len;
-    size_t n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
-}
-
-/* One line of untrusted text, at most max bytes ("..." when cut); "(none)" for NULL/empty. */
-static kevo_status pr_line(kv_buf *b, const char *s, size_t max)
-{
-    if (!s || !*s)
-        return kv_buf_puts(b, "(none)");
-    size_t len = strnlen(s, max + 8);
-    size_t n = pr_cut(s, len, max);
-    kevo_status st = pr_put_clean(b, s, n, false);
-    if (!st && n < len)
-        st = kv_buf_puts(b, "...");
-    return st;
-}
-
-/* A multi-line untrusted message: head and tail kept within max bytes. */
-static kevo_status pr_message(kv_buf *b, const char *s, size_t max)
-{
-    size_t len = strlen(s);
-    if (len <= max)
-        return pr_put_clean(b, s, len, true);
-    size_t head = pr_cut(s, len, max * 3 / 4);
-    size_t tail_start = len - max / 4;
-    while (tail_start < len && ((unsigned char)s[tail_start] & 0xC0) == 0x80)
-        tail_start++;
-    kevo_status st = pr_put_clean(b, s, head, true);
-    if (!st)
-        st = kv_buf_printf(b, "\n[... %zu bytes of the message cut here ...]\n", tail_start - head);
-    if (!st)
-        st = pr_put_clean(b, s + tail_start, len - tail_start, true);
-    return st;
-}
-
-/* A fence of backticks longer than any run of backticks in text (at least 3). */
-static void pr_fence(const char *text, char *fence, size_t n)
-{
-    size_t run = 0, best = 0;
-    for (const char *p = text; p && *p; p++) {
-        run = *p == '`' ? run + 1 : 0;
-        if (run > best)
-            best = run;
-    }
-    size_t len = best + 1 < 3 ? 3 : best + 1;
-    if (len > n - 1)
-        len = n - 1;
-    memset(fence, '`', len);
-    fence[len] = '\0';
-}
-
-/* A fenced block of untrusted text (already bounded by the caller). */
-static kevo_status pr_block(kv_buf *b, const char *lang, const char *text, size_t len)
-{
-    char fence[64];
-    kv_buf tmp;
-    kv_buf_init(&tmp);
-    kevo_status st = pr_put_clean(&tmp, text, len, true);
-    if (st) {
-        kv_buf_release(&tmp);
-        return st;
-    }
-    pr_fence(tmp.data, fence, sizeof fence);
-    st = kv_buf_printf(b, "%s%s\n", fence, lang);
-    if (!st && tmp.len)
-        st = kv_buf_append(b, tmp.data, tmp.len);
-    if (!st && (tmp.len == 0 || tmp.data[tmp.len - 1] != '\n'))
-        st = kv_buf_puts(b, "\n");
-    if (!st)
-        st = kv_buf_printf(b, "%s\n", fence);
-    kv_buf_release(&tmp);
-    return st;
-}
-
-/* ------------------------------------------------------------ knowledge */
-
-static const char *const pr_stopwords[] = {
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "in", "is", "it", "its", "of", "on",
-    "or", "that", "the", "this", "to", "was", "were", "with", "not", "no", "but", "if", "then", "than", "into",
-    "near", "and", NULL};
-
-static bool pr_stopword(const char *w)
-{
-    for (int k = 0; pr_stopwords[k]; k++)
-        if (strcmp(w, pr_stopwords[k]) == 0)
-            return true;
-    return false;
-}
-
-void kevo_knowledge_fts_query(const char *query_terms, char *out, size_t n)
-{
-    if (!out || !n)
-        return;
-    out[0] = '\0';
-    if (!query_terms)
-        return;
-    char terms[PR_MAX_TERMS][PR_MAX_TERM + 1];
-    int nt = 0;
-    size_t used = 0;
-    const char *p = query_terms;
-    /* a bounded walk: any text, any size */
-    for (size_t walked = 0; *p && nt < PR_MAX_TERMS && walked < 65536;) {
-        while (*p && !(isalnum((unsigned char)*p) && (unsigned char)*p < 0x80) && *p != '_' && walked < 65536) {
-            p++;
-            walked++;
-        }
-        char w[PR_MAX_TERM + 1];
-        size_t k = 0;
-        while (*p && ((isalnum((unsigned char)*p) && (unsigned char)*p < 0x80) || *p == '_')) {
-            if (k < PR_MAX_TERM)
-                w[k++] = (char)tolower((unsigned char)*p);
-            p++;
-            walked++;
-        }
-        w[k] = '\0';
-        /* underscores separate words in the index (unicode61): trim them here */
-        while (k > 0 && w[k - 1] == '_')
-            w[--k] = '\0';
-        char *ws = w;
-        while (*ws == '_')
-            ws++;
-        if (strlen(ws) < 2 || pr_stopword(ws))
-            continue;
-        bool dup = false;
-        for (int j = 0; j < nt && !dup; j++)
-            dup = strcmp(terms[j], ws) == 0;
-        if (!dup)
-            snprintf(terms[nt++], sizeof terms[0], "%s", ws);
-    }
-    for (int j = 0; j < nt; j++) {
-        int w = snprintf(out + used, n - used, "%s\"%s\"", j ? " OR " : "", terms[j]);
-        if (w < 0 || (size_t)w >= n - used) {
-            /* never leave half a term: cut back to the last whole one */
-            out[used] = '\0';
-            break;
-        }
-        used += (size_t)w;
-    }
-}
-
-static int pr_cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Index one file's sections; *count gets how many. */
-static kevo_status pr_index_file(sqlite3_stmt *ins, const char *name, const char *text, int *count, kevo_err *err)
-{
-    *count = 0;
-    kv_buf title, tags, body;
-    kv_buf_init(&title);
-    kv_buf_init(&tags);
-    kv_buf_init(&body);
-    bool in_section = false, in_fence = false, tags_seen = false;
-    kevo_status st = KEVO_OK;
-    const char *p = text;
-    for (;;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        bool end = !*p && !nl;
-        bool heading = !end && !in_fence && len >= 3 && p[0] == '#' && p[1] == '#' && p[2] == ' ';
-        if ((heading || end) && in_section) {
-            /* flush the section */
-            const char *bd = body.data ? body.data : "";
-            size_t bl = body.len;
-            while (bl > 0 && (bd[bl - 1] == '\n' || bd[bl - 1] == ' '))
-                bl--;
-            while (bl > 0 && (*bd == '\n'))
-                bd++, bl--;
-            kv_buf cut;
-            kv_buf_init(&cut);
-            size_t keep = pr_cut(bd, bl, KEVO_KNOWLEDGE_MAX_SECTION_BYTES);
-            st = pr_put_clean(&cut, bd, keep, true);
-            if (!st && keep < bl)
-                st = kv_buf_puts(&cut, "\n[... section cut ...]");
-            if (!st && !cut.data)
-                st = kv_buf_puts(&cut, "");
-            if (!st) {
-                sqlite3_reset(ins);
-                sqlite3_bind_text(ins, 1, title.data ? title.data : "", -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(ins, 2, tags.data ? tags.data : "", -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(ins, 3, cut.data, -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(ins, 4, name, -1, SQLITE_TRANSIENT);
-                if (sqlite3_step(ins) != SQLITE_DONE)
-                    st = kevo_err_set(err, KEVO_ERR_DB, "indexing knowledge file '%s': %s", name,
-                                      sqlite3_errmsg(sqlite3_db_handle(ins)));
-                else
-                    (*count)++;
-            }
-            kv_buf_release(&cut);
-            if (st)
-                break;
-        }
-        if (end)
-            break;
-        if (heading) {
-            in_section = true;
-            tags_seen = false;
-            title.len = tags.len = body.len = 0;
-            if (title.data)
-                title.data[0] = '\0';
-            if (tags.data)
-                tags.data[0] = '\0';
-            if (body.data)
-                body.data[0] = '\0';
-            const char *t = p + 3;
-            size_t tl = len - 3;
-            while (tl > 0 && (t[tl - 1] == ' ' || t[tl - 1] == '\r' || t[tl - 1] == '#'))
-                tl--;
-            st = pr_put_clean(&title, t, pr_cut(t, tl, 200), false);
-            if (!st && !title.data)
-                st = kv_buf_puts(&title, "");
-        } else if (in_section) {
-            const char *q = p;
-            size_t ql = len;
-            while (ql > 0 && (*q == ' ' || *q == '\t'))
-                q++, ql--;
-            if (ql >= 3 && (q[0] == '`' || q[0] == '~') && q[1] == q[0] && q[2] == q[0])
-                in_fence = !in_fence;
-            if (!tags_seen && body.len == 0 && ql >= 5 && strncasecmp(q, "tags:", 5) == 0) {
-                tags_seen = true;
-                const char *v = q + 5;
-                size_t vl = ql - 5;
-                while (vl > 0 && *v == ' ')
-                    v++, vl--;
-                while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\r'))
-                    vl--;
-                st = pr_put_clean(&tags, v, pr_cut(v, vl, 400), false);
-            } else if (body.len > 0 || ql > 0) {
-                st = kv_buf_append(&body, p, len);
-                if (!st)
-                    st = kv_buf_puts(&body, "\n");
-            }
-        }
-        if (st) {
-            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory indexing '%s'", name);
-            break;
-        }
-        if (!nl)
-            p += len;
-        else
-            p = nl + 1;
-    }
-    kv_buf_release(&title);
-    kv_buf_release(&tags);
-    kv_buf_release(&body);
-    if (!st && *count == 0)
-        st = kevo_err_set(err, KEVO_ERR_PARSE, "knowledge file '%s' has no '## ' sections", name);
-    return st;
-}
-
-kevo_status kevo_knowledge_open(const char *prompts_dir, kevo_knowledge **out, kevo_err *err)
-{
-    *out = NULL;
-    if (!prompts_dir)
-        return kevo_err_set(err, KEVO_ERR_ARG, "no prompts folder");
-    char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s/knowledge", prompts_dir) >= (int)sizeof dir)
-        return kevo_err_set(err, KEVO_ERR_ARG, "prompts folder path too long");
-    DIR *d = opendir(dir);
-    if (!d)
-        return kevo_err_set(err, KEVO_ERR_IO, "unable to open knowledge folder '%s'", dir);
-    char **names = NULL;
-    int nnames = 0;
-    kevo_status st = KEVO_OK;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.' || len < 4 || strcmp(e->d_name + len - 3, ".md") != 0)
-            continue;
-        if (nnames >= KEVO_KNOWLEDGE_MAX_FILES) {
-            st = kevo_err_set(err, KEVO_ERR_PARSE, "more than %d files in '%s'", KEVO_KNOWLEDGE_MAX_FILES, dir);
-            break;
-        }
-        char **g = realloc(names, (size_t)(nnames + 1) * sizeof *g);
-        char *copy = kv_strdup(e->d_name);
-        if (!g || !copy) {
-            free(copy);
-            if (g)
-                names = g;
-            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-            break;
-        }
-        names = g;
-        names[nnames++] = copy;
-    }
-    closedir(d);
-    kevo_knowledge *kb = NULL;
-    sqlite3_stmt *ins = NULL;
-    if (!st) {
-        qsort(names, (size_t)nnames, sizeof *names, pr_cmp_names);
-        kb = calloc(1, sizeof *kb);
-        if (!kb)
-            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
-    if (!st && sqlite3_open_v2(":memory:", &kb->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
-        st = kevo_err_set(err, KEVO_ERR_DB, "unable to open an in-memory database");
-    if (!st && sqlite3_exec(kb->db,
-                            "CREATE VIRTUAL TABLE ks USING fts5(title, tags, body, file UNINDEXED,"
-                            " tokenize = 'porter unicode61')",
-                            NULL, NULL, NULL) != SQLITE_OK)
-        st = kevo_err_set(err, KEVO_ERR_DB, "unable to create the knowledge index (SQLite without FTS5?): %s",
-                          sqlite3_errmsg(kb->db));
-    if (!st && sqlite3_prepare_v2(kb->db, "INSERT INTO ks(title, tags, body, file) VALUES (?1, ?2, ?3, ?4)", -1,
-                                  &ins, NULL) != SQLITE_OK)
-        st = kevo_err_set(err, KEVO_ERR_DB, "unable to prepare the knowledge index: %s", sqlite3_errmsg(kb->db));
-    for (int i = 0; i < nnames && !st; i++) {
-        char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        struct stat sb;
-        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            st = kevo_err_set(err, KEVO_ERR_IO, "knowledge file '%s' is not a regular file", path);
-            break;
-        }
-        if (sb.st_size > KEVO_KNOWLEDGE_MAX_FILE_BYTES) {
-            st = kevo_err_set(err, KEVO_ERR_PARSE, "knowledge file '%s' is over %d KiB", path,
-                              KEVO_KNOWLEDGE_MAX_FILE_BYTES / 1024);
-            break;
-        }
-        char *text = NULL;
-        size_t len = 0;
-        if ((st = kv_read_regular_file(path, KEVO_KNOWLEDGE_MAX_FILE_BYTES, &text, &len, err)))
-            break;
-        if (len > KEVO_KNOWLEDGE_MAX_FILE_BYTES || strlen(text) != len) {
-            free(text);
-            st = kevo_err_set(err, KEVO_ERR_PARSE, "knowledge file '%s' is over %d KiB or holds NUL bytes", path,
-                              KEVO_KNOWLEDGE_MAX_FILE_BYTES / 1024);
-            break;
-        }
-        int count = 0;
-        st = pr_index_file(ins, names[i], text, &count, err);
-        free(text);
-        kb->nsections += count;
-    }
-    sqlite3_finalize(ins);
-    for (int i = 0; i < nnames; i++)
-        free(names[i]);
-    free(names);
-    if (!st && kb->nsections == 0)
-        st = kevo_err_set(err, KEVO_ERR_PARSE, "no knowledge sections in '%s'", dir);
-    if (st) {
-        kevo_knowledge_close(kb);
-        return st;
-    }
-    *out = kb;
-    return KEVO_OK;
-}
-
-int kevo_knowledge_count(const kevo_knowledge *kb)
-{
-    return kb ? kb->nsections : 0;
-}
-
-void kevo_knowledge_hits_free(kevo_knowledge_hit *hits, int n)
-{
-    if (!hits)
-        return;
-    for (int i = 0; i < n; i++) {
-        free(hits[i].file);
-        free(hits[i].title);
-        free(hits[i].tags);
-        free(hits[i].body);
-    }
-    free(hits);
-}
-
-static char *pr_col(sqlite3_stmt *s, int col)
-{
-    const unsigned char *t = sqlite3_column_text(s, col);
-    return kv_strdup(t ? (const char *)t : "");
-}
-
-kevo_status kevo_knowledge_query(kevo_knowledge *kb, const char *query_terms, int k, kevo_knowledge_hit **hits,
-                                 int *nhits, kevo_err *err)
-{
-    *hits = NULL;
-    *nhits = 0;
-    if (!kb)
-        return kevo_err_set(err, KEVO_ERR_ARG, "no knowledge index");
-    if (k < 1 || k > 64)
-        return kevo_err_set(err, KEVO_ERR_ARG, "knowledge query for %d sections (1..64)", k);
-    char q[PR_MAX_TERMS * (PR_MAX_TERM + 8) + 8];
-    kevo_knowledge_fts_query(query_terms, q, sizeof q);
-    if (!q[0])
-        return KEVO_OK;
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(kb->db,
-                           "SELECT file, title, tags, body, bm25(ks, 4.0, 2.0, 1.0) AS r FROM ks WHERE ks MATCH ?1"
-                           " ORDER BY r LIMIT ?2",
-                           -1, &s, NULL) != SQLITE_OK)
-        return kevo_err_set(err, KEVO_ERR_DB, "knowledge query: %s", sqlite3_errmsg(kb->db));
-    sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 2, k);
-    kevo_knowledge_hit *h = calloc((size_t)k, sizeof *h);
-    kevo_status st = h ? KEVO_OK : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    int n = 0, rc;
-    while (!st && n < k && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        h[n].file = pr_col(s, 0);
-        h[n].title = pr_col(s, 1);
-        h[n].tags = pr_col(s, 2);
-        h[n].body = pr_col(s, 3);
-        h[n].score = sqlite3_column_double(s, 4);
-        n++;
-        if (!h[n - 1].file || !h[n - 1].title || !h[n - 1].tags || !h[n - 1].body)
-            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    }
-    if (!st && n < k && rc != SQLITE_DONE)
-        st = kevo_err_set(err, KEVO_ERR_DB, "knowledge query: %s", sqlite3_errmsg(kb->db));
-    sqlite3_finalize(s);
-    if (st) {
-        kevo_knowledge_hits_free(h, n);
-        return st;
-    }
-    if (n == 0) {
-        free(h);
-        h = NULL;
-    }
-    *hits = h;
-    *nhits = n;
-    return KEVO_OK;
-}
-
-void kevo_knowledge_close(kevo_knowledge *kb)
-{
-    if (!kb)
-        return;
-    sqlite3_close(kb->db);
-    free(kb);
-}
 
 /* ---------------------------------------------------------------- prompt */
 
@@ -690,6 +201,13 @@ static void pr_query(const kevo_prompt_in *in, int bound, kv_buf *q)
         kv_buf_puts(q, " occupancy latency stages");
     if (p->spill_bytes > 0)
         kv_buf_puts(q, " spill registers");
+    /* the bottleneck the profiler saw (retrieval keyed on it) */
+    if (pr_has(p->stall, "scoreboard") || pr_has(p->stall, "lg_throttle"))
+        kv_buf_puts(q, " latency loads stages flight");
+    else if (pr_has(p->stall, "barrier") || pr_has(p->stall, "membar"))
+        kv_buf_puts(q, " barrier mbarrier warp specialization");
+    else if (pr_has(p->stall, "math") || pr_has(p->stall, "mio"))
+        kv_buf_puts(q, " tensor core shared memory bank");
     if (p->regs >= 200)
         kv_buf_puts(q, " registers setmaxnreg");
     if (p->smem_bytes > 160 * 1024)
@@ -751,6 +269,12 @@ static char *pr_plan_view(const cJSON *space)
         if (!v)
             continue;
         cJSON *shown = NULL;
+        if (k == 1 && !(shown = pr_needed_lets(space))) /* the lets the launches need: not the cost model's */
+            continue;
+        if (k == 1 && cJSON_GetArraySize(shown) == 0) {
+            cJSON_Delete(shown);
+            continue;
+        }
         if (k == 0 && cJSON_IsArray(v)) { /* [{"name", "values": [x]}, ...] -> {"name": x} */
             shown = cJSON_CreateObject();
             const cJSON *e;
@@ -797,6 +321,14 @@ static void pr_parent(const kevo_prompt_in *in, kv_buf *b)
     pr_int(b, "registers per thread", p->regs, "");
     pr_int(b, "spilled bytes", p->spill_bytes, "");
     pr_int(b, "static shared memory", p->smem_bytes, " bytes");
+    if (p->profile && *p->profile) {
+        kv_buf_puts(b, "- profile (Nsight Compute): ");
+        pr_line(b, p->profile, KEVO_PROMPT_LINE_MAX * 2);
+        kv_buf_puts(b, "\n");
+    } else if (!pr_failed(p)) {
+        kv_buf_puts(b, "- profile: none measured (the figures above are derived: time, TFLOP/s against the roofline, "
+                       "registers, spills)\n");
+    }
     if (pr_failed(p)) {
         kv_buf_puts(b, "- failure: ");
         pr_line(b, p->fail, 40);
@@ -905,24 +437,24 @@ static void pr_plan(const kevo_prompt_in *in, kv_buf *b, bool omitted)
 
 /* How the parent's source is shown. */
 typedef enum {
-    PR_SRC_WHOLE = 0,    /* as stored */
-    PR_SRC_STRIPPED = 1, /* without comments and blank lines (kevo_prompt_source_view) */
-    PR_SRC_CUT = 2,      /* stripped, with keep bytes around a cut middle */
-    PR_SRC_OMITTED = 3,  /* left out: the task asks for a new kernel */
+    PR_SRC_COMPACT = 0, /* compacted for its params (kevo_prompt_compact) */
+    PR_SRC_CUT = 1,     /* compacted, with keep bytes around a cut middle */
+    PR_SRC_OMITTED = 2, /* left out: the task asks for a new kernel */
 } pr_src_mode;
 
-/* The parent's source in one of the modes above (src: the stored text or
- * its stripped view, as the mode says). */
+/* The parent's compacted source in one of the modes above. */
 static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
 {
     size_t len = strlen(src);
     kv_buf_puts(b, "\n## The parent's source\n\n");
     if (mode == PR_SRC_OMITTED) {
-        kv_buf_printf(b, "(left out: its %zu bytes do not fit this prompt's limit, --llm-prompt-chars)\n", len);
+        kv_buf_printf(b, "(left out: its %zu bytes, even compacted, do not fit this prompt's budget, "
+                      "--llm-prompt-tokens)\n", len);
         return;
     }
-    if (mode == PR_SRC_STRIPPED)
-        kv_buf_puts(b, "(comments and blank lines left out)\n\n");
+    kv_buf_puts(b, "(compacted for the parent's params: comments, blank lines and the #if and if constexpr "
+                   "branches its params rule out are left out; each shared header is shown as its API, and kevo "
+                   "puts the whole header in front of your source. SEARCH text must come from the code shown.)\n\n");
     if (mode != PR_SRC_CUT || keep >= len) {
         pr_block(b, "cuda", src, len);
         return;
@@ -939,8 +471,7 @@ static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
     kv_buf tmp;
     kv_buf_init(&tmp);
     kv_buf_append(&tmp, src, head);
-    kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source (comments left out) cut here to fit the prompt ...]\n",
-                  tail - head);
+    kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source cut here to fit the prompt ...]\n", tail - head);
     kv_buf_append(&tmp, src + tail, len - tail);
     pr_block(b, "cuda", tmp.data ? tmp.data : "", tmp.len);
     kv_buf_release(&tmp);
@@ -1073,6 +604,21 @@ static void pr_task(const kevo_prompt_in *in, int bound, pr_src_mode mode, kv_bu
                        "source; then one sentence saying what you changed.\n");
 }
 
+/* "# Operator": the op's description and the run; returns pr_bound's verdict. */
+static int pr_head(const kevo_prompt_in *in, const char *opdesc, kv_buf *head)
+{
+    kv_buf_puts(head, "# Operator\n\n");
+    pr_put_clean(head, opdesc, strlen(opdesc), true);
+    kv_buf_puts(head, "\n## This run\n\n- shape: ");
+    pr_line(head, in->shape, 300);
+    kv_buf_puts(head, "\n- dtype: ");
+    pr_line(head, in->dtype, 20);
+    kv_buf_puts(head, "\n- arch: ");
+    pr_line(head, in->arch, 20);
+    kv_buf_puts(head, "\n\n");
+    return pr_bound(in, head);
+}
+
 kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const kevo_prompt_in *in, kv_buf *system,
                               kv_buf *user, char *query_used, size_t qn, kevo_err *err)
 {
@@ -1101,16 +647,7 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     kv_buf_init(&plan);
     kv_buf_init(&plan_out);
     kv_buf_init(&query);
-    kv_buf_puts(&head, "# Operator\n\n");
-    pr_put_clean(&head, opdesc, strlen(opdesc), true);
-    kv_buf_puts(&head, "\n## This run\n\n- shape: ");
-    pr_line(&head, in->shape, 300);
-    kv_buf_puts(&head, "\n- dtype: ");
-    pr_line(&head, in->dtype, 20);
-    kv_buf_puts(&head, "\n- arch: ");
-    pr_line(&head, in->arch, 20);
-    kv_buf_puts(&head, "\n\n");
-    int bound = pr_bound(in, &head);
+    int bound = pr_head(in, opdesc, &head);
     kv_buf_puts(&abi, "\n# ABI header (kevo puts it in front of your source)\n\n");
     const char *ah = in->abi_header ? in->abi_header : "";
     pr_block(&abi, "c", ah, pr_cut(ah, strlen(ah), 64 * 1024));
@@ -1129,50 +666,62 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     if (kb)
         st = kevo_knowledge_query(kb, query.data ? query.data : "", KEVO_PROMPT_KNOWLEDGE_K, &hits, &nhits, err);
 
-    /* fit: knowledge, then siblings, then the source's middle */
+    /* the cap on the user message: the token budget less the system message, and --llm-prompt-chars */
+    size_t budget = in->max_tokens ? in->max_tokens : KEVO_PROMPT_TOKENS_DEFAULT;
+    size_t sys_tokens = kevo_prompt_tokens(strlen(sys));
+    size_t cap = budget > sys_tokens ? (budget - sys_tokens) * KEVO_PROMPT_BYTES_PER_TOKEN : 0;
+    if (in->max_chars > 0 && in->max_chars < cap)
+        cap = in->max_chars;
+    /* the source, compacted for the parent's params */
+    char *view = NULL, *base = NULL;
+    if (!st)
+        st = kevo_prompt_compact(in->parent->source ? in->parent->source : "", in->parent->params, &view, &base,
+                                 err);
+    free(base);
+    /* fit, by priority: never the operator, ABI, parent, knowledge or task; cut the run's best kernels, then
+     * the siblings (oldest first), then the source's middle, then the source */
     int nsib = in->siblings && in->nsiblings > 0 ? in->nsiblings : 0;
-    int show_sib = nsib < KEVO_PROMPT_SIBLINGS_MAX ? nsib : KEVO_PROMPT_SIBLINGS_MAX, show_k = nhits;
-    const char *whole = in->parent->source ? in->parent->source : "";
-    char *view = NULL; /* the stripped view, made when first needed */
-    pr_src_mode mode = PR_SRC_WHOLE;
+    int show_sib = nsib < KEVO_PROMPT_SIBLINGS_MAX ? nsib : KEVO_PROMPT_SIBLINGS_MAX;
+    int show_top = in->ntops < KEVO_PROMPT_TOPS_MAX ? (in->ntops > 0 ? in->ntops : 0) : KEVO_PROMPT_TOPS_MAX;
+    pr_src_mode mode = PR_SRC_COMPACT;
     size_t keep = 0;
-    kv_buf out;
+    kv_buf out, know, peers;
     kv_buf_init(&out);
+    kv_buf_init(&know);
+    kv_buf_init(&peers);
+    if (kb)
+        pr_knowledge(hits, nhits, nhits, fts, &know);
+    pr_peers(in, &peers);
     bool fits = false;
     for (int attempt = 0; !st && attempt < 200 && !fits; attempt++) {
-        kv_buf src, sib, know, task;
+        kv_buf src, sib, tops, task;
         kv_buf_init(&src);
         kv_buf_init(&sib);
-        kv_buf_init(&know);
+        kv_buf_init(&tops);
         kv_buf_init(&task);
         const kv_buf *pl = mode == PR_SRC_OMITTED ? &plan_out : &plan;
         kv_buf_append(&src, pl->data ? pl->data : "", pl->len);
-        pr_source(&src, mode == PR_SRC_WHOLE ? whole : view, mode, keep);
+        pr_source(&src, view, mode, keep);
+        pr_tops(in, show_top, &tops);
         pr_siblings(in, &sib, show_sib);
-        if (kb)
-            pr_knowledge(hits, nhits, show_k, fts, &know);
         pr_task(in, bound, mode, &task);
-        size_t total = head.len + abi.len + parent.len + src.len + sib.len + know.len + task.len;
-        if (in->max_chars == 0 || total <= in->max_chars) {
+        size_t fixed = head.len + abi.len + parent.len + peers.len + know.len + task.len;
+        size_t total = fixed + src.len + sib.len + tops.len;
+        if (total <= cap) {
             fits = true;
-            kv_buf *parts[] = {&head, &abi, &parent, &src, &sib, &know, &task};
+            kv_buf *parts[] = {&head, &abi, &parent, &src, &peers, &tops, &sib, &know, &task};
             for (size_t i = 0; i < KV_ARRAY_LEN(parts) && !st; i++)
                 if (parts[i]->len)
                     st = kv_buf_append(&out, parts[i]->data, parts[i]->len);
             if (st)
                 st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building a prompt");
-        } else if (show_k > 0) {
-            show_k--;
+        } else if (show_top > 0) {
+            show_top--;
         } else if (show_sib > 0) {
             show_sib = show_sib > 4 ? show_sib / 2 : show_sib - 1;
-        } else if (mode == PR_SRC_WHOLE) {
-            view = kevo_prompt_source_view(whole);
-            if (!view)
-                st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory building a prompt");
-            mode = PR_SRC_STRIPPED;
         } else if (mode != PR_SRC_OMITTED) {
-            /* cut the stripped view's middle; below 40% of it, leave it out */
-            size_t over = total - in->max_chars, len = strlen(view);
+            /* cut the compacted source's middle; below 40% of it, leave it out */
+            size_t over = total - cap, len = strlen(view);
             size_t cur = mode == PR_SRC_CUT ? keep : len;
             size_t marker = 256;
             if (cur <= over + marker + 512 || cur - over - marker < len * 2 / 5) {
@@ -1183,16 +732,19 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
             }
         } else {
             st = kevo_err_set(err, KEVO_ERR_ARG,
-                              "a prompt cap of %zu bytes is too small: the fixed parts take %zu bytes",
-                              in->max_chars, total - src.len);
+                              "a prompt budget of %zu tokens (%zu bytes for the user message) is too small: the "
+                              "parts never cut (operator, ABI header, parent, knowledge, task) take %zu bytes",
+                              budget, cap, fixed + src.len);
         }
         kv_buf_release(&src);
         kv_buf_release(&sib);
-        kv_buf_release(&know);
+        kv_buf_release(&tops);
         kv_buf_release(&task);
     }
+    kv_buf_release(&know);
+    kv_buf_release(&peers);
     if (!st && !fits)
-        st = kevo_err_set(err, KEVO_ERR_ARG, "unable to fit the prompt into %zu bytes", in->max_chars);
+        st = kevo_err_set(err, KEVO_ERR_ARG, "unable to fit the prompt into %zu bytes", cap);
     if (!st) {
         size_t sys_len = strlen(sys);
         st = pr_put_clean(system, sys, sys_len, true);

@@ -83,14 +83,23 @@ typedef struct kevo_llm_node {
     const char *generator;         /* "template" or "llm" */
     const char *family;            /* template family, or the family the llm line descends from */
     const char *params;            /* "BM=128 BN=64 ..." or NULL */
-    const char *source;            /* device source (parent only; siblings: NULL) */
+    const char *source;            /* device source (the parent; a top candidate of the LLM, for its diff; else NULL) */
     const char *space;             /* one-point space JSON (parent only) */
     const char *status;            /* "ok", "failed", "pending", ... */
     const char *fail, *fail_msg;   /* failure kind ("compile_error", "eval_timeout", "rejected", ...) and message */
     double median_ms, tflops, roofline, speedup; /* NaN when unmeasured */
     int regs, spill_bytes, smem_bytes;           /* -1 when unknown */
     const char *summary;           /* siblings: one line of what they changed (may be NULL) */
+    const char *profile;           /* the parent's profiler figures, one line (kevo_profile_line), or NULL */
+    const char *stall;             /* the parent's top warp-stall reason ("long_scoreboard"), or NULL */
 } kevo_llm_node;
+
+/* An in-run peer (a vendor library's or a naive form of the op) as timed
+ * at the run's shape. */
+typedef struct kevo_llm_peer {
+    const char *name;  /* "stage0", "decomposed", ... (untrusted: bounded, cleaned) */
+    double median_ms;  /* NaN when it failed or was not timed */
+} kevo_llm_peer;
 
 /* What one prompt is built from. */
 typedef struct kevo_prompt_in {
@@ -101,8 +110,18 @@ typedef struct kevo_prompt_in {
     const kevo_llm_node *siblings;   /* earlier children of the same parent, oldest first */
     int nsiblings;
     double best_speedup;             /* the run's best so far, NaN if none */
-    size_t max_chars;                /* cap on the user message in bytes (0: none); see kevo_prompt_build */
+    const kevo_llm_node *tops;       /* the run's best candidates of other lineages, best first (may be NULL) */
+    int ntops;
+    const kevo_llm_peer *peers;      /* the in-run peers' times (may be NULL) */
+    int npeers;
+    size_t max_tokens;               /* budget of the whole prompt, system message included, in tokens
+                                        (kevo_prompt_tokens); 0: KEVO_PROMPT_TOKENS_DEFAULT */
+    size_t max_chars;                /* also a cap on the user message in bytes (0: none); see kevo_prompt_build */
 } kevo_prompt_in;
+
+#define KEVO_PROMPT_TOKENS_DEFAULT 16384
+#define KEVO_PROMPT_TOPS_MAX 4       /* top candidates shown at most */
+#define KEVO_PROMPT_DIFF_LINES 40    /* lines of one top candidate's diff to the parent */
 
 /* Fixed limits on untrusted parts (bytes). */
 #define KEVO_PROMPT_MSG_MAX 4000     /* a failure message (head and tail kept) */
@@ -118,37 +137,61 @@ typedef struct kevo_prompt_in {
  * out; caller frees. */
 char *kevo_prompt_source_view(const char *src);
 
+/* The parent's source compacted for its own params (llm/compact.c):
+ * comments and blank lines removed, the #if groups and `if constexpr`
+ * statements the params ("BM=128 BN=64 ...") decide cut to the branch
+ * taken, and each shared header (a unit after `#line 1 "x.cuh"`) given as
+ * its API (one line per declaration with its one-line doc).  *shown is
+ * what a prompt shows; *base is the same code with the headers in full:
+ * SEARCH/REPLACE edits made against *shown apply to *base.  Both malloc'd
+ * (caller frees).  Errors: KEVO_ERR_NOMEM. */
+kevo_status kevo_prompt_compact(const char *src, const char *params, char **shown, char **base, kevo_err *err);
+
+/* The shared headers of parent_src that a whole-source reply uses but does
+ * not hold (it names one of their functions or types, not a macro, and has no `#line 1
+ * "x.cuh"` marker of theirs): their full text, in the parent's order, to be
+ * put in front of the reply's source (ends with `#line 1 "llm"`).  NULL
+ * when none is needed or memory runs out; caller frees. */
+char *kevo_prompt_headers_for(const char *parent_src, const char *reply_src);
+
+/* Tokens a prompt of n bytes is counted as: ceil(n / 3).  Deliberately
+ * conservative (code runs 3-4 bytes a token in common tokenizers, prose
+ * about 4), so a prompt within its budget fits the server's context. */
+#define KEVO_PROMPT_BYTES_PER_TOKEN 3
+size_t kevo_prompt_tokens(size_t bytes);
+
 /* Build one prompt.  system <- <prompts_dir>/system.md.  user <- in order:
  *   1. "# Operator": prompts/ops/<op>.md, then the run (shape, dtype, arch)
  *      and, when the op and shape are known, its FLOPs, least bytes,
  *      arithmetic intensity and whether that is memory- or compute-bound on
  *      the arch;
  *   2. "# ABI header": the header in a ```c block;
- *   3. "# Parent": generator, family, params, status, measurements (time,
- *      TFLOP/s, fraction of roofline, speedup, registers, spills, shared
- *      memory), the failure kind and message, the launch plan (```json)
- *      and the source (```cuda);
- *   4. "# Siblings": what earlier children of this parent changed and got;
- *   5. "# Knowledge": the sections retrieved for the parent's bottleneck and
+ *   3. "# Parent": generator, family, params, status, measurements, the
+ *      failure kind and message, the launch plan (```json: the keys a reply
+ *      may set, the lets the launches need) and the source compacted for
+ *      its params (kevo_prompt_compact, ```cuda);
+ *   4. "# Peers": in->peers' times;
+ *   5. "# The run's best kernels of other lineages": in->tops with their
+ *      figures and diff to the parent;
+ *   6. "# Siblings": what earlier children of this parent changed and got;
+ *   7. "# Knowledge": the sections retrieved for the parent's bottleneck and
  *      failure (query: see query_used);
- *   6. "# Task": fix the failure, or the bottleneck to go after, the run's
+ *   8. "# Task": fix the failure, or the bottleneck to go after, the run's
  *      best, and the reply format.
  * Code blocks use a fence longer than any backtick run inside them.
- * The parent's plan is shown as a reply's plan block would give it
- * (params as {"NAME": value}; no description, constraints or cost model).
- * With max_chars > 0 and the message over it, parts are cut in this order,
- * each leaving a marker line: knowledge sections (the lowest ranked first,
- * then all), siblings (the oldest first), the source's comments and blank
- * lines (kevo_prompt_source_view), the middle of that view (head and tail
- * kept; the task then asks for SEARCH/REPLACE edits against it or a new
- * kernel), and, when less than 40% of the view would be left, the whole
- * source (the task then asks for a new kernel from scratch; small models
- * with short contexts write one, where a cut source makes them echo the
- * prompt).  The task asks for the code block first and the summary sentence
- * last.  When even that does not fit: KEVO_ERR_ARG, nothing appended.
+ * The whole prompt, system message included, is kept within in->max_tokens
+ * (kevo_prompt_tokens; 0: KEVO_PROMPT_TOKENS_DEFAULT) and the user message
+ * within in->max_chars bytes when that is set.  The operator, ABI header,
+ * parent, knowledge and task are never cut; the others go in this order,
+ * each leaving a marker line: the tops (the last first), the siblings (the
+ * oldest first), the middle of the compacted source (head and tail kept;
+ * the task then asks for edits against the parts shown or a new kernel),
+ * and, when less than 40% of it would be left, the whole source and its
+ * plan (the task then asks for a new kernel).  When even that does not fit:
+ * KEVO_ERR_ARG naming the budget, nothing appended.
  * query_used[qn] (may be NULL) receives the FTS5 query.  kb may be NULL (no
  * knowledge part).  system and user are appended to.
- * Errors: KEVO_ERR_ARG (no parent, a bad op name, max_chars too small),
+ * Errors: KEVO_ERR_ARG (no parent, a bad op name, a budget too small),
  * KEVO_ERR_NOT_FOUND (system.md or the op's description missing),
  * KEVO_ERR_IO, KEVO_ERR_DB, KEVO_ERR_NOMEM. */
 kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const kevo_prompt_in *in, kv_buf *system,

@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "llm/check.h"
+#include "llm/admit/check.h"
 #include "util/util.h"
 
 #define RP_MAX_BLOCKS 256
@@ -255,51 +255,115 @@ static int rp_count(const char *hay, size_t hn, const char *needle, size_t nn, b
     return c;
 }
 
+/* How a block is named in a message: its number and its SEARCH text's
+ * first non-blank line, shown (at most 60 bytes, control bytes as '?'). */
+static void rp_block_name(const char *sr, size_t sn, int i, char *out, size_t n)
+{
+    size_t a = 0;
+    while (a < sn && (sr[a] == ' ' || sr[a] == '\t' || sr[a] == '\n' || sr[a] == '\r'))
+        a++;
+    size_t len = 0;
+    char line[64];
+    for (; a + len < sn && sr[a + len] != '\n' && len < 60; len++) {
+        unsigned char c = (unsigned char)sr[a + len];
+        line[len] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    line[len] = '\0';
+    snprintf(out, n, "SEARCH block %d (\"%s%s\")", i + 1, line, a + len < sn && sr[a + len] != '\n' ? "..." : "");
+}
+
+/* Where earlier blocks' replacements lie in the text being edited: each
+ * block must find its SEARCH text in what the parent's source still has, not
+ * in another block's replacement (blocks must not overlap). */
+typedef struct rp_span {
+    size_t at, len;
+    int block;
+} rp_span;
+
+/* The block whose replacement [at, at + n) touches, or -1. */
+static int rp_overlap(const rp_span *sp, int ns, size_t at, size_t n)
+{
+    for (int k = 0; k < ns; k++)
+        if (at < sp[k].at + sp[k].len && sp[k].at < at + n && sp[k].len + n > 0)
+            return sp[k].block;
+    return -1;
+}
+
+/* Replace [at, at + sn) of cur with rr[0..rn). */
+static kevo_status rp_splice(kv_buf *cur, size_t at, size_t sn, const char *rr, size_t rn)
+{
+    kv_buf next;
+    kv_buf_init(&next);
+    kevo_status st = kv_buf_append(&next, cur->data, at);
+    if (!st && rn)
+        st = kv_buf_append(&next, rr, rn);
+    if (!st)
+        st = kv_buf_append(&next, cur->data + at + sn, cur->len - at - sn);
+    if (!st)
+        st = kv_buf_puts(&next, "");
+    kv_buf_release(cur);
+    *cur = next;
+    return st;
+}
+
+/* Apply the edit blocks in order to the parent's source.  Each block's
+ * SEARCH text must occur exactly once (whole lines first, then anywhere)
+ * and not within an earlier block's replacement.  Errors (KEVO_ERR_PARSE)
+ * name the block by number and first line: empty, not found, ambiguous,
+ * overlapping, or the source grown too long. */
 static kevo_status rp_apply_edits(const rp_state *s, const rp_edit *ed, int n, const char *parent, char **out,
                                   kevo_err *err)
 {
     kv_buf cur;
     kv_buf_init(&cur);
-    if (kv_buf_puts(&cur, parent) || kv_buf_puts(&cur, ""))
+    rp_span *spans = n > 0 ? calloc((size_t)n, sizeof *spans) : NULL;
+    if ((n > 0 && !spans) || kv_buf_puts(&cur, parent) || kv_buf_puts(&cur, "")) {
+        free(spans);
+        kv_buf_release(&cur);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
+    }
+    kevo_status st = KEVO_OK;
+    for (int i = 0; i < n && !st; i++) {
         const char *sr = s->text + ed[i].s_start, *rr = s->text + ed[i].r_start;
         size_t sn = ed[i].s_end - ed[i].s_start, rn = ed[i].r_end - ed[i].r_start;
+        char name[96];
+        rp_block_name(sr, sn, i, name, sizeof name);
         if (sn == 0) {
-            kv_buf_release(&cur);
-            return kevo_err_set(err, KEVO_ERR_PARSE, "SEARCH block %d is empty", i + 1);
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "SEARCH block %d is empty", i + 1);
+            break;
         }
         size_t at = 0;
         int c = rp_count(cur.data, cur.len, sr, sn, true, &at);
         if (c == 0)
             c = rp_count(cur.data, cur.len, sr, sn, false, &at);
-        if (c != 1) {
-            kv_buf_release(&cur);
-            return kevo_err_set(err, KEVO_ERR_PARSE, "SEARCH block %d matches %s times%s", i + 1,
-                                c == 0 ? "0" : c == 2 ? "2" : "3 or more",
-                                c == 0 ? " (its text must be copied exactly from the parent's source)"
-                                       : " (add lines to make it unique)");
+        int other = c == 1 ? rp_overlap(spans, i, at, sn) : -1;
+        if (c == 0)
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "%s matches 0 times: its text is not in the parent's source "
+                              "(copy the lines exactly, whitespace included)", name);
+        else if (c > 1)
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "%s matches %s times: it is ambiguous (add lines around it "
+                              "to make it unique)", name, c == 2 ? "2" : "3 or more");
+        else if (other >= 0)
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "%s overlaps SEARCH block %d: it finds its text in that "
+                              "block's replacement (blocks must edit separate parts of the parent's source)",
+                              name, other + 1);
+        else if (cur.len - sn + rn > KEVO_LLM_SOURCE_MAX)
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "source over %d KiB after %s", KEVO_LLM_SOURCE_MAX / 1024, name);
+        if (st)
+            break;
+        if (rp_splice(&cur, at, sn, rr, rn)) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+            break;
         }
-        if (cur.len - sn + rn > KEVO_LLM_SOURCE_MAX) {
-            kv_buf_release(&cur);
-            return kevo_err_set(err, KEVO_ERR_PARSE, "source over %d KiB after SEARCH block %d",
-                                KEVO_LLM_SOURCE_MAX / 1024, i + 1);
-        }
-        kv_buf next;
-        kv_buf_init(&next);
-        kevo_status st = kv_buf_append(&next, cur.data, at);
-        if (!st && rn)
-            st = kv_buf_append(&next, rr, rn);
-        if (!st)
-            st = kv_buf_append(&next, cur.data + at + sn, cur.len - at - sn);
-        if (!st)
-            st = kv_buf_puts(&next, "");
+        for (int k = 0; k < i; k++) /* the earlier replacements after this one move */
+            if (spans[k].at >= at + sn)
+                spans[k].at = spans[k].at - sn + rn;
+        spans[i] = (rp_span){.at = at, .len = rn, .block = i};
+    }
+    free(spans);
+    if (st) {
         kv_buf_release(&cur);
-        if (st) {
-            kv_buf_release(&next);
-            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-        }
-        cur = next;
+        return st;
     }
     *out = kv_buf_take(&cur);
     return KEVO_OK;
@@ -405,7 +469,19 @@ static const char *rp_key_name(const char *k)
     return k;
 }
 
-/* The plan's params, normalized to [{"name", "values": [v], "default": v}]. */
+/* An untrusted name shown in a message: at most 40 bytes, each byte that is
+ * not printable ASCII (or is a quote or backslash) as '?'. */
+static void rp_show_name(const char *k, char out[48])
+{
+    size_t n = 0;
+    for (; k && k[n] && n < 40; n++)
+        out[n] = k[n] > 0x20 && k[n] < 0x7f && k[n] != '\'' && k[n] != '\\' ? k[n] : '?';
+    snprintf(out + n, 48 - n, "%s", k && k[n] ? "..." : "");
+}
+
+/* The plan's params, normalized to [{"name", "values": [v], "default": v}];
+ * {} or [] is a kernel without tunables.  A name that is not an identifier
+ * (it becomes a #define) is refused, named. */
 static kevo_status rp_params(const cJSON *p, cJSON **out, kevo_err *err)
 {
     *out = cJSON_CreateArray();
@@ -440,6 +516,15 @@ static kevo_status rp_params(const cJSON *p, cJSON **out, kevo_err *err)
                 v = one;
             }
         }
+        if (name && !kv_is_ident(name, KEVO_SYM_NAME_MAX - 1)) {
+            char shown[48];
+            rp_show_name(name, shown);
+            cJSON_Delete(*out);
+            *out = NULL;
+            return kevo_err_set(err, KEVO_ERR_PARSE, "plan: param %d's name '%s' is not an identifier (letters, "
+                                "digits and '_', not starting with a digit, at most %d bytes)", idx + 1, shown,
+                                KEVO_SYM_NAME_MAX - 1);
+        }
         if (!name || !cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
             v->valuedouble > 1e15 || v->valuedouble < -1e15) {
             cJSON_Delete(*out);
@@ -470,6 +555,37 @@ static kevo_status rp_params(const cJSON *p, cJSON **out, kevo_err *err)
     return KEVO_OK;
 }
 
+/* {"NAME": value, ...} changes the parent's params it names (and adds the
+ * others): *val (normalized, replaced) becomes the parent's array with
+ * those values. */
+static kevo_status rp_params_merge(const cJSON *parent_params, cJSON **val, kevo_err *err)
+{
+    cJSON *all = cJSON_IsArray(parent_params) ? cJSON_Duplicate(parent_params, true) : cJSON_CreateArray();
+    if (!all)
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    cJSON *it;
+    while ((it = (*val)->child) != NULL) {
+        cJSON_DetachItemViaPointer(*val, it);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+        int at = -1, i = 0;
+        const cJSON *q;
+        cJSON_ArrayForEach(q, all)
+        {
+            const char *qn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(q, "name"));
+            if (at < 0 && qn && name && strcmp(qn, name) == 0)
+                at = i;
+            i++;
+        }
+        if (at >= 0)
+            cJSON_ReplaceItemInArray(all, at, it);
+        else
+            cJSON_AddItemToArray(all, it);
+    }
+    cJSON_Delete(*val);
+    *val = all;
+    return KEVO_OK;
+}
+
 kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json, char **merged, kevo_err *err)
 {
     *merged = NULL;
@@ -485,7 +601,7 @@ kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json,
         return kevo_err_set(err, KEVO_ERR_PARSE, "plan: not a JSON object");
     }
     kevo_status st = KEVO_OK;
-    bool new_params = false, new_lets = false, new_constraints = false;
+    bool new_params = false, new_lets = false, new_constraints = false, no_params = false;
     for (cJSON *k = plan->child; k && !st; k = k->next) {
         const char *key = k->string ? k->string : "";
         if (!strcmp(key, "tensor_maps"))
@@ -510,6 +626,9 @@ kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json,
         if (!strcmp(key, "params")) {
             st = rp_params(k, &val, err);
             new_params = true;
+            no_params = !st && cJSON_GetArraySize(val) == 0;
+            if (!st && !no_params && cJSON_IsObject(k))
+                st = rp_params_merge(cJSON_GetObjectItemCaseSensitive(parent, "params"), &val, err);
         } else {
             val = cJSON_Duplicate(k, true);
             if (!val)
@@ -525,6 +644,13 @@ kevo_status kevo_llm_merge_plan(const char *parent_space, const char *plan_json,
     /* a one-point space has no axes and no moves into it */
     cJSON_DeleteItemFromObjectCaseSensitive(parent, "axes");
     cJSON_DeleteItemFromObjectCaseSensitive(parent, "enter_from");
+    /* a kernel without tunables ("params": {}): nothing of the parent's plan names its params any more, so
+     * the plan keys it does not give are the parent's no longer (its launches must be its own) */
+    static const char *const derived[] = {"let", "launches", "workspace", "pad_k", "tmaps"};
+    for (size_t i = 0; !st && no_params && i < sizeof derived / sizeof derived[0]; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(plan, derived[i]) &&
+            !(i == 4 && cJSON_GetObjectItemCaseSensitive(plan, "tensor_maps")))
+            cJSON_DeleteItemFromObjectCaseSensitive(parent, derived[i]);
     if (!st && (new_params || new_lets)) {
         cJSON_DeleteItemFromObjectCaseSensitive(parent, "model");
         if (!new_constraints)

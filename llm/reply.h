@@ -14,11 +14,19 @@
  *         their replacement
  *         >>>>>>> REPLACE
  *     applied in order to the parent's source (inside or outside fences),
- *     and optionally a ```json plan.
+ *     and optionally a ```json plan.  Each block's SEARCH text must occur
+ *     once in the source as the earlier blocks left it, and not within an
+ *     earlier block's replacement; a failure names the block by number and
+ *     first line (not found, ambiguous, overlapping, empty).
  * A plan is a JSON object with any of "launches", "let", "params",
  * "workspace", "pad_k", "tmaps" (or "tensor_maps") and "constraints"; each
- * key replaces the parent's.  "params" is {"NAME": value, ...} or the space
- * files' [{"name": ..., "values": [value]}, ...], one value each.  Keys that
+ * key replaces the parent's, but for "params" as {"NAME": value, ...},
+ * which changes the parent's params it names (and adds others); the space
+ * files' form [{"name": ..., "values": [value]}, ...] replaces them all.
+ * One value each, each name an identifier; {} (or []) is a kernel without
+ * tunables, whose plan then
+ * drops the parent's "let", "launches", "workspace", "pad_k" and "tmaps"
+ * unless it gives its own.  Keys that
  * name the family ("family", "op", "source", "include", "archs",
  * "description", "axes", "model", "enter_from", "requires") are ignored when
  * equal to the parent's and refused otherwise; other keys are refused.  The

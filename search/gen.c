@@ -57,7 +57,8 @@ void kevo_gen_opts_init(kevo_gen_opts *o)
     l->max_tokens = 8192;
     l->timeout = 600;
     l->retries = 4;
-    l->prompt_chars = 96 * 1024;
+    l->prompt_tokens = 16384;
+    l->prompt_chars = 0;
 }
 
 void kevo_gen_source_init(kevo_gen_source *g)

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "db/store.h"
+#include "llm/admit/admit.h"
 #include "evaluator/eval.h"
 #include "search/search.h"
 #include "templates/space.h"
@@ -52,7 +53,7 @@ enum {
     KEVO_LLM_GIVEN_SEED = 1u << 3,
     KEVO_LLM_GIVEN_BUDGET = 1u << 4,
     KEVO_LLM_GIVEN_MAX_TOKENS = 1u << 5,
-    /* --llm-timeout, --llm-retries, --llm-prompt-chars or --prompts (this
+    /* --llm-timeout, --llm-retries, --llm-prompt-tokens, --llm-prompt-chars or --prompts (this
      * process's settings: never stored, but given for an LLM only) */
     KEVO_LLM_GIVEN_OTHER = 1u << 6,
 };
@@ -65,11 +66,12 @@ typedef struct kevo_llm_opts {
     const char *model;       /* NULL: not sent */
     double temperature;      /* NaN: not sent */
     int64_t seed;            /* -1: not sent; call k sends seed + k */
-    int64_t budget;          /* LLM calls the run may make (each is one candidate of --budget) */
+    int64_t budget;          /* LLM calls the run makes, counted apart from --budget */
     int max_tokens;          /* 0: not sent */
     double timeout;          /* seconds per HTTP attempt */
     int retries;             /* retries after a 429, a 5xx or a failed connection */
-    int prompt_chars;        /* cap on a prompt's user message, bytes (the server's context) */
+    int prompt_tokens;       /* budget of a prompt, system message included (llm/prompt.h's token count) */
+    int prompt_chars;        /* also a cap on a prompt's user message, bytes; 0: none */
     const char *prompts_dir; /* NULL: data_dir/prompts */
     uint32_t given;          /* KEVO_LLM_GIVEN_* of the options the user named */
 } kevo_llm_opts;
@@ -117,7 +119,7 @@ typedef struct kevo_generator kevo_generator;
  * (its first member), as Redis's connection types do. */
 typedef struct kevo_gen {
     const kevo_generator *type;
-    int64_t calls_max; /* calls it may make over the run; -1: no limit (the budget keeps no slot for them) */
+    int64_t calls_max; /* calls it may make over the run; -1: no limit (its candidates share --budget) */
     bool full;         /* a round generator: the policy's rounds; false: the seeds alone, for the others to
                           rewrite (its name was not listed, or another generator is off) */
 } kevo_gen;
@@ -173,6 +175,8 @@ struct kevo_generator {
     const char *move;    /* the move of its candidates' edges ("llm"); NULL: the policy's own moves */
     const char *label;   /* progress: "asking <label>", "waiting for <label>" */
     bool round;          /* it makes the rounds: a batch of the policy's proposals, at once (one such row) */
+    bool budgeted;       /* its calls have a budget of their own (kevo_gen.calls_max), counted apart from
+                            --budget: a run makes them whatever --budget and --batch are */
 
     /* The options the run stores for it (*out: a JSON object, malloc'd),
      * from the command line's (a new run) or from what the run stored with
@@ -295,36 +299,7 @@ kevo_status kevo_gen_store_get(kevo_db *db, int64_t run_id, kevo_run_generator *
 /* Frees rows v[0..n) and their options (v may be NULL). */
 void kevo_run_generators_free(kevo_run_generator *v, int n);
 
-/* ---- the LLM generator's admission (gen_llm.c) ---- */
-
-/* An LLM candidate's family name: "llm_" + the first 12 hex digits of the
- * SHA-256 of its one-point space text (whose "family" is "llm") and source. */
-void kevo_gen_llm_family(const char *space_json, const char *source, char out[17]);
-
-/* The admission of LLM text, the same for a fresh reply and for one a DB
- * holds: the static check of the source (llm/check.h, against the op's
- * input and output fields, inputs[ninputs] and outputs[noutputs]), then its
- * family computed (kevo_gen_llm_family) into family[17], the one-point
- * space loaded and checked (kevo_space_load_inline: params of one value,
- * launches, lets, tensor maps; the space's op must be op), and its "archs"
- * must list arch (NULL: not checked).  Returns KEVO_FAIL_NONE with *out
- * (named family; caller frees with kevo_space_free), or KEVO_FAIL_REJECTED
- * (the static check) or KEVO_FAIL_PARSE_ERROR (no source, the plan, the
- * arch) with the reason in why[n] and *out NULL. */
-kevo_fail kevo_gen_llm_admit_text(const char *space_json, const char *source, const char *const *inputs,
-                                  int ninputs, const char *const *outputs, int noutputs, const char *op,
-                                  const char *arch, char family[17], kevo_space **out, char *why, size_t n);
-
-/* Admit again an LLM candidate a DB holds, before anything of it is
- * compiled, loaded or exported (tune --resume, verify, export, warm start):
- * its generation row's space and source must hash to the candidate's
- * family (the DB is untrusted: the name must be the content's), then pass
- * kevo_gen_llm_admit_text for the op (its ABI fields) and arch (NULL: any).
- * *out: the candidate's one-point space, named family (caller frees).
- * Errors: KEVO_ERR_PARSE naming the candidate and why it is refused (the
- * static check's rule and line, the plan, the hash), KEVO_ERR_NOMEM. */
-kevo_status kevo_gen_llm_admit(const kevo_generation_row *g, const char *family, const kevo_op *op,
-                               const char *arch, kevo_space **out, kevo_err *err);
+/* The admission of LLM text is llm/admit/admit.h's (kevo_llm_admit). */
 
 /* The LLM generator's options as run_llm stores them (gen_store.c's
  * shim): from a stored JSON blob (NULL: an older run's defaults) into *rl

@@ -3,7 +3,7 @@
  * LLM children and knowledge retrieved for its bottleneck become one prompt
  * (llm/prompt.c); the call runs in a worker process (llm/client.c) while
  * the search compiles and times; the reply is parsed (llm/reply.c), checked
- * (llm/check.c) and becomes a one-point space with its own source.
+ * (llm/admit/check.c) and becomes a one-point space with its own source.
  *
  * Also here: its options (what a run stores, what a resume may change, the
  * usage errors), and the admission of LLM text, the same for a fresh reply
@@ -21,7 +21,9 @@
 
 #include "db/report.h"
 #include "kernels/op.h"
-#include "llm/check.h"
+#include "evaluator/profile.h"
+#include "llm/admit/admit.h"
+#include "llm/bandit.h"
 #include "llm/client.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
@@ -39,7 +41,8 @@ typedef struct lg_setup {
     int noutputs;
     int64_t seed;              /* -1: not sent; call k sends seed + k */
     double temperature;        /* NaN: not sent */
-    int prompt_chars;          /* <= 0: 96 KiB */
+    int prompt_tokens;         /* <= 0: llm/prompt.h's default */
+    int prompt_chars;          /* <= 0: no cap in bytes */
 } lg_setup;
 
 typedef struct lg_gen {
@@ -51,11 +54,14 @@ typedef struct lg_gen {
     kevo_llm_config cfg;
     kevo_knowledge *kb;
     kevo_llm_call *call;  /* in flight, or NULL */
+    kevo_bandit bandit;   /* --llm-model a,b,...: the models UCB1 picks among (n < 2: one model, no bandit) */
+    char model_now[KEVO_BANDIT_NAME_MAX]; /* the model of the call in flight, as asked */
     /* the call in flight: what the generation row keeps */
     kv_buf system, user;
     char query[256];
     char *parent_source;  /* the parent's device source (what SEARCH/REPLACE edits) */
     char *parent_space;   /* its one-point space text */
+    char *parent_params;  /* its params ("BM=128 BN=64 ..."): what the prompt compacts its source for */
     int64_t seed_sent;
 } lg_gen;
 
@@ -137,6 +143,10 @@ static kevo_status lg_opts_check(const kevo_run_llm *rl, bool listed, bool need_
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-max-tokens must be 0..1000000");
     if (!isnan(rl->temperature) && !(rl->temperature >= 0 && rl->temperature <= 2))
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-temperature must be 0..2");
+    kevo_bandit b;
+    if (!kevo_bandit_parse(rl->model, &b))
+        return kevo_err_set(err, KEVO_ERR_ARG, "--llm-model: a model name or a comma list of at most %d distinct "
+                            "names (printable, no spaces)", KEVO_BANDIT_MAX);
     return KEVO_OK;
 }
 
@@ -153,7 +163,8 @@ static kevo_status lg_unused(uint32_t given, const char *names, bool resume, kev
                        : (given & KEVO_LLM_GIVEN_SEED)        ? "--llm-seed"
                        : (given & KEVO_LLM_GIVEN_MAX_TOKENS)  ? "--llm-max-tokens"
                                                               : "an LLM option (--llm-timeout, --llm-retries, "
-                                                                "--llm-prompt-chars or --prompts)";
+                                                                "--llm-prompt-tokens, --llm-prompt-chars or "
+                                                                "--prompts)";
     if (resume)
         return kevo_err_set(err, KEVO_ERR_ARG, "%s is given, but the run searches without the LLM (generators "
                             "'%.60s'): an LLM option applies only to a run with --generators llm", name, names);
@@ -267,8 +278,10 @@ static void lg_describe(const kevo_gen_ctx *ctx, bool on, int64_t run_id, kv_buf
     if (kevo_gen_llm_opts_row(ctx->options, &rl, &err))
         return;
     if (on)
-        kv_buf_printf(line, "generators %s: LLM %s%s%s, %lld calls at most", ctx->names, rl.url,
-                      rl.model[0] ? " model " : "", rl.model, (long long)rl.llm_budget);
+        kv_buf_printf(line, "generators %s: LLM %s%s%s%s, %lld calls (counted apart from --budget)", ctx->names,
+                      rl.url, rl.model[0] ? (strchr(rl.model, ',') ? " models " : " model ") : "", rl.model,
+                      strchr(rl.model, ',') ? " (UCB1 over the improvement each one's candidates bring)" : "",
+                      (long long)rl.llm_budget);
     else
         kv_buf_printf(line, "kevo: run %lld searches with the LLM too, but no --llm-url was given: this process "
                       "makes no LLM call (the server is never taken from the DB); templates go on",
@@ -281,7 +294,8 @@ static void lg_forget(lg_gen *g)
     kv_buf_release(&g->user);
     free(g->parent_source);
     free(g->parent_space);
-    g->parent_source = g->parent_space = NULL;
+    free(g->parent_params);
+    g->parent_source = g->parent_space = g->parent_params = NULL;
     g->query[0] = '\0';
 }
 
@@ -323,7 +337,8 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
     g->o = (lg_setup){.op = ctx->op->name, .shape = ctx->shape, .dtype = ctx->dtype, .arch = ctx->arch,
                       .abi_header = ctx->abi_header, .inputs = ctx->inputs, .ninputs = ctx->ninputs,
                       .outputs = ctx->outputs, .noutputs = ctx->noutputs, .seed = g->rl.seed,
-                      .temperature = g->rl.temperature, .prompt_chars = c->prompt_chars};
+                      .temperature = g->rl.temperature, .prompt_tokens = c->prompt_tokens,
+                      .prompt_chars = c->prompt_chars};
     char prompts[PATH_MAX];
     lg_prompts_dir(ctx, prompts, sizeof prompts);
     g->prompts_dir = kv_strdup(prompts);
@@ -332,6 +347,8 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
     kevo_llm_config_init(&g->cfg);
     g->cfg.url = g->rl.url;
     g->cfg.model = g->rl.model[0] ? g->rl.model : NULL;
+    if (!kevo_bandit_parse(g->rl.model, &g->bandit))
+        st = st ? st : kevo_err_set(err, KEVO_ERR_ARG, "--llm-model: not a list of model names");
     g->cfg.temperature = isnan(g->rl.temperature) ? -1.0 : g->rl.temperature;
     g->cfg.seed = -1;
     g->cfg.max_tokens = g->rl.max_tokens;
@@ -446,10 +463,99 @@ static kevo_status lg_parent_texts(lg_gen *g, const lg_parent_node *parent, kevo
     return st;
 }
 
+/* What a prompt shows of the rest of the run: its best candidates of other
+ * lineages (nodes, with the LLM ones' sources) and the in-run peers. */
+typedef struct lg_run_view {
+    kevo_llm_node tops[KEVO_PROMPT_TOPS_MAX];
+    kevo_cand_row top_rows[KEVO_PROMPT_TOPS_MAX];
+    kevo_generation_row top_gens[KEVO_PROMPT_TOPS_MAX];
+    char top_params[KEVO_PROMPT_TOPS_MAX][512];
+    int ntops;
+    kevo_llm_peer peers[KEVO_MAX_PEERS];
+    kevo_peer_row *prows;
+    int npeers;
+    char profile[512];  /* the parent's stored profiler figures, one line ("" none) */
+    char stall[48];     /* its top warp-stall reason ("" none) */
+} lg_run_view;
+
+/* The run's verified candidates, best first, one per family (a lineage),
+ * the parent's own row left out: up to KEVO_PROMPT_TOPS_MAX into v; the
+ * run's peers at its first shape and GPU.  What cannot be read is left out. */
+static void lg_run_view_get(lg_gen *g, kevo_db *db, int64_t run_id, int64_t parent_id, lg_run_view *v)
+{
+    memset(v, 0, sizeof *v);
+    kevo_cand_row *rows = NULL;
+    int n = 0;
+    if (kevo_db_cand_list(db, run_id, &rows, &n, NULL) == KEVO_OK) {
+        while (v->ntops < KEVO_PROMPT_TOPS_MAX) {
+            int best = -1;
+            for (int i = 0; i < n; i++) {
+                bool seen = rows[i].id == parent_id || strcmp(rows[i].status, "ok") != 0 || isnan(rows[i].fitness);
+                for (int k = 0; k < v->ntops && !seen; k++)
+                    seen = !strcmp(v->top_rows[k].family, rows[i].family);
+                if (!seen && (best < 0 || rows[i].fitness > rows[best].fitness))
+                    best = i;
+            }
+            if (best < 0)
+                break;
+            int k = v->ntops++;
+            v->top_rows[k] = rows[best]; /* moved: the row's strings are v's now */
+            kevo_cand_row_init(&rows[best]);
+            rows[best].id = parent_id; /* never again */
+            kevo_generation_row_init(&v->top_gens[k]);
+            lg_node(&v->top_rows[k], &v->tops[k]);
+            const kevo_space *sp = NULL;
+            for (int f = 0; !sp && kevo_search_space(g->s, f); f++)
+                if (!strcmp(kevo_search_space(g->s, f)->family, v->top_rows[k].family))
+                    sp = kevo_search_space(g->s, f);
+            if (kevo_db_generation_get(db, v->top_rows[k].id, &v->top_gens[k], NULL) == KEVO_OK)
+                v->tops[k].source = v->top_gens[k].source;
+            if (sp && !strcmp(v->tops[k].generator, "template")) {
+                kevo_config cfg;
+                char who[32];
+                snprintf(who, sizeof who, "candidate %lld", (long long)v->top_rows[k].id);
+                if (kevo_config_parse_stored(sp, v->top_rows[k].params, who, &cfg, NULL) == KEVO_OK) {
+                    kevo_config_str(sp, &cfg, v->top_params[k], sizeof v->top_params[k]);
+                    v->tops[k].params = v->top_params[k];
+                }
+            }
+        }
+        kevo_cand_rows_free(rows, n);
+    }
+    kevo_profile prof;
+    bool have = false;
+    if (kevo_profile_load(db, parent_id, &prof, &have, NULL) == KEVO_OK && have) {
+        kv_buf line;
+        kv_buf_init(&line);
+        kevo_profile_line(&prof, &line);
+        snprintf(v->profile, sizeof v->profile, "%s", line.data ? line.data : "");
+        kv_buf_release(&line);
+        snprintf(v->stall, sizeof v->stall, "%s", prof.nstalls > 0 ? prof.stall[0] : "");
+    }
+    if (kevo_db_peers_list(db, run_id, &v->prows, &n, NULL) == KEVO_OK)
+        for (int i = 0; i < n && v->npeers < KEVO_MAX_PEERS; i++)
+            if (v->prows[i].shape_idx == 0 && v->prows[i].device == 0)
+                v->peers[v->npeers++] = (kevo_llm_peer){.name = v->prows[i].peer,
+                                                        .median_ms = v->prows[i].fig.state == KEVO_PEER_OK
+                                                                         ? v->prows[i].fig.median_ms
+                                                                         : NAN};
+}
+
+static void lg_run_view_release(lg_run_view *v)
+{
+    for (int k = 0; k < v->ntops; k++) {
+        kevo_cand_row_release(&v->top_rows[k]);
+        kevo_generation_row_release(&v->top_gens[k]);
+    }
+    free(v->prows);
+    v->ntops = v->npeers = 0;
+}
+
 /* Start a rewrite of parent (with up to nsib earlier LLM children of it as
- * siblings; call number k of the run) in a worker process. */
+ * siblings; call number k of the run; what the prompt shows of the rest of
+ * the run in rv) in a worker process. */
 static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_cand_row *siblings, int nsib,
-                           double best_speedup, int64_t k, kevo_err *err)
+                           const lg_run_view *rv, double best_speedup, int64_t k, kevo_err *err)
 {
     if (g->call)
         return kevo_err_set(err, KEVO_ERR_BUSY, "an LLM call is already in flight");
@@ -461,18 +567,26 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
     }
     char params[512];
     kevo_config_str(parent->space, &parent->cfg, params, sizeof params);
+    if (!(g->parent_params = kv_strdup(params))) {
+        lg_forget(g);
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    }
     kevo_llm_node pn, *sib = nsib > 0 ? calloc((size_t)nsib, sizeof *sib) : NULL;
     lg_node(parent->row, &pn);
     pn.generator = parent->generator;
     pn.params = params;
     pn.source = g->parent_source;
     pn.space = g->parent_space;
+    pn.profile = rv->profile[0] ? rv->profile : NULL;
+    pn.stall = rv->stall[0] ? rv->stall : NULL;
     for (int i = 0; sib && i < nsib; i++)
         lg_node(&siblings[i], &sib[i]);
     kevo_prompt_in in = {.op = g->o.op, .shape = g->o.shape, .dtype = g->o.dtype, .arch = g->o.arch,
                          .abi_header = g->o.abi_header, .parent = &pn, .siblings = sib, .nsiblings = sib ? nsib : 0,
-                         .best_speedup = best_speedup,
-                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 96 * 1024};
+                         .best_speedup = best_speedup, .tops = rv->tops, .ntops = rv->ntops,
+                         .peers = rv->peers, .npeers = rv->npeers,
+                         .max_tokens = g->o.prompt_tokens > 0 ? (size_t)g->o.prompt_tokens : 0,
+                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 0};
     st = kevo_prompt_build(g->prompts_dir, g->kb, &in, &g->system, &g->user, g->query, sizeof g->query, err);
     free(sib);
     /* the seed: the run's, moved on by the call's number, so two calls differ */
@@ -483,6 +597,37 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
     if (st)
         lg_forget(g);
     return st;
+}
+
+/* The model of the next call among several: the run's earlier calls (their
+ * stored models, their candidates against their parents) fed to UCB1.  A
+ * call whose candidate is still being evaluated counts as one that compiled
+ * (0.5); what cannot be read counts as nothing. */
+static void lg_pick_model(lg_gen *g, kevo_db *db, int64_t run_id)
+{
+    for (int k = 0; k < g->bandit.n; k++)
+        g->bandit.pulls[k] = 0, g->bandit.reward[k] = 0;
+    kevo_generation_row *gens = NULL;
+    int n = 0;
+    if (kevo_db_generation_list(db, run_id, &gens, &n, NULL) == KEVO_OK)
+        for (int i = 0; i < n; i++) {
+            kevo_cand_row c, p;
+            if (kevo_db_cand_get(db, gens[i].candidate_id, &c, NULL) != KEVO_OK)
+                continue;
+            double pf = NAN;
+            if (gens[i].parent_id > 0 && kevo_db_cand_get(db, gens[i].parent_id, &p, NULL) == KEVO_OK) {
+                pf = p.fitness;
+                kevo_cand_row_release(&p);
+            }
+            bool failed = strcmp(c.status, "failed") == 0;
+            double fit = strcmp(c.status, "ok") == 0 ? c.fitness : NAN;
+            kevo_bandit_add(&g->bandit, gens[i].model, kevo_bandit_reward(failed, fit, pf));
+            kevo_cand_row_release(&c);
+        }
+    kevo_generation_rows_free(gens, n);
+    int k = kevo_bandit_pick(&g->bandit);
+    snprintf(g->model_now, sizeof g->model_now, "%s", k >= 0 ? g->bandit.name[k] : "");
+    g->cfg.model = g->model_now[0] ? g->model_now : NULL;
 }
 
 /* Start an LLM rewrite of node call->parent: its row, up to LG_SIBLINGS of
@@ -506,8 +651,13 @@ static kevo_status lg_start(kevo_gen *base, const kevo_gen_call *call, kevo_err 
     free(edges);
     lg_parent_node gp = {.row = &prow, .space = kevo_search_space(g->s, nd->family), .cfg = nd->cfg,
                          .generator = kevo_report_generator(prow.family)};
+    if (!st && g->bandit.n > 1)
+        lg_pick_model(g, call->db, call->run_id);
+    lg_run_view rv;
+    lg_run_view_get(g, call->db, call->run_id, nd->cand_id, &rv);
     if (!st)
-        st = lg_call(g, &gp, sib, nsib, call->best, call->k, err);
+        st = lg_call(g, &gp, sib, nsib, &rv, call->best, call->k, err);
+    lg_run_view_release(&rv);
     for (int i = 0; i < nsib; i++)
         kevo_cand_row_release(&sib[i]);
     kevo_cand_row_release(&prow);
@@ -541,7 +691,9 @@ static char *lg_canonical_space(const char *text)
 static void lg_generation(lg_gen *g, const kevo_llm_reply *r, kevo_generation_row *gr)
 {
     snprintf(gr->generator, sizeof gr->generator, "llm");
-    snprintf(gr->model, sizeof gr->model, "%s", r->model ? r->model : g->rl.model);
+    /* several models: the one asked (the bandit reads it back); one: the name the server gave */
+    snprintf(gr->model, sizeof gr->model, "%s",
+             g->bandit.n > 1 ? g->model_now : r->model ? r->model : g->rl.model);
     gr->system_prompt = kv_buf_take(&g->system);
     gr->prompt = kv_buf_take(&g->user);
     gr->reply = r->content ? kv_strdup(r->content) : NULL;
@@ -557,21 +709,42 @@ static void lg_generation(lg_gen *g, const kevo_llm_reply *r, kevo_generation_ro
 }
 
 /* A reply's code: code block + plan block, or SEARCH/REPLACE against the
- * parent's source (or against the view of it a long prompt shows, without
- * comments: edits made there apply to that view, a valid source of its
- * own).  KEVO_ERR_PARSE with perr's message when it gives none. */
+ * parent's source or, when a block is not found there, against the base of
+ * the compacted view the prompt showed (kevo_prompt_compact: the same code
+ * without comments and dead branches, headers in full; edits made there
+ * apply to that base, a valid source of its own).  A whole source that uses
+ * the parent's shared headers without holding them gets them put in front.
+ * KEVO_ERR_PARSE with perr's message when it gives none; KEVO_ERR_NOMEM. */
 static kevo_status lg_parse(lg_gen *g, const char *content, kevo_llm_parsed *p, kevo_err *perr)
 {
     kevo_err_clear(perr);
     kevo_status pst = kevo_llm_parse_reply(content, g->parent_source, g->parent_space, p, perr);
     if (pst == KEVO_ERR_PARSE && strstr(perr->msg, "SEARCH block") && strstr(perr->msg, " matches ")) {
-        char *view = kevo_prompt_source_view(g->parent_source);
+        char *shown = NULL, *base = NULL;
         kevo_err verr;
         kevo_err_clear(&verr);
-        if (view && strcmp(view, g->parent_source) != 0 &&
-            kevo_llm_parse_reply(content, view, g->parent_space, p, &verr) == KEVO_OK)
+        if (kevo_prompt_compact(g->parent_source, g->parent_params, &shown, &base, &verr) == KEVO_OK &&
+            strcmp(base, g->parent_source) != 0 &&
+            kevo_llm_parse_reply(content, base, g->parent_space, p, &verr) == KEVO_OK)
             pst = KEVO_OK;
-        free(view);
+        free(shown);
+        free(base);
+    }
+    if (pst == KEVO_OK && p->nedits == 0) {
+        char *headers = kevo_prompt_headers_for(g->parent_source, p->source);
+        char *whole = headers ? malloc(strlen(headers) + strlen(p->source) + 1) : NULL;
+        if (headers && !whole) {
+            free(headers);
+            kevo_llm_parsed_free(p);
+            return kevo_err_set(perr, KEVO_ERR_NOMEM, "out of memory");
+        }
+        if (whole) {
+            strcpy(whole, headers);
+            strcat(whole, p->source);
+            free(p->source);
+            p->source = whole;
+        }
+        free(headers);
     }
     return pst;
 }
@@ -589,7 +762,7 @@ static void lg_admit(lg_gen *g, const kevo_llm_parsed *p, kevo_gen_source *out)
         snprintf(out->why, sizeof out->why, "the plan is not a JSON object");
         return;
     }
-    out->fail = kevo_gen_llm_admit_text(space, p->source, g->o.inputs, g->o.ninputs, g->o.outputs, g->o.noutputs,
+    out->fail = kevo_llm_admit_text(space, p->source, g->o.inputs, g->o.ninputs, g->o.outputs, g->o.noutputs,
                                         g->o.op, g->o.arch, out->family, &out->space, out->why, sizeof out->why);
     if (out->fail == KEVO_FAIL_NONE) {
         out->owns_space = true;
@@ -664,90 +837,9 @@ static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_
     *mine = true;
     kevo_status st = KEVO_OK;
     if (g.source && g.space)
-        st = kevo_gen_llm_admit(&g, row->family, op, NULL, out, err);
+        st = kevo_llm_admit(&g, row->family, op, NULL, out, err);
     kevo_generation_row_release(&g);
     return st;
-}
-
-/* ---- admission ---- */
-
-void kevo_gen_llm_family(const char *space_json, const char *source, char out[17])
-{
-    /* the two texts with their lengths, so no split of one text into two collides */
-    char lens[48];
-    snprintf(lens, sizeof lens, "%zu:%zu:", strlen(space_json), strlen(source));
-    const void *bufs[] = {lens, space_json, source};
-    size_t n[] = {strlen(lens), strlen(space_json), strlen(source)};
-    char hex[65];
-    kv_sha256_hex(bufs, n, 3, hex);
-    snprintf(out, 17, "llm_%.12s", hex);
-}
-
-kevo_fail kevo_gen_llm_admit_text(const char *space_json, const char *source, const char *const *inputs,
-                                  int ninputs, const char *const *outputs, int noutputs, const char *op,
-                                  const char *arch, char family[17], kevo_space **out, char *why, size_t n)
-{
-    *out = NULL;
-    family[0] = '\0';
-    if (!space_json || !source) {
-        snprintf(why, n, "no source or no plan");
-        return KEVO_FAIL_PARSE_ERROR;
-    }
-    char rule[256];
-    if (!kevo_llm_check_source(source, inputs, ninputs, outputs, noutputs, rule, sizeof rule)) {
-        snprintf(why, n, "%s", rule);
-        return KEVO_FAIL_REJECTED;
-    }
-    kevo_gen_llm_family(space_json, source, family);
-    kevo_err lerr;
-    kevo_err_clear(&lerr);
-    kevo_space *sp = NULL;
-    if (kevo_space_load_inline(space_json, source, family, &sp, &lerr)) {
-        snprintf(why, n, "plan: %.500s", lerr.msg);
-        return KEVO_FAIL_PARSE_ERROR;
-    }
-    snprintf(sp->family, sizeof sp->family, "%s", family); /* the space text says "llm": its name is its hash */
-    if (op && strcmp(sp->op, op) != 0) {
-        snprintf(why, n, "plan: \"op\" is not %s", op);
-        kevo_space_free(sp);
-        return KEVO_FAIL_PARSE_ERROR;
-    }
-    if (arch && !kevo_space_has_arch(sp, arch)) {
-        snprintf(why, n, "plan: \"archs\" does not list %s", arch);
-        kevo_space_free(sp);
-        return KEVO_FAIL_PARSE_ERROR;
-    }
-    *out = sp;
-    return KEVO_FAIL_NONE;
-}
-
-kevo_status kevo_gen_llm_admit(const kevo_generation_row *g, const char *family, const kevo_op *op,
-                               const char *arch, kevo_space **out, kevo_err *err)
-{
-    *out = NULL;
-    /* a family is printed only when it is one kevo could have made */
-    const char *fam = family && strlen(family) == 16 && strncmp(family, "llm_", 4) == 0 && kv_is_ident(family, 16)
-                          ? family
-                          : "(not an LLM family)";
-    if (!g->space || !g->source)
-        return kevo_err_set(err, KEVO_ERR_PARSE, "candidate %lld (%s): its LLM reply gave no source",
-                            (long long)g->candidate_id, fam);
-    char want[17];
-    kevo_gen_llm_family(g->space, g->source, want);
-    if (!family || strcmp(want, family) != 0) /* the DB is untrusted: the name must be the content's */
-        return kevo_err_set(err, KEVO_ERR_PARSE, "candidate %lld: its stored source and plan do not hash to its "
-                            "family", (long long)g->candidate_id);
-    const char *inputs[KEVO_OP_MAX_FIELDS], *outputs[KEVO_OP_MAX_FIELDS];
-    int nin = op ? kevo_op_tensor_names(op, false, inputs, KEVO_OP_MAX_FIELDS) : 0;
-    int nout = op ? kevo_op_tensor_names(op, true, outputs, KEVO_OP_MAX_FIELDS) : 0;
-    char why[600], got[17];
-    kevo_fail f = kevo_gen_llm_admit_text(g->space, g->source, inputs, nin, outputs, nout, op ? op->name : NULL,
-                                          arch, got, out, why, sizeof why);
-    if (f == KEVO_FAIL_NONE)
-        return KEVO_OK;
-    kv_term_clean(why);
-    return kevo_err_set(err, KEVO_ERR_PARSE, "candidate %lld (%s) is refused as a fresh reply would be (%s): %s",
-                        (long long)g->candidate_id, fam, kevo_fail_name(f), why);
 }
 
 const kevo_generator kevo_gen_llm = {
@@ -755,6 +847,7 @@ const kevo_generator kevo_gen_llm = {
     .summary = "an LLM rewrites a parent's source and launch plan (one call in flight, --llm-url)",
     .move = "llm",
     .label = "the LLM",
+    .budgeted = true,
     .options = lg_options,
     .check = lg_check,
     .reads = lg_reads,

@@ -159,7 +159,7 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * with every call); LLM options without the llm generator are
  * KEVO_ERR_ARG, as is a URL holding credentials.  When the LLM does not
  * answer, the run goes on with templates (one line says so).  A stored LLM
- * candidate is admitted again (kevo_gen_llm_admit) before anything of it
+ * candidate is admitted again (kevo_llm_admit) before anything of it
  * is compiled: one refused fails the resume (KEVO_ERR_PARSE).
  *
  * A resume claims the run in the transaction that marks it running: one

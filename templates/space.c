@@ -156,10 +156,16 @@ static bool sp_is_ident(const char *s)
     return sp_is_ident_n(s, KEVO_SYM_NAME_MAX);
 }
 
-static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+/* The params of a space file (a non-empty array), or of a one-point space
+ * (one_point: an LLM candidate's; none, or an empty array, is a kernel
+ * without tunables). */
+static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char *path, bool one_point,
+                                   kevo_err *err)
 {
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-    if (!cJSON_IsArray(params) || cJSON_GetArraySize(params) == 0)
+    if (one_point && (!params || (cJSON_IsArray(params) && cJSON_GetArraySize(params) == 0)))
+        return KEVO_OK;
+    if (!cJSON_IsArray(params) || (cJSON_GetArraySize(params) == 0 && !one_point))
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"params\" must be a non-empty array", path);
     if (cJSON_GetArraySize(params) > KEVO_MAX_PARAMS)
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': more than %d params", path, KEVO_MAX_PARAMS);
@@ -612,7 +618,7 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, const char *inline
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': source '%s' must be a file beside the space file", path,
                             source);
     if ((st = sp_parse_archs(s, root, path, err)) || (st = sp_parse_prelude(s, root, path, err)) ||
-        (st = sp_parse_params(s, root, path, err)) ||
+        (st = sp_parse_params(s, root, path, inline_source != NULL, err)) ||
         (st = sp_parse_axes(s, root, path, err)) || (st = sp_parse_lets(s, root, path, err)) ||
         (st = sp_parse_rules(root, "requires", s->requires, &s->nrequires, path, err)) ||
         (st = sp_parse_rules(root, "constraints", s->constraints, &s->nconstraints, path, err)) ||

@@ -437,7 +437,7 @@ kevo_status tn_apply_one(tn_run *R, tn_work *w, const kevo_gpu_result *pre, int 
         R->best = fit;
         R->last_gain = R->done;
     }
-    tn_print_result(&R->prog, &R->s, w, &row, R->done, d->budget, R->best, d->compile_only,
+    tn_print_result(&R->prog, &R->s, w, &row, R->done, R->stop.budget, R->best, d->compile_only,
                     e->ndev + e->nrem > 1 && pre ? e->dlabel[dev] : NULL);
     kevo_cand_row_release(&row);
     return KEVO_OK;

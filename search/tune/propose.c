@@ -42,6 +42,9 @@ kevo_status tn_gens_check(tn_run *R, kevo_err *err)
     for (int i = 0; i < G->list.n; i++) {
         const kevo_generator *t = G->list.type[i];
         G->parent[i] = -1;
+        G->calls[i] = G->list.calls[i];
+        G->asked[i] = -1;
+        G->why[i][0] = '\0';
         tn_gen_ctx(R, i, &G->ctx[i]);
         if (t->round)
             G->round = i;
@@ -71,7 +74,8 @@ kevo_status tn_gens_open(tn_run *R, kevo_err *err)
         if (!st) {
             G->g[i]->type = t;
             G->g[i]->full = G->ctx[i].full;
-            G->calls[i] = G->list.calls[i];
+            if (t->budgeted)
+                G->asked[i] = G->g[i]->calls_max;
         }
     }
     return st;
@@ -107,6 +111,26 @@ void tn_gens_close(tn_run *R)
     }
 }
 
+int64_t tn_gens_budget(const tn_run *R)
+{
+    const tn_gens *G = &R->G;
+    int64_t n = R->ro.def.budget;
+    for (int i = 0; i < G->list.n; i++) {
+        if (i == G->round || !G->list.type[i]->budgeted || !G->list.listed[i])
+            continue;
+        const kevo_gen *g = G->g[i];
+        n += g && g->calls_max > G->calls[i] ? g->calls_max : G->calls[i];
+    }
+    return n;
+}
+
+/* The run's budget again (a generator stopped early: its calls left go). */
+static void tn_budget_update(tn_run *R)
+{
+    R->stop.budget = tn_gens_budget(R);
+    R->prog.budget = R->stop.budget;
+}
+
 /* Whether generator i rewrites nodes (not the round generator) and runs here. */
 static bool tn_side(const tn_gens *G, int i)
 {
@@ -139,14 +163,14 @@ static kevo_status tn_gens_start(tn_run *R, kevo_err *err)
     return KEVO_OK;
 }
 
-/* How many of the round's proposals the budget has room for: a slot is
- * kept for each call in flight and each call still to come (a generator's
- * calls_max), but the seeds always have room: they are the first parents. */
+/* How many of the round's proposals the budget has room for: the run's
+ * budget (tn_gens_budget: budgeted generators' calls counted apart) less
+ * what is applied and in flight, a slot for each call in flight and one for
+ * each budgeted call still to come. */
 static int64_t tn_round_room(tn_run *R, int64_t inflight, bool *busy)
 {
     tn_gens *G = &R->G;
     int64_t left = 0, nbusy = 0;
-    bool parent = false;
     for (int i = 0; i < G->list.n; i++) {
         if (!tn_side(G, i))
             continue;
@@ -156,12 +180,19 @@ static int64_t tn_round_room(tn_run *R, int64_t inflight, bool *busy)
             left += g->calls_max - G->calls[i];
     }
     *busy = nbusy > 0;
-    int64_t room = R->ro.def.budget - R->done - inflight - nbusy - left;
-    for (int i = 0; i < G->list.n && room <= 0 && !*busy && !parent; i++)
-        parent = tn_side(G, i) && G->g[i]->type->parent(G->g[i]) >= 0;
-    if (room <= 0 && !*busy && !parent)
-        room = R->ro.def.budget - R->done - inflight;
-    return room;
+    return R->stop.budget - R->done - inflight - nbusy - left;
+}
+
+/* Why each side generator with calls left makes no more: the round ended
+ * the search and none has a parent. */
+static void tn_gens_no_parent(tn_run *R)
+{
+    tn_gens *G = &R->G;
+    for (int i = 0; i < G->list.n; i++)
+        if (tn_side(G, i) && !G->why[i][0] && G->g[i]->calls_max > G->calls[i] &&
+            G->g[i]->type->parent(G->g[i]) < 0)
+            snprintf(G->why[i], sizeof G->why[i], "no node could be its parent (no candidate compiled, or none "
+                     "verified, to rewrite) and the template search had nothing more to propose");
 }
 
 /* The round: the round generator's proposals, registered (*ready of them
@@ -186,8 +217,10 @@ static kevo_status tn_round(tn_run *R, int64_t inflight, int *ready, bool *end, 
     }
     int n = st ? 0 : src.nprops;
     kevo_stop_facts f = {.done = R->done, .inflight = inflight, .busy = busy};
-    if (!st && n == 0 && kevo_stop_check(&R->stop, KEVO_STOP_AT_EMPTY, &f) == KEVO_STOP_END)
+    if (!st && n == 0 && kevo_stop_check(&R->stop, KEVO_STOP_AT_EMPTY, &f) == KEVO_STOP_END) {
         *end = true;
+        tn_gens_no_parent(R);
+    }
     if (!st && n > 0) {
         tn_trace(&R->e, "register", n, -1);
         st = tn_register(&R->e, &R->s, R->run.id, R->nrows, R->next_round, src.props, n, NULL, R->works, ready,
@@ -300,9 +333,11 @@ static kevo_status tn_take(tn_run *R, int i, int *ready, kevo_err *err)
         G->calls[i]--;
     if (!st && src.gone) { /* nothing answered (a GPU node without a network): not a candidate */
         tn_line(&R->prog, "kevo: %s does not answer (%s): going on with templates", g->type->label, src.why);
+        snprintf(G->why[i], sizeof G->why[i], "%s does not answer (%.200s)", g->type->label, src.why);
         g->type->close(g);
         G->g[i] = NULL;
         G->g[G->round]->full = true;
+        tn_budget_update(R); /* its calls left are no longer the run's */
     }
     if (st || src.gone || nothing) {
         kevo_gen_source_release(&src);

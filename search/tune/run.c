@@ -621,6 +621,8 @@ kevo_status tn_run_close(tn_run *R, kevo_status st, kevo_err *err)
                        !written ? 0 : stored_end ? 1 : 2);
     if (written && !st)
         tn_say_end(R);
+    if (written && (!st || st == KEVO_ERR_INTERRUPTED))
+        tn_gens_account(R); /* the generators with budgets of their own: what came of their calls */
     tn_run_release(R);
     return st;
 }

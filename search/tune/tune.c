@@ -60,6 +60,8 @@ static kevo_status tn_search_open(tn_run *R, kevo_err *err)
 {
     const kevo_run_def *d = &R->ro.def;
     kevo_stop_init(&R->stop, d, R->rs.elapsed_s, R->prog.t0);
+    R->stop.budget = tn_gens_budget(R); /* budgeted generators' calls counted apart */
+    R->prog.budget = R->stop.budget;
     R->e.loop_t0 = kv_now();
     const int slots = tn_side_slots(R);
     const bool stream = !d->compile_only && !R->e.dist;

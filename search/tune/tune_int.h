@@ -328,6 +328,8 @@ typedef struct tn_gens {
     bool busy[KEVO_GEN_MAX];         /* a call in flight */
     int parent[KEVO_GEN_MAX];        /* the call's parent node */
     int64_t calls[KEVO_GEN_MAX];     /* calls made in the run (stored ones included) */
+    int64_t asked[KEVO_GEN_MAX];     /* a budgeted generator's calls_max when it opened; -1: none */
+    char why[KEVO_GEN_MAX][256];     /* why it stopped calling before its budget ran out ("" none yet) */
     int round;                       /* the round generator's index */
 } tn_gens;
 
@@ -420,6 +422,16 @@ kevo_status tn_gens_check(tn_run *R, kevo_err *err);
 kevo_status tn_gens_open(tn_run *R, kevo_err *err);
 void tn_gens_describe(tn_run *R);
 void tn_gens_close(tn_run *R);
+/* The candidates the run may make: --budget for the round generator (and
+ * the generators without a budget of their own), plus, apart, each
+ * budgeted generator's calls (its calls_max while it runs here, the calls
+ * it made once it stopped or when it is off).  The stop rules' budget. */
+int64_t tn_gens_budget(const tn_run *R);
+/* The run's last lines for each budgeted generator (account.c): calls made
+ * of those asked, failed by kind, compiled, verified, its best candidate's
+ * figures, and why it made fewer calls than asked.  Reads the DB; a DB
+ * error leaves a line saying so. */
+void tn_gens_account(tn_run *R);
 /* Propose: each generator's call started, the round's proposals prepared
  * and registered into R->works (*ready of them), a finished call taken.
  * propose: the state is one an uninterrupted run proposes in (and the

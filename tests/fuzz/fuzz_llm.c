@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/check.h"
+#include "llm/admit/check.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
 #include "tests/fuzz/fuzz.h"

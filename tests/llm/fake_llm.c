@@ -3,13 +3,17 @@
  * (any path, any method) with the next line of a script.
  *
  *   kevo_fake_llm --script S [--port N] [--port-file F] [--log DIR]
- *                 [--max-requests N] [--loop]
+ *                 [--max-requests N] [--loop] [--match]
  *
  * --port 0 (the default) takes any free port; --port-file F receives the
  * port as decimal text once the server listens (written whole, by rename).
  * Request n (1, 2, .. in the order connections are accepted) gets script line
  * n; when the lines run out the last one repeats, or with --loop the script
- * starts again.  --log DIR writes request n's body to DIR/req-NNN.json and
+ * starts again.  With --match the server plays a model that reads its
+ * prompt: request n gets the first line not yet used whose when=TEXT occurs
+ * in the request's body (a line without when= matches every request); when
+ * every matching line was used, the last of them repeats (the script
+ * tests/fixtures/llm/competent/script.txt is such a model).  --log DIR writes request n's body to DIR/req-NNN.json and
  * its request line and headers to DIR/req-NNN.headers (NNN = n, 3 digits or
  * more), before any delay.  The server stops on SIGTERM or SIGINT, or once
  * --max-requests connections were served (it waits for their answers).
@@ -37,6 +41,8 @@
  *   retry_after=N   a Retry-After: N header
  *   delay_ms=N      wait N ms after reading the request, before answering
  *   drop=1          close the connection without an answer
+ *   when=V          --match: the line answers only a request whose body holds V
+ *                   (as the JSON body spells it: a newline is \n there)
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -75,6 +81,8 @@ typedef struct fl_line {
     int retry_after; /* -1: none */
     int delay_ms;
     bool drop;
+    char *when; /* --match: NULL matches every request */
+    bool used;
 } fl_line;
 
 static volatile sig_atomic_t fl_stop;
@@ -248,6 +256,8 @@ static void fl_parse_line(const char *text, const char *dir, fl_line *l)
             l->delay_ms = (int)fl_num(key, v);
         else if (!strcmp(key, "drop"))
             l->drop = fl_num(key, v) != 0;
+        else if (!strcmp(key, "when"))
+            free(l->when), l->when = v, keep = true;
         else
             fl_die("unknown script key '%s'", key);
         if (!keep)
@@ -264,6 +274,7 @@ static void fl_free_line(fl_line *l)
     free(l->model);
     free(l->body);
     free(l->type);
+    free(l->when);
 }
 
 static bool fl_send_all(int fd, const char *p, size_t n)
@@ -395,9 +406,17 @@ static char *fl_reply_body(const fl_line *l, const char *auth, size_t req_len, s
     return s;
 }
 
-/* Answer one connection (in a child). */
-static void fl_serve(int fd, int n, const fl_line *l, const char *logdir)
+/* A request read from a connection: its body and Authorization header
+ * (both malloc'd, may be NULL). */
+typedef struct fl_req {
+    char *body, *auth;
+    size_t len;
+} fl_req;
+
+/* Read request n from fd (logged under logdir); false when it never came whole. */
+static bool fl_read_request(int fd, int n, const char *logdir, fl_req *q)
 {
+    memset(q, 0, sizeof *q);
     struct timeval tv = {10, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char *buf = malloc(FL_MAX_HEADERS + 1);
@@ -416,7 +435,7 @@ static void fl_serve(int fd, int n, const fl_line *l, const char *logdir)
     }
     if (!end) {
         free(buf);
-        return;
+        return false;
     }
     size_t hlen = (size_t)(end - buf) + 4;
     end[2] = '\0'; /* headers end with one CRLF */
@@ -450,6 +469,17 @@ static void fl_serve(int fd, int n, const fl_line *l, const char *logdir)
             fl_write_log(logdir, n, "json", body, have);
     }
     free(buf);
+    q->body = body;
+    q->auth = auth;
+    q->len = have;
+    return true;
+}
+
+/* Answer a request read from fd with line l. */
+static void fl_answer(int fd, const fl_line *l, const fl_req *q)
+{
+    const char *auth = q->auth;
+    size_t have = q->len;
     if (!l->drop) {
         if (l->delay_ms > 0) {
             struct timespec ts = {l->delay_ms / 1000, (long)(l->delay_ms % 1000) * 1000000L};
@@ -472,20 +502,38 @@ static void fl_serve(int fd, int n, const fl_line *l, const char *logdir)
         while (recv(fd, sink, sizeof sink, 0) > 0) /* let the client close first: no RST */
             ;
     }
-    free(auth);
-    free(body);
+}
+
+/* --match: the line that answers body (see the header). */
+static long fl_pick(fl_line *lines, int nlines, const char *body)
+{
+    long last = -1;
+    for (int i = 0; i < nlines; i++) {
+        if (lines[i].when && !(body && strstr(body, lines[i].when)))
+            continue;
+        if (!lines[i].used) {
+            lines[i].used = true;
+            return i;
+        }
+        last = i;
+    }
+    return last >= 0 ? last : nlines - 1;
 }
 
 int main(int argc, char **argv)
 {
     const char *script = NULL, *port_file = NULL, *logdir = NULL;
     long port = 0, max_requests = 0;
-    bool loop = false;
+    bool loop = false, match = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--loop")) {
             loop = true;
+            continue;
+        }
+        if (!strcmp(a, "--match")) {
+            match = true;
             continue;
         }
         if (!v)
@@ -506,7 +554,7 @@ int main(int argc, char **argv)
     }
     if (!script)
         fl_die("%s", "usage: kevo_fake_llm --script S [--port N] [--port-file F] [--log DIR] [--max-requests N] "
-                     "[--loop]");
+                     "[--loop] [--match]");
     size_t slen = 0;
     char *text = fl_read_file(script, &slen);
     if (!text)
@@ -580,15 +628,28 @@ int main(int argc, char **argv)
         served++;
         long idx = served - 1;
         idx = loop ? idx % nlines : (idx < nlines ? idx : nlines - 1);
+        fl_req q;
+        bool have = false;
+        if (match) { /* the line depends on the prompt: read it here, answer in a child */
+            have = fl_read_request(c, (int)served, logdir, &q);
+            idx = fl_pick(lines, nlines, have ? q.body : NULL);
+        }
         pid_t pid = fork();
         if (pid == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != self)
                 _exit(1);
             close(ls);
-            fl_serve(c, (int)served, &lines[idx], logdir);
+            if (!match)
+                have = fl_read_request(c, (int)served, logdir, &q);
+            if (have)
+                fl_answer(c, &lines[idx], &q);
             close(c);
             _exit(0);
+        }
+        if (have) {
+            free(q.body);
+            free(q.auth);
         }
         close(c);
     }

@@ -95,7 +95,7 @@ static void test_llm_on_gpu(void **state)
     char *out = NULL;
     char *tune[] = {"kevo", "tune", "--op", "ikbo_lce", "--family", "lce_mma", "--shape",
                     "B=96,M=72,N=64,Ku=136,Kc=40,ratio=8", "--generators", "llm", "--llm-url", url,
-                    "--llm-budget", "6", "--budget", "8", "--batch", "2", "--reps", "5", "--db", db, "--no-bar",
+                    "--llm-budget", "6", "--budget", "2", "--batch", "2", "--reps", "5", "--db", db, "--no-bar",
                     NULL};
     int rc = run_kevo(&out, tune);
     tu_fake_llm_stop(srv);

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "kernels/op.h"
-#include "llm/check.h"
+#include "llm/admit/check.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
 #include "templates/space.h"
@@ -280,9 +280,11 @@ static kevo_llm_node node_blank(void)
 }
 
 typedef struct prompt_fixture {
-    char *abi, *source, *space;
+    char *abi, *source, *space, *top_source;
     kevo_llm_node parent;
     kevo_llm_node sib[3];
+    kevo_llm_node top[2];
+    kevo_llm_peer peer[2];
     kevo_prompt_in in;
 } prompt_fixture;
 
@@ -317,6 +319,8 @@ static void fixture(prompt_fixture *f, bool failed)
         f->parent.regs = 168;
         f->parent.spill_bytes = 16;
         f->parent.smem_bytes = 1234;
+        f->parent.profile = "tensor pipe 61% of peak; top warp stalls: long_scoreboard 50%";
+        f->parent.stall = "long_scoreboard";
     }
     const char *sums[3] = {"SIBLING_ONE moved the add", "SIBLING_TWO \x1b]0;pwned\x07 title", "SIBLING_THREE"};
     for (int i = 0; i < 3; i++) {
@@ -333,7 +337,31 @@ static void fixture(prompt_fixture *f, bool failed)
             f->sib[i].speedup = 1.1;
         }
     }
+    /* the run's best of other lineages: an LLM kernel (an edit of the parent: its diff is shown) and a template */
+    kv_buf_init(&b);
+    kv_buf_printf(&b, "%s#define TOP_EDIT_MARKER 3\n", f->source);
+    f->top_source = kv_buf_take(&b);
+    f->top[0] = node_blank();
+    f->top[0].generator = "llm";
+    f->top[0].family = "llm_0123456789ab";
+    f->top[0].status = "ok";
+    f->top[0].median_ms = 0.1;
+    f->top[0].speedup = 1.5;
+    f->top[0].summary = "TOP_ONE widened the stores";
+    f->top[0].source = f->top_source;
+    f->top[1] = node_blank();
+    f->top[1].generator = "template";
+    f->top[1].family = "lce_mma";
+    f->top[1].params = "BM=64 BN=128 BK=32";
+    f->top[1].status = "ok";
+    f->top[1].median_ms = 0.11;
+    f->peer[0] = (kevo_llm_peer){.name = "stage0", .median_ms = 0.5};
+    f->peer[1] = (kevo_llm_peer){.name = "decomposed", .median_ms = 0.25};
     memset(&f->in, 0, sizeof f->in);
+    f->in.tops = f->top;
+    f->in.ntops = 2;
+    f->in.peers = f->peer;
+    f->in.npeers = 2;
     f->in.op = "ikbo_lce";
     f->in.shape = "B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70";
     f->in.dtype = "fp16";
@@ -347,6 +375,7 @@ static void fixture(prompt_fixture *f, bool failed)
 
 static void fixture_free(prompt_fixture *f)
 {
+    free(f->top_source);
     free(f->abi);
     free(f->source);
     free(f->space);
@@ -385,7 +414,9 @@ static void test_prompt_contents(void **state)
         /* op, run, ABI, parent source and plan, siblings, knowledge, task: in that order */
         const char *order[] = {"# Operator", "cand_to_user", "## This run", "B=1024,M=433", "# ABI header",
                                "kevo_lce_args", "# Parent", "## The parent's launch plan", "\"launches\"",
-                               "## The parent's source", "UNIQUE_PARENT_MARKER", "UNIQUE_TAIL_MARKER", "# Siblings",
+                               "## The parent's source", "UNIQUE_PARENT_MARKER", "UNIQUE_TAIL_MARKER", "# Peers",
+                               "stage0: 0.5 ms", "decomposed: 0.25 ms (the fastest", "# The run's best kernels",
+                               "TOP_ONE", "+#define TOP_EDIT_MARKER 3", "params changed: BM 128 -> 64", "# Siblings",
                                "SIBLING_ONE", "SIBLING_TWO", "SIBLING_THREE", "# Knowledge", "# Task"};
         const char *at = u;
         for (size_t i = 0; i < KV_ARRAY_LEN(order); i++) {
@@ -419,6 +450,10 @@ static void test_prompt_contents(void **state)
             assert_non_null(strstr(u, "1.500x"));
             assert_non_null(strstr(q, "\"spill\""));
             assert_null(strstr(u, "- failure:"));
+            /* the stored profile is shown, and retrieval is keyed on its top stall */
+            assert_non_null(strstr(u, "- profile (Nsight Compute): tensor pipe 61% of peak; top warp stalls: "
+                                      "long_scoreboard 50%"));
+            assert_non_null(strstr(q, "\"latency\""));
         }
         kv_buf_release(&sys);
         kv_buf_release(&user);
@@ -451,6 +486,14 @@ static size_t build_len(kevo_knowledge *kb, prompt_fixture *f, size_t cap, kv_bu
     return user->len;
 }
 
+/* The notes retrieved are all in u (never cut). */
+static void assert_all_knowledge(const char *u)
+{
+    assert_non_null(strstr(u, "Notes retrieved for this parent"));
+    assert_null(strstr(u, "retrieved note"));
+    assert_null(strstr(u, "lower-ranked note"));
+}
+
 static void test_prompt_cap(void **state)
 {
     (void)state;
@@ -459,47 +502,52 @@ static void test_prompt_cap(void **state)
     fixture(&f, false);
     kv_buf u;
     size_t full = build_len(kb, &f, 0, &u, KEVO_OK);
-    const char *know = strstr(u.data, "# Knowledge");
-    const char *task = strstr(u.data, "# Task");
-    assert_true(know && task && task > know);
-    size_t know_len = (size_t)(task - know);
+    assert_all_knowledge(u.data);
+    const char *tops = strstr(u.data, "# The run's best kernels");
+    const char *sibs = strstr(u.data, "# Siblings");
+    assert_true(tops && sibs && sibs > tops);
+    size_t tops_len = (size_t)(sibs - tops);
     kv_buf_release(&u);
 
-    /* a little less than it all: knowledge goes first */
-    size_t cap = full - know_len / 3;
+    /* a little less than it all: the run's best kernels go first (the last one first) */
+    size_t cap = full - 10;
     assert_true(build_len(kb, &f, cap, &u, KEVO_OK) <= cap);
-    assert_non_null(strstr(u.data, "left out to fit the prompt"));
+    assert_non_null(strstr(u.data, "of them left out to fit the prompt"));
+    assert_non_null(strstr(u.data, "TOP_ONE"));
     assert_non_null(strstr(u.data, "SIBLING_ONE"));
-    assert_non_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
+    assert_all_knowledge(u.data);
     kv_buf_release(&u);
 
-    /* then the siblings */
-    cap = full - know_len - 20;
+    /* then the siblings (the oldest first) */
+    cap = full - tops_len - 20;
     assert_true(build_len(kb, &f, cap, &u, KEVO_OK) <= cap);
-    assert_non_null(strstr(u.data, "retrieved note"));
+    assert_null(strstr(u.data, "TOP_ONE"));
     assert_non_null(strstr(u.data, "older sibling"));
     assert_null(strstr(u.data, "SIBLING_ONE"));
     assert_non_null(strstr(u.data, "SIBLING_THREE"));
     assert_null(strstr(u.data, "cut here to fit"));
+    assert_all_knowledge(u.data);
     kv_buf_release(&u);
 
-    /* then, as the cap falls: the source without comments, its middle cut
-     * (head and tail kept: edits, or a kernel written from scratch), the
-     * source left out (a new kernel), and an error; each in that order */
-    int seen = 0; /* the furthest stage reached: 1 stripped, 2 cut, 3 left out, 4 error */
+    /* then, as the cap falls: the compacted source's middle cut (head and
+     * tail kept: edits, or a kernel written from scratch), the source left
+     * out (a new kernel), and an error; each in that order, the knowledge
+     * always whole */
+    int seen = 0; /* the furthest stage reached: 1 compacted, 2 cut, 3 left out, 4 error */
     for (size_t c = cap; c > 1500; c -= 250) {
         kevo_err err;
         kevo_status st = build_at(kb, &f, c, &u, &err);
-        int stage = st ? 4 : strstr(u.data, "cut here to fit") ? 2 : strstr(u.data, "(left out: its") ? 3
-                          : strstr(u.data, "(comments and blank lines left out)") ? 1 : 0;
+        int stage = st ? 4 : strstr(u.data, "cut here to fit") ? 2 : strstr(u.data, "(left out: its") ? 3 : 1;
         assert_true(stage >= seen); /* never back to a fuller form */
         seen = stage;
         if (stage == 4) {
             assert_int_equal(st, KEVO_ERR_ARG);
+            assert_non_null(strstr(err.msg, "never cut"));
             assert_int_equal(u.len, 0);
         } else {
             assert_int_equal(st, KEVO_OK);
             assert_true(u.len <= c);
+            assert_all_knowledge(u.data);
         }
         if (stage == 1 || stage == 2) {
             assert_non_null(strstr(u.data, "UNIQUE_PARENT_MARKER"));
@@ -527,6 +575,129 @@ static void test_prompt_cap(void **state)
     assert_int_equal(build_len(kb, &f, 2000, &u, KEVO_ERR_ARG), 0);
     kv_buf_release(&u);
     fixture_free(&f);
+    kevo_knowledge_close(kb);
+}
+
+/* The lce_ws parent compacted for its default params: no comments, the
+ * #if groups and `if constexpr` its params decide cut to one branch, the
+ * headers as their API; an edit made against what is shown applies to the
+ * base, which still compiles as the parent (headers in full). */
+static void test_source_compact(void **state)
+{
+    (void)state;
+    kevo_space *sp = load_family("lce_ws");
+    kevo_config cfg;
+    kevo_space_default(sp, &cfg);
+    char params[512];
+    kevo_config_str(sp, &cfg, params, sizeof params);
+    char *shown = NULL, *base = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_prompt_compact(sp->source, params, &shown, &base, &err), KEVO_OK);
+    size_t whole = strlen(sp->source);
+    printf("  lce_ws (%s): source %zu bytes, shown %zu, base %zu\n", params, whole, strlen(shown), strlen(base));
+    assert_true(strlen(shown) * 4 < whole); /* headers and comments are most of it */
+    assert_non_null(strstr(shown, "wgmma.cuh: its API only"));
+    assert_non_null(strstr(shown, "and the same for: wgmma_n16"));
+    assert_null(strstr(shown, "#ifndef BN")); /* BN is a param: its default block is dead */
+    assert_null(strstr(shown, "if constexpr (CLUSTER == 1)")); /* CLUSTER is a param */
+    assert_null(strstr(shown, "#if URES"));
+    /* the base keeps the headers whole */
+    assert_non_null(strstr(base, "#line 1 \"wgmma.cuh\""));
+    assert_true(strlen(base) > strlen(shown));
+    /* every line of the main code shown is in the base */
+    const char *main_shown = strstr(shown, "#line 1 \"lce_ws.cu\"");
+    assert_non_null(main_shown);
+    assert_null(strstr(main_shown, "//")); /* comments gone from the code (the API lines above keep their docs) */
+    assert_non_null(strstr(base, main_shown));
+    /* a whole-source reply that calls a header function gets the headers back; one that does not, none */
+    char *h = kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { wgmma_fence(); }");
+    assert_non_null(h);
+    assert_non_null(strstr(h, "#line 1 \"wgmma.cuh\""));
+    free(h);
+    assert_null(kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { }"));
+    free(shown);
+    free(base);
+    kevo_space_free(sp);
+    /* #if groups: decided ones cut, others kept whole */
+    const char *src = "#if A == 1\na1\n#elif A == 2\na2\n#else\na3\n#endif\n#if OTHER\nk1\n#else\nk2\n#endif\n"
+                      "#ifndef A\nnoA\n#endif\nvoid f() { if constexpr (A > 1) { x(); } else { y(); } "
+                      "if constexpr (Q) { q(); } }\n";
+    assert_int_equal(kevo_prompt_compact(src, "A=2", &shown, &base, &err), KEVO_OK);
+    assert_string_equal(shown, "a2\n#if OTHER\nk1\n#else\nk2\n#endif\nvoid f() { { x(); } if constexpr (Q) { q(); } }\n");
+    free(shown);
+    free(base);
+}
+
+/* An lce_ws parent (124 KB of source with its headers) with the knowledge
+ * present: the prompt, system message included, stays within its token
+ * budget (the default 16k, and a smaller one), every retrieved note whole,
+ * the source compacted (at 16k whole, at 12k with its middle cut), the
+ * cost model left out. */
+static void test_prompt_budget_lce_ws(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    prompts_dir(dir, sizeof dir);
+    kevo_knowledge *kb = open_kb();
+    kevo_space *sp = load_family("lce_ws");
+    kevo_config cfg;
+    kevo_space_default(sp, &cfg);
+    char params[512];
+    kevo_config_str(sp, &cfg, params, sizeof params);
+    kv_buf pj;
+    kv_buf_init(&pj);
+    kevo_err err;
+    assert_int_equal(kevo_space_point_json(sp, &cfg, "lce_ws_point", &pj, &err), KEVO_OK);
+    char *abi = tu_read_src("kernels/ikbo_lce/abi.h");
+    kevo_llm_node parent = node_blank();
+    parent.generator = "template";
+    parent.family = "lce_ws";
+    parent.params = params;
+    parent.source = sp->source;
+    parent.space = pj.data;
+    parent.status = "ok";
+    parent.median_ms = 0.31;
+    parent.speedup = 2.1;
+    parent.roofline = 0.55;
+    parent.regs = 168;
+    kevo_prompt_in in = {.op = "ikbo_lce", .shape = "B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70", .dtype = "fp16",
+                         .arch = "sm_90a", .abi_header = abi, .parent = &parent, .best_speedup = 2.1};
+    size_t budgets[] = {0, 12000}; /* the default fits the compacted source whole; 12k cuts its middle */
+    for (size_t i = 0; i < KV_ARRAY_LEN(budgets); i++) {
+        in.max_tokens = budgets[i];
+        kv_buf sys, user;
+        kv_buf_init(&sys);
+        kv_buf_init(&user);
+        kevo_status st = kevo_prompt_build(dir, kb, &in, &sys, &user, NULL, 0, &err);
+        if (st)
+            print_error("build: %s\n", err.msg);
+        assert_int_equal(st, KEVO_OK);
+        size_t tokens = kevo_prompt_tokens(sys.len + user.len);
+        size_t want = budgets[i] ? budgets[i] : KEVO_PROMPT_TOKENS_DEFAULT;
+        printf("  lce_ws prompt: %zu + %zu bytes, %zu tokens of %zu\n", sys.len, user.len, tokens, want);
+        assert_true(tokens <= want);
+        assert_all_knowledge(user.data);
+        int notes = 0;
+        for (const char *p = strstr(user.data, "# Knowledge"); p && (p = strstr(p + 1, "\n## ")) != NULL;)
+            notes += strstr(p, "# Task") != NULL;
+        assert_int_equal(notes, KEVO_PROMPT_KNOWLEDGE_K);
+        assert_non_null(strstr(user.data, "kevo_lce_args"));            /* the ABI header */
+        assert_non_null(strstr(user.data, "# Task"));
+        assert_non_null(strstr(user.data, "wgmma.cuh: its API only")); /* compacted */
+        assert_non_null(strstr(user.data, "lce_ws_fused"));
+        assert_true(budgets[i] == 0 ? !strstr(user.data, "cut here to fit") : strstr(user.data, "cut here to fit") != NULL);
+        assert_null(strstr(user.data, "(left out: its"));
+        assert_null(strstr(user.data, "\"model\""));
+        /* the lets the launches need are shown; the cost model's (split_flops, fix_ns, ...) are not */
+        assert_non_null(strstr(user.data, "[\"BW\","));
+        assert_null(strstr(user.data, "split_flops"));
+        assert_null(strstr(user.data, "fix_ns"));
+        kv_buf_release(&sys);
+        kv_buf_release(&user);
+    }
+    free(abi);
+    kv_buf_release(&pj);
+    kevo_space_free(sp);
     kevo_knowledge_close(kb);
 }
 
@@ -664,10 +835,19 @@ static void test_reply_good(void **state)
     assert_string_equal(p.summary, "I fused the add into the epilogue.");
     cJSON *sp = cJSON_Parse(p.space);
     assert_string_equal(cJSON_GetObjectItem(sp, "workspace")->valuestring, "U * M * N * 4 + 256");
+    /* {"FUSE": 1} changes that param of the parent's, the others stay */
     cJSON *params = cJSON_GetObjectItem(sp, "params");
-    assert_int_equal(cJSON_GetArraySize(params), 1);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(params, 0), "name")->valuestring, "FUSE");
-    /* the parent's launches stay; the family's params went, and with them axes and model */
+    cJSON *parent_sp = cJSON_Parse(r.space);
+    assert_int_equal(cJSON_GetArraySize(params), cJSON_GetArraySize(cJSON_GetObjectItem(parent_sp, "params")));
+    assert_true(cJSON_GetArraySize(params) > 1);
+    cJSON_Delete(parent_sp);
+    int fuse = -1;
+    cJSON *pp;
+    cJSON_ArrayForEach(pp, params)
+    if (strcmp(cJSON_GetObjectItem(pp, "name")->valuestring, "FUSE") == 0)
+        fuse = (int)cJSON_GetArrayItem(cJSON_GetObjectItem(pp, "values"), 0)->valuedouble;
+    assert_int_equal(fuse, 1);
+    /* the parent's launches stay; axes and model went (the model names the family's params) */
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sp, "launches")), 3);
     assert_null(cJSON_GetObjectItem(sp, "axes"));
     assert_null(cJSON_GetObjectItem(sp, "model"));
@@ -734,19 +914,43 @@ static void test_reply_edits(void **state)
     kevo_llm_parsed_free(&p);
     free(rep);
 
-    /* 0 matches */
+    /* 0 matches: the block named by number and first line */
     rep = edit_reply("this line is not in the source", "x", NULL, NULL);
-    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 matches 0 times", &p);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 (\"this line is not in the source\") matches 0 times", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
-    /* 2 matches */
+    /* 2 matches: ambiguous */
     rep = edit_reply("#pragma unroll", "#pragma unroll 2", NULL, NULL);
-    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 matches", &p);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 1 (\"#pragma unroll\") matches", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    rep = edit_reply("#pragma unroll", "#pragma unroll 2", NULL, NULL);
+    parse(&r, rep, KEVO_ERR_PARSE, "ambiguous", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
     /* the second block fails: named */
     rep = edit_reply(line, "// gone", "not here either", "x");
-    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 matches 0 times", &p);
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 (\"not here either\") matches 0 times", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* overlapping: the second block searches the first one's replacement */
+    rep = edit_reply(line, "constexpr int NT = 128; // OVERLAP_MARK", "constexpr int NT = 128; // OVERLAP_MARK",
+                     "constexpr int NT = 256;");
+    parse(&r, rep, KEVO_ERR_PARSE, "SEARCH block 2 (\"constexpr int NT = 128; // OVERLAP_MARK\") overlaps SEARCH "
+          "block 1", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* a block whose text straddles the first one's replacement overlaps it too */
+    rep = edit_reply(line, "constexpr int NT = WARPS_M * WARPS_N * 32; // E1", "// E1\nconstexpr int WTM", "x");
+    parse(&r, rep, KEVO_ERR_PARSE, "overlaps SEARCH block 1", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* the same two blocks apart in the source apply (blocks in the order they come) */
+    rep = edit_reply(line2, "constexpr int WTM = BM / WARPS_M; // SECOND", line, "constexpr int NT = WARPS_M * "
+                     "WARPS_N * 32; // FIRST");
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_non_null(strstr(p.source, "// SECOND"));
+    assert_non_null(strstr(p.source, "// FIRST"));
     kevo_llm_parsed_free(&p);
     free(rep);
     /* malformed blocks */
@@ -852,6 +1056,10 @@ static void test_reply_bad_plans(void **state)
          "plan: launches[0].entry 'foo' is not a __global__ of the source"},
         {"{\"params\": [{\"name\": \"BM\", \"values\": [64, 128]}]}", "param 'BM' has 2 values"},
         {"{\"params\": {\"BM\": 1.5}}", "one whole-number value"},
+        {"{\"params\": {\"BM\": 64, \"2BAD\": 1}}", "param 2's name '2BAD' is not an identifier"},
+        {"{\"params\": [{\"name\": \"a-b\\n\", \"values\": [1]}]}", "param 1's name 'a-b?' is not an identifier"},
+        /* a kernel without tunables brings its own launches */
+        {"{\"params\": {}}", "plan: "},
         {"{\"params\": {\"BM\": \"big\"}}", "one whole-number value"},
         {"{\"bogus\": 1}", "'bogus' is not a plan key"},
         {"{\"include\": [\"../../etc/passwd\"]}", "\"include\" may not change"},
@@ -1353,6 +1561,8 @@ int main(void)
         cmocka_unit_test(test_prompt_contents),
         cmocka_unit_test(test_prompt_cap),
         cmocka_unit_test(test_source_view),
+        cmocka_unit_test(test_source_compact),
+        cmocka_unit_test(test_prompt_budget_lce_ws),
         cmocka_unit_test(test_prompt_errors),
         cmocka_unit_test(test_reply_good),
         cmocka_unit_test(test_reply_edits),

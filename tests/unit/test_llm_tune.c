@@ -177,7 +177,7 @@ static void test_llm_calls(void **state)
     int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
     char budget[16], llm_budget[16];
     snprintf(llm_budget, sizeof llm_budget, "%d", NCALLS);
-    snprintf(budget, sizeof budget, "%d", NCALLS + 2); /* the two template seeds and every call */
+    snprintf(budget, sizeof budget, "%d", 2); /* the two template seeds; the calls are counted apart */
     setenv("KEVO_LLM_API_KEY", KEY, 1);
     rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", budget,
                   "--generators", "llm", "--llm-url", url, "--llm-model", "fake", "--llm-budget", llm_budget,
@@ -188,6 +188,10 @@ static void test_llm_calls(void **state)
     printf("%s", out);
     assert_int_equal(rc, 0);
     assert_null(strstr(out, KEY)); /* never in the log */
+    /* the last lines: the calls made, failed by kind, compiled */
+    assert_non_null(strstr(out, "llm: 13 of 13 calls made; 9 failed ("));
+    assert_non_null(strstr(out, "rejected 3"));
+    assert_non_null(strstr(out, "; 4 compiled, 0 verified"));
     free(out);
 
     /* one generation and one candidate per call, in order, with an llm edge */
@@ -307,23 +311,176 @@ static void test_llm_calls(void **state)
     free(out);
 
     /* resumed where no LLM answers (a GPU node): one line, then templates */
-    char more[16];
-    snprintf(more, sizeof more, "%d", NCALLS + 3);
-    rc = run_kevo(&out, "tune", "--resume", "2", "--db", db, "--budget", more, "--llm-budget", "20", "--llm-url",
+    rc = run_kevo(&out, "tune", "--resume", "2", "--db", db, "--budget", "3", "--llm-budget", "20", "--llm-url",
                   "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-bar", NULL);
     printf("%s", out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "does not answer"));
+    /* the last lines say the calls were cut short, and why */
+    assert_non_null(strstr(out, "llm: stopped after 13 of 20 calls: the LLM does not answer"));
     free(out);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE run_id=2"), NCALLS);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=2"), NCALLS + 3);
     assert_int_equal(tu_query_int(db, "SELECT status = 'done' FROM runs WHERE id=2"), 1);
 }
 
+/* --llm-budget N makes N calls whatever --budget and --batch are: the calls
+ * are counted apart from --budget (here 1, smaller than a batch of 8).  One
+ * of the replies is a kernel without tunables ("params": {}): it compiles. */
+static void test_llm_budget_apart(void **state)
+{
+    (void)state;
+    char fx[PATH_MAX], script[PATH_MAX + 32], db[PATH_MAX + 32];
+    fixtures(fx, sizeof fx);
+    snprintf(script, sizeof script, "%s/apart.txt", tmpdir);
+    snprintf(db, sizeof db, "%s/apart.db", tmpdir);
+    kv_buf sc;
+    kv_buf_init(&sc);
+    kv_buf_printf(&sc, "content=@%s/good.txt\ncontent=@%s/wrong.txt\ncontent=@%s/paramfree.txt\n", fx, fx, fx);
+    kevo_err err;
+    assert_int_equal(kv_write_file(script, sc.data, sc.len, &err), KEVO_OK);
+    kv_buf_release(&sc);
+    char url[64];
+    int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, NULL, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                      "--batch", "8", "--generators", "template,llm", "--llm-url", url, "--llm-budget", "3", "--db",
+                      db, "--no-bar", NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: 3 of 3 calls made; 0 failed; 3 compiled"));
+    assert_null(strstr(out, "stopped after"));
+    free(out);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE run_id=1"), 3);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1"), 4);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1 AND family NOT LIKE 'llm%'"), 1);
+    /* the plan without tunables ("params": {}) compiled, as a candidate without params */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates c JOIN generations g ON g.candidate_id = c.id "
+                                      "WHERE c.status = 'compiled' AND g.source LIKE '%pf_lce_rows%' AND "
+                                      "c.plan LIKE '%pf_lce_rows%' AND c.params = '{}'"),
+                     1);
+
+    /* a server that never answers: the run says it made none of the calls, and why */
+    snprintf(db, sizeof db, "%s/apart2.db", tmpdir);
+    rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                  "--generators", "template,llm", "--llm-url", "http://127.0.0.1:9/v1", "--llm-retries", "0",
+                  "--llm-budget", "3", "--db", db, "--no-bar", NULL);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: stopped after 0 of 3 calls: the LLM does not answer"));
+    free(out);
+}
+
+/* The loopback server playing a competent model (--match: it answers by
+ * the parent its prompt shows, tests/fixtures/llm/competent): an edit of
+ * the lce_ws template parent (SEARCH/REPLACE, applied to the parent's
+ * source), a WMMA kernel and a SIMT kernel of its own; every one is parsed,
+ * passes the check and compiles. */
+static void test_llm_competent(void **state)
+{
+    (void)state;
+    char script[PATH_MAX + 64], db[PATH_MAX + 32], logdir[PATH_MAX + 32];
+    snprintf(script, sizeof script, "%s/tests/fixtures/llm/competent/script.txt", KEVO_SOURCE_DIR);
+    snprintf(db, sizeof db, "%s/competent.db", tmpdir);
+    snprintf(logdir, sizeof logdir, "%s/competent-requests", tmpdir);
+    assert_int_equal(mkdir(logdir, 0700), 0);
+    char url[64];
+    int srv = tu_fake_llm_start_match(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_ws", "--budget", "1",
+                      "--generators", "template,llm", "--llm-url", url, "--llm-budget", "3", "--db", db, "--no-bar",
+                      NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: 3 of 3 calls made; 0 failed; 3 compiled"));
+    free(out);
+    /* the edit of the lce_ws seed: its parent is the template, its source the parent's with the change */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates p ON p.id = g.parent_id "
+                                      "JOIN candidates c ON c.id = g.candidate_id WHERE p.family = 'lce_ws' AND "
+                                      "c.status = 'compiled' AND g.source LIKE '%__nanosleep(32)%' AND g.source "
+                                      "LIKE '%#line 1 \"wgmma.cuh\"%' AND g.source NOT LIKE '%__nanosleep(64)%'"),
+                     1);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates c ON c.id = "
+                                      "g.candidate_id WHERE c.status = 'compiled' AND g.source LIKE '%tc_lce_wmma%'"),
+                     1);
+    /* the first prompt was the lce_ws parent's, within the default budget, its notes whole */
+    char req[PATH_MAX + 64];
+    snprintf(req, sizeof req, "%s/req-001.json", logdir);
+    char *body = NULL;
+    size_t len = 0;
+    kevo_err err;
+    assert_int_equal(kv_read_file(req, &body, &len, &err), KEVO_OK);
+    assert_non_null(strstr(body, "- family: lce_ws\\n"));
+    assert_non_null(strstr(body, "wgmma.cuh: its API only"));
+    assert_null(strstr(body, "retrieved note"));
+    assert_true(len / 3 < 16384 + 2000); /* the JSON body: the messages (<= 16k tokens) with their escapes */
+    free(body);
+}
+
+/* Several models (--llm-model m-good-7,m-bad-7): a scripted server answers
+ * the first with kernels that compile and the second with prose; UCB1 tries
+ * each once, then gives the calls to the model whose candidates bring
+ * something.  Each call's model is stored. */
+static void test_llm_models(void **state)
+{
+    (void)state;
+    char fx[PATH_MAX], script[PATH_MAX + 32], db[PATH_MAX + 32];
+    fixtures(fx, sizeof fx);
+    snprintf(script, sizeof script, "%s/models.txt", tmpdir);
+    snprintf(db, sizeof db, "%s/models.db", tmpdir);
+    kv_buf sc;
+    kv_buf_init(&sc);
+    static const char *const good[] = {"good.txt", "wrong.txt", "hack_const.txt", "paramfree.txt", "competent/wmma.txt"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        kv_buf_printf(&sc, "when=m-good-7 content=@%s/%s\n", fx, good[i]);
+    kv_buf_printf(&sc, "when=m-bad-7 content=@%s/nocode.txt\n", fx);
+    kevo_err err;
+    assert_int_equal(kv_write_file(script, sc.data, sc.len, &err), KEVO_OK);
+    kv_buf_release(&sc);
+    char url[64];
+    int srv = tu_fake_llm_start_match(KEVO_FAKE_LLM, script, NULL, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                      "--generators", "template,llm", "--llm-url", url, "--llm-model", "m-good-7,m-bad-7", "--llm-budget", "6",
+                      "--db", db, "--no-bar", NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "models m-good-7,m-bad-7 (UCB1"));
+    free(out);
+    /* every call's model stored; each model tried once, then the one that brings compiled kernels */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE model IN ('m-good-7', 'm-bad-7')"), 6);
+    /* UCB1 (rewards: 0.5 a candidate that compiled, 0 a failed call): good, bad, good, good, then bad once more
+     * (its bonus sqrt(2 ln 4) = 1.67 over good's 0.5 + sqrt(2 ln 4 / 3) = 1.46), then good */
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations WHERE model = 'm-bad-7'"), 2);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates c ON c.id = g.candidate_id "
+                                      "WHERE g.model = 'm-bad-7' AND c.fail = 'parse_error'"),
+                     2);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations g JOIN candidates c ON c.id = g.candidate_id "
+                                      "WHERE g.model = 'm-good-7' AND c.status = 'compiled'"),
+                     4);
+    char *order = query_text(db, "SELECT group_concat(substr(model, 3, 1), '') FROM (SELECT model FROM generations "
+                                 "ORDER BY candidate_id)");
+    assert_non_null(order);
+    assert_string_equal(order, "gbggbg");
+    free(order);
+    /* a bad list is a usage error */
+    rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--generators", "template,llm",
+                  "--llm-url", url, "--llm-model", "a,,b", "--db", db, "--no-bar", NULL);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--llm-model"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llm_calls),
+        cmocka_unit_test(test_llm_budget_apart),
+        cmocka_unit_test(test_llm_competent),
+        cmocka_unit_test(test_llm_models),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

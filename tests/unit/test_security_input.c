@@ -12,7 +12,7 @@
  *   admit    everything compiled from a DB is admitted again: a stored LLM
  *            source that #includes a local file, probes with __has_include
  *            or makes a pointer from an integer is refused on --resume (its
- *            family hash recomputed to match), as kevo_gen_llm_admit
+ *            family hash recomputed to match), as kevo_llm_admit
  *            refuses it; warm-start params outside the family's domains
  *            seed nothing.
  *   nvrtc    NVRTC sees no file system for LLM code: an untrusted compile
@@ -59,7 +59,7 @@
 #include "db/store.h"
 #include "evaluator/compile.h"
 #include "kernels/op.h"
-#include "llm/check.h"
+#include "llm/admit/check.h"
 #include "llm/client.h"
 #include "search/gen.h"
 #include "testutil.h"
@@ -465,7 +465,7 @@ static void tamper_source(const char *db, const char *src)
     char *space = query_text(db, "SELECT space FROM generations WHERE source IS NOT NULL");
     assert_non_null(space);
     char fam[17];
-    kevo_gen_llm_family(space, src, fam);
+    kevo_llm_family(space, src, fam);
     sqlite3 *h = NULL;
     assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
     sqlite3_stmt *st = NULL;
@@ -541,10 +541,10 @@ static void test_admit(void **state)
         g.space = space;
         g.source = src;
         char fam[17];
-        kevo_gen_llm_family(space, src, fam);
+        kevo_llm_family(space, src, fam);
         kevo_space *sp = (kevo_space *)1;
         kevo_err err;
-        assert_int_equal(kevo_gen_llm_admit(&g, fam, tu_op("ikbo_lce"), "sm_90a", &sp, &err), KEVO_ERR_PARSE);
+        assert_int_equal(kevo_llm_admit(&g, fam, tu_op("ikbo_lce"), "sm_90a", &sp, &err), KEVO_ERR_PARSE);
         assert_null(sp);
         assert_non_null(strstr(err.msg, "candidate 42"));
         free(src);
@@ -556,21 +556,21 @@ static void test_admit(void **state)
     g.space = space;
     g.source = good;
     char fam[17];
-    kevo_gen_llm_family(space, good, fam);
+    kevo_llm_family(space, good, fam);
     kevo_space *sp = NULL;
     kevo_err err;
-    assert_int_equal(kevo_gen_llm_admit(&g, fam, tu_op("ikbo_lce"), "sm_90a", &sp, &err), KEVO_OK);
+    assert_int_equal(kevo_llm_admit(&g, fam, tu_op("ikbo_lce"), "sm_90a", &sp, &err), KEVO_OK);
     assert_string_equal(sp->family, fam);
     kevo_space_free(sp);
-    assert_int_equal(kevo_gen_llm_admit(&g, "llm_000000000000", tu_op("ikbo_lce"), NULL, &sp, &err),
+    assert_int_equal(kevo_llm_admit(&g, "llm_000000000000", tu_op("ikbo_lce"), NULL, &sp, &err),
                      KEVO_ERR_PARSE);
     assert_non_null(strstr(err.msg, "do not hash to its family"));
-    assert_int_equal(kevo_gen_llm_admit(&g, fam, tu_op("ikbo_fa"), NULL, &sp, &err), KEVO_ERR_PARSE);
-    assert_int_equal(kevo_gen_llm_admit(&g, fam, tu_op("ikbo_lce"), "sm_70x", &sp, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_llm_admit(&g, fam, tu_op("ikbo_fa"), NULL, &sp, &err), KEVO_ERR_PARSE);
+    assert_int_equal(kevo_llm_admit(&g, fam, tu_op("ikbo_lce"), "sm_70x", &sp, &err), KEVO_ERR_PARSE);
     assert_non_null(strstr(err.msg, "\"archs\" does not list"));
     g.space = "{\"family\":\"llm\",\"op\":\"ikbo_lce\",\"launches\":[{\"entry\":\"k\",\"grid\":[\"1/0\"]}]}";
-    kevo_gen_llm_family(g.space, good, fam);
-    assert_int_equal(kevo_gen_llm_admit(&g, fam, tu_op("ikbo_lce"), NULL, &sp, &err), KEVO_ERR_PARSE);
+    kevo_llm_family(g.space, good, fam);
+    assert_int_equal(kevo_llm_admit(&g, fam, tu_op("ikbo_lce"), NULL, &sp, &err), KEVO_ERR_PARSE);
     assert_non_null(strstr(err.msg, "parse_error"));
     free(good);
     free(space);

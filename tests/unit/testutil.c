@@ -232,8 +232,8 @@ int tu_rm_tree(const char *dir)
     return rmdir(dir) == 0 || access(dir, F_OK) != 0 ? 0 : -1;
 }
 
-int tu_fake_llm_start(const char *binary, const char *script, const char *logdir, const char *workdir, char *url,
-                      size_t n)
+static int tu_fake_llm_run(const char *binary, const char *script, const char *logdir, const char *workdir,
+                           bool match, char *url, size_t n)
 {
     char pfile[PATH_MAX], log[PATH_MAX];
     static int seq;
@@ -248,11 +248,14 @@ int tu_fake_llm_start(const char *binary, const char *script, const char *logdir
         if (!freopen(log, "w", stdout))
             _exit(126);
         dup2(fileno(stdout), 2);
-        char *args[] = {"kevo_fake_llm", "--script", (char *)script, "--port-file", pfile, NULL, NULL, NULL};
+        char *args[] = {"kevo_fake_llm", "--script", (char *)script, "--port-file", pfile, NULL, NULL, NULL, NULL};
+        int k = 5;
         if (logdir) {
-            args[5] = "--log";
-            args[6] = (char *)logdir;
+            args[k++] = "--log";
+            args[k++] = (char *)logdir;
         }
+        if (match)
+            args[k++] = "--match";
         execv(binary, args);
         _exit(127);
     }
@@ -273,6 +276,18 @@ int tu_fake_llm_start(const char *binary, const char *script, const char *logdir
     assert_true(port > 0);
     snprintf(url, n, "http://127.0.0.1:%d/v1", port);
     return (int)p;
+}
+
+int tu_fake_llm_start(const char *binary, const char *script, const char *logdir, const char *workdir, char *url,
+                      size_t n)
+{
+    return tu_fake_llm_run(binary, script, logdir, workdir, false, url, n);
+}
+
+int tu_fake_llm_start_match(const char *binary, const char *script, const char *logdir, const char *workdir,
+                            char *url, size_t n)
+{
+    return tu_fake_llm_run(binary, script, logdir, workdir, true, url, n);
 }
 
 void tu_fake_llm_stop(int pid)

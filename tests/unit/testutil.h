@@ -84,6 +84,10 @@ int tu_rm_tree(const char *dir);
  * the server does not listen within 10 s. */
 int tu_fake_llm_start(const char *binary, const char *script, const char *logdir, const char *workdir, char *url,
                       size_t n);
+/* The same with --match: each request answered by the first unused script
+ * line whose when= text its body holds (a model that reads its prompt). */
+int tu_fake_llm_start_match(const char *binary, const char *script, const char *logdir, const char *workdir,
+                            char *url, size_t n);
 /* Stop it (SIGTERM); the test fails unless it exits with 0. */
 void tu_fake_llm_stop(int pid);
 

@@ -13,7 +13,7 @@
  *      PTX memory operand that is one (constant addresses in the PTX text
  *      itself are pass 4's). */
 #define _POSIX_C_SOURCE 200809L
-#include "llm/check.h"
+#include "llm/admit/check.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/lex.h"
+#include "llm/admit/lex.h"
 #include "util/util.h"
 
 #define CK_MAX_PARAMS 16

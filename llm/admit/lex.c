@@ -1,5 +1,5 @@
 /* lex.c — tokenizer for CUDA C++ device source (see lex.h). */
-#include "llm/lex.h"
+#include "llm/admit/lex.h"
 
 #include <stdio.h>
 #include <stdlib.h>

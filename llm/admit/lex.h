@@ -1,5 +1,5 @@
 /* lex.h — a tokenizer for CUDA C++ device source, as the checks on LLM
- * replies need it (llm/check.c, llm/reply.c): comments dropped, line splices
+ * replies need it (llm/admit/check.c, llm/reply.c): comments dropped, line splices
  * undone first (so "pri\<newline>ntf" is one identifier, as the compiler sees
  * it), string and character literals kept as single tokens whose contents
  * can be decoded, preprocessor directives marked.  It never fails on odd
