@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""bench/i38_same_cubin.py — compile lce_ws configurations with two template
+trees (OLD_HOME, NEW_HOME: folders holding templates/, kernels/, prompts/) and
+say whether each cubin is byte-identical (same SASS) and the registers.
+  i38_same_cubin.py OLD_HOME NEW_HOME 'SHAPE|P=V,P=V,...' ...
+Runs `build/kevo tune --compile-only` on this machine (no GPU)."""
+import os, sqlite3, struct, subprocess, sys, tempfile
+
+
+def sections(blob):
+    """The ELF64 cubin's sections by name (NOBITS ones empty)."""
+    shoff = struct.unpack_from("<Q", blob, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", blob, 0x3A)
+    hdrs = [struct.unpack_from("<IIQQQQ", blob, shoff + i * shentsize) for i in range(shnum)]
+    stro = hdrs[shstrndx][4]
+    return {blob[stro + h[0]:blob.index(b"\0", stro + h[0])].decode(): blob[h[4]:h[4] + h[5]] if h[1] != 8 else b""
+            for h in hdrs}
+
+
+def compile_one(home, shape, params, db):
+    where = " && ".join(f"{k} == {v}" for k, v in (kv.split("=") for kv in params.split(",")))
+    env = dict(os.environ, KEVO_HOME=home)
+    subprocess.run(["build/kevo", "tune", "--op", "ikbo_lce", "--shape", shape, "--compile-only", "--family",
+                    "lce_ws", "--policy", "exhaustive", "--budget", "1", "--where", where, "--db", db, "--no-bar",
+                    "--warm-start", "none"], env=env, check=True, capture_output=True)
+    c = sqlite3.connect(db)
+    row = c.execute("select b.cubin, c.regs, c.params from candidates c join binaries b on b.key = c.binary_key "
+                    "order by c.id desc limit 1").fetchone()
+    return row
+
+old, new = sys.argv[1], sys.argv[2]
+with tempfile.TemporaryDirectory() as d:
+    for i, arg in enumerate(sys.argv[3:]):
+        shape, params = arg.split("|")
+        a = compile_one(old, shape, params, f"{d}/o{i}.db")
+        b = compile_one(new, shape, params, f"{d}/n{i}.db")
+        sa, sb = sections(a[0]), sections(b[0])
+        texts = sorted(k for k in sa if k.startswith(".text."))
+        same = all(sa[k] == sb.get(k) for k in texts) and texts == sorted(k for k in sb if k.startswith(".text."))
+        sizes = " ".join(f"{k[6:]}={len(sa[k]) // 16}/{len(sb.get(k, b'')) // 16}" for k in texts)
+        print(f"{'SAME' if same else 'DIFF'} SASS (.text) regs {a[1]}/{b[1]} instr {sizes}  {shape} {b[2]}")
