@@ -34,16 +34,7 @@
 //     to SBUF - 1 stores stay in flight while the next box is staged) or
 //     16-byte stores (EPI=0, the only choice when BN % 64 == 32: a 64-column
 //     store box would write the next tile's columns; TRANS=1's last box of
-//     BW % 64 rows goes by 16-byte stores under EPI=1 too).  EPI=2
-//     (cooperative, whole tiles): the consumers keep the ring slots of a
-//     candidate tile's last two k-tiles from the producer, stage the
-//     tile's 64x64 boxes there (one named barrier: both warp groups' wgmmas
-//     are done with them), post a record to the storer warp (warp 1 of the
-//     producer warp group) and go on to the next tile; the storer issues
-//     the TMA stores and gives each slot back once its boxes are read.
-//     TRANS=1's last box of BW % 64 rows goes to a small buffer of its own
-//     (two, by tile parity), written out by the storer's 16-byte stores
-//     after the slots are back.
+//     BW % 64 rows goes by 16-byte stores under EPI=1 too).
 //   TRANS=1: the tile is transposed, out[b]^T = E[b]^T @ W^T: the WGMMA's M
 //     side (64 rows per consumer warp group) runs along N and its N side
 //     along M, so M is covered in steps of 8 (BW = BN - TRIM columns) where
@@ -97,7 +88,7 @@
 #define BK 64 // K per stage: one or two W boxes of 64 (a 128-byte swizzle row each)
 #endif
 #ifndef EPI
-#define EPI 1 // 0: 16-byte stores by the consumers; 1: TMA stores by them; 2: staged in the ring, stored by a storer warp
+#define EPI 1
 #endif
 #ifndef RASTER
 #define RASTER 0
@@ -160,19 +151,7 @@ constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 out
 // columns of N, or (TRANS=1) its 64 columns of N by BW rows in boxes of 64
 // rows of M; the last one partly used when BW % 64
 constexpr int OUT_BOXES = (BW + 63) / 64;
-// EPI=2 stages a candidate tile's whole 64x64 output boxes in the ring
-// slots of its last two k-tiles (held from the producer until the storer
-// warp's TMA stores have read them); TRANS=1's last box of BW % 64 rows per
-// warp group goes to a small buffer of its own (two, by tile parity), which
-// the storer writes out by 16-byte stores after it has released the slots.
-constexpr int PBOX_ROWS = EPI == 2 && TRANS ? BW % 64 : 0;           // rows of that last box (0: none)
-constexpr int FULL_BOXES = OUT_BOXES - (PBOX_ROWS ? 1 : 0);          // whole boxes per warp group
-constexpr int SLOT_BOXES = STAGE_BYTES / BOX_BYTES;                  // whole boxes one ring slot holds
-// the first held slot (the one the producer refills first) takes the fewest
-constexpr int A_BOXES = CONSUMERS * FULL_BOXES > SLOT_BOXES ? CONSUMERS * FULL_BOXES - SLOT_BOXES : 0;
-constexpr int PART_BYTES = PBOX_ROWS * 128;                          // one warp group's last box
-constexpr int STAGING_BYTES = EPI == 2 ? 2 * CONSUMERS * PART_BYTES
-                                       : CONSUMERS * SBUF * BOX_BYTES; // SBUF boxes per consumer warp group
+constexpr int STAGING_BYTES = CONSUMERS * SBUF * BOX_BYTES; // SBUF boxes per consumer warp group
 constexpr int QN = 4;                                    // work queue depth
 constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
 // Registers: the CTA starts with NT threads of the most __launch_bounds__(NT, 1)
@@ -205,8 +184,6 @@ static_assert(CLUSTER == 1 || (CLUSTER == 2 && (TRANS ? TILE_M % 16 == 0 : E_BOX
 // (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
 // a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
-static_assert(EPI != 2 || (!PINGPONG && SPLITK == 1 && STAGES >= 3 && 2 * SLOT_BOXES >= CONSUMERS * FULL_BOXES),
-              "EPI=2 (cooperative, whole tiles) stages a tile's boxes in two held ring slots of a ring of three or more");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
               "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
 static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors of 4 fp32 (of 8 values with URES=1, the last one half "
@@ -275,11 +252,6 @@ struct alignas(8) ws_ctl {
     unsigned long long full[STAGES], empty[STAGES]; // ring
     unsigned long long qfull[QN], qempty[QN];       // work queue
     int q_item[QN], q_pos[QN];                      // item id (-1: no more), its first ring position
-#if EPI == 2
-    // staged tiles, consumers -> storer warp: a ring of two records
-    unsigned long long staged[2], recfree[2];
-    int rec[2][5];                                  // bb (-1: no more), m0, n0, slot of box 0, slot of the rest
-#endif
 };
 constexpr int SMEM_CTL = STAGES * STAGE_BYTES + STAGING_BYTES;
 
@@ -517,101 +489,6 @@ __device__ __forceinline__ int sched_claim(unsigned long long *ctr)
     return (int)(unsigned)atomicAdd(ctr, 1ull);
 }
 
-// Byte offset of whole output box i (warp group c's box b: i = c *
-// FULL_BOXES + b) of a tile staged in the held slots sa (boxes 0..A_BOXES-1)
-// and sb (the rest): 1024-aligned, as the 128-byte swizzle and the TMA store
-// need.
-__device__ __forceinline__ unsigned ring_box(int sa, int sb, int i)
-{
-    return i < A_BOXES ? (unsigned)(sa * STAGE_BYTES + i * BOX_BYTES)
-                       : (unsigned)(sb * STAGE_BYTES + (i - A_BOXES) * BOX_BYTES);
-}
-
-#if EPI == 2
-// Consumers: staged tile r (bb < 0: no more) to the storer.  One thread
-// writes the record once the storer has read the one two tiles ago; every
-// consumer warp then arrives (release: its staged boxes and the record).
-__device__ __forceinline__ void stage_post(ws_ctl *ctl, int r, int bb, int m0, int n0, int sa, int sb, bool writer,
-                                           int lane)
-{
-    const int q = r & 1;
-    if (writer) {
-        mbar_wait(&ctl->recfree[q], ((r >> 1) & 1) ^ 1);
-        ctl->rec[q][0] = bb;
-        ctl->rec[q][1] = m0;
-        ctl->rec[q][2] = n0;
-        ctl->rec[q][3] = sa;
-        ctl->rec[q][4] = sb;
-    }
-    __syncwarp();
-    if (lane == 0)
-        cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(&ctl->staged[q]));
-}
-
-// The storer warp (warp 1 of the producer warp group): for each staged
-// tile, in order, TMA stores of its 64x64 boxes (TRANS=1's last box of BW %
-// 64 rows by 16-byte stores: a 64-row box would write the next tile's rows),
-// then, once they have read shared memory, the two held slots back to the
-// producer (the arrivals the consumer warps did not make) and the record.
-__device__ __forceinline__ void ws_store(const kevo_lce_args &a, ws_ctl *ctl, unsigned char *smem,
-                                         const unsigned char *part, int lane)
-{
-    for (int r = 0;; ++r) {
-        const int q = r & 1;
-        mbar_wait(&ctl->staged[q], (r >> 1) & 1);
-        const int bb = ctl->rec[q][0], m0 = ctl->rec[q][1], n0 = ctl->rec[q][2];
-        const int sa = ctl->rec[q][3], sb = ctl->rec[q][4];
-        if (bb < 0)
-            break;
-        if (lane == 0) {
-            // the whole boxes: the first held slot's, then the second's, one bulk group each
-#pragma unroll 1
-            for (int i = 0; i < CONSUMERS * FULL_BOXES; ++i) {
-                const int c = i / FULL_BOXES, box = i % FULL_BOXES;
-                const int row0 = (TRANS ? n0 : m0) + 64 * c;
-                const int32_t co[3] = {TRANS ? row0 : n0 + 64 * box, TRANS ? m0 + 64 * box : row0, bb};
-                cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, &a.tm_out, co,
-                                                smem + ring_box(sa, sb, i));
-                if (i == A_BOXES - 1)
-                    cuda::ptx::cp_async_bulk_commit_group();
-            }
-            cuda::ptx::cp_async_bulk_commit_group();
-            // each slot back to the producer once its boxes are read (the
-            // arrivals its consumer warps did not make)
-            cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>());
-#pragma unroll 1
-            for (int w = 0; w < ITEM_WARPS; ++w)
-                arrive_all_ranks(&ctl->empty[sa]);
-            cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>());
-#pragma unroll 1
-            for (int w = 0; w < ITEM_WARPS; ++w)
-                arrive_all_ranks(&ctl->empty[sb]);
-        }
-        if constexpr (PBOX_ROWS > 0) {
-            // TRANS=1's last boxes (rows 64 * FULL_BOXES.. of M, BW % 64 of them)
-            elem_t *out = static_cast<elem_t *>(a.out) + (size_t)bb * a.M * a.N;
-#pragma unroll 1
-            for (int c = 0; c < CONSUMERS; ++c) {
-                const unsigned char *buf = part + (q * CONSUMERS + c) * PART_BYTES;
-#pragma unroll 1
-                for (int idx = lane; idx < PBOX_ROWS * 8; idx += 32) {
-                    const int rr = idx / 8, unit = idx % 8;
-                    const int gm = m0 + 64 * FULL_BOXES + rr, gn = n0 + 64 * c + 8 * unit;
-                    if (gm < a.M && gn < a.N)
-                        *reinterpret_cast<uint4 *>(out + (size_t)gm * a.N + gn) =
-                            *reinterpret_cast<const uint4 *>(buf + rr * 128 + ((unit ^ (rr & 7)) << 4));
-                }
-            }
-        }
-        __syncwarp();
-        if (lane == 0)
-            cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(&ctl->recfree[q]));
-    }
-    if (lane == 0)
-        cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>());
-}
-#endif
-
 template <int PHASE>
 __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
 {
@@ -635,12 +512,6 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             // readers of an entry: its consumer warps and the producer, in every CTA
             cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->qempty[i]), (ITEM_WARPS + 1) * CLUSTER);
         }
-#if EPI == 2
-        for (int i = 0; i < 2; ++i) {
-            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->staged[i]), ITEM_WARPS); // each consumer warp
-            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->recfree[i]), 1);         // the storer
-        }
-#endif
         cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     }
     if constexpr (CLUSTER > 1) {
@@ -723,11 +594,6 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 }
             }
         }
-#if EPI == 2
-        else if (tid / 32 == 1) {
-            ws_store(a, ctl, smem, smem + STAGES * STAGE_BYTES, tid % 32);
-        }
-#endif
     } else {
         // ---- consumers ----
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
@@ -746,7 +612,6 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
 #endif
         int boxes = 0; // staged boxes so far (cycles through the warp group's SBUF staging buffers)
-        int nrec = 0;  // EPI=2: tiles handed to the storer so far
         for (int i = PINGPONG ? c : 0;; i += PINGPONG ? 2 : 1) {
             const int slot = i % QN;
             queue_wait(&ctl->qfull[slot], (i / QN) & 1);
@@ -807,10 +672,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                     named_bar_sync(BAR_LOADED + (1 - c), 256);
             }
 
-            // ---- main loop: one wgmma group in flight, the previous slot released.
-            // EPI=2: a candidate tile keeps its last two k-tiles' slots (hold)
-            // for its staged output; the storer warp releases them ----
-            const bool hold = EPI == 2 && !it.user;
+            // ---- main loop: one wgmma group in flight, the previous slot released ----
             for (int k = 0; k < it.kt; ++k) {
                 const int p = p0 + k, s = p % STAGES;
                 mbar_wait(&ctl->full[s], (p / STAGES) & 1);
@@ -831,14 +693,14 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 wgmma_commit();
                 wgmma_wait<1>();
                 fence_acc(acc);
-                if (k > 0 && lane == 0 && (!hold || k < it.kt - 1))
+                if (k > 0 && lane == 0)
                     arrive_all_ranks(&ctl->empty[(p - 1) % STAGES]);
             }
             if constexpr (PINGPONG)
                 named_bar_arrive(BAR_LOADED + c, 256); // every k-tile of this item is loaded: the other's may wait
             wgmma_wait<0>();
             fence_acc(acc);
-            if (lane == 0 && !hold)
+            if (lane == 0)
                 arrive_all_ranks(&ctl->empty[(p0 + it.kt - 1) % STAGES]);
 
             // a CTA tile's results are in the workspace: once every thread that
@@ -963,22 +825,9 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
             // EPI=1 stores each box by TMA but TRANS=1's last one when BW % 64 (PART_BOX):
             // its 64 rows would write the next tile's, so it goes by 16-byte stores
             constexpr bool PART_BOX = EPI == 1 && TRANS && BW % 64 != 0;
-            // EPI=2: the held slots (ring_box)
-            const int slot_a = (p0 + it.kt - 2) % STAGES, slot_b = (p0 + it.kt - 1) % STAGES;
-            if constexpr (EPI == 2 && CONSUMERS > 1) // every warp group's wgmmas are done reading both slots
-                asm volatile("barrier.sync %0, %1;\n" ::"n"(BAR_TILE), "n"(CONSUMERS * 128) : "memory");
 #pragma unroll
             for (int box = 0; box < OUT_BOXES; ++box) {
                 unsigned char *buf = staging + (c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
-#if EPI == 2
-                if (PBOX_ROWS && box == OUT_BOXES - 1) {
-                    // the storer is done with this buffer (two tiles ago)
-                    mbar_wait(&ctl->recfree[nrec & 1], ((nrec >> 1) & 1) ^ 1);
-                    buf = staging + ((nrec & 1) * CONSUMERS + c) * PART_BYTES;
-                } else {
-                    buf = smem + ring_box(slot_a, slot_b, c * FULL_BOXES + box);
-                }
-#endif
                 const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
                 if constexpr (EPI == 1) {
                     // the TMA store that last read this buffer (SBUF boxes ago) is
@@ -1032,9 +881,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                         *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
                     }
                 }
-                if constexpr (EPI == 2) {
-                    // stored by the storer warp once every box is staged
-                } else if (by_tma) {
+                if (by_tma) {
                     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
                     wg_sync(1 + c);
                     if (tid == 0) {
@@ -1062,16 +909,7 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
                 }
                 ++boxes;
             }
-#if EPI == 2
-            // hand the staged tile to the storer warp (its TMA stores read the
-            // boxes through the async proxy)
-            cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-            stage_post(ctl, nrec++, it.bb, it.m0, it.n0, slot_a, slot_b, c == 0 && tid == 0, lane);
-#endif
         }
-#if EPI == 2
-        stage_post(ctl, nrec, -1, 0, 0, 0, 0, c == 0 && tid == 0, lane); // no more: the storer ends
-#endif
         if constexpr (EPI == 1) {
             if (tid == 0)
                 cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>());

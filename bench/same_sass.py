@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/i38_same_cubin.py — compile lce_ws configurations with two template
+"""bench/same_sass.py — compile lce_ws configurations with two template
 trees (OLD_HOME, NEW_HOME: folders holding templates/, kernels/, prompts/) and
 say whether each cubin is byte-identical (same SASS) and the registers.
-  i38_same_cubin.py OLD_HOME NEW_HOME 'SHAPE|P=V,P=V,...' ...
+  same_sass.py OLD_HOME NEW_HOME 'SHAPE|P=V,P=V,...' ...
 Runs `build/kevo tune --compile-only` on this machine (no GPU)."""
 import os, sqlite3, struct, subprocess, sys, tempfile
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""bench/i38_cand_gemm.py — issue 38's GEMM acceptance figure from kevo DBs:
+"""bench/cand_gemm_ratio.py — issue 38's GEMM acceptance figure from kevo DBs:
 for each GPU run of ikbo_lce, kevo's best verified ms, cuBLASLt's candidate
 GEMM alone (the fastest of the heuristic's algorithms that kevo's in-run
 `decomposed` peer timed, beta = 0, K padded to 8; `beta1`'s accumulating
 GEMM beside it), the best peer and stage 0, all timed by the same process
 on the same GPU.  (bench/peers.py's cand_gemm_alone is PyTorch's one
 heuristic pick, not the best algorithm.)
-  i38_cand_gemm.py DB ...
+  cand_gemm_ratio.py DB ...
 """
 import re
 import sqlite3

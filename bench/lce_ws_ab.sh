@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench/i38_ab.sh — issue 38 A/B on the device: lce_ws configurations picked by
+# bench/lce_ws_ab.sh — issue 38 A/B on the device: lce_ws configurations picked by
 # a --where filter, exhaustive, at the shapes given, each into its own DB; the
 # log of each run (kevo's in-run peers, cuBLASLt's candidate GEMM best of 8
 # included) under $OUT; a table last.  Run from a staging folder holding kevo,
 # libcjson.so.1 and home/ (templates, kernels, prompts):
-#   bench/i38_ab.sh WHERE SHAPE[:DTYPE] ...
+#   bench/lce_ws_ab.sh WHERE SHAPE[:DTYPE] ...
 set -u
 OUT=${OUT:-/tmp/kevo-out}
 mkdir -p "$OUT"
