@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "evaluator/eval.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 
 /* What the worker needs to start. */

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "evaluator/wire.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "util/util.h"
 
 #ifndef KEVO_HAVE_MPI

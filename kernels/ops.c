@@ -5,7 +5,7 @@
 
 #include "kernels/ikbo_fa/ikbo_fa.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
-#include "kernels/op.h"
+#include "core/op.h"
 
 static const kevo_op *const op_table[] = {
     &kevo_op_ikbo_lce,

@@ -20,7 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "db/report.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "llm/check.h"
 #include "llm/client.h"
 #include "llm/prompt.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluator/gpu_int.h"
+#include "evaluator/op_gpu.h"
 #include "kernels/ikbo_fa/abi.h"
 #include "kernels/ikbo_fa/ikbo_fa.h"
 #include "util/util.h"

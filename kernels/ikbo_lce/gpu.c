@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluator/gpu_int.h"
+#include "evaluator/op_gpu.h"
 #include "kernels/ikbo_lce/abi.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
 #include "util/util.h"

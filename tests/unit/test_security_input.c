@@ -58,7 +58,7 @@
 #include "db/report.h"
 #include "db/store.h"
 #include "evaluator/compile.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "llm/check.h"
 #include "llm/client.h"
 #include "search/gen.h"
