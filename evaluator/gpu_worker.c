@@ -52,12 +52,7 @@ CUresult wk_launch(wk_ctx *w, CUfunction f, unsigned gx, unsigned gy, unsigned g
 
 kevo_status wk_ref_fn(wk_ctx *w, const char *name, CUfunction *f, kevo_err *err)
 {
-    CUresult r = w->cu.cuModuleGetFunction(f, w->ref_mod, name);
-    if (r != CUDA_SUCCESS) {
-        char buf[256];
-        return kevo_err_set(err, KEVO_ERR_CUDA, "reference module lacks '%s': %s", name,
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    }
+    KV_CU_TRY_AS(&w->cu, err, w->cu.cuModuleGetFunction(f, w->ref_mod, name), "reference module lacks '%s'", name);
     return KEVO_OK;
 }
 
@@ -187,19 +182,12 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     kevo_status st = wk_find_device(cu, w->cfg.device, err);
     if (st)
         return st;
-    CUresult r;
-#define WK_OPEN_TRY(call, what)                                                                                        \
-    do {                                                                                                               \
-        r = (call);                                                                                                    \
-        if (r != CUDA_SUCCESS)                                                                                         \
-            return kevo_err_set(err, KEVO_ERR_CUDA, "%s: %s", what, kv_cu_errstr(cu, r, buf, sizeof buf));             \
-    } while (0)
-    WK_OPEN_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
-    WK_OPEN_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
-    WK_OPEN_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
-    WK_OPEN_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    KV_CU_TRY(cu, err, cu->cuDeviceGet(&w->dev, w->cfg.device));
+    KV_CU_TRY(cu, err, cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev));
+    KV_CU_TRY(cu, err, cu->cuCtxSetCurrent(w->ctx));
+    KV_CU_TRY(cu, err, cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING));
     for (int i = 0; i < 2 * WK_MAX_REPS; i++)
-        WK_OPEN_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        KV_CU_TRY(cu, err, cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT));
 
     kevo_gpu_info *in = &w->info;
     cu->cuDeviceGetName(in->name, sizeof in->name, w->dev);
@@ -225,19 +213,17 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
     w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
-    WK_OPEN_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
-    r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
+    KV_CU_TRY_AS(cu, err, cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
+    CUresult r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
     if (r != CUDA_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "loading the reference module: %s (is --arch right for %s?)",
                             kv_cu_errstr(cu, r, buf, sizeof buf), in->name);
     st = kv_cublas_load(&w->cb, err);
     if (st)
         return st;
-    if (w->cb.cublasCreate_v2(&w->blas) != CUBLAS_STATUS_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "cublasCreate failed");
+    KV_CUBLAS_TRY_AS(&w->cb, err, w->cb.cublasCreate_v2(&w->blas), "cublasCreate failed");
     w->cb.cublasSetStream_v2(w->blas, (cudaStream_t)w->stream);
     wk_lt_open(w); /* never fatal: the peers that need it say why it is missing */
-#undef WK_OPEN_TRY
     return KEVO_OK;
 }
 

@@ -109,13 +109,8 @@ typedef struct kevo_op_gpu {
 /* ---- helpers for the op's GPU side ---- */
 
 /* Return from the calling function with the driver result of call unless it
- * is CUDA_SUCCESS. */
-#define WK_TRY(call)                                                                                                   \
-    do {                                                                                                               \
-        CUresult r_ = (call);                                                                                          \
-        if (r_ != CUDA_SUCCESS)                                                                                        \
-            return r_;                                                                                                 \
-    } while (0)
+ * is CUDA_SUCCESS (util/try.h). */
+#define WK_TRY(call) KV_CU_TRY_RET(call)
 
 
 /* dst[i] = kevo_gen_value(seed, stream, i) for i < count (the module's kv_gen). */
