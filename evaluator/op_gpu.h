@@ -12,7 +12,7 @@
 
 #include "evaluator/cudrv.h"
 #include "evaluator/gemm_lt.h"
-#include "evaluator/gpu.h"
+#include "evaluator/gpu_types.h"
 
 #define WK_MAX_REPS KEVO_GPU_MAX_REPS
 #define WK_GUARD ((size_t)64 << 10) /* guard bytes on each side of the output and the workspace */
