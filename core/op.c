@@ -11,6 +11,39 @@
 
 #include "util/util.h"
 
+/* ---- the table of ops (kernels/ops.c) ---- */
+
+const kevo_op *kevo_op_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (int i = 0; i < kevo_op_table_len; i++)
+        if (strcmp(kevo_op_table[i]->name, name) == 0)
+            return kevo_op_table[i];
+    return NULL;
+}
+
+const kevo_op *const *kevo_op_list(int *n)
+{
+    if (n)
+        *n = kevo_op_table_len;
+    return kevo_op_table;
+}
+
+void kevo_op_names(char *out, size_t n)
+{
+    if (!out || n == 0)
+        return;
+    out[0] = '\0';
+    size_t len = 0;
+    for (int i = 0; i < kevo_op_table_len && len < n; i++) {
+        int w = snprintf(out + len, n - len, "%s%s", i ? ", " : "", kevo_op_table[i]->name);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
 /* ---- the reference module ---- */
 
 kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_dtype dt, const char *abi,

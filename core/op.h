@@ -252,6 +252,11 @@ typedef struct kevo_op {
     const struct kevo_op_gpu *gpu; /* NULL: no GPU side (compile-only) */
 } kevo_op;
 
+/* The table of ops, one row per op: the only list of them, in
+ * kernels/ops.c (the contract is here, the ops above it). */
+extern const kevo_op *const kevo_op_table[];
+extern const int kevo_op_table_len;
+
 /* Look up an op by name; NULL when unknown. */
 const kevo_op *kevo_op_find(const char *name);
 /* The table of ops, for listings; *n receives its length. */
