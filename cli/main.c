@@ -17,7 +17,7 @@
 #include "db/store.h"
 #include "evaluator/compile.h"
 #include "evaluator/mpi.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "export/export.h"
 #include "search/replay.h"
 #include "search/search.h"

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "db/store.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "util/util.h"
 
 /* JSON report appended to out:

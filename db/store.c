@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "util/try.h"
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
@@ -187,15 +188,10 @@ static const char st_schema_sql[] =
 
 /* ---- errors ---- */
 
-/* Status for an SQLite result code met outside of open. */
+/* Status for an SQLite result code met outside of open (util/try.h). */
 static kevo_status st_status(int rc)
 {
-    switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return KEVO_ERR_BUSY;
-    case SQLITE_NOMEM: return KEVO_ERR_NOMEM;
-    default: return KEVO_ERR_DB;
-    }
+    return KV_SQL_STATUS_(rc);
 }
 
 /* Record "WHAT in 'PATH': sqlite message" for a failed call with result rc.
@@ -212,7 +208,7 @@ static kevo_status st_fail(kevo_db *db, kevo_err *err, int rc, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return kevo_err_set(err, st_status(rc), "%s in '%s': %s", what, db->path, sqlite3_errmsg(db->h));
+    return kv_try_failf(err, st_status(rc), sqlite3_errmsg(db->h), "%s in '%s'", what, db->path);
 }
 
 static kevo_status st_prepare(kevo_db *db, const char *sql, sqlite3_stmt **st, kevo_err *err, const char *what)
@@ -819,14 +815,15 @@ void kevo_db_close(kevo_db *db)
 
 kevo_status kevo_db_begin(kevo_db *db, kevo_err *err)
 {
-    int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    return rc == SQLITE_OK ? KEVO_OK : st_fail(db, err, rc, "begin transaction");
+    KV_SQL_TRY_AS(db->h, err, sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL), "begin transaction in '%s'",
+                  db->path);
+    return KEVO_OK;
 }
 
 kevo_status kevo_db_commit(kevo_db *db, kevo_err *err)
 {
-    int rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
-    return rc == SQLITE_OK ? KEVO_OK : st_fail(db, err, rc, "commit transaction");
+    KV_SQL_TRY_AS(db->h, err, sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL), "commit transaction in '%s'", db->path);
+    return KEVO_OK;
 }
 
 void kevo_db_rollback(kevo_db *db)

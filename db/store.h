@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
+#include "core/verdict.h"
 #include "kevo.h"
 
 typedef struct kevo_db kevo_db;

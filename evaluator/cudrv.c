@@ -113,3 +113,17 @@ const char *kv_cu_errstr(const kv_cu *cu, CUresult r, char *buf, size_t n)
     snprintf(buf, n, "%s: %s", name ? name : "CUDA_ERROR", text ? text : "unknown error");
     return buf;
 }
+
+const char *kv_cublas_errstr(const kv_cublas *cb, cublasStatus_t s, char *buf, size_t n)
+{
+    /* looked up here, not at load: a cuBLAS without it still loads */
+    const char *(*status_string)(cublasStatus_t) = NULL;
+    if (cb && cb->lib)
+        *(void **)&status_string = dlsym(cb->lib, "cublasGetStatusString");
+    const char *text = status_string ? status_string(s) : NULL;
+    if (text && *text)
+        snprintf(buf, n, "%s", text);
+    else
+        snprintf(buf, n, "cuBLAS status %d", (int)s);
+    return buf;
+}

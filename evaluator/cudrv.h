@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include "kevo.h"
+#include "util/try.h"
 
 /* Driver entry points kevo uses, by their cuda.h names (which expand to the
  * versioned symbols, e.g. cuMemAlloc -> cuMemAlloc_v2). */
@@ -122,5 +123,9 @@ void kv_cublaslt_unload(kv_cublaslt *lt);
 
 /* "CUDA_ERROR_X: text" for a driver result. */
 const char *kv_cu_errstr(const kv_cu *cu, CUresult r, char *buf, size_t n);
+
+/* cublasGetStatusString's text for a cuBLAS status into buf[n] ("cuBLAS
+ * status N" when this cuBLAS has none). */
+const char *kv_cublas_errstr(const kv_cublas *cb, cublasStatus_t s, char *buf, size_t n);
 
 #endif /* KEVO_CUDRV_H */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evaluator/backend.h"
 #include "evaluator/gpu_proto.h"
 #include "util/util.h"
 
@@ -29,16 +30,6 @@ struct kevo_gpu {
     double busy_s;    /* seconds with an evaluation in flight, over the evaluations ended */
     int evaluated;    /* evaluations ended */
 };
-
-int gp_write(int fd, const void *p, size_t n)
-{
-    return kv_write_all(fd, p, n) ? 0 : -1;
-}
-
-int gp_read(int fd, void *p, size_t n)
-{
-    return kv_read_all(fd, p, n) ? 0 : -1;
-}
 
 /* Read n bytes before the deadline: 0 done, -1 end of file or error, 1
  * timeout, 2 interrupted (kv_interrupted: SIGINT or SIGTERM). */
@@ -127,7 +118,7 @@ static kevo_status gp_fork(kevo_gpu *g, bool first, kevo_err *err)
         kv_child_init(parent);
         close(down[1]);
         close(up[0]);
-        kv_gpu_worker_main(&g->cfg, down[0], up[1], first);
+        kv_gpu_backend_pick()->worker_main(&g->cfg, down[0], up[1], first);
     }
     close(down[0]);
     close(up[1]);
@@ -189,7 +180,7 @@ kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
     }
     if (pid == 0) {
         close(up[0]);
-        kv_gpu_probe_main(up[1]);
+        kv_gpu_backend_pick()->probe_main(up[1]);
     }
     close(up[1]);
     gp_probe *pr = malloc(sizeof *pr);
@@ -342,17 +333,6 @@ kevo_status kevo_gpu_submit(kevo_gpu *g, const kevo_gpu_request *req, kevo_err *
         return KEVO_OK;
     }
     return kevo_err_set(err, KEVO_ERR_WORKER, "GPU worker keeps dying before it reads a request");
-}
-
-const char *kevo_gpu_phase_name(kevo_gpu_phase p)
-{
-    static const char *const names[KEVO_GPU_PHASES] = {"load", "fill", "ref", "sum", "run", "cmp", "time", "all"};
-    return (unsigned)p < KEVO_GPU_PHASES ? names[p] : "?";
-}
-
-bool kevo_gpu_timing_steady(double median_ms, double min_ms)
-{
-    return isfinite(median_ms) && isfinite(min_ms) && min_ms > 0 && median_ms <= KEVO_GPU_STEADY * min_ms;
 }
 
 bool kevo_gpu_busy(const kevo_gpu *g)

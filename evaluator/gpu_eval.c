@@ -167,10 +167,7 @@ kevo_status wk_ref_check_verdict(wk_ctx *w, CUresult r, CUdeviceptr scratch, dou
         r = w->cu.cuStreamSynchronize(w->stream);
     if (scratch)
         w->cu.cuMemFree(scratch);
-    char buf[256];
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "checking the cuBLAS reference: %s",
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    KV_CU_TRY_AS(&w->cu, err, r, "checking the cuBLAS reference");
     double rel = st[2] > 0 ? sqrt(st[0] / st[2]) : (st[0] > 0 ? INFINITY : 0);
     snprintf(w->info.ref_check_against, sizeof w->info.ref_check_against, "%s", plain);
     w->info.ref_check_rel_err = rel;

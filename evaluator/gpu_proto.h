@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "evaluator/gpu.h"
+#include "evaluator/gpu_types.h"
 
 /* worker -> parent, once, after start-up */
 typedef struct gp_hello {
@@ -51,22 +51,5 @@ typedef struct gp_probe {
     int count; /* devices the driver reports (more than listed when over KEVO_GPU_MAX_DEVICES) */
     kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
 } gp_probe;
-
-/* The probe's body (kevo_gpu_list, kevo_gpu_probe): one gp_probe to wfd;
- * never returns. */
-void kv_gpu_probe_main(int wfd);
-
-/* The worker's body; never returns. */
-void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first);
-
-/* Simulated GPUs (gpu_sim.c): KEVO_SIM_GPUS=N in the environment, 1..16,
- * else 0.  Then the probe lists N simulated sm_90 devices and the worker
- * answers without a driver: a candidate's time is a function of its cubin
- * and launch grids alone, each answer comes after a random 1..40 ms, nothing is verified;
- * KEVO_SIM_HANG=K: GPU K never answers an evaluation.
- * For tests of the orchestration on machines without a GPU. */
-int kv_gpu_sim_count(void);
-void kv_gpu_sim_probe_main(int wfd, int n);
-void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd);
 
 #endif /* KEVO_GPU_PROTO_H */

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "evaluator/gpu_int.h"
+#include "evaluator/backend.h"
 #include "evaluator/gpu_proto.h"
 #include "util/util.h"
 
@@ -47,8 +47,9 @@ static void sim_device(int ordinal, kevo_gpu_device *d)
     d->sm_count = 132;
 }
 
-void kv_gpu_sim_probe_main(int wfd, int n)
+static void sim_probe_main(int wfd)
 {
+    int n = kv_gpu_sim_count();
     gp_probe pr;
     memset(&pr, 0, sizeof pr);
     pr.status = KEVO_OK;
@@ -133,8 +134,9 @@ static bool sim_hangs(int ordinal)
     return v && kv_parse_i64(v, &k) && k == ordinal;
 }
 
-void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
+static void sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
 {
+    (void)first; /* a simulated GPU times no peers */
     const bool hang = sim_hangs(cfg->device);
     uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
     gp_hello hello;
@@ -216,3 +218,5 @@ void kv_gpu_sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd)
     }
     _exit(0);
 }
+
+const kv_gpu_backend kv_backend_sim = {"sim", sim_probe_main, sim_worker_main};

@@ -9,125 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evaluator/backend.h"
 #include "evaluator/gpu_int.h"
 #include "evaluator/gpu_proto.h"
 #include "util/util.h"
-
-kevo_fail wk_fail_of(CUresult r, bool *sticky)
-{
-    switch (r) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-        *sticky = true;
-        return KEVO_FAIL_ILLEGAL_ADDRESS;
-    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
-    case CUDA_ERROR_OUT_OF_MEMORY:
-        return KEVO_FAIL_RESOURCE_EXCEEDED;
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-        *sticky = true;
-        return KEVO_FAIL_LAUNCH_ERROR;
-    default:
-        return KEVO_FAIL_LAUNCH_ERROR;
-    }
-}
-
-void wk_result_cuda(wk_ctx *w, kevo_gpu_result *res, CUresult r, const char *what, bool *sticky)
-{
-    char buf[256];
-    res->fail = wk_fail_of(r, sticky);
-    snprintf(res->msg, sizeof res->msg, "%s: %s", what, kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-}
-
-CUresult wk_launch(wk_ctx *w, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                   unsigned bz, unsigned smem, void **params)
-{
-    return w->cu.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, w->stream, params, NULL);
-}
-
-kevo_status wk_ref_fn(wk_ctx *w, const char *name, CUfunction *f, kevo_err *err)
-{
-    CUresult r = w->cu.cuModuleGetFunction(f, w->ref_mod, name);
-    if (r != CUDA_SUCCESS) {
-        char buf[256];
-        return kevo_err_set(err, KEVO_ERR_CUDA, "reference module lacks '%s': %s", name,
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    }
-    return KEVO_OK;
-}
-
-unsigned wk_blocks(unsigned long long n)
-{
-    unsigned long long b = (n + 255) / 256;
-    unsigned long long cap = 132ull * 32; /* a few waves; grid-stride loops do the rest */
-    return (unsigned)(b < 1 ? 1 : (b > cap ? cap : b));
-}
-
-static int wk_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-CUresult wk_time_interleaved(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *const *args, int n, int warmup,
-                             int rounds, double *ms)
-{
-    if (n < 1 || rounds < 1 || n * rounds > WK_MAX_REPS)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < warmup && r == CUDA_SUCCESS; k++)
-            r = fn(w, args[i]);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    for (int k = 0; k < rounds * n && r == CUDA_SUCCESS; k++) {
-        /* evict L2 so no run reads what the one before left there */
-        r = w->cu.cuMemsetD32Async(w->flush, (unsigned)k, w->flush_bytes / 4, w->stream);
-        if (r == CUDA_SUCCESS)
-            r = w->cu.cuEventRecord(w->ev[2 * k], w->stream);
-        if (r == CUDA_SUCCESS)
-            r = fn(w, args[k % n]);
-        if (r == CUDA_SUCCESS)
-            r = w->cu.cuEventRecord(w->ev[2 * k + 1], w->stream);
-    }
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    for (int k = 0; k < rounds * n && r == CUDA_SUCCESS; k++) {
-        float t = 0;
-        r = w->cu.cuEventElapsedTime(&t, w->ev[2 * k], w->ev[2 * k + 1]);
-        ms[(k % n) * rounds + k / n] = t;
-    }
-    return r;
-}
-
-CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int warmup, int reps, double *median,
-                 double *min, double *max, double *all)
-{
-    if (reps < 1)
-        reps = 1;
-    if (reps > WK_MAX_REPS)
-        reps = WK_MAX_REPS;
-    double *t = malloc((size_t)reps * sizeof *t);
-    if (!t)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    void *args[1] = {arg};
-    CUresult r = wk_time_interleaved(w, fn, args, 1, warmup, reps, t);
-    if (r == CUDA_SUCCESS) {
-        if (all)
-            memcpy(all, t, (size_t)reps * sizeof *t);
-        qsort(t, (size_t)reps, sizeof *t, wk_cmp_double);
-        *median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
-        *min = t[0];
-        *max = t[reps - 1];
-    }
-    free(t);
-    return r;
-}
 
 /* Driver, device, context, stream, events, flush buffer, reference module. */
 /* Load the driver, initialise it and check that device ordinal `device`
@@ -149,10 +34,8 @@ static kevo_status wk_find_device(kv_cu *cu, int device, kevo_err *err)
     return KEVO_OK;
 }
 
-void kv_gpu_probe_main(int wfd)
+static void wk_probe_main(int wfd)
 {
-    if (kv_gpu_sim_count() > 0)
-        kv_gpu_sim_probe_main(wfd, kv_gpu_sim_count());
     kv_cu cu;
     kevo_err err;
     kevo_err_clear(&err);
@@ -187,19 +70,12 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     kevo_status st = wk_find_device(cu, w->cfg.device, err);
     if (st)
         return st;
-    CUresult r;
-#define WK_OPEN_TRY(call, what)                                                                                        \
-    do {                                                                                                               \
-        r = (call);                                                                                                    \
-        if (r != CUDA_SUCCESS)                                                                                         \
-            return kevo_err_set(err, KEVO_ERR_CUDA, "%s: %s", what, kv_cu_errstr(cu, r, buf, sizeof buf));             \
-    } while (0)
-    WK_OPEN_TRY(cu->cuDeviceGet(&w->dev, w->cfg.device), "cuDeviceGet");
-    WK_OPEN_TRY(cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev), "cuDevicePrimaryCtxRetain");
-    WK_OPEN_TRY(cu->cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
-    WK_OPEN_TRY(cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    KV_CU_TRY(cu, err, cu->cuDeviceGet(&w->dev, w->cfg.device));
+    KV_CU_TRY(cu, err, cu->cuDevicePrimaryCtxRetain(&w->ctx, w->dev));
+    KV_CU_TRY(cu, err, cu->cuCtxSetCurrent(w->ctx));
+    KV_CU_TRY(cu, err, cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING));
     for (int i = 0; i < 2 * WK_MAX_REPS; i++)
-        WK_OPEN_TRY(cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        KV_CU_TRY(cu, err, cu->cuEventCreate(&w->ev[i], CU_EVENT_DEFAULT));
 
     kevo_gpu_info *in = &w->info;
     cu->cuDeviceGetName(in->name, sizeof in->name, w->dev);
@@ -225,19 +101,17 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
 
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
     w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
-    WK_OPEN_TRY(cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
-    r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
+    KV_CU_TRY_AS(cu, err, cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
+    CUresult r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
     if (r != CUDA_SUCCESS)
         return kevo_err_set(err, KEVO_ERR_CUDA, "loading the reference module: %s (is --arch right for %s?)",
                             kv_cu_errstr(cu, r, buf, sizeof buf), in->name);
     st = kv_cublas_load(&w->cb, err);
     if (st)
         return st;
-    if (w->cb.cublasCreate_v2(&w->blas) != CUBLAS_STATUS_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "cublasCreate failed");
+    KV_CUBLAS_TRY_AS(&w->cb, err, w->cb.cublasCreate_v2(&w->blas), "cublasCreate failed");
     w->cb.cublasSetStream_v2(w->blas, (cudaStream_t)w->stream);
     wk_lt_open(w); /* never fatal: the peers that need it say why it is missing */
-#undef WK_OPEN_TRY
     return KEVO_OK;
 }
 
@@ -355,10 +229,8 @@ static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
         _exit(0);
 }
 
-void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
+static void wk_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
 {
-    if (kv_gpu_sim_count() > 0)
-        kv_gpu_sim_worker_main(cfg, rfd, wfd);
     static wk_ctx w; /* large (events); one per process */
     memset(&w, 0, sizeof w);
     w.cfg = *cfg;
@@ -418,3 +290,5 @@ void kv_gpu_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first
     wk_lt_close(&w);
     _exit(0);
 }
+
+const kv_gpu_backend kv_backend_local = {"local", wk_probe_main, wk_worker_main};

@@ -21,7 +21,8 @@
 #include <string.h>
 
 #include "evaluator/wire.h"
-#include "kernels/op.h"
+#include "core/op.h"
+#include "util/try.h"
 #include "util/util.h"
 
 #ifndef KEVO_HAVE_MPI
@@ -377,10 +378,7 @@ static void mr_sleep_ms(int ms)
 
 static const char *mr_errstr(int rc, char *buf, int n)
 {
-    int len = 0;
-    if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS)
-        snprintf(buf, (size_t)n, "MPI error %d", rc);
-    return buf;
+    return kv_try_mpi_text(rc, MPI_Error_string, buf, n);
 }
 
 /* MPI_Test under the lock; true when the request is complete (or null).
@@ -462,8 +460,7 @@ static kevo_status mr_rx_post(kevo_mpi *m, int src, int *from, kevo_err *err)
         if (rc == MPI_SUCCESS && flag)
             rc = MPI_Get_count(&s, MPI_BYTE, &count);
         mr_unlock(m);
-        if (rc != MPI_SUCCESS)
-            return kevo_err_set(err, KEVO_ERR_WORKER, "MPI_Iprobe failed: %s", mr_errstr(rc, e, sizeof e));
+        KV_MPI_TRY_AS(err, rc, "MPI_Iprobe failed");
         if (!flag)
             return KEVO_OK;
         mr_rx *x = &m->rx[m->nrx];

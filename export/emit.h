@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "util/util.h"
 

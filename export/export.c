@@ -40,7 +40,7 @@
 #include "llm/admit/admit.h"
 #include "export/emit.h"
 #include "export/export_int.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "util/util.h"
 
@@ -241,7 +241,7 @@ static kevo_status xp_collect_dist(xp_state *x, const kevo_run_row *run, int dty
         if (st || !best)
             continue;
         int idx = -1, vendor = -1;
-        bool lost = bres.vs_peer < 1.0, kernel_best = false;
+        bool lost = kevo_peer_lost(bres.vs_peer), kernel_best = false;
         if (lost && (st = xp_vendor_for(x, run, shapes[j].idx, shapes[j].shape, dtype, bres.median_ms, &vendor,
                                         &kernel_best, err)))
             break;
@@ -342,7 +342,7 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
         }
         /* a shape where the best does not beat the best in-run peer: that peer's cuBLAS form, or UNSUPPORTED,
            unless the library can run nothing faster than the kernel (xp_vendor_for) */
-        bool lost = ok > 0 && best[0]->vs_peer < 1.0, kernel_best = false;
+        bool lost = ok > 0 && kevo_peer_lost(best[0]->vs_peer), kernel_best = false;
         int vendor = -1;
         if (!st && lost)
             st = xp_vendor_for(x, &run, 0, run.shape, (int)dt, best[0]->median_ms, &vendor, &kernel_best, err);

@@ -10,7 +10,8 @@
 
 #include "db/store.h"
 #include "export/export.h"
-#include "kernels/op.h"
+#include "core/op.h"
+#include "core/verdict.h"
 #include "templates/space.h"
 #include "util/util.h"
 

@@ -28,7 +28,7 @@ __device__ __forceinline__ float to_f(elem_t v) { return __half2float(v); }
 __device__ __forceinline__ elem_t from_f(float v) { return __float2half_rn(v); }
 #endif
 
-// Same arithmetic as kevo_gen_value() in kernels/op.c.
+// Same arithmetic as kevo_gen_value() in core/op.c.
 __device__ __forceinline__ unsigned long long mix64(unsigned long long z)
 {
     z ^= z >> 30;

@@ -20,7 +20,7 @@
 
 #include "llm/prompt.h"
 #include "llm/prompt_int.h"
-#include "templates/expr.h"
+#include "core/expr.h"
 
 #define CP_MAX_UNITS 16   /* header units of one source */
 #define CP_SIG_MAX 220    /* bytes of one declaration line in a summary */

@@ -15,7 +15,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "kernels/op.h"
+#include "core/arch.h"
+#include "core/op.h"
 #include "llm/admit/lex.h"
 #include "llm/prompt_int.h"
 
@@ -76,26 +77,10 @@ static bool pr_has(const char *s, const char *sub)
 }
 
 /* The dense fp16 ridge point (FLOP per byte of DRAM) of the arch's
- * data-center parts, as a range; false when unknown. */
+ * data-center parts, as a range; false when unknown (core/arch.h). */
 static bool pr_ridge(const char *arch, double *lo, double *hi)
 {
-    if (!arch)
-        return false;
-    if (!strncmp(arch, "sm_90", 5)) { /* H200 989 TFLOP/s / 4.8 TB/s .. H100 SXM / 3.35 TB/s */
-        *lo = 206;
-        *hi = 295;
-        return true;
-    }
-    if (!strncmp(arch, "sm_80", 5)) { /* A100: 312 TFLOP/s / 2.0 .. 1.55 TB/s */
-        *lo = 156;
-        *hi = 201;
-        return true;
-    }
-    if (!strncmp(arch, "sm_100", 6)) { /* B200: ~2250 TFLOP/s / 8 TB/s */
-        *lo = *hi = 281;
-        return true;
-    }
-    return false;
+    return kevo_arch_ridge(kevo_arch_find(arch), lo, hi);
 }
 
 /* Whether the op at the run's shape is memory-bound (1), compute-bound (2),

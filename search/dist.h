@@ -4,8 +4,8 @@
 #ifndef KEVO_DIST_H
 #define KEVO_DIST_H
 
-#include "kernels/op.h"
-#include "templates/expr.h"
+#include "core/op.h"
+#include "core/expr.h"
 
 #define KEVO_DIST_MAX 32 /* shapes one distribution holds */
 

@@ -20,8 +20,8 @@
 #include <cjson/cJSON.h>
 
 #include "db/report.h"
-#include "kernels/op.h"
-#include "evaluator/profile.h"
+#include "core/op.h"
+#include "db/profile.h"
 #include "llm/admit/admit.h"
 #include "llm/bandit.h"
 #include "llm/client.h"

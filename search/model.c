@@ -20,18 +20,9 @@ static double md_snap(double v, double t)
 
 void kevo_model_device_init(kevo_model_device *d, const kevo_limits *lim, double peak_tflops, double copy_tbps)
 {
-    /* table values: an H100 SXM (sm_90), an A100 (sm_80) and a B200 (sm_100) as measured with cuBLAS and a
-     * large copy; the L2 rate is at least 2.5 times the copy rate */
-    double peak = 760e12, bw = 3.0e12, l2 = 10e12;
-    if (lim->sm < 90) {
-        peak = 280e12;
-        bw = 1.7e12;
-        l2 = 5.0e12;
-    } else if (lim->sm >= 100) {
-        peak = 1800e12;
-        bw = 6.5e12;
-        l2 = 20e12;
-    }
+    /* the arch's table values (core/arch.c) */
+    const kevo_arch *a = kevo_arch_for_sm(lim->sm);
+    double peak = a->gemm_flops, bw = a->copy_bw, l2 = a->l2_bw;
     peak = md_snap(peak_tflops * 1e12, peak);
     bw = md_snap(copy_tbps * 1e12, bw);
     if (l2 < 2.5 * bw)

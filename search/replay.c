@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "db/store.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "search/model.h"
 #include "search/search.h"
 #include "templates/space.h"

@@ -9,7 +9,7 @@
  * and what to propose; the tuning loop evaluates the proposals and reports
  * back (KernelEvolve's selection / operator / fitness / termination).  The
  * edges table keeps its column `operator`; in code a search step is a
- * `move`, since "op" names the operator being tuned (kernels/op.h).
+ * `move`, since "op" names the operator being tuned (core/op.h).
  */
 #ifndef KEVO_SEARCH_H
 #define KEVO_SEARCH_H

@@ -13,93 +13,6 @@
 /* The most a space file, a template source or a file it includes may hold. */
 #define SP_FILE_MAX ((size_t)16 << 20)
 
-/* Device limits per arch, for runs that have no device to ask (compile-only).
- * num_sms are the data-center parts' counts (A100, H100 SXM, B200). */
-static const struct {
-    const char *arch;
-    kevo_limits lim;
-} sp_arch_table[] = {
-    {"sm_80", {80, 108, 166912, 255}},  {"sm_86", {86, 84, 101376, 255}},   {"sm_89", {89, 128, 101376, 255}},
-    {"sm_90", {90, 132, 232448, 255}},  {"sm_90a", {90, 132, 232448, 255}}, {"sm_100a", {100, 148, 232448, 255}},
-};
-
-/* Every arch name of the table, ", " between them, into names. */
-static void sp_arch_known(kv_buf *names)
-{
-    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++)
-        kv_buf_printf(names, "%s%s", i ? ", " : "", sp_arch_table[i].arch);
-}
-
-kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *err)
-{
-    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++) {
-        if (strcmp(sp_arch_table[i].arch, arch) == 0) {
-            *out = sp_arch_table[i].lim;
-            return KEVO_OK;
-        }
-    }
-    kv_buf names;
-    kv_buf_init(&names);
-    sp_arch_known(&names);
-    kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown arch '%s' (known: %s)", arch, names.data ? names.data : "");
-    kv_buf_release(&names);
-    return KEVO_ERR_NOT_FOUND;
-}
-
-kevo_status kevo_arch_list_parse(const char *list, char (*names)[16], int max, int *n, kevo_err *err)
-{
-    *n = 0;
-    if (max > KEVO_ARCH_LIST_MAX)
-        max = KEVO_ARCH_LIST_MAX;
-    if (!list || !*list)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--arch: no architecture named");
-    const char *p = list;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        if (len == 0)
-            return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': an empty item (one name between commas)", list);
-        char name[16] = "";
-        if (len < sizeof name)
-            memcpy(name, p, len);
-        kevo_limits lim;
-        if (!name[0] || kevo_limits_for_arch(name, &lim, NULL)) {
-            kv_buf known;
-            kv_buf_init(&known);
-            sp_arch_known(&known);
-            kevo_err_set(err, KEVO_ERR_ARG, "--arch: unknown arch '%.*s' (known: %s)", (int)(len < 40 ? len : 40), p,
-                         known.data ? known.data : "");
-            kv_buf_release(&known);
-            return KEVO_ERR_ARG;
-        }
-        for (int i = 0; i < *n; i++)
-            if (strcmp(names[i], name) == 0)
-                return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': %s is named twice", list, name);
-        if (*n >= max)
-            return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': more than %d architectures", list, max);
-        snprintf(names[(*n)++], 16, "%s", name);
-        if (p[len] == '\0')
-            return KEVO_OK;
-        p += len + 1;
-    }
-}
-
-bool kevo_arch_runs_on(const kevo_limits *lim, int cc_major, int cc_minor)
-{
-    return cc_major > 0 && cc_minor >= 0 && cc_minor <= 9 && cc_major * 10 + cc_minor == lim->sm;
-}
-
-void kevo_arch_names_for(int cc_major, int cc_minor, char *out, size_t n)
-{
-    size_t used = 0;
-    if (n)
-        out[0] = '\0';
-    for (size_t i = 0; i < KV_ARRAY_LEN(sp_arch_table); i++)
-        if (kevo_arch_runs_on(&sp_arch_table[i].lim, cc_major, cc_minor) && used < n) {
-            int w = snprintf(out + used, n - used, "%s%s", used ? ", " : "", sp_arch_table[i].arch);
-            used = w < 0 ? n : used + (size_t)w;
-        }
-}
-
 /* A JSON number that is a whole number of modest size. */
 static bool sp_is_int(const cJSON *v)
 {
@@ -400,9 +313,50 @@ static kevo_status sp_parse_tmaps(kevo_space *s, const cJSON *root, const char *
     return KEVO_OK;
 }
 
+/* "needs": feature names (core/arch.h) into *mask; absent: 0. */
+static kevo_status sp_parse_needs(const cJSON *root, const char *path, unsigned *mask, kevo_err *err)
+{
+    *mask = 0;
+    const cJSON *needs = cJSON_GetObjectItemCaseSensitive(root, "needs");
+    if (!needs)
+        return KEVO_OK;
+    if (!cJSON_IsArray(needs) || cJSON_GetArraySize(needs) == 0 || cJSON_GetArraySize(needs) > KEVO_ARCH_FEATURES)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"needs\" must be an array of 1..%d feature names", path,
+                            KEVO_ARCH_FEATURES);
+    const cJSON *f;
+    cJSON_ArrayForEach(f, needs)
+    {
+        unsigned bit = cJSON_IsString(f) ? kevo_arch_feature_parse(f->valuestring) : 0;
+        if (!bit)
+            return kevo_err_set(err, KEVO_ERR_PARSE,
+                                "'%s': \"needs\": unknown feature (known: mma.sync, cp.async, tma, wgmma, "
+                                "setmaxnreg, tcgen05)", path);
+        *mask |= bit;
+    }
+    return KEVO_OK;
+}
+
+/* "archs" (names) and/or "needs" (features): a family with only "needs"
+ * runs on every arch of the table that has them all, in table order; one
+ * with both lists its archs, each of which must have them. */
 static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
+    unsigned needs;
+    kevo_status st = sp_parse_needs(root, path, &needs, err);
+    if (st)
+        return st;
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "archs");
+    if (!archs && needs) {
+        for (int i = 0; i < kevo_arch_count() && s->narchs < KEVO_MAX_ARCHS; i++) {
+            const kevo_arch *a = kevo_arch_at(i);
+            if ((a->features & needs) == needs)
+                snprintf(s->archs[s->narchs++], sizeof s->archs[0], "%s", a->name);
+        }
+        if (s->narchs == 0)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': no arch kevo knows has every feature \"needs\" names",
+                                path);
+        return KEVO_OK;
+    }
     if (!cJSON_IsArray(archs) || cJSON_GetArraySize(archs) == 0 || cJSON_GetArraySize(archs) > KEVO_MAX_ARCHS)
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"archs\" must be an array of 1..%d names", path,
                             KEVO_MAX_ARCHS);
@@ -411,6 +365,10 @@ static kevo_status sp_parse_archs(kevo_space *s, const cJSON *root, const char *
     {
         if (!cJSON_IsString(a) || strlen(a->valuestring) >= sizeof s->archs[0])
             return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': bad arch name", path);
+        const kevo_arch *row = needs ? kevo_arch_find(a->valuestring) : NULL;
+        if (needs && (!row || (row->features & needs) != needs))
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': arch '%s' lacks a feature \"needs\" names", path,
+                                a->valuestring);
         snprintf(s->archs[s->narchs++], sizeof s->archs[0], "%s", a->valuestring);
     }
     return KEVO_OK;
@@ -712,7 +670,7 @@ kevo_status kevo_space_point_json(const kevo_space *s, const kevo_config *cfg, c
         cJSON_Delete(root);
         return kevo_err_set(err, KEVO_ERR_PARSE, "family '%s' has no space text", s->family);
     }
-    static const char *const drop[] = {"axes", "enter_from", "source", "include", "family", "archs"};
+    static const char *const drop[] = {"axes", "enter_from", "source", "include", "family", "archs", "needs"};
     for (size_t i = 0; i < KV_ARRAY_LEN(drop); i++)
         cJSON_DeleteItemFromObjectCaseSensitive(root, drop[i]);
     bool ok = cJSON_AddStringToObject(root, "family", family) != NULL;

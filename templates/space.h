@@ -5,6 +5,9 @@
  * Space file (JSON):
  *   family, op, source (path relative to the space file), description,
  *   archs: ["sm_80", "sm_90a", ...]
+ *   needs: ["wgmma", "tma"]   instead of (or besides) archs: the features
+ *          (core/arch.h) the source uses; the family runs on every arch of
+ *          the table that has them all
  *   params: [{"name": "BM", "values": [64, 128], "default": 64}, ...]
  *          a param a family gained later says "absent": V, the value stored
  *          configurations without it had (they still load); any other
@@ -38,7 +41,7 @@
  *          of this family over the source configuration's params, lets and
  *          shape; a search holding the source family reaches this one
  *          through them instead of seeding it
- * Expressions (templates/expr.h) see the op's shape symbols, the params, the
+ * Expressions (core/expr.h) see the op's shape symbols, the params, the
  * lets, and the device limits num_sms, max_smem (bytes a block may opt into),
  * max_regs_per_thread, sm (e.g. 90), and dtype_bytes.
  *
@@ -53,8 +56,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernels/op.h"
-#include "templates/expr.h"
+#include "core/op.h"
+#include "core/arch.h"
+#include "core/expr.h"
 #include "util/util.h"
 
 #define KEVO_MAX_PARAMS 16
@@ -195,37 +199,6 @@ typedef struct kevo_plan {
     int ntmaps;
     kevo_tmap_spec tmaps[KEVO_MAX_TMAPS];
 } kevo_plan;
-
-/* Device limits that expressions see (a compile-only run takes the arch's
- * table values; a GPU run reads the device). */
-typedef struct kevo_limits {
-    int sm;            /* 90 for sm_90a */
-    int num_sms;       /* 132 on H100 SXM / H200 */
-    int max_smem;      /* opt-in dynamic shared memory per block, bytes */
-    int max_regs;      /* per thread */
-} kevo_limits;
-
-/* Limits from the arch name ("sm_90a"); Errors: KEVO_ERR_NOT_FOUND. */
-kevo_status kevo_limits_for_arch(const char *arch, kevo_limits *out, kevo_err *err);
-
-#define KEVO_ARCH_LIST_MAX 8 /* names in an arch list (the table has 6, none may repeat) */
-
-/* A comma list of architectures ("sm_80,sm_90a,sm_100a") into
- * names[0..*n), in the order given: each a name kevo_limits_for_arch knows,
- * none empty, none twice; at most max (<= KEVO_ARCH_LIST_MAX).  Errors:
- * KEVO_ERR_ARG naming the item (an unknown one with the known names). */
-kevo_status kevo_arch_list_parse(const char *list, char (*names)[16], int max, int *n, kevo_err *err);
-
-/* Whether code built for an arch of these limits (lim->sm: the compute
- * capability times ten) may be loaded on a device of compute capability
- * major.minor: only on exactly its architecture (sm_90 and sm_90a need
- * 9.0, sm_80 8.0, sm_86 8.6, sm_89 8.9, sm_100a 10.0), never on a newer
- * one of the same family. */
-bool kevo_arch_runs_on(const kevo_limits *lim, int cc_major, int cc_minor);
-
-/* The arch names for a device of compute capability major.minor, ", "
- * between them ("sm_90, sm_90a"), into out[n]; "" when kevo knows none. */
-void kevo_arch_names_for(int cc_major, int cc_minor, char *out, size_t n);
 
 /* Load one space file and its source.  Errors: KEVO_ERR_IO, KEVO_ERR_PARSE
  * naming the file and field.  *out is freed with kevo_space_free(). */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluator/gpu_int.h"
+#include "evaluator/op_gpu.h"
 #include "kernels/ikbo_fa/abi.h"
 #include "kernels/ikbo_fa/ikbo_fa.h"
 #include "util/util.h"
@@ -452,7 +452,6 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
 {
     fa_state *s = w->op_state;
     kevo_peer_set *ps = &w->info.peers;
-    char buf[256];
     if (s->H * s->D > INT_MAX) {
         wk_peer_error(&ps->p[FA_PEER_STAGE0], "a row of H * D = %lld elements is past cuBLAS's int leading dimension",
                       (long long)(s->H * s->D));
@@ -464,9 +463,7 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
     CUresult r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     if (r == CUDA_SUCCESS)
         r = wk_reference(w, &ref2);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers: the reference: %s",
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers: the reference");
     size_t failed = 0;
     if (fa_alloc_peers(w, &failed) != CUDA_SUCCESS) {
         fa_free_peers(w);
@@ -479,8 +476,7 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
     if (r == CUDA_SUCCESS)
         r = wk_peer_run(w, FA_PEER_STAGE0, fa_base_run, &no_gather, ref2);
     fa_free_peers(w);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers (cuBLAS): %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers (cuBLAS)");
     return KEVO_OK;
 }
 

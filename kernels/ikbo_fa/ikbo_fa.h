@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 
 extern const kevo_op kevo_op_ikbo_fa;
 extern const struct kevo_op_gpu kevo_ikbo_fa_gpu; /* kernels/ikbo_fa/gpu.c */

@@ -12,7 +12,7 @@
 
 #include "kernels/ikbo_fa/abi.h"
 #include "kernels/ikbo_fa/ikbo_fa.h"
-#include "kernels/op.h"
+#include "core/op.h"
 
 #define FA_DEFAULT_SHAPE "Bc=2048,H=2,Sq=64,D=128,Skv=2048,ratio=64"
 

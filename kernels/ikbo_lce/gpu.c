@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluator/gpu_int.h"
+#include "evaluator/op_gpu.h"
 #include "kernels/ikbo_lce/abi.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
 #include "util/util.h"
@@ -511,16 +511,13 @@ static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
 {
     lce_state *s = w->op_state;
     kevo_peer_set *ps = &w->info.peers;
-    char buf[256];
     int64_t K = s->Ku + s->Kc;
     lce_base_arg b = {0};
     double ref2 = 0;
     CUresult r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     if (r == CUDA_SUCCESS)
         r = wk_reference(w, &ref2);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers: the reference: %s",
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers: the reference");
     b.out = lce_ptr(w, LCE_OUT, false);
     b.a = lce_args(w, false);
     if (w->cu.cuMemAlloc(&b.e_full, (size_t)(s->B * K * s->N) * (size_t)s->elem) != CUDA_SUCCESS ||
@@ -542,8 +539,7 @@ static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
         w->cu.cuMemFree(b.w_full);
     if (r == CUDA_SUCCESS)
         r = lce_vendor_peers(w, ref2);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "in-run peers: %s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers");
     return KEVO_OK;
 }
 

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 
 extern const kevo_op kevo_op_ikbo_lce;
 extern const struct kevo_op_gpu kevo_ikbo_lce_gpu; /* kernels/ikbo_lce/gpu.c */

@@ -11,7 +11,7 @@
 
 #include "kernels/ikbo_lce/abi.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "util/util.h"
 
 #define LCE_DEFAULT_SHAPE "B=1024,M=433,N=256,Ku=1178,Kc=866,ratio=70"

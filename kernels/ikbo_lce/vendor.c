@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/ikbo_lce/ikbo_lce.h"
-#include "kernels/op.h"
+#include "core/op.h"
 
 const char *const kevo_lce_vendor_forms[KEVO_LCE_VENDOR_FORMS] = {"decomposed", "beta1"};
 const char *const kevo_lce_vendor_entries[KEVO_LCE_VENDOR_ENTRIES] = {"kv_gather_user", "kv_bcast_add"};

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "llm/admit/check.h"
 #include "util/util.h"
 

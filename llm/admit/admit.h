@@ -13,7 +13,7 @@
 
 #include "db/store.h"
 #include "evaluator/eval.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 
 /* An LLM candidate's family name: "llm_" + the first 12 hex digits of the

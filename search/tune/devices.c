@@ -51,37 +51,6 @@ kevo_status tn_ref_module(tn_env *e, tn_work *w, kevo_err *err)
     return KEVO_OK;
 }
 
-kevo_gpu_config tn_gpu_config(const tn_env *e, const tn_work *ref, const kevo_syms *shape, int device,
-                              int warmup, int reps, double timeout, uint64_t seed, bool baseline,
-                              bool ceilings)
-{
-    kevo_gpu_config gc;
-    memset(&gc, 0, sizeof gc);
-    gc.op = e->op;
-    gc.shape = *shape;
-    gc.dtype = e->dt;
-    gc.device = device;
-    gc.warmup = warmup;
-    gc.reps = reps;
-    gc.timeout_s = timeout;
-    gc.seed = seed;
-    gc.baseline = baseline;
-    gc.ceilings = ceilings;
-    gc.ref_cubin = ref->job.cubin;
-    gc.ref_cubin_size = ref->job.cubin_size;
-    return gc;
-}
-
-kevo_gpu *tn_dgpu(const tn_env *e, int k)
-{
-    return k == 0 ? e->gpu : e->dgpu[k];
-}
-
-kevo_gpu *tn_shape_gpu(const tn_env *e, int i)
-{
-    return i == 0 ? e->gpu : e->xgpu[i];
-}
-
 /* The error for a device that is not of the run's arch exactly (a cubin
  * is loaded only on the architecture it was built for): KEVO_ERR_UNSUPPORTED
  * naming the device (who: "" or "rank 2's "), its compute capability, the
@@ -287,16 +256,6 @@ kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo_tune_o
         }
     }
     return KEVO_OK;
-}
-
-const kevo_peer_set *tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double *peak_tflops,
-                                  double *copy_tbps)
-{
-    const kevo_gpu_info *in = &e->dinfo[k];
-    bool own = k > 0 && kevo_peer_best(e->op, &in->peers, NULL) >= 0;
-    *peak_tflops = k > 0 && in->peak_tflops > 0 ? in->peak_tflops : run->peak_tflops;
-    *copy_tbps = k > 0 && in->copy_tbps > 0 ? in->copy_tbps : run->copy_tbps;
-    return own ? &in->peers : &e->run_peers;
 }
 
 kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err *err)

@@ -1,6 +1,6 @@
 /* env.c — what a run (or a verification) works in: the op, its shape,
- * dtype and arch, its files and template families, and the spaces the
- * generators added. */
+ * dtype and arch, its files and template families, the spaces the
+ * generators added, its GPUs' configs and the peer figures it keeps. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,4 +213,68 @@ kevo_status tn_space_of(tn_env *e, const kevo_cand_row *row, const kevo_space **
     if (!st)
         *out = sp;
     return st;
+}
+
+/* ---- the devices and the peers a run keeps (accessors the candidate, device and
+ * peer files share) ---- */
+
+kevo_gpu_config tn_gpu_config(const tn_env *e, const tn_work *ref, const kevo_syms *shape, int device,
+                              int warmup, int reps, double timeout, uint64_t seed, bool baseline,
+                              bool ceilings)
+{
+    kevo_gpu_config gc;
+    memset(&gc, 0, sizeof gc);
+    gc.op = e->op;
+    gc.shape = *shape;
+    gc.dtype = e->dt;
+    gc.device = device;
+    gc.warmup = warmup;
+    gc.reps = reps;
+    gc.timeout_s = timeout;
+    gc.seed = seed;
+    gc.baseline = baseline;
+    gc.ceilings = ceilings;
+    gc.ref_cubin = ref->job.cubin;
+    gc.ref_cubin_size = ref->job.cubin_size;
+    return gc;
+}
+
+kevo_gpu *tn_dgpu(const tn_env *e, int k)
+{
+    return k == 0 ? e->gpu : e->dgpu[k];
+}
+
+kevo_gpu *tn_shape_gpu(const tn_env *e, int i)
+{
+    return i == 0 ? e->gpu : e->xgpu[i];
+}
+
+const kevo_peer_set *tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double *peak_tflops,
+                                  double *copy_tbps)
+{
+    const kevo_gpu_info *in = &e->dinfo[k];
+    bool own = k > 0 && kevo_peer_best(e->op, &in->peers, NULL) >= 0;
+    *peak_tflops = k > 0 && in->peak_tflops > 0 ? in->peak_tflops : run->peak_tflops;
+    *copy_tbps = k > 0 && in->copy_tbps > 0 ? in->copy_tbps : run->copy_tbps;
+    return own ? &in->peers : &e->run_peers;
+}
+
+void tn_keep_peers(const kevo_op *op, kevo_peer_set *kept, const kevo_peer_set *measured)
+{
+    for (int i = 0; i < op->npeers && i < KEVO_MAX_PEERS; i++)
+        if (kept->p[i].state == KEVO_PEER_UNMEASURED)
+            kept->p[i] = measured->p[i];
+}
+
+kevo_status tn_alloc_shapes(tn_env *e, kevo_err *err)
+{
+    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
+        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if (!e->speers) {
+        if (!(e->speers = malloc(KEVO_DIST_MAX * sizeof *e->speers)))
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < KEVO_DIST_MAX; i++)
+            kevo_peer_set_init(&e->speers[i]);
+    }
+    return KEVO_OK;
 }

@@ -10,26 +10,6 @@
 #include "search/tune/tune_int.h"
 #include "util/stats.h"
 
-void tn_keep_peers(const kevo_op *op, kevo_peer_set *kept, const kevo_peer_set *measured)
-{
-    for (int i = 0; i < op->npeers && i < KEVO_MAX_PEERS; i++)
-        if (kept->p[i].state == KEVO_PEER_UNMEASURED)
-            kept->p[i] = measured->p[i];
-}
-
-kevo_status tn_alloc_shapes(tn_env *e, kevo_err *err)
-{
-    if (!e->peers && !(e->peers = calloc(KEVO_DIST_MAX, sizeof *e->peers)))
-        return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    if (!e->speers) {
-        if (!(e->speers = malloc(KEVO_DIST_MAX * sizeof *e->speers)))
-            return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-        for (int i = 0; i < KEVO_DIST_MAX; i++)
-            kevo_peer_set_init(&e->speers[i]);
-    }
-    return KEVO_OK;
-}
-
 kevo_status tn_store_peers(tn_env *e, const kevo_run_row *run, kevo_err *err)
 {
     kevo_status st = tn_alloc_shapes(e, err);

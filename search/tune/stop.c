@@ -8,9 +8,12 @@
  *                   in flight fills it; (idle) the end once it is spent
  *   exhausted       (the round generator proposed nothing) the end when nothing
  *                   is in flight and no generator's call is coming
- * The run's stop_reason is the rule that held ("budget" when none other did). */
+ * The run's stop_reason is the rule that held ("budget" when none other did).
+ * tn_interrupted words the error of a run a signal stopped. */
 #define _POSIX_C_SOURCE 200809L
 #include "search/tune/tune_int.h"
+
+#include <string.h>
 
 void kevo_stop_init(kevo_stop *st, const kevo_run_def *def, double elapsed0, double t0)
 {
@@ -72,4 +75,46 @@ kevo_stop_act kevo_stop_check(kevo_stop *st, kevo_stop_at at, const kevo_stop_fa
         return st->draining || f->done >= st->budget ? KEVO_STOP_END : KEVO_STOP_GO;
     }
     return KEVO_STOP_GO;
+}
+
+/* ---- the interrupted run's message ---- */
+
+/* A path as one shell word (single-quoted when it needs quoting). */
+static void tn_shell_word(kv_buf *b, const char *s)
+{
+    bool plain = *s != '\0';
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("_./-+=:,@%", *p) != NULL;
+    if (plain) {
+        kv_buf_puts(b, s);
+        return;
+    }
+    kv_buf_puts(b, "'");
+    for (const char *p = s; *p; p++)
+        if (*p == '\'')
+            kv_buf_puts(b, "'\\''");
+        else
+            kv_buf_append(b, p, 1);
+    kv_buf_puts(b, "'");
+}
+
+kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, int written)
+{
+    const char *name = kv_signal_name(kv_signal_caught());
+    if (run_id <= 0)
+        return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s before the run started; nothing was stored",
+                            name);
+    kv_buf cmd;
+    kv_buf_init(&cmd);
+    kv_buf_printf(&cmd, "kevo tune --resume %lld --db ", (long long)run_id);
+    tn_shell_word(&cmd, db_path);
+    kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s: run %lld is %s; continue it with: %s", name,
+                 (long long)run_id,
+                 written == 1 ? "stored as interrupted"
+                 : written    ? "still marked running by this ended process (the DB could not be written)"
+                              : "unchanged",
+                 cmd.data ? cmd.data : "");
+    kv_buf_release(&cmd);
+    return KEVO_ERR_INTERRUPTED;
 }

@@ -142,46 +142,6 @@ static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, bool in_lis
     return tn_run_close(&R, st, err);
 }
 
-/* A path as one shell word (single-quoted when it needs quoting). */
-static void tn_shell_word(kv_buf *b, const char *s)
-{
-    bool plain = *s != '\0';
-    for (const char *p = s; *p && plain; p++)
-        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                strchr("_./-+=:,@%", *p) != NULL;
-    if (plain) {
-        kv_buf_puts(b, s);
-        return;
-    }
-    kv_buf_puts(b, "'");
-    for (const char *p = s; *p; p++)
-        if (*p == '\'')
-            kv_buf_puts(b, "'\\''");
-        else
-            kv_buf_append(b, p, 1);
-    kv_buf_puts(b, "'");
-}
-
-kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, int written)
-{
-    const char *name = kv_signal_name(kv_signal_caught());
-    if (run_id <= 0)
-        return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s before the run started; nothing was stored",
-                            name);
-    kv_buf cmd;
-    kv_buf_init(&cmd);
-    kv_buf_printf(&cmd, "kevo tune --resume %lld --db ", (long long)run_id);
-    tn_shell_word(&cmd, db_path);
-    kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s: run %lld is %s; continue it with: %s", name,
-                 (long long)run_id,
-                 written == 1 ? "stored as interrupted"
-                 : written    ? "still marked running by this ended process (the DB could not be written)"
-                              : "unchanged",
-                 cmd.data ? cmd.data : "");
-    kv_buf_release(&cmd);
-    return KEVO_ERR_INTERRUPTED;
-}
-
 kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 {
     kv_signals_catch();

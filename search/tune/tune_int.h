@@ -3,7 +3,9 @@
  * The loop (tune.c) reads as propose -> prepare -> evaluate -> record ->
  * stop?; each role is a file:
  *   run.c       what defines a run: options, resume, the run's row
- *   env.c       what a run works in: the op, shape, families, the DB
+ *   env.c       what a run works in: the op, shape, families, the DB, its
+ *               GPUs' configs and the peer figures it keeps (accessors the
+ *               other files share, so that none of them calls back up)
  *   devices.c   the GPUs: workers, their fit to the arch, their throughput
  *   propose.c   the generators' calls (search/gen.h) each round
  *   cand.c      a candidate: prepare (render, plan, key), compile through the
@@ -27,7 +29,8 @@
 #include "evaluator/compile.h"
 #include "evaluator/gpu.h"
 #include "evaluator/mpi.h"
-#include "kernels/op.h"
+#include "core/op.h"
+#include "core/verdict.h"
 #include "search/dist.h"
 #include "search/gen.h"
 #include "search/search.h"
@@ -199,11 +202,11 @@ tn_figs tn_figures(const kevo_gpu_result *res, uint64_t seed, const kevo_op *op,
 
 /* ---- the GPUs (devices.c) ---- */
 
-/* The worker configuration of one shape of the run. */
+/* The worker configuration of one shape of the run (env.c). */
 kevo_gpu_config tn_gpu_config(const tn_env *e, const tn_work *ref, const kevo_syms *shape, int device, int warmup,
                               int reps, double timeout, uint64_t seed, bool baseline, bool ceilings);
 /* Worker k of the run's GPUs (0: e->gpu), and the worker of a
- * distribution's shape i. */
+ * distribution's shape i (env.c). */
 kevo_gpu *tn_dgpu(const tn_env *e, int k);
 kevo_gpu *tn_shape_gpu(const tn_env *e, int i);
 /* The op's reference module for the dtype, through the cache. */
@@ -223,7 +226,7 @@ kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo_tune_o
                                 kevo_err *err);
 /* Start each family's precompiled header now (best effort). */
 void tn_pch_prepare(const tn_env *e);
-/* The peers and ceilings a result of GPU k is measured against. */
+/* The peers and ceilings a result of GPU k is measured against (env.c). */
 const kevo_peer_set *tn_dev_peers(const tn_env *e, const kevo_run_row *run, int k, double *peak_tflops,
                                   double *copy_tbps);
 /* This process's GPUs as rows of the run's devices (after earlier processes'). */
@@ -235,9 +238,9 @@ void tn_run_device(kevo_run_row *run, const kevo_gpu_info *info);
 
 /* ---- the peers (peers.c) ---- */
 
-/* A worker's peers into the figures a run keeps (those measured first stay). */
+/* A worker's peers into the figures a run keeps (those measured first stay; env.c). */
 void tn_keep_peers(const kevo_op *op, kevo_peer_set *kept, const kevo_peer_set *measured);
-/* Room for a distribution's shapes and their peers. */
+/* Room for a distribution's shapes and their peers (env.c). */
 kevo_status tn_alloc_shapes(tn_env *e, kevo_err *err);
 /* A distribution run's shapes with their weights and peers, stored. */
 kevo_status tn_store_peers(tn_env *e, const kevo_run_row *run, kevo_err *err);

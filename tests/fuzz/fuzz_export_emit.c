@@ -19,7 +19,7 @@
 
 #include "export/emit.h"
 #include "export/export.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "tests/fuzz/fuzz.h"
 

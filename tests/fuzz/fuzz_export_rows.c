@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "export/emit.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "tests/fuzz/fuzz.h"
 

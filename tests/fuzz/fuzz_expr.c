@@ -1,10 +1,10 @@
-/* fuzz_expr.c — libFuzzer target for templates/expr.c: parse arbitrary text
+/* fuzz_expr.c — libFuzzer target for core/expr.c: parse arbitrary text
  * and, when it parses, evaluate it against a realistic symbol set. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "templates/expr.h"
+#include "core/expr.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

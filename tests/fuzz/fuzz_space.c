@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "evaluator/compile.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"

@@ -33,7 +33,7 @@
 #include "db/store.h"
 #include "export/emit.h"
 #include "export/export.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"

@@ -1,4 +1,4 @@
-/* test_expr.c — unit tests for templates/expr.c. */
+/* test_expr.c — unit tests for core/expr.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "templates/expr.h"
+#include "core/expr.h"
 
 /* Evaluate text against syms (may be NULL), asserting success. */
 static int64_t ev_s(const char *text, const kevo_syms *syms)

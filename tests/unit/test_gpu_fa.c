@@ -34,7 +34,7 @@
 #include "evaluator/gpu.h"
 #include "kernels/ikbo_fa/abi.h"
 #include "kernels/ikbo_fa/ikbo_fa.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"

@@ -17,7 +17,7 @@
 #include "evaluator/gpu.h"
 #include "kernels/ikbo_lce/abi.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"

@@ -21,7 +21,7 @@
 #include "evaluator/gpu_int.h"
 #include "kernels/ikbo_fa/abi.h"
 #include "kernels/ikbo_fa/ikbo_fa.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "testutil.h"
 #include "util/util.h"
 

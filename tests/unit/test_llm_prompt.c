@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "llm/admit/check.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "search/model.h"
 #include "search/search.h"
 #include "templates/space.h"

@@ -15,7 +15,7 @@
 #include "evaluator/gpu_int.h"
 #include "kernels/ikbo_lce/abi.h"
 #include "kernels/ikbo_lce/ikbo_lce.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "testutil.h"
 #include "util/util.h"
 

@@ -1,5 +1,5 @@
 /* test_profile.c — Nsight Compute's CSV read into a candidate's profile
- * (evaluator/profile.h): a canned ncu output of an lce_ws run (two
+ * (db/profile.h): a canned ncu output of an lce_ws run (two
  * launches; the longer one's figures kept), its figures stored as the
  * candidate's measurements and read back, the line the prompt shows, and
  * CSV that is not ncu's refused. */
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "evaluator/profile.h"
+#include "db/profile.h"
 #include "testutil.h"
 
 static void test_profile_parse(void **state)

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "search/model.h"
 #include "search/replay.h"
 #include "search/search.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "search/search.h"
 #include "templates/space.h"
 #include "testutil.h"

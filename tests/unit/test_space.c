@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"

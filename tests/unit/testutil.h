@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 #include "evaluator/compile.h"
-#include "kernels/op.h"
+#include "core/op.h"
 #include "templates/space.h"
 
 /* Read a file of the sources (under tu_home()); aborts the test on failure.

@@ -1,7 +1,7 @@
 /* profile.c — Nsight Compute's CSV read into the figures a kernel engineer
- * reads first, stored as a candidate's measurements (evaluator/profile.h). */
+ * reads first, stored as a candidate's measurements (db/profile.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "evaluator/profile.h"
+#include "db/profile.h"
 
 #include <ctype.h>
 #include <math.h>

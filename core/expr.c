@@ -11,7 +11,7 @@
  * operation that could overflow is checked, and errors name the cause and the
  * 1-based column of the operator or name that raised them.
  */
-#include "templates/expr.h"
+#include "core/expr.h"
 
 #include "util/util.h"
 

@@ -2,7 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "templates/expr.h"
+#include "core/expr.h"
 
 _Static_assert(KEVO_SYMS_SLOTS >= 2 * KEVO_SYMS_MAX && (KEVO_SYMS_SLOTS & (KEVO_SYMS_SLOTS - 1)) == 0,
                "the hash needs a power-of-two table at most half full");

@@ -4,9 +4,9 @@
  * generic evaluator allocates, fills, poisons, checksums and compares them
  * and encodes their TMA descriptors from these descriptions), tolerances,
  * the names of its same-run peers, what export needs, and its GPU side
- * (struct kevo_op_gpu, evaluator/gpu_int.h).  kernels/ops.c is the table
+ * (struct kevo_op_gpu, evaluator/op_gpu.h).  kernels/ops.c is the table
  * of ops.  Shared by every op: dtypes, cand_to_user maps, the input
- * generator and the 16-bit storage conversions (kernels/op.c). */
+ * generator and the 16-bit storage conversions (core/op.c). */
 #ifndef KEVO_OP_H
 #define KEVO_OP_H
 
@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "kevo.h"
-#include "templates/expr.h"
+#include "core/expr.h"
 
 /* Storage dtype of a run; accumulation is always fp32. */
 typedef enum kevo_dtype {
@@ -200,7 +200,7 @@ typedef struct kevo_op_export {
     size_t (*vendor_text)(const kevo_vendor_cfg *v, char *out, size_t n);
 } kevo_op_export;
 
-struct kevo_op_gpu; /* evaluator/gpu_int.h */
+struct kevo_op_gpu; /* evaluator/op_gpu.h */
 
 /* An operator. */
 typedef struct kevo_op {
@@ -252,6 +252,11 @@ typedef struct kevo_op {
     const struct kevo_op_gpu *gpu; /* NULL: no GPU side (compile-only) */
 } kevo_op;
 
+/* The table of ops, one row per op: the only list of them, in
+ * kernels/ops.c (the contract is here, the ops above it). */
+extern const kevo_op *const kevo_op_table[];
+extern const int kevo_op_table_len;
+
 /* Look up an op by name; NULL when unknown. */
 const kevo_op *kevo_op_find(const char *name);
 /* The table of ops, for listings; *n receives its length. */
@@ -275,23 +280,6 @@ kevo_status kevo_op_ref_render(const kevo_op *op, const char *kernels_dir, kevo_
 int kevo_op_peer_index(const kevo_op *op, const char *name);
 /* Index of op's BASELINE peer (kevo_op.peers), or -1 when it has none. */
 int kevo_op_peer_baseline(const kevo_op *op);
-/* Peer i's median when it is OK and positive, else NaN. */
-double kevo_peer_ok_ms(const kevo_peer_set *s, int i);
-/* The fastest OK peer of op in s (AFTER peers included once measured), or
- * -1 when none is OK; *ms (may be NULL) its median, NaN when none. */
-int kevo_peer_best(const kevo_op *op, const kevo_peer_set *s, double *ms);
-
-/* The one-line verdict on a run's best against its peers ps, given its
- * vs_best_peer (the fastest OK peer's time over its own), into out[n]:
- * "beats the best in-run peer, cuBLAS (beta=1) (0.6180 ms), 1.57x", or
- * "no kernel beats cuBLAS (beta=1) at this shape: best 0.80x (0.6180 ms);
- * export will dispatch to cuBLAS (beta=1)" (export's fallback: the fastest
- * OK VENDOR peer, where it is faster than the kernel; where it is not, the
- * clause says export keeps the kernel), or "no in-run peer was checked". */
-void kevo_peer_verdict(const kevo_op *op, double vs_peer, const kevo_peer_set *ps, char *out, size_t n);
-/* The fastest OK VENDOR peer of op in ps (export's fallback), or -1. */
-int kevo_peer_vendor(const kevo_op *op, const kevo_peer_set *ps);
-
 /* Index of the tensor named name in op->tensors, or -1. */
 int kevo_op_tensor_index(const kevo_op *op, const char *name);
 
