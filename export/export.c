@@ -46,6 +46,7 @@
 
 /* The manifest export writes into the library's folder (see xp_guard_out). */
 #define XP_MANIFEST "kevo-export.json"
+#define XP_NFILES 14 /* the files export may write, the manifest included */
 
 void kevo_export_opts_init(kevo_export_opts *o)
 {
@@ -756,111 +757,142 @@ static kevo_status xp_manifest(const char *name, const xp_file *files, int nfile
     return st;
 }
 
-kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, kevo_err *err)
-{
-    kevo_status st = kevo_export_check_name(o->name, err);
-    if (st)
-        return st;
-    if (o->top < 1)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--top must be at least 1");
-    if (!o->out_dir || !*o->out_dir || strlen(o->out_dir) > PATH_MAX - 256)
-        return kevo_err_set(err, KEVO_ERR_ARG, "--out needs a folder path of at most %d bytes", PATH_MAX - 256);
-    xp_state x;
-    memset(&x, 0, sizeof x);
-    x.o = o;
-    x.op = kevo_op_find(o->op);
-    if (!x.op)
-        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s'", o->op);
-    if (!x.op->export_desc) /* before anything reads it */
-        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "export of %s is not supported yet", x.op->name);
-    char path[PATH_MAX], tdir[PATH_MAX - 64];
-    snprintf(path, sizeof path, "%s/templates", o->data_dir);
-    st = kevo_spaces_load_dirs(path, o->extra_templates, o->op, &x.spaces, &x.nspaces, err);
-    if (!st)
-        st = kevo_db_open_ro(o->db_path, &x.db, err);
-    if (!st)
-        st = xp_collect(&x, err);
-    const kevo_op_export *xd = x.op->export_desc;
-    if (!st && xd->vendor_source) /* the vendor forms' kernels, for the archs and dtypes that run one */
-        st = xp_vendor_compile(&x, err);
-    snprintf(tdir, sizeof tdir, "%s/export/template", o->data_dir);
+/* The texts of the library, each rendered into its own buffer before any is written. */
+typedef struct {
     kv_buf abi, kernels, hdr, src, cm, cfg, pc, readme, syms, tmaps, tkeys, vendor_rt;
     kv_buf piece[4]; /* the op's head, api, dispatch, call */
-    kv_buf *bufs[] = {&abi, &kernels, &hdr, &src, &cm, &cfg, &pc, &readme, &syms, &tmaps, &tkeys, &vendor_rt,
-                      &piece[0], &piece[1], &piece[2], &piece[3]};
+    kv_buf py[5];    /* --torch: pyproject.toml, setup.py, README.md, __init__.py, the bindings */
+} xp_texts;
+
+static void xp_texts_init(xp_texts *t)
+{
+    kv_buf *bufs[] = {&t->abi, &t->kernels, &t->hdr, &t->src, &t->cm, &t->cfg, &t->pc, &t->readme, &t->syms,
+                      &t->tmaps, &t->tkeys, &t->vendor_rt, &t->piece[0], &t->piece[1], &t->piece[2], &t->piece[3]};
     for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
         kv_buf_init(bufs[i]);
-    if (!st) {
-        char *a = NULL;
-        snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, x.op->abi_header);
-        st = kv_read_file(path, &a, NULL, err);
-        if (!st)
-            kv_buf_puts(&abi, a);
-        free(a);
-    }
+    for (int i = 0; i < 5; i++)
+        kv_buf_init(&t->py[i]);
+}
+
+static void xp_texts_release(xp_texts *t)
+{
+    kv_buf *bufs[] = {&t->abi, &t->kernels, &t->hdr, &t->src, &t->cm, &t->cfg, &t->pc, &t->readme, &t->syms,
+                      &t->tmaps, &t->tkeys, &t->vendor_rt, &t->piece[0], &t->piece[1], &t->piece[2], &t->piece[3]};
+    for (int i = 0; i < 5; i++)
+        kv_buf_release(&t->py[i]);
+    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
+        kv_buf_release(bufs[i]);
+}
+
+/* Read what export starts from: the op's spaces, the DB, the tuned kernels of
+ * each shape and, where the op has one, the vendor forms' kernels. */
+static kevo_status xp_load(xp_state *x, kevo_err *err)
+{
+    const kevo_export_opts *o = x->o;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/templates", o->data_dir);
+    kevo_status st = kevo_spaces_load_dirs(path, o->extra_templates, o->op, &x->spaces, &x->nspaces, err);
     if (!st)
-        st = xp_emit_kernels(&kernels, &x, err);
+        st = kevo_db_open_ro(o->db_path, &x->db, err);
+    if (!st)
+        st = xp_collect(x, err);
+    if (!st && x->op->export_desc->vendor_source) /* the vendor forms' kernels, for the archs and dtypes that run one */
+        st = xp_vendor_compile(x, err);
+    return st;
+}
+
+/* The pieces the runtime is made of: the op's ABI header, the kernels, the
+ * op's own pieces (each filled with the name), its symbols, tuned keys and
+ * tensor maps, and the vendor fallback's runtime. */
+static kevo_status xp_render_pieces(const xp_state *x, const char *tdir, xp_texts *t, kevo_err *err)
+{
+    const kevo_export_opts *o = x->o;
+    const kevo_op_export *xd = x->op->export_desc;
+    char path[PATH_MAX];
+    kevo_status st = KEVO_OK;
+    char *a = NULL;
+    snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, x->op->abi_header);
+    st = kv_read_file(path, &a, NULL, err);
+    if (!st)
+        kv_buf_puts(&t->abi, a);
+    free(a);
+    if (!st)
+        st = xp_emit_kernels(&t->kernels, x, err);
     /* the op's pieces, each filled with the name before it goes into the runtime */
     const char *const pieces[4] = {xd ? xd->head : NULL, xd ? xd->api : NULL, xd ? xd->dispatch : NULL,
                                    xd ? xd->call : NULL};
     for (int i = 0; i < 4 && !st; i++) {
         snprintf(path, sizeof path, "%s/kernels/%s", o->data_dir, pieces[i]);
-        st = xp_fill(path, o->name, NULL, NULL, 0, &piece[i], err);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &t->piece[i], err);
     }
-    for (int i = 0; i < x.op->nsymbols && !st; i++)
-        st = kv_buf_printf(&syms, "%s%s", i ? ", " : "", x.op->symbols[i]);
+    for (int i = 0; i < x->op->nsymbols && !st; i++)
+        st = kv_buf_printf(&t->syms, "%s%s", i ? ", " : "", x->op->symbols[i]);
     for (int i = 0; xd && i < xd->ntuned_keys && !st; i++)
-        st = kv_buf_printf(&tkeys, "%s%s", i ? ", " : "", xd->tuned_keys[i]);
+        st = kv_buf_printf(&t->tkeys, "%s%s", i ? ", " : "", xd->tuned_keys[i]);
     if (!st)
-        st = kevo_emit_tmap_tensors(&tmaps, x.op);
+        st = kevo_emit_tmap_tensors(&t->tmaps, x->op);
     if (!st && xd->vendor_source) { /* the vendor fallback's runtime (cuBLASLt) */
         snprintf(path, sizeof path, "%s/cublaslt.c.in", tdir);
-        st = xp_fill(path, o->name, NULL, NULL, 0, &vendor_rt, err);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &t->vendor_rt, err);
     }
+    return st;
+}
+
+/* The library's files from the templates in tdir and the pieces: header,
+ * source, CMake files, pkg-config, README and, with --torch, the Python package. */
+static kevo_status xp_render_files(const xp_state *x, const char *tdir, xp_texts *t, kevo_err *err)
+{
+    const kevo_export_opts *o = x->o;
+    const kevo_op_export *xd = x->op->export_desc;
+    char path[PATH_MAX];
+    kevo_status st = KEVO_OK;
     const char *hkeys[] = {"@OP_HEAD@", "@OP_API@"};
-    const char *hvals[] = {piece[0].data ? piece[0].data : "", piece[1].data ? piece[1].data : ""};
+    const char *hvals[] = {t->piece[0].data ? t->piece[0].data : "", t->piece[1].data ? t->piece[1].data : ""};
     const char *keys[] = {"@ABI@",         "@KERNELS@",      "@SYMBOLS@", "@TMAP_TENSORS@",  "@TUNED_KEYS@",
                           "@OP_DISPATCH@", "@VENDOR_RUNTIME@", "@OP_CALL@", "@VENDOR_SHUTDOWN@"};
-    const char *vals[] = {abi.data ? abi.data : "",
-                          kernels.data ? kernels.data : "",
-                          syms.data ? syms.data : "",
-                          tmaps.data ? tmaps.data : "",
-                          tkeys.data ? tkeys.data : "",
-                          piece[2].data ? piece[2].data : "",
-                          vendor_rt.data ? vendor_rt.data : "",
-                          piece[3].data ? piece[3].data : "",
+    const char *vals[] = {t->abi.data ? t->abi.data : "",
+                          t->kernels.data ? t->kernels.data : "",
+                          t->syms.data ? t->syms.data : "",
+                          t->tmaps.data ? t->tmaps.data : "",
+                          t->tkeys.data ? t->tkeys.data : "",
+                          t->piece[2].data ? t->piece[2].data : "",
+                          t->vendor_rt.data ? t->vendor_rt.data : "",
+                          t->piece[3].data ? t->piece[3].data : "",
                           xd->vendor_source ? "    x_vendor_shutdown();\n" : ""};
     const char *pkeys[] = {"@OP_WHAT@"};
     const char *pvals[] = {xd ? xd->what : ""};
     if (!st) {
         snprintf(path, sizeof path, "%s/lib.h.in", tdir);
-        st = xp_fill(path, o->name, hkeys, hvals, 2, &hdr, err);
+        st = xp_fill(path, o->name, hkeys, hvals, 2, &t->hdr, err);
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/lib.c.in", tdir);
-        st = xp_fill(path, o->name, keys, vals, (int)KV_ARRAY_LEN(keys), &src, err);
+        st = xp_fill(path, o->name, keys, vals, (int)KV_ARRAY_LEN(keys), &t->src, err);
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/CMakeLists.txt.in", tdir);
-        st = xp_fill(path, o->name, NULL, NULL, 0, &cm, err);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &t->cm, err);
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/Config.cmake.in", tdir);
-        st = xp_fill(path, o->name, NULL, NULL, 0, &cfg, err);
+        st = xp_fill(path, o->name, NULL, NULL, 0, &t->cfg, err);
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/pc.in", tdir);
-        st = xp_fill(path, o->name, pkeys, pvals, 1, &pc, err);
+        st = xp_fill(path, o->name, pkeys, pvals, 1, &t->pc, err);
     }
     if (!st)
-        st = xp_readme(&x, &readme);
+        st = xp_readme(x, &t->readme);
     /* --torch: the Python package (its C sources are copies of the library's) */
-    kv_buf py[5]; /* pyproject.toml, setup.py, README.md, __init__.py, the bindings */
-    for (int i = 0; i < 5; i++)
-        kv_buf_init(&py[i]);
     if (!st && o->torch)
-        st = xp_torch(&x, tdir, py, err);
-    /* the files, the manifest last: it is written only once all the others are */
+        st = xp_torch(x, tdir, t->py, err);
+    return st;
+}
+
+/* The files export writes, in order, into files (room for 14: the last slot
+ * is the manifest's, filled by the caller).  Returns how many, without it. */
+static int xp_list_files(const kevo_export_opts *o, xp_texts *t, xp_file *files)
+{
     const struct {
         const char *dir;
         bool named; /* the library's name between dir and tail */
@@ -868,23 +900,21 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         kv_buf *b;
         bool torch;
     } parts[] = {
-        {"include/", true, ".h", &hdr, false},
-        {"src/", true, ".c", &src, false},
-        {"", false, "CMakeLists.txt", &cm, false},
-        {"cmake/", true, "Config.cmake.in", &cfg, false},
-        {"", true, ".pc.in", &pc, false},
-        {"", false, "README.md", &readme, false},
-        {"python/", false, "pyproject.toml", &py[0], true},
-        {"python/", false, "setup.py", &py[1], true},
-        {"python/", false, "README.md", &py[2], true},
-        {"python/", true, "/__init__.py", &py[3], true},
-        {"python/csrc/", true, ".h", &hdr, true},
-        {"python/csrc/", true, ".c", &src, true},
-        {"python/csrc/", true, "_torch.cpp", &py[4], true},
+        {"include/", true, ".h", &t->hdr, false},
+        {"src/", true, ".c", &t->src, false},
+        {"", false, "CMakeLists.txt", &t->cm, false},
+        {"cmake/", true, "Config.cmake.in", &t->cfg, false},
+        {"", true, ".pc.in", &t->pc, false},
+        {"", false, "README.md", &t->readme, false},
+        {"python/", false, "pyproject.toml", &t->py[0], true},
+        {"python/", false, "setup.py", &t->py[1], true},
+        {"python/", false, "README.md", &t->py[2], true},
+        {"python/", true, "/__init__.py", &t->py[3], true},
+        {"python/csrc/", true, ".h", &t->hdr, true},
+        {"python/csrc/", true, ".c", &t->src, true},
+        {"python/csrc/", true, "_torch.cpp", &t->py[4], true},
     };
-    xp_file files[KV_ARRAY_LEN(parts) + 1];
-    kv_buf manifest;
-    kv_buf_init(&manifest);
+    _Static_assert(KV_ARRAY_LEN(parts) + 1 == XP_NFILES, "xp_list_files: one slot per part and the manifest");
     int nf = 0;
     for (size_t i = 0; i < KV_ARRAY_LEN(parts); i++) {
         if (parts[i].torch && !o->torch)
@@ -894,10 +924,16 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         files[nf].b = parts[i].b;
         nf++;
     }
-    if (!st)
-        st = xp_manifest(o->name, files, nf, NULL, &manifest, err);
-    snprintf(files[nf].rel, sizeof files[nf].rel, "%s", XP_MANIFEST);
-    files[nf].b = &manifest;
+    return nf;
+}
+
+/* Write files[0..nf] (files[nf] the final manifest) into o->out_dir once
+ * xp_guard_out allows it: first a manifest naming both what is there and
+ * what comes, then the folders, then each file, the final manifest last. */
+static kevo_status xp_write_out(const kevo_export_opts *o, const xp_file *files, int nf, kevo_err *err)
+{
+    char path[PATH_MAX];
+    kevo_status st = KEVO_OK;
     for (int i = 0; i <= nf && !st; i++) /* never write to a cut path */
         if (strlen(o->out_dir) + 1 + strlen(files[i].rel) >= sizeof path)
             st = kevo_err_set(err, KEVO_ERR_ARG, "--out: the path of '%.100s...' is too long", o->out_dir);
@@ -928,23 +964,65 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         snprintf(path, sizeof path, "%s/%s", o->out_dir, files[i].rel);
         st = kv_write_file(path, files[i].b->data ? files[i].b->data : "", files[i].b->len, err);
     }
-    for (int i = 0; i < 5; i++)
-        kv_buf_release(&py[i]);
+    return st;
+}
+
+static void xp_state_free(xp_state *x)
+{
+    for (int i = 0; i < x->nk; i++) {
+        free(x->k[i].params);
+        free(x->k[i].cubin);
+    }
+    free(x->k);
+    free(x->t);
+    xp_vendor_free(x);
+    kevo_spaces_free(x->spaces, x->nspaces);
+    kevo_db_close(x->db);
+}
+
+kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, kevo_err *err)
+{
+    kevo_status st = kevo_export_check_name(o->name, err);
+    if (st)
+        return st;
+    if (o->top < 1)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--top must be at least 1");
+    if (!o->out_dir || !*o->out_dir || strlen(o->out_dir) > PATH_MAX - 256)
+        return kevo_err_set(err, KEVO_ERR_ARG, "--out needs a folder path of at most %d bytes", PATH_MAX - 256);
+    xp_state x;
+    memset(&x, 0, sizeof x);
+    x.o = o;
+    x.op = kevo_op_find(o->op);
+    if (!x.op)
+        return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "unknown op '%s'", o->op);
+    if (!x.op->export_desc) /* before anything reads it */
+        return kevo_err_set(err, KEVO_ERR_UNSUPPORTED, "export of %s is not supported yet", x.op->name);
+    char tdir[PATH_MAX - 64];
+    st = xp_load(&x, err);
+    snprintf(tdir, sizeof tdir, "%s/export/template", o->data_dir);
+    xp_texts t;
+    xp_texts_init(&t);
+    if (!st)
+        st = xp_render_pieces(&x, tdir, &t, err);
+    if (!st)
+        st = xp_render_files(&x, tdir, &t, err);
+    /* the files, the manifest last: it is written only once all the others are */
+    xp_file files[XP_NFILES];
+    int nf = xp_list_files(o, &t, files);
+    kv_buf manifest;
+    kv_buf_init(&manifest);
+    if (!st)
+        st = xp_manifest(o->name, files, nf, NULL, &manifest, err);
+    snprintf(files[nf].rel, sizeof files[nf].rel, "%s", XP_MANIFEST);
+    files[nf].b = &manifest;
+    if (!st)
+        st = xp_write_out(o, files, nf, err);
     kv_buf_release(&manifest);
     if (!st) {
         *nkernels = x.nk;
         *ntuned = x.nt;
     }
-    for (size_t i = 0; i < KV_ARRAY_LEN(bufs); i++)
-        kv_buf_release(bufs[i]);
-    for (int i = 0; i < x.nk; i++) {
-        free(x.k[i].params);
-        free(x.k[i].cubin);
-    }
-    free(x.k);
-    free(x.t);
-    xp_vendor_free(&x);
-    kevo_spaces_free(x.spaces, x.nspaces);
-    kevo_db_close(x.db);
+    xp_texts_release(&t);
+    xp_state_free(&x);
     return st;
 }
