@@ -3,8 +3,7 @@
  * Exit status: 0 success, 1 the command failed (message on stderr), 2 usage
  * error.  Nothing here needs a GPU until a command asks for one. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include "search/tune.h"
 #include "templates/space.h"
 #include "util/util.h"
+#include "cli/opts.h"
 
 #ifndef KEVO_SOURCE_DIR
 #define KEVO_SOURCE_DIR "."
@@ -273,36 +273,6 @@ static int cli_fail(kevo_status st, const kevo_err *err)
     return 1;
 }
 
-/* The option getopt_long just refused (a short option is named by optopt:
- * for "-xy" argv[optind - 1] is still the previous argument). */
-static int cli_bad_usage(const char *cmd, const char *fmt, const char *arg)
-{
-    char msg[1024];
-    snprintf(msg, sizeof msg, fmt, arg);
-    fprintf(stderr, "kevo %s: %s\n(try 'kevo %s --help')\n", cmd, kv_term_clean(msg), cmd);
-    return 2;
-}
-
-/* Start a command's getopt_long loop from its first argument, quietly. */
-static void cli_getopt_reset(void)
-{
-    opterr = 0;
-    optopt = 0;
-    optind = 1;
-}
-
-/* The usage error for the option getopt_long just refused. */
-static int cli_bad_option(const char *cmd, char **argv)
-{
-    char buf[8];
-    const char *opt = argv[optind - 1];
-    if (optopt > 0 && optopt < 128) {
-        snprintf(buf, sizeof buf, "-%c", optopt);
-        opt = buf;
-    }
-    return cli_bad_usage(cmd, "unknown or incomplete option '%s'", opt);
-}
-
 static bool cli_has_data(const char *dir)
 {
     char p[PATH_MAX + 64];
@@ -337,31 +307,6 @@ static const char *cli_data_dir(void)
     }
     snprintf(dir, sizeof dir, "%s", KEVO_SOURCE_DIR);
     return dir;
-}
-
-/* A whole number in [lo, hi], decimal, nothing before or after it (no
- * blanks, no '+'); the range is checked before anything narrows it. */
-static bool cli_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    int64_t v;
-    if (!s || !(*s == '-' || (*s >= '0' && *s <= '9')) || !kv_parse_i64(s, &v) || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* A finite decimal number in [lo, hi] (no inf, nan, hex or blanks). */
-static bool cli_double(const char *s, double lo, double hi, double *out)
-{
-    if (!s || !(*s == '-' || *s == '.' || (*s >= '0' && *s <= '9')) || strpbrk(s, "xXpP"))
-        return false;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || !end || *end || end == s || !(v >= lo && v <= hi))
-        return false;
-    *out = v;
-    return true;
 }
 
 /* "sorted,uneven,shuffled" -> bitmask; 0 on a bad name or no name. */
@@ -458,18 +403,6 @@ static long cli_mpi_launched(const char **var)
     return 0;
 }
 
-/* A repeated option is a usage error: which of two values was meant is not
- * for kevo to guess.  seen: the options met so far (codes from OPT_SHAPE). */
-static bool cli_repeated(uint64_t *seen, int c)
-{
-    if (c < 256 || c >= 256 + 64)
-        return false;
-    uint64_t bit = 1ull << (c - 256);
-    bool again = (*seen & bit) != 0;
-    *seen |= bit;
-    return again;
-}
-
 static bool cli_help_asked(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -488,30 +421,6 @@ static int cli_print_help(const char *cmd)
     }
     fprintf(stderr, "kevo: unknown command '%s' (try 'kevo --help')\n", cmd);
     return 2;
-}
-
-enum {
-    OPT_SHAPE = 256, OPT_DTYPE, OPT_ARCH, OPT_POLICY, OPT_BUDGET, OPT_SEED, OPT_DB, OPT_FAMILY, OPT_COMPILE_ONLY,
-    OPT_JOBS, OPT_CTIMEOUT, OPT_ETIMEOUT, OPT_REPS, OPT_WARMUP, OPT_DEVICE, OPT_MAPS, OPT_QUIET, OPT_NOBAR, OPT_OP,
-    OPT_FORMAT, OPT_RUN, OPT_TOP, OPT_MODEL, OPT_WARM, OPT_SHAPES, OPT_CAND, OPT_TIME, OPT_RESUME, OPT_TEMPLATES,
-    OPT_WHERE, OPT_TIME_LIMIT, OPT_PLATEAU, OPT_TARGET, OPT_NOISE, OPT_SVG, OPT_SEEDS, OPT_BATCH, OPT_AHEAD, OPT_OUT,
-    OPT_NAME,
-    OPT_FORCE, /* export */
-    OPT_TORCH,
-    OPT_GENERATORS, OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_TEMPERATURE, OPT_LLM_SEED, OPT_LLM_BUDGET,
-    OPT_LLM_MAX_TOKENS, OPT_LLM_TIMEOUT, OPT_LLM_RETRIES, OPT_LLM_PROMPT_CHARS, OPT_LLM_PROMPT_TOKENS, OPT_PROMPTS, /* tune: the LLM */
-    OPT_MPI, OPT_DEVICES, OPT_MIXED_DEVICES,
-    OPT__END
-};
-_Static_assert(OPT__END <= 256 + 64, "cli_repeated keeps one bit per option");
-
-/* The usage error for an option given twice (argv[optind - 1] is it, or its value). */
-static int cli_twice(const char *cmd, const struct option *opts, int c)
-{
-    for (const struct option *o = opts; o->name; o++)
-        if (o->val == c)
-            return cli_bad_usage(cmd, "--%s is given more than once", o->name);
-    return cli_bad_usage(cmd, "%s", "an option is given more than once");
 }
 
 /* The usage error for an unknown policy, naming the known ones. */
@@ -623,251 +532,149 @@ static int cli_mpi_serve(kevo_mpi *m)
     return st ? cli_fail(st, &err) : 0;
 }
 
-static int cmd_tune(int argc, char **argv)
-{
-    if (cli_help_asked(argc, argv))
-        return cli_print_help("tune");
-    static const struct option opts[] = {
-        {"op", required_argument, 0, OPT_OP},
-        {"shape", required_argument, 0, OPT_SHAPE},
-        {"dtype", required_argument, 0, OPT_DTYPE},
-        {"arch", required_argument, 0, OPT_ARCH},
-        {"policy", required_argument, 0, OPT_POLICY},
-        {"budget", required_argument, 0, OPT_BUDGET},
-        {"seed", required_argument, 0, OPT_SEED},
-        {"db", required_argument, 0, OPT_DB},
-        {"family", required_argument, 0, OPT_FAMILY},
-        {"compile-only", no_argument, 0, OPT_COMPILE_ONLY},
-        {"jobs", required_argument, 0, OPT_JOBS},
-        {"batch", required_argument, 0, OPT_BATCH},
-        {"ahead", required_argument, 0, OPT_AHEAD},
-        {"compile-timeout", required_argument, 0, OPT_CTIMEOUT},
-        {"eval-timeout", required_argument, 0, OPT_ETIMEOUT},
-        {"reps", required_argument, 0, OPT_REPS},
-        {"warmup", required_argument, 0, OPT_WARMUP},
-        {"device", required_argument, 0, OPT_DEVICE},
-        {"maps", required_argument, 0, OPT_MAPS},
-        {"quiet", no_argument, 0, OPT_QUIET},
-        {"no-bar", no_argument, 0, OPT_NOBAR},
-        {"resume", required_argument, 0, OPT_RESUME},
-        {"templates", required_argument, 0, OPT_TEMPLATES},
-        {"where", required_argument, 0, OPT_WHERE},
-        {"time-limit", required_argument, 0, OPT_TIME_LIMIT},
-        {"plateau", required_argument, 0, OPT_PLATEAU},
-        {"target", required_argument, 0, OPT_TARGET},
-        {"warm-start", required_argument, 0, OPT_WARM},
-        {"shapes", required_argument, 0, OPT_SHAPES},
-        {"generators", required_argument, 0, OPT_GENERATORS},
-        {"llm-url", required_argument, 0, OPT_LLM_URL},
-        {"llm-model", required_argument, 0, OPT_LLM_MODEL},
-        {"llm-temperature", required_argument, 0, OPT_LLM_TEMPERATURE},
-        {"llm-seed", required_argument, 0, OPT_LLM_SEED},
-        {"llm-budget", required_argument, 0, OPT_LLM_BUDGET},
-        {"llm-max-tokens", required_argument, 0, OPT_LLM_MAX_TOKENS},
-        {"llm-timeout", required_argument, 0, OPT_LLM_TIMEOUT},
-        {"llm-retries", required_argument, 0, OPT_LLM_RETRIES},
-        {"llm-prompt-chars", required_argument, 0, OPT_LLM_PROMPT_CHARS},
-        {"llm-prompt-tokens", required_argument, 0, OPT_LLM_PROMPT_TOKENS},
-        {"prompts", required_argument, 0, OPT_PROMPTS},
-        {"mpi", no_argument, 0, OPT_MPI},
-        {"devices", required_argument, 0, OPT_DEVICES},
-        {"mixed-devices", no_argument, 0, OPT_MIXED_DEVICES},
-        {0, 0, 0, 0},
-    };
+/* What `kevo tune` takes from its command line: the run's options and this
+ * process's own switches. */
+typedef struct {
     kevo_tune_opts o;
-    kevo_tune_opts_init(&o);
-    o.def.op = NULL;
-    o.proc.data_dir = cli_data_dir();
-    bool quiet = false, nobar = false, mpi = false, device_given = false, jobs_given = false;
-    int64_t v;
-    int c, rc;
-    uint64_t seen = 0;
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_repeated(&seen, c))
-            return cli_twice("tune", opts, c);
-        switch (c) {
-        case OPT_OP: o.def.op = optarg; o.given |= KEVO_TUNE_GIVEN_OP; break;
-        case OPT_SHAPE: o.def.shape = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPE; break;
-        case OPT_DTYPE: o.def.dtype = optarg; o.given |= KEVO_TUNE_GIVEN_DTYPE; break;
-        case OPT_ARCH: o.def.arch = optarg; o.given |= KEVO_TUNE_GIVEN_ARCH; break;
-        case OPT_POLICY: o.def.policy = optarg; o.given |= KEVO_TUNE_GIVEN_POLICY; break;
-        case OPT_DB: o.proc.db_path = optarg; break;
-        case OPT_FAMILY: o.def.families = optarg; o.given |= KEVO_TUNE_GIVEN_FAMILIES; break;
-        case OPT_COMPILE_ONLY: o.def.compile_only = true; o.given |= KEVO_TUNE_GIVEN_COMPILE_ONLY; break;
-        case OPT_QUIET: quiet = true; break;
-        case OPT_NOBAR: nobar = true; break;
-        case OPT_MPI: mpi = true; break;
-        case OPT_DEVICES: o.proc.devices = optarg; break;
-        case OPT_MIXED_DEVICES: o.proc.mixed_devices = true; break;
-        case OPT_TEMPLATES: o.def.extra_templates = optarg; o.given |= KEVO_TUNE_GIVEN_TEMPLATES; break;
-        case OPT_WHERE: o.def.where = optarg; o.given |= KEVO_TUNE_GIVEN_WHERE; break;
-        case OPT_WARM: o.def.warm_start = optarg; o.given |= KEVO_TUNE_GIVEN_WARM; break;
-        case OPT_SHAPES: o.def.shapes_file = optarg; o.given |= KEVO_TUNE_GIVEN_SHAPES; break;
-        case OPT_GENERATORS: o.def.generators = optarg; o.given |= KEVO_TUNE_GIVEN_GENERATORS; break;
-        case OPT_LLM_URL: o.gen.llm.url = optarg; o.gen.llm.given |= KEVO_LLM_GIVEN_URL; break;
-        case OPT_LLM_MODEL: o.gen.llm.model = optarg; o.gen.llm.given |= KEVO_LLM_GIVEN_MODEL; break;
-        case OPT_PROMPTS: o.gen.llm.prompts_dir = optarg; o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER; break;
-        case OPT_LLM_TEMPERATURE:
-            if (!cli_double(optarg, 0, 2, &o.gen.llm.temperature))
-                return cli_bad_usage("tune", "--llm-temperature takes a number from 0 to 2, not '%s'", optarg);
-            o.gen.llm.given |= KEVO_LLM_GIVEN_TEMPERATURE;
-            break;
-        case OPT_LLM_SEED:
-            if (!cli_int(optarg, 0, INT32_MAX, &o.gen.llm.seed))
-                return cli_bad_usage("tune", "--llm-seed takes a whole number from 0 to 2147483647, not '%s'", optarg);
-            o.gen.llm.given |= KEVO_LLM_GIVEN_SEED;
-            break;
-        case OPT_LLM_BUDGET:
-            if (!cli_int(optarg, 0, 1000000, &o.gen.llm.budget))
-                return cli_bad_usage("tune", "--llm-budget takes a whole number of calls from 0 to 1000000, not '%s'",
-                                     optarg);
-            o.gen.llm.given |= KEVO_LLM_GIVEN_BUDGET;
-            break;
-        case OPT_LLM_MAX_TOKENS:
-            if (!cli_int(optarg, 1, 1000000, &v))
-                return cli_bad_usage("tune", "--llm-max-tokens takes a whole number from 1 to 1000000, not '%s'",
-                                     optarg);
-            o.gen.llm.max_tokens = (int)v;
-            o.gen.llm.given |= KEVO_LLM_GIVEN_MAX_TOKENS;
-            break;
-        case OPT_LLM_RETRIES:
-            if (!cli_int(optarg, 0, 100, &v))
-                return cli_bad_usage("tune", "--llm-retries takes a whole number from 0 to 100, not '%s'", optarg);
-            o.gen.llm.retries = (int)v;
-            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
-            break;
-        case OPT_LLM_PROMPT_CHARS:
-            if (!cli_int(optarg, 4096, 16 << 20, &v))
-                return cli_bad_usage("tune", "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'", optarg);
-            o.gen.llm.prompt_chars = (int)v;
-            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
-            break;
-        case OPT_LLM_PROMPT_TOKENS:
-            if (!cli_int(optarg, 2048, 4 << 20, &v))
-                return cli_bad_usage("tune", "--llm-prompt-tokens takes tokens from 2048 to 4194304, not '%s'", optarg);
-            o.gen.llm.prompt_tokens = (int)v;
-            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
-            break;
-        case OPT_LLM_TIMEOUT:
-            if (!cli_double(optarg, 1, 86400, &o.gen.llm.timeout))
-                return cli_bad_usage("tune", "--llm-timeout takes seconds from 1 to 86400, not '%s'", optarg);
-            o.gen.llm.given |= KEVO_LLM_GIVEN_OTHER;
-            break;
-        case OPT_TIME_LIMIT:
-            if (!cli_double(optarg, 0.001, 31536000, &o.def.time_limit))
-                return cli_bad_usage("tune", "--time-limit takes seconds from 0.001 to 31536000 (a year), not '%s'",
-                                     optarg);
-            o.given |= KEVO_TUNE_GIVEN_TIME_LIMIT;
-            break;
-        case OPT_PLATEAU:
-            if (!cli_int(optarg, 1, 1000000, &o.def.plateau))
-                return cli_bad_usage("tune", "--plateau takes a whole number from 1 to 1000000, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_PLATEAU;
-            break;
-        case OPT_TARGET:
-            if (!cli_double(optarg, 0.000001, 1000000, &o.def.target))
-                return cli_bad_usage("tune", "--target takes a speedup from 0.000001 to 1000000, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_TARGET;
-            break;
-        case OPT_RESUME:
-            if (!cli_int(optarg, 1, INT64_MAX, &v))
-                return cli_bad_usage("tune", "--resume takes a run id (a whole number from 1), not '%s'", optarg);
-            o.resume_run = v;
-            break;
-        case OPT_BUDGET:
-            if (!cli_int(optarg, 1, 1000000, &v))
-                return cli_bad_usage("tune", "--budget takes a whole number from 1 to 1000000, not '%s'", optarg);
-            o.def.budget = v;
-            o.given |= KEVO_TUNE_GIVEN_BUDGET;
-            break;
-        case OPT_SEED:
-            if (!cli_int(optarg, 0, INT64_MAX, &v))
-                return cli_bad_usage("tune", "--seed takes a whole number from 0 to 9223372036854775807, not '%s'",
-                                     optarg);
-            o.def.seed = (uint64_t)v;
-            o.given |= KEVO_TUNE_GIVEN_SEED;
-            break;
-        case OPT_JOBS:
-            if (!cli_int(optarg, 1, 256, &v))
-                return cli_bad_usage("tune", "--jobs takes a whole number from 1 to 256, not '%s'", optarg);
-            o.proc.jobs = (int)v;
-            jobs_given = true;
-            break;
-        case OPT_BATCH:
-            if (!cli_int(optarg, 1, KEVO_TUNE_BATCH_MAX, &v))
-                return cli_bad_usage("tune", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
-            o.def.batch = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_BATCH;
-            break;
-        case OPT_AHEAD:
-            if (!cli_int(optarg, 1, KEVO_TUNE_AHEAD_MAX, &v))
-                return cli_bad_usage("tune", "--ahead takes a whole number from 1 to 16, not '%s'", optarg);
-            o.def.ahead = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_AHEAD;
-            break;
-        case OPT_REPS:
-            if (!cli_int(optarg, 1, 1000, &v))
-                return cli_bad_usage("tune", "--reps takes a whole number from 1 to 1000, not '%s'", optarg);
-            o.def.reps = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_REPS;
-            break;
-        case OPT_WARMUP:
-            if (!cli_int(optarg, 0, 1000, &v))
-                return cli_bad_usage("tune", "--warmup takes a whole number from 0 to 1000, not '%s'", optarg);
-            o.def.warmup = (int)v;
-            o.given |= KEVO_TUNE_GIVEN_WARMUP;
-            break;
-        case OPT_DEVICE:
-            if (!cli_int(optarg, 0, 1024, &v))
-                return cli_bad_usage("tune", "--device takes a device ordinal from 0 to 1024, not '%s'", optarg);
-            o.proc.device = (int)v;
-            device_given = true;
-            break;
-        case OPT_CTIMEOUT:
-            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.proc.compile_timeout))
-                return cli_bad_usage("tune", "--compile-timeout takes seconds from 0.1 to 86400, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_CTIMEOUT;
-            break;
-        case OPT_ETIMEOUT:
-            if (!cli_double(optarg, 0.1, KEVO_TUNE_TIMEOUT_MAX, &o.proc.eval_timeout))
-                return cli_bad_usage("tune", "--eval-timeout takes seconds from 0.1 to 86400, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_ETIMEOUT;
-            break;
-        case OPT_MAPS:
-            if ((rc = cli_list_check("tune", "maps", optarg)))
-                return rc;
-            if (!(o.def.maps = cli_maps(optarg)))
-                return cli_bad_usage("tune", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
-            o.given |= KEVO_TUNE_GIVEN_MAPS;
-            break;
-        default:
-            return cli_bad_option("tune", argv);
-        }
-    }
-    if (optind < argc)
-        return cli_bad_usage("tune", "unexpected argument '%s'", argv[optind]);
-    if (!o.def.op && !o.resume_run)
+    bool quiet, nobar, mpi;
+    uint32_t here; /* CLI_TUNE_GIVEN_*: options of this process the user named */
+} cli_tune_args;
+
+enum { CLI_TUNE_GIVEN_JOBS = 1u << 0, CLI_TUNE_GIVEN_DEVICE = 1u << 1 };
+
+/* --maps: a comma list of map kinds. */
+static int cli_tune_maps(const char *cmd, void *args, const char *val)
+{
+    cli_tune_args *a = args;
+    int rc;
+    if ((rc = cli_list_check(cmd, "maps", val)))
+        return rc;
+    if (!(a->o.def.maps = cli_maps(val)))
+        return cli_bad_usage(cmd, "--maps takes sorted, uneven and/or shuffled, not '%s'", val);
+    return 0;
+}
+
+/* Row pieces of the tune table: the field an option sets and the bit it sets
+ * in the run's given (TG), the LLM's given (LG) or this process's (HG). */
+#define TA(f) .off = offsetof(cli_tune_args, f)
+#define TG(b) .given_off = offsetof(cli_tune_args, o.given), .given = (b)
+#define LG(b) .given_off = offsetof(cli_tune_args, o.gen.llm.given), .given = (b)
+#define HG(b) .given_off = offsetof(cli_tune_args, here), .given = (b)
+#define RANGE(l, h) .lo = (l), .hi = (h)
+#define DRANGE(l, h) .dlo = (l), .dhi = (h)
+
+/* Every option of `kevo tune` (its help text is cli_cmds' "tune" usage). */
+static const cli_opt cli_tune_opts[] = {
+    {"op", CLI_OPT_STR, TA(o.def.op), TG(KEVO_TUNE_GIVEN_OP)},
+    {"shape", CLI_OPT_STR, TA(o.def.shape), TG(KEVO_TUNE_GIVEN_SHAPE)},
+    {"dtype", CLI_OPT_STR, TA(o.def.dtype), TG(KEVO_TUNE_GIVEN_DTYPE)},
+    {"arch", CLI_OPT_STR, TA(o.def.arch), TG(KEVO_TUNE_GIVEN_ARCH)},
+    {"policy", CLI_OPT_STR, TA(o.def.policy), TG(KEVO_TUNE_GIVEN_POLICY)},
+    {"budget", CLI_OPT_I64, TA(o.def.budget), RANGE(1, 1000000), TG(KEVO_TUNE_GIVEN_BUDGET),
+     .bad = "--budget takes a whole number from 1 to 1000000, not '%s'"},
+    {"seed", CLI_OPT_I64, TA(o.def.seed), RANGE(0, INT64_MAX), TG(KEVO_TUNE_GIVEN_SEED),
+     .bad = "--seed takes a whole number from 0 to 9223372036854775807, not '%s'"},
+    {"db", CLI_OPT_STR, TA(o.proc.db_path)},
+    {"family", CLI_OPT_STR, TA(o.def.families), TG(KEVO_TUNE_GIVEN_FAMILIES)},
+    {"compile-only", CLI_OPT_FLAG, TA(o.def.compile_only), TG(KEVO_TUNE_GIVEN_COMPILE_ONLY)},
+    {"jobs", CLI_OPT_INT, TA(o.proc.jobs), RANGE(1, 256), HG(CLI_TUNE_GIVEN_JOBS),
+     .bad = "--jobs takes a whole number from 1 to 256, not '%s'"},
+    {"batch", CLI_OPT_INT, TA(o.def.batch), RANGE(1, KEVO_TUNE_BATCH_MAX), TG(KEVO_TUNE_GIVEN_BATCH),
+     .bad = "--batch takes a whole number from 1 to 256, not '%s'"},
+    {"ahead", CLI_OPT_INT, TA(o.def.ahead), RANGE(1, KEVO_TUNE_AHEAD_MAX), TG(KEVO_TUNE_GIVEN_AHEAD),
+     .bad = "--ahead takes a whole number from 1 to 16, not '%s'"},
+    {"compile-timeout", CLI_OPT_DBL, TA(o.proc.compile_timeout), DRANGE(0.1, KEVO_TUNE_TIMEOUT_MAX),
+     TG(KEVO_TUNE_GIVEN_CTIMEOUT), .bad = "--compile-timeout takes seconds from 0.1 to 86400, not '%s'"},
+    {"eval-timeout", CLI_OPT_DBL, TA(o.proc.eval_timeout), DRANGE(0.1, KEVO_TUNE_TIMEOUT_MAX),
+     TG(KEVO_TUNE_GIVEN_ETIMEOUT), .bad = "--eval-timeout takes seconds from 0.1 to 86400, not '%s'"},
+    {"reps", CLI_OPT_INT, TA(o.def.reps), RANGE(1, 1000), TG(KEVO_TUNE_GIVEN_REPS),
+     .bad = "--reps takes a whole number from 1 to 1000, not '%s'"},
+    {"warmup", CLI_OPT_INT, TA(o.def.warmup), RANGE(0, 1000), TG(KEVO_TUNE_GIVEN_WARMUP),
+     .bad = "--warmup takes a whole number from 0 to 1000, not '%s'"},
+    {"device", CLI_OPT_INT, TA(o.proc.device), RANGE(0, 1024), HG(CLI_TUNE_GIVEN_DEVICE),
+     .bad = "--device takes a device ordinal from 0 to 1024, not '%s'"},
+    {"maps", CLI_OPT_FN, .fn = cli_tune_maps, TG(KEVO_TUNE_GIVEN_MAPS)},
+    {"quiet", CLI_OPT_FLAG, TA(quiet)},
+    {"no-bar", CLI_OPT_FLAG, TA(nobar)},
+    {"resume", CLI_OPT_I64, TA(o.resume_run), RANGE(1, INT64_MAX),
+     .bad = "--resume takes a run id (a whole number from 1), not '%s'"},
+    {"templates", CLI_OPT_STR, TA(o.def.extra_templates), TG(KEVO_TUNE_GIVEN_TEMPLATES)},
+    {"where", CLI_OPT_STR, TA(o.def.where), TG(KEVO_TUNE_GIVEN_WHERE)},
+    {"time-limit", CLI_OPT_DBL, TA(o.def.time_limit), DRANGE(0.001, 31536000), TG(KEVO_TUNE_GIVEN_TIME_LIMIT),
+     .bad = "--time-limit takes seconds from 0.001 to 31536000 (a year), not '%s'"},
+    {"plateau", CLI_OPT_I64, TA(o.def.plateau), RANGE(1, 1000000), TG(KEVO_TUNE_GIVEN_PLATEAU),
+     .bad = "--plateau takes a whole number from 1 to 1000000, not '%s'"},
+    {"target", CLI_OPT_DBL, TA(o.def.target), DRANGE(0.000001, 1000000), TG(KEVO_TUNE_GIVEN_TARGET),
+     .bad = "--target takes a speedup from 0.000001 to 1000000, not '%s'"},
+    {"warm-start", CLI_OPT_STR, TA(o.def.warm_start), TG(KEVO_TUNE_GIVEN_WARM)},
+    {"shapes", CLI_OPT_STR, TA(o.def.shapes_file), TG(KEVO_TUNE_GIVEN_SHAPES)},
+    {"generators", CLI_OPT_STR, TA(o.def.generators), TG(KEVO_TUNE_GIVEN_GENERATORS)},
+    {"llm-url", CLI_OPT_STR, TA(o.gen.llm.url), LG(KEVO_LLM_GIVEN_URL)},
+    {"llm-model", CLI_OPT_STR, TA(o.gen.llm.model), LG(KEVO_LLM_GIVEN_MODEL)},
+    {"llm-temperature", CLI_OPT_DBL, TA(o.gen.llm.temperature), DRANGE(0, 2), LG(KEVO_LLM_GIVEN_TEMPERATURE),
+     .bad = "--llm-temperature takes a number from 0 to 2, not '%s'"},
+    {"llm-seed", CLI_OPT_I64, TA(o.gen.llm.seed), RANGE(0, INT32_MAX), LG(KEVO_LLM_GIVEN_SEED),
+     .bad = "--llm-seed takes a whole number from 0 to 2147483647, not '%s'"},
+    {"llm-budget", CLI_OPT_I64, TA(o.gen.llm.budget), RANGE(0, 1000000), LG(KEVO_LLM_GIVEN_BUDGET),
+     .bad = "--llm-budget takes a whole number of calls from 0 to 1000000, not '%s'"},
+    {"llm-max-tokens", CLI_OPT_INT, TA(o.gen.llm.max_tokens), RANGE(1, 1000000), LG(KEVO_LLM_GIVEN_MAX_TOKENS),
+     .bad = "--llm-max-tokens takes a whole number from 1 to 1000000, not '%s'"},
+    {"llm-timeout", CLI_OPT_DBL, TA(o.gen.llm.timeout), DRANGE(1, 86400), LG(KEVO_LLM_GIVEN_OTHER),
+     .bad = "--llm-timeout takes seconds from 1 to 86400, not '%s'"},
+    {"llm-retries", CLI_OPT_INT, TA(o.gen.llm.retries), RANGE(0, 100), LG(KEVO_LLM_GIVEN_OTHER),
+     .bad = "--llm-retries takes a whole number from 0 to 100, not '%s'"},
+    {"llm-prompt-chars", CLI_OPT_INT, TA(o.gen.llm.prompt_chars), RANGE(4096, 16 << 20), LG(KEVO_LLM_GIVEN_OTHER),
+     .bad = "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'"},
+    {"llm-prompt-tokens", CLI_OPT_INT, TA(o.gen.llm.prompt_tokens), RANGE(2048, 4 << 20), LG(KEVO_LLM_GIVEN_OTHER),
+     .bad = "--llm-prompt-tokens takes tokens from 2048 to 4194304, not '%s'"},
+    {"prompts", CLI_OPT_STR, TA(o.gen.llm.prompts_dir), LG(KEVO_LLM_GIVEN_OTHER)},
+    {"mpi", CLI_OPT_FLAG, TA(mpi)},
+    {"devices", CLI_OPT_STR, TA(o.proc.devices)},
+    {"mixed-devices", CLI_OPT_FLAG, TA(o.proc.mixed_devices)},
+};
+_Static_assert(KV_ARRAY_LEN(cli_tune_opts) <= CLI_OPTS_MAX, "cli_opts_parse takes at most CLI_OPTS_MAX options");
+
+#undef TA
+#undef TG
+#undef LG
+#undef HG
+#undef RANGE
+#undef DRANGE
+
+/* The checks of tune's options together, after each was taken alone: 0, or a usage error's exit code. */
+static int cli_tune_check(const cli_tune_args *a)
+{
+    const kevo_tune_opts *o = &a->o;
+    int rc;
+    if (!o->def.op && !o->resume_run)
         return cli_bad_usage("tune", "%s", "--op is required (e.g. --op ikbo_lce)");
     /* the lists: each names something at least once and nothing twice */
-    if ((o.given & KEVO_TUNE_GIVEN_FAMILIES) && (rc = cli_list_check("tune", "family", o.def.families)))
+    if ((o->given & KEVO_TUNE_GIVEN_FAMILIES) && (rc = cli_list_check("tune", "family", o->def.families)))
         return rc;
-    if ((o.given & KEVO_TUNE_GIVEN_ARCH) && (rc = cli_list_check("tune", "arch", o.def.arch)))
+    if ((o->given & KEVO_TUNE_GIVEN_ARCH) && (rc = cli_list_check("tune", "arch", o->def.arch)))
         return rc;
-    if ((o.given & KEVO_TUNE_GIVEN_GENERATORS) && (rc = cli_list_check("tune", "generators", o.def.generators)))
+    if ((o->given & KEVO_TUNE_GIVEN_GENERATORS) && (rc = cli_list_check("tune", "generators", o->def.generators)))
         return rc;
-    if (o.proc.devices && (rc = cli_list_check("tune", "devices", o.proc.devices)))
+    if (o->proc.devices && (rc = cli_list_check("tune", "devices", o->proc.devices)))
         return rc;
-    if ((rc = cli_tune_names(&o)))
+    if ((rc = cli_tune_names(o)))
         return rc;
-    if (mpi && !kevo_mpi_built())
+    if (a->mpi && !kevo_mpi_built())
         return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
                              "configure and build again)");
-    cli_ev.mode = quiet ? 0 : (!nobar && isatty(STDOUT_FILENO) ? 2 : 1);
-    o.proc.on_event = cli_event;
-    o.proc.event_ctx = &cli_ev;
+    return 0;
+}
+
+/* Run the tune the options describe (under --mpi, this rank's part of it); the exit code. */
+static int cli_tune_run(cli_tune_args *a)
+{
+    kevo_tune_opts *o = &a->o;
+    bool jobs_given = a->here & CLI_TUNE_GIVEN_JOBS, device_given = a->here & CLI_TUNE_GIVEN_DEVICE;
+    cli_ev.mode = a->quiet ? 0 : (!a->nobar && isatty(STDOUT_FILENO) ? 2 : 1);
+    o->proc.on_event = cli_event;
+    o->proc.event_ctx = &cli_ev;
     const char *mpi_var = NULL;
-    long nprocs = mpi ? 0 : cli_mpi_launched(&mpi_var);
+    long nprocs = a->mpi ? 0 : cli_mpi_launched(&mpi_var);
     if (nprocs > 1) /* mpirun -np N kevo tune: N processes that know nothing of each other */
         fprintf(stderr, "kevo: warning: started by an MPI launcher as one of %ld processes (%s=%ld) without --mpi: "
                         "this makes %ld independent runs, each its own search and its own run in --db; add --mpi "
@@ -877,20 +684,20 @@ static int cmd_tune(int argc, char **argv)
     int nruns = 0;
     kevo_err err;
     kevo_err_clear(&err);
-    if (mpi) {
+    if (a->mpi) {
         /* every rank evaluates on --device when given, else on its own GPU: its rank on its host */
         /* without --jobs each rank compiles with its share of its host's CPUs */
-        kevo_status st = kevo_mpi_start(jobs_given ? o.proc.jobs : 0, device_given ? o.proc.device : -1, cli_event,
-                                        &cli_ev, &o.proc.mpi, &err);
+        kevo_status st = kevo_mpi_start(jobs_given ? o->proc.jobs : 0, device_given ? o->proc.device : -1, cli_event,
+                                        &cli_ev, &o->proc.mpi, &err);
         if (st)
             return cli_fail(st, &err);
-        if (kevo_mpi_rank(o.proc.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
-            return cli_mpi_serve(o.proc.mpi);
+        if (kevo_mpi_rank(o->proc.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
+            return cli_mpi_serve(o->proc.mpi);
         if (!device_given)
-            o.proc.device = kevo_mpi_device(o.proc.mpi);
-        o.proc.jobs = kevo_mpi_slots(o.proc.mpi);
+            o->proc.device = kevo_mpi_device(o->proc.mpi);
+        o->proc.jobs = kevo_mpi_slots(o->proc.mpi);
     }
-    kevo_status st = kevo_tune_archs(&o, runs, &nruns, &err);
+    kevo_status st = kevo_tune_archs(o, runs, &nruns, &err);
     cli_bar_clear(&cli_ev);
     int code;
     if (st == KEVO_ERR_INTERRUPTED) {
@@ -902,52 +709,61 @@ static int cmd_tune(int argc, char **argv)
         fprintf(stderr, "(try 'kevo tune --help')\n");
         code = 2;
     } else {
-        code = st ? cli_fail(st, &err) : cli_all_failed(o.proc.db_path, runs, nruns, quiet);
+        code = st ? cli_fail(st, &err) : cli_all_failed(o->proc.db_path, runs, nruns, a->quiet);
     }
     /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
-    kevo_mpi_end(o.proc.mpi, st == KEVO_ERR_INTERRUPTED);
+    kevo_mpi_end(o->proc.mpi, st == KEVO_ERR_INTERRUPTED);
     return code;
 }
+
+/* kevo tune: parse the table, check the options together, run. */
+static int cmd_tune(int argc, char **argv)
+{
+    if (cli_help_asked(argc, argv))
+        return cli_print_help("tune");
+    cli_tune_args a;
+    memset(&a, 0, sizeof a);
+    kevo_tune_opts_init(&a.o);
+    a.o.def.op = NULL;
+    a.o.proc.data_dir = cli_data_dir();
+    int rc = cli_opts_parse("tune", cli_tune_opts, (int)KV_ARRAY_LEN(cli_tune_opts), &a, argc, argv);
+    if (!rc)
+        rc = cli_tune_check(&a);
+    return rc ? rc : cli_tune_run(&a);
+}
+
+/* What `kevo report` takes from its command line. */
+typedef struct {
+    const char *db_path, *format, *svg;
+    int64_t run, top;
+    uint32_t given; /* CLI_REPORT_GIVEN_FORMAT */
+} cli_report_args;
+
+enum { CLI_REPORT_GIVEN_FORMAT = 1u << 0 };
+
+#define RA(f) .off = offsetof(cli_report_args, f)
+/* Every option of `kevo report` (its help text is cli_cmds' "report" usage). */
+static const cli_opt cli_report_opts[] = {
+    {"db", CLI_OPT_STR, RA(db_path)},
+    {"format", CLI_OPT_STR, RA(format), .given_off = offsetof(cli_report_args, given),
+     .given = CLI_REPORT_GIVEN_FORMAT},
+    {"run", CLI_OPT_I64, RA(run), .lo = 1, .hi = INT64_MAX, .bad = "--run takes a run id, not '%s'"},
+    {"top", CLI_OPT_I64, RA(top), .lo = 0, .hi = 1000000, .bad = "--top takes a whole number (0: all), not '%s'"},
+    {"svg", CLI_OPT_STR, RA(svg)},
+};
+#undef RA
 
 static int cmd_report(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv))
         return cli_print_help("report");
-    static const struct option opts[] = {
-        {"db", required_argument, 0, OPT_DB},
-        {"format", required_argument, 0, OPT_FORMAT},
-        {"run", required_argument, 0, OPT_RUN},
-        {"top", required_argument, 0, OPT_TOP},
-        {"svg", required_argument, 0, OPT_SVG},
-        {0, 0, 0, 0},
-    };
-    const char *db_path = NULL, *format = "table", *svg = NULL;
-    bool format_given = false;
-    int64_t run = 0, top = 20;
-    int c;
-    uint64_t seen = 0;
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_repeated(&seen, c))
-            return cli_twice("report", opts, c);
-        switch (c) {
-        case OPT_DB: db_path = optarg; break;
-        case OPT_FORMAT: format = optarg; format_given = true; break;
-        case OPT_SVG: svg = optarg; break;
-        case OPT_RUN:
-            if (!cli_int(optarg, 1, INT64_MAX, &run))
-                return cli_bad_usage("report", "--run takes a run id, not '%s'", optarg);
-            break;
-        case OPT_TOP:
-            if (!cli_int(optarg, 0, 1000000, &top))
-                return cli_bad_usage("report", "--top takes a whole number (0: all), not '%s'", optarg);
-            break;
-        default:
-            return cli_bad_option("report", argv);
-        }
-    }
-    if (optind < argc)
-        return cli_bad_usage("report", "unexpected argument '%s'", argv[optind]);
+    cli_report_args a = {.format = "table", .top = 20};
+    int prc = cli_opts_parse("report", cli_report_opts, (int)KV_ARRAY_LEN(cli_report_opts), &a, argc, argv);
+    if (prc)
+        return prc;
+    const char *db_path = a.db_path, *format = a.format, *svg = a.svg;
+    bool format_given = a.given & CLI_REPORT_GIVEN_FORMAT;
+    int64_t run = a.run, top = a.top;
     if (!db_path)
         return cli_bad_usage("report", "%s", "--db is required");
     bool json = strcmp(format, "json") == 0;
@@ -1004,78 +820,49 @@ static int cmd_report(int argc, char **argv)
     return 0;
 }
 
+/* verify --maps: a comma list of map kinds. */
+static int cli_verify_maps(const char *cmd, void *args, const char *val)
+{
+    kevo_verify_opts *o = args;
+    int rc;
+    if ((rc = cli_list_check(cmd, "maps", val)))
+        return rc;
+    if (!(o->maps = cli_maps(val)))
+        return cli_bad_usage(cmd, "--maps takes sorted, uneven and/or shuffled, not '%s'", val);
+    return 0;
+}
+
+#define VA(f) .off = offsetof(kevo_verify_opts, f)
+/* Every option of `kevo verify` (its help text is cli_cmds' "verify" usage). */
+static const cli_opt cli_verify_opts[] = {
+    {"db", CLI_OPT_STR, VA(db_path)},
+    {"candidate", CLI_OPT_I64, VA(candidate_id), .lo = 1, .hi = INT64_MAX,
+     .bad = "--candidate takes a candidate id, not '%s'"},
+    {"run", CLI_OPT_I64, VA(run_id), .lo = 1, .hi = INT64_MAX, .bad = "--run takes a run id, not '%s'"},
+    {"shape", CLI_OPT_STR, VA(shape)},
+    {"dtype", CLI_OPT_STR, VA(dtype)},
+    {"arch", CLI_OPT_STR, VA(arch)},
+    {"maps", CLI_OPT_FN, .fn = cli_verify_maps},
+    {"time", CLI_OPT_FLAG, VA(time)},
+    {"reps", CLI_OPT_INT, VA(reps), .lo = 1, .hi = 1000, .bad = "--reps takes a whole number from 1 to 1000, not '%s'"},
+    {"device", CLI_OPT_INT, VA(device), .lo = 0, .hi = 1024, .bad = "--device takes a device ordinal, not '%s'"},
+    {"seed", CLI_OPT_I64, VA(seed), .lo = 0, .hi = INT64_MAX,
+     .bad = "--seed takes a non-negative whole number, not '%s'"},
+    {"templates", CLI_OPT_STR, VA(extra_templates)},
+};
+#undef VA
+
 static int cmd_verify(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv))
         return cli_print_help("verify");
-    static const struct option opts[] = {
-        {"db", required_argument, 0, OPT_DB},
-        {"candidate", required_argument, 0, OPT_CAND},
-        {"run", required_argument, 0, OPT_RUN},
-        {"shape", required_argument, 0, OPT_SHAPE},
-        {"dtype", required_argument, 0, OPT_DTYPE},
-        {"arch", required_argument, 0, OPT_ARCH},
-        {"maps", required_argument, 0, OPT_MAPS},
-        {"time", no_argument, 0, OPT_TIME},
-        {"reps", required_argument, 0, OPT_REPS},
-        {"device", required_argument, 0, OPT_DEVICE},
-        {"seed", required_argument, 0, OPT_SEED},
-        {"templates", required_argument, 0, OPT_TEMPLATES},
-        {0, 0, 0, 0},
-    };
     kevo_verify_opts o;
     kevo_verify_opts_init(&o);
     o.db_path = NULL;
     o.data_dir = cli_data_dir();
-    int64_t v;
-    int c, rc;
-    uint64_t seen = 0;
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_repeated(&seen, c))
-            return cli_twice("verify", opts, c);
-        switch (c) {
-        case OPT_DB: o.db_path = optarg; break;
-        case OPT_SHAPE: o.shape = optarg; break;
-        case OPT_DTYPE: o.dtype = optarg; break;
-        case OPT_ARCH: o.arch = optarg; break;
-        case OPT_TIME: o.time = true; break;
-        case OPT_TEMPLATES: o.extra_templates = optarg; break;
-        case OPT_CAND:
-            if (!cli_int(optarg, 1, INT64_MAX, &o.candidate_id))
-                return cli_bad_usage("verify", "--candidate takes a candidate id, not '%s'", optarg);
-            break;
-        case OPT_RUN:
-            if (!cli_int(optarg, 1, INT64_MAX, &o.run_id))
-                return cli_bad_usage("verify", "--run takes a run id, not '%s'", optarg);
-            break;
-        case OPT_MAPS:
-            if ((rc = cli_list_check("verify", "maps", optarg)))
-                return rc;
-            if (!(o.maps = cli_maps(optarg)))
-                return cli_bad_usage("verify", "--maps takes sorted, uneven and/or shuffled, not '%s'", optarg);
-            break;
-        case OPT_REPS:
-            if (!cli_int(optarg, 1, 1000, &v))
-                return cli_bad_usage("verify", "--reps takes a whole number from 1 to 1000, not '%s'", optarg);
-            o.reps = (int)v;
-            break;
-        case OPT_DEVICE:
-            if (!cli_int(optarg, 0, 1024, &v))
-                return cli_bad_usage("verify", "--device takes a device ordinal, not '%s'", optarg);
-            o.device = (int)v;
-            break;
-        case OPT_SEED:
-            if (!cli_int(optarg, 0, INT64_MAX, &v))
-                return cli_bad_usage("verify", "--seed takes a non-negative whole number, not '%s'", optarg);
-            o.seed = (uint64_t)v;
-            break;
-        default:
-            return cli_bad_option("verify", argv);
-        }
-    }
-    if (optind < argc)
-        return cli_bad_usage("verify", "unexpected argument '%s'", argv[optind]);
+    int rc = cli_opts_parse("verify", cli_verify_opts, (int)KV_ARRAY_LEN(cli_verify_opts), &o, argc, argv);
+    if (rc)
+        return rc;
     if (!o.db_path)
         return cli_bad_usage("verify", "%s", "--db is required");
     /* names from a table: usage errors, before the GPU or the DB is looked at */
@@ -1143,81 +930,49 @@ static int cli_replay_model(const kevo_replay_opts *o, bool json)
     return 0;
 }
 
+/* What `kevo replay` takes from its command line. */
+typedef struct {
+    kevo_replay_opts o;
+    const char *format;
+    bool model;
+} cli_replay_args;
+
+#define PA(f) .off = offsetof(cli_replay_args, f)
+/* Every option of `kevo replay` (its help text is cli_cmds' "replay" usage). */
+static const cli_opt cli_replay_opts[] = {
+    {"db", CLI_OPT_STR, PA(o.db_path)},
+    {"run", CLI_OPT_I64, PA(o.run_id), .lo = 1, .hi = INT64_MAX, .bad = "--run takes a run id, not '%s'"},
+    {"policy", CLI_OPT_STR, PA(o.policy)},
+    {"seeds", CLI_OPT_INT, PA(o.seeds), .lo = 1, .hi = 10000,
+     .bad = "--seeds takes a whole number from 1 to 10000, not '%s'"},
+    {"target", CLI_OPT_DBL, PA(o.target), .dlo = 0.000001, .dhi = 1,
+     .bad = "--target takes a fraction of the best in (0, 1], not '%s'"},
+    {"batch", CLI_OPT_INT, PA(o.batch), .lo = 1, .hi = 256,
+     .bad = "--batch takes a whole number from 1 to 256, not '%s'"},
+    {"ahead", CLI_OPT_INT, PA(o.ahead), .lo = 1, .hi = 16, .bad = "--ahead takes a whole number from 1 to 16, not '%s'"},
+    {"format", CLI_OPT_STR, PA(format)},
+    {"templates", CLI_OPT_STR, PA(o.extra_templates)},
+    {"model", CLI_OPT_FLAG, PA(model)},
+    {"noise", CLI_OPT_DBL, PA(o.noise), .dlo = 0.000001, .dhi = 1,
+     .bad = "--noise takes a relative sigma in (0, 1], not '%s'"},
+    {"budget", CLI_OPT_INT, PA(o.budget), .lo = 1, .hi = 100000,
+     .bad = "--budget takes a whole number from 1 to 100000, not '%s'"},
+};
+#undef PA
+
 static int cmd_replay(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv))
         return cli_print_help("replay");
-    static const struct option opts[] = {
-        {"db", required_argument, 0, OPT_DB},
-        {"run", required_argument, 0, OPT_RUN},
-        {"policy", required_argument, 0, OPT_POLICY},
-        {"seeds", required_argument, 0, OPT_SEEDS},
-        {"target", required_argument, 0, OPT_TARGET},
-        {"batch", required_argument, 0, OPT_BATCH},
-        {"ahead", required_argument, 0, OPT_AHEAD},
-        {"format", required_argument, 0, OPT_FORMAT},
-        {"templates", required_argument, 0, OPT_TEMPLATES},
-        {"model", no_argument, 0, OPT_MODEL},
-        {"noise", required_argument, 0, OPT_NOISE},
-        {"budget", required_argument, 0, OPT_BUDGET},
-        {0, 0, 0, 0},
-    };
-    bool model = false;
-    kevo_replay_opts o;
-    kevo_replay_opts_init(&o);
-    o.data_dir = cli_data_dir();
-    const char *format = "table";
-    int64_t v;
-    int c;
-    uint64_t seen = 0;
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_repeated(&seen, c))
-            return cli_twice("replay", opts, c);
-        switch (c) {
-        case OPT_DB: o.db_path = optarg; break;
-        case OPT_POLICY: o.policy = optarg; break;
-        case OPT_FORMAT: format = optarg; break;
-        case OPT_TEMPLATES: o.extra_templates = optarg; break;
-        case OPT_MODEL: model = true; break;
-        case OPT_RUN:
-            if (!cli_int(optarg, 1, INT64_MAX, &o.run_id))
-                return cli_bad_usage("replay", "--run takes a run id, not '%s'", optarg);
-            break;
-        case OPT_SEEDS:
-            if (!cli_int(optarg, 1, 10000, &v))
-                return cli_bad_usage("replay", "--seeds takes a whole number from 1 to 10000, not '%s'", optarg);
-            o.seeds = (int)v;
-            break;
-        case OPT_BATCH:
-            if (!cli_int(optarg, 1, 256, &v))
-                return cli_bad_usage("replay", "--batch takes a whole number from 1 to 256, not '%s'", optarg);
-            o.batch = (int)v;
-            break;
-        case OPT_AHEAD:
-            if (!cli_int(optarg, 1, 16, &v))
-                return cli_bad_usage("replay", "--ahead takes a whole number from 1 to 16, not '%s'", optarg);
-            o.ahead = (int)v;
-            break;
-        case OPT_TARGET:
-            if (!cli_double(optarg, 0.000001, 1, &o.target))
-                return cli_bad_usage("replay", "--target takes a fraction of the best in (0, 1], not '%s'", optarg);
-            break;
-        case OPT_NOISE:
-            if (!cli_double(optarg, 0.000001, 1, &o.noise))
-                return cli_bad_usage("replay", "--noise takes a relative sigma in (0, 1], not '%s'", optarg);
-            break;
-        case OPT_BUDGET:
-            if (!cli_int(optarg, 1, 100000, &v))
-                return cli_bad_usage("replay", "--budget takes a whole number from 1 to 100000, not '%s'", optarg);
-            o.budget = (int)v;
-            break;
-        default:
-            return cli_bad_option("replay", argv);
-        }
-    }
-    if (optind < argc)
-        return cli_bad_usage("replay", "unexpected argument '%s'", argv[optind]);
+    cli_replay_args a = {.format = "table"};
+    kevo_replay_opts_init(&a.o);
+    a.o.data_dir = cli_data_dir();
+    int prc = cli_opts_parse("replay", cli_replay_opts, (int)KV_ARRAY_LEN(cli_replay_opts), &a, argc, argv);
+    if (prc)
+        return prc;
+    kevo_replay_opts o = a.o;
+    const char *format = a.format;
+    bool model = a.model;
     if (!o.db_path)
         return cli_bad_usage("replay", "%s", "--db is required");
     bool json = strcmp(format, "json") == 0;
@@ -1275,54 +1030,33 @@ static int cmd_replay(int argc, char **argv)
     return 0;
 }
 
+#define XA(f) .off = offsetof(kevo_export_opts, f)
+/* Every option of `kevo export` (its help text is cli_cmds' "export" usage). */
+static const cli_opt cli_export_opts[] = {
+    {"db", CLI_OPT_STR, XA(db_path)},
+    {"out", CLI_OPT_STR, XA(out_dir)},
+    {"op", CLI_OPT_STR, XA(op)},
+    {"arch", CLI_OPT_STR, XA(archs)},
+    {"name", CLI_OPT_STR, XA(name)},
+    {"top", CLI_OPT_INT, XA(top), .lo = 1, .hi = 100, .bad = "--top takes a whole number from 1 to 100, not '%s'"},
+    {"templates", CLI_OPT_STR, XA(extra_templates)},
+    {"force", CLI_OPT_FLAG, XA(force)},
+    {"torch", CLI_OPT_FLAG, XA(torch)},
+};
+#undef XA
+
 static int cmd_export(int argc, char **argv)
 {
     if (cli_help_asked(argc, argv))
         return cli_print_help("export");
-    static const struct option opts[] = {
-        {"db", required_argument, 0, OPT_DB},
-        {"out", required_argument, 0, OPT_OUT},
-        {"op", required_argument, 0, OPT_OP},
-        {"arch", required_argument, 0, OPT_ARCH},
-        {"name", required_argument, 0, OPT_NAME},
-        {"top", required_argument, 0, OPT_TOP},
-        {"templates", required_argument, 0, OPT_TEMPLATES},
-        {"force", no_argument, 0, OPT_FORCE},
-        {"torch", no_argument, 0, OPT_TORCH},
-        {0, 0, 0, 0},
-    };
     kevo_export_opts o;
     kevo_export_opts_init(&o);
     o.data_dir = cli_data_dir();
     o.on_event = cli_event; /* which shapes run cuBLAS, and why others stay UNSUPPORTED */
     o.event_ctx = &cli_ev;
-    int64_t v;
-    int c;
-    uint64_t seen = 0;
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (cli_repeated(&seen, c))
-            return cli_twice("export", opts, c);
-        switch (c) {
-        case OPT_DB: o.db_path = optarg; break;
-        case OPT_OUT: o.out_dir = optarg; break;
-        case OPT_OP: o.op = optarg; break;
-        case OPT_ARCH: o.archs = optarg; break;
-        case OPT_NAME: o.name = optarg; break;
-        case OPT_TEMPLATES: o.extra_templates = optarg; break;
-        case OPT_FORCE: o.force = true; break;
-        case OPT_TORCH: o.torch = true; break;
-        case OPT_TOP:
-            if (!cli_int(optarg, 1, 100, &v))
-                return cli_bad_usage("export", "--top takes a whole number from 1 to 100, not '%s'", optarg);
-            o.top = (int)v;
-            break;
-        default:
-            return cli_bad_option("export", argv);
-        }
-    }
-    if (optind < argc)
-        return cli_bad_usage("export", "unexpected argument '%s'", argv[optind]);
+    int prc = cli_opts_parse("export", cli_export_opts, (int)KV_ARRAY_LEN(cli_export_opts), &o, argc, argv);
+    if (prc)
+        return prc;
     if (!o.db_path || !o.out_dir)
         return cli_bad_usage("export", "%s", "--db and --out are required");
     /* names from a table: usage errors, before the DB is opened */
