@@ -24,6 +24,7 @@
 #include "templates/space.h"
 #include "util/util.h"
 #include "cli/opts.h"
+#include "cli/profile.h"
 
 #ifndef KEVO_SOURCE_DIR
 #define KEVO_SOURCE_DIR "."
@@ -35,6 +36,7 @@ static int cmd_verify(int argc, char **argv);
 static int cmd_list(int argc, char **argv);
 static int cmd_replay(int argc, char **argv);
 static int cmd_export(int argc, char **argv);
+static int cmd_profile(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -134,6 +136,7 @@ static const struct {
      "kevo verify --db FILE [--candidate ID | --run ID] [--shape K=V,...] [--dtype fp16|bf16]\n"
      "            [--arch A] [--maps sorted,uneven,shuffled] [--time] [--reps N] [--device N]\n"
      "  without --candidate: the best candidate of --run (default: the last run)\n"},
+    {"profile", cmd_profile, "profile a stored candidate's kernels with Nsight Compute (GPU)", CLI_PROFILE_USAGE},
     {"replay", cmd_replay, "run a policy against fitness already measured in a DB (no GPU)",
      "kevo replay --db LANDSCAPE.db --policy P [--run ID] [--seeds K] [--target 0.95] [--batch N]\n"
      "            [--ahead D] [--noise SIGMA [--budget N]] [--format table|json]\n"
@@ -168,8 +171,8 @@ static void cli_usage(FILE *f)
             KEVO_VERSION);
     for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
         fprintf(f, "  %-8s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
-    fprintf(f, "\n'kevo COMMAND --help' shows a command's options.  Only tune (without --compile-only)\n"
-               "and verify need a GPU.\n");
+    fprintf(f, "\n'kevo COMMAND --help' shows a command's options.  Only tune (without --compile-only),\n"
+               "verify and profile need a GPU.\n");
 }
 
 /* "PREFIX: MESSAGE" on stderr; messages quote DB and file text, so no
@@ -897,6 +900,11 @@ static int cmd_verify(int argc, char **argv)
     if (st)
         return cli_fail(st, &err);
     return passed ? 0 : 1;
+}
+
+static int cmd_profile(int argc, char **argv)
+{
+    return cli_help_asked(argc, argv) ? cli_print_help("profile") : cli_profile(argc, argv);
 }
 
 /* `kevo replay --model`: one line (or JSON object) per family. */
