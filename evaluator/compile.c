@@ -502,7 +502,7 @@ static int64_t cp_sim_ms(void)
 /* A simulated compile, for the scheduler's studies on a machine with few
  * cores (bench/sim_scaling.sh): sleep ms times 0.75..1.25, a factor fixed by
  * the source, and return the source's SHA-256 (hex) as the "cubin", which
- * only a simulated GPU takes (it times a candidate by its cubin's bytes). */
+ * only a simulated GPU takes (it times a candidate by its machine code). */
 static void cp_sim_child(const kevo_compile_job *job, int fd, int64_t ms)
 {
     double t0 = kv_now();

@@ -2,8 +2,11 @@
  * GPUs, MPI ranks, resume) on machines without one.  KEVO_SIM_GPUS=N in
  * the environment makes the probe list N simulated devices and every GPU
  * worker answer without the driver: a candidate "takes" a time that is a
- * function of its cubin's bytes and its launch grids alone (so any GPU
- * measures it alike, and it differs from shape to shape), and
+ * function of its machine code (the cubin's .text sections) and its launch
+ * grids alone (so any GPU measures it alike, it differs from shape to
+ * shape, and the line tables and symbol order that NVRTC writes
+ * differently with and without a precompiled header, or from another
+ * working folder, change nothing), and
  * the answer comes after a random delay (so GPUs finish in a different
  * order on each run).  KEVO_SIM_HANG=K makes simulated GPU K never answer
  * an evaluation (re-timings are answered): a kernel that never ends, or a
@@ -14,6 +17,8 @@
  * stored with the run, says so. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,16 +64,71 @@ static void sim_probe_main(int wfd)
     _exit(gp_write(wfd, &pr, sizeof pr) ? 3 : 0);
 }
 
-/* A candidate's simulated time: FNV-1a of its cubin and its launches'
- * grids (one kernel times differently at another shape), onto 0.2..2.0 ms. */
+#define SIM_FNV_OFFSET 1469598103934665603ull
+#define SIM_FNV_PRIME 1099511628211ull
+
+static uint64_t sim_fnv(uint64_t h, const unsigned char *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * SIM_FNV_PRIME;
+    return h;
+}
+
+static uint64_t sim_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* FNV-1a over the name and bytes of each ".text*" section of an ELF64
+ * little-endian image c[0..n), in section-header order (the System V ABI's
+ * section header table: e_shoff at 0x28, e_shentsize/e_shnum/e_shstrndx at
+ * 0x3a; sh_name at +0, sh_type at +4, sh_offset at +0x18, sh_size at
+ * +0x20).  false when c is not such an image or a header points outside it. */
+static bool sim_text_hash(const unsigned char *c, uint64_t n, uint64_t *h)
+{
+    if (n < 0x40 || memcmp(c, "\x7f" "ELF", 4) != 0 || c[4] != 2 || c[5] != 1)
+        return false;
+    uint64_t shoff = sim_le(c + 0x28, 8), entsize = sim_le(c + 0x3a, 2), shnum = sim_le(c + 0x3c, 2),
+             strndx = sim_le(c + 0x3e, 2);
+    if (entsize < 0x28 || strndx >= shnum || shoff > n || shnum > (n - shoff) / entsize)
+        return false;
+    const unsigned char *strsh = c + shoff + strndx * entsize;
+    uint64_t stroff = sim_le(strsh + 0x18, 8), strsize = sim_le(strsh + 0x20, 8);
+    if (stroff > n || strsize > n - stroff)
+        return false;
+    bool any = false;
+    for (uint64_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = c + shoff + i * entsize;
+        uint64_t name = sim_le(sh, 4), type = sim_le(sh + 4, 4), off = sim_le(sh + 0x18, 8),
+                 size = sim_le(sh + 0x20, 8);
+        if (name >= strsize || !memchr(c + stroff + name, '\0', strsize - name))
+            return false;
+        const char *nm = (const char *)c + stroff + name;
+        if (strncmp(nm, ".text", 5) != 0 || type == 8 /* SHT_NOBITS */)
+            continue;
+        if (off > n || size > n - off)
+            return false;
+        *h = sim_fnv(*h, (const unsigned char *)nm, strlen(nm) + 1);
+        *h = sim_fnv(*h, c + off, size);
+        any = true;
+    }
+    return any;
+}
+
+/* A candidate's simulated time: FNV-1a of its machine code (the whole
+ * cubin when that is no ELF image with code) and its launches' grids (one
+ * kernel times differently at another shape), onto 0.2..2.0 ms. */
 static double sim_ms(const void *cubin, uint64_t n, const kevo_plan *plan)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (uint64_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)cubin)[i]) * 1099511628211ull;
+    uint64_t h = SIM_FNV_OFFSET;
+    if (!sim_text_hash(cubin, n, &h))
+        h = sim_fnv(SIM_FNV_OFFSET, cubin, n);
     for (int l = 0; l < plan->nlaunches && l < KEVO_MAX_LAUNCHES; l++)
         for (int d = 0; d < 3; d++)
-            h = (h ^ plan->launches[l].grid[d]) * 1099511628211ull;
+            h = (h ^ plan->launches[l].grid[d]) * SIM_FNV_PRIME;
     return 0.2 + 1.8 * (double)(h % 1000003) / 1000003.0;
 }
 
