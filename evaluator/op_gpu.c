@@ -73,30 +73,24 @@ CUresult wk_time_interleaved(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *
 {
     if (n < 1 || rounds < 1 || n * rounds > WK_MAX_REPS)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < warmup && r == CUDA_SUCCESS; k++)
-            r = fn(w, args[i]);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    for (int k = 0; k < rounds * n && r == CUDA_SUCCESS; k++) {
+        for (int k = 0; k < warmup; k++)
+            WK_TRY(fn(w, args[i]));
+    WK_TRY(w->cu.cuStreamSynchronize(w->stream));
+    for (int k = 0; k < rounds * n; k++) {
         /* evict L2 so no run reads what the one before left there */
-        r = w->cu.cuMemsetD32Async(w->flush, (unsigned)k, w->flush_bytes / 4, w->stream);
-        if (r == CUDA_SUCCESS)
-            r = w->cu.cuEventRecord(w->ev[2 * k], w->stream);
-        if (r == CUDA_SUCCESS)
-            r = fn(w, args[k % n]);
-        if (r == CUDA_SUCCESS)
-            r = w->cu.cuEventRecord(w->ev[2 * k + 1], w->stream);
+        WK_TRY(w->cu.cuMemsetD32Async(w->flush, (unsigned)k, w->flush_bytes / 4, w->stream));
+        WK_TRY(w->cu.cuEventRecord(w->ev[2 * k], w->stream));
+        WK_TRY(fn(w, args[k % n]));
+        WK_TRY(w->cu.cuEventRecord(w->ev[2 * k + 1], w->stream));
     }
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuStreamSynchronize(w->stream);
-    for (int k = 0; k < rounds * n && r == CUDA_SUCCESS; k++) {
+    WK_TRY(w->cu.cuStreamSynchronize(w->stream));
+    for (int k = 0; k < rounds * n; k++) {
         float t = 0;
-        r = w->cu.cuEventElapsedTime(&t, w->ev[2 * k], w->ev[2 * k + 1]);
+        WK_TRY(w->cu.cuEventElapsedTime(&t, w->ev[2 * k], w->ev[2 * k + 1]));
         ms[(k % n) * rounds + k / n] = t;
     }
-    return r;
+    return CUDA_SUCCESS;
 }
 
 CUresult wk_time(wk_ctx *w, CUresult (*fn)(wk_ctx *, void *), void *arg, int warmup, int reps, double *median,
