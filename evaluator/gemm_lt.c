@@ -178,9 +178,7 @@ static CUresult lt_time_all(wk_ctx *w, wk_lt_gemm *g, const cublasLtMatmulHeuris
             wk_fail_of(r, &sticky);
             if (sticky)
                 return r;
-            CUresult rs = w->cu.cuStreamSynchronize(w->stream);
-            if (rs != CUDA_SUCCESS)
-                return rs;
+            WK_TRY(w->cu.cuStreamSynchronize(w->stream));
             *last = r;
             continue;
         }
