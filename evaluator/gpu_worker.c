@@ -66,7 +66,6 @@ static void wk_probe_main(int wfd)
 static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
 {
     kv_cu *cu = &w->cu;
-    char buf[256];
     kevo_status st = wk_find_device(cu, w->cfg.device, err);
     if (st)
         return st;
@@ -102,10 +101,8 @@ static kevo_status wk_open_device(wk_ctx *w, kevo_err *err)
     w->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : (64 << 20)) * 2;
     w->flush_bytes = (w->flush_bytes + 255) & ~(size_t)255;
     KV_CU_TRY_AS(cu, err, cu->cuMemAlloc(&w->flush, w->flush_bytes), "allocating the L2 flush buffer");
-    CUresult r = cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin);
-    if (r != CUDA_SUCCESS)
-        return kevo_err_set(err, KEVO_ERR_CUDA, "loading the reference module: %s (is --arch right for %s?)",
-                            kv_cu_errstr(cu, r, buf, sizeof buf), in->name);
+    KV_CU_TRY_AS(cu, err, cu->cuModuleLoadData(&w->ref_mod, w->cfg.ref_cubin),
+                 "loading the reference module (is --arch right for %s?)", in->name);
     st = kv_cublas_load(&w->cb, err);
     if (st)
         return st;
