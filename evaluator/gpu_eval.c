@@ -643,22 +643,36 @@ static CUresult wk_peak_copy(wk_ctx *w, void *arg)
     return w->cu.cuMemcpyDtoDAsync(p->dst, p->src, p->copy_bytes, w->stream);
 }
 
+/* The GEMM's median over p->n^3 on random data into *med; p->a, p->b and
+ * p->c keep what was allocated (the caller frees them). */
+static CUresult wk_ceiling_gemm(wk_ctx *w, wk_peak_arg *p, double *med)
+{
+    size_t mat = (size_t)p->n * p->n * 2;
+    double lo, hi;
+    WK_TRY(w->cu.cuMemAlloc(&p->a, mat));
+    WK_TRY(w->cu.cuMemAlloc(&p->b, mat));
+    WK_TRY(w->cu.cuMemAlloc(&p->c, mat));
+    WK_TRY(wk_gen(w, p->a, (unsigned long long)p->n * p->n, 11, 0));
+    WK_TRY(wk_gen(w, p->b, (unsigned long long)p->n * p->n, 12, 0));
+    return wk_time(w, wk_peak_gemm, p, 3, 10, med, &lo, &hi, NULL);
+}
+
+/* The copy's median over p->copy_bytes into *med; p->src and p->dst keep
+ * what was allocated (the caller frees them). */
+static CUresult wk_ceiling_copy(wk_ctx *w, wk_peak_arg *p, double *med)
+{
+    double lo, hi;
+    WK_TRY(w->cu.cuMemAlloc(&p->src, p->copy_bytes));
+    WK_TRY(w->cu.cuMemAlloc(&p->dst, p->copy_bytes));
+    return wk_time(w, wk_peak_copy, p, 3, 10, med, &lo, &hi, NULL);
+}
+
 /* cuBLAS GEMM 8192^3 on random data, and a 1 GiB device-to-device copy. */
 static void wk_ceilings(wk_ctx *w)
 {
     wk_peak_arg p = {.n = 8192, .copy_bytes = (size_t)1 << 30};
-    size_t mat = (size_t)p.n * p.n * 2;
-    CUresult r = w->cu.cuMemAlloc(&p.a, mat);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemAlloc(&p.b, mat);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemAlloc(&p.c, mat);
-    if (r == CUDA_SUCCESS)
-        r = wk_gen(w, p.a, (unsigned long long)p.n * p.n, 11, 0);
-    if (r == CUDA_SUCCESS)
-        r = wk_gen(w, p.b, (unsigned long long)p.n * p.n, 12, 0);
-    double med = NAN, lo, hi;
-    if (r == CUDA_SUCCESS && wk_time(w, wk_peak_gemm, &p, 3, 10, &med, &lo, &hi, NULL) == CUDA_SUCCESS)
+    double med = NAN;
+    if (wk_ceiling_gemm(w, &p, &med) == CUDA_SUCCESS)
         w->info.peak_tflops = 2.0 * p.n * (double)p.n * p.n / (med * 1e-3) / 1e12;
     if (p.a)
         w->cu.cuMemFree(p.a);
@@ -666,10 +680,7 @@ static void wk_ceilings(wk_ctx *w)
         w->cu.cuMemFree(p.b);
     if (p.c)
         w->cu.cuMemFree(p.c);
-    r = w->cu.cuMemAlloc(&p.src, p.copy_bytes);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemAlloc(&p.dst, p.copy_bytes);
-    if (r == CUDA_SUCCESS && wk_time(w, wk_peak_copy, &p, 3, 10, &med, &lo, &hi, NULL) == CUDA_SUCCESS)
+    if (wk_ceiling_copy(w, &p, &med) == CUDA_SUCCESS)
         w->info.copy_tbps = 2.0 * (double)p.copy_bytes / (med * 1e-3) / 1e12;
     if (p.src)
         w->cu.cuMemFree(p.src);
@@ -756,21 +767,11 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err)
     bufs[nb++].bytes = (size_t)io->t[io->out].count * sizeof(float);
     bufs[nb].p = &io->stats;
     bufs[nb++].bytes = 8 * sizeof(double);
-    for (size_t i = 0; i < nb; i++) {
-        CUresult r = w->cu.cuMemAlloc(bufs[i].p, bufs[i].bytes);
-        if (r != CUDA_SUCCESS) {
-            char buf[256];
-            return kevo_err_set(err, KEVO_ERR_CUDA, "allocating %zu bytes of inputs: %s", bufs[i].bytes,
-                                kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-        }
-    }
+    for (size_t i = 0; i < nb; i++)
+        KV_CU_TRY_AS(&w->cu, err, w->cu.cuMemAlloc(bufs[i].p, bufs[i].bytes), "allocating %zu bytes of inputs",
+                     bufs[i].bytes);
     io->t[io->out].p = io->out_alloc + WK_GUARD;
-    CUresult gr = wk_guard_fill(w);
-    if (gr != CUDA_SUCCESS) {
-        char buf[256];
-        return kevo_err_set(err, KEVO_ERR_CUDA, "filling the output's guards: %s",
-                            kv_cu_errstr(&w->cu, gr, buf, sizeof buf));
-    }
+    KV_CU_TRY_AS(&w->cu, err, wk_guard_fill(w), "filling the output's guards");
     if ((st = g->init(w, err)))
         return st;
     if (first && w->cfg.baseline && (st = g->peers(w, err)))
