@@ -127,6 +127,29 @@ static CUresult lce_reference(wk_ctx *w)
     return wk_launch(w, s->f_ref_add_user, wk_blocks((unsigned long long)B * mn), 1, 1, 256, 1, 1, 0, p);
 }
 
+/* The kv_ref side of lce_reference_check: the stats zeroed, then in slices
+ * of `slice` batches kv_ref into simt and its difference with the cuBLAS
+ * reference in w->io.ref added into the stats. */
+static CUresult lce_reference_diff(wk_ctx *w, CUdeviceptr simt, int64_t slice)
+{
+    lce_state *s = w->op_state;
+    const int64_t mn = s->M * s->N;
+    /* fault injection for the tests: the last batch of the cuBLAS reference zeroed */
+    if (wk_ref_check_inject("ref"))
+        WK_TRY(w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((s->B - 1) * mn) * sizeof(float), 0, (size_t)mn,
+                                      w->stream));
+    WK_TRY(w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream));
+    for (int64_t b0 = 0; b0 < s->B; b0 += slice) {
+        int64_t nb = s->B - b0 < slice ? s->B - b0 : slice;
+        WK_TRY(lce_reference_simt(w, simt, b0, nb));
+        CUdeviceptr x = w->io.ref + (CUdeviceptr)(b0 * mn) * sizeof(float);
+        unsigned long long n = (unsigned long long)(nb * mn);
+        void *p[] = {&x, &simt, &n, &w->io.stats};
+        WK_TRY(wk_launch(w, s->f_ref_diff, wk_blocks(n), 1, 1, 256, 1, 1, 0, p));
+    }
+    return CUDA_SUCCESS;
+}
+
 /* Hold the cuBLAS reference to kv_ref on inputs of the worker's own (the
  * run's seed mixed, shuffled map), kv_ref in slices of at most 64 MiB into
  * scratch.  Where cuBLAS fails to run or the scratch does not fit, user32
@@ -149,21 +172,8 @@ static kevo_status lce_reference_check(wk_ctx *w, kevo_err *err)
             w->cu.cuMemFree(simt);
         return KEVO_OK;
     }
-    /* fault injection for the tests: the last batch of the cuBLAS reference zeroed */
-    if (r == CUDA_SUCCESS && wk_ref_check_inject("ref"))
-        r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((s->B - 1) * mn) * sizeof(float), 0, (size_t)mn,
-                                   w->stream);
     if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream);
-    for (int64_t b0 = 0; r == CUDA_SUCCESS && b0 < s->B; b0 += slice) {
-        int64_t nb = s->B - b0 < slice ? s->B - b0 : slice;
-        r = lce_reference_simt(w, simt, b0, nb);
-        CUdeviceptr x = w->io.ref + (CUdeviceptr)(b0 * mn) * sizeof(float);
-        unsigned long long n = (unsigned long long)(nb * mn);
-        void *p[] = {&x, &simt, &n, &w->io.stats};
-        if (r == CUDA_SUCCESS)
-            r = wk_launch(w, s->f_ref_diff, wk_blocks(n), 1, 1, 256, 1, 1, 0, p);
-    }
+        r = lce_reference_diff(w, simt, slice);
     return wk_ref_check_verdict(w, r, simt, LCE_REF_AGREE, "kv_ref", err);
 }
 
@@ -504,20 +514,17 @@ static CUresult lce_vendor_peers(wk_ctx *w, double ref2)
 
 /* ---- the peers, in the op's order ---- */
 
-/* Check and time the peers on the timing inputs (the run's seed, sorted
- * map) into w->info.peers: stage 0 with and without its broadcast, then
- * the vendor forms (lce_vendor_peers). */
-static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
+/* Stage 0 with and without its broadcast, checked and timed (wk_peer_run)
+ * on the current inputs (ref2: sum ref^2), the pre-broadcast E and W made
+ * and freed here; where they do not fit, both are ERROR.  Errors: a driver
+ * error that leaves the context unusable. */
+static CUresult lce_stage0_peers(wk_ctx *w, double ref2)
 {
     lce_state *s = w->op_state;
     kevo_peer_set *ps = &w->info.peers;
     int64_t K = s->Ku + s->Kc;
     lce_base_arg b = {0};
-    double ref2 = 0;
-    CUresult r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
-    if (r == CUDA_SUCCESS)
-        r = wk_reference(w, &ref2);
-    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers: the reference");
+    CUresult r = CUDA_SUCCESS;
     b.out = lce_ptr(w, LCE_OUT, false);
     b.a = lce_args(w, false);
     if (w->cu.cuMemAlloc(&b.e_full, (size_t)(s->B * K * s->N) * (size_t)s->elem) != CUDA_SUCCESS ||
@@ -537,9 +544,19 @@ static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
         w->cu.cuMemFree(b.e_full);
     if (b.w_full)
         w->cu.cuMemFree(b.w_full);
-    if (r == CUDA_SUCCESS)
-        r = lce_vendor_peers(w, ref2);
-    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers");
+    return r;
+}
+
+/* Check and time the peers on the timing inputs (the run's seed, sorted
+ * map) into w->info.peers: stage 0 with and without its broadcast
+ * (lce_stage0_peers), then the vendor forms (lce_vendor_peers). */
+static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
+{
+    double ref2 = 0;
+    KV_CU_TRY_AS(&w->cu, err, wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED), "in-run peers: the reference");
+    KV_CU_TRY_AS(&w->cu, err, wk_reference(w, &ref2), "in-run peers: the reference");
+    KV_CU_TRY_AS(&w->cu, err, lce_stage0_peers(w, ref2), "in-run peers");
+    KV_CU_TRY_AS(&w->cu, err, lce_vendor_peers(w, ref2), "in-run peers");
     return KEVO_OK;
 }
 
