@@ -248,6 +248,37 @@ static bool fa_hold_v32(fa_state *s, wk_ctx *w)
     return false;
 }
 
+/* The kv_fa_ref_d* side of fa_reference_check_once: its output into simt
+ * (n elements), stats[2] = ||simt||^2, then simt -= the cuBLAS reference
+ * in w->io.ref and stats[0] = ||simt||^2.  Errors: the driver's;
+ * CUDA_ERROR_UNKNOWN when cuBLAS's saxpy refuses. */
+static CUresult fa_reference_diff(wk_ctx *w, CUdeviceptr simt)
+{
+    fa_state *s = w->op_state;
+    const unsigned long long n = (unsigned long long)(s->Bc * s->Sq * s->H * s->D);
+    /* fault injection for the tests: the last candidate's rows of the cuBLAS reference zeroed (ref_tc: only
+     * where P V runs on tensor cores, so that the fp32 one serves) */
+    unsigned long long per_c = (unsigned long long)(s->Sq * s->H * s->D);
+    if (wk_ref_check_inject("ref") || (s->terms && wk_ref_check_inject("ref_tc")))
+        WK_TRY(w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((n - per_c) * sizeof(float)), 0, (size_t)per_c,
+                                      w->stream));
+    CUdeviceptr st2 = w->io.stats + 2 * sizeof(double);
+    void *pd[] = {&simt, (void *)&n, &w->io.stats};
+    void *pr[] = {&simt, (void *)&n, &st2};
+    WK_TRY(fa_reference_simt(w, simt));
+    WK_TRY(w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream));
+    WK_TRY(wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pr)); /* stats[2] = ||simt||^2 */
+    /* simt -= blas, in pieces cuBLAS's int count takes; stats[0] = its ||.||^2 */
+    const float minus_one = -1.0f;
+    for (unsigned long long i = 0; i < n; i += 1ull << 30) {
+        int m = (int)(n - i < (1ull << 30) ? n - i : (1ull << 30));
+        if (w->cb.cublasSaxpy_v2(w->blas, m, &minus_one, (const float *)(uintptr_t)(w->io.ref + i * sizeof(float)),
+                                 1, (float *)(uintptr_t)(simt + i * sizeof(float)), 1) != CUBLAS_STATUS_SUCCESS)
+            return CUDA_ERROR_UNKNOWN;
+    }
+    return wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pd);
+}
+
 /* Hold the cuBLAS reference, as it stands (P V on tensor cores or in
  * fp32), to kv_fa_ref_d* on inputs of the worker's own (the run's seed
  * mixed, shuffled map): rel_err = ||simt - blas|| / ||simt|| (cuBLAS's
@@ -268,31 +299,8 @@ static kevo_status fa_reference_check_once(wk_ctx *w, kevo_err *err)
             w->cu.cuMemFree(simt);
         return KEVO_OK;
     }
-    /* fault injection for the tests: the last candidate's rows of the cuBLAS reference zeroed (ref_tc: only
-     * where P V runs on tensor cores, so that the fp32 one serves) */
-    unsigned long long per_c = (unsigned long long)(s->Sq * s->H * s->D);
-    if (r == CUDA_SUCCESS && (wk_ref_check_inject("ref") || (s->terms && wk_ref_check_inject("ref_tc"))))
-        r = w->cu.cuMemsetD32Async(w->io.ref + (CUdeviceptr)((n - per_c) * sizeof(float)), 0, (size_t)per_c,
-                                   w->stream);
-    CUdeviceptr st2 = w->io.stats + 2 * sizeof(double);
-    void *pd[] = {&simt, (void *)&n, &w->io.stats};
-    void *pr[] = {&simt, (void *)&n, &st2};
     if (r == CUDA_SUCCESS)
-        r = fa_reference_simt(w, simt);
-    if (r == CUDA_SUCCESS)
-        r = w->cu.cuMemsetD8Async(w->io.stats, 0, 8 * sizeof(double), w->stream);
-    if (r == CUDA_SUCCESS) /* stats[2] = ||simt||^2 */
-        r = wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pr);
-    /* simt -= blas, in pieces cuBLAS's int count takes; stats[0] = its ||.||^2 */
-    const float minus_one = -1.0f;
-    for (unsigned long long i = 0; r == CUDA_SUCCESS && i < n; i += 1ull << 30) {
-        int m = (int)(n - i < (1ull << 30) ? n - i : (1ull << 30));
-        if (w->cb.cublasSaxpy_v2(w->blas, m, &minus_one, (const float *)(uintptr_t)(w->io.ref + i * sizeof(float)),
-                                 1, (float *)(uintptr_t)(simt + i * sizeof(float)), 1) != CUBLAS_STATUS_SUCCESS)
-            r = CUDA_ERROR_UNKNOWN;
-    }
-    if (r == CUDA_SUCCESS)
-        r = wk_launch(w, w->io.f_sumsq, wk_blocks(n), 1, 1, 256, 1, 1, 0, pd);
+        r = fa_reference_diff(w, simt);
     return wk_ref_check_verdict(w, r, simt, FA_REF_AGREE,
                                 s->terms ? "kv_fa_ref (P V, tensor cores)" : "kv_fa_ref (P V in fp32)", err);
 }
@@ -460,10 +468,8 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
     }
     double ref2 = 0;
     bool gather = true, no_gather = false;
-    CUresult r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
-    if (r == CUDA_SUCCESS)
-        r = wk_reference(w, &ref2);
-    KV_CU_TRY_AS(&w->cu, err, r, "in-run peers: the reference");
+    KV_CU_TRY_AS(&w->cu, err, wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED), "in-run peers: the reference");
+    KV_CU_TRY_AS(&w->cu, err, wk_reference(w, &ref2), "in-run peers: the reference");
     size_t failed = 0;
     if (fa_alloc_peers(w, &failed) != CUDA_SUCCESS) {
         fa_free_peers(w);
@@ -471,7 +477,7 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
         ps->p[FA_PEER_STAGE0] = ps->p[FA_PEER_STAGE0_GATHER];
         return KEVO_OK;
     }
-    r = wk_peer_run(w, FA_PEER_STAGE0_GATHER, fa_base_run, &gather, ref2);
+    CUresult r = wk_peer_run(w, FA_PEER_STAGE0_GATHER, fa_base_run, &gather, ref2);
     /* the gathered K/V of the timing inputs are in place from the runs above */
     if (r == CUDA_SUCCESS)
         r = wk_peer_run(w, FA_PEER_STAGE0, fa_base_run, &no_gather, ref2);
@@ -505,12 +511,9 @@ static kevo_status fa_init(wk_ctx *w, kevo_err *err)
         (st = wk_ref_fn(w, "kv_fa_ptrs_pv", &s->f_ptrs_pv, err)))
         return st;
     s->ref_smem = (unsigned)FA_REF_SMEM(s->D);
-    CUresult r = w->cu.cuFuncSetAttribute(s->f_ref, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)s->ref_smem);
-    if (r != CUDA_SUCCESS) {
-        char buf[256];
-        return kevo_err_set(err, KEVO_ERR_CUDA, "the reference's %u bytes of shared memory: %s", s->ref_smem,
-                            kv_cu_errstr(&w->cu, r, buf, sizeof buf));
-    }
+    KV_CU_TRY_AS(&w->cu, err,
+                 w->cu.cuFuncSetAttribute(s->f_ref, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)s->ref_smem),
+                 "the reference's %u bytes of shared memory", s->ref_smem);
     /* the cuBLAS reference's scratch; without it (or past cuBLAS's int
        dimensions) every check uses kv_fa_ref_d* */
     size_t per_c = (size_t)(s->Sq * s->Skv) * sizeof(float);
