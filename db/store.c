@@ -203,11 +203,8 @@ kevo_status st_fail(kevo_db *db, kevo_err *err, int rc, const char *fmt, ...)
 
 kevo_status st_prepare(kevo_db *db, const char *sql, sqlite3_stmt **st, kevo_err *err, const char *what)
 {
-    int rc = sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
-    if (rc != SQLITE_OK) {
-        *st = NULL;
-        return st_fail(db, err, rc, "prepare %s", what);
-    }
+    *st = NULL; /* sqlite3_prepare_v2 leaves it NULL on error too */
+    KV_SQL_TRY_AS(db->h, err, sqlite3_prepare_v2(db->h, sql, -1, st, NULL), "prepare %s in '%s'", what, db->path);
     return KEVO_OK;
 }
 
