@@ -23,6 +23,7 @@
 #include "search/tune.h"
 #include "templates/space.h"
 #include "util/util.h"
+#include "cli/cand_line.h"
 #include "cli/opts.h"
 #include "cli/profile.h"
 
@@ -230,19 +231,34 @@ static void cli_event(void *ctx, const kevo_event *ev)
 {
     cli_events *c = ctx;
     /* what is not shown is not copied: TRACE events come several per candidate */
-    bool show = ev->kind == KEVO_EVENT_WARNING || (ev->kind == KEVO_EVENT_LINE && c->mode >= 1) ||
+    bool show = ev->kind == KEVO_EVENT_WARNING ||
+                ((ev->kind == KEVO_EVENT_LINE || ev->kind == KEVO_EVENT_CANDIDATE) && c->mode >= 1) ||
                 (ev->kind == KEVO_EVENT_PROGRESS && c->mode >= 2) ||
                 ((ev->kind == KEVO_EVENT_TRACE || ev->kind == KEVO_EVENT_DEBUG) && c->trace);
     if (!show)
         return;
+    kv_buf line; /* a candidate's line, formatted here from its data */
+    kv_buf_init(&line);
+    const char *from = ev->text;
+    if (ev->kind == KEVO_EVENT_CANDIDATE) {
+        if (!ev->cand || cli_cand_line(ev->cand, &line) || !line.data) {
+            kv_buf_release(&line);
+            return;
+        }
+        from = line.data;
+    }
     char small[1024], *text = small;
-    size_t n = strlen(ev->text);
-    if (n >= sizeof small && !(text = malloc(n + 1)))
+    size_t n = strlen(from);
+    if (n >= sizeof small && !(text = malloc(n + 1))) {
+        kv_buf_release(&line);
         return;
-    memcpy(text, ev->text, n + 1);
+    }
+    memcpy(text, from, n + 1);
+    kv_buf_release(&line);
     kv_term_clean(text);
     switch (ev->kind) {
     case KEVO_EVENT_LINE:
+    case KEVO_EVENT_CANDIDATE:
         cli_bar_clear(c);
         printf("%s\n", text);
         fflush(stdout);

@@ -8,6 +8,7 @@
 #ifndef KEVO_H
 #define KEVO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,7 +74,7 @@ void kevo_err_prefix(kevo_err *err, const char *fmt, ...)
  * event and its text live only for the callback's duration. */
 typedef enum kevo_event_kind {
     KEVO_EVENT_LINE = 0,     /* a line of the call's account (stdout in the CLI): a setting, a
-                                finished candidate (cand_id set), a summary */
+                                summary, a note about a candidate (cand_id set) */
     KEVO_EVENT_WARNING = 1,  /* a note (stderr in the CLI): something left out, waited for or given
                                 up, an MPI rank lost or the ranks at start; the call goes on */
     KEVO_EVENT_PROGRESS = 2, /* where a run stands, for a live bar: done of budget, best, elapsed_s,
@@ -85,7 +86,42 @@ typedef enum kevo_event_kind {
     KEVO_EVENT_DEBUG = 4,    /* a diagnostic line for benchmarks and bug reports: a GPU worker's
                                 evaluation phases, its reference check, a replay's evaluation
                                 (cand_id: its number) */
+    KEVO_EVENT_CANDIDATE = 5, /* a candidate finished and was stored: cand its figures as data (text
+                                 ""), for the caller to show as it likes (the CLI: one stdout line) */
 } kevo_event_kind;
+
+/* What became of a finished candidate. */
+typedef enum kevo_cand_outcome {
+    KEVO_CAND_FAILED = 0,   /* rejected, failed to compile, crashed or failed its check: fail, why */
+    KEVO_CAND_COMPILED = 1, /* compiled, not timed (a compile-only run): the compile's figures */
+    KEVO_CAND_TIMED = 2,    /* verified and timed at one shape: median_ms and the ratios */
+    KEVO_CAND_TIMED_DIST = 3, /* verified and timed over a distribution of shapes: the first shape's
+                                 median_ms and vs_peer, and fitness (the weighted geomean of vs_peer) */
+} kevo_cand_outcome;
+
+/* A finished candidate, as a KEVO_EVENT_CANDIDATE carries it.  Strings are
+ * never NULL ("": none) and may quote a DB, a space file or a generator's
+ * reply: a terminal gets them through a cleaner.  Times in ms; speedup is
+ * over the op's stage-0 baseline, vs_peer over the fastest checked peer. */
+typedef struct kevo_cand_event {
+    kevo_cand_outcome outcome;
+    int64_t id;              /* the candidate's row id */
+    int64_t done, budget;    /* candidates finished (this one included) of the run's budget */
+    const char *family;      /* its kernel family (a generator's own source: "<move>_call<N>") */
+    const char *config;      /* its parameters, "BN=224 STAGES=3 ..."; "" when it has none to show */
+    const char *move;        /* the move that made it from parent (and parent2); "": a seed */
+    int64_t parent, parent2; /* the candidates it came from, when move is set; parent2 0: one */
+    const char *fail, *why;  /* FAILED: the failure kind's name and its message */
+    bool cached;             /* COMPILED: the binary came from the DB's cache */
+    double compile_s;        /* COMPILED: the compile's seconds */
+    int regs, spill_bytes;   /* COMPILED: registers per thread, bytes spilled */
+    int smem_kb;             /* COMPILED: dynamic shared memory, KiB (rounded down) */
+    double median_ms, speedup, vs_peer, tflops, roofline, rel_err; /* TIMED (DIST: median_ms, vs_peer) */
+    double fitness;          /* TIMED_DIST: the weighted geomean of vs_peer over the shapes */
+    double best;             /* TIMED: the run's best speedup so far; TIMED_DIST: its best fitness */
+    const char *gpu;         /* FAILED, TIMED: the GPU that ran it when several evaluate; "" otherwise */
+    const char *note;        /* a compiler warning worth a look ("ptxas: wgmma serialized"); "" none */
+} kevo_cand_event;
 
 typedef struct kevo_event {
     kevo_event_kind kind;
@@ -97,6 +133,7 @@ typedef struct kevo_event {
     int64_t done, budget; /* PROGRESS: candidates finished, of budget */
     double best;       /* PROGRESS: best speedup so far (0: none yet) */
     double elapsed_s;  /* PROGRESS: seconds since the run began */
+    const kevo_cand_event *cand; /* CANDIDATE: the candidate (cand_id is its id); NULL otherwise */
 } kevo_event;
 
 /* A caller's event handler; ctx is the pointer given with it. */

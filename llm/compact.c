@@ -594,7 +594,7 @@ char *kevo_prompt_headers_for(const char *parent_src, const char *reply_src)
         if (!cp_is_header(u[i].name))
             continue;
         char marker[96];
-        snprintf(marker, sizeof marker, "#line 1 \"%s\"", u[i].name);
+        snprintf(marker, sizeof marker, "#line 1 \"%.*s\"", (int)sizeof u[i].name - 1, u[i].name);
         if (strstr(reply_src, marker)) /* the reply kept its headers */
             return free(d), NULL;
         int nd = cp_decls(u[i].text, u[i].len, d, CP_MAX_DECLS);

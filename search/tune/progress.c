@@ -66,48 +66,55 @@ void tn_say_peers(tn_progress *prog, const kevo_op *op, const kevo_peer_set *ps,
     }
 }
 
+void tn_cand_event(tn_progress *prog, const kevo_cand_event *c)
+{
+    if (!prog->fn)
+        return;
+    kevo_event ev = {.kind = KEVO_EVENT_CANDIDATE, .text = "", .cand_id = c->id, .device = -1, .cand = c};
+    prog->fn(prog->ctx, &ev);
+}
+
 void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_work *w, const kevo_cand_row *row,
                      int64_t done, int64_t budget, double best, bool compile_only, const char *gpu)
 {
-    char on[64] = ""; /* which GPU, when several evaluate */
-    if (gpu)
-        snprintf(on, sizeof on, " | %s", gpu);
+    if (!prog->fn)
+        return;
     char cfgs[256];
     kevo_config_str(w->space, &w->cfg, cfgs, sizeof cfgs);
     const kevo_node *nd = &s->nodes[w->node];
-    char from[64] = "";
-    if (nd->parent >= 0 && nd->parent2 >= 0)
-        snprintf(from, sizeof from, " <-%s #%lld #%lld", nd->move, (long long)s->nodes[nd->parent].cand_id,
-                 (long long)s->nodes[nd->parent2].cand_id);
-    else if (nd->parent >= 0)
-        snprintf(from, sizeof from, " <-%s #%lld", nd->move, (long long)s->nodes[nd->parent].cand_id);
+    kevo_cand_event c = {.id = w->cand_id, .done = done, .budget = budget, .family = w->space->family,
+                         .config = cfgs, .move = "", .fail = "", .why = "", .gpu = gpu ? gpu : "", .note = ""};
+    if (nd->parent >= 0) {
+        c.move = nd->move;
+        c.parent = s->nodes[nd->parent].cand_id;
+        c.parent2 = nd->parent2 >= 0 ? s->nodes[nd->parent2].cand_id : 0;
+    }
     /* ptxas's warning that it serialized the wgmmas (C7514/C7515: a silent slowdown) */
-    const char *warn = w->job.log && strstr(w->job.log, "wgmma.mma_async instructions are serialized")
-                           ? " | ptxas: wgmma serialized"
-                           : "";
-    if (strcmp(row->status, "failed") == 0)
-        tn_cand_line(prog, w->cand_id, "[%3lld/%lld] #%lld %s %s%s | FAILED %s: %s%s", (long long)done,
-                     (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from, row->fail,
-                     row->fail_msg ? row->fail_msg : "", on);
-    else if (compile_only)
-        tn_cand_line(prog, w->cand_id,
-                     "[%3lld/%lld] #%lld %s %s%s | compiled%s %.1f s, %d regs, %d B spill, %d KB smem%s",
-                     (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                     w->job.cached ? " (cached)" : "", w->job.seconds, w->job.regs, w->job.spill_bytes,
-                     row->smem_dynamic / 1024, warn);
-    else if (s->nextra > 0) /* a distribution: its fitness is the weighted geometric mean of vs_peer */
-        tn_cand_line(prog, w->cand_id,
-                     "[%3lld/%lld] #%lld %s %s%s | first shape %.4f ms %.2fx peer | weighted geomean vs_peer %.2fx | "
-                     "best %.2fx%s",
-                     (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                     row->median_ms, row->vs_peer, row->fitness, best, warn);
-    else
-        tn_cand_line(prog, w->cand_id,
-                     "[%3lld/%lld] #%lld %s %s%s | %.4f ms %5.2fx, %.2fx peer, %5.1f TFLOP/s, %2.0f%% roofline, "
-                     "rel %.1e | best %.2fx%s%s",
-                     (long long)done, (long long)budget, (long long)w->cand_id, w->space->family, cfgs, from,
-                     row->median_ms, row->speedup, row->vs_peer, row->tflops, 100 * row->roofline, row->rel_err, best,
-                     warn, on);
+    if (w->job.log && strstr(w->job.log, "wgmma.mma_async instructions are serialized"))
+        c.note = "ptxas: wgmma serialized";
+    if (strcmp(row->status, "failed") == 0) {
+        c.outcome = KEVO_CAND_FAILED;
+        c.fail = row->fail;
+        c.why = row->fail_msg ? row->fail_msg : "";
+    } else if (compile_only) {
+        c.outcome = KEVO_CAND_COMPILED;
+        c.cached = w->job.cached;
+        c.compile_s = w->job.seconds;
+        c.regs = w->job.regs;
+        c.spill_bytes = w->job.spill_bytes;
+        c.smem_kb = (int)(row->smem_dynamic / 1024);
+    } else {
+        c.outcome = s->nextra > 0 ? KEVO_CAND_TIMED_DIST : KEVO_CAND_TIMED;
+        c.median_ms = row->median_ms;
+        c.speedup = row->speedup;
+        c.vs_peer = row->vs_peer;
+        c.tflops = row->tflops;
+        c.roofline = row->roofline;
+        c.rel_err = row->rel_err;
+        c.fitness = row->fitness;
+        c.best = best;
+    }
+    tn_cand_event(prog, &c);
 }
 
 void tn_dist_summary(tn_env *e, const kevo_run_row *run, tn_progress *prog)

@@ -280,9 +280,10 @@ static kevo_status tn_take_failure(tn_run *R, int i, int parent, kevo_gen_source
     kevo_status st = tn_store_failure(R, ++R->nrows, parent, t->move, src, &id, err);
     if (!st) {
         R->done++;
-        tn_cand_line(&R->prog, id, "[%3lld/%lld] #%lld %s <-%s #%lld | FAILED %s: %s", (long long)R->done,
-                     (long long)R->prog.budget, (long long)id, src->family, t->move, (long long)parent_id,
-                     kevo_fail_name(src->fail), src->why);
+        kevo_cand_event c = {.outcome = KEVO_CAND_FAILED, .id = id, .done = R->done, .budget = R->prog.budget,
+                             .family = src->family, .config = "", .move = t->move, .parent = parent_id,
+                             .fail = kevo_fail_name(src->fail), .why = src->why, .gpu = "", .note = ""};
+        tn_cand_event(&R->prog, &c);
     }
     return st;
 }

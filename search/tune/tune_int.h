@@ -168,10 +168,8 @@ typedef struct tn_progress {
 
 /* Where the run stands (a PROGRESS event): done of the budget, best, what it does. */
 void tn_bar(tn_progress *p, int64_t done, double best, const char *what);
-/* A line of the run's account (a LINE event); lines about one candidate
- * name it in cand (0: none). */
+/* A line of the run's account (a LINE event). */
 #define tn_line(p, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, 0, __VA_ARGS__)
-#define tn_cand_line(p, cand, ...) kv_emit((p)->fn, (p)->ctx, KEVO_EVENT_LINE, (cand), __VA_ARGS__)
 /* A TRACE event: every proposal, compile, submit, result and apply of the
  * loop with its time since the loop began (the CLI prints them under
  * KEVO_TRACE_EVAL=1). */
@@ -182,7 +180,10 @@ void tn_say_ref_check(const tn_env *e, const kevo_gpu_info *in);
 void tn_say_phases(const tn_env *e, int64_t cand, const kevo_gpu_result *res);
 /* One line per peer of op in ps, the fastest checked one marked. */
 void tn_say_peers(tn_progress *prog, const kevo_op *op, const kevo_peer_set *ps, const char *indent);
-/* One progress line for a finished candidate (gpu: which GPU, when several evaluate). */
+/* A finished candidate as a CANDIDATE event (nothing without a handler). */
+void tn_cand_event(tn_progress *prog, const kevo_cand_event *c);
+/* A stored candidate's CANDIDATE event, its data from the graph, the work
+ * and the row (gpu: which GPU, when several evaluate; NULL otherwise). */
 void tn_print_result(tn_progress *prog, const kevo_search *s, const tn_work *w, const kevo_cand_row *row,
                      int64_t done, int64_t budget, double best, bool compile_only, const char *gpu);
 /* A distribution run's summary: each shape's fastest candidate and verdict. */
