@@ -924,6 +924,8 @@ kevo_status st_collect_run(kevo_db *db, const char *sql, int64_t run_id, size_t 
     kevo_status s = st_prepare(db, sql, &st, err, what);
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, what);
     return st_collect(db, st, size, read, v, n, err, what);
 }

@@ -413,8 +413,12 @@ kevo_status kevo_db_measures_get(kevo_db *db, int64_t cand_id, const char *prefi
                                "substr(name, 1, length(?2)) = ?2 ORDER BY name", &st, err, "measurements read");
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, cand_id);
-    sqlite3_bind_text(st, 2, prefix ? prefix : "", -1, SQLITE_STATIC);
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, cand_id);
+    st_b_text(&b, prefix ? prefix : "");
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "measurements read");
     int rc, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && !s) {
         if (*n == cap) {

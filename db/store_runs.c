@@ -218,7 +218,9 @@ kevo_status kevo_db_run_shapes_put(kevo_db *db, int64_t run_id, const kevo_run_s
     kevo_status s = st_prepare(db, "DELETE FROM run_shapes WHERE run_id=?", &st, err, "run shapes delete");
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_bind_int64(st, 1, run_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "run shapes delete");
     if ((s = st_exec_stmt(db, st, err, "delete run shapes")))
         return s;
     return st_insert_rows(db,
@@ -349,7 +351,9 @@ kevo_status kevo_db_shape_results_get(kevo_db *db, int64_t cand_id, kevo_shape_r
                                &st, err, "shape results read");
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, cand_id);
+    int rc = sqlite3_bind_int64(st, 1, cand_id);
+    if (rc != SQLITE_OK)
+        return st_bind_fail(db, st, rc, err, "shape results read");
     return st_collect(db, st, sizeof **v, st_read_shape_result, (void **)v, n, err, "shape results");
 }
 
@@ -385,9 +389,13 @@ kevo_status kevo_db_timings_get(kevo_db *db, int64_t cand_id, int shape_idx, con
                                err, "timings read");
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, cand_id);
-    sqlite3_bind_int64(st, 2, shape_idx);
-    sqlite3_bind_text(st, 3, label ? label : "", -1, SQLITE_STATIC);
+    st_binder b;
+    st_bind_init(&b, st);
+    st_b_i64(&b, cand_id);
+    st_b_i64(&b, shape_idx);
+    st_b_text(&b, label ? label : "");
+    if (b.rc != SQLITE_OK)
+        return st_bind_fail(db, st, b.rc, err, "timings read");
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         int bytes = sqlite3_column_bytes(st, 0);

@@ -126,11 +126,11 @@ static kevo_status pr_index_file(sqlite3_stmt *ins, const char *name, const char
                 st = kv_buf_puts(&cut, "");
             if (!st) {
                 sqlite3_reset(ins);
-                sqlite3_bind_text(ins, 1, title.data ? title.data : "", -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(ins, 2, tags.data ? tags.data : "", -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(ins, 3, cut.data, -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(ins, 4, name, -1, SQLITE_TRANSIENT);
-                if (sqlite3_step(ins) != SQLITE_DONE)
+                int rc = sqlite3_bind_text(ins, 1, title.data ? title.data : "", -1, SQLITE_TRANSIENT);
+                rc = rc ? rc : sqlite3_bind_text(ins, 2, tags.data ? tags.data : "", -1, SQLITE_TRANSIENT);
+                rc = rc ? rc : sqlite3_bind_text(ins, 3, cut.data, -1, SQLITE_TRANSIENT);
+                rc = rc ? rc : sqlite3_bind_text(ins, 4, name, -1, SQLITE_TRANSIENT);
+                if (rc != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE)
                     st = kevo_err_set(err, KEVO_ERR_DB, "indexing knowledge file '%s': %s", name,
                                       sqlite3_errmsg(sqlite3_db_handle(ins)));
                 else
@@ -338,11 +338,16 @@ kevo_status kevo_knowledge_query(kevo_knowledge *kb, const char *query_terms, in
                            " ORDER BY r LIMIT ?2",
                            -1, &s, NULL) != SQLITE_OK)
         return kevo_err_set(err, KEVO_ERR_DB, "knowledge query: %s", sqlite3_errmsg(kb->db));
-    sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 2, k);
+    int rc = sqlite3_bind_text(s, 1, q, -1, SQLITE_TRANSIENT);
+    rc = rc ? rc : sqlite3_bind_int(s, 2, k);
+    if (rc != SQLITE_OK) {
+        kevo_status bst = kevo_err_set(err, KEVO_ERR_DB, "knowledge query: %s", sqlite3_errmsg(kb->db));
+        sqlite3_finalize(s);
+        return bst;
+    }
     kevo_knowledge_hit *h = calloc((size_t)k, sizeof *h);
     kevo_status st = h ? KEVO_OK : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    int n = 0, rc;
+    int n = 0;
     while (!st && n < k && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         h[n].file = pr_col(s, 0);
         h[n].title = pr_col(s, 1);
