@@ -26,6 +26,7 @@ struct kevo_gpu {
     kevo_gpu_info info;
     /* the evaluation in flight (kevo_gpu_submit) */
     bool inflight;
+    int64_t cand;     /* its request's candidate_id */
     double t_submit;  /* kv_now() when it was sent */
     double busy_s;    /* seconds with an evaluation in flight, over the evaluations ended */
     int evaluated;    /* evaluations ended */
@@ -329,6 +330,7 @@ kevo_status kevo_gpu_submit(kevo_gpu *g, const kevo_gpu_request *req, kevo_err *
             continue;
         }
         g->inflight = true;
+        g->cand = req->candidate_id;
         g->t_submit = kv_now();
         return KEVO_OK;
     }
@@ -442,6 +444,49 @@ int kevo_gpu_evaluated(const kevo_gpu *g)
 {
     return g ? g->evaluated : 0;
 }
+
+/* ---- the workers row of backend.h's kv_dev_ops: impl is kevo_gpu *[n] ---- */
+
+static kevo_status gw_submit(kv_dev_group *grp, int g, const kevo_gpu_request *req, bool *taken, kevo_err *err)
+{
+    kevo_status st = kevo_gpu_submit(((kevo_gpu **)grp->impl)[g], req, err);
+    *taken = !st;
+    return st;
+}
+
+static kevo_status gw_wait(kv_dev_group *grp, double wait_s, int *which, int64_t *cand, bool *lost,
+                           kevo_gpu_result *res, kevo_err *err)
+{
+    kevo_gpu *const *g = grp->impl;
+    *cand = 0;
+    *lost = false;
+    kevo_status st = kevo_gpu_wait(g, grp->n, wait_s, which, res, err);
+    if (!st && *which >= 0)
+        *cand = g[*which]->cand;
+    return st;
+}
+
+static bool gw_alive(const kv_dev_group *grp, int g)
+{
+    return ((kevo_gpu *const *)grp->impl)[g] != NULL;
+}
+
+static int gw_queued(const kv_dev_group *grp, int g)
+{
+    return kevo_gpu_busy(((kevo_gpu *const *)grp->impl)[g]) ? 1 : 0;
+}
+
+static void gw_stats(const kv_dev_group *grp, int g, int *evaluated, double *busy_s)
+{
+    const kevo_gpu *w = ((kevo_gpu *const *)grp->impl)[g];
+    *evaluated = kevo_gpu_evaluated(w);
+    *busy_s = kevo_gpu_busy_s(w);
+}
+
+/* One evaluation at a time per worker; a turn's wait: 2 ms while the
+ * caller has other work under way, up to 1 s when only the workers are
+ * busy (a result wakes it at once). */
+const kv_dev_ops kv_dev_workers = {"workers", 1, 0.002, 1.0, gw_submit, gw_wait, gw_alive, gw_queued, gw_stats};
 
 kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_result *res, kevo_err *err)
 {

@@ -8,7 +8,10 @@
  * peers and ceilings) and verifies and times the candidates rank 0 sends it
  * (kevo_mpi_eval_submit / _wait), one at a time, in the order sent; rank 0
  * may send the next before the one in flight ends (KEVO_MPI_GPU_QUEUE), so
- * that its transfer and the result's way back do not leave the GPU idle.  The batch is complete
+ * that its transfer and the result's way back do not leave the GPU idle.  The tuning loop
+ * reaches those GPUs as it reaches its own, through devset.h: backend_mpi.c's
+ * row (backend.h) adapts kevo_mpi_eval_submit / _wait / kevo_mpi_gpu_alive /
+ * _queued / _stats.  The batch is complete
  * before the search goes on and results are applied in proposal order, so
  * the proposals (a function of the seed and of the results in proposal
  * order) are those of a single process.  Messages are evaluator/wire.h

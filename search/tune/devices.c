@@ -1,6 +1,8 @@
 /* devices.c — the GPUs of a run: the reference module and a worker on
  * each GPU (this host's, the other MPI ranks', a distribution's shapes),
- * each fitted to the run's arch, and each one's throughput at the end. */
+ * each fitted to the run's arch, the run's GPUs as one set (tn_devset,
+ * through which the loop and the throughput at the end reach each GPU
+ * alike), and each one's throughput at the end. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -137,6 +139,7 @@ kevo_status tn_remote_devices(tn_env *e, const tn_work *ref, const kevo_tune_opt
         e->dinfo[k] = *in;
         e->ord[k] = e->rgpu[i].device;
         snprintf(e->dlabel[k], sizeof e->dlabel[k], "rank %d GPU %d", e->rgpu[i].rank, e->rgpu[i].device);
+        snprintf(e->dhost[k], sizeof e->dhost[k], "%s", e->rgpu[i].host);
         if (!mixed && (strcmp(a->name, in->name) != 0 || a->sm_count != in->sm_count || a->cc_major != in->cc_major ||
                        a->cc_minor != in->cc_minor))
             return kevo_err_set(err, KEVO_ERR_ARG, "GPUs of different models: rank 0's is %s (%d SMs), rank %d's "
@@ -205,8 +208,22 @@ kevo_status tn_devices(tn_env *e, const char *list, bool mixed, int device, kevo
 
 void tn_dev_labels(tn_env *e)
 {
-    for (int k = 0; k < e->ndev; k++)
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    for (int k = 0; k < e->ndev; k++) {
         snprintf(e->dlabel[k], sizeof e->dlabel[k], "%sGPU %d", e->nrem > 0 ? "rank 0 " : "", e->ord[k]);
+        snprintf(e->dhost[k], sizeof e->dhost[k], "%s", host);
+    }
+}
+
+kevo_status tn_devset(const tn_env *e, kevo_devset *s, kevo_err *err)
+{
+    kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
+    for (int k = 0; k < e->ndev; k++)
+        g[k] = tn_dgpu(e, k);
+    kevo_devset_init(s);
+    kevo_status st = kevo_devset_add_workers(s, g, e->ndev, err);
+    return st || e->nrem == 0 ? st : kevo_devset_add_mpi(s, e->mpi, e->nrem, err);
 }
 
 kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo_tune_opts *o, tn_progress *prog,
@@ -271,13 +288,11 @@ kevo_status tn_devices_store(tn_env *e, const kevo_run_row *run, kevo_err *err)
     kevo_run_device *v = calloc((size_t)total, sizeof *v);
     if (!v)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
     for (int k = 0; k < total; k++) {
         const kevo_gpu_info *in = &e->dinfo[k];
         v[k].idx = e->dev_base + k;
         v[k].ordinal = e->ord[k];
-        snprintf(v[k].host, sizeof v[k].host, "%s", k < e->ndev ? host : e->rgpu[k - e->ndev].host);
+        snprintf(v[k].host, sizeof v[k].host, "%s", e->dhost[k]);
         snprintf(v[k].name, sizeof v[k].name, "%s", in->name);
         snprintf(v[k].pci_bus, sizeof v[k].pci_bus, "%s", in->pci_bus);
         v[k].sm_count = in->sm_count;
@@ -299,7 +314,10 @@ kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progress *pro
 {
     kevo_run_device *v = NULL;
     int n = 0;
-    kevo_status st = kevo_db_run_devices_get(e->db, run->id, &v, &n, err);
+    kevo_devset *D = malloc(sizeof *D);
+    kevo_status st = D ? tn_devset(e, D, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+    if (!st)
+        st = kevo_db_run_devices_get(e->db, run->id, &v, &n, err);
     double loop_s = kv_now() - e->loop_t0;
     int total = 0;
     const int ndev = e->ndev + e->nrem;
@@ -309,18 +327,15 @@ kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progress *pro
         int idx = e->dev_base + k;
         if (idx >= n || v[idx].idx != idx)
             continue;
-        if (k < e->ndev && e->dist) { /* the workers of shapes k, k + ndev, ... */
+        if (e->dist) { /* the workers of shapes k, k + ndev, ... (a distribution's GPUs are this process's) */
             v[idx].evaluated = 0;
             v[idx].busy_s = 0;
             for (int i = k; i < e->dist->n; i += e->ndev) {
                 v[idx].evaluated += kevo_gpu_evaluated(tn_shape_gpu(e, i));
                 v[idx].busy_s += kevo_gpu_busy_s(tn_shape_gpu(e, i));
             }
-        } else if (k < e->ndev) {
-            v[idx].evaluated = kevo_gpu_evaluated(tn_dgpu(e, k));
-            v[idx].busy_s = kevo_gpu_busy_s(tn_dgpu(e, k));
         } else {
-            kevo_mpi_gpu_stats(e->mpi, k - e->ndev, &v[idx].evaluated, &v[idx].busy_s);
+            kevo_devset_stats(D, k, &v[idx].evaluated, &v[idx].busy_s);
         }
         v[idx].loop_s = loop_s;
         total += v[idx].evaluated;
@@ -336,6 +351,7 @@ kevo_status tn_devices_done(tn_env *e, const kevo_run_row *run, tn_progress *pro
         tn_line(prog, "%d GPUs: %d %s in %.1f s of search, %.1f per minute", ndev, total, what, loop_s,
                 loop_s > 0 ? 60.0 * total / loop_s : 0.0);
     free(v);
+    free(D);
     return st;
 }
 

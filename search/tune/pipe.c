@@ -7,7 +7,15 @@
  * evaluations, hold the run back), and results are applied in proposal
  * order, so the search sees what one GPU would give it.  A compile-only or
  * distribution run (sync) compiles every round in flight, then applies the
- * oldest one's candidates in order. */
+ * oldest one's candidates in order.
+ *
+ * The GPUs are one set (evaluator/devset.h): this process's workers and,
+ * under --mpi, the other ranks' GPUs, each driven through its backend's
+ * row; the pipe asks the set, never which kind a GPU is.  A GPU that may
+ * hold more than one evaluation (depth > 1: a remote GPU,
+ * KEVO_MPI_GPU_QUEUE) takes a second, queued behind the one it runs, when
+ * no GPU is idle; a GPU that loses what it held (its rank lost) gives it
+ * back to be placed again. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +48,9 @@ kevo_status tn_pipe_open(tn_env *e, tn_pipe *P, int cap, bool stream, kevo_err *
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     if (!stream)
         return KEVO_OK;
+    kevo_status dst = tn_devset(e, &P->devs, err);
+    if (dst)
+        return dst;
     if (kevo_mpi_size(e->mpi) > 1) {
         kevo_status st = kevo_mpi_compile_start(e->mpi, e->jobs, e->compile_timeout, err);
         P->mpi = !st;
@@ -99,22 +110,24 @@ static void tn_pipe_round_pop(tn_pipe *P)
 }
 
 /* The idle device that has waited longest (the lowest index of those never
- * used), another rank's once lost excepted; -1 when none is idle. */
-static int tn_pipe_idle(const tn_env *e, const tn_pipe *P)
+ * used), one that takes no more work (another rank's, once lost) excepted;
+ * when none is idle, the one that has waited longest of those that may
+ * hold another behind the one they run; -1 when none. */
+static int tn_pipe_idle(const tn_pipe *P)
 {
+    const kevo_devset *D = &P->devs;
     int best = -1;
-    for (int k = 0; k < e->ndev + e->nrem; k++) {
-        if (P->on_gpu[k] >= 0 || (k >= e->ndev && !kevo_mpi_gpu_alive(e->mpi, k - e->ndev)))
+    for (int k = 0; k < D->n; k++) {
+        if (P->on_gpu[k] >= 0 || !kevo_devset_alive(D, k))
             continue;
         if (best < 0 || P->last_use[k] < P->last_use[best])
             best = k;
     }
     if (best >= 0)
         return best;
-    /* none idle: a remote GPU takes a second one to wait there (kevo_mpi_eval_submit) */
-    for (int k = e->ndev; k < e->ndev + e->nrem; k++) {
-        if (P->queued[k] >= 0 || !kevo_mpi_gpu_alive(e->mpi, k - e->ndev) ||
-            kevo_mpi_gpu_queued(e->mpi, k - e->ndev) >= KEVO_MPI_GPU_QUEUE)
+    /* none idle: a GPU of depth > 1 (a remote one) takes a second one to wait there */
+    for (int k = 0; k < D->n; k++) {
+        if (P->queued[k] >= 0 || !kevo_devset_alive(D, k) || kevo_devset_queued(D, k) >= kevo_devset_depth(D, k))
             continue;
         if (best < 0 || P->last_use[k] < P->last_use[best])
             best = k;
@@ -145,7 +158,7 @@ static void tn_bar_devices(tn_run *R, const int *on_gpu, int compiling)
 /* Put compiled candidates on idle GPUs in proposal order, each on the GPU
  * idle longest (a failed compile needs none: done at once).  Errors: the
  * GPUs', MPI's. */
-static kevo_status tn_pipe_place(tn_run *R, kevo_gpu *const *g, kevo_err *err)
+static kevo_status tn_pipe_place(tn_run *R, kevo_err *err)
 {
     tn_env *e = &R->e;
     tn_pipe *P = &R->pipe;
@@ -163,18 +176,13 @@ static kevo_status tn_pipe_place(tn_run *R, kevo_gpu *const *g, kevo_err *err)
                                          R->ro.def.seed ^ (uint64_t)w->cand_id * 0x9e3779b97f4a7c15ull);
         bool placed = false;
         while (!placed && !st) {
-            int k = tn_pipe_idle(e, P);
+            int k = tn_pipe_idle(P);
             if (k < 0)
                 return KEVO_OK;
-            if (k < e->ndev) {
-                st = kevo_gpu_submit(g[k], &rq, err);
-                placed = !st;
-            } else {
-                /* not sent: the rank is lost now, and tn_pipe_idle skips it */
-                bool sent = false;
-                st = kevo_mpi_eval_submit(e->mpi, k - e->ndev, &rq, &sent, err);
-                placed = !st && sent;
-            }
+            /* not taken: the GPU takes no more work now (a lost rank's), and tn_pipe_idle skips it */
+            bool taken = false;
+            st = kevo_devset_submit(&P->devs, k, &rq, &taken, err);
+            placed = !st && taken;
             if (placed) {
                 bool behind = P->on_gpu[k] >= 0;
                 tn_trace(e, behind ? "queued" : "submit", w->cand_id, k);
@@ -192,11 +200,13 @@ static kevo_status tn_pipe_place(tn_run *R, kevo_gpu *const *g, kevo_err *err)
     return st;
 }
 
-/* Remote device k ended candidate cand (its result in *P->r), or lost it
- * with its rank (then another device takes it).  The one waiting behind it
+/* Device k ended candidate cand (its result in *res), or lost it with its
+ * rank (res NULL: another device takes it).  The one waiting behind it
  * there starts now. */
-static void tn_pipe_remote_end(const tn_env *e, tn_pipe *P, int k, int64_t cand, bool lost)
+static void tn_pipe_end(void *ctx, int k, int64_t cand, bool lost, const kevo_gpu_result *res)
 {
+    const tn_env *e = &((tn_run *)ctx)->e;
+    tn_pipe *P = &((tn_run *)ctx)->pipe;
     bool head = P->on_gpu[k] >= 0 && tn_slot(P, P->on_gpu[k])->cand_id == cand;
     int64_t p = head ? P->on_gpu[k] : P->queued[k];
     if (p < 0 || tn_slot(P, p)->cand_id != cand)
@@ -207,7 +217,7 @@ static void tn_pipe_remote_end(const tn_env *e, tn_pipe *P, int k, int64_t cand,
     if (lost) {
         P->state[i] = TN_READY;
     } else {
-        P->res[i] = *P->r;
+        P->res[i] = *res;
         P->eval_s[i] = now - P->t0[i];
         P->state[i] = TN_DONE;
     }
@@ -251,46 +261,24 @@ static kevo_status tn_stream_compiles(tn_env *e, tn_pipe *P, kevo_err *err)
 }
 
 /* Wait (up to what the state allows: more, a result ready to apply, only
- * looks) for a local GPU, a remote one and a compile, taking what came.
- * Errors: the GPUs', MPI's, the pool's, the DB's. */
-static kevo_status tn_stream_wait(tn_run *R, kevo_gpu *const *g, bool more, kevo_err *err)
+ * looks) for the GPUs and a compile, taking what came.  Errors: the GPUs',
+ * MPI's, the pool's, the DB's. */
+static kevo_status tn_stream_wait(tn_run *R, bool more, kevo_err *err)
 {
     tn_env *e = &R->e;
     tn_pipe *P = &R->pipe;
-    const int total = e->ndev + e->nrem;
-    bool local_busy = false, remote_busy = false;
+    const int total = P->devs.n;
+    bool gpus_busy = false;
+    bool busy[TN_MAX_DEV];
     int busy_on[TN_MAX_DEV];
     for (int k = 0; k < total; k++) {
-        busy_on[k] = P->on_gpu[k] >= 0 ? 0 : -1;
-        local_busy = local_busy || (k < e->ndev && P->on_gpu[k] >= 0);
-        remote_busy = remote_busy || (k >= e->ndev && P->on_gpu[k] >= 0);
+        busy[k] = P->on_gpu[k] >= 0;
+        busy_on[k] = busy[k] ? 0 : -1;
+        gpus_busy = gpus_busy || busy[k];
     }
     tn_bar_devices(R, busy_on, P->compiling);
-    bool gpus_busy = local_busy || remote_busy;
     bool compiles_busy = P->pool ? kevo_compile_pool_busy(P->pool) > 0 : P->compiling > 0;
-    kevo_status st = KEVO_OK;
-    if (local_busy) {
-        int which = -1;
-        st = kevo_gpu_wait(g, e->ndev, more ? 0 : compiles_busy || remote_busy ? 0.002 : 1.0, &which, P->r, err);
-        if (!st && which >= 0) {
-            int64_t p = P->on_gpu[which];
-            int i = (int)(p % P->cap);
-            tn_trace(e, "done", P->w[i].cand_id, which);
-            P->res[i] = *P->r;
-            P->eval_s[i] = kv_now() - P->t0[i];
-            P->state[i] = TN_DONE;
-            P->on_gpu[which] = -1;
-        }
-    }
-    if (!st && remote_busy) {
-        int which = -1;
-        int64_t cand = 0;
-        bool lost = false;
-        st = kevo_mpi_eval_wait(e->mpi, more || compiles_busy || local_busy ? 0.0 : 0.05, &which, &cand, &lost,
-                                P->r, err);
-        if (!st && which >= 0)
-            tn_pipe_remote_end(e, P, e->ndev + which, cand, lost);
-    }
+    kevo_status st = kevo_devset_wait(&P->devs, busy, more, compiles_busy, P->r, tn_pipe_end, R, err);
     if (!st && compiles_busy && P->pool) {
         kevo_compile_job *done = NULL;
         st = kevo_compile_pool_wait(P->pool, more ? 0 : gpus_busy ? 0.002 : 1.0, &done, err);
@@ -315,9 +303,6 @@ static kevo_status tn_pipe_stream(tn_run *R, kevo_err *err)
 {
     tn_env *e = &R->e;
     tn_pipe *P = &R->pipe;
-    kevo_gpu *g[KEVO_GPU_MAX_DEVICES];
-    for (int k = 0; k < e->ndev; k++)
-        g[k] = tn_dgpu(e, k);
     const int64_t end = P->rend[0];
     kevo_status st = KEVO_OK;
     tn_trace(e, "round", end - P->head, -1);
@@ -328,7 +313,7 @@ static kevo_status tn_pipe_stream(tn_run *R, kevo_err *err)
         }
         st = tn_stream_compiles(e, P, err);
         if (!st)
-            st = tn_pipe_place(R, g, err);
+            st = tn_pipe_place(R, err);
         /* one result applied per turn: a GPU that finishes meanwhile gets its next candidate first */
         int h = (int)(P->head % P->cap);
         if (!st && P->state[h] == TN_DONE) {
@@ -343,7 +328,7 @@ static kevo_status tn_pipe_stream(tn_run *R, kevo_err *err)
         if (st || P->head == end)
             break;
         bool more = P->state[P->head % P->cap] == TN_DONE; /* then the waits below only look */
-        st = tn_stream_wait(R, g, more, err);
+        st = tn_stream_wait(R, more, err);
     }
     if (!st)
         tn_pipe_round_pop(P);

@@ -6,11 +6,13 @@
  *   env.c       what a run works in: the op, shape, families, the DB, its
  *               GPUs' configs and the peer figures it keeps (accessors the
  *               other files share, so that none of them calls back up)
- *   devices.c   the GPUs: workers, their fit to the arch, their throughput
+ *   devices.c   the GPUs: workers, their fit to the arch, the run's GPUs as
+ *               one set (evaluator/devset.h), their throughput
  *   propose.c   the generators' calls (search/gen.h) each round
  *   cand.c      a candidate: prepare (render, plan, key), compile through the
  *               cache, register, request, finish (verify, time, figures), apply
- *   pipe.c      the rounds in flight: compiles streaming to the GPUs
+ *   pipe.c      the rounds in flight: compiles streaming to the GPUs, each
+ *               GPU (this process's or another rank's) driven through the set
  *   settle.c    the winner beyond the noise (the leaders re-timed)
  *   warm.c      warm start: earlier winners at the nearest shapes
  *   peers.c     the same-run peers, and the one measured after the search
@@ -27,6 +29,7 @@
 
 #include "db/store.h"
 #include "evaluator/compile.h"
+#include "evaluator/devset.h"
 #include "evaluator/gpu.h"
 #include "evaluator/mpi.h"
 #include "core/op.h"
@@ -39,7 +42,7 @@
 #include "util/util.h"
 
 #define TN_ALL_MAPS ((1u << KEVO_MAP_SORTED) | (1u << KEVO_MAP_UNEVEN) | (1u << KEVO_MAP_SHUFFLED))
-#define TN_MAX_DEV 64 /* GPUs of a run: this process's and, under --mpi, the other ranks' */
+#define TN_MAX_DEV KEVO_DEVSET_MAX /* GPUs of a run: this process's and, under --mpi, the other ranks' */
 
 /* ---- what a run (or a verification) works in (env.c) ---- */
 
@@ -72,10 +75,12 @@ typedef struct tn_env {
     kevo_gpu *dgpu[KEVO_GPU_MAX_DEVICES];
     kevo_gpu_info dinfo[TN_MAX_DEV];
     /* under --mpi: the other ranks' GPUs, devices ndev .. ndev + nrem - 1 of
-     * the run (their ord and dinfo too); each evaluates through e->mpi */
+     * the run (their ord and dinfo too); each evaluates through e->mpi.  The
+     * loop drives all ndev + nrem alike, as one set (tn_devset) */
     kevo_mpi_gpu *rgpu;
     int nrem;
     char dlabel[TN_MAX_DEV][48]; /* how progress lines name each device ("GPU 1", "rank 2 GPU 0") */
+    char dhost[TN_MAX_DEV][256]; /* each device's host, as stored with the run */
     int dev_base;
     double loop_t0;    /* kv_now() when the search loop began: the devices' throughput */
     /* a distribution run (--shapes): its shapes (0 is `shape` above), the
@@ -220,8 +225,13 @@ kevo_status tn_start_gpu(tn_env *e, const tn_work *ref, int warmup, int reps, do
 kevo_status tn_devices(tn_env *e, const char *list, bool mixed, int device, kevo_err *err);
 /* Under --mpi: a GPU worker on every other rank, appended to the run's devices. */
 kevo_status tn_remote_devices(tn_env *e, const tn_work *ref, const kevo_tune_opts *o, bool mixed, kevo_err *err);
-/* Every device's label, once they are known. */
+/* Every device's label and host, once they are known. */
 void tn_dev_labels(tn_env *e);
+/* The run's GPUs as one set: device k of the run is the set's GPU k (this
+ * process's workers, then the other ranks' GPUs).  The set points at e's
+ * workers: valid while they are not stopped or replaced.  Errors:
+ * kevo_devset's (KEVO_ERR_ARG: too many). */
+kevo_status tn_devset(const tn_env *e, kevo_devset *s, kevo_err *err);
 /* The workers of a distribution's shapes 1.. (shape i on GPU i mod ndev). */
 kevo_status tn_start_shape_gpus(tn_env *e, const tn_work *ref, const kevo_tune_opts *o, tn_progress *prog,
                                 kevo_err *err);
@@ -314,10 +324,11 @@ typedef struct tn_pipe {
     int64_t *rend;
     int nround;
     int64_t on_gpu[TN_MAX_DEV]; /* the position each device evaluates, -1 none */
-    int64_t queued[TN_MAX_DEV]; /* a remote device's next position, sent to wait there behind on_gpu; -1 none */
+    int64_t queued[TN_MAX_DEV]; /* a device's next position, sent to wait there behind on_gpu (depth > 1); -1 none */
     int64_t last_use[TN_MAX_DEV]; /* when each device last took a candidate (placement count), 0 never */
     int64_t placements;
     bool stream;
+    kevo_devset devs;        /* stream: the run's GPUs (tn_devset) */
     kevo_compile_pool *pool; /* stream without other ranks */
     bool mpi;                /* stream with other ranks: kevo_mpi_compile_start is open */
     int compiling;           /* compiles started (local) or queued (MPI) and not done */
