@@ -298,7 +298,7 @@ static kevo_status wr_blobs(const wr_frame *f, const char *const *keys, size_t *
 {
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        int64_t v;
+        int64_t v = 0; /* set by wr_int whenever it returns KEVO_OK */
         kevo_status st = wr_int(f->hdr, keys[i], 0, (double)UINT32_MAX, &v, err);
         if (st)
             return st;
