@@ -32,6 +32,17 @@ void cli_say(const char *prefix, kevo_status st, const kevo_err *err)
 /* One per process: compiles and DB handles report process-wide. */
 cli_events cli_ev = {.mode = 1};
 
+kevo_ctx *cli_ctx_new(void)
+{
+    kevo_ctx *ctx = kevo_ctx_new();
+    if (!ctx) {
+        fprintf(stderr, "kevo: out of memory\n");
+        return NULL;
+    }
+    kevo_ctx_set_events(ctx, cli_event, &cli_ev);
+    return ctx;
+}
+
 void cli_bar_clear(cli_events *c)
 {
     if (c->bar_drawn) {

@@ -38,6 +38,24 @@ void cli_event(void *ctx, const kevo_event *ev);
 /* Erase the live bar when it is drawn, so that a line can follow. */
 void cli_bar_clear(cli_events *c);
 
+/* A handle for one command's library call, its events to cli_event(&cli_ev);
+ * NULL (with "kevo: out of memory" said) when out of memory. */
+kevo_ctx *cli_ctx_new(void);
+
+/* ---- signals (signals.c) ---- */
+
+/* Install the handlers that cancel ctx (kevo_ctx_cancel, why the signal) on
+ * SIGINT, SIGTERM and the other signals of kv_signals_ending() whose
+ * disposition is the default; a second signal after the call stopped
+ * listening takes its previous action. */
+void cli_signals_catch(kevo_ctx *ctx);
+/* Put the previous handlers back (SIGXFSZ or SIGXCPU, when it cancelled,
+ * stays ignored). */
+void cli_signals_restore(void);
+/* The exit status of a command ctx's cancel stopped: 128 + the signal (130
+ * when none is known). */
+int cli_signal_exit(const kevo_ctx *ctx);
+
 /* "PREFIX: MESSAGE" on stderr, through the terminal cleaner. */
 void cli_say(const char *prefix, kevo_status st, const kevo_err *err);
 

@@ -33,8 +33,6 @@ int cmd_export(int argc, char **argv)
     kevo_export_opts o;
     kevo_export_opts_init(&o);
     o.data_dir = cli_data_dir();
-    o.on_event = cli_event; /* which shapes run cuBLAS, and why others stay UNSUPPORTED */
-    o.event_ctx = &cli_ev;
     int prc = cli_opts_parse("export", cli_export_opts, (int)KV_ARRAY_LEN(cli_export_opts), &o, argc, argv);
     if (prc)
         return prc;
@@ -66,9 +64,16 @@ int cmd_export(int argc, char **argv)
     if (o.out_dir && kv_file_among(o.out_dir, inputs, 1) >= 0) /* an output never replaces an input */
         return cli_bad_usage("export", "--out '%s' is the DB it reads: give a new folder", o.out_dir);
     int nk = 0, nt = 0;
-    kevo_status st = kevo_export(&o, &nk, &nt, &err);
-    if (st)
-        return cli_fail(st, &err);
+    kevo_ctx *ctx = cli_ctx_new(); /* its events: which shapes run cuBLAS, and why others stay UNSUPPORTED */
+    if (!ctx)
+        return 1;
+    kevo_status st = kevo_export(ctx, &o, &nk, &nt);
+    if (st) {
+        int code = cli_fail(st, kevo_ctx_error(ctx));
+        kevo_ctx_free(ctx);
+        return code;
+    }
+    kevo_ctx_free(ctx);
     printf("wrote %s: library %s, %d kernels, %d tuned shapes\n", o.out_dir, o.name, nk, nt);
     return 0;
 }

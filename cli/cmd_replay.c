@@ -16,13 +16,16 @@
 /* `kevo replay --model`: one line (or JSON object) per family. */
 static int cli_replay_model(const kevo_replay_opts *o, bool json)
 {
-    kevo_err err;
-    kevo_err_clear(&err);
+    kevo_ctx *ctx = cli_ctx_new();
+    if (!ctx)
+        return 1;
     kevo_model_fit *f = NULL;
     int n = 0;
-    kevo_status st = kevo_replay_model(o, &f, &n, &err);
+    kevo_status st = kevo_replay_model(ctx, o, &f, &n);
+    int code = st ? cli_fail(st, kevo_ctx_error(ctx)) : 0;
+    kevo_ctx_free(ctx);
     if (st)
-        return cli_fail(st, &err);
+        return code;
     if (json)
         printf("{\"model\": [");
     else
@@ -94,19 +97,21 @@ int cmd_replay(int argc, char **argv)
         return cli_bad_usage("replay", "--format takes table or json, not '%s'", format);
     if (!model && o.policy && !kevo_policy_find(o.policy))
         return cli_bad_policy("replay", o.policy);
-    kevo_err err;
-    kevo_err_clear(&err);
     if (model)
         return cli_replay_model(&o, json);
     kevo_replay_result r;
+    kevo_ctx *ctx = kevo_ctx_new(); /* silent but for KEVO_REPLAY_TRACE: no event is even made */
+    if (!ctx)
+        return cli_fail(KEVO_ERR_NOMEM, &(kevo_err){KEVO_ERR_NOMEM, "out of memory"});
     if (getenv("KEVO_REPLAY_TRACE")) { /* every evaluation of every replay, on stderr */
         cli_ev.trace = cli_ev.numbered = true;
-        o.on_event = cli_event;
-        o.event_ctx = &cli_ev;
+        kevo_ctx_set_events(ctx, cli_event, &cli_ev);
     }
-    kevo_status st = kevo_replay(&o, &r, &err);
+    kevo_status st = kevo_replay(ctx, &o, &r);
+    int code = st ? cli_fail(st, kevo_ctx_error(ctx)) : 0;
+    kevo_ctx_free(ctx);
     if (st)
-        return cli_fail(st, &err);
+        return code;
     if (json) {
         /* every figure finite or null: a policy that never reaches the target has no median */
         printf("{\"policy\": \"%s\", \"seeds\": %d, \"median_evals_to_target\": ", o.policy, o.seeds);

@@ -114,18 +114,19 @@ static int cli_all_failed(const char *db_path, const int64_t *runs, int n, bool 
     return 1;
 }
 
-/* An MPI rank other than 0: compile what rank 0 sends, then leave. */
-static int cli_mpi_serve(kevo_mpi *m)
+/* An MPI rank other than 0: compile what rank 0 sends, then leave; a
+ * signal cancels ctx. */
+static int cli_mpi_serve(kevo_mpi *m, kevo_ctx *ctx)
 {
     kevo_err err;
     kevo_err_clear(&err);
+    kevo_mpi_set_ctx(m, ctx);
+    cli_signals_catch(ctx);
     kevo_status st = kevo_mpi_serve(m, &err);
+    cli_signals_restore();
+    kevo_mpi_set_ctx(m, NULL);
     kevo_mpi_end(m, st == KEVO_ERR_INTERRUPTED);
-    if (st == KEVO_ERR_INTERRUPTED) {
-        int sig = kv_signal_caught();
-        return sig > 0 ? 128 + sig : 130;
-    }
-    return st ? cli_fail(st, &err) : 0;
+    return st == KEVO_ERR_INTERRUPTED ? cli_signal_exit(ctx) : st ? cli_fail(st, &err) : 0;
 }
 
 /* What `kevo tune` takes from its command line: the run's options and this
@@ -267,8 +268,6 @@ static int cli_tune_run(cli_tune_args *a)
     kevo_tune_opts *o = &a->o;
     bool jobs_given = a->here & CLI_TUNE_GIVEN_JOBS, device_given = a->here & CLI_TUNE_GIVEN_DEVICE;
     cli_ev.mode = a->quiet ? 0 : (!a->nobar && isatty(STDOUT_FILENO) ? 2 : 1);
-    o->proc.on_event = cli_event;
-    o->proc.event_ctx = &cli_ev;
     const char *mpi_var = NULL;
     long nprocs = a->mpi ? 0 : cli_mpi_launched(&mpi_var);
     if (nprocs > 1) /* mpirun -np N kevo tune: N processes that know nothing of each other */
@@ -287,19 +286,30 @@ static int cli_tune_run(cli_tune_args *a)
                                         &cli_ev, &o->proc.mpi, &err);
         if (st)
             return cli_fail(st, &err);
-        if (kevo_mpi_rank(o->proc.mpi) != 0) /* every other rank compiles and evaluates what rank 0 sends */
-            return cli_mpi_serve(o->proc.mpi);
+        if (kevo_mpi_rank(o->proc.mpi) != 0) { /* every other rank compiles and evaluates what rank 0 sends */
+            kevo_ctx *ctx = cli_ctx_new();
+            int code = ctx ? cli_mpi_serve(o->proc.mpi, ctx) : 1;
+            kevo_ctx_free(ctx);
+            return code;
+        }
         if (!device_given)
             o->proc.device = kevo_mpi_device(o->proc.mpi);
         o->proc.jobs = kevo_mpi_slots(o->proc.mpi);
     }
-    kevo_status st = kevo_tune_archs(o, runs, &nruns, &err);
+    kevo_ctx *ctx = cli_ctx_new();
+    if (!ctx) {
+        kevo_mpi_end(o->proc.mpi, false);
+        return 1;
+    }
+    cli_signals_catch(ctx); /* a signal stops the run the way that lets it resume */
+    kevo_status st = kevo_tune_archs(ctx, o, runs, &nruns);
+    cli_signals_restore();
+    err = *kevo_ctx_error(ctx);
     cli_bar_clear(&cli_ev);
     int code;
     if (st == KEVO_ERR_INTERRUPTED) {
         cli_say("kevo", st, &err);
-        int sig = kv_signal_caught();
-        code = sig > 0 ? 128 + sig : 130;
+        code = cli_signal_exit(ctx);
     } else if (st == KEVO_ERR_ARG) { /* the options are wrong: a usage error */
         cli_say("kevo tune", st, &err);
         fprintf(stderr, "(try 'kevo tune --help')\n");
@@ -309,6 +319,7 @@ static int cli_tune_run(cli_tune_args *a)
     }
     /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
     kevo_mpi_end(o->proc.mpi, st == KEVO_ERR_INTERRUPTED);
+    kevo_ctx_free(ctx);
     return code;
 }
 

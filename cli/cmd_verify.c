@@ -80,13 +80,12 @@ int cmd_verify(int argc, char **argv)
         fprintf(stderr, "(try 'kevo verify --help')\n");
         return 2;
     }
-    kevo_err err;
-    kevo_err_clear(&err);
+    kevo_ctx *ctx = cli_ctx_new();
+    if (!ctx)
+        return 1;
     bool passed = false;
-    o.on_event = cli_event;
-    o.event_ctx = &cli_ev;
-    kevo_status st = kevo_verify(&o, &passed, &err);
-    if (st)
-        return cli_fail(st, &err);
-    return passed ? 0 : 1;
+    kevo_status st = kevo_verify(ctx, &o, &passed);
+    int code = st ? cli_fail(st, kevo_ctx_error(ctx)) : passed ? 0 : 1;
+    kevo_ctx_free(ctx);
+    return code;
 }
