@@ -114,7 +114,12 @@ int cli_profile(int argc, char **argv)
     if (!st) {
         kevo_profile_run_opts o = {.ncu = ncu, .kevo = self, .db_path = a.db_path, .cand_id = a.cand, .plan = c.plan,
                                    .device = a.device, .timeout_s = a.timeout};
-        st = kevo_profile_run(&o, &p, &err);
+        kevo_ctx *ctx = kevo_ctx_new();
+        if (!ctx)
+            st = kevo_err_set(&err, KEVO_ERR_NOMEM, "%s", "out of memory");
+        else if ((st = kevo_profile_run(ctx, &o, &p)))
+            err = *kevo_ctx_error(ctx);
+        kevo_ctx_free(ctx);
     }
     if (st) {
         cli_profile_say(st, &err);

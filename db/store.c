@@ -547,7 +547,7 @@ void kevo_db_set_events(kevo_event_fn fn, void *ctx)
 static int st_busy(void *ctx, int count)
 {
     kevo_db *db = ctx;
-    if (kv_interrupted())
+    if (kv_cancelled(db->cancel))
         return 0;
     if (count == 0) {
         db->busy_t0 = kv_now();
@@ -589,6 +589,11 @@ static kevo_status st_open_handle(kevo_db *db, bool create, kevo_err *err)
 
 kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err)
 {
+    return kevo_db_open_ctx(path, create, NULL, out, err);
+}
+
+kevo_status kevo_db_open_ctx(const char *path, bool create, kevo_ctx *ctx, kevo_db **out, kevo_err *err)
+{
     if (!out)
         return kevo_err_set(err, KEVO_ERR_ARG, "no result pointer for opening '%s'", path ? path : "");
     *out = NULL;
@@ -609,6 +614,7 @@ kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err 
         free(db);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory opening '%s'", path);
     }
+    db->cancel = kv_ctx_flag(ctx);
     kevo_status s = st_open_handle(db, create, err);
     if (s == KEVO_OK) {
         /* identify before anything can write to the file */

@@ -28,11 +28,14 @@ void kevo_db_set_events(kevo_event_fn fn, void *ctx);
 /* Open (create when `create` and the file does not exist) a kevo database.
  * A lock another process holds past the busy timeout (5 s) is waited for,
  * with one WARNING event ("'...' is locked by another process; waiting",
- * kevo_db_set_events), until it is released or a signal interrupts the wait
- * (kv_interrupted).
+ * kevo_db_set_events), until it is released (kevo_db_open_ctx: or the
+ * handle's call is cancelled).
  * Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a kevo
  * database, corrupt, newer schema), with the path quoted. */
 kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err);
+/* kevo_db_open whose lock waits, at the open and after it, give up once
+ * ctx is cancelled (kevo_ctx_cancel); ctx NULL: never. */
+kevo_status kevo_db_open_ctx(const char *path, bool create, kevo_ctx *ctx, kevo_db **out, kevo_err *err);
 
 /* Open an existing kevo database for reading only (report, replay, export,
  * verify): SQLITE_OPEN_READONLY, so a user who may not write the file or its

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "db/store.h"
+#include "util/ctx.h"
 
 struct kevo_db {
     sqlite3 *h;
@@ -17,6 +18,7 @@ struct kevo_db {
     bool readonly; /* opened by kevo_db_open_ro: h never writes the file */
     double busy_t0; /* when the current wait for a lock began */
     bool busy_said; /* the wait was announced (kevo_db_set_events) */
+    kv_cancel *cancel; /* a lock wait stops once it is raised (kevo_db_open_ctx); NULL: never */
 };
 
 /* ---- errors ---- */

@@ -653,6 +653,7 @@ struct kevo_compile_pool {
     int ndone, done_head;
     bool pch_on;
     double pch_wait_s; /* how long a job waits for its prelude's PCH while it is written */
+    kv_cancel *cancel; /* the caller's kevo_ctx flag: the waits stop once it is raised; NULL: never */
 };
 
 static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
@@ -1187,9 +1188,9 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
         int pr = poll(p->pfd, (nfds_t)(p->parallel + nw), wait_ms);
         if (pr < 0 && errno != EINTR)
             return kevo_err_set(err, KEVO_ERR_IO, "poll failed: %s", strerror(errno));
-        if (kv_interrupted()) /* SIGINT/SIGTERM: the caller frees the pool, which kills the children */
+        if (kv_cancelled(p->cancel)) /* SIGINT/SIGTERM: the caller frees the pool, which kills the children */
             return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
-                                kv_signal_caught());
+                                kv_cancelled(p->cancel));
         now = kv_now();
         for (int i = 0; i < p->parallel; i++) {
             cp_slot *s = &p->slots[i];
@@ -1232,10 +1233,23 @@ void kevo_compile_pool_free(kevo_compile_pool *p)
     free(p);
 }
 
+void kevo_compile_pool_set_cancel(kevo_compile_pool *p, kv_cancel *cancel)
+{
+    if (p)
+        p->cancel = cancel;
+}
+
 kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err)
+{
+    return kevo_compile_run_cancel(jobs, n, parallel, timeout_s, NULL, err);
+}
+
+kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
+                                    kevo_err *err)
 {
     kevo_compile_pool *p;
     kevo_status st = kevo_compile_pool_new(parallel, &p, err);
+    kevo_compile_pool_set_cancel(st ? NULL : p, cancel);
     int next = 0;
     while (!st) {
         for (; next < n && !st && kevo_compile_pool_idle(p) > 0; next++)

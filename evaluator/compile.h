@@ -10,6 +10,7 @@
 
 #include "evaluator/eval.h"
 #include "kevo.h"
+#include "util/ctx.h"
 
 #define KEVO_COMPILE_MAX_OPTS 24
 
@@ -87,6 +88,10 @@ void kevo_compile_job_release(kevo_compile_job *job);
  * timeout_s.  Every job ends with fail set; a job's failure is not an error.
  * Errors: KEVO_ERR_IO when children cannot be started. */
 kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err);
+/* kevo_compile_run that also stops (KEVO_ERR_INTERRUPTED, the children
+ * killed) once kv_cancelled(cancel): a caller's kevo_ctx (kv_ctx_flag). */
+kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
+                                    kevo_err *err);
 
 /* A pool of compile children fed one job at a time, for a caller that also
  * waits on something else (evaluator/mpi.c: jobs sent to other ranks).
@@ -96,6 +101,9 @@ typedef struct kevo_compile_pool kevo_compile_pool;
 
 /* A pool of `parallel` (1..256, clamped) child slots.  Errors: KEVO_ERR_NOMEM. */
 kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_err *err);
+/* The flag kevo_compile_pool_wait stops for (kv_ctx_flag of the caller's
+ * kevo_ctx); NULL, as a new pool has: never. */
+void kevo_compile_pool_set_cancel(kevo_compile_pool *p, kv_cancel *cancel);
 /* Slots free for a new job. */
 int kevo_compile_pool_idle(const kevo_compile_pool *p);
 /* Jobs started and not yet handed back by kevo_compile_pool_wait. */
@@ -117,8 +125,8 @@ kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job,
 /* Wait up to wait_s seconds for a job to finish, starting the waiting jobs
  * whose PCH is written (or whose wait is over); *done is a finished job
  * (its fail, log, cubin and ptxas figures set) or NULL when none finished
- * in time (at once when nothing runs).  Errors: KEVO_ERR_INTERRUPTED after
- * SIGINT/SIGTERM (kv_signals_catch), KEVO_ERR_IO when poll fails or a
+ * in time (at once when nothing runs).  Errors: KEVO_ERR_INTERRUPTED once
+ * the pool's cancel flag is raised (kevo_compile_pool_set_cancel), KEVO_ERR_IO when poll fails or a
  * waiting job's child cannot be started (that job stays unfinished). */
 kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err);
 /* Kill and reap the children still running (their jobs stay unfinished)

@@ -33,12 +33,12 @@ struct kevo_gpu {
 };
 
 /* Read n bytes before the deadline: 0 done, -1 end of file or error, 1
- * timeout, 2 interrupted (kv_interrupted: SIGINT or SIGTERM). */
-static int gp_read_deadline(int fd, void *p, size_t n, double deadline)
+ * timeout, 2 interrupted (kv_cancelled(cancel): SIGINT or SIGTERM). */
+static int gp_read_deadline(int fd, void *p, size_t n, double deadline, kv_cancel *cancel)
 {
     char *c = p;
     while (n) {
-        if (kv_interrupted())
+        if (kv_cancelled(cancel))
             return 2;
         double left = deadline - kv_now();
         if (left <= 0)
@@ -135,11 +135,11 @@ static kevo_status gp_hello_wait(kevo_gpu *g, bool first, kevo_err *err)
 {
     gp_hello hello;
     /* start-up times the baseline and the ceilings: allow minutes */
-    int r = gp_read_deadline(g->from_worker, &hello, sizeof hello, kv_now() + (first ? 900.0 : 300.0));
+    int r = gp_read_deadline(g->from_worker, &hello, sizeof hello, kv_now() + (first ? 900.0 : 300.0), g->cfg.cancel);
     if (r == 2) {
         gp_kill(g);
         return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while the GPU worker started",
-                            kv_signal_caught());
+                            kv_cancelled(g->cfg.cancel));
     }
     if (r != 0) {
         char why[160];
@@ -185,7 +185,7 @@ kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
     }
     close(up[1]);
     gp_probe *pr = malloc(sizeof *pr);
-    int r = pr ? gp_read_deadline(up[0], pr, sizeof *pr, kv_now() + 120.0) : -1;
+    int r = pr ? gp_read_deadline(up[0], pr, sizeof *pr, kv_now() + 120.0, NULL) : -1;
     close(up[0]);
     if (r == 1)
         kill(pid, SIGKILL);
@@ -379,15 +379,18 @@ kevo_status kevo_gpu_wait(kevo_gpu *const *g, int n, double wait_s, int *which, 
     int idx[KEVO_GPU_MAX_DEVICES * 8];
     double until = kv_now() + (wait_s > 0 ? wait_s : 0);
     bool looked = false;
+    kv_cancel *cancel = NULL; /* the workers' caller's flag: the first worker's */
+    for (int i = 0; i < n && !cancel; i++)
+        cancel = g[i] ? g[i]->cfg.cancel : NULL;
     for (;;) {
-        if (kv_interrupted()) {
+        if (kv_cancelled(cancel)) {
             for (int i = 0; i < n; i++)
                 if (g[i] && g[i]->inflight) {
                     g[i]->inflight = false;
                     gp_kill(g[i]);
                 }
             return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
-                                kv_signal_caught());
+                                kv_cancelled(cancel));
         }
         double now = kv_now(), wake = until;
         int m = 0;
@@ -422,7 +425,7 @@ kevo_status kevo_gpu_wait(kevo_gpu *const *g, int n, double wait_s, int *which, 
             gp_response *rs = malloc(sizeof *rs);
             if (!rs)
                 return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-            int r = gp_read_deadline(w->from_worker, rs, sizeof *rs, w->t_submit + w->cfg.timeout_s);
+            int r = gp_read_deadline(w->from_worker, rs, sizeof *rs, w->t_submit + w->cfg.timeout_s, w->cfg.cancel);
             if (r == 2) {
                 free(rs);
                 continue; /* the interruption is handled at the top */
@@ -528,11 +531,11 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
     double deadline = kv_now() + g->cfg.timeout_s * n;
     for (int i = 0; i < n; i++) {
         gp_retime_response rs;
-        int r = sent ? gp_read_deadline(g->from_worker, &rs, sizeof rs, deadline) : -1;
+        int r = sent ? gp_read_deadline(g->from_worker, &rs, sizeof rs, deadline, g->cfg.cancel) : -1;
         if (r == 2) {
             gp_kill(g);
             return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while re-timing",
-                                kv_signal_caught());
+                                kv_cancelled(g->cfg.cancel));
         }
         if (r != 0) {
             char why[160] = "";

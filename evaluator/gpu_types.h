@@ -12,6 +12,7 @@
 #include "evaluator/eval.h"
 #include "core/op.h"
 #include "templates/space.h"
+#include "util/ctx.h"
 
 /* What the worker needs to start. */
 typedef struct kevo_gpu_config {
@@ -28,6 +29,9 @@ typedef struct kevo_gpu_config {
     int peer_algos;      /* cuBLASLt algorithms of the heuristic's top a peer's GEMM times (0: 8) */
     const void *ref_cubin; /* the op's reference/utility module, compiled by the parent */
     size_t ref_cubin_size;
+    /* the caller's kevo_ctx flag (kv_ctx_flag): the waits for this worker stop (KEVO_ERR_INTERRUPTED) once it
+       is raised; NULL: never */
+    kv_cancel *cancel;
 } kevo_gpu_config;
 
 /* What the worker reports at start. */

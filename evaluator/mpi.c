@@ -48,6 +48,12 @@ kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx,
                         "built without MPI (install libopenmpi-dev and configure kevo again for --mpi)");
 }
 
+void kevo_mpi_set_ctx(kevo_mpi *m, kevo_ctx *ctx)
+{
+    (void)m;
+    (void)ctx;
+}
+
 int kevo_mpi_rank(const kevo_mpi *m)
 {
     (void)m;
@@ -467,6 +473,12 @@ kevo_status mr_recv(kevo_mpi *m, int src, bool *got, int *from, int *tag, unsign
 bool kevo_mpi_built(void)
 {
     return true;
+}
+
+void kevo_mpi_set_ctx(kevo_mpi *m, kevo_ctx *ctx)
+{
+    if (m)
+        m->cancel = kv_ctx_flag(ctx);
 }
 
 int kevo_mpi_rank(const kevo_mpi *m)

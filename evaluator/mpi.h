@@ -79,6 +79,12 @@ bool kevo_mpi_built(void);
 kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
                            kevo_err *err);
 
+/* The handle whose cancel flag (kevo_ctx_cancel) stops m's waits with
+ * KEVO_ERR_INTERRUPTED: rank 0's compiles and evaluations, another rank's
+ * kevo_mpi_serve.  Without one (ctx NULL, the start's state) they never
+ * stop for a signal.  m may be NULL. */
+void kevo_mpi_set_ctx(kevo_mpi *m, kevo_ctx *ctx);
+
 /* This process's rank and the job's size (1.. ranks). */
 int kevo_mpi_rank(const kevo_mpi *m);
 int kevo_mpi_size(const kevo_mpi *m);

@@ -13,6 +13,7 @@
 
 #include "evaluator/mpi.h"
 #include "evaluator/wire.h"
+#include "util/ctx.h"
 #include "util/util.h"
 
 enum { MR_HELLO_WAIT, MR_READY, MR_REFUSED, MR_LOST, MR_GONE };
@@ -88,6 +89,7 @@ struct kevo_mpi {
     int rank, size, slots;
     kevo_event_fn note; /* WARNING events (mr_note) */
     void *ctx;
+    kv_cancel *cancel;    /* the caller's kevo_ctx flag (kevo_mpi_set_ctx); NULL: never */
     char nvrtc[16];
     pthread_mutex_t lock; /* held around every MPI call */
     bool failed;          /* this rank stopped on an error: it leaves without MPI_Finalize */

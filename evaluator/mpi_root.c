@@ -364,6 +364,7 @@ kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, 
         mr_batch_free(m, b);
         return st;
     }
+    kevo_compile_pool_set_cancel(b->pool, m->cancel);
     m->cur = b;
     return KEVO_OK;
 }
@@ -451,9 +452,9 @@ kevo_status kevo_mpi_compile_next(kevo_mpi *m, double wait_s, kevo_compile_job *
                 b->owner[i] = JS_DONE;
     } else if (!st && wait_s > 0) {
         mr_sleep_ms(wait_s < 0.02 ? (int)(wait_s * 1000) + 1 : 20);
-        if (kv_interrupted())
+        if (kv_cancelled(m->cancel))
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while compiling",
-                              kv_signal_caught());
+                              kv_cancelled(m->cancel));
     }
     if (!st)
         st = mr_drain(m, b, err);
@@ -504,7 +505,7 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
                              kevo_err *err)
 {
     if (!m || m->size == 1)
-        return kevo_compile_run(jobs, n, parallel, timeout_s, err);
+        return kevo_compile_run_cancel(jobs, n, parallel, timeout_s, m ? m->cancel : NULL, err);
     if (m->rank != 0)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank %d asked to hand out compiles", m->rank);
     kevo_status st = kevo_mpi_compile_start(m, parallel, timeout_s, err);
@@ -557,9 +558,9 @@ kevo_status kevo_mpi_gpus_start(kevo_mpi *m, const kevo_wire_gpu_setup *setup, k
     /* each rank's worker times its peers and ceilings: its answer may take minutes, in which it sends
        nothing else (its silence is not held against it until then) */
     for (double t0 = kv_now(); !st;) {
-        if (kv_interrupted()) {
+        if (kv_cancelled(m->cancel)) {
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while the ranks' GPU workers "
-                              "started", kv_signal_caught());
+                              "started", kv_cancelled(m->cancel));
             break;
         }
         if ((st = mr_drain(m, m->cur, err)))
@@ -679,9 +680,9 @@ kevo_status kevo_mpi_eval_wait(kevo_mpi *m, double wait_s, int *which, int64_t *
         return KEVO_OK;
     double until = kv_now() + (wait_s > 0 ? wait_s : 0);
     for (;;) {
-        if (kv_interrupted())
+        if (kv_cancelled(m->cancel))
             return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while evaluating",
-                                kv_signal_caught());
+                                kv_cancelled(m->cancel));
         kevo_status st = mr_drain(m, m->cur, err);
         if (st)
             return st;
@@ -775,7 +776,7 @@ kevo_status mr_start_root(kevo_mpi *m, kevo_err *err)
         return kevo_err_set(err, KEVO_ERR_IO, "unable to start the MPI heartbeat thread");
     }
     m->hb_running = true;
-    for (double t0 = kv_now(); kv_now() - t0 < KEVO_MPI_HELLO_WAIT && !kv_interrupted(); mr_sleep_ms(10)) {
+    for (double t0 = kv_now(); kv_now() - t0 < KEVO_MPI_HELLO_WAIT && !kv_cancelled(m->cancel); mr_sleep_ms(10)) {
         if ((st = mr_drain(m, m->cur, err)))
             return st;
         int waiting = 0;

@@ -121,6 +121,7 @@ static kevo_status mr_serve_gpu_setup(kevo_mpi *m, const unsigned char *data, si
         gc.baseline = gc.ceilings = true;
         gc.ref_cubin = setup->ref_cubin;
         gc.ref_cubin_size = setup->ref_cubin_size;
+        gc.cancel = m->cancel;
         st = kevo_gpu_start(&gc, gpu, &h->info, &e);
     }
     h->op = op;
@@ -453,7 +454,6 @@ static kevo_status mr_serve_end(kevo_mpi *m, mr_server *sr, kevo_status st, kevo
     for (int i = 0; i < sr->nout; i++)
         mr_orphan(m, &sr->out[i]);
     free(sr->out);
-    kv_signals_restore();
     if (st)
         m->failed = true;
     return st;
@@ -463,10 +463,10 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
 {
     if (!m || m->rank == 0)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank 0 asked to serve compiles");
-    kv_signals_catch();
     mr_server sr;
     memset(&sr, 0, sizeof sr);
     kevo_status st = kevo_compile_pool_new(m->slots, &sr.pool, err);
+    kevo_compile_pool_set_cancel(st ? NULL : sr.pool, m->cancel);
     sr.running = calloc((size_t)m->slots, sizeof *sr.running);
     if (!st && !sr.running)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
@@ -480,9 +480,9 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     m->last0 = kv_now();
     while (!st && !sr.stopping) {
-        if (kv_interrupted()) {
+        if (kv_cancelled(m->cancel)) {
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "rank %d interrupted by signal %d", m->rank,
-                              kv_signal_caught());
+                              kv_cancelled(m->cancel));
             break;
         }
         st = mr_serve_listen(m, &sr, err);

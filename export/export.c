@@ -980,8 +980,10 @@ static void xp_state_free(xp_state *x)
     kevo_db_close(x->db);
 }
 
-kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, kevo_err *err)
+kevo_status kevo_export(kevo_ctx *ctx, const kevo_export_opts *o, int *nkernels, int *ntuned)
 {
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
     kevo_status st = kevo_export_check_name(o->name, err);
     if (st)
         return st;
@@ -991,6 +993,7 @@ kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, k
         return kevo_err_set(err, KEVO_ERR_ARG, "--out needs a folder path of at most %d bytes", PATH_MAX - 256);
     xp_state x;
     memset(&x, 0, sizeof x);
+    x.ctx = ctx;
     x.o = o;
     x.op = kevo_op_find(o->op);
     if (!x.op)

@@ -21,10 +21,6 @@ typedef struct kevo_export_opts {
     int top;                     /* fastest distinct configurations taken per run (default 3) */
     bool force;                  /* write into a non-empty folder that is no earlier export of `name` */
     bool torch;                  /* also a Python package with the op as a PyTorch custom op (python/) */
-    /* Lines (a tuned shape that dispatches to its vendor form) and
-     * warnings (one that stays UNSUPPORTED, and why); NULL: silent. */
-    kevo_event_fn on_event;
-    void *event_ctx;
 } kevo_export_opts;
 
 void kevo_export_opts_init(kevo_export_opts *o);
@@ -63,6 +59,6 @@ kevo_status kevo_export_check_torch_name(const char *name, kevo_err *err);
  * candidate and key), KEVO_ERR_IO (the folder holds files export would
  * replace, naming one), KEVO_ERR_NVRTC (the vendor kernels did not
  * compile), KEVO_ERR_DB. */
-kevo_status kevo_export(const kevo_export_opts *o, int *nkernels, int *ntuned, kevo_err *err);
+kevo_status kevo_export(kevo_ctx *ctx, const kevo_export_opts *o, int *nkernels, int *ntuned);
 
 #endif /* KEVO_EXPORT_H */

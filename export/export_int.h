@@ -13,6 +13,7 @@
 #include "core/op.h"
 #include "core/verdict.h"
 #include "templates/space.h"
+#include "util/ctx.h"
 #include "util/util.h"
 
 /* One kernel of the library. */
@@ -65,6 +66,7 @@ typedef struct xp_vmod {
 } xp_vmod;
 
 typedef struct xp_state {
+    kevo_ctx *ctx; /* the caller's: events, cancel flag */
     const kevo_export_opts *o;
     const kevo_op *op;
     kevo_db *db;

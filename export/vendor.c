@@ -17,7 +17,7 @@
 _Static_assert(KEVO_VENDOR_MAX_GEMMS == 2, "the library's x_vendor holds two GEMMs (X_VENDOR_GEMMS)");
 
 /* An event of the export (its options' callback; none: silent). */
-#define XV_EVENT(x, kind, ...) kv_emit((x)->o->on_event, (x)->o->event_ctx, (kind), 0, __VA_ARGS__)
+#define XV_EVENT(x, kind, ...) kv_emit(kv_ctx_fn((x)->ctx), kv_ctx_user((x)->ctx), (kind), 0, __VA_ARGS__)
 
 /* Where a lost shape stands, for events: "run 2 at B=...,U=15 (bf16, sm_90a)". */
 static void xv_where(const xp_state *x, const kevo_run_row *run, const kevo_syms *shape, int dtype, char *out,
@@ -189,7 +189,7 @@ kevo_status xp_vendor_compile(xp_state *x, kevo_err *err)
             st = kevo_compile_job_init(&jobs[j], name, src[j].data, x->vm[j].arch, err);
     }
     if (!st)
-        st = kevo_compile_run(jobs, x->nvm, 2, 300, err);
+        st = kevo_compile_run_cancel(jobs, x->nvm, 2, 300, kv_ctx_flag(x->ctx), err);
     for (int j = 0; j < x->nvm && !st; j++) {
         kevo_compile_job *jb = &jobs[j];
         if (jb->fail != KEVO_FAIL_NONE || !jb->cubin || jb->cubin_size == 0) {

@@ -139,6 +139,46 @@ typedef struct kevo_event {
 /* A caller's event handler; ctx is the pointer given with it. */
 typedef void (*kevo_event_fn)(void *ctx, const kevo_event *ev);
 
+/* A call's handle, in the manner of libcurl's easy handle: what a caller
+ * gives every long library call (kevo_tune, kevo_verify, kevo_replay,
+ * kevo_export, kevo_profile_run): where its events go, a cancel flag the
+ * caller may raise from anywhere (a signal handler included), and the error
+ * buffer of the call's failure.  The library keeps no process-wide cancel
+ * state and installs no signal handler: a caller that wants Ctrl-C to stop
+ * a call installs its own and calls kevo_ctx_cancel there.  A handle serves
+ * one call at a time; handles are independent of each other. */
+typedef struct kevo_ctx kevo_ctx;
+
+/* A new handle (no callback, not cancelled, no error); NULL when out of memory. */
+kevo_ctx *kevo_ctx_new(void);
+
+/* Free a handle; ctx may be NULL. */
+void kevo_ctx_free(kevo_ctx *ctx);
+
+/* Where the calls made with ctx report their events (NULL: silent); user
+ * is handed back to fn with each. */
+void kevo_ctx_set_events(kevo_ctx *ctx, kevo_event_fn fn, void *user);
+
+/* Ask the call running with ctx to stop (it returns KEVO_ERR_INTERRUPTED,
+ * keeping what it finished).  why (nonzero; a signal number where a signal
+ * asked) is what the call's message names; the first why is kept.
+ * Async-signal-safe: it only stores to volatile sig_atomic_t fields.
+ * Returns 1 when the call had already been cancelled and has passed the
+ * point where it stops listening (it is writing down how it ended): a
+ * signal handler may then take the signal's default action; else 0. */
+int kevo_ctx_cancel(kevo_ctx *ctx, int why);
+
+/* The why of the first kevo_ctx_cancel since the handle was made or
+ * reset, 0 for none.  Async-signal-safe. */
+int kevo_ctx_cancelled(const kevo_ctx *ctx);
+
+/* Clear the cancel flag and the error buffer, for the handle's next call. */
+void kevo_ctx_reset(kevo_ctx *ctx);
+
+/* The error buffer: the failure of the last call made with ctx (status
+ * KEVO_OK and "" when it succeeded).  Never NULL for a non-NULL ctx. */
+const kevo_err *kevo_ctx_error(const kevo_ctx *ctx);
+
 #ifdef __cplusplus
 }
 #endif

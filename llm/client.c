@@ -323,7 +323,7 @@ typedef struct lc_sink {
     size_t cap;
     bool over;  /* the body went past cap (what fits is kept) */
     bool nomem;
-    bool interruptible;
+    kv_cancel *cancel; /* the caller's flag; NULL in a worker, which its parent kills instead */
 } lc_sink;
 
 static size_t lc_on_data(char *p, size_t size, size_t nmemb, void *ud)
@@ -350,15 +350,15 @@ static int lc_on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t u
 {
     (void)dlt, (void)dln, (void)ult, (void)uln;
     const lc_sink *k = ud;
-    return k->interruptible && kv_interrupted();
+    return kv_cancelled(k->cancel) != 0;
 }
 
 /* Sleep s seconds in short steps; false when interrupted. */
-static bool lc_sleep(double s, bool interruptible)
+static bool lc_sleep(double s, kv_cancel *cancel)
 {
     double end = kv_now() + s;
     for (;;) {
-        if (interruptible && kv_interrupted())
+        if (kv_cancelled(cancel))
             return false;
         double left = end - kv_now();
         if (left <= 0)
@@ -568,10 +568,10 @@ static bool lc_curl_ready(void)
     return done;
 }
 
-/* The call behind kevo_llm_chat; interruptible: whether kv_interrupted()
- * stops it (not in a worker, which its parent kills instead). */
+/* The call behind kevo_llm_chat; cancel: the flag that stops it (NULL in a
+ * worker, which its parent kills instead). */
 static kevo_status lc_call(const kevo_llm_config *c, const char *system, const char *user, kevo_llm_reply *r,
-                           bool interruptible, kevo_err *err)
+                           kv_cancel *cancel, kevo_err *err)
 {
     double t0 = kv_now();
     kevo_llm_reply_init(r);
@@ -614,7 +614,7 @@ static kevo_status lc_call(const kevo_llm_config *c, const char *system, const c
     }
 
     char errbuf[CURL_ERROR_SIZE];
-    lc_sink k = {.cap = c->max_reply_bytes, .interruptible = interruptible};
+    lc_sink k = {.cap = c->max_reply_bytes, .cancel = cancel};
     kv_buf_init(&k.body);
     curl_easy_setopt(h, CURLOPT_URL, url);
 #if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85 */
@@ -662,7 +662,7 @@ static kevo_status lc_call(const kevo_llm_config *c, const char *system, const c
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory for an LLM reply");
             break;
         }
-        if (res == CURLE_ABORTED_BY_CALLBACK || (interruptible && kv_interrupted())) {
+        if (res == CURLE_ABORTED_BY_CALLBACK || kv_cancelled(cancel)) {
             lc_set_error(r, "interrupted");
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "LLM call interrupted");
             break;
@@ -688,7 +688,7 @@ static kevo_status lc_call(const kevo_llm_config *c, const char *system, const c
             wait = (double)after;
         if (wait > c->backoff_max_s)
             wait = c->backoff_max_s;
-        if (!lc_sleep(wait, interruptible)) {
+        if (!lc_sleep(wait, cancel)) {
             lc_set_error(r, "interrupted");
             st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "LLM call interrupted");
             break;
@@ -712,7 +712,7 @@ kevo_status kevo_llm_chat(const kevo_llm_config *c, const char *system, const ch
 {
     if (!r)
         return kevo_err_set(err, KEVO_ERR_ARG, "no reply to fill");
-    return lc_call(c, system, user, r, true, err);
+    return lc_call(c, system, user, r, c ? c->cancel : NULL, err);
 }
 
 /* ---- the worker ------------------------------------------------------- */
@@ -724,6 +724,7 @@ struct kevo_llm_call {
     bool eof;        /* the worker closed its end (or the pipe broke) */
     bool broken;     /* a read error or a document over LC_PIPE_LIMIT */
     double deadline; /* kv_now() past which the worker is killed */
+    kv_cancel *cancel; /* the start's c->cancel: kevo_llm_finish stops waiting once it is raised */
 };
 
 static bool lc_put_str(cJSON *o, const char *name, const char *s)
@@ -737,7 +738,7 @@ static void lc_worker(int fd, const kevo_llm_config *c, const char *system, cons
     kevo_llm_reply r;
     kevo_err err;
     kevo_err_clear(&err);
-    kevo_status st = lc_call(c, system, user, &r, false, &err);
+    kevo_status st = lc_call(c, system, user, &r, NULL, &err);
     if (st) {
         kevo_llm_reply_release(&r);
         lc_set_error(&r, "%s", err.msg);
@@ -795,6 +796,7 @@ kevo_status kevo_llm_start(const kevo_llm_config *c, const char *system, const c
     fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
     call->pid = pid;
     call->fd = fds[0];
+    call->cancel = c->cancel;
     kv_buf_init(&call->in);
     call->in.limit = LC_PIPE_LIMIT;
     int tries = c->max_retries + 1;
@@ -904,7 +906,7 @@ kevo_status kevo_llm_finish(kevo_llm_call *call, kevo_llm_reply *r, kevo_err *er
     kevo_llm_reply_init(r);
     bool late = false, interrupted = false;
     while (!kevo_llm_poll(call)) {
-        if (kv_interrupted()) {
+        if (kv_cancelled(call->cancel)) {
             interrupted = true;
             break;
         }

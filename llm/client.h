@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "kevo.h"
+#include "util/ctx.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,8 @@ typedef struct kevo_llm_config {
     double backoff_s;         /* wait before retry k (k = 1, 2, ..) is backoff_s * 2^(k-1); default 1 */
     double backoff_max_s;     /* cap on one wait, Retry-After included; default 60 */
     size_t max_reply_bytes;   /* a longer reply body is an error; default KEVO_LLM_MAX_REPLY_BYTES */
+    kv_cancel *cancel;        /* the caller's kevo_ctx flag (kv_ctx_flag): a call stops once it is raised;
+                                 NULL (the default): never */
 } kevo_llm_config;
 
 /* Fill c with the defaults above (url NULL: it must be set). */
@@ -105,7 +108,7 @@ void kevo_llm_reply_release(kevo_llm_reply *r);
  * and filled whatever the server did; its failure is in r->error.
  * Returns KEVO_OK whenever r was filled by a call that ran to its end;
  * KEVO_ERR_ARG for a bad config (kevo_llm_config_check) or a NULL user,
- * KEVO_ERR_NOMEM; KEVO_ERR_INTERRUPTED when kv_interrupted() became true
+ * KEVO_ERR_NOMEM; KEVO_ERR_INTERRUPTED when c->cancel was raised
  * (the transfer and the backoff waits look), with r filled as well (ok false,
  * error "interrupted"). */
 kevo_status kevo_llm_chat(const kevo_llm_config *c, const char *system, const char *user, kevo_llm_reply *r,
@@ -134,8 +137,8 @@ bool kevo_llm_poll(kevo_llm_call *call);
  * kevo_llm_chat) and free the call.  A worker that died fills r with ok
  * false and "LLM worker died (signal N)"; one that outlives every timeout of
  * its config by a minute is killed ("LLM worker did not answer ...").
- * Returns KEVO_OK when r was filled; KEVO_ERR_INTERRUPTED when
- * kv_interrupted() became true while waiting (the worker is killed, r says
+ * Returns KEVO_OK when r was filled; KEVO_ERR_INTERRUPTED when the start's
+ * c->cancel was raised while waiting (the worker is killed, r says
  * "interrupted"); KEVO_ERR_NOMEM.  call is freed in every case. */
 kevo_status kevo_llm_finish(kevo_llm_call *call, kevo_llm_reply *r, kevo_err *err);
 

@@ -28,6 +28,7 @@
 #include "evaluator/eval.h"
 #include "search/search.h"
 #include "templates/space.h"
+#include "util/ctx.h"
 #include "util/util.h"
 
 /* One generator of a run, as the run stores it (table run_generators: the
@@ -142,6 +143,7 @@ typedef struct kevo_gen_ctx {
     uint64_t seed;              /* the run's */
     int64_t calls;              /* calls it made in the run so far (a resumed run's) */
     bool full;                  /* for the round generator: kevo_gen.full */
+    kv_cancel *cancel;          /* the run's cancel flag (its kevo_ctx): calls stop once it is raised */
 } kevo_gen_ctx;
 
 /* One start: the parent and what the generator may read of the run. */

@@ -355,6 +355,7 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
     if (c->timeout > 0)
         g->cfg.total_timeout_s = c->timeout;
     g->cfg.max_retries = c->retries;
+    g->cfg.cancel = ctx->cancel;
     if (!st)
         st = g->prompts_dir ? kevo_llm_config_check(&g->cfg, err) : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     if (!st)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "db/store.h"
+#include "util/ctx.h"
 #include "util/util.h"
 
 static bool pr_executable(const char *p)
@@ -163,8 +164,10 @@ static bool pr_kernel_filter(const char *plan, char *out, size_t outsz)
     return true;
 }
 
-kevo_status kevo_profile_run(const kevo_profile_run_opts *o, kevo_profile *out, kevo_err *err)
+kevo_status kevo_profile_run(kevo_ctx *ctx, const kevo_profile_run_opts *o, kevo_profile *out)
 {
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
     kevo_profile_init(out);
     char cand[32], dev[16];
     snprintf(cand, sizeof cand, "%lld", (long long)o->cand_id);

@@ -28,10 +28,10 @@ typedef struct kevo_profile_run_opts {
 kevo_status kevo_profile_find_ncu(const char *given, char *out, size_t outsz, kevo_err *err);
 
 /* Run ncu as above, parse its CSV into *out and store it in the DB (only
- * then).  Errors: KEVO_ERR_IO (ncu could not start, was killed at the time
+ * then); a failure goes to ctx's error buffer.  Errors: KEVO_ERR_IO (ncu could not start, was killed at the time
  * limit, or died), KEVO_ERR_UNSUPPORTED (ncu cannot read the performance
  * counters: ERR_NVGPUCTRPERM), KEVO_ERR_PARSE (no figures in its output),
  * the DB's. */
-kevo_status kevo_profile_run(const kevo_profile_run_opts *o, kevo_profile *out, kevo_err *err);
+kevo_status kevo_profile_run(kevo_ctx *ctx, const kevo_profile_run_opts *o, kevo_profile *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include "core/op.h"
 #include "search/model.h"
 #include "search/search.h"
+#include "util/ctx.h"
 #include "templates/space.h"
 #include "util/stats.h"
 #include "util/util.h"
@@ -92,9 +93,9 @@ static double rp_gauss(uint64_t *rng)
  * identifies the i-th proposal (family, configuration, parent, operator),
  * *made the evaluations made.  noise > 0 multiplies each measured fitness by
  * exp(noise * z), z drawn from *rng.  Each evaluation is a DEBUG event to
- * o->on_event. */
+ * ctx's callback. */
 static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int batch, int ahead, double goal,
-                  int cap, double noise, uint64_t *rng, uint64_t *hash, int *made, const kevo_replay_opts *o)
+                  int cap, double noise, uint64_t *rng, uint64_t *hash, int *made, kevo_ctx *ctx)
 {
     int evals = 0, result = cap + 1, proposed = 0, head = 0, inflight = 0;
     kevo_proposal *props = calloc((size_t)batch * (size_t)ahead, sizeof *props);
@@ -135,10 +136,10 @@ static int rp_run(kevo_search *s, const kevo_policy *pol, const rp_land *l, int 
                 hash[evals] = h;
             }
             evals++;
-            if (o->on_event) {
+            if (kv_ctx_fn(ctx)) {
                 char c[200];
                 kevo_config_str(s->spaces[p->family], &p->cfg, c, sizeof c);
-                kv_emit(o->on_event, o->event_ctx, KEVO_EVENT_DEBUG, evals, "%-10s p=%-3d %.3f  %s", p->move,
+                kv_emit(kv_ctx_fn(ctx), kv_ctx_user(ctx), KEVO_EVENT_DEBUG, evals, "%-10s p=%-3d %.3f  %s", p->move,
                         p->parent, fit, c);
             }
             if (fit >= goal && result > cap)
@@ -248,8 +249,10 @@ static kevo_status rp_source_open(const kevo_replay_opts *o, rp_source *src, kev
     return st;
 }
 
-kevo_status kevo_replay_model(const kevo_replay_opts *o, kevo_model_fit **fits, int *nfits, kevo_err *err)
+kevo_status kevo_replay_model(kevo_ctx *ctx, const kevo_replay_opts *o, kevo_model_fit **fits, int *nfits)
 {
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
     *fits = NULL;
     *nfits = 0;
     rp_source src;
@@ -350,8 +353,10 @@ static kevo_status rp_search_start(kevo_search *s, const rp_source *src, rp_land
     return KEVO_OK;
 }
 
-kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
+kevo_status kevo_replay(kevo_ctx *ctx, const kevo_replay_opts *o, kevo_replay_result *r)
 {
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
     memset(r, 0, sizeof *r);
     if (o->seeds < 1 || o->batch < 1 || o->ahead < 1 || !(o->target > 0 && o->target <= 1) ||
         !(o->noise >= 0 && o->noise <= 1) || o->budget < 1)
@@ -423,7 +428,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
             kevo_search s;
             if ((st = rp_search_start(&s, &src, &land, &proto, p, (uint64_t)k + 1, err)))
                 break;
-            int evals = rp_run(&s, p, &land, o->batch, o->ahead, goal, land.n, 0, NULL, NULL, NULL, o);
+            int evals = rp_run(&s, p, &land, o->batch, o->ahead, goal, land.n, 0, NULL, NULL, NULL, ctx);
             kevo_search_release(&s);
             if (k == o->seeds)
                 r->exhaustive_evals = evals;
@@ -450,7 +455,7 @@ kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_e
                     break;
                 uint64_t rng = 0x6b65766f00000000ull ^ ((uint64_t)k << 1 | (uint64_t)which);
                 rp_run(&s, pol, &land, o->batch, o->ahead, INFINITY, cap, o->noise, &rng, which ? hb : ha,
-                       &got[which], o);
+                       &got[which], ctx);
                 kevo_search_release(&s);
             }
             int i = 0;

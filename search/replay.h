@@ -24,9 +24,6 @@ typedef struct kevo_replay_opts {
     int ahead;                   /* batches proposed before the oldest one's results (default 1) */
     double noise;                /* > 0: also the noise replays (kevo_replay_result.parted), relative sigma */
     int budget;                  /* evaluations of each noise replay (default 120) */
-    kevo_event_fn on_event;      /* a DEBUG event per evaluation of every replay (cand_id: its number
-                                    in the replay; text "operator p=parent fitness configuration") */
-    void *event_ctx;
 } kevo_replay_opts;
 
 typedef struct kevo_replay_result {
@@ -49,9 +46,12 @@ typedef struct kevo_replay_result {
 
 void kevo_replay_opts_init(kevo_replay_opts *o);
 
-/* Errors: the DB's and the policy's; KEVO_ERR_NOT_FOUND when the run has no
- * verified candidate. */
-kevo_status kevo_replay(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err);
+/* ctx's callback gets a DEBUG event per evaluation of every replay (cand_id:
+ * its number in the replay; text "operator p=parent fitness
+ * configuration"); a failure goes to ctx's error buffer.  Errors: the DB's
+ * and the policy's; KEVO_ERR_NOT_FOUND when the run has no verified
+ * candidate. */
+kevo_status kevo_replay(kevo_ctx *ctx, const kevo_replay_opts *o, kevo_replay_result *r);
 
 /* How well a family's cost model ranks a landscape's verified candidates. */
 typedef struct kevo_model_fit {
@@ -67,6 +67,6 @@ typedef struct kevo_model_fit {
  * against their measured median times.  *fits malloc'd (caller frees): one
  * per family with a model, then "all" when there are several.  Errors: the
  * DB's; KEVO_ERR_NOT_FOUND when no candidate has a prediction. */
-kevo_status kevo_replay_model(const kevo_replay_opts *o, kevo_model_fit **fits, int *nfits, kevo_err *err);
+kevo_status kevo_replay_model(kevo_ctx *ctx, const kevo_replay_opts *o, kevo_model_fit **fits, int *nfits);
 
 #endif /* KEVO_REPLAY_H */

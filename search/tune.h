@@ -100,10 +100,6 @@ typedef struct kevo_tune_proc {
     /* rank 0 of an MPI job (evaluator/mpi.h, kevo_mpi_start): each batch's compiles are spread over the
        ranks; NULL: all here */
     struct kevo_mpi *mpi;
-    /* where the run's lines, warnings, progress and (each candidate's steps) traces go: every event
-       (include/kevo.h); NULL: the run is silent */
-    kevo_event_fn on_event;
-    void *event_ctx;
 } kevo_tune_proc;
 
 typedef struct kevo_tune_opts {
@@ -136,12 +132,14 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * since the run started is refused (KEVO_ERR_UNSUPPORTED naming the family)
  * before anything is written.
  *
- * SIGINT, SIGTERM and the other signals kv_signals_catch records (SIGHUP,
- * SIGXFSZ, ...) stop the run between two steps: the run is stored as
+ * ctx (include/kevo.h) takes the run's lines, warnings, progress and (each
+ * candidate's steps) traces, and its error buffer the failure.
+ * kevo_ctx_cancel(ctx, why) (the CLI's handlers for SIGINT, SIGTERM, SIGHUP,
+ * SIGXFSZ, ...) stops the run between two steps: the run is stored as
  * `interrupted`, its children are killed, and KEVO_ERR_INTERRUPTED comes
- * back with the --resume command in err (kv_signal_caught() names the
- * signal).  Candidate failures (compile, plan, verification) are rows, not
- * errors.  KEVO_ERR_BUSY when the run is held by a live process.  Errors: bad
+ * back with the --resume command in the error (naming the signal why).
+ * Candidate failures (compile, plan, verification) are rows, not errors.
+ * KEVO_ERR_BUSY when the run is held by a live process.  Errors: bad
  * options (KEVO_ERR_ARG: a usage error; KEVO_ERR_NOT_FOUND,
  * KEVO_ERR_UNSUPPORTED), a space file whose constraints fail to evaluate
  * (KEVO_ERR_PARSE), no GPU (KEVO_ERR_NO_GPU), DB and I/O errors.  Nothing is
@@ -170,7 +168,7 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * resumed without --compile-only on a machine with a GPU is continued
  * there: its compiled candidates are verified and timed first, then the
  * search goes on. */
-kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
+kevo_status kevo_tune(kevo_ctx *ctx, const kevo_tune_opts *o, int64_t *run_id);
 
 #define KEVO_TUNE_ARCHS_MAX 8 /* architectures in one --arch list */
 
@@ -189,12 +187,12 @@ kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err);
  * there (KEVO_ERR_UNSUPPORTED, as kevo_tune).  A run that fails or is
  * interrupted ends the list: its error comes back, naming the
  * architectures not started. */
-kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nruns, kevo_err *err);
+kevo_status kevo_tune_archs(kevo_ctx *ctx, const kevo_tune_opts *o, int64_t *run_ids, int *nruns);
 
 /* `kevo verify`: re-check a stored candidate (its family and params) at
  * another shape, dtype or cand_to_user map, and time it against the baseline
  * at that shape when `time`.  Reports one LINE event per check (and the
- * timing's lines) to o->on_event.  Returns
+ * timing's lines) to ctx's callback, and a failure to its error buffer.  Returns
  * KEVO_OK only when every check passed.  Reads the DB only (kevo_db_open_ro):
  * it writes nothing there, not even the compile cache, and without a GPU it
  * fails (KEVO_ERR_NO_GPU) before opening the DB. */
@@ -214,12 +212,10 @@ typedef struct kevo_verify_opts {
     double compile_timeout;
     uint64_t seed;
     const char *extra_templates;
-    kevo_event_fn on_event; /* one LINE per check and one for the timing; NULL: silent */
-    void *event_ctx;
 } kevo_verify_opts;
 
 void kevo_verify_opts_init(kevo_verify_opts *o);
 
-kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err);
+kevo_status kevo_verify(kevo_ctx *ctx, const kevo_verify_opts *o, bool *passed);
 
 #endif /* KEVO_TUNE_H */

@@ -551,69 +551,17 @@ uint64_t kv_rand_below(uint64_t *state, uint64_t n)
 
 /* ---- signals ---- */
 
-static volatile sig_atomic_t kv_caught;
-static bool kv_catching;
-/* The signals recorded: SIGINT and SIGTERM always, the others (each ends a
- * process by default and can be caught without harm) only while their
- * disposition is the default. */
+/* The signals a command records: SIGINT and SIGTERM always, the others
+ * (each ends a process by default and can be caught without harm) only
+ * while their disposition is the default. */
 static const int kv_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1,
                               SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF};
 #define KV_NSIGS ((int)(sizeof kv_sigs / sizeof kv_sigs[0]))
-static struct sigaction kv_old[KV_NSIGS];
-static bool kv_installed[KV_NSIGS];
 
-static void kv_on_signal(int sig)
+const int *kv_signals_ending(int *n)
 {
-    if (!kv_caught)
-        kv_caught = sig;
-}
-
-void kv_signals_catch(void)
-{
-    kv_caught = 0;
-    if (kv_catching)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = kv_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: blocking calls return EINTR */
-    for (int i = 0; i < KV_NSIGS; i++) {
-        struct sigaction now;
-        kv_installed[i] = false;
-        if (i >= 2 && (sigaction(kv_sigs[i], NULL, &now) != 0 || now.sa_handler != SIG_DFL ||
-                       (now.sa_flags & SA_SIGINFO)))
-            continue; /* ignored or handled by someone else: theirs */
-        kv_installed[i] = sigaction(kv_sigs[i], &sa, &kv_old[i]) == 0;
-    }
-    kv_catching = true;
-}
-
-void kv_signals_restore(void)
-{
-    if (!kv_catching)
-        return;
-    for (int i = 0; i < KV_NSIGS; i++) {
-        if (!kv_installed[i])
-            continue;
-        /* a resource limit met once is met again by the next write (closing the DB checkpoints it): from now
-         * on such a write fails with EFBIG instead of killing kevo before it has said how to resume */
-        if ((kv_sigs[i] == SIGXFSZ || kv_sigs[i] == SIGXCPU) && kv_caught == kv_sigs[i])
-            signal(kv_sigs[i], SIG_IGN);
-        else
-            sigaction(kv_sigs[i], &kv_old[i], NULL);
-    }
-    kv_catching = false;
-}
-
-int kv_signal_caught(void)
-{
-    return (int)kv_caught;
-}
-
-bool kv_interrupted(void)
-{
-    return kv_catching && kv_caught != 0;
+    *n = KV_NSIGS;
+    return kv_sigs;
 }
 
 const char *kv_signal_name(int sig)
@@ -637,9 +585,12 @@ const char *kv_signal_name(int sig)
 void kv_child_init(pid_t parent)
 {
     signal(SIGINT, SIG_IGN);
-    for (int i = 1; i < KV_NSIGS; i++) /* SIGTERM and the others: as by default, not the parent's recorder */
-        if (i == 1 || kv_installed[i])
+    for (int i = 1; i < KV_NSIGS; i++) { /* SIGTERM and the others: as by default, not the parent's recorder */
+        struct sigaction now;
+        if (i == 1 || (sigaction(kv_sigs[i], NULL, &now) == 0 &&
+                       ((now.sa_flags & SA_SIGINFO) || (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN))))
             signal(kv_sigs[i], SIG_DFL);
+    }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* the parent died before the line above */
         _exit(1);

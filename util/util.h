@@ -127,27 +127,14 @@ uint64_t kv_rand_next(uint64_t *state);
 /* Uniform integer in [0, n). */
 uint64_t kv_rand_below(uint64_t *state, uint64_t n);
 
-/* Interruption of a long command.  kv_signals_catch() installs handlers
- * that only record the signal (no SA_RESTART, so a blocking
- * poll/read/sleep returns EINTR and the caller can look) for SIGINT and
- * SIGTERM, and for every other signal whose default is to end the process
- * and that can be caught without losing the program's state (SIGHUP,
- * SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF;
- * not SIGPIPE, which the GPU side ignores) where its disposition is still
- * the default (a signal someone ignores, as nohup does SIGHUP, stays
- * ignored).  A write past the file size limit then fails with EFBIG
- * instead of killing kevo.  kv_signals_restore() puts the previous handlers
- * back, but for SIGXFSZ or SIGXCPU when that was the signal caught: it
- * stays ignored, so that the writes kevo still makes (closing the DB) fail
- * instead of killing it before it says how to resume.
- * kv_signal_caught() is the first signal recorded since kv_signals_catch(),
- * 0 for none. */
-void kv_signals_catch(void);
-void kv_signals_restore(void);
-int kv_signal_caught(void);
-/* Whether a signal was recorded and the handlers are still installed: what
- * a long loop checks to stop early. */
-bool kv_interrupted(void);
+/* Interruption of a long command is the caller's (kevo_ctx_cancel, from its
+ * own signal handlers; cli/signals.c).  kv_signals_ending() lists the
+ * signals a command records: SIGINT and SIGTERM, and every other signal
+ * whose default is to end the process and that can be caught without
+ * losing the program's state (SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2,
+ * SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF; not SIGPIPE, which the GPU side
+ * ignores); SIGINT and SIGTERM come first.  *n receives the count. */
+const int *kv_signals_ending(int *n);
 /* A signal's name ("SIGXFSZ"), "a signal" when it has none kevo knows. */
 const char *kv_signal_name(int sig);
 
@@ -156,8 +143,8 @@ const char *kv_signal_name(int sig);
  * (kill -9 included; PR_SET_PDEATHSIG, then a getppid() check closes the
  * race of a parent that died before), and it ignores SIGINT (a Ctrl-C
  * reaches the whole process group; the parent decides and kills its
- * children) while SIGTERM and the other signals kv_signals_catch records
- * act as by default. */
+ * children) while SIGTERM, and the others of kv_signals_ending() that the
+ * parent handles (a caller's recorder), act as by default. */
 void kv_child_init(pid_t parent);
 
 /* A process's identity on this host, "<boot id>/<start time in clock

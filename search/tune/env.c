@@ -236,6 +236,7 @@ kevo_gpu_config tn_gpu_config(const tn_env *e, const tn_work *ref, const kevo_sy
     gc.ceilings = ceilings;
     gc.ref_cubin = ref->job.cubin;
     gc.ref_cubin_size = ref->job.cubin_size;
+    gc.cancel = e->cancel;
     return gc;
 }
 

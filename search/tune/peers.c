@@ -143,8 +143,8 @@ kevo_status tn_peer_nocodesign(tn_env *e, kevo_run_row *run, const kevo_tune_opt
                             kevo_fail_name(res->fail), res->msg);
     if (!st && !soft && !(res->median_ms > 0))
         soft = kevo_err_set(&why, KEVO_ERR_INTERNAL, "#%lld was not timed at %s", (long long)c.id, v.shape_txt);
-    if (!st && (soft == KEVO_ERR_INTERRUPTED || soft == KEVO_ERR_NOMEM || kv_interrupted())) {
-        st = kv_interrupted() ? KEVO_ERR_INTERRUPTED : soft;
+    if (!st && (soft == KEVO_ERR_INTERRUPTED || soft == KEVO_ERR_NOMEM || kv_cancelled(e->cancel))) {
+        st = kv_cancelled(e->cancel) ? KEVO_ERR_INTERRUPTED : soft;
         *err = why;
     } else if (!st && soft) {
         tn_line(prog, "peer %s not measured: %s", name, why.msg);

@@ -56,7 +56,9 @@ kevo_status tn_pipe_open(tn_env *e, tn_pipe *P, int cap, bool stream, kevo_err *
         P->mpi = !st;
         return st;
     }
-    return kevo_compile_pool_new(e->jobs, &P->pool, err);
+    kevo_status st = kevo_compile_pool_new(e->jobs, &P->pool, err);
+    kevo_compile_pool_set_cancel(st ? NULL : P->pool, e->cancel);
+    return st;
 }
 
 void tn_pipe_close(tn_env *e, tn_pipe *P)
@@ -308,7 +310,7 @@ static kevo_status tn_pipe_stream(tn_run *R, kevo_err *err)
     tn_trace(e, "round", end - P->head, -1);
     while (!st && P->head < end) {
         if (kevo_stop_check(&R->stop, KEVO_STOP_AT_STEP, NULL) == KEVO_STOP_END) {
-            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d", kv_signal_caught());
+            st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d", kv_cancelled(R->stop.cancel));
             break;
         }
         st = tn_stream_compiles(e, P, err);

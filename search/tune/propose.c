@@ -27,6 +27,7 @@ static void tn_gen_ctx(tn_run *R, int i, kevo_gen_ctx *ctx)
     ctx->outputs = e->outputs;
     ctx->noutputs = e->noutputs;
     ctx->data_dir = R->ro.proc.data_dir;
+    ctx->cancel = e->cancel;
     ctx->names = G->list.names;
     ctx->options = G->list.options[i];
     ctx->cmd = &R->o->gen;

@@ -135,7 +135,7 @@ static kevo_status tn_resume_read(tn_run *R, int64_t *run_id, kevo_err *err)
     *run_id = R->run.id;
     if (strcmp(R->run.status, "done") == 0 && !R->extends) {
         R->finished = true;
-        kv_emit(R->ro.proc.on_event, R->ro.proc.event_ctx, KEVO_EVENT_LINE, 0,
+        kv_emit(kv_ctx_fn(R->ctx), kv_ctx_user(R->ctx), KEVO_EVENT_LINE, 0,
                 "run %lld is finished (%s): nothing to do; a larger --budget, or another --time-limit, "
                 "--plateau or --target continues it",
                 (long long)R->run.id, R->run.stop_reason[0] ? R->run.stop_reason : "done");
@@ -245,8 +245,9 @@ static kevo_status tn_env_setup(tn_run *R, kv_buf *fams, kevo_err *err)
         for (int i = 1; e->dist && i < e->dist->n; i++)
             kevo_peer_rows_set(e->op, R->prows, R->nprows, i, 0, &e->speers[i]);
     }
-    e->on_event = R->ro.proc.on_event;
-    e->event_ctx = R->ro.proc.event_ctx;
+    e->on_event = kv_ctx_fn(R->ctx);
+    e->event_ctx = kv_ctx_user(R->ctx);
+    e->cancel = kv_ctx_flag(R->ctx);
     if (!st)
         st = tn_select_families(e, d->families, false, !R->resume && !R->in_list, err);
     if (!st) /* the generators this process runs, checked before anything compiles */
@@ -265,7 +266,7 @@ static kevo_status tn_env_setup(tn_run *R, kv_buf *fams, kevo_err *err)
     /* a new run opens (creates) its DB only once its options, its search and (GPU) the device are known to
      * be good */
     if (!st && R->resume)
-        st = kevo_db_open(R->ro.proc.db_path, false, &e->db, err);
+        st = kevo_db_open_ctx(R->ro.proc.db_path, false, R->ctx, &e->db, err);
     return st;
 }
 
@@ -331,7 +332,7 @@ static kevo_status tn_devices_setup(tn_run *R, const kv_buf *fams, kevo_err *err
     e->jobs = R->ro.proc.jobs;
     e->compile_timeout = R->ro.proc.compile_timeout;
     e->mpi = p->mpi;
-    R->prog = (tn_progress){.fn = R->ro.proc.on_event, .ctx = R->ro.proc.event_ctx, .budget = d->budget,
+    R->prog = (tn_progress){.fn = kv_ctx_fn(R->ctx), .ctx = kv_ctx_user(R->ctx), .budget = d->budget,
                             .t0 = kv_now()};
     kevo_status st = KEVO_OK;
     if (p->devices && d->compile_only)
@@ -385,13 +386,13 @@ static kevo_status tn_search_setup(tn_run *R, kevo_err *err)
     if (!st)
         st = tn_gens_open(R, err);
     if (!st && !e->db)
-        st = kevo_db_open(R->ro.proc.db_path, true, &e->db, err);
+        st = kevo_db_open_ctx(R->ro.proc.db_path, true, R->ctx, &e->db, err);
     if (!st && R->resume)
         st = tn_rebuild(R, err);
     if (!st)
         st = R->resume ? kevo_db_warm_get(e->db, R->run.id, &R->warm, &R->nwarm, err)
                        : tn_warm_collect_new(e, &R->ro, &R->warm, &R->nwarm, err);
-    if (!st && kevo_stop_check(NULL, KEVO_STOP_AT_STEP, NULL) == KEVO_STOP_END) /* a signal before the run starts */
+    if (!st && kv_cancelled(e->cancel)) /* a signal before the run starts */
         st = KEVO_ERR_INTERRUPTED;
     return st;
 }
@@ -483,10 +484,12 @@ static void tn_say_start(tn_run *R)
     tn_gens_describe(R);
 }
 
-kevo_status tn_run_open(tn_run *R, const kevo_tune_opts *o, bool in_list, int64_t *run_id, kevo_err *err)
+kevo_status tn_run_open(tn_run *R, kevo_ctx *ctx, const kevo_tune_opts *o, bool in_list, int64_t *run_id,
+                        kevo_err *err)
 {
     *run_id = 0;
     tn_run_init(R, o, in_list);
+    R->ctx = ctx;
     kevo_status st = tn_opts_check(o, err);
     if (!st && !R->resume) /* a new run's generators and their options, checked before anything */
         st = kevo_gen_list_new(&R->G.list, o->def.generators, &o->gen, err);
@@ -609,15 +612,15 @@ kevo_status tn_run_close(tn_run *R, kevo_status st, kevo_err *err)
         st = tn_settle(&R->e, &R->run, &R->ro, &R->prog, err);
     if (written && !st && !co)
         st = tn_peer_nocodesign(&R->e, &R->run, &R->ro, &R->ref, &R->prog, err);
-    if (st == KEVO_ERR_INTERRUPTED || (st && kv_interrupted())) {
+    if (st == KEVO_ERR_INTERRUPTED || (st && kv_cancelled(kv_ctx_flag(R->ctx)))) {
         st = KEVO_ERR_INTERRUPTED;
-        kv_signals_restore(); /* a second signal now ends kevo at once (the default action) */
+        kv_ctx_ending(R->ctx); /* the run stops listening: a second signal may now end kevo at once */
     }
     bool stored_end = false; /* the run's row says how it ended */
     if (written)
         st = tn_run_end(R, st, &stored_end, err);
     if (st == KEVO_ERR_INTERRUPTED) /* a run left "running" by a process that has ended resumes as well */
-        tn_interrupted(err, R->resume ? R->run.id : (written ? R->run.id : 0), R->ro.proc.db_path,
+        tn_interrupted(err, kv_ctx_why(R->ctx), R->resume ? R->run.id : (written ? R->run.id : 0), R->ro.proc.db_path,
                        !written ? 0 : stored_end ? 1 : 2);
     if (written && !st)
         tn_say_end(R);

@@ -50,13 +50,13 @@ kevo_stop_act kevo_stop_check(kevo_stop *st, kevo_stop_at at, const kevo_stop_fa
 {
     switch (at) {
     case KEVO_STOP_AT_STEP:
-        if (!kv_interrupted())
+        if (!kv_cancelled(st ? st->cancel : NULL))
             return KEVO_STOP_GO;
         if (st)
             st->interrupted = true;
         return KEVO_STOP_END;
     case KEVO_STOP_AT_TURN:
-        if (kv_interrupted()) {
+        if (kv_cancelled(st->cancel)) {
             st->interrupted = true;
             return KEVO_STOP_END;
         }
@@ -99,9 +99,9 @@ static void tn_shell_word(kv_buf *b, const char *s)
     kv_buf_puts(b, "'");
 }
 
-kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, int written)
+kevo_status tn_interrupted(kevo_err *err, int why, int64_t run_id, const char *db_path, int written)
 {
-    const char *name = kv_signal_name(kv_signal_caught());
+    const char *name = kv_signal_name(why);
     if (run_id <= 0)
         return kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by %s before the run started; nothing was stored",
                             name);

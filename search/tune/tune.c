@@ -60,6 +60,7 @@ static kevo_status tn_search_open(tn_run *R, kevo_err *err)
 {
     const kevo_run_def *d = &R->ro.def;
     kevo_stop_init(&R->stop, d, R->rs.elapsed_s, R->prog.t0);
+    R->stop.cancel = R->e.cancel;
     R->stop.budget = tn_gens_budget(R); /* budgeted generators' calls counted apart */
     R->prog.budget = R->stop.budget;
     R->e.loop_t0 = kv_now();
@@ -133,23 +134,30 @@ static kevo_status tn_search(tn_run *R, kevo_err *err)
 
 /* in_list: one run of an --arch list (kevo_tune_archs), whose families that
  * do not target this arch are left out with a line. */
-static kevo_status tn_tune(const kevo_tune_opts *o, int64_t *run_id, bool in_list, kevo_err *err)
+static kevo_status tn_tune(kevo_ctx *ctx, const kevo_tune_opts *o, int64_t *run_id, bool in_list, kevo_err *err)
 {
     tn_run R;
-    kevo_status st = tn_run_open(&R, o, in_list, run_id, err);
+    kevo_status st = tn_run_open(&R, ctx, o, in_list, run_id, err);
     if (!st && R.written)
         st = tn_search(&R, err);
     return tn_run_close(&R, st, err);
 }
 
-kevo_status kevo_tune(const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
+/* kevo_tune with the error in err. */
+static kevo_status tn_tune_one(kevo_ctx *ctx, const kevo_tune_opts *o, int64_t *run_id, kevo_err *err)
 {
-    kv_signals_catch();
-    kevo_status st = tn_tune(o, run_id, false, err);
+    kevo_mpi_set_ctx(o->proc.mpi, ctx);
+    kevo_status st = tn_tune(ctx, o, run_id, false, err);
     if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
-        tn_interrupted(err, 0, o->proc.db_path, false);
-    kv_signals_restore();
+        tn_interrupted(err, kv_ctx_why(ctx), 0, o->proc.db_path, false);
     return st;
+}
+
+kevo_status kevo_tune(kevo_ctx *ctx, const kevo_tune_opts *o, int64_t *run_id)
+{
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
+    return tn_tune_one(ctx, o, run_id, err);
 }
 
 /* Before the first run of an --arch list: some requested family
@@ -210,12 +218,14 @@ static void tn_archs_rest(kevo_err *err, kevo_status st, char (*archs)[16], int 
     kv_buf_release(&rest);
 }
 
-kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nruns, kevo_err *err)
+kevo_status kevo_tune_archs(kevo_ctx *ctx, const kevo_tune_opts *o, int64_t *run_ids, int *nruns)
 {
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
     *nruns = 0;
     if (!o->def.arch || !strchr(o->def.arch, ',')) { /* one arch: kevo_tune itself */
         run_ids[0] = 0;
-        kevo_status st = kevo_tune(o, &run_ids[0], err);
+        kevo_status st = tn_tune_one(ctx, o, &run_ids[0], err);
         *nruns = run_ids[0] > 0;
         return st;
     }
@@ -233,19 +243,18 @@ kevo_status kevo_tune_archs(const kevo_tune_opts *o, int64_t *run_ids, int *nrun
         st = tn_arch_check(o, archs[i], err);
     if (st)
         return st;
-    kv_signals_catch();
+    kevo_mpi_set_ctx(o->proc.mpi, ctx);
     for (int i = 0; i < n && !st; i++) {
         kevo_tune_opts one = *o;
         one.def.arch = archs[i];
         int64_t id = 0;
-        st = tn_tune(&one, &id, true, err);
+        st = tn_tune(ctx, &one, &id, true, err);
         if (id > 0)
             run_ids[(*nruns)++] = id;
         if (st == KEVO_ERR_INTERRUPTED && !strstr(err->msg, "continue it with") && !strstr(err->msg, "nothing was"))
-            tn_interrupted(err, 0, o->proc.db_path, false);
+            tn_interrupted(err, kv_ctx_why(ctx), 0, o->proc.db_path, false);
         if (st && i + 1 < n) /* the architectures after it are not started */
             tn_archs_rest(err, st, archs, i, n);
     }
-    kv_signals_restore();
     return st;
 }

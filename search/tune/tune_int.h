@@ -98,6 +98,7 @@ typedef struct tn_env {
     int nadded, added_cap;
     kevo_event_fn on_event; /* the caller's events (warnings, traces); NULL: none */
     void *event_ctx;
+    kv_cancel *cancel;      /* the caller's kevo_ctx flag: every wait of the run stops once it is raised */
 } tn_env;
 
 /* Op, shape, dtype, arch, the op's files and template families into e.
@@ -286,6 +287,7 @@ typedef struct kevo_stop {
     const char *reason;   /* why the run stops: "budget" until another rule holds (its stop_reason) */
     bool draining;        /* the time limit, target or plateau held */
     bool interrupted;     /* a signal came */
+    kv_cancel *cancel;    /* the run's cancel flag (tn_env.cancel); NULL: never */
 } kevo_stop;
 
 /* Where the run stands, for the rules. */
@@ -350,6 +352,7 @@ typedef struct tn_gens {
 
 /* A run from its options to its end: everything kevo_tune's steps share. */
 typedef struct tn_run {
+    kevo_ctx *ctx;            /* the caller's handle: events, cancel flag */
     const kevo_tune_opts *o;  /* as the caller gave them */
     kevo_tune_opts ro;        /* what the run goes on with (a resumed run's from the DB) */
     bool resume, in_list, handoff, extends;
@@ -388,13 +391,15 @@ typedef struct tn_run {
  * generators ready, and the run's row written (R->written, *run_id).  A
  * finished resumed run that nothing extends is R->finished with KEVO_OK.
  * in_list: one run of an --arch list.  Errors: kevo_tune's. */
-kevo_status tn_run_open(tn_run *R, const kevo_tune_opts *o, bool in_list, int64_t *run_id, kevo_err *err);
+kevo_status tn_run_open(tn_run *R, kevo_ctx *ctx, const kevo_tune_opts *o, bool in_list, int64_t *run_id,
+                        kevo_err *err);
 /* After the loop (run.c): throughput, the winner settled, the peer measured
  * after the search, the run's row ended, the summary; R released.
  * Returns st or what went wrong after it. */
 kevo_status tn_run_close(tn_run *R, kevo_status st, kevo_err *err);
-/* The message of an interrupted run and the command that continues it. */
-kevo_status tn_interrupted(kevo_err *err, int64_t run_id, const char *db_path, int written);
+/* The message of an interrupted run and the command that continues it;
+ * why: the kevo_ctx_cancel that stopped it (a signal, named). */
+kevo_status tn_interrupted(kevo_err *err, int why, int64_t run_id, const char *db_path, int written);
 
 /* ---- what defines a run, and a resume (resume.c) ---- */
 

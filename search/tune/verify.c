@@ -116,8 +116,8 @@ static kevo_status tn_verify_space(const kevo_verify_opts *o, const kevo_run_row
 
 /* One LINE per check and, timed, the timing's lines (DB text: a terminal
  * gets these lines through the caller's cleaner, kevo_event.text). */
-static void tn_verify_say(const kevo_verify_opts *o, tn_env *e, const kevo_cand_row *c, const kevo_gpu_result *res,
-                          bool passed)
+static void tn_verify_say(kevo_ctx *vctx, const kevo_verify_opts *o, tn_env *e, const kevo_cand_row *c,
+                          const kevo_gpu_result *res, bool passed)
 {
     kv_buf maps;
     kv_buf_init(&maps);
@@ -126,8 +126,8 @@ static void tn_verify_say(const kevo_verify_opts *o, tn_env *e, const kevo_cand_
             kv_buf_printf(&maps, "%s%s", maps.len ? "," : "", kevo_map_name((kevo_map_kind)k));
     double rel_bound, rtol;
     e->op->tolerance(e->dt, &rel_bound, &rtol);
-    kevo_event_fn fn = o->on_event;
-    void *ctx = o->event_ctx;
+    kevo_event_fn fn = kv_ctx_fn(vctx);
+    void *ctx = kv_ctx_user(vctx);
     kv_emit(fn, ctx, KEVO_EVENT_LINE, c->id, "verify #%lld %s %s", (long long)c->id, c->family, c->params);
     char how[768];
     if (passed)
@@ -157,8 +157,10 @@ static void tn_verify_say(const kevo_verify_opts *o, tn_env *e, const kevo_cand_
     kv_emit(fn, ctx, KEVO_EVENT_LINE, c->id, "  %s", verdict);
 }
 
-kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
+kevo_status kevo_verify(kevo_ctx *ctx, const kevo_verify_opts *o, bool *passed)
 {
+    kevo_err local, *err = ctx ? kv_ctx_err(ctx) : &local;
+    kevo_err_clear(err);
     *passed = false;
     /* no GPU: fail before the DB is even opened */
     kevo_status st = kevo_gpu_probe(o->device, err);
@@ -187,6 +189,7 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
     memset(&w, 0, sizeof w);
     e.jobs = 2;
     e.compile_timeout = o->compile_timeout;
+    e.cancel = kv_ctx_flag(ctx);
     if (!st)
         st = tn_ref_module(&e, &ref, err);
     e.ndev = 1;
@@ -198,7 +201,7 @@ kevo_status kevo_verify(const kevo_verify_opts *o, bool *passed, kevo_err *err)
         st = tn_check_config(&e, sp, &cfg, &c, o->maps, o->time, o->seed, &w, &res, err);
     if (!st) {
         *passed = res.fail == KEVO_FAIL_NONE;
-        tn_verify_say(o, &e, &c, &res, *passed);
+        tn_verify_say(ctx, o, &e, &c, &res, *passed);
     }
     tn_work_release(&w);
     tn_work_release(&ref);

@@ -109,9 +109,9 @@ static char *capture_end(capture *c)
     return text;
 }
 
-/* A compile-only run of budget candidates, all in one batch, its events to
- * record into *s (NULL: no handler). */
-static void run_opts(kevo_tune_opts *o, const char *db, const char *arch, const char *families, int budget, seen *s)
+/* A compile-only run of budget candidates, all in one batch (its events:
+ * tune_silently's handle). */
+static void run_opts(kevo_tune_opts *o, const char *db, const char *arch, const char *families, int budget)
 {
     kevo_tune_opts_init(o);
     o->def.op = "ikbo_lce";
@@ -124,25 +124,25 @@ static void run_opts(kevo_tune_opts *o, const char *db, const char *arch, const 
     o->proc.jobs = 2;
     o->def.compile_only = true;
     o->def.warm_start = "none";
-    if (s) {
-        o->proc.on_event = record;
-        o->proc.event_ctx = s;
-    }
 }
 
 /* kevo_tune(o) must succeed and write nothing to stdout or stderr (its
- * compile children included): every line goes to o->on_event, if anywhere. */
-static void tune_silently(const kevo_tune_opts *o)
+ * compile children included): every line goes to the handle's callback
+ * (recording into *s; NULL: none), if anywhere. */
+static void tune_silently(const kevo_tune_opts *o, seen *s)
 {
+    kevo_ctx *ctx = kevo_ctx_new();
+    assert_non_null(ctx);
+    if (s)
+        kevo_ctx_set_events(ctx, record, s);
     capture c;
     capture_start(&c);
     int64_t run = 0;
-    kevo_err err;
-    kevo_err_clear(&err);
-    kevo_status st = kevo_tune(o, &run, &err);
+    kevo_status st = kevo_tune(ctx, o, &run);
     char *out = capture_end(&c);
     if (st)
-        print_error("kevo_tune: %s\n", err.msg);
+        print_error("kevo_tune: %s\n", kevo_ctx_error(ctx)->msg);
+    kevo_ctx_free(ctx);
     assert_int_equal(st, KEVO_OK);
     assert_string_equal(out, "");
     free(out);
@@ -182,8 +182,8 @@ static void test_run_reports_through_events(void **state)
     tmp_db(db, sizeof db, "a");
     static seen s;
     kevo_tune_opts o;
-    run_opts(&o, db, "sm_90a", "lce_wgmma", 3, &s);
-    tune_silently(&o);
+    run_opts(&o, db, "sm_90a", "lce_wgmma", 3);
+    tune_silently(&o, &s);
 
     int cand_lines = 0, progress = 0, proposed = 0, rounds = 0, registered = 0;
     double last_t = -1;
@@ -249,8 +249,8 @@ static void test_run_reports_through_events(void **state)
     /* 2. the same run without a handler: silent, the same candidates stored */
     char db2[128];
     tmp_db(db2, sizeof db2, "b");
-    run_opts(&o, db2, "sm_90a", "lce_wgmma", 3, NULL);
-    tune_silently(&o);
+    run_opts(&o, db2, "sm_90a", "lce_wgmma", 3);
+    tune_silently(&o, NULL);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE status = 'compiled'"), 3);
     assert_int_equal(tu_query_int(db2, "SELECT count(*) FROM candidates WHERE status = 'compiled'"), 3);
     char *a = cands(db), *b = cands(db2);
@@ -268,8 +268,8 @@ static void test_left_out_family_is_a_warning(void **state)
     tmp_db(db, sizeof db, "c");
     static seen s;
     kevo_tune_opts o;
-    run_opts(&o, db, "sm_80", NULL, 1, &s);
-    tune_silently(&o);
+    run_opts(&o, db, "sm_80", NULL, 1);
+    tune_silently(&o, &s);
     int warned = 0;
     for (int i = 0; i < s.n; i++)
         if (s.ev[i].kind == KEVO_EVENT_WARNING) {

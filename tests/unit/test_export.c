@@ -50,6 +50,20 @@ static void opts_for(kevo_export_opts *o, const char *op, const char *db, const 
     o->data_dir = tu_home();
 }
 
+/* kevo_export with a handle of its own (events to fn, ctx) and its error
+ * copied into *err. */
+static kevo_status export_with(const kevo_export_opts *o, kevo_event_fn fn, void *ctx, int *nk, int *nt,
+                               kevo_err *err)
+{
+    kevo_ctx *h = kevo_ctx_new();
+    assert_non_null(h);
+    kevo_ctx_set_events(h, fn, ctx);
+    kevo_status st = kevo_export(h, o, nk, nt);
+    *err = *kevo_ctx_error(h);
+    kevo_ctx_free(h);
+    return st;
+}
+
 /* Export op's kernels in db into dir (asserting it works); *nk and *nt
  * get the kernel and tuned-shape counts. */
 static void export_db(const char *op, const char *db, const char *dir, int *nk, int *nt)
@@ -57,7 +71,7 @@ static void export_db(const char *op, const char *db, const char *dir, int *nk, 
     kevo_export_opts o;
     opts_for(&o, op, db, dir);
     kevo_err err;
-    kevo_status st = kevo_export(&o, nk, nt, &err);
+    kevo_status st = export_with(&o, NULL, NULL, nk, nt, &err);
     if (st)
         fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(st, KEVO_OK);
@@ -439,7 +453,7 @@ static void test_torch_package(void **state)
         o.torch = true;
         int nk = 0, nt = 0;
         kevo_err err;
-        kevo_status st = kevo_export(&o, &nk, &nt, &err);
+        kevo_status st = export_with(&o, NULL, NULL, &nk, &nt, &err);
         if (st)
             fprintf(stderr, "%s\n", err.msg);
         assert_int_equal(st, KEVO_OK);
@@ -490,7 +504,7 @@ static void test_torch_package(void **state)
     o.torch = true;
     int nk = 0, nt = 0;
     kevo_err err;
-    assert_int_equal(kevo_export(&o, &nk, &nt, &err), KEVO_ERR_ARG);
+    assert_int_equal(export_with(&o, NULL, NULL, &nk, &nt, &err), KEVO_ERR_ARG);
     assert_non_null(strstr(err.msg, "cannot name a Python package"));
     assert_int_equal(access(dir, F_OK), -1);
 }
@@ -661,7 +675,7 @@ static void vendor_db(const char *name, const char *fastest, char *out, size_t n
     assert_int_equal(rc, SQLITE_OK);
 }
 
-/* Every event's text, one a line (an export's on_event). */
+/* Every event's text, one a line (an export handle's callback). */
 static void collect_events(void *ctx, const kevo_event *ev)
 {
     kv_buf_printf(ctx, "%s %s\n", ev->kind == KEVO_EVENT_WARNING ? "warning:" : "line:", ev->text);
@@ -674,11 +688,9 @@ static void export_vendor(const char *db, const char *sub, kv_buf *events)
     snprintf(dir, sizeof dir, "%s/%s", tmp, sub);
     kevo_export_opts o;
     opts_for(&o, "ikbo_lce", db, dir);
-    o.on_event = collect_events;
-    o.event_ctx = events;
     int nk = 0, nt = 0;
     kevo_err err;
-    kevo_status st = kevo_export(&o, &nk, &nt, &err);
+    kevo_status st = export_with(&o, collect_events, events, &nk, &nt, &err);
     if (st)
         fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(st, KEVO_OK);

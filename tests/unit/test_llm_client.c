@@ -19,7 +19,7 @@
  *    failure crosses the pipe intact, cancel leaves no process, a killed
  *    worker is "LLM worker died (signal 9)".
  * 6. Interruption: the backoff wait, the transfer and kevo_llm_finish stop
- *    on SIGTERM once kv_signals_catch() is on.
+ *    on SIGTERM once a handler cancels the config's kevo_ctx.
  * 7. Config checks.
  */
 #define _GNU_SOURCE
@@ -725,6 +725,33 @@ static pid_t signal_me_after(int ms)
     return p;
 }
 
+/* SIGTERM cancels sig_ctx while catch_term's handler is on (the CLI's
+ * handlers, cli/signals.c, in small). */
+static kevo_ctx *sig_ctx;
+static struct sigaction sig_old;
+
+static void on_term(int sig)
+{
+    kevo_ctx_cancel(sig_ctx, sig);
+}
+
+static void catch_term(kevo_ctx *ctx)
+{
+    kevo_ctx_reset(ctx);
+    sig_ctx = ctx;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGTERM, &sa, &sig_old), 0);
+}
+
+static void restore_term(void)
+{
+    sigaction(SIGTERM, &sig_old, NULL);
+    sig_ctx = NULL;
+}
+
 static void test_interrupt(void **state)
 {
     (void)state;
@@ -733,6 +760,8 @@ static void test_interrupt(void **state)
     kevo_llm_config c;
     kevo_llm_reply r;
     kevo_err err;
+    kevo_ctx *ctx = kevo_ctx_new();
+    assert_non_null(ctx);
 
     /* in a backoff wait */
     srv_start(&s, "status=500\n");
@@ -740,10 +769,12 @@ static void test_interrupt(void **state)
     c.max_retries = 100;
     c.backoff_s = 0.5;
     c.backoff_max_s = 0.5;
-    kv_signals_catch();
+    c.cancel = kv_ctx_flag(ctx);
+    catch_term(ctx);
     pid_t h = signal_me_after(300);
     assert_int_equal(kevo_llm_chat(&c, "s", "u", &r, &err), KEVO_ERR_INTERRUPTED);
-    kv_signals_restore();
+    restore_term();
+    assert_int_equal(kevo_ctx_cancelled(ctx), SIGTERM);
     assert_int_equal(tu_wait(h), 0);
     assert_false(r.ok);
     assert_string_equal(r.error, "interrupted");
@@ -755,10 +786,11 @@ static void test_interrupt(void **state)
     /* in a transfer */
     srv_start(&s, "delay_ms=8000 status=200\n");
     cfg_for(&c, &s);
-    kv_signals_catch();
+    c.cancel = kv_ctx_flag(ctx);
+    catch_term(ctx);
     h = signal_me_after(300);
     assert_int_equal(kevo_llm_chat(&c, "s", "u", &r, &err), KEVO_ERR_INTERRUPTED);
-    kv_signals_restore();
+    restore_term();
     assert_int_equal(tu_wait(h), 0);
     assert_string_equal(r.error, "interrupted");
     assert_true(r.latency_s < 4);
@@ -767,17 +799,18 @@ static void test_interrupt(void **state)
     /* waiting for a worker */
     kevo_llm_call *x = start(&c);
     pid_t pid = kevo_llm_pid(x);
-    kv_signals_catch();
+    catch_term(ctx);
     h = signal_me_after(300);
     double t0 = kv_now();
     assert_int_equal(kevo_llm_finish(x, &r, &err), KEVO_ERR_INTERRUPTED);
-    kv_signals_restore();
+    restore_term();
     assert_int_equal(tu_wait(h), 0);
     assert_true(kv_now() - t0 < 4);
     assert_string_equal(r.error, "interrupted");
     assert_true(process_gone(pid));
     kevo_llm_reply_release(&r);
     srv_stop(&s);
+    kevo_ctx_free(ctx);
 }
 
 /* ---- 7. config checks --------------------------------------------------- */

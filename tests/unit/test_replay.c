@@ -34,6 +34,28 @@ static void land_path(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/tests/fixtures/landscape/%s", tu_home(), name);
 }
 
+/* kevo_replay and kevo_replay_model on a handle of their own, the error
+ * copied into *err. */
+static kevo_status replay_with(const kevo_replay_opts *o, kevo_replay_result *r, kevo_err *err)
+{
+    kevo_ctx *ctx = kevo_ctx_new();
+    assert_non_null(ctx);
+    kevo_status st = kevo_replay(ctx, o, r);
+    *err = *kevo_ctx_error(ctx);
+    kevo_ctx_free(ctx);
+    return st;
+}
+
+static kevo_status replay_model_with(const kevo_replay_opts *o, kevo_model_fit **f, int *n, kevo_err *err)
+{
+    kevo_ctx *ctx = kevo_ctx_new();
+    assert_non_null(ctx);
+    kevo_status st = kevo_replay_model(ctx, o, f, n);
+    *err = *kevo_ctx_error(ctx);
+    kevo_ctx_free(ctx);
+    return st;
+}
+
 static kevo_replay_result replay_to(const char *land, const char *policy, double target)
 {
     char path[1024];
@@ -47,7 +69,7 @@ static kevo_replay_result replay_to(const char *land, const char *policy, double
     o.target = target;
     kevo_replay_result r;
     kevo_err err;
-    kevo_status st = kevo_replay(&o, &r, &err);
+    kevo_status st = replay_with(&o, &r, &err);
     if (st)
         fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(st, KEVO_OK);
@@ -106,7 +128,7 @@ static void test_model_ranks_landscapes(void **state)
         kevo_model_fit *f = NULL;
         int n = 0;
         kevo_err err;
-        assert_int_equal(kevo_replay_model(&o, &f, &n, &err), KEVO_OK);
+        assert_int_equal(replay_model_with(&o, &f, &n, &err), KEVO_OK);
         assert_int_equal(n, 1);
         printf("  %-28s model: n %d, spearman %.3f, best at rank %d, model's first %.1f%% of the best\n", lands[l],
                f[0].n, f[0].spearman, f[0].rank_of_best, 100 * f[0].top1_ratio);
@@ -251,7 +273,7 @@ static void test_noise_parts_graphs(void **state)
         o.noise = cases[c].noise;
         kevo_replay_result r;
         kevo_err err;
-        assert_int_equal(kevo_replay(&o, &r, &err), KEVO_OK);
+        assert_int_equal(replay_with(&o, &r, &err), KEVO_OK);
         assert_non_null(r.parted);
         printf("  %-26s noise %.3g: parted in %d of 8 seeds, median first difference %g\n", cases[c].land,
                o.noise, r.parted_runs, r.parted_median);
@@ -272,7 +294,7 @@ static void test_noise_parts_graphs(void **state)
     o.noise = 2;
     kevo_replay_result r;
     kevo_err err;
-    assert_int_equal(kevo_replay(&o, &r, &err), KEVO_ERR_ARG);
+    assert_int_equal(replay_with(&o, &r, &err), KEVO_ERR_ARG);
 }
 
 /* --ahead: greedy with up to D rounds of 8 proposed before the oldest
@@ -300,7 +322,7 @@ static void test_ahead(void **state)
             o.target = 1.0;
             kevo_replay_result r;
             kevo_err err;
-            assert_int_equal(kevo_replay(&o, &r, &err), KEVO_OK);
+            assert_int_equal(replay_with(&o, &r, &err), KEVO_OK);
             assert_int_equal(r.reached, 8);
             median[d] = r.median_evals;
             free(r.evals);
@@ -314,7 +336,7 @@ static void test_ahead(void **state)
     o.ahead = 0;
     kevo_replay_result r;
     kevo_err err;
-    assert_int_equal(kevo_replay(&o, &r, &err), KEVO_ERR_ARG);
+    assert_int_equal(replay_with(&o, &r, &err), KEVO_ERR_ARG);
 }
 
 /* kevo replay --format json prints the five documented keys. */

@@ -1,0 +1,90 @@
+/* ctx.c — kevo_ctx: a call's events, cancel flag and error buffer. */
+#include "util/ctx.h"
+
+#include <stdlib.h>
+
+kevo_ctx *kevo_ctx_new(void)
+{
+    kevo_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx)
+        kevo_ctx_reset(ctx);
+    return ctx;
+}
+
+void kevo_ctx_free(kevo_ctx *ctx)
+{
+    free(ctx);
+}
+
+void kevo_ctx_set_events(kevo_ctx *ctx, kevo_event_fn fn, void *user)
+{
+    if (!ctx)
+        return;
+    ctx->fn = fn;
+    ctx->user = user;
+}
+
+int kevo_ctx_cancel(kevo_ctx *ctx, int why)
+{
+    if (!ctx)
+        return 0;
+    if (ctx->ending)
+        return 1;
+    if (!ctx->why)
+        ctx->why = why ? why : -1;
+    ctx->flag = ctx->why;
+    return 0;
+}
+
+int kevo_ctx_cancelled(const kevo_ctx *ctx)
+{
+    return ctx ? (int)ctx->why : 0;
+}
+
+void kevo_ctx_reset(kevo_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    ctx->ending = 0;
+    ctx->flag = 0;
+    ctx->why = 0;
+    kevo_err_clear(&ctx->err);
+}
+
+const kevo_err *kevo_ctx_error(const kevo_ctx *ctx)
+{
+    return ctx ? &ctx->err : NULL;
+}
+
+kv_cancel *kv_ctx_flag(kevo_ctx *ctx)
+{
+    return ctx ? &ctx->flag : NULL;
+}
+
+int kv_ctx_why(const kevo_ctx *ctx)
+{
+    return ctx ? (int)ctx->why : 0;
+}
+
+kevo_event_fn kv_ctx_fn(const kevo_ctx *ctx)
+{
+    return ctx ? ctx->fn : NULL;
+}
+
+void *kv_ctx_user(const kevo_ctx *ctx)
+{
+    return ctx ? ctx->user : NULL;
+}
+
+kevo_err *kv_ctx_err(kevo_ctx *ctx)
+{
+    return ctx ? &ctx->err : NULL;
+}
+
+void kv_ctx_ending(kevo_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    ctx->ending = 1;
+    ctx->flag = 0;
+}
