@@ -166,7 +166,7 @@ static kevo_status gp_spawn(kevo_gpu *g, bool first, kevo_err *err)
     return st ? st : gp_hello_wait(g, first, err);
 }
 
-kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
+kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kv_cancel *cancel, kevo_err *err)
 {
     *n = 0;
     int up[2];
@@ -185,9 +185,9 @@ kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
     }
     close(up[1]);
     gp_probe *pr = malloc(sizeof *pr);
-    int r = pr ? gp_read_deadline(up[0], pr, sizeof *pr, kv_now() + 120.0, NULL) : -1;
+    int r = pr ? gp_read_deadline(up[0], pr, sizeof *pr, kv_now() + 120.0, cancel) : -1;
     close(up[0]);
-    if (r == 1)
+    if (r == 1 || r == 2) /* no answer in time, or the caller gave up waiting */
         kill(pid, SIGKILL);
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
@@ -195,7 +195,10 @@ kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
     if (!pr)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     kevo_status st = KEVO_OK;
-    if (r != 0) {
+    if (r == 2) {
+        st = kevo_err_set(err, KEVO_ERR_INTERRUPTED, "interrupted by signal %d while looking for GPUs",
+                          kv_cancelled(cancel));
+    } else if (r != 0) {
         st = kevo_err_set(err, KEVO_ERR_WORKER, "the GPU probe %s",
                           r == 1 ? "gave no answer within 120 s" : "ended without an answer");
     } else if (pr->status != KEVO_OK) {
@@ -215,11 +218,11 @@ kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err)
     return st;
 }
 
-kevo_status kevo_gpu_probe(int device, kevo_err *err)
+kevo_status kevo_gpu_probe(int device, kv_cancel *cancel, kevo_err *err)
 {
     kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
     int n = 0;
-    kevo_status st = kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &n, err);
+    kevo_status st = kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &n, cancel, err);
     if (st)
         return st;
     if (device < 0 || device >= n)

@@ -28,16 +28,19 @@
 typedef struct kevo_gpu kevo_gpu;
 
 /* The GPUs of this machine (at most max, in ordinal order), found out in a
- * short-lived child process like kevo_gpu_probe.  Errors: KEVO_ERR_NO_GPU
- * (no driver, cuInit fails, no device), KEVO_ERR_WORKER. */
-kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kevo_err *err);
+ * short-lived child process like kevo_gpu_probe (cancel: the caller's
+ * kevo_ctx flag, NULL never; raised, the probe is killed).  Errors:
+ * KEVO_ERR_NO_GPU (no driver, cuInit fails, no device), KEVO_ERR_WORKER,
+ * KEVO_ERR_INTERRUPTED. */
+kevo_status kevo_gpu_list(kevo_gpu_device *out, int max, int *n, kv_cancel *cancel, kevo_err *err);
 
 /* Whether a CUDA driver and device ordinal `device` answer, found out in a
  * short-lived child process (the parent never touches the driver), so that a
  * command that needs a GPU can fail before it reads or writes anything.
  * Errors: KEVO_ERR_NO_GPU (no driver, no such device) with the message
- * kevo_gpu_start would give, KEVO_ERR_WORKER (the probe could not run). */
-kevo_status kevo_gpu_probe(int device, kevo_err *err);
+ * kevo_gpu_start would give, KEVO_ERR_WORKER (the probe could not run),
+ * KEVO_ERR_INTERRUPTED (cancel raised, as kevo_gpu_list). */
+kevo_status kevo_gpu_probe(int device, kv_cancel *cancel, kevo_err *err);
 
 /* Start a worker.  Errors: KEVO_ERR_NO_GPU (no driver, no device) with a
  * message saying so, KEVO_ERR_CUDA, KEVO_ERR_WORKER. */

@@ -183,7 +183,7 @@ kevo_status tn_devices(tn_env *e, const char *list, bool mixed, int device, kevo
     }
     kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
     int count = 0;
-    kevo_status st = kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &count, err);
+    kevo_status st = kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &count, e->cancel, err);
     if (st)
         return st;
     if (all) {

@@ -124,7 +124,7 @@ static kevo_status tn_resume_read(tn_run *R, int64_t *run_id, kevo_err *err)
     /* the hand-off: a compile-only run continued on a machine with a GPU */
     kevo_err e3;
     if (!st && R->ro.def.compile_only && !(o->given & KEVO_TUNE_GIVEN_COMPILE_ONLY) &&
-        kevo_gpu_probe(R->ro.proc.device, &e3) == KEVO_OK) {
+        kevo_gpu_probe(R->ro.proc.device, kv_ctx_flag(R->ctx), &e3) == KEVO_OK) {
         R->handoff = true;
         R->ro.def.compile_only = false;
         R->run.compile_only = false;
@@ -146,7 +146,7 @@ static kevo_status tn_resume_read(tn_run *R, int64_t *run_id, kevo_err *err)
         int dev = R->ro.proc.device;
         if (o->proc.devices && o->proc.devices[0] >= '0' && o->proc.devices[0] <= '9')
             dev = atoi(o->proc.devices);
-        if ((st = kevo_gpu_probe(dev, err))) {
+        if ((st = kevo_gpu_probe(dev, kv_ctx_flag(R->ctx), err))) {
             kevo_err_prefix(err, "run %lld was timed on a GPU", (long long)R->run.id);
             return st;
         }

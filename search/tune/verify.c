@@ -163,7 +163,7 @@ kevo_status kevo_verify(kevo_ctx *ctx, const kevo_verify_opts *o, bool *passed)
     kevo_err_clear(err);
     *passed = false;
     /* no GPU: fail before the DB is even opened */
-    kevo_status st = kevo_gpu_probe(o->device, err);
+    kevo_status st = kevo_gpu_probe(o->device, ctx ? kv_ctx_flag(ctx) : NULL, err);
     if (st)
         return st;
     kevo_db *db = NULL;

@@ -15,8 +15,10 @@
 #include <cmocka.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "evaluator/gpu.h"
 #include "export/export.h"
 #include "search/replay.h"
 #include "util/ctx.h"
@@ -166,12 +168,37 @@ static void test_events(void **state)
     kevo_ctx_free(a);
 }
 
+/* The GPU probe (a child that answers through a pipe) listens to its
+ * caller's flag: raised, the probe is killed and the call says why; a
+ * simulated machine's probe answers otherwise. */
+static void test_probe_cancel(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("KEVO_SIM_GPUS", "2", 1), 0);
+    kevo_ctx *ctx = kevo_ctx_new();
+    assert_non_null(ctx);
+    kevo_gpu_device dev[KEVO_GPU_MAX_DEVICES];
+    int n = -1;
+    kevo_err err;
+    assert_int_equal(kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &n, kv_ctx_flag(ctx), &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(kevo_gpu_probe(1, kv_ctx_flag(ctx), &err), KEVO_OK);
+    kevo_ctx_cancel(ctx, SIGTERM);
+    assert_int_equal(kevo_gpu_list(dev, KEVO_GPU_MAX_DEVICES, &n, kv_ctx_flag(ctx), &err), KEVO_ERR_INTERRUPTED);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(err.msg, "signal 15"));
+    assert_int_equal(kevo_gpu_probe(0, kv_ctx_flag(ctx), &err), KEVO_ERR_INTERRUPTED);
+    assert_int_equal(kevo_gpu_probe(0, NULL, &err), KEVO_OK); /* no flag: never cancelled */
+    kevo_ctx_free(ctx);
+    unsetenv("KEVO_SIM_GPUS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cancel_from_handler), cmocka_unit_test(test_independent),
         cmocka_unit_test(test_ending),              cmocka_unit_test(test_error_buffer),
-        cmocka_unit_test(test_events),
+        cmocka_unit_test(test_events),              cmocka_unit_test(test_probe_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
