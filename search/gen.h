@@ -30,10 +30,8 @@
 #include "templates/space.h"
 #include "util/util.h"
 
-/* One generator of a run, as the run stores it (table run_generators: the
- * request for db/store.h, with kevo_db_run_generators_put/get; until the
- * table exists gen_store.c keeps these rows in run_llm, generations and
- * edges). */
+/* One generator of a run, as the run stores it (table run_generators,
+ * db/store.h's kevo_run_gen_row, through kevo_gen_store_put/get). */
 typedef struct kevo_run_generator {
     char name[64];      /* a row of the generator table: "template", "llm", "mutate" */
     bool listed;        /* the run has it (--generators); an unlisted one keeps its options' defaults */
@@ -289,22 +287,20 @@ kevo_status kevo_gen_conflict(kevo_err *err, const kevo_run_row *run, const char
 /* ---- the run's generators in the DB (gen_store.c) ---- */
 
 /* Store the generators of a run, v[0..n) (one per row of the table, in its
- * order), replacing what it had.  Errors: KEVO_ERR_DB, KEVO_ERR_PARSE (an
- * options blob that is not a generator's). */
+ * order; the listed ones are stored, each with the calls its rows show),
+ * replacing what it had.  Errors: KEVO_ERR_DB, KEVO_ERR_PARSE (a name no
+ * generator has), KEVO_ERR_ARG (options that are not a JSON object). */
 kevo_status kevo_gen_store_put(kevo_db *db, int64_t run_id, const kevo_run_generator *v, int n, kevo_err *err);
-/* A run's generators (*v malloc'd, kevo_run_generators_free; one per row
- * of the table, in its order, with calls made so far).  KEVO_ERR_NOT_FOUND
- * for a run that stored none (templates only); KEVO_ERR_DB. */
+/* A run's generators (*v malloc'd, kevo_run_generators_free): the ones it
+ * lists, in the order stored, each with the calls its rows show (a name no
+ * generator has is kept, for kevo_gen_list_resume to refuse).
+ * KEVO_ERR_NOT_FOUND for a run that stored none (a run of an older kevo:
+ * templates only); KEVO_ERR_PARSE for a stored row that is not one kevo
+ * writes (options that are not a JSON object, ...); KEVO_ERR_DB. */
 kevo_status kevo_gen_store_get(kevo_db *db, int64_t run_id, kevo_run_generator **v, int *n, kevo_err *err);
 /* Frees rows v[0..n) and their options (v may be NULL). */
 void kevo_run_generators_free(kevo_run_generator *v, int n);
 
 /* The admission of LLM text is llm/admit/admit.h's (kevo_llm_admit). */
-
-/* The LLM generator's options as run_llm stores them (gen_store.c's
- * shim): from a stored JSON blob (NULL: an older run's defaults) into *rl
- * (generators left alone), and back.  Errors: KEVO_ERR_PARSE, KEVO_ERR_NOMEM. */
-kevo_status kevo_gen_llm_opts_row(const char *json, kevo_run_llm *rl, kevo_err *err);
-kevo_status kevo_gen_llm_opts_json(const kevo_run_llm *rl, char **out, kevo_err *err);
 
 #endif /* KEVO_GEN_H */
