@@ -88,7 +88,7 @@ void kevo_gen_opts_init(kevo_gen_opts *o);
 /* What a generator finished: proposals in families the search has (the
  * policy's round; a mutation), or a new one-point space with its
  * configuration (an LLM reply), or a failure (fail != KEVO_FAIL_NONE:
- * llm_error, parse_error, rejected) with why, or nothing at all (none of
+ * gen_error, parse_error, rejected) with why, or nothing at all (none of
  * these: the call found nothing to propose). */
 typedef struct kevo_gen_source {
     const kevo_proposal *props; /* borrowed from the generator until its next start; nprops of them */

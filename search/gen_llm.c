@@ -816,7 +816,7 @@ static kevo_status lg_finish(kevo_gen *base, kevo_gen_source *out, kevo_err *err
     kevo_generation_row *gr = &out->gen;
     lg_generation(g, &r, gr);
     if (!r.ok) {
-        out->fail = KEVO_FAIL_LLM_ERROR;
+        out->fail = KEVO_FAIL_GEN_ERROR;
         out->gone = r.unreachable; /* nothing answered at the URL (a GPU node without a network): not a candidate */
         if (r.truncated)
             snprintf(out->why, sizeof out->why, "truncated reply (finish_reason: length, %lld tokens): raise "

@@ -119,10 +119,10 @@ static const struct {
      * poisoned output (NaN) catches it (test_gpu_llm) */
     {"content=@hack_read_out.txt", "compiled", ""},
     {"status=429 retry_after=1\ncontent=@good.txt", "failed", "rejected"}, /* retried; then a repeat of call 1 */
-    {"status=500\nstatus=500", "failed", "llm_error"}, /* tried twice (--llm-retries 1) */
-    {"delay_ms=6000 content=@good.txt", "failed", "llm_error"}, /* past --llm-timeout 2: not tried again */
-    {"finish=length content=@half.txt", "failed", "llm_error"},
-    {"raw=@malformed.json", "failed", "llm_error"},
+    {"status=500\nstatus=500", "failed", "gen_error"}, /* tried twice (--llm-retries 1) */
+    {"delay_ms=6000 content=@good.txt", "failed", "gen_error"}, /* past --llm-timeout 2: not tried again */
+    {"finish=length content=@half.txt", "failed", "gen_error"},
+    {"raw=@malformed.json", "failed", "gen_error"},
     {"content=@nocode.txt", "failed", "parse_error"},
     {"content=@host.txt", "failed", "rejected"},
 };
