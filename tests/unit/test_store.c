@@ -637,7 +637,8 @@ static void test_migrate_v9_generators(void **state)
     kevo_db_close(db);
     raw_exec(path, TU_SCHEMA9_SQL);
     raw_exec(path, "UPDATE candidates SET fail = 'llm_error' WHERE family = 'llm_call0';"
-                   "INSERT INTO run_llm VALUES(1, 'template,llm', 12, 'http://127.0.0.1:8080/v1', 'a,b', NULL, 7, 4096);"
+                   "INSERT INTO run_llm VALUES(1, 'template,llm', 12, 'http://127.0.0.1:8080/v1', 'a,b', NULL, 7,"
+                   " 4096);"
                    "INSERT INTO run_llm VALUES(2, 'template', 10, NULL, NULL, 0.5, NULL, 8192);"
                    "INSERT INTO run_llm VALUES(3, ',llm,,llm,nosuch', 1, NULL, NULL, NULL, NULL, NULL);");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
