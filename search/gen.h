@@ -216,11 +216,12 @@ struct kevo_generator {
     void (*close)(kevo_gen *g);
     /* The one-point space of a stored candidate this generator made (row
      * of a family no template has), admitted again as a fresh one is before
-     * anything of it compiles: *mine when the row is its own (then *out,
-     * or NULL when it made no source).  Errors: KEVO_ERR_PARSE for a stored
-     * candidate refused, KEVO_ERR_NOMEM.  NULL: it adds no families. */
-    kevo_status (*restore)(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out, bool *mine,
-                           kevo_err *err);
+     * anything of it compiles (its plan checked for arch too, unless NULL):
+     * *mine when the row is its own (then *out, or NULL when it made no
+     * source).  Errors: KEVO_ERR_PARSE for a stored candidate refused,
+     * KEVO_ERR_NOMEM.  NULL: it adds no families. */
+    kevo_status (*restore)(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                           kevo_space **out, bool *mine, kevo_err *err);
 };
 
 #define KEVO_GEN_MAX 8 /* rows of the table */
@@ -273,11 +274,12 @@ const char *kevo_gen_reads(const kevo_gen_opts *cmd, const char *op, const char 
 
 /* The space of a stored candidate of a family no template has: the
  * generator that made it restores it (kevo_generator.restore).  *out NULL
- * with KEVO_OK for a failed call ("<move>_call<k>": no source).  Errors:
+ * with KEVO_OK for a failed call ("<move>_call<k>": no source).  arch: the
+ * run's, which the plan must fit (NULL: not checked).  Errors:
  * KEVO_ERR_NOT_FOUND for a family no generator claims (naming it),
  * KEVO_ERR_PARSE for a stored candidate refused, KEVO_ERR_NOMEM. */
-kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out,
-                             kevo_err *err);
+kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                             kevo_space **out, kevo_err *err);
 
 /* The refusal of an option that differs from the resumed run's
  * (KEVO_ERR_ARG): "OPT GIVEN differs from run N's STORED: ...". */

@@ -849,8 +849,8 @@ static kevo_status lg_finish(kevo_gen *base, kevo_gen_source *out, kevo_err *err
 /* An LLM candidate a DB holds: the one-point space its generation stored,
  * admitted again as a fresh reply would be (the arch is checked by the
  * callers that need it). */
-static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out, bool *mine,
-                              kevo_err *err)
+static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                              kevo_space **out, bool *mine, kevo_err *err)
 {
     *out = NULL;
     *mine = false;
@@ -861,7 +861,7 @@ static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_
     *mine = true;
     kevo_status st = KEVO_OK;
     if (g.source && g.space)
-        st = kevo_llm_admit(&g, row->family, op, NULL, out, err);
+        st = kevo_llm_admit(&g, row->family, op, arch, out, err);
     kevo_generation_row_release(&g);
     return st;
 }
