@@ -80,6 +80,14 @@ typedef struct lg_gen {
     int64_t seed_sent;
 } lg_gen;
 
+/* The generator of a candidate's family as a prompt names it: "llm" (this
+ * one's families, kevo_report_generator's form) or "template". */
+static const char *lg_generator(const char *family)
+{
+    static const kevo_run_gen_row self = {.name = "llm"};
+    return kevo_report_generator(family, &self, 1);
+}
+
 /* ---- options: what a run stores ---- */
 
 static kevo_status lg_opts_json(const lg_opts *rl, char **out, kevo_err *err)
@@ -466,7 +474,7 @@ static void lg_node(const kevo_cand_row *r, kevo_llm_node *n)
     n->regs = r->regs;
     n->spill_bytes = r->spill_bytes;
     n->smem_bytes = r->smem_static >= 0 && r->smem_dynamic >= 0 ? r->smem_static + r->smem_dynamic : -1;
-    n->generator = kevo_report_generator(r->family);
+    n->generator = lg_generator(r->family);
 }
 
 /* The parent's source and one-point space: an LLM parent's are its own, a
@@ -674,7 +682,7 @@ static kevo_status lg_start(kevo_gen *base, const kevo_gen_call *call, kevo_err 
             nsib++;
     free(edges);
     lg_parent_node gp = {.row = &prow, .space = kevo_search_space(g->s, nd->family), .cfg = nd->cfg,
-                         .generator = kevo_report_generator(prow.family)};
+                         .generator = lg_generator(prow.family)};
     if (!st && g->bandit.n > 1)
         lg_pick_model(g, call->db, call->run_id);
     lg_run_view rv;

@@ -264,8 +264,15 @@ static void test_llm_calls(void **state)
     }
     assert_int_equal(nllm, NCALLS);
     assert_int_equal(ntpl, 2);
-    assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "llm"), "calls")),
-                     NCALLS);
+    /* the run's generators (--generators llm: the one), each by name with its options and calls */
+    cJSON *gens = cJSON_GetObjectItem(run, "generators");
+    assert_int_equal(cJSON_GetArraySize(gens), 1);
+    cJSON *lg = cJSON_GetArrayItem(gens, 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(lg, "name")), "llm");
+    assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(lg, "calls")), NCALLS);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(lg, "options"), "model")),
+                        "fake");
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(lg, "tokens_in")) >= 0);
     cJSON_Delete(root);
 
     /* export takes an LLM candidate from the DB alone (its stored plan and source, checked against its hash).
