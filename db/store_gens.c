@@ -53,13 +53,23 @@ kevo_status kevo_db_run_generators_put(kevo_db *db, int64_t run_id, const kevo_r
             return kevo_err_set(err, KEVO_ERR_ARG, "generator '%s' of run %lld: calls %lld below 0", v[i].name,
                                 (long long)run_id, (long long)v[i].calls);
     }
+    /* the old rows and the new go together, in a caller's transaction or not */
+    KV_SQL_TRY_AS(db->h, err, sqlite3_exec(db->h, "SAVEPOINT run_generators", NULL, NULL, NULL),
+                  "store the generators of run %lld in '%s'", (long long)run_id, db->path);
     sqlite3_stmt *st;
     kevo_status s = st_prepare_id(db, "DELETE FROM run_generators WHERE run_id=?", run_id, &st, err,
                                   "run generators delete");
-    if (s || (s = st_exec_stmt(db, st, err, "delete run generators")))
-        return s;
-    return st_insert_rows(db, "INSERT INTO run_generators(run_id, name, options, calls) VALUES(?,?,?,?)", run_id, v,
-                          sizeof *v, n, sg_bind_row, "run generator", err);
+    if (!s)
+        s = st_exec_stmt(db, st, err, "delete run generators");
+    if (!s)
+        s = st_insert_rows(db, "INSERT INTO run_generators(run_id, name, options, calls) VALUES(?,?,?,?)", run_id,
+                           v, sizeof *v, n, sg_bind_row, "run generator", err);
+    if (s)
+        sqlite3_exec(db->h, "ROLLBACK TO run_generators", NULL, NULL, NULL);
+    int rc = sqlite3_exec(db->h, "RELEASE run_generators", NULL, NULL, NULL);
+    if (!s && rc != SQLITE_OK)
+        s = st_fail(db, err, rc, "store the generators of run %lld", (long long)run_id);
+    return s;
 }
 
 /* Row i of a run's generators as read: refused (KEVO_ERR_PARSE) when it is
