@@ -72,7 +72,7 @@ static void cli_bar(cli_events *c, const kevo_event *ev, const char *what)
 
 /* The handler every library call gets: lines to stdout, warnings ("kevo: ...")
  * to stderr, the bar on stdout when it is a terminal, traces to stderr when
- * asked for.  Event text may quote a DB, a space file or an LLM reply: it
+ * asked for.  Event text may quote a DB, a space file or a generator's reply: it
  * reaches the terminal through kv_term_clean. */
 void cli_event(void *ctx, const kevo_event *ev)
 {

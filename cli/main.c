@@ -61,7 +61,7 @@ static const struct {
      "             not depend on the number of GPUs.  GPUs of different models are refused\n"
      "             unless --mixed-devices.  With --shapes, shape i is evaluated on the\n"
      "             list's GPU i mod its length, a candidate's shapes on the GPUs at once\n"
-     "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, LLM); every rank\n"
+     "  --mpi      under mpirun: rank 0 runs the search (DB, proposals, generators); every rank\n"
      "             compiles (--jobs each; default: its host's CPUs divided among the ranks\n"
      "             there) and, in a GPU run, verifies and times on\n"
      "             its GPU (--device, else its rank among the job's ranks on its host), each\n"

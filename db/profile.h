@@ -3,7 +3,7 @@
  * bandwidth, occupancy, and the top warp-stall reasons.  They come from
  * Nsight Compute's CSV (`ncu --csv --metrics ...`, parsed here), are stored
  * as the candidate's measurements ("ncu.*", no schema change) and shown in
- * the LLM's prompt.  Without counters the prompt keeps the derived figures
+ * a generator's prompt.  Without counters the prompt keeps the derived figures
  * (TFLOP/s against the roofline, registers, spills). */
 #ifndef KEVO_PROFILE_H
 #define KEVO_PROFILE_H

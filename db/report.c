@@ -152,7 +152,8 @@ static bool rp_add_str_opt(cJSON *o, const char *key, const char *s)
 
 /* The "best" object of a run in *out, or JSON null when it has no verified
  * candidate. */
-static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+static kevo_status rp_best_json(kevo_db *db, int64_t run_id, const kevo_run_gen_row *gens, int ngens, cJSON **out,
+                                kevo_err *err)
 {
     *out = NULL;
     kevo_cand_row c;
@@ -171,7 +172,7 @@ static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_e
     bool ok = o && params;
     ok = ok && cJSON_AddNumberToObject(o, "candidate_id", (double)c.id);
     ok = ok && cJSON_AddStringToObject(o, "template", c.family);
-    ok = ok && cJSON_AddStringToObject(o, "generator", kevo_report_generator(c.family));
+    ok = ok && cJSON_AddStringToObject(o, "generator", kevo_report_generator(c.family, gens, ngens));
     if (ok) {
         ok = cJSON_AddItemToObject(o, "params", params);
         if (ok)
@@ -197,14 +198,35 @@ static kevo_status rp_best_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_e
     return KEVO_OK;
 }
 
-const char *kevo_report_generator(const char *family)
+const char *kevo_report_generator(const char *family, const kevo_run_gen_row *gens, int n)
 {
-    return strncmp(family, "llm", 3) == 0 ? "llm" : "template";
+    for (int i = 0; family && i < n; i++) {
+        size_t len = strlen(gens[i].name);
+        if (len == 0 || strncmp(family, gens[i].name, len) != 0 || family[len] != '_')
+            continue;
+        const char *t = family + len + 1;
+        size_t hex = strspn(t, "0123456789abcdef");
+        if ((hex == 12 && t[12] == '\0') ||
+            (strncmp(t, "call", 4) == 0 && t[4] && strspn(t + 4, "0123456789") == strlen(t + 4)))
+            return gens[i].name;
+    }
+    return "template";
+}
+
+kevo_status kevo_report_gens(kevo_db *db, int64_t run_id, kevo_run_gen_row **gens, int *n, kevo_err *err)
+{
+    kevo_status s = kevo_db_run_generators_get(db, run_id, gens, n, err);
+    if (s == KEVO_ERR_NOT_FOUND) {
+        kevo_err_clear(err);
+        return KEVO_OK;
+    }
+    return s;
 }
 
 /* The run's candidates in *out: id, family, generator, the edge that made
  * it (parent and operator), status, failure and figures. */
-static kevo_status rp_cands_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+static kevo_status rp_cands_json(kevo_db *db, int64_t run_id, const kevo_run_gen_row *gens, int ngens, cJSON **out,
+                                 kevo_err *err)
 {
     *out = NULL;
     kevo_cand_row *rows = NULL;
@@ -228,7 +250,7 @@ static kevo_status rp_cands_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_
             break;
         }
         ok = cJSON_AddNumberToObject(o, "id", (double)c->id) && cJSON_AddStringToObject(o, "family", c->family) &&
-             cJSON_AddStringToObject(o, "generator", kevo_report_generator(c->family)) &&
+             cJSON_AddStringToObject(o, "generator", kevo_report_generator(c->family, gens, ngens)) &&
              (by ? cJSON_AddNumberToObject(o, "parent_id", (double)by->parent_id) != NULL
                  : cJSON_AddNullToObject(o, "parent_id") != NULL) &&
              rp_add_str_opt(o, "operator", by ? by->op : NULL) && cJSON_AddStringToObject(o, "status", c->status) &&
@@ -250,37 +272,57 @@ static kevo_status rp_cands_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_
     return KEVO_OK;
 }
 
-/* The run's LLM calls in *out (null without any): calls, failed calls,
- * tokens in and out, total latency. */
-static kevo_status rp_llm_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
+/* The "generators" array of a run: each generator it used (run_generators,
+ * gens[0..n)) with its options, the calls it made, and over the calls it
+ * kept as generations (null for one that keeps none): failed calls, tokens
+ * in and out, total latency. */
+static kevo_status rp_gens_json(kevo_db *db, int64_t run_id, const kevo_run_gen_row *gens, int n, cJSON **out,
+                                kevo_err *err)
 {
+    *out = NULL;
     kevo_generation_row *g = NULL;
-    int n = 0;
-    kevo_status s = kevo_db_generation_list(db, run_id, &g, &n, err);
+    int ng = 0;
+    kevo_status s = kevo_db_generation_list(db, run_id, &g, &ng, err);
     if (s)
         return s;
-    if (n == 0) {
-        *out = cJSON_CreateNull();
-        return *out ? KEVO_OK : rp_nomem(err);
+    cJSON *a = cJSON_CreateArray();
+    bool ok = a != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        double tin = 0, tout = 0, lat = 0;
+        int kept = 0, failed = 0;
+        for (int k = 0; k < ng; k++) {
+            if (strcmp(g[k].generator, gens[i].name) != 0)
+                continue;
+            kept++;
+            tin += g[k].tokens_in > 0 ? (double)g[k].tokens_in : 0;
+            tout += g[k].tokens_out > 0 ? (double)g[k].tokens_out : 0;
+            lat += isfinite(g[k].latency_s) ? g[k].latency_s : 0;
+            failed += g[k].error != NULL;
+        }
+        double none = NAN;
+        cJSON *o = cJSON_CreateObject();
+        cJSON *opts = cJSON_Parse(gens[i].options); /* a JSON object: kevo_db_run_generators_get checked it */
+        ok = o && opts && cJSON_AddItemToArray(a, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            cJSON_Delete(opts);
+            break;
+        }
+        ok = cJSON_AddStringToObject(o, "name", gens[i].name) && cJSON_AddItemToObject(o, "options", opts);
+        if (!ok) {
+            cJSON_Delete(opts);
+            break;
+        }
+        ok = cJSON_AddNumberToObject(o, "calls", (double)gens[i].calls) &&
+             rp_add_num(o, "failed", kept ? failed : none) && rp_add_num(o, "tokens_in", kept ? tin : none) &&
+             rp_add_num(o, "tokens_out", kept ? tout : none) && rp_add_num(o, "latency_s", kept ? lat : none);
     }
-    double tin = 0, tout = 0, lat = 0;
-    int failed = 0;
-    for (int i = 0; i < n; i++) {
-        tin += g[i].tokens_in > 0 ? (double)g[i].tokens_in : 0;
-        tout += g[i].tokens_out > 0 ? (double)g[i].tokens_out : 0;
-        lat += isfinite(g[i].latency_s) ? g[i].latency_s : 0;
-        failed += g[i].error != NULL;
-    }
-    kevo_generation_rows_free(g, n);
-    cJSON *o = cJSON_CreateObject();
-    bool ok = o && cJSON_AddNumberToObject(o, "calls", n) && cJSON_AddNumberToObject(o, "failed", failed) &&
-              cJSON_AddNumberToObject(o, "tokens_in", tin) && cJSON_AddNumberToObject(o, "tokens_out", tout) &&
-              cJSON_AddNumberToObject(o, "latency_s", lat);
+    kevo_generation_rows_free(g, ng);
     if (!ok) {
-        cJSON_Delete(o);
+        cJSON_Delete(a);
         return rp_nomem(err);
     }
-    *out = o;
+    *out = a;
     return KEVO_OK;
 }
 
@@ -421,7 +463,13 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
         cJSON_Delete(o);
         return rp_nomem(err);
     }
-    cJSON *best = NULL, *cands = NULL, *llm = NULL, *devs = NULL, *peers = NULL, *best_peer = NULL;
+    cJSON *best = NULL, *cands = NULL, *gj = NULL, *devs = NULL, *peers = NULL, *best_peer = NULL;
+    kevo_run_gen_row *gens = NULL;
+    int ngens = 0;
+    if ((s = kevo_report_gens(db, run_id, &gens, &ngens, err))) {
+        cJSON_Delete(o);
+        return s;
+    }
     /* a compile-only run timed nothing: whatever peer rows it has (a crafted DB) are not its */
     if (!(s = rp_peers_json(db, r.compile_only ? 0 : run_id, kevo_op_find(r.op), &peers, &best_peer, err)) &&
         !cJSON_AddItemToObject(o, "peers", peers)) {
@@ -439,19 +487,22 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
         s = rp_nomem(err);
     }
     if (!s)
-        s = rp_best_json(db, run_id, &best, err);
+        s = rp_best_json(db, run_id, gens, ngens, &best, err);
     if (!s && !cJSON_AddItemToObject(o, "best", best)) {
         cJSON_Delete(best);
         s = rp_nomem(err);
     }
-    if (!s && !(s = rp_llm_json(db, run_id, &llm, err)) && !cJSON_AddItemToObject(o, "llm", llm)) {
-        cJSON_Delete(llm);
+    if (!s && !(s = rp_gens_json(db, run_id, gens, ngens, &gj, err)) &&
+        !cJSON_AddItemToObject(o, "generators", gj)) {
+        cJSON_Delete(gj);
         s = rp_nomem(err);
     }
-    if (!s && !(s = rp_cands_json(db, run_id, &cands, err)) && !cJSON_AddItemToObject(o, "candidates", cands)) {
+    if (!s && !(s = rp_cands_json(db, run_id, gens, ngens, &cands, err)) &&
+        !cJSON_AddItemToObject(o, "candidates", cands)) {
         cJSON_Delete(cands);
         s = rp_nomem(err);
     }
+    kevo_run_gen_rows_free(gens, ngens);
     if (s) {
         cJSON_Delete(o);
         return s;

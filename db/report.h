@@ -46,10 +46,18 @@ kevo_status kevo_report_table(kevo_db *db, int64_t run_id, int top, kv_buf *out,
  * Errors: KEVO_ERR_NOT_FOUND (no run), KEVO_ERR_DB. */
 kevo_status kevo_report_svg(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
 
-/* The generator a candidate of this family came from: "llm" (an LLM
- * candidate's family is "llm_" + a hash, or "llm_call<N>" for a call that
- * gave no source; template families may not begin with "llm") or
- * "template". */
-const char *kevo_report_generator(const char *family);
+/* The generator a candidate of this family came from, among a run's
+ * generators gens[0..n) (kevo_report_gens; n 0: none stored): the one whose
+ * name begins the family as "<name>_" followed by 12 lowercase hex digits
+ * (the hash of the source it generated) or by "call" and digits (a call
+ * that gave no source), else "template" (the round generator's families;
+ * templates/space.c keeps a template family from a generator's prefix).
+ * The result is a name of gens or a literal. */
+const char *kevo_report_generator(const char *family, const kevo_run_gen_row *gens, int n);
+
+/* A run's generators for kevo_report_generator (*gens malloc'd,
+ * kevo_run_gen_rows_free): none (*n 0) for a run that stored none.
+ * Errors: kevo_db_run_generators_get's but KEVO_ERR_NOT_FOUND. */
+kevo_status kevo_report_gens(kevo_db *db, int64_t run_id, kevo_run_gen_row **gens, int *n, kevo_err *err);
 
 #endif /* KEVO_REPORT_H */

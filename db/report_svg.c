@@ -124,12 +124,26 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
     kevo_cand_row *rows = NULL;
     kevo_edge_row *edges = NULL;
     int n = 0, ne = 0;
+    kevo_run_gen_row *gens = NULL;
+    int ngens = 0;
     kevo_status st = kevo_db_cand_list(db, run->id, &rows, &n, err);
     if (!st)
         st = kevo_db_edge_list(db, run->id, &edges, &ne, err);
+    if (!st)
+        st = kevo_report_gens(db, run->id, &gens, &ngens, err);
+    /* a candidate of a generated family (a generator's rewrite: kevo_report_generator) is a square on a blue
+       edge; the legend names the generator of the first one */
+    const char *rewriter = NULL;
+    bool *made = calloc((size_t)(n ? n : 1), sizeof *made);
+    for (int i = 0; made && i < n; i++) {
+        const char *g = kevo_report_generator(rows[i].family, gens, ngens);
+        made[i] = strcmp(g, "template") != 0;
+        if (made[i] && !rewriter)
+            rewriter = g;
+    }
     int *depth = calloc((size_t)(n ? n : 1), sizeof *depth);
     int *parent = calloc((size_t)(n ? n : 1), sizeof *parent);
-    if (!st && (!depth || !parent))
+    if (!st && (!depth || !parent || !made))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     double best = 0;
     int maxdepth = 0;
@@ -175,7 +189,7 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
             kv_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"%s><title>", SV_X(p),
                           SV_Y(depth[p]), SV_X(c), SV_Y(depth[c]),
                           strcmp(edges[k].op, "crossover") == 0 ? " stroke-dasharray=\"3 2\""
-                          : strcmp(edges[k].op, "llm") == 0     ? " stroke=\"#377eb8\" stroke-width=\"1.5\""
+                          : made[c]                             ? " stroke=\"#377eb8\" stroke-width=\"1.5\""
                                                                 : "");
             sv_text(b, edges[k].op);
             kv_buf_puts(b, "</title></line>\n");
@@ -193,9 +207,8 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
                 snprintf(fill, sizeof fill, "%s", strcmp(rows[i].status, "pending") == 0 ? "#fff" : "#aaa");
                 stroke = "#666";
             }
-            /* LLM candidates are squares, template candidates circles */
-            bool llm = strcmp(kevo_report_generator(rows[i].family), "llm") == 0;
-            if (llm)
+            /* generated candidates are squares, template candidates circles */
+            if (made[i])
                 kv_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
                               SV_X(i) - 4, SV_Y(depth[i]) - 4, fill, stroke, (long long)rows[i].id);
             else
@@ -217,7 +230,7 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
                 kv_buf_puts(b, ": ");
                 sv_text(b, rows[i].status); /* DB text like every other string here */
             }
-            kv_buf_puts(b, llm ? "</title></rect>\n" : "</title></circle>\n");
+            kv_buf_puts(b, made[i] ? "</title></rect>\n" : "</title></circle>\n");
         }
 #undef SV_X
 #undef SV_Y
@@ -245,10 +258,14 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
         kv_buf_printf(b,
                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#377eb8\" stroke-width=\"1.5\"/>"
                       "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#aaa\" stroke=\"#666\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">LLM rewrite</text>\n",
+                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">",
                       lx, SV_TOP2 + 244, lx + 14, SV_TOP2 + 244, lx + 3, SV_TOP2 + 240, lx + 20, SV_TOP2 + 248);
+        sv_text(b, rewriter ? rewriter : "generated"); /* a name of the DB's: escaped */
+        kv_buf_puts(b, " rewrite</text>\n");
     }
     kevo_cand_rows_free(rows, n);
+    kevo_run_gen_rows_free(gens, ngens);
+    free(made);
     free(edges);
     free(depth);
     free(parent);

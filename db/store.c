@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@
 #include "util/util.h"
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO' */
-#define ST_SCHEMA_VERSION 9
+#define ST_SCHEMA_VERSION 10
 
 /* Tables schema 3 added (the v2 -> v3 migration creates them; a new file
  * gets run_shapes in its schema-9 form, ST_SCHEMA_V9_TABLES). */
@@ -53,16 +54,22 @@
     " reps INTEGER, warmup INTEGER, time_limit REAL, plateau INTEGER, target REAL, compile_timeout REAL,"    \
     " eval_timeout REAL, templates TEXT, space_hash TEXT, elapsed_s REAL);"
 
-/* Tables schema 5 added: LLM generations (one per LLM call, the candidate
- * it became) and a run's LLM settings (never the API key). */
-#define ST_SCHEMA_V5_TABLES                                                                                  \
+/* Tables schema 5 added: generations (one per generator call, the
+ * candidate it became) and, until schema 10, run_llm: a run's generator
+ * list and the options of its one generator with options, under the name
+ * of that generator (never the API key).  A new file gets generations
+ * alone; only the 4 -> 5 upgrade creates run_llm, which 9 -> 10 moves into
+ * run_generators and drops. */
+#define ST_SCHEMA_V5_TABLES ST_SCHEMA_V5_GENERATIONS ST_SCHEMA_V5_RUN_LLM
+#define ST_SCHEMA_V5_GENERATIONS                                                                             \
     "CREATE TABLE generations("                                                                              \
     " candidate_id INTEGER PRIMARY KEY REFERENCES candidates(id), run_id INTEGER NOT NULL REFERENCES runs(id)," \
     " parent_id INTEGER REFERENCES candidates(id), generator TEXT NOT NULL, model TEXT, system_prompt TEXT,"  \
     " prompt TEXT, reply TEXT, tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, seed INTEGER,"         \
     " temperature REAL, finish_reason TEXT, http_status INTEGER, attempts INTEGER, error TEXT, query TEXT,"   \
     " space TEXT, source TEXT, created_at TEXT);"                                                           \
-    "CREATE INDEX generations_run ON generations(run_id);"                                                   \
+    "CREATE INDEX generations_run ON generations(run_id);"
+#define ST_SCHEMA_V5_RUN_LLM                                                                                 \
     "CREATE TABLE run_llm("                                                                                  \
     " run_id INTEGER PRIMARY KEY REFERENCES runs(id), generators TEXT, llm_budget INTEGER, url TEXT,"        \
     " model TEXT, temperature REAL, seed INTEGER, max_tokens INTEGER);"
@@ -144,6 +151,20 @@
     "ALTER TABLE run_devices DROP COLUMN baseline_bcast_ms;"                                                 \
     "ALTER TABLE run_devices DROP COLUMN decomposed_ms;"
 
+/* Schema 10: the generators a run used, one row each (search/gen.h's
+ * table: template, llm, mutate, ...): options, the generator's options as a
+ * JSON object ("{}" for one without options); calls, the calls it made
+ * that left a candidate (LLM requests answered or failed, mutations; 0 for
+ * template, the round generator, whose proposals are the rounds'
+ * candidates), as of the run's last write of its generators (its start and
+ * its end).  The 9 -> 10 upgrade (st_migrate_v10) fills it from run_llm and
+ * renames the failure kind of a generator call that failed, llm_error, to
+ * gen_error. */
+#define ST_SCHEMA_V10_TABLES                                                                                 \
+    "CREATE TABLE run_generators("                                                                           \
+    " run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, options TEXT NOT NULL,"              \
+    " calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(run_id, name));"
+
 /* Columns schema 8 added to older tables (a new file gets them the same way). */
 #define ST_SCHEMA_V8_COLUMNS                                                                                 \
     "ALTER TABLE candidates ADD COLUMN round INTEGER;"                                                       \
@@ -178,8 +199,8 @@ static const char st_schema_sql[] =
     "CREATE INDEX edges_child ON edges(child_id);"
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
-    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_OTHERS ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_TABLES \
-        ST_SCHEMA_V8_COLUMNS ST_SCHEMA_V9_TABLES;
+    " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_OTHERS ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_GENERATIONS \
+        ST_SCHEMA_V8_COLUMNS ST_SCHEMA_V9_TABLES ST_SCHEMA_V10_TABLES;
 
 /* ---- errors ---- */
 
@@ -417,7 +438,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=9", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=10", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -431,7 +452,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 9, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 10, "user_version literal in st_create_schema");
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -441,7 +462,7 @@ _Static_assert(ST_SCHEMA_VERSION == 9, "user_version literal in st_create_schema
  *   3 -> 4: run settings (batch, maps, reps, termination, timeouts, the
  *           space files' hashes), so that --resume applies or refuses
  *           every option;
- *   4 -> 5: LLM generations and a run's LLM settings;
+ *   4 -> 5: generations and a run's generator settings (run_llm);
  *   5 -> 6: how a run's op peer measured after the search was made (the
  *           candidate whose configuration ran without the co-design, its
  *           kernel's time and the broadcast's);
@@ -451,7 +472,10 @@ _Static_assert(ST_SCHEMA_VERSION == 9, "user_version literal in st_create_schema
  *           run's --ahead, so that --resume finishes the rounds a killed
  *           process left in flight one by one, as it would have;
  *   8 -> 9: peers as rows by name (run_peers) instead of columns
- *           (ST_MIGRATE_V9). */
+ *           (ST_MIGRATE_V9);
+ *   9 -> 10: a run's generators as rows (run_generators) instead of
+ *           run_llm, and the failure kind gen_error (st_migrate_v10, in C:
+ *           its options are JSON built with cJSON). */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -476,21 +500,128 @@ static const char *const st_migrations[] = {
     "ALTER TABLE candidates ADD COLUMN eval_s REAL;" ST_SCHEMA_V7_TABLES "PRAGMA user_version=7;",
     ST_SCHEMA_V8_COLUMNS "PRAGMA user_version=8;",
     ST_MIGRATE_V9 "PRAGMA user_version=9;",
+    NULL, /* st_migrate_v10 */
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
+
+/* The options run_llm held for its generator, as the JSON object that
+ * generator stores (search/gen_llm.c's keys) into *out (malloc'd); the
+ * statement's columns 2..7.  NULL when out of memory. */
+static char *st_v10_options(sqlite3_stmt *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    const char *url = (const char *)sqlite3_column_text(st, 3), *model = (const char *)sqlite3_column_text(st, 4);
+    double t = st_col_double(st, 5);
+    bool ok = o && cJSON_AddNumberToObject(o, "budget", (double)sqlite3_column_int64(st, 2)) &&
+              cJSON_AddStringToObject(o, "url", url ? url : "") &&
+              cJSON_AddStringToObject(o, "model", model ? model : "") &&
+              (isnan(t) ? cJSON_AddNullToObject(o, "temperature") != NULL
+                        : cJSON_AddNumberToObject(o, "temperature", t) != NULL) &&
+              cJSON_AddNumberToObject(o, "seed", sqlite3_column_type(st, 6) == SQLITE_NULL
+                                                     ? -1.0 : (double)sqlite3_column_int64(st, 6)) &&
+              cJSON_AddNumberToObject(o, "max_tokens", (double)sqlite3_column_int64(st, 7));
+    char *out = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return out;
+}
+
+/* Row by row of run_llm (statement q), one run_generators row (statement
+ * ins) per name of its comma list: the options run_llm held go to the
+ * generator they were of (named "llm" there, the one generator with
+ * options before schema 10), "{}" to the others; calls, its generations.
+ * An old file is untrusted: empty names are skipped, a name given twice is
+ * stored once, and a name no generator has is stored as it is (a resume
+ * refuses it). */
+static int st_v10_copy(sqlite3_stmt *q, sqlite3_stmt *ins, sqlite3_stmt *calls)
+{
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *list = (const char *)sqlite3_column_text(q, 1);
+        for (const char *p = list ? list : ""; *p && rc == SQLITE_ROW;) {
+            size_t len = strcspn(p, ",");
+            if (len > 0) {
+                char name[64];
+                snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), p);
+                char *opts = strcmp(name, "llm") == 0 ? st_v10_options(q) : kv_strdup("{}");
+                int64_t n = 0;
+                rc = opts ? SQLITE_OK : SQLITE_NOMEM;
+                if (rc == SQLITE_OK && (rc = sqlite3_bind_int64(calls, 1, sqlite3_column_int64(q, 0))) == SQLITE_OK &&
+                    (rc = sqlite3_bind_text(calls, 2, name, -1, SQLITE_TRANSIENT)) == SQLITE_OK &&
+                    (rc = sqlite3_step(calls)) == SQLITE_ROW) {
+                    n = sqlite3_column_int64(calls, 0);
+                    rc = SQLITE_OK;
+                }
+                sqlite3_reset(calls);
+                if (rc == SQLITE_OK && (rc = sqlite3_bind_int64(ins, 1, sqlite3_column_int64(q, 0))) == SQLITE_OK &&
+                    (rc = sqlite3_bind_text(ins, 2, name, -1, SQLITE_TRANSIENT)) == SQLITE_OK &&
+                    (rc = sqlite3_bind_text(ins, 3, opts, -1, SQLITE_TRANSIENT)) == SQLITE_OK &&
+                    (rc = sqlite3_bind_int64(ins, 4, n)) == SQLITE_OK && (rc = sqlite3_step(ins)) == SQLITE_DONE)
+                    rc = SQLITE_OK;
+                sqlite3_reset(ins);
+                free(opts);
+                if (rc != SQLITE_OK)
+                    return rc;
+            }
+            rc = SQLITE_ROW;
+            p += len;
+            p += *p == ',';
+        }
+    }
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The 9 -> 10 upgrade, inside the caller's transaction: run_generators
+ * from run_llm (st_v10_copy), which goes, and the failure kind of a
+ * generator call that failed renamed from its old name.  Errors: the DB's. */
+static kevo_status st_migrate_v10(kevo_db *db, kevo_err *err)
+{
+    KV_SQL_TRY(db->h, err, sqlite3_exec(db->h, ST_SCHEMA_V10_TABLES, NULL, NULL, NULL));
+    sqlite3_stmt *q = NULL, *ins = NULL, *calls = NULL;
+    int rc = sqlite3_prepare_v2(db->h,
+                                "SELECT run_id, generators, llm_budget, url, model, temperature, seed, max_tokens "
+                                "FROM run_llm ORDER BY run_id", -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db->h, "INSERT OR IGNORE INTO run_generators(run_id, name, options, calls) "
+                                "VALUES(?,?,?,?)", -1, &ins, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM generations WHERE run_id=? AND generator=?", -1, &calls,
+                                NULL);
+    if (rc == SQLITE_OK)
+        rc = st_v10_copy(q, ins, calls);
+    kevo_status s = rc == SQLITE_OK ? KEVO_OK : st_fail(db, err, rc, "copy run_llm into run_generators");
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(calls);
+    if (s)
+        return s;
+    /* run_llm and 'llm_error' are the names schema 9 and older gave them */
+    KV_SQL_TRY(db->h, err, sqlite3_exec(db->h,
+                                        "DROP TABLE run_llm;"
+                                        "UPDATE candidates SET fail = 'gen_error' WHERE fail = 'llm_error';"
+                                        "PRAGMA user_version=10;",
+                                        NULL, NULL, NULL));
+    return KEVO_OK;
+}
 
 /* Bring a file of schema `ver` up to ST_SCHEMA_VERSION. */
 static kevo_status st_migrate(kevo_db *db, int64_t ver, kevo_err *err)
 {
     for (int64_t v = ver; v < ST_SCHEMA_VERSION; v++) {
+        kevo_err e2;
+        kevo_status s = KEVO_OK;
         int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
+        if (rc == SQLITE_OK && v + 1 == 10) {
+            s = st_migrate_v10(db, &e2);
+            rc = s ? SQLITE_ERROR : SQLITE_OK;
+        } else if (rc == SQLITE_OK) {
             rc = sqlite3_exec(db->h, st_migrations[v - 1], NULL, NULL, NULL);
+        }
         if (rc == SQLITE_OK)
             rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
-            kevo_status s = kevo_err_set(err, st_open_status(rc), "cannot upgrade '%s' to schema %lld: %s",
-                                         db->path, (long long)v + 1, sqlite3_errmsg(db->h));
+            s = s ? kevo_err_set(err, s, "cannot upgrade '%s' to schema %lld: %s", db->path, (long long)v + 1, e2.msg)
+                  : kevo_err_set(err, st_open_status(rc), "cannot upgrade '%s' to schema %lld: %s", db->path,
+                                 (long long)v + 1, sqlite3_errmsg(db->h));
             if (!sqlite3_get_autocommit(db->h))
                 sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
             return s;

@@ -339,15 +339,15 @@ kevo_status kevo_db_begin(kevo_db *db, kevo_err *err);
 kevo_status kevo_db_commit(kevo_db *db, kevo_err *err);
 void kevo_db_rollback(kevo_db *db);
 
-/* One LLM call and what it became (table generations, schema 5): the
- * candidate row it made (an llm_error or parse_error is a failed candidate
- * too), its parent, the model, the prompt and the reply as sent and
+/* One generator call and what it became (table generations, schema 5):
+ * the candidate row it made (a gen_error or parse_error is a failed
+ * candidate too), its parent, the model, the prompt and the reply as sent and
  * received, usage, and the one-point space and device source the reply
  * gave (NULL when it gave none).  The API key is never part of it. */
 typedef struct kevo_generation_row {
     int64_t candidate_id, run_id;
     int64_t parent_id;          /* 0: none */
-    char generator[16];         /* "llm" */
+    char generator[16];         /* the generator that made the call (its name in run_generators) */
     char model[128];
     char *system_prompt, *prompt, *reply, *error; /* malloc'd, may be NULL */
     char *space, *source;       /* malloc'd, NULL when the reply gave none */
@@ -372,19 +372,29 @@ kevo_status kevo_db_generation_list(kevo_db *db, int64_t run_id, kevo_generation
 /* The generation of a candidate; KEVO_ERR_NOT_FOUND for a template candidate. */
 kevo_status kevo_db_generation_get(kevo_db *db, int64_t candidate_id, kevo_generation_row *g, kevo_err *err);
 
-/* A run's LLM settings (table run_llm): what --resume applies again. */
-typedef struct kevo_run_llm {
-    char generators[64];  /* "template", "template,llm", "llm" */
-    int64_t llm_budget;   /* LLM calls the run may make */
-    char url[512];        /* API base; never with credentials */
-    char model[128];
-    double temperature;   /* NaN: not sent */
-    int64_t seed;         /* -1: not sent */
-    int max_tokens;       /* 0: not sent */
-} kevo_run_llm;
+/* One generator a run used (table run_generators, schema 10): a name of
+ * the generator table (search/gen.h: "template", "mutate", ...), its
+ * options as a JSON object (text) and the calls it made in the run. */
+typedef struct kevo_run_gen_row {
+    char name[64];
+    char *options;  /* a JSON object (text); put: borrowed; get: malloc'd, kevo_run_gen_rows_free */
+    int64_t calls;  /* calls the generator made that left a candidate (a request answered or failed); 0 for
+                       the round generator, whose proposals are the rounds' candidates */
+} kevo_run_gen_row;
 
-kevo_status kevo_db_run_llm_put(kevo_db *db, int64_t run_id, const kevo_run_llm *r, kevo_err *err);
-/* KEVO_ERR_NOT_FOUND for a run without LLM settings (templates only). */
-kevo_status kevo_db_run_llm_get(kevo_db *db, int64_t run_id, kevo_run_llm *r, kevo_err *err);
+/* Store the generators of run_id, v[0..n), replacing the ones it had.
+ * Errors: KEVO_ERR_ARG (an empty name, options that are not a JSON object,
+ * calls below 0), KEVO_ERR_DB. */
+kevo_status kevo_db_run_generators_put(kevo_db *db, int64_t run_id, const kevo_run_gen_row *v, int n,
+                                       kevo_err *err);
+/* The generators of run_id in the order they were stored (*v malloc'd,
+ * kevo_run_gen_rows_free).  The DB is untrusted: a row whose name is
+ * empty or too long, whose options are not a JSON object or whose calls are
+ * not a whole number >= 0 is refused (KEVO_ERR_PARSE naming the run and the
+ * row).  KEVO_ERR_NOT_FOUND for a run that stored none (a run of a kevo
+ * older than schema 5); KEVO_ERR_DB, KEVO_ERR_NOMEM. */
+kevo_status kevo_db_run_generators_get(kevo_db *db, int64_t run_id, kevo_run_gen_row **v, int *n, kevo_err *err);
+/* Frees rows v[0..n) and their options (v may be NULL). */
+void kevo_run_gen_rows_free(kevo_run_gen_row *v, int n);
 
 #endif /* KEVO_STORE_H */

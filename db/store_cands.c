@@ -1,5 +1,5 @@
 /* store_cands.c — the store's candidates, edges, sources, measurements, binaries and
- * LLM generations. */
+ * generations (a generator's calls). */
 #define _POSIX_C_SOURCE 200809L
 #include "db/store.h"
 #include "db/store_int.h"
@@ -558,7 +558,7 @@ kevo_status kevo_db_binary_get(kevo_db *db, const char *key, kevo_binary_row *r,
 }
 
 
-/* ---- LLM generations ---- */
+/* ---- generations ---- */
 
 void kevo_generation_row_init(kevo_generation_row *g)
 {
@@ -693,62 +693,6 @@ kevo_status kevo_db_generation_get(kevo_db *db, int64_t candidate_id, kevo_gener
                          db->path);
     } else {
         s = st_fail(db, err, rc, "read the generation of candidate %lld", (long long)candidate_id);
-    }
-    sqlite3_finalize(st);
-    return s;
-}
-
-kevo_status kevo_db_run_llm_put(kevo_db *db, int64_t run_id, const kevo_run_llm *r, kevo_err *err)
-{
-    sqlite3_stmt *st;
-    kevo_status s = st_prepare(db,
-                               "INSERT OR REPLACE INTO run_llm(run_id, generators, llm_budget, url, model, "
-                               "temperature, seed, max_tokens) VALUES(?,?,?,?,?,?,?,?)",
-                               &st, err, "run LLM settings insert");
-    if (s)
-        return s;
-    st_binder b;
-    st_bind_init(&b, st);
-    st_b_i64(&b, run_id);
-    st_b_text(&b, r->generators);
-    st_b_i64(&b, r->llm_budget);
-    st_b_text_opt(&b, r->url);
-    st_b_text_opt(&b, r->model);
-    st_b_double(&b, r->temperature);
-    st_b_i64_opt(&b, r->seed, -1);
-    st_b_i64(&b, r->max_tokens);
-    if (b.rc != SQLITE_OK)
-        return st_bind_fail(db, st, b.rc, err, "run LLM settings");
-    return st_exec_stmt(db, st, err, "store run LLM settings");
-}
-
-kevo_status kevo_db_run_llm_get(kevo_db *db, int64_t run_id, kevo_run_llm *r, kevo_err *err)
-{
-    memset(r, 0, sizeof *r);
-    r->seed = -1;
-    r->temperature = NAN;
-    sqlite3_stmt *st;
-    kevo_status s = st_prepare_id(db,
-                                  "SELECT generators, llm_budget, url, model, temperature, seed, max_tokens "
-                                  "FROM run_llm WHERE run_id=?",
-                                  run_id, &st, err, "run LLM settings read");
-    if (s)
-        return s;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        st_col_text(st, 0, r->generators, sizeof r->generators);
-        r->llm_budget = sqlite3_column_int64(st, 1);
-        st_col_text(st, 2, r->url, sizeof r->url);
-        st_col_text(st, 3, r->model, sizeof r->model);
-        r->temperature = st_col_double(st, 4);
-        r->seed = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
-        r->max_tokens = sqlite3_column_int(st, 6);
-        s = KEVO_OK;
-    } else if (rc == SQLITE_DONE) {
-        s = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "run %lld has no LLM settings in '%s'", (long long)run_id,
-                         db->path);
-    } else {
-        s = st_fail(db, err, rc, "read the LLM settings of run %lld", (long long)run_id);
     }
     sqlite3_finalize(st);
     return s;

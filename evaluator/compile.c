@@ -175,7 +175,7 @@ static bool cp_location(const char *line, size_t n, size_t *flen, size_t *rest)
 
 /* Whether file[0..n) is a plain name (no '/') that a #line directive of
  * source gives its own lines ("#line 1 \"dtype.cuh\"": a template's
- * inlined header, kept in an LLM reply): diagnostics there are about the
+ * inlined header, kept in a generated source): diagnostics there are about the
  * candidate's own text.  A plain name can reach no file but the toolkit's
  * (the working folder is empty). */
 static bool cp_line_named(const char *source, const char *file, size_t n)
@@ -539,7 +539,7 @@ static void cp_child(const kevo_compile_job *job, int fd, const char *pch_opt, b
     cp_header h = {0};
     const bool untrusted = kevo_compile_job_untrusted(job);
     if (untrusted && !cp_confine(job, empty_dir)) {
-        static const char msg[] = "kevo could not confine this compile of LLM source (no empty folder under "
+        static const char msg[] = "kevo could not confine this compile of untrusted source (no empty folder under "
                                   "$TMPDIR and no Landlock): refused";
         h.fail = KEVO_FAIL_COMPILE_ERROR;
         h.nvrtc_status = -1;
@@ -821,9 +821,9 @@ static bool cp_pch_enabled(void)
 }
 
 /* Remove what killed kevo processes left: kevo-pch-* directories of PCH
- * writers and kevo-llm-* ones of untrusted compiles (cp_empty_dir), of
- * this user in tmp, untouched for an hour (a writer takes seconds, a
- * process touches its kevo-llm- folder at each compile). */
+ * writers and kevo-untrusted-* ones of untrusted compiles (cp_empty_dir),
+ * of this user in tmp, untouched for an hour (a writer takes seconds, a
+ * process touches its kevo-untrusted- folder at each compile). */
 static void cp_pch_sweep(const char *tmp)
 {
     DIR *d = opendir(tmp);
@@ -831,7 +831,7 @@ static void cp_pch_sweep(const char *tmp)
         return;
     time_t now = time(NULL);
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        if (strncmp(de->d_name, "kevo-pch-", 9) != 0 && strncmp(de->d_name, "kevo-llm-", 9) != 0)
+        if (strncmp(de->d_name, "kevo-pch-", 9) != 0 && strncmp(de->d_name, "kevo-untrusted-", 15) != 0)
             continue;
         char dir[512], file[560];
         snprintf(dir, sizeof dir, "%s/%s", tmp, de->d_name);
@@ -869,7 +869,7 @@ static const char *cp_empty_dir(void)
         if (!tmp || !*tmp || strlen(tmp) > 200)
             tmp = "/tmp";
         cp_pch_sweep(tmp);
-        snprintf(cp_empty.dir, sizeof cp_empty.dir, "%s/kevo-llm-XXXXXX", tmp);
+        snprintf(cp_empty.dir, sizeof cp_empty.dir, "%s/kevo-untrusted-XXXXXX", tmp);
         if (!mkdtemp(cp_empty.dir))
             cp_empty.dir[0] = '\0';
         if (cp_empty.dir[0] && !cp_empty.registered)

@@ -10,6 +10,7 @@
 
 #include "evaluator/eval.h"
 #include "kevo.h"
+#include "templates/space.h"
 #include "util/ctx.h"
 
 #define KEVO_COMPILE_MAX_OPTS 24
@@ -39,11 +40,12 @@ typedef struct kevo_compile_job {
     bool pch;          /* compiled against a precompiled header of its prelude */
 } kevo_compile_job;
 
-/* The program name of an LLM candidate (the source_name a one-point space
- * gets, templates/space.c), which makes a job untrusted.  The name travels
+/* The program name of a generated (untrusted) source: the source_name an
+ * inline one-point space gets (templates/space.h), which makes a job
+ * untrusted.  The name travels
  * with a job to other MPI ranks (evaluator/wire.c), so every rank compiles
  * it the same way.  An untrusted job's child:
- *   - works in an empty folder (kevo-llm-* under $TMPDIR, one per process,
+ *   - works in an empty folder (kevo-untrusted-* under $TMPDIR, one per process,
  *     removed at exit), so a relative #include or __has_include finds
  *     nothing;
  *   - where the kernel has Landlock (Linux 5.13+), may read only beneath the
@@ -55,12 +57,13 @@ typedef struct kevo_compile_job {
  *     diagnostic located in the candidate is kept, one in a toolkit header
  *     loses its folder, one in any other file is replaced by a line that
  *     says it was withheld (kevo_compile_log_scrub).
- * The static check (llm/admit/check.h) refuses such includes before any of this
- * runs; this is the second wall. */
-#define KEVO_COMPILE_UNTRUSTED_NAME "llm"
+ * The static check every generated source passes before it compiles (its
+ * admission) refuses such includes before any of this runs; this is the
+ * second wall. */
+#define KEVO_COMPILE_UNTRUSTED_NAME KEVO_SPACE_INLINE_SOURCE_NAME
 bool kevo_compile_job_untrusted(const kevo_compile_job *job);
 
-/* Scrub a compile log for text that leaves the machine (an LLM prompt):
+/* Scrub a compile log for text that leaves the machine (a generator's prompt):
  * each -I folder of job (this machine's toolkit paths) is cut from the paths
  * the log names; when untrusted, a diagnostic located in a file other than
  * the program (job->name, or a plain name a #line directive of job->source

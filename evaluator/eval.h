@@ -22,9 +22,10 @@ typedef enum kevo_fail {
     KEVO_FAIL_PLAN_ERROR,        /* the configuration's launch plan did not evaluate (division by zero, a
                                     dimension out of range, ...): nothing compiled or ran */
     /* append-only from here: stored names never change meaning */
-    KEVO_FAIL_LLM_ERROR,         /* the LLM call failed (HTTP error, timeout, truncated or malformed reply) */
-    KEVO_FAIL_PARSE_ERROR,       /* the LLM reply held no usable source or launch plan */
-    KEVO_FAIL_REJECTED,          /* the static check refused the LLM source (host code, timers, ...) */
+    KEVO_FAIL_GEN_ERROR,         /* a generator's call failed (HTTP error, timeout, truncated or malformed reply;
+                                    named otherwise in a DB before schema 10, db/store.c) */
+    KEVO_FAIL_PARSE_ERROR,       /* a generator's reply held no usable source or launch plan */
+    KEVO_FAIL_REJECTED,          /* the static check refused an untrusted source (host code, timers, ...) */
     KEVO_FAIL_INPUT_MODIFIED,    /* the kernel wrote one of the op's input tensors */
     KEVO_FAIL_OUT_OF_BOUNDS,     /* the kernel wrote into the guard bytes around its output or workspace */
     KEVO_FAIL__COUNT

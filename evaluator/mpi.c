@@ -8,8 +8,8 @@
  * its outcome.  A rank lost meanwhile gives its jobs back to the queue.
  *
  * Threads: rank 0 runs one more thread, which sends `alive` every second
- * (the search can keep the main thread for minutes: a GPU evaluation, an
- * LLM reply), so that the other ranks can tell a busy rank 0 from a dead
+ * (the search can keep the main thread for minutes: a GPU evaluation, a
+ * generator's reply), so that the other ranks can tell a busy rank 0 from a dead
  * one.  Every MPI call of either thread holds m->lock (MPI_THREAD_SERIALIZED).
  *
  * Files: mpi.c the build without MPI, the message helpers both sides use

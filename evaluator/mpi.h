@@ -1,7 +1,7 @@
 /* mpi.h — compiles and GPU evaluations spread over the ranks of an MPI job
  * (`mpirun -np N kevo tune --mpi`).
  *
- * Rank 0 runs the search, owns the DB and any LLM call; it hands each batch's
+ * Rank 0 runs the search, owns the DB and any generator's call; it hands each batch's
  * compiles to its own pool of compile children and to the other ranks, which
  * run compile children (kevo_mpi_serve).  In a GPU run every other rank also
  * starts a GPU worker on its GPU (kevo_mpi_gpus_start: each measures its own

@@ -37,9 +37,9 @@
 #include <cjson/cJSON.h>
 
 #include "db/store.h"
-#include "llm/admit/admit.h"
 #include "export/emit.h"
 #include "export/export_int.h"
+#include "search/gen.h"
 #include "core/op.h"
 #include "templates/space.h"
 #include "util/util.h"
@@ -95,21 +95,26 @@ static kevo_status xp_add_kernel(xp_state *x, const kevo_run_row *run, const kev
                                  kevo_err *err)
 {
     const kevo_space *sp = kevo_spaces_find(x->spaces, x->nspaces, c->family);
-    kevo_generation_row g;
-    if (!sp && kevo_db_generation_get(x->db, c->id, &g, NULL) == KEVO_OK) {
-        /* an LLM candidate: its one-point space and source as the DB keeps them (checked against their hash) */
+    if (!sp) {
+        /* a generated candidate: its one-point space and source as the DB keeps them, admitted again by the
+           generator that made it as a fresh one is (the DB is untrusted: hash, static check, plan for the run's
+           arch); a family no generator claims is not loaded (said below) */
         kevo_space *ls = NULL;
         kevo_space **a = realloc(x->spaces, (size_t)(x->nspaces + 1) * sizeof *a);
-        /* admitted again as a fresh reply is (the DB is untrusted): hash, static check, plan for the run's arch */
-        kevo_status st = a ? kevo_llm_admit(&g, c->family, x->op, run->arch, &ls, err)
-                           : kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-        kevo_generation_row_release(&g);
+        kevo_err e2;
+        kevo_status st = a ? kevo_gen_restore(x->db, c, x->op, run->arch, &ls, &e2)
+                           : kevo_err_set(&e2, KEVO_ERR_NOMEM, "out of memory");
         if (a)
             x->spaces = a;
-        if (st)
+        if (st && st != KEVO_ERR_NOT_FOUND) {
+            if (err)
+                *err = e2;
             return st;
-        x->spaces[x->nspaces++] = ls;
-        sp = ls;
+        }
+        if (ls) {
+            x->spaces[x->nspaces++] = ls;
+            sp = ls;
+        }
     }
     if (!sp)
         return kevo_err_set(err, KEVO_ERR_NOT_FOUND, "candidate %lld is of family '%s', which is not loaded",

@@ -7,7 +7,7 @@
  * the reply's choices[0].message.content is the text.  Failures of the server
  * (an HTTP error, a timeout, a truncated or malformed reply) are not errors of
  * the call: they fill a reply with ok = false and a reason, which the search
- * stores as an `llm_error` candidate.
+ * stores as a `gen_error` candidate.
  *
  * The API key is read from the environment variable KEVO_LLM_API_KEY alone and
  * sent as "Authorization: Bearer <key>".  It never enters a reply: where a

@@ -241,8 +241,8 @@ const char *kevo_gen_reads(const kevo_gen_opts *cmd, const char *op, const char 
 
 /* ---- a stored candidate's space ---- */
 
-kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out,
-                             kevo_err *err)
+kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                             kevo_space **out, kevo_err *err)
 {
     *out = NULL;
     for (size_t i = 0; i < KV_ARRAY_LEN(gn_table); i++) { /* a call that gave nothing to compile (or was refused) */
@@ -255,7 +255,7 @@ kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_o
         bool mine = false;
         if (!gn_table[i]->restore)
             continue;
-        kevo_status st = gn_table[i]->restore(db, row, op, out, &mine, err);
+        kevo_status st = gn_table[i]->restore(db, row, op, arch, out, &mine, err);
         if (st || mine)
             return st;
     }

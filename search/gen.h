@@ -31,10 +31,8 @@
 #include "util/ctx.h"
 #include "util/util.h"
 
-/* One generator of a run, as the run stores it (table run_generators: the
- * request for db/store.h, with kevo_db_run_generators_put/get; until the
- * table exists gen_store.c keeps these rows in run_llm, generations and
- * edges). */
+/* One generator of a run, as the run stores it (table run_generators,
+ * db/store.h's kevo_run_gen_row, through kevo_gen_store_put/get). */
 typedef struct kevo_run_generator {
     char name[64];      /* a row of the generator table: "template", "llm", "mutate" */
     bool listed;        /* the run has it (--generators); an unlisted one keeps its options' defaults */
@@ -91,7 +89,7 @@ void kevo_gen_opts_init(kevo_gen_opts *o);
 /* What a generator finished: proposals in families the search has (the
  * policy's round; a mutation), or a new one-point space with its
  * configuration (an LLM reply), or a failure (fail != KEVO_FAIL_NONE:
- * llm_error, parse_error, rejected) with why, or nothing at all (none of
+ * gen_error, parse_error, rejected) with why, or nothing at all (none of
  * these: the call found nothing to propose). */
 typedef struct kevo_gen_source {
     const kevo_proposal *props; /* borrowed from the generator until its next start; nprops of them */
@@ -220,11 +218,12 @@ struct kevo_generator {
     void (*close)(kevo_gen *g);
     /* The one-point space of a stored candidate this generator made (row
      * of a family no template has), admitted again as a fresh one is before
-     * anything of it compiles: *mine when the row is its own (then *out,
-     * or NULL when it made no source).  Errors: KEVO_ERR_PARSE for a stored
-     * candidate refused, KEVO_ERR_NOMEM.  NULL: it adds no families. */
-    kevo_status (*restore)(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out, bool *mine,
-                           kevo_err *err);
+     * anything of it compiles (its plan checked for arch too, unless NULL):
+     * *mine when the row is its own (then *out, or NULL when it made no
+     * source).  Errors: KEVO_ERR_PARSE for a stored candidate refused,
+     * KEVO_ERR_NOMEM.  NULL: it adds no families. */
+    kevo_status (*restore)(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                           kevo_space **out, bool *mine, kevo_err *err);
 };
 
 #define KEVO_GEN_MAX 8 /* rows of the table */
@@ -277,11 +276,12 @@ const char *kevo_gen_reads(const kevo_gen_opts *cmd, const char *op, const char 
 
 /* The space of a stored candidate of a family no template has: the
  * generator that made it restores it (kevo_generator.restore).  *out NULL
- * with KEVO_OK for a failed call ("<move>_call<k>": no source).  Errors:
+ * with KEVO_OK for a failed call ("<move>_call<k>": no source).  arch: the
+ * run's, which the plan must fit (NULL: not checked).  Errors:
  * KEVO_ERR_NOT_FOUND for a family no generator claims (naming it),
  * KEVO_ERR_PARSE for a stored candidate refused, KEVO_ERR_NOMEM. */
-kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out,
-                             kevo_err *err);
+kevo_status kevo_gen_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                             kevo_space **out, kevo_err *err);
 
 /* The refusal of an option that differs from the resumed run's
  * (KEVO_ERR_ARG): "OPT GIVEN differs from run N's STORED: ...". */
@@ -291,22 +291,20 @@ kevo_status kevo_gen_conflict(kevo_err *err, const kevo_run_row *run, const char
 /* ---- the run's generators in the DB (gen_store.c) ---- */
 
 /* Store the generators of a run, v[0..n) (one per row of the table, in its
- * order), replacing what it had.  Errors: KEVO_ERR_DB, KEVO_ERR_PARSE (an
- * options blob that is not a generator's). */
+ * order; the listed ones are stored, each with the calls its rows show),
+ * replacing what it had.  Errors: KEVO_ERR_DB, KEVO_ERR_PARSE (a name no
+ * generator has), KEVO_ERR_ARG (options that are not a JSON object). */
 kevo_status kevo_gen_store_put(kevo_db *db, int64_t run_id, const kevo_run_generator *v, int n, kevo_err *err);
-/* A run's generators (*v malloc'd, kevo_run_generators_free; one per row
- * of the table, in its order, with calls made so far).  KEVO_ERR_NOT_FOUND
- * for a run that stored none (templates only); KEVO_ERR_DB. */
+/* A run's generators (*v malloc'd, kevo_run_generators_free): the ones it
+ * lists, in the order stored, each with the calls its rows show (a name no
+ * generator has is kept, for kevo_gen_list_resume to refuse).
+ * KEVO_ERR_NOT_FOUND for a run that stored none (a run of an older kevo:
+ * templates only); KEVO_ERR_PARSE for a stored row that is not one kevo
+ * writes (options that are not a JSON object, ...); KEVO_ERR_DB. */
 kevo_status kevo_gen_store_get(kevo_db *db, int64_t run_id, kevo_run_generator **v, int *n, kevo_err *err);
 /* Frees rows v[0..n) and their options (v may be NULL). */
 void kevo_run_generators_free(kevo_run_generator *v, int n);
 
 /* The admission of LLM text is llm/admit/admit.h's (kevo_llm_admit). */
-
-/* The LLM generator's options as run_llm stores them (gen_store.c's
- * shim): from a stored JSON blob (NULL: an older run's defaults) into *rl
- * (generators left alone), and back.  Errors: KEVO_ERR_PARSE, KEVO_ERR_NOMEM. */
-kevo_status kevo_gen_llm_opts_row(const char *json, kevo_run_llm *rl, kevo_err *err);
-kevo_status kevo_gen_llm_opts_json(const kevo_run_llm *rl, char **out, kevo_err *err);
 
 #endif /* KEVO_GEN_H */

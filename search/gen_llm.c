@@ -45,11 +45,26 @@ typedef struct lg_setup {
     int prompt_chars;          /* <= 0: no cap in bytes */
 } lg_setup;
 
+/* The LLM generator's options as a run stores them (run_generators.options,
+ * a JSON object with these keys): what --resume applies again.  The API key
+ * is never one of them; the prompt caps are this process's, kept as a
+ * record of the latest (a resume takes its command line's). */
+typedef struct lg_opts {
+    int64_t budget;    /* LLM calls the run may make ("budget") */
+    char url[512];     /* API base; never with credentials */
+    char model[128];   /* a model or a comma list (the bandit's) */
+    double temperature; /* NaN: not sent (null) */
+    int64_t seed;      /* -1: not sent */
+    int max_tokens;    /* 0: not sent */
+    int prompt_tokens; /* a prompt's token budget ("prompt_tokens") */
+    int prompt_chars;  /* a prompt's cap in bytes; 0: none ("prompt_chars") */
+} lg_opts;
+
 typedef struct lg_gen {
     kevo_gen base;
     kevo_search *s;
     lg_setup o;
-    kevo_run_llm rl;      /* the run's options: url, model, ... (o's strings point here) */
+    lg_opts rl;      /* the run's options: url, model, ... (o's strings point here) */
     char *prompts_dir;    /* owned */
     kevo_llm_config cfg;
     kevo_knowledge *kb;
@@ -65,18 +80,28 @@ typedef struct lg_gen {
     int64_t seed_sent;
 } lg_gen;
 
+/* The generator of a candidate's family as a prompt names it: "llm" (this
+ * one's families, kevo_report_generator's form) or "template". */
+static const char *lg_generator(const char *family)
+{
+    static const kevo_run_gen_row self = {.name = "llm"};
+    return kevo_report_generator(family, &self, 1);
+}
+
 /* ---- options: what a run stores ---- */
 
-kevo_status kevo_gen_llm_opts_json(const kevo_run_llm *rl, char **out, kevo_err *err)
+static kevo_status lg_opts_json(const lg_opts *rl, char **out, kevo_err *err)
 {
     *out = NULL;
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && cJSON_AddNumberToObject(o, "budget", (double)rl->llm_budget) &&
+    bool ok = o && cJSON_AddNumberToObject(o, "budget", (double)rl->budget) &&
               cJSON_AddStringToObject(o, "url", rl->url) && cJSON_AddStringToObject(o, "model", rl->model) &&
               (isnan(rl->temperature) ? cJSON_AddNullToObject(o, "temperature") != NULL
                                       : cJSON_AddNumberToObject(o, "temperature", rl->temperature) != NULL) &&
               cJSON_AddNumberToObject(o, "seed", (double)rl->seed) &&
-              cJSON_AddNumberToObject(o, "max_tokens", rl->max_tokens);
+              cJSON_AddNumberToObject(o, "max_tokens", rl->max_tokens) &&
+              cJSON_AddNumberToObject(o, "prompt_tokens", rl->prompt_tokens) &&
+              cJSON_AddNumberToObject(o, "prompt_chars", rl->prompt_chars);
     if (ok)
         *out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -93,7 +118,7 @@ static int64_t lg_json_int(const cJSON *o, const char *key, int64_t none)
     return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
 }
 
-kevo_status kevo_gen_llm_opts_row(const char *json, kevo_run_llm *rl, kevo_err *err)
+static kevo_status lg_opts_row(const char *json, lg_opts *rl, kevo_err *err)
 {
     cJSON *o = cJSON_Parse(json ? json : "{}");
     if (!cJSON_IsObject(o)) {
@@ -103,33 +128,38 @@ kevo_status kevo_gen_llm_opts_row(const char *json, kevo_run_llm *rl, kevo_err *
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(o, "url");
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "temperature");
-    rl->llm_budget = lg_json_int(o, "budget", 0);
+    rl->budget = lg_json_int(o, "budget", 0);
     snprintf(rl->url, sizeof rl->url, "%s", cJSON_IsString(url) ? url->valuestring : "");
     snprintf(rl->model, sizeof rl->model, "%s", cJSON_IsString(model) ? model->valuestring : "");
     rl->temperature = cJSON_IsNumber(t) ? t->valuedouble : NAN;
     rl->seed = lg_json_int(o, "seed", -1);
     int64_t mt = lg_json_int(o, "max_tokens", 0);
     rl->max_tokens = mt > INT_MAX ? INT_MAX : mt < INT_MIN ? INT_MIN : (int)mt;
+    int64_t pt = lg_json_int(o, "prompt_tokens", 0), pc = lg_json_int(o, "prompt_chars", 0);
+    rl->prompt_tokens = pt > INT_MAX ? INT_MAX : pt < 0 ? 0 : (int)pt;
+    rl->prompt_chars = pc > INT_MAX ? INT_MAX : pc < 0 ? 0 : (int)pc;
     cJSON_Delete(o);
     return KEVO_OK;
 }
 
 /* The command line's LLM options as the run stores them. */
-static void lg_opts_cmd(const kevo_llm_opts *c, kevo_run_llm *rl)
+static void lg_opts_cmd(const kevo_llm_opts *c, lg_opts *rl)
 {
     memset(rl, 0, sizeof *rl);
-    rl->llm_budget = c->budget;
+    rl->budget = c->budget;
     snprintf(rl->url, sizeof rl->url, "%s", c->url ? c->url : "");
     snprintf(rl->model, sizeof rl->model, "%s", c->model ? c->model : "");
     rl->temperature = c->temperature;
     rl->seed = c->seed;
     rl->max_tokens = c->max_tokens;
+    rl->prompt_tokens = c->prompt_tokens;
+    rl->prompt_chars = c->prompt_chars;
 }
 
 /* Usage checks of the stored options (KEVO_ERR_ARG), nothing cut.
  * need_url: a new run with the llm generator must name its server (a
  * resumed one without --llm-url makes no LLM call). */
-static kevo_status lg_opts_check(const kevo_run_llm *rl, bool listed, bool need_url, kevo_err *err)
+static kevo_status lg_opts_check(const lg_opts *rl, bool listed, bool need_url, kevo_err *err)
 {
     if (listed && need_url && !rl->url[0])
         return kevo_err_set(err, KEVO_ERR_ARG, "--generators llm needs --llm-url (an OpenAI-compatible API base, "
@@ -137,7 +167,7 @@ static kevo_status lg_opts_check(const kevo_run_llm *rl, bool listed, bool need_
     kevo_err uerr;
     if (listed && rl->url[0] && kevo_llm_url_check(rl->url, &uerr))
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-url: %s", uerr.msg);
-    if (rl->llm_budget < 0 || rl->llm_budget > 1000000)
+    if (rl->budget < 0 || rl->budget > 1000000)
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-budget must be 0..1000000");
     if (rl->max_tokens < 0 || rl->max_tokens > 1000000)
         return kevo_err_set(err, KEVO_ERR_ARG, "--llm-max-tokens must be 0..1000000");
@@ -179,25 +209,25 @@ static kevo_status lg_unused(uint32_t given, const char *names, bool resume, kev
  * the URL a DB holds is never called (the DB may come from anywhere, and
  * the API key goes with every call), so without --llm-url the url is empty
  * and this process makes no LLM call. */
-static kevo_status lg_opts_resume(const kevo_gen_optreq *rq, kevo_run_llm *rl, bool *extends, kevo_err *err)
+static kevo_status lg_opts_resume(const kevo_gen_optreq *rq, lg_opts *rl, bool *extends, kevo_err *err)
 {
     const kevo_llm_opts *c = &rq->cmd->llm;
     uint32_t g = c->given;
-    kevo_run_llm want;
+    lg_opts want;
     lg_opts_cmd(c, &want);
     memset(rl, 0, sizeof *rl);
     rl->seed = -1;
     rl->temperature = NAN;
-    kevo_status st = rq->stored ? kevo_gen_llm_opts_row(rq->stored, rl, err) : KEVO_OK;
+    kevo_status st = rq->stored ? lg_opts_row(rq->stored, rl, err) : KEVO_OK;
     if (st)
         return st;
     if (g & KEVO_LLM_GIVEN_BUDGET) {
-        if (want.llm_budget < rl->llm_budget)
+        if (want.budget < rl->budget)
             return kevo_err_set(err, KEVO_ERR_ARG, "--llm-budget %lld is below run %lld's %lld: a resume can raise "
-                                "it, not lower it", (long long)want.llm_budget, (long long)rq->run->id,
-                                (long long)rl->llm_budget);
-        *extends |= want.llm_budget > rl->llm_budget;
-        rl->llm_budget = want.llm_budget;
+                                "it, not lower it", (long long)want.budget, (long long)rq->run->id,
+                                (long long)rl->budget);
+        *extends |= want.budget > rl->budget;
+        rl->budget = want.budget;
     }
     if (!rq->listed && (st = lg_unused(g, rq->names, true, err)))
         return st;
@@ -211,12 +241,14 @@ static kevo_status lg_opts_resume(const kevo_gen_optreq *rq, kevo_run_llm *rl, b
         rl->seed = want.seed;
     if (g & KEVO_LLM_GIVEN_MAX_TOKENS)
         rl->max_tokens = want.max_tokens;
+    rl->prompt_tokens = want.prompt_tokens; /* this process's, kept as a record */
+    rl->prompt_chars = want.prompt_chars;
     return lg_opts_check(rl, rq->listed, false, err);
 }
 
 static kevo_status lg_options(const kevo_gen_optreq *rq, char **out, bool *extends, kevo_err *err)
 {
-    kevo_run_llm rl;
+    lg_opts rl;
     kevo_status st;
     if (rq->resume) {
         st = lg_opts_resume(rq, &rl, extends, err);
@@ -226,7 +258,7 @@ static kevo_status lg_options(const kevo_gen_optreq *rq, char **out, bool *exten
         if (!st && !rq->listed)
             st = lg_unused(rq->cmd->llm.given, rq->names, false, err);
     }
-    return st ? st : kevo_gen_llm_opts_json(&rl, out, err);
+    return st ? st : lg_opts_json(&rl, out, err);
 }
 
 /* ---- this process: on or off, open, close ---- */
@@ -261,8 +293,8 @@ static const char *lg_reads(const kevo_gen_opts *cmd, const char *op, const char
  * before anything compiles. */
 static kevo_status lg_check(const kevo_gen_ctx *ctx, bool *off, kevo_err *err)
 {
-    kevo_run_llm rl;
-    kevo_status st = kevo_gen_llm_opts_row(ctx->options, &rl, err);
+    lg_opts rl;
+    kevo_status st = lg_opts_row(ctx->options, &rl, err);
     *off = !st && !rl.url[0];
     if (st || *off)
         return st;
@@ -273,15 +305,15 @@ static kevo_status lg_check(const kevo_gen_ctx *ctx, bool *off, kevo_err *err)
 
 static void lg_describe(const kevo_gen_ctx *ctx, bool on, int64_t run_id, kv_buf *line)
 {
-    kevo_run_llm rl;
+    lg_opts rl;
     kevo_err err;
-    if (kevo_gen_llm_opts_row(ctx->options, &rl, &err))
+    if (lg_opts_row(ctx->options, &rl, &err))
         return;
     if (on)
         kv_buf_printf(line, "generators %s: LLM %s%s%s%s, %lld calls (counted apart from --budget)", ctx->names,
                       rl.url, rl.model[0] ? (strchr(rl.model, ',') ? " models " : " model ") : "", rl.model,
                       strchr(rl.model, ',') ? " (UCB1 over the improvement each one's candidates bring)" : "",
-                      (long long)rl.llm_budget);
+                      (long long)rl.budget);
     else
         kv_buf_printf(line, "kevo: run %lld searches with the LLM too, but no --llm-url was given: this process "
                       "makes no LLM call (the server is never taken from the DB); templates go on",
@@ -330,9 +362,9 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
     lg_gen *g = calloc(1, sizeof *g);
     if (!g)
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    kevo_status st = kevo_gen_llm_opts_row(ctx->options, &g->rl, err);
+    kevo_status st = lg_opts_row(ctx->options, &g->rl, err);
     const kevo_llm_opts *c = &ctx->cmd->llm;
-    g->base.calls_max = g->rl.llm_budget;
+    g->base.calls_max = g->rl.budget;
     g->s = ctx->s;
     g->o = (lg_setup){.op = ctx->op->name, .shape = ctx->shape, .dtype = ctx->dtype, .arch = ctx->arch,
                       .abi_header = ctx->abi_header, .inputs = ctx->inputs, .ninputs = ctx->ninputs,
@@ -443,7 +475,7 @@ static void lg_node(const kevo_cand_row *r, kevo_llm_node *n)
     n->regs = r->regs;
     n->spill_bytes = r->spill_bytes;
     n->smem_bytes = r->smem_static >= 0 && r->smem_dynamic >= 0 ? r->smem_static + r->smem_dynamic : -1;
-    n->generator = kevo_report_generator(r->family);
+    n->generator = lg_generator(r->family);
 }
 
 /* The parent's source and one-point space: an LLM parent's are its own, a
@@ -651,7 +683,7 @@ static kevo_status lg_start(kevo_gen *base, const kevo_gen_call *call, kevo_err 
             nsib++;
     free(edges);
     lg_parent_node gp = {.row = &prow, .space = kevo_search_space(g->s, nd->family), .cfg = nd->cfg,
-                         .generator = kevo_report_generator(prow.family)};
+                         .generator = lg_generator(prow.family)};
     if (!st && g->bandit.n > 1)
         lg_pick_model(g, call->db, call->run_id);
     lg_run_view rv;
@@ -793,7 +825,7 @@ static kevo_status lg_finish(kevo_gen *base, kevo_gen_source *out, kevo_err *err
     kevo_generation_row *gr = &out->gen;
     lg_generation(g, &r, gr);
     if (!r.ok) {
-        out->fail = KEVO_FAIL_LLM_ERROR;
+        out->fail = KEVO_FAIL_GEN_ERROR;
         out->gone = r.unreachable; /* nothing answered at the URL (a GPU node without a network): not a candidate */
         if (r.truncated)
             snprintf(out->why, sizeof out->why, "truncated reply (finish_reason: length, %lld tokens): raise "
@@ -826,8 +858,8 @@ static kevo_status lg_finish(kevo_gen *base, kevo_gen_source *out, kevo_err *err
 /* An LLM candidate a DB holds: the one-point space its generation stored,
  * admitted again as a fresh reply would be (the arch is checked by the
  * callers that need it). */
-static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, kevo_space **out, bool *mine,
-                              kevo_err *err)
+static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_op *op, const char *arch,
+                              kevo_space **out, bool *mine, kevo_err *err)
 {
     *out = NULL;
     *mine = false;
@@ -838,7 +870,7 @@ static kevo_status lg_restore(kevo_db *db, const kevo_cand_row *row, const kevo_
     *mine = true;
     kevo_status st = KEVO_OK;
     if (g.source && g.space)
-        st = kevo_llm_admit(&g, row->family, op, NULL, out, err);
+        st = kevo_llm_admit(&g, row->family, op, arch, out, err);
     kevo_generation_row_release(&g);
     return st;
 }

@@ -149,8 +149,8 @@ void kevo_tune_opts_init(kevo_tune_opts *o);
  * flight starts one (on the parent the generator picks) while its calls
  * remain; the call runs beside the round's template candidates, and its
  * result becomes a candidate (or a failed one) with an edge of the
- * generator's move.  With "llm", a reply becomes a candidate (or an
- * llm_error, parse_error or rejected one) with an `llm` edge and a
+ * generator's move.  With "llm", a reply becomes a candidate (or a
+ * gen_error, parse_error or rejected one) with an `llm` edge and a
  * generations row; the LLM is called only at o->gen.llm.url: a resume
  * without one makes no LLM call (one line says so; the URL a DB stores is
  * never called, since the DB may come from anywhere and the API key goes

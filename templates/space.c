@@ -564,7 +564,7 @@ static kevo_status sp_parse(kevo_space *s, const cJSON *root, const char *inline
     if (!cJSON_IsObject(root))
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': not a JSON object", path);
     kevo_status st;
-    char source[256] = "llm";
+    char source[256] = KEVO_SPACE_INLINE_SOURCE_NAME;
     if ((st = sp_copy_str(root, "family", s->family, sizeof s->family, true, path, err)) ||
         (st = sp_copy_str(root, "op", s->op, sizeof s->op, true, path, err)) ||
         (st = sp_copy_str(root, "description", s->description, sizeof s->description, false, path, err)) ||

@@ -214,6 +214,11 @@ kevo_status kevo_space_load_text(const char *text, const char *json_path, kevo_s
  * KEVO_ERR_NOMEM. */
 kevo_status kevo_space_load_inline(const char *text, const char *source, const char *name, kevo_space **out,
                                    kevo_err *err);
+/* The source_name (the NVRTC program name) of an inline space's source:
+ * a generated, untrusted source (evaluator/compile.h compiles a program of
+ * this name confined).  Part of every such candidate's rendered text, so of
+ * its stored source hash: it keeps the name kevo has always given it. */
+#define KEVO_SPACE_INLINE_SOURCE_NAME "llm"
 
 /* The one-point space of cfg in s as JSON text (appended to out): s's space
  * file with every param fixed to cfg's value, "family" set to family, and

@@ -207,7 +207,7 @@ kevo_status tn_space_of(tn_env *e, const kevo_cand_row *row, const kevo_space **
     if (*out)
         return KEVO_OK;
     kevo_space *sp = NULL;
-    kevo_status st = kevo_gen_restore(e->db, row, e->op, &sp, err);
+    kevo_status st = kevo_gen_restore(e->db, row, e->op, NULL, &sp, err);
     if (!st && sp && !tn_keep_space(e, sp))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     if (!st)

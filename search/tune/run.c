@@ -572,6 +572,11 @@ static kevo_status tn_run_end(tn_run *R, kevo_status st, bool *stored_end, kevo_
     *stored_end = !st2;
     if (!st2)
         st2 = kevo_db_run_settings_put(R->e.db, run->id, &R->rs, &err2);
+    if (!st2) { /* the generators again: the calls each made */
+        kevo_run_generator gens[KEVO_GEN_MAX];
+        kevo_gen_list_rows(&R->G.list, gens);
+        st2 = kevo_gen_store_put(R->e.db, run->id, gens, R->G.list.n, &err2);
+    }
     if (!st && st2) {
         st = st2;
         *err = err2;

@@ -179,8 +179,7 @@ static void dump_db(const char *db, bool gpu, kv_buf *b)
                G("target") ", " G("compile_timeout") ", " G("eval_timeout") ", templates, space_hash "
                "FROM run_settings ORDER BY run_id");
     dump_query(h, b, "generators",
-               "SELECT run_id, generators, llm_budget, url, model, " G("temperature") ", seed, max_tokens "
-               "FROM run_llm ORDER BY run_id");
+               "SELECT run_id, name, options, calls FROM run_generators ORDER BY run_id, rowid");
     dump_query(h, b, "generations", "SELECT count(*) FROM generations");
     dump_query(h, b, "warm seeds",
                "SELECT run_id, idx, family, params, from_run, from_shape, " G("distance") " FROM warm_seeds "

@@ -119,10 +119,10 @@ static const struct {
      * poisoned output (NaN) catches it (test_gpu_llm) */
     {"content=@hack_read_out.txt", "compiled", ""},
     {"status=429 retry_after=1\ncontent=@good.txt", "failed", "rejected"}, /* retried; then a repeat of call 1 */
-    {"status=500\nstatus=500", "failed", "llm_error"}, /* tried twice (--llm-retries 1) */
-    {"delay_ms=6000 content=@good.txt", "failed", "llm_error"}, /* past --llm-timeout 2: not tried again */
-    {"finish=length content=@half.txt", "failed", "llm_error"},
-    {"raw=@malformed.json", "failed", "llm_error"},
+    {"status=500\nstatus=500", "failed", "gen_error"}, /* tried twice (--llm-retries 1) */
+    {"delay_ms=6000 content=@good.txt", "failed", "gen_error"}, /* past --llm-timeout 2: not tried again */
+    {"finish=length content=@half.txt", "failed", "gen_error"},
+    {"raw=@malformed.json", "failed", "gen_error"},
     {"content=@nocode.txt", "failed", "parse_error"},
     {"content=@host.txt", "failed", "rejected"},
 };
@@ -264,8 +264,15 @@ static void test_llm_calls(void **state)
     }
     assert_int_equal(nllm, NCALLS);
     assert_int_equal(ntpl, 2);
-    assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "llm"), "calls")),
-                     NCALLS);
+    /* the run's generators (--generators llm: the one), each by name with its options and calls */
+    cJSON *gens = cJSON_GetObjectItem(run, "generators");
+    assert_int_equal(cJSON_GetArraySize(gens), 1);
+    cJSON *lg = cJSON_GetArrayItem(gens, 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(lg, "name")), "llm");
+    assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(lg, "calls")), NCALLS);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(lg, "options"), "model")),
+                        "fake");
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(lg, "tokens_in")) >= 0);
     cJSON_Delete(root);
 
     /* export takes an LLM candidate from the DB alone (its stored plan and source, checked against its hash).

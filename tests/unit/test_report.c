@@ -289,7 +289,7 @@ static void test_json_all_runs(void **state)
                                  "device",     "policy",      "status",      "stop_reason", "compile_only",
                                  "evaluated",  "failed",      "compiled",    "verified",   "peers",
                                  "best_peer",  "peak_tflops", "copy_tbps",   "devices",    "best",
-                                 "llm",        "candidates"};
+                                 "generators", "candidates"};
     for (size_t i = 0; i < KV_ARRAY_LEN(keys); i++)
         get(m, keys[i]);
     assert_int_equal(cJSON_GetArraySize(m), KV_ARRAY_LEN(keys));
@@ -336,7 +336,8 @@ static void test_json_all_runs(void **state)
     assert_true(num(best, "candidate_id") == (double)f->best_id);
     assert_string_equal(str(best, "template"), "lce_mma");
     assert_string_equal(str(best, "generator"), "template");
-    assert_true(cJSON_IsNull(get(m, "llm"))); /* no LLM call */
+    assert_true(cJSON_IsArray(get(m, "generators")));
+    assert_int_equal(cJSON_GetArraySize(get(m, "generators")), 0); /* none stored */
     /* the run's GPUs, each with its peers and throughput (null while a loop never ended) */
     const cJSON *devs = get(m, "devices");
     assert_int_equal(cJSON_GetArraySize(devs), 2);
@@ -821,9 +822,28 @@ static void test_empty_db(void **state)
     tmp_cleanup(path);
 }
 
+/* A candidate's generator by its family's form among the run's generators:
+ * "<name>_" and 12 hex digits, or "<name>_call<k>"; anything else is a
+ * template family, and without stored generators every family is. */
+static void test_generator_of_family(void **state)
+{
+    (void)state;
+    kevo_run_gen_row g[2] = {{.name = "template", .options = "{}"}, {.name = "llm", .options = "{}"}};
+    assert_string_equal(kevo_report_generator("llm_0123456789ab", g, 2), "llm");
+    assert_string_equal(kevo_report_generator("llm_call3", g, 2), "llm");
+    assert_string_equal(kevo_report_generator("llm_call", g, 2), "template");
+    assert_string_equal(kevo_report_generator("llm_call3x", g, 2), "template");
+    assert_string_equal(kevo_report_generator("llm_0123456789abc", g, 2), "template");
+    assert_string_equal(kevo_report_generator("llm_0123456789AB", g, 2), "template");
+    assert_string_equal(kevo_report_generator("llmx_0123456789ab", g, 2), "template");
+    assert_string_equal(kevo_report_generator("lce_mma", g, 2), "template");
+    assert_string_equal(kevo_report_generator("llm_0123456789ab", g, 0), "template");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generator_of_family),
         cmocka_unit_test_setup_teardown(test_json_all_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_one_run_and_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_params_not_json, setup, teardown),

@@ -384,7 +384,9 @@ static void test_llmurl(void **state)
     int evil = start_llm("evil", line, dburl, sizeof dburl);
     int mine = start_llm("mine", line, cliurl, sizeof cliurl);
     char sql[256];
-    snprintf(sql, sizeof sql, "UPDATE run_llm SET url = '%s' WHERE run_id = 1", dburl);
+    snprintf(sql, sizeof sql,
+             "UPDATE run_generators SET options = json_set(options, '$.url', '%s') WHERE run_id = 1 AND name = 'llm'",
+             dburl);
     raw_exec(db, sql);
     setenv("KEVO_LLM_API_KEY", KEY, 1);
     /* --resume without --llm-url: no LLM call at all, one line says so */
@@ -453,6 +455,14 @@ static void test_llmurl(void **state)
     expect_usage(&r, "searches without the LLM");
     result_release(&r);
     assert_int_equal(tu_query_int(tpl, "SELECT count(*) FROM candidates"), 1);
+
+    /* generator options a DB holds that are not a JSON object: refused by name before anything runs */
+    raw_exec(db, "UPDATE run_generators SET options = '{\"budget\":' WHERE run_id = 1 AND name = 'llm'");
+    int before = tu_query_int(db, "SELECT count(*) FROM candidates");
+    r = RUN("tune", "--resume", "1", "--db", db, "--budget", "11");
+    expect_status(&r, 1, "the options of generator 'llm' of run 1");
+    result_release(&r);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates"), before);
 }
 
 /* ---- 3. everything compiled from a DB is admitted again ---- */

@@ -176,11 +176,11 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
                                    "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
-                                   "'generations','run_llm','run_devices','run_peers')"),
+                                   "'generations','run_generators','run_devices','run_peers')"),
                      15);
     /* peers are rows: no peer column in runs, run_shapes or run_devices */
     assert_int_equal(raw_int(path, "SELECT (SELECT count(*) FROM pragma_table_info('runs') WHERE name LIKE '%_ms') +"
@@ -298,7 +298,7 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                                    "('filter','nshapes','warm_start','best_id')"),
                      4);
@@ -344,7 +344,7 @@ static void test_migrate_v3(void **state)
     raw_exec(path, TU_SCHEMA5_SQL);
     raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
     kevo_db_close(db);
@@ -372,7 +372,7 @@ static void test_migrate_v7(void **state)
     kevo_db_close(db);
     raw_exec(path, TU_SCHEMA7_SQL);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_OK);
     assert_int_equal(rs.batch, 8);
     assert_int_equal(rs.ahead, 1);
@@ -419,7 +419,7 @@ static void test_migrate_v8_peers(void **state)
                    "(1, 1, 'b', 1, 0.3);");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
     const kevo_op *lce = kevo_op_find("ikbo_lce");
     kevo_peer_set ps;
     assert_int_equal(kevo_db_peers_get(db, run, 0, 0, lce, &ps, &err), KEVO_OK);
@@ -455,7 +455,7 @@ static void test_migrate_v8_peers(void **state)
         assert_int_equal(raw_int(path, "PRAGMA user_version"), fx[i].version);
         double base1 = raw_double(path, "SELECT baseline_ms FROM runs WHERE id = 1");
         assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-        assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+        assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
         assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'baseline_ms'"),
                          0);
         assert_int_equal(raw_int(path, "SELECT count(DISTINCT run_id) FROM run_peers WHERE peer = 'stage0'"),
@@ -533,23 +533,144 @@ static void test_generations(void **state)
     assert_string_equal(r.model, "qwen");
     kevo_generation_row_release(&r);
 
-    kevo_run_llm l, l2;
-    assert_int_equal(kevo_db_run_llm_get(db, run, &l2, &err), KEVO_ERR_NOT_FOUND);
-    memset(&l, 0, sizeof l);
-    snprintf(l.generators, sizeof l.generators, "template,llm");
-    l.llm_budget = 10;
-    snprintf(l.url, sizeof l.url, "http://127.0.0.1:8080/v1");
-    l.temperature = NAN;
-    l.seed = -1;
-    l.max_tokens = 4096;
-    assert_int_equal(kevo_db_run_llm_put(db, run, &l, &err), KEVO_OK);
-    assert_int_equal(kevo_db_run_llm_get(db, run, &l2, &err), KEVO_OK);
-    assert_string_equal(l2.generators, "template,llm");
-    assert_int_equal(l2.llm_budget, 10);
-    assert_string_equal(l2.url, l.url);
-    assert_true(isnan(l2.temperature));
-    assert_int_equal(l2.seed, -1);
-    assert_int_equal(l2.max_tokens, 4096);
+    kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
+/* A run's generators: one row each, options a JSON object, calls; put
+ * replaces them; a row a DB holds that kevo does not write is refused by
+ * name (the DB is untrusted), never read as options. */
+static void test_run_generators(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    kevo_run_gen_row *v = NULL;
+    int n = -1;
+    assert_int_equal(kevo_db_run_generators_get(db, run, &v, &n, &err), KEVO_ERR_NOT_FOUND);
+    assert_null(v);
+    assert_int_equal(n, 0);
+    kevo_run_gen_row put[2] = {{.name = "template", .options = "{}", .calls = 0},
+                               {.name = "llm", .options = "{\"budget\":10,\"url\":\"http://127.0.0.1:8080/v1\"}",
+                                .calls = 3}};
+    assert_int_equal(kevo_db_run_generators_put(db, run, put, 2, &err), KEVO_OK);
+    assert_int_equal(kevo_db_run_generators_get(db, run, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].name, "template");
+    assert_string_equal(v[0].options, "{}");
+    assert_int_equal(v[0].calls, 0);
+    assert_string_equal(v[1].name, "llm");
+    assert_string_equal(v[1].options, put[1].options);
+    assert_int_equal(v[1].calls, 3);
+    kevo_run_gen_rows_free(v, n);
+    /* put replaces */
+    put[1].calls = 4;
+    assert_int_equal(kevo_db_run_generators_put(db, run, &put[1], 1, &err), KEVO_OK);
+    assert_int_equal(kevo_db_run_generators_get(db, run, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].calls, 4);
+    kevo_run_gen_rows_free(v, n);
+    /* what put refuses */
+    kevo_run_gen_row bad = {.name = "llm", .options = "[1]", .calls = 0};
+    assert_int_equal(kevo_db_run_generators_put(db, run, &bad, 1, &err), KEVO_ERR_ARG);
+    bad.options = "{}";
+    bad.calls = -1;
+    assert_int_equal(kevo_db_run_generators_put(db, run, &bad, 1, &err), KEVO_ERR_ARG);
+    kevo_db_close(db);
+
+    /* rows of a crafted DB: each refused with a message naming it */
+    const char *crafted[] = {
+        "UPDATE run_generators SET options = '{\"budget\":' WHERE name = 'llm'",
+        "UPDATE run_generators SET options = x'7b7d' WHERE name = 'llm'",
+        "UPDATE run_generators SET options = '\"text\"' WHERE name = 'llm'",
+        "UPDATE run_generators SET calls = -2 WHERE name = 'llm'",
+        "UPDATE run_generators SET calls = 'many' WHERE name = 'llm'",
+        "UPDATE run_generators SET name = '' WHERE name = 'llm'",
+        "UPDATE run_generators SET name = printf('%070d', 1) WHERE name = 'llm'",
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(crafted); i++) {
+        raw_exec(path, "DELETE FROM run_generators; INSERT INTO run_generators(run_id, name, options, calls) "
+                       "VALUES(1, 'llm', '{}', 0);");
+        raw_exec(path, crafted[i]);
+        assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+        v = NULL;
+        n = -1;
+        kevo_status s = kevo_db_run_generators_get(db, run, &v, &n, &err);
+        if (s != KEVO_ERR_PARSE)
+            fail_msg("crafted row %zu: status %d (%s)", i, (int)s, err.msg);
+        assert_null(v);
+        assert_int_equal(n, 0);
+        assert_non_null(strstr(err.msg, "run 1"));
+        kevo_db_close(db);
+    }
+    tmp_cleanup(path);
+}
+
+/* Schema 9 -> 10: run_llm (the old DDL, TU_SCHEMA9_SQL) becomes one
+ * run_generators row per name of its list, the LLM's options a JSON object
+ * of them, calls its generations; run_llm goes, and the old failure kind
+ * llm_error reads as gen_error. */
+static void test_migrate_v9_generators(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    int64_t run2 = add_run(db, "ikbo_lce");
+    int64_t run3 = add_run(db, "ikbo_lce");
+    int64_t parent = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 1.0, 1.0, "");
+    int64_t child = add_cand(db, run, 2, "llm_call0", "{}", "failed", "", NAN, NAN, "");
+    kevo_generation_row g;
+    kevo_generation_row_init(&g);
+    g.candidate_id = child;
+    g.run_id = run;
+    g.parent_id = parent;
+    snprintf(g.generator, sizeof g.generator, "llm");
+    assert_int_equal(kevo_db_generation_put(db, &g, &err), KEVO_OK);
+    kevo_db_close(db);
+    raw_exec(path, TU_SCHEMA9_SQL);
+    raw_exec(path, "UPDATE candidates SET fail = 'llm_error' WHERE family = 'llm_call0';"
+                   "INSERT INTO run_llm VALUES(1, 'template,llm', 12, 'http://127.0.0.1:8080/v1', 'a,b', NULL, 7,"
+                   " 4096);"
+                   "INSERT INTO run_llm VALUES(2, 'template', 10, NULL, NULL, 0.5, NULL, 8192);"
+                   "INSERT INTO run_llm VALUES(3, ',llm,,llm,nosuch', 1, NULL, NULL, NULL, NULL, NULL);");
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'run_llm'"), 0);
+    kevo_run_gen_row *v = NULL;
+    int n = 0;
+    assert_int_equal(kevo_db_run_generators_get(db, run, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].name, "template");
+    assert_string_equal(v[0].options, "{}");
+    assert_int_equal(v[0].calls, 0);
+    assert_string_equal(v[1].name, "llm");
+    assert_string_equal(v[1].options, "{\"budget\":12,\"url\":\"http://127.0.0.1:8080/v1\",\"model\":\"a,b\","
+                                      "\"temperature\":null,\"seed\":7,\"max_tokens\":4096}");
+    assert_int_equal(v[1].calls, 1);
+    kevo_run_gen_rows_free(v, n);
+    assert_int_equal(kevo_db_run_generators_get(db, run2, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 1); /* a run without the LLM keeps no LLM options */
+    assert_string_equal(v[0].name, "template");
+    kevo_run_gen_rows_free(v, n);
+    /* a crafted list: empty names skipped, a repeat stored once, an unknown name kept (a resume refuses it) */
+    assert_int_equal(kevo_db_run_generators_get(db, run3, &v, &n, &err), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].name, "llm");
+    assert_string_equal(v[1].name, "nosuch");
+    kevo_run_gen_rows_free(v, n);
+    kevo_cand_row c;
+    assert_int_equal(kevo_db_cand_get(db, child, &c, &err), KEVO_OK);
+    assert_string_equal(c.fail, "gen_error");
+    kevo_cand_row_release(&c);
     kevo_db_close(db);
     tmp_cleanup(path);
 }
@@ -563,14 +684,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=10;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=11;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 10)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 11)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -1486,6 +1607,8 @@ int main(void)
         cmocka_unit_test(test_migrate_v8_peers),
         cmocka_unit_test(test_open_newer_schema),
         cmocka_unit_test(test_generations),
+        cmocka_unit_test(test_run_generators),
+        cmocka_unit_test(test_migrate_v9_generators),
         cmocka_unit_test(test_open_garbage),
         cmocka_unit_test(test_open_unwritable),
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),

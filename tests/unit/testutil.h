@@ -105,14 +105,26 @@ int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_no
  * family, params, status, failure) and every edge, in order.  Caller frees. */
 char *tu_graph_dump(const char *db);
 
-/* SQL that undoes what schema 9 did to a kevo DB: a file as schema 8 wrote
- * it, its run's peers at shape 0 on device 0 back in the columns (stage 0,
+/* SQL that undoes what schema 10 did to a kevo DB: a file as schema 9
+ * wrote it, with run_llm (the old DDL, empty; the generators' rows go) and
+ * the old name of a generator call's failure kind. */
+#define TU_SCHEMA9_SQL                                                                                            \
+    "DROP TABLE run_generators;"                                                                                  \
+    "CREATE TABLE run_llm("                                                                                       \
+    " run_id INTEGER PRIMARY KEY REFERENCES runs(id), generators TEXT, llm_budget INTEGER, url TEXT,"             \
+    " model TEXT, temperature REAL, seed INTEGER, max_tokens INTEGER);"                                          \
+    "UPDATE candidates SET fail = 'llm_error' WHERE fail = 'gen_error';"                                         \
+    "PRAGMA user_version=9;"
+
+/* SQL that undoes what schemas 9 and 10 did to a kevo DB: a file as schema
+ * 8 wrote it, its run's peers at shape 0 on device 0 back in the columns (stage 0,
  * stage 0 with its broadcast, the other peer), the shapes' and devices'
  * peer columns empty. */
 #define TU_SCHEMA8_PEER(names)                                                                                    \
     "(SELECT median_ms FROM run_peers p WHERE p.run_id = runs.id AND p.shape_idx = 0 AND p.device = 0 AND "       \
     "p.status = 'ok' AND p.peer IN (" names "))"
 #define TU_SCHEMA8_SQL                                                                                            \
+    TU_SCHEMA9_SQL                                                                                                \
     "ALTER TABLE runs ADD COLUMN baseline_ms REAL; ALTER TABLE runs ADD COLUMN baseline_bcast_ms REAL;"           \
     "ALTER TABLE runs ADD COLUMN decomposed_ms REAL; ALTER TABLE runs ADD COLUMN peer_id INTEGER;"               \
     "ALTER TABLE runs ADD COLUMN peer_kernel_ms REAL; ALTER TABLE runs ADD COLUMN peer_gather_ms REAL;"           \
@@ -125,25 +137,25 @@ char *tu_graph_dump(const char *db);
     "ALTER TABLE run_devices ADD COLUMN decomposed_ms REAL;"                                                      \
     "DROP TABLE run_peers; PRAGMA user_version=8;"
 
-/* SQL that undoes what schemas 8 and 9 added to a kevo DB: a file as schema 7 wrote it. */
+/* SQL that undoes what schemas 8 to 10 added to a kevo DB: a file as schema 7 wrote it. */
 #define TU_SCHEMA7_SQL                                                                                            \
     TU_SCHEMA8_SQL                                                                                                \
     "ALTER TABLE candidates DROP COLUMN round; ALTER TABLE run_settings DROP COLUMN ahead;"                       \
     "PRAGMA user_version=7;"
 
-/* SQL that undoes what schemas 7 to 9 added to a kevo DB: a file as schema 6 wrote it. */
+/* SQL that undoes what schemas 7 to 10 added to a kevo DB: a file as schema 6 wrote it. */
 #define TU_SCHEMA6_SQL                                                                                            \
     TU_SCHEMA7_SQL                                                                                                \
     "DROP TABLE run_devices; ALTER TABLE candidates DROP COLUMN device;"                                         \
     "ALTER TABLE candidates DROP COLUMN eval_s; PRAGMA user_version=6;"
 
-/* SQL that undoes what schemas 6 to 9 added to a kevo DB: a file as schema 5 wrote it. */
+/* SQL that undoes what schemas 6 to 10 added to a kevo DB: a file as schema 5 wrote it. */
 #define TU_SCHEMA5_SQL                                                                                            \
     TU_SCHEMA6_SQL                                                                                                \
     "ALTER TABLE runs DROP COLUMN peer_id; ALTER TABLE runs DROP COLUMN peer_kernel_ms;"                         \
     "ALTER TABLE runs DROP COLUMN peer_gather_ms; PRAGMA user_version=5;"
 
-/* SQL that undoes what schemas 3 to 9 added to a kevo DB: run on a file
+/* SQL that undoes what schemas 3 to 10 added to a kevo DB: run on a file
  * of the current schema it leaves a file as schema 2 wrote it. */
 #define TU_SCHEMA2_SQL                                                                                            \
     TU_SCHEMA5_SQL                                                                                                \
