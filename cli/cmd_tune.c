@@ -16,6 +16,7 @@
 #include "util/util.h"
 #include "cli/cli_int.h"
 #include "cli/opts.h"
+#include "cli/profile.h"
 
 /* The MPI launcher's count of processes when kevo runs under one (Open MPI,
  * MPICH and Intel MPI's Hydra, MVAPICH), 0 when it does not; *var names the
@@ -134,6 +135,7 @@ static int cli_mpi_serve(kevo_mpi *m, kevo_ctx *ctx)
 typedef struct {
     kevo_tune_opts o;
     bool quiet, nobar, mpi;
+    bool profile;  /* --profile: ncu on each run's best once the run is over */
     uint32_t here; /* CLI_TUNE_GIVEN_*: options of this process the user named */
 } cli_tune_args;
 
@@ -228,6 +230,7 @@ static const cli_opt cli_tune_opts[] = {
     {"mpi", CLI_OPT_FLAG, TA(mpi)},
     {"devices", CLI_OPT_STR, TA(o.proc.devices)},
     {"mixed-devices", CLI_OPT_FLAG, TA(o.proc.mixed_devices)},
+    {"profile", CLI_OPT_FLAG, TA(profile)},
 };
 _Static_assert(KV_ARRAY_LEN(cli_tune_opts) <= CLI_OPTS_MAX, "cli_opts_parse takes at most CLI_OPTS_MAX options");
 
@@ -255,6 +258,11 @@ static int cli_tune_check(const cli_tune_args *a)
     if (o->proc.devices && (rc = cli_list_check("tune", "devices", o->proc.devices)))
         return rc;
     if ((rc = cli_tune_names(o)))
+        return rc;
+    if (a->profile && o->def.compile_only)
+        return cli_bad_usage("tune", "%s", "--profile needs a GPU run: a compile-only run times nothing to profile");
+    char ncu[PATH_MAX];
+    if (a->profile && (rc = cli_profile_ncu_check(ncu, sizeof ncu)))
         return rc;
     if (a->mpi && !kevo_mpi_built())
         return cli_bad_usage("tune", "%s", "--mpi: this kevo was built without MPI (install libopenmpi-dev, then "
@@ -320,6 +328,9 @@ static int cli_tune_run(cli_tune_args *a)
     /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
     kevo_mpi_end(o->proc.mpi, st == KEVO_ERR_INTERRUPTED);
     kevo_ctx_free(ctx);
+    /* the workers are gone: ncu has the GPU to itself, and the figures reach a resumed run's prompts */
+    if (a->profile && st == KEVO_OK)
+        cli_profile_best(o->proc.db_path, runs, nruns, o->proc.device);
     return code;
 }
 

@@ -80,6 +80,61 @@ static bool cli_profile_self(char *out, size_t outsz)
     return true;
 }
 
+/* Profile candidate `cand` of db_path and print its figures on one line:
+ * the candidate read first (read-only), ncu found (ncu_opt, $KEVO_NCU,
+ * $PATH), kevo_profile_run.  Returns 0, else the status with err filled
+ * and, where ncu is absent or cannot read counters, the derived figures
+ * printed. */
+static kevo_status cli_profile_one(const char *db_path, int64_t cand, const char *ncu_opt, int device,
+                                   double timeout, kevo_err *err)
+{
+    kevo_db *db = NULL;
+    kevo_cand_row c;
+    kevo_cand_row_init(&c);
+    kevo_status st = kevo_db_open_ro(db_path, &db, err);
+    if (!st) {
+        st = kevo_db_cand_get(db, cand, &c, err);
+        kevo_db_close(db);
+    }
+    if (st) {
+        kevo_cand_row_release(&c);
+        return st;
+    }
+    char ncu[PATH_MAX], self[PATH_MAX];
+    kevo_profile p;
+    st = kevo_profile_find_ncu(ncu_opt, ncu, sizeof ncu, err);
+    if (!st && !cli_profile_self(self, sizeof self))
+        st = kevo_err_set(err, KEVO_ERR_IO, "%s", "cannot find the kevo executable (/proc/self/exe)");
+    if (!st) {
+        kevo_profile_run_opts o = {.ncu = ncu, .kevo = self, .db_path = db_path, .cand_id = cand, .plan = c.plan,
+                                   .device = device, .timeout_s = timeout};
+        kevo_ctx *ctx = kevo_ctx_new();
+        if (!ctx)
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "%s", "out of memory");
+        else if ((st = kevo_profile_run(ctx, &o, &p)))
+            *err = *kevo_ctx_error(ctx);
+        kevo_ctx_free(ctx);
+    }
+    if (st) {
+        if (st == KEVO_ERR_NOT_FOUND || st == KEVO_ERR_UNSUPPORTED)
+            cli_profile_derived(&c);
+        kevo_cand_row_release(&c);
+        return st;
+    }
+    kv_buf line;
+    kv_buf_init(&line);
+    kevo_profile_line(&p, &line);
+    char head[160];
+    snprintf(head, sizeof head, "candidate %lld, kernel %s: ", (long long)c.id, p.kernel);
+    fputs(kv_term_clean(head), stdout);
+    fputs(line.data ? kv_term_clean(line.data) : "", stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    kv_buf_release(&line);
+    kevo_cand_row_release(&c);
+    return KEVO_OK;
+}
+
 int cli_profile(int argc, char **argv)
 {
     cli_profile_args a = {.timeout = 600};
@@ -92,51 +147,49 @@ int cli_profile(int argc, char **argv)
         return cli_bad_usage("profile", "%s", "--candidate is required");
     kevo_err err;
     kevo_err_clear(&err);
-    /* the candidate first, read-only: a DB is untrusted, its text cleaned before the terminal */
-    kevo_db *db = NULL;
-    kevo_cand_row c;
-    kevo_cand_row_init(&c);
-    kevo_status st = kevo_db_open_ro(a.db_path, &db, &err);
-    if (!st) {
-        st = kevo_db_cand_get(db, a.cand, &c, &err);
-        kevo_db_close(db);
-    }
-    if (st) {
-        kevo_cand_row_release(&c);
+    kevo_status st = cli_profile_one(a.db_path, a.cand, a.ncu, a.device, a.timeout, &err);
+    if (st)
         cli_profile_say(st, &err);
-        return 1;
-    }
-    char ncu[PATH_MAX], self[PATH_MAX];
-    kevo_profile p;
-    st = kevo_profile_find_ncu(a.ncu, ncu, sizeof ncu, &err);
-    if (!st && !cli_profile_self(self, sizeof self))
-        st = kevo_err_set(&err, KEVO_ERR_IO, "%s", "cannot find the kevo executable (/proc/self/exe)");
-    if (!st) {
-        kevo_profile_run_opts o = {.ncu = ncu, .kevo = self, .db_path = a.db_path, .cand_id = a.cand, .plan = c.plan,
-                                   .device = a.device, .timeout_s = a.timeout};
-        kevo_ctx *ctx = kevo_ctx_new();
-        if (!ctx)
-            st = kevo_err_set(&err, KEVO_ERR_NOMEM, "%s", "out of memory");
-        else if ((st = kevo_profile_run(ctx, &o, &p)))
-            err = *kevo_ctx_error(ctx);
-        kevo_ctx_free(ctx);
-    }
-    if (st) {
-        cli_profile_say(st, &err);
-        if (st == KEVO_ERR_NOT_FOUND || st == KEVO_ERR_UNSUPPORTED)
-            cli_profile_derived(&c);
-        kevo_cand_row_release(&c);
-        return 1;
-    }
-    kv_buf line;
-    kv_buf_init(&line);
-    kevo_profile_line(&p, &line);
-    char head[160];
-    snprintf(head, sizeof head, "candidate %lld, kernel %s: ", (long long)c.id, p.kernel);
-    fputs(kv_term_clean(head), stdout);
-    fputs(line.data ? kv_term_clean(line.data) : "", stdout);
-    fputc('\n', stdout);
-    kv_buf_release(&line);
-    kevo_cand_row_release(&c);
+    return st ? 1 : 0;
+}
+
+int cli_profile_ncu_check(char *out, size_t outsz)
+{
+    kevo_err err;
+    kevo_err_clear(&err);
+    kevo_status st = kevo_profile_find_ncu(NULL, out, outsz, &err);
+    if (st)
+        return cli_bad_usage("tune", "--profile: %s", err.msg);
     return 0;
+}
+
+void cli_profile_best(const char *db_path, const int64_t *runs, int n, int device)
+{
+    for (int i = 0; i < n; i++) {
+        kevo_err err;
+        kevo_err_clear(&err);
+        kevo_db *db = NULL;
+        kevo_run_row r;
+        kevo_run_row_init(&r);
+        kevo_status st = kevo_db_open_ro(db_path, &db, &err);
+        if (!st) {
+            st = kevo_db_run_get(db, runs[i], &r, &err);
+            kevo_db_close(db);
+        }
+        if (!st && !r.best_id) {
+            printf("run %lld: --profile: no best candidate to profile\n", (long long)runs[i]);
+            continue;
+        }
+        if (!st) {
+            printf("run %lld: profiling its best, candidate %lld, with Nsight Compute\n", (long long)runs[i],
+                   (long long)r.best_id);
+            fflush(stdout);
+            st = cli_profile_one(db_path, r.best_id, NULL, device, 600, &err);
+        }
+        if (st) {
+            char msg[sizeof err.msg];
+            snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg : kevo_status_str(st));
+            fprintf(stderr, "kevo: warning: --profile of run %lld: %s\n", (long long)runs[i], kv_term_clean(msg));
+        }
+    }
 }

@@ -2,8 +2,8 @@
  * this test writes): the argv ncu gets (--csv, --metrics, --clock-control
  * none, the kevo verify command), the figures stored from its CSV and the
  * line printed; ncu absent, ncu without counter permission and ncu hanging
- * each fail plainly with nothing stored.  CPU only: the DB is a compile-only
- * run's. */
+ * each fail plainly with nothing stored; `kevo tune --profile` on a
+ * simulated GPU.  CPU only: the DB is a compile-only run's. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <math.h>
@@ -179,6 +179,71 @@ static void test_profile_hang(void **state)
     free(e);
 }
 
+/* kevo tune --profile: checked before the run (a compile-only run, no
+ * ncu: usage errors, nothing written), then, on one simulated GPU, the
+ * run's best candidate profiled once the run is over and its figures
+ * stored. */
+static void test_tune_profile(void **state)
+{
+    (void)state;
+    char db2[PATH_MAX];
+    snprintf(db2, sizeof db2, "%s/tune.db", dir);
+    const char *co[] = {"tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--db", db2, "--profile", NULL};
+    assert_int_equal(tu_run_files(dir, out, errp, false, co), 2);
+    char *e = slurp(errp);
+    assert_non_null(strstr(e, "--profile needs a GPU run"));
+    free(e);
+    /* no ncu anywhere: refused before the run, no DB made */
+    char empty[PATH_MAX];
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    assert_int_equal(mkdir(empty, 0700), 0);
+    setenv("PATH", empty, 1);
+    unsetenv("KEVO_NCU");
+    const char *run[] = {"tune", "--op", "ikbo_lce", "--budget", "2", "--jobs", "2", "--db", db2, "--profile", NULL};
+    assert_int_equal(tu_run_files(dir, out, errp, false, run), 2);
+    setenv("PATH", "/usr/bin:/bin", 1);
+    e = slurp(errp);
+    assert_non_null(strstr(e, "--profile:"));
+    assert_non_null(strstr(e, "give --ncu PATH"));
+    free(e);
+    assert_int_not_equal(access(db2, F_OK), 0);
+    /* a fake ncu; the run on a simulated GPU */
+    char ncu[PATH_MAX], body[2048];
+    snprintf(body, sizeof body,
+             "printf '%%s\\n' \"$@\" > '%s/tune_argv'\ncat '%s/tests/fixtures/profile/ncu_lce_ws.csv'", dir,
+             KEVO_SOURCE_DIR);
+    fake_ncu("ncu_tune", body, ncu, sizeof ncu);
+    setenv("KEVO_NCU", ncu, 1);
+    setenv("KEVO_SIM_GPUS", "1", 1);
+    int rc = tu_run_files(dir, out, errp, false, run);
+    unsetenv("KEVO_SIM_GPUS");
+    unsetenv("KEVO_NCU");
+    char *o = slurp(out);
+    e = slurp(errp);
+    if (rc)
+        print_error("exit %d\nstdout:\n%s\nstderr:\n%s\n", rc, o, e);
+    assert_int_equal(rc, 0);
+    long long best = tu_query_int(db2, "SELECT best_id FROM runs WHERE id = 1");
+    assert_true(best > 0);
+    char want[PATH_MAX + 128];
+    snprintf(want, sizeof want, "run 1: profiling its best, candidate %lld, with Nsight Compute", best);
+    assert_non_null(strstr(o, want));
+    assert_non_null(strstr(o, "tensor pipe 61% of peak"));
+    char argvp[PATH_MAX];
+    snprintf(argvp, sizeof argvp, "%s/tune_argv", dir);
+    char *argv = slurp(argvp);
+    snprintf(want, sizeof want, "\nverify\n--db\n%s\n--candidate\n%lld\n", db2, best);
+    assert_non_null(strstr(argv, want));
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM measurements WHERE candidate_id=%lld AND name LIKE 'ncu.%%'", best);
+    assert_true(tu_query_int(db2, sql) > 0);
+    assert_int_equal(tu_query_int(db2, "SELECT COUNT(DISTINCT candidate_id) FROM measurements WHERE name LIKE 'ncu.%'"),
+                     1);
+    free(argv);
+    free(o);
+    free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_profile_no_counters),
         cmocka_unit_test(test_profile_hang),
         cmocka_unit_test(test_profile_stores),
+        cmocka_unit_test(test_tune_profile),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
