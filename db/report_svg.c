@@ -118,6 +118,81 @@ static void sv_axes(kv_buf *b, double top, double h, double xmax, double ymax, c
     kv_buf_puts(b, "</text>\n");
 }
 
+/* One candidate of the tree at (x, y): a square when a generator made it
+ * (made), else a circle, coloured by its speedup over best, red when it
+ * failed; its title says what it is and became (DB text, escaped). */
+static void sv_tree_node(kv_buf *b, const kevo_cand_row *r, double x, double y, bool made, double best)
+{
+    char fill[8];
+    const char *stroke = "none";
+    if (strcmp(r->status, "failed") == 0) {
+        snprintf(fill, sizeof fill, "#e41a1c");
+        stroke = "#000";
+    } else if (isfinite(r->speedup) && best > 0) {
+        sv_color(r->speedup / best, fill);
+    } else {
+        snprintf(fill, sizeof fill, "%s", strcmp(r->status, "pending") == 0 ? "#fff" : "#aaa");
+        stroke = "#666";
+    }
+    if (made)
+        kv_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
+                      x - 4, y - 4, fill, stroke, (long long)r->id);
+    else
+        kv_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"%s\"><title>#%lld ", x, y,
+                      fill, stroke, (long long)r->id);
+    sv_text(b, r->family);
+    kv_buf_puts(b, " ");
+    sv_text(b, r->params);
+    if (strcmp(r->status, "failed") == 0) {
+        kv_buf_puts(b, ": ");
+        sv_text(b, r->fail);
+        kv_buf_puts(b, " ");
+        sv_text(b, r->fail_msg ? r->fail_msg : "");
+    } else if (isfinite(r->speedup) && isfinite(r->median_ms)) {
+        kv_buf_printf(b, ": %.4f ms, %.2fx", r->median_ms, r->speedup);
+    } else if (isfinite(r->speedup)) {
+        kv_buf_printf(b, ": %.2fx", r->speedup);
+    } else {
+        kv_buf_puts(b, ": ");
+        sv_text(b, r->status); /* DB text like every other string here */
+    }
+    kv_buf_puts(b, made ? "</title></rect>\n" : "</title></circle>\n");
+}
+
+/* The tree's legend at the right: the colour scale up to best, the marks
+ * for failed and not timed, a crossover and a rewrite by `rewriter` (the
+ * first generator that made one; a DB name, escaped). */
+static void sv_tree_legend(kv_buf *b, double best, const char *rewriter)
+{
+    double lx = SV_W - SV_RIGHT + 20;
+    kv_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">speedup</text>\n", lx, SV_TOP2 + 4);
+    for (int i = 0; i <= 10; i++) {
+        char c[8];
+        sv_color(1.0 - i / 10.0, c);
+        kv_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", lx,
+                      SV_TOP2 + 12 + i * 14, c);
+    }
+    kv_buf_printf(b,
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%.2fx</text>"
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">0</text>\n"
+                  "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#e41a1c\" stroke=\"#000\"/>"
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">failed</text>\n"
+                  "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#aaa\" stroke=\"#666\"/>"
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">not timed</text>\n"
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"3 2\"/>"
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">crossover</text>\n",
+                  lx + 20, SV_TOP2 + 23, best, lx + 20, SV_TOP2 + 163, lx + 7, SV_TOP2 + 190, lx + 20,
+                  SV_TOP2 + 194, lx + 7, SV_TOP2 + 208, lx + 20, SV_TOP2 + 212, lx, SV_TOP2 + 226, lx + 14,
+                  SV_TOP2 + 226, lx + 20, SV_TOP2 + 230);
+    kv_buf_printf(b,
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#377eb8\" stroke-width=\"1.5\"/>"
+                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#aaa\" stroke=\"#666\"/>"
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">",
+                  lx, SV_TOP2 + 244, lx + 14, SV_TOP2 + 244, lx + 3, SV_TOP2 + 240, lx + 20, SV_TOP2 + 248);
+    sv_text(b, rewriter ? rewriter : "generated"); /* a name of the DB's: escaped */
+    kv_buf_puts(b, " rewrite</text>\n");
+}
+
 /* The tree of one run. */
 static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo_err *err)
 {
@@ -195,73 +270,11 @@ static kevo_status sv_tree(kevo_db *db, const kevo_run_row *run, kv_buf *b, kevo
             kv_buf_puts(b, "</title></line>\n");
         }
         kv_buf_puts(b, "</g>\n");
-        for (int i = 0; i < n; i++) {
-            char fill[8];
-            const char *stroke = "none";
-            if (strcmp(rows[i].status, "failed") == 0) {
-                snprintf(fill, sizeof fill, "#e41a1c");
-                stroke = "#000";
-            } else if (isfinite(rows[i].speedup) && best > 0) {
-                sv_color(rows[i].speedup / best, fill);
-            } else {
-                snprintf(fill, sizeof fill, "%s", strcmp(rows[i].status, "pending") == 0 ? "#fff" : "#aaa");
-                stroke = "#666";
-            }
-            /* generated candidates are squares, template candidates circles */
-            if (made[i])
-                kv_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
-                              SV_X(i) - 4, SV_Y(depth[i]) - 4, fill, stroke, (long long)rows[i].id);
-            else
-                kv_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"%s\"><title>#%lld ",
-                              SV_X(i), SV_Y(depth[i]), fill, stroke, (long long)rows[i].id);
-            sv_text(b, rows[i].family);
-            kv_buf_puts(b, " ");
-            sv_text(b, rows[i].params);
-            if (strcmp(rows[i].status, "failed") == 0) {
-                kv_buf_puts(b, ": ");
-                sv_text(b, rows[i].fail);
-                kv_buf_puts(b, " ");
-                sv_text(b, rows[i].fail_msg ? rows[i].fail_msg : "");
-            } else if (isfinite(rows[i].speedup) && isfinite(rows[i].median_ms)) {
-                kv_buf_printf(b, ": %.4f ms, %.2fx", rows[i].median_ms, rows[i].speedup);
-            } else if (isfinite(rows[i].speedup)) {
-                kv_buf_printf(b, ": %.2fx", rows[i].speedup);
-            } else {
-                kv_buf_puts(b, ": ");
-                sv_text(b, rows[i].status); /* DB text like every other string here */
-            }
-            kv_buf_puts(b, made[i] ? "</title></rect>\n" : "</title></circle>\n");
-        }
+        for (int i = 0; i < n; i++)
+            sv_tree_node(b, &rows[i], SV_X(i), SV_Y(depth[i]), made[i], best);
 #undef SV_X
 #undef SV_Y
-        /* legend: the colour scale and the failure mark */
-        double lx = SV_W - SV_RIGHT + 20;
-        kv_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">speedup</text>\n", lx, SV_TOP2 + 4);
-        for (int i = 0; i <= 10; i++) {
-            char c[8];
-            sv_color(1.0 - i / 10.0, c);
-            kv_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", lx,
-                          SV_TOP2 + 12 + i * 14, c);
-        }
-        kv_buf_printf(b,
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%.2fx</text>"
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">0</text>\n"
-                      "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#e41a1c\" stroke=\"#000\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">failed</text>\n"
-                      "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#aaa\" stroke=\"#666\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">not timed</text>\n"
-                      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"3 2\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">crossover</text>\n",
-                      lx + 20, SV_TOP2 + 23, best, lx + 20, SV_TOP2 + 163, lx + 7, SV_TOP2 + 190, lx + 20,
-                      SV_TOP2 + 194, lx + 7, SV_TOP2 + 208, lx + 20, SV_TOP2 + 212, lx, SV_TOP2 + 226, lx + 14,
-                      SV_TOP2 + 226, lx + 20, SV_TOP2 + 230);
-        kv_buf_printf(b,
-                      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#377eb8\" stroke-width=\"1.5\"/>"
-                      "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#aaa\" stroke=\"#666\"/>"
-                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">",
-                      lx, SV_TOP2 + 244, lx + 14, SV_TOP2 + 244, lx + 3, SV_TOP2 + 240, lx + 20, SV_TOP2 + 248);
-        sv_text(b, rewriter ? rewriter : "generated"); /* a name of the DB's: escaped */
-        kv_buf_puts(b, " rewrite</text>\n");
+        sv_tree_legend(b, best, rewriter);
     }
     kevo_cand_rows_free(rows, n);
     kevo_run_gen_rows_free(gens, ngens);
