@@ -229,7 +229,7 @@ static void test_tune_profile(void **state)
     snprintf(want, sizeof want, "run 1: profiling its best, candidate %lld, with Nsight Compute", best);
     assert_non_null(strstr(o, want));
     assert_non_null(strstr(o, "tensor pipe 61% of peak"));
-    char argvp[PATH_MAX];
+    char argvp[sizeof dir + 16];
     snprintf(argvp, sizeof argvp, "%s/tune_argv", dir);
     char *argv = slurp(argvp);
     snprintf(want, sizeof want, "\nverify\n--db\n%s\n--candidate\n%lld\n", db2, best);

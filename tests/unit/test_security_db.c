@@ -51,18 +51,6 @@ static void path_in(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
-typedef struct result {
-    int status; /* exit status; 128 + signal when killed */
-    char *out, *err;
-} result;
-
-static void result_release(result *r)
-{
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
 static char *slurp(const char *path, size_t *len)
 {
     char *t = NULL;
@@ -75,31 +63,27 @@ static char *slurp(const char *path, size_t *len)
     return t;
 }
 
-/* Run kevo with args (NULL-terminated, without argv[0]); as_nobody: as the
- * user and group 65534 when this process is root (who ignores permissions). */
-static result run_kevo(bool as_nobody, const char *const *args)
+/* Run kevo with args (NULL-terminated, without argv[0]) in tmpdir; as_nobody:
+ * as the user and group 65534 when this process is root (who ignores
+ * permissions). */
+static tu_result run_kevo(bool as_nobody, const char *const *args)
 {
-    char outp[PATH_MAX], errp[PATH_MAX];
-    path_in(outp, sizeof outp, ".stdout");
-    path_in(errp, sizeof errp, ".stderr");
-    result r = {tu_run_files(tmpdir, outp, errp, as_nobody, args), NULL, NULL};
-    r.out = slurp(outp, NULL);
-    r.err = slurp(errp, NULL);
-    return r;
+    tu_run_how how = {.as_nobody = as_nobody};
+    return tu_run_in(tmpdir, &how, args);
 }
 
 #define RUN(...) run_kevo(false, (const char *const[]){__VA_ARGS__, NULL})
 #define RUN_AS_NOBODY(...) run_kevo(true, (const char *const[]){__VA_ARGS__, NULL})
 
 /* A command that failed: exit 1 and one "kevo: " line on stderr holding want. */
-static void expect_fail(const result *r, const char *want)
+static void expect_fail(const tu_result *r, const char *want)
 {
     if (r->status != 1 || strncmp(r->err, "kevo: ", 6) != 0 || (want && !strstr(r->err, want)))
         fail_msg("expected exit 1 with \"%s\", got %d\nstdout: %s\nstderr: %s", want ? want : "", r->status, r->out,
                  r->err);
 }
 
-static void expect_ok(const result *r)
+static void expect_ok(const tu_result *r)
 {
     if (r->status != 0)
         fail_msg("expected exit 0, got %d\nstdout: %s\nstderr: %s", r->status, r->out, r->err);
@@ -321,21 +305,21 @@ static void test_report_unwritable(void **state)
     if (geteuid() == 0)
         printf("running as root: report runs as the user nobody\n");
 
-    result r = RUN_AS_NOBODY("report", "--db", path);
+    tu_result r = RUN_AS_NOBODY("report", "--db", path);
     expect_ok(&r);
     assert_non_null(strstr(r.out, "run 1  ikbo_lce  " SHAPE));
-    result_release(&r);
+    tu_result_release(&r);
     r = RUN_AS_NOBODY("report", "--db", path, "--format", "json");
     expect_ok(&r);
     cJSON *j = cJSON_Parse(r.out);
     assert_non_null(j);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "runs")), 1);
     cJSON_Delete(j);
-    result_release(&r);
+    tu_result_release(&r);
     /* as this user too (root: the file is still only read) */
     r = RUN("report", "--db", path);
     expect_ok(&r);
-    result_release(&r);
+    tu_result_release(&r);
     assert_untouched(path, &before);
 
     assert_int_equal(chmod(dir, 0755), 0);
@@ -350,26 +334,26 @@ static void refused_by_readers(const char *path, const char *want)
     snap before = snap_of(path);
     char out[PATH_MAX];
     path_in(out, sizeof out, "export-out");
-    result r = RUN("report", "--db", path);
+    tu_result r = RUN("report", "--db", path);
     expect_fail(&r, want);
-    result_release(&r);
+    tu_result_release(&r);
     r = RUN("report", "--db", path, "--format", "json");
     expect_fail(&r, want);
-    result_release(&r);
+    tu_result_release(&r);
     r = RUN("replay", "--db", path, "--model");
     expect_fail(&r, want);
-    result_release(&r);
+    tu_result_release(&r);
     r = RUN("export", "--db", path, "--out", out);
     expect_fail(&r, want);
-    result_release(&r);
+    tu_result_release(&r);
     r = RUN("verify", "--db", path); /* no GPU here: that message; with one: the file's */
     expect_fail(&r, NULL);
-    result_release(&r);
+    tu_result_release(&r);
     /* tune reads another DB for its warm start: read-only as well */
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--db", "warm.db", "--warm-start", path,
             "--quiet");
     expect_fail(&r, want);
-    result_release(&r);
+    tu_result_release(&r);
     assert_untouched(path, &before);
     tu_rm_tree(out);
 }
@@ -436,12 +420,12 @@ static void test_corrupt_page(void **state)
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     assert_non_null(strstr(err.msg, want));
-    result r = RUN("report", "--db", path);
+    tu_result r = RUN("report", "--db", path);
     expect_fail(&r, "is corrupt (quick_check");
-    result_release(&r);
+    tu_result_release(&r);
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--db", path, "--quiet");
     expect_fail(&r, "is corrupt");
-    result_release(&r);
+    tu_result_release(&r);
     assert_untouched(path, &before);
 }
 
@@ -478,7 +462,7 @@ static void check_old_schema(int ver)
     assert_int_equal(kevo_db_run_insert(db, &r, &err), KEVO_ERR_DB); /* the copy is read-only too */
     kevo_db_close(db);
 
-    result res = RUN("report", "--db", path, "--format", "json");
+    tu_result res = RUN("report", "--db", path, "--format", "json");
     expect_ok(&res);
     cJSON *j = cJSON_Parse(res.out);
     assert_non_null(j);
@@ -486,7 +470,7 @@ static void check_old_schema(int ver)
     assert_true(fabs(cJSON_GetObjectItem(best, "speedup")->valuedouble - 1.03) < 1e-9);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(best, "vs_best_peer")));
     cJSON_Delete(j);
-    result_release(&res);
+    tu_result_release(&res);
     assert_untouched(path, &before);
     assert_int_equal(raw_int(path, "PRAGMA user_version"), ver);
 }
@@ -526,15 +510,15 @@ static void test_verify_no_gpu(void **state)
     assert_int_equal(kv_write_file(path, data, len, &err), KEVO_OK);
     free(data);
     snap before = snap_of(path);
-    result r = RUN("verify", "--db", path);
+    tu_result r = RUN("verify", "--db", path);
     expect_fail(&r, "needs a GPU");
-    result_release(&r);
+    tu_result_release(&r);
     assert_untouched(path, &before);
     /* the GPU is asked for first: a missing DB is not even looked at */
     path_in(missing, sizeof missing, "nothing.db");
     r = RUN("verify", "--db", missing);
     expect_fail(&r, "needs a GPU");
-    result_release(&r);
+    tu_result_release(&r);
     assert_false(access(missing, F_OK) == 0);
 }
 
@@ -591,7 +575,7 @@ static void test_numbers(void **state)
     assert_int_equal(raw_int(path, "SELECT speedup > 1e308 FROM candidates WHERE id = 1"), 1);
 
     /* JSON: valid, null for every non-finite figure and for the compile-only run's */
-    result res = RUN("report", "--db", path, "--format", "json");
+    tu_result res = RUN("report", "--db", path, "--format", "json");
     expect_ok(&res);
     assert_no_nonfinite("JSON", res.out);
     cJSON *j = cJSON_Parse(res.out);
@@ -617,7 +601,7 @@ static void test_numbers(void **state)
     for (size_t i = 0; i < KV_ARRAY_LEN(nulls2); i++)
         assert_true(cJSON_IsNull(cJSON_GetObjectItem(r2, nulls2[i])));
     cJSON_Delete(j);
-    result_release(&res);
+    tu_result_release(&res);
 
     /* table: "-" for what is not finite; the compile-only run names no baseline */
     res = RUN("report", "--db", path);
@@ -627,14 +611,14 @@ static void test_numbers(void **state)
     assert_non_null(run2);
     assert_null(strstr(run2, "baseline"));
     assert_null(strstr(run2, "peak"));
-    result_release(&res);
+    tu_result_release(&res);
 
     /* SVG of each run: no nan or inf drawn; the compile-only one names no baseline */
     const char *which[] = {"1", "2"};
     for (size_t i = 0; i < KV_ARRAY_LEN(which); i++) {
         res = RUN("report", "--db", path, "--run", which[i], "--svg", svg);
         expect_ok(&res);
-        result_release(&res);
+        tu_result_release(&res);
         char *text = slurp(svg, NULL);
         assert_no_nonfinite("SVG", text);
         if (i == 1) { /* the header line names no baseline */
@@ -723,7 +707,7 @@ static void test_terminal_text(void **state)
     kevo_cand_row_release(&c);
     kevo_db_close(db);
 
-    result res = RUN("report", "--db", path);
+    tu_result res = RUN("report", "--db", path);
     expect_ok(&res);
     printf("%s", res.out);
     assert_terminal_safe("report table", res.out);
@@ -735,7 +719,7 @@ static void test_terminal_text(void **state)
     assert_true(strncmp(l3, "candidates 3 ", 13) == 0);
     assert_non_null(strstr(res.out, "BM [2J=1 BN=x y "));
     assert_non_null(strstr(res.out, "compile [2J: boom   [2Jnext   line"));
-    result_release(&res);
+    tu_result_release(&res);
 
     /* JSON: control characters escaped by cJSON */
     res = RUN("report", "--db", path, "--format", "json");
@@ -747,13 +731,13 @@ static void test_terminal_text(void **state)
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "runs"), 0), "op")->valuestring,
                         "ikbo\x1b[2J"); /* the data itself is kept */
     cJSON_Delete(j);
-    result_release(&res);
+    tu_result_release(&res);
 
     /* an error message that quotes the DB (replay: the run's op is unknown) */
     res = RUN("replay", "--db", path, "--model");
     expect_fail(&res, "unknown op 'ikbo [2J'");
     assert_terminal_safe("replay error", res.err);
-    result_release(&res);
+    tu_result_release(&res);
 }
 
 static int setup(void **state)

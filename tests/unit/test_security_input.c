@@ -77,67 +77,19 @@ static void path_in(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
-typedef struct result {
-    int status; /* exit status; 128 + signal when killed */
-    char *out, *err;
-} result;
-
-static void result_release(result *r)
+/* Run kevo with args (NULL-terminated, without argv[0]) in tmpdir: every
+ * signal at its default, env (NAME=VALUE or NULL) added to its environment
+ * and the file size limit fsize (0: none). */
+static tu_result run_kevo_with(const char *env, rlim_t fsize, const char *const *args)
 {
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
-/* Run kevo with args (NULL-terminated, without argv[0]) in tmpdir: stdin
- * /dev/null, stdout and stderr captured, every signal at its default, the
- * environment with env (NAME=VALUE or NULL) added and the file size limit
- * fsize (0: none). */
-static result run_kevo_with(const char *env, rlim_t fsize, const char *const *args)
-{
-    char outp[PATH_MAX], errp[PATH_MAX];
-    path_in(outp, sizeof outp, ".stdout");
-    path_in(errp, sizeof errp, ".stderr");
-    char *argv[40];
-    int n = 0;
-    argv[n++] = (char *)KEVO_BINARY;
-    for (; args[n - 1] && n < 39; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0 || chdir(tmpdir) != 0)
-            _exit(127);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        for (int s = 1; s < 32; s++)
-            if (s != SIGKILL && s != SIGSTOP)
-                signal(s, SIG_DFL);
-        if (env)
-            putenv((char *)env);
-        if (fsize) {
-            struct rlimit rl = {fsize, fsize};
-            setrlimit(RLIMIT_FSIZE, &rl);
-        }
-        execv(KEVO_BINARY, argv);
-        _exit(127);
-    }
-    result r = {tu_wait(pid), NULL, NULL};
-    r.out = tu_read_text(outp);
-    r.err = tu_read_text(errp);
-    return r;
+    tu_run_how how = {.env = env, .fsize = (unsigned long)fsize, .default_signals = true};
+    return tu_run_in(tmpdir, &how, args);
 }
 
 #define RUN(...) run_kevo_with(NULL, 0, (const char *const[]){__VA_ARGS__, NULL})
 #define RUN_ENV(env, ...) run_kevo_with(env, 0, (const char *const[]){__VA_ARGS__, NULL})
 
-static void expect_status(const result *r, int want, const char *text)
+static void expect_status(const tu_result *r, int want, const char *text)
 {
     if (r->status != want || (text && !strstr(r->err, text) && !strstr(r->out, text)))
         fail_msg("expected exit %d with \"%s\", got %d\nstdout: %s\nstderr: %s", want, text ? text : "", r->status,
@@ -145,7 +97,7 @@ static void expect_status(const result *r, int want, const char *text)
 }
 
 /* A usage error: exit 2, "kevo CMD: ..." naming text. */
-static void expect_usage(const result *r, const char *text)
+static void expect_usage(const tu_result *r, const char *text)
 {
     expect_status(r, 2, text);
     assert_non_null(strstr(r->err, "(try 'kevo "));
@@ -230,10 +182,10 @@ static void make_run(const char *path, int budget)
 {
     char b[16];
     snprintf(b, sizeof b, "%d", budget);
-    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", b, "--jobs", "2",
+    tu_result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", b, "--jobs", "2",
                    "--db", path, "--quiet");
     expect_status(&r, 0, NULL);
-    result_release(&r);
+    tu_result_release(&r);
 }
 
 /* The fake LLM server with a script of replies (lines); its request log in
@@ -263,13 +215,13 @@ static void make_llm_run(const char *path)
     snprintf(line, sizeof line, "content=@%s/tests/fixtures/llm/good.txt\n", KEVO_SOURCE_DIR);
     int srv = start_llm("first", line, url, sizeof url);
     setenv("KEVO_LLM_API_KEY", KEY, 1);
-    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "3",
+    tu_result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "3",
                    "--generators", "template,llm", "--llm-url", url, "--llm-budget", "1", "--batch", "2", "--db",
                    path, "--quiet");
     unsetenv("KEVO_LLM_API_KEY");
     tu_fake_llm_stop(srv);
     expect_status(&r, 0, NULL);
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(tu_query_int(path, "SELECT count(*) FROM generations WHERE source IS NOT NULL"), 1);
 }
 
@@ -297,9 +249,9 @@ static void test_output(void **state)
     snprintf(spelled, sizeof spelled, "%s/./out.db", tmpdir);
     const char *targets[] = {db, spelled, hard, soft};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
-        result r = RUN("report", "--db", db, "--svg", targets[i]);
+        tu_result r = RUN("report", "--db", db, "--svg", targets[i]);
         expect_usage(&r, "that this command reads: kevo never writes over its input");
-        result_release(&r);
+        tu_result_release(&r);
         file_sha(db, now);
         assert_string_equal(now, sha);
     }
@@ -312,17 +264,17 @@ static void test_output(void **state)
     if (access(wal, F_OK) == 0) {
         char walsha[65], walnow[65];
         file_sha(wal, walsha);
-        result r = RUN("report", "--db", db, "--svg", wal);
+        tu_result r = RUN("report", "--db", db, "--svg", wal);
         expect_usage(&r, "-wal' that this command reads");
-        result_release(&r);
+        tu_result_release(&r);
         file_sha(wal, walnow);
         assert_string_equal(walnow, walsha);
     }
     kevo_db_close(w);
     /* another file is written, and the DB read as before */
-    result r = RUN("report", "--db", db, "--svg", other);
+    tu_result r = RUN("report", "--db", db, "--svg", other);
     expect_status(&r, 0, "wrote");
-    result_release(&r);
+    tu_result_release(&r);
     /* kv_same_file: devices and inodes, never names */
     assert_true(kv_same_file(db, hard));
     assert_true(kv_same_file(db, soft));
@@ -340,7 +292,7 @@ static void test_output(void **state)
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1", "--shapes", shapes,
             "--db", shapes);
     expect_usage(&r, "is the --shapes file");
-    result_release(&r);
+    tu_result_release(&r);
     file_sha(shapes, now);
     assert_string_equal(now, sha);
     /* and onto a source of a template family it searches (--templates) */
@@ -365,7 +317,7 @@ static void test_output(void **state)
     file_sha(f, sha);
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--templates", dir, "--db", f);
     expect_usage(&r, "is a file of template family own_mma");
-    result_release(&r);
+    tu_result_release(&r);
     file_sha(f, now);
     assert_string_equal(now, sha);
 }
@@ -390,9 +342,9 @@ static void test_llmurl(void **state)
     raw_exec(db, sql);
     setenv("KEVO_LLM_API_KEY", KEY, 1);
     /* --resume without --llm-url: no LLM call at all, one line says so */
-    result r = RUN("tune", "--resume", "1", "--db", db, "--budget", "5", "--llm-budget", "2");
+    tu_result r = RUN("tune", "--resume", "1", "--db", db, "--budget", "5", "--llm-budget", "2");
     expect_status(&r, 0, "no --llm-url was given: this process makes no LLM call");
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(llm_requests("evil"), 0);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM generations"), 1);
     /* with --llm-url: that server, with the key; never the DB's */
@@ -400,7 +352,7 @@ static void test_llmurl(void **state)
     expect_status(&r, 0, NULL);
     assert_null(strstr(r.out, KEY));
     assert_null(strstr(r.err, KEY));
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(llm_requests("evil"), 0);
     assert_true(llm_requests("mine") >= 1);
     char hdr[PATH_MAX];
@@ -424,11 +376,11 @@ static void test_llmurl(void **state)
             "http://user:hunter2@127.0.0.1:9/v1", "--budget", "1", "--db", fresh);
     expect_usage(&r, "carries a user name or password");
     assert_null(strstr(r.err, "hunter2"));
-    result_release(&r);
+    tu_result_release(&r);
     assert_false(access(fresh, F_OK) == 0);
     r = RUN("tune", "--resume", "1", "--db", db, "--budget", "9", "--llm-url", "https://k:pw@example.com/v1");
     expect_usage(&r, "carries a user name or password");
-    result_release(&r);
+    tu_result_release(&r);
     assert_true(kevo_llm_url_check("http://127.0.0.1:8080/v1", NULL) == KEVO_OK);
     kevo_err err;
     assert_int_equal(kevo_llm_url_check("http://a@b/v1", &err), KEVO_ERR_ARG);
@@ -441,11 +393,11 @@ static void test_llmurl(void **state)
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", opts[i][0], opts[i][1], "--db", fresh);
         expect_usage(&r, "without --generators llm");
-        result_release(&r);
+        tu_result_release(&r);
         r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--generators", "template", "--budget", "1", opts[i][0],
                 opts[i][1], "--db", fresh);
         expect_usage(&r, "without --generators llm");
-        result_release(&r);
+        tu_result_release(&r);
     }
     assert_false(access(fresh, F_OK) == 0);
     char tpl[PATH_MAX];
@@ -453,7 +405,7 @@ static void test_llmurl(void **state)
     make_run(tpl, 1);
     r = RUN("tune", "--resume", "1", "--db", tpl, "--budget", "2", "--llm-url", "http://127.0.0.1:9/v1");
     expect_usage(&r, "searches without the LLM");
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(tu_query_int(tpl, "SELECT count(*) FROM candidates"), 1);
 
     /* generator options a DB holds that are not a JSON object: refused by name before anything runs */
@@ -461,7 +413,7 @@ static void test_llmurl(void **state)
     int before = tu_query_int(db, "SELECT count(*) FROM candidates");
     r = RUN("tune", "--resume", "1", "--db", db, "--budget", "11");
     expect_status(&r, 1, "the options of generator 'llm' of run 1");
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates"), before);
 }
 
@@ -535,13 +487,13 @@ static void test_admit(void **state)
         char *src = with_line(good, bad[i].line);
         tamper_source(db, src);
         long long rows = tu_query_int(db, "SELECT count(*) FROM candidates");
-        result r = RUN("tune", "--resume", "1", "--db", db, "--budget", "6");
+        tu_result r = RUN("tune", "--resume", "1", "--db", db, "--budget", "6");
         expect_status(&r, 1, "is refused as a fresh reply would be (rejected)");
         if (!strstr(r.err, bad[i].why))
             fail_msg("case %zu: want \"%s\" in: %s", i, bad[i].why, r.err);
         assert_null(strstr(r.err, "SECRET_TOKEN_7f3a"));
         assert_null(strstr(r.out, "SECRET_TOKEN_7f3a"));
-        result_release(&r);
+        tu_result_release(&r);
         assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates"), rows);
         assert_int_equal(tu_query_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
         /* the same admission as a function (what export calls) */
@@ -610,14 +562,14 @@ static void test_admit(void **state)
              "(2, 1, 'lce_mma', '%s', 'ok', 4.0, 0.4);",
              badp);
     raw_exec(warm, sql);
-    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+    tu_result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
                    "--warm-start", warm, "--db", fresh);
     expect_status(&r, 0, NULL);
     char want[600];
     snprintf(want, sizeof want, "warm start: lce_mma %s, winner of run 1", params);
     assert_non_null(strstr(r.out, want));
     assert_null(strstr(r.out, "winner of run 2")); /* BM=7 seeds nothing */
-    result_release(&r);
+    tu_result_release(&r);
     free(params);
     free(badp);
 }
@@ -796,9 +748,9 @@ static void test_escape(void **state)
                  "(1, 6, 'lce_mma', '{\"a\":5}', 'x' || char(27) || '[2J' || char(1) || cast(x'ff' as text), NULL,"
                  " NULL),"
                  "(1, 7, 'lce_mma', '{\"a\":6}', ']]><!-- &bogus; ' || char(65534), NULL, NULL)");
-    result r = RUN("report", "--db", db, "--svg", svg);
+    tu_result r = RUN("report", "--db", db, "--svg", svg);
     expect_status(&r, 0, "wrote");
-    result_release(&r);
+    tu_result_release(&r);
     size_t len = 0;
     char *doc = slurp(svg, &len);
     kv_buf names;
@@ -817,7 +769,7 @@ static void test_escape(void **state)
     for (const unsigned char *p = (const unsigned char *)r.out; *p; p++)
         if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
             fail_msg("report holds byte 0x%02x:\n%s", *p, r.out);
-    result_release(&r);
+    tu_result_release(&r);
 }
 
 /* ---- 6. one run, one writer ---- */
@@ -854,10 +806,10 @@ static void test_writer(void **state)
     /* under an MPI launcher without --mpi: a warning that the N processes make N runs */
     char db2[PATH_MAX];
     path_in(db2, sizeof db2, "mpi.db");
-    result r = RUN_ENV("OMPI_COMM_WORLD_SIZE=3", "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma",
+    tu_result r = RUN_ENV("OMPI_COMM_WORLD_SIZE=3", "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma",
                        "--budget", "1", "--db", db2, "--quiet");
     expect_status(&r, 0, "this makes 3 independent runs");
-    result_release(&r);
+    tu_result_release(&r);
 
     /* past the file size limit (SIGXFSZ): the run is interrupted, the command to resume it printed */
     char db3[PATH_MAX];
@@ -867,11 +819,11 @@ static void test_writer(void **state)
                                             "--budget", "12", "--jobs", "2", "--db", db3, "--quiet", NULL});
     expect_status(&r, 128 + SIGXFSZ, "interrupted by SIGXFSZ");
     assert_non_null(strstr(r.err, "continue it with: kevo tune --resume 1 --db"));
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(tu_query_int(db3, "SELECT status = 'interrupted' FROM runs WHERE id = 1"), 1);
     r = RUN("tune", "--resume", "1", "--db", db3, "--quiet");
     expect_status(&r, 0, NULL);
-    result_release(&r);
+    tu_result_release(&r);
     assert_int_equal(tu_query_int(db3, "SELECT status = 'done' FROM runs WHERE id = 1"), 1);
 
     /* SIGHUP (a closed terminal): the same */
@@ -904,9 +856,9 @@ static void test_folders(void **state)
     snprintf(fifo, sizeof fifo, "%s/evil.json", dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     double t0 = kv_now();
-    result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--templates", dir, "--db", db);
+    tu_result r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--templates", dir, "--db", db);
     expect_status(&r, 1, "is not a regular file (a FIFO)");
-    result_release(&r);
+    tu_result_release(&r);
     assert_true(kv_now() - t0 < 30);
     assert_false(access(db, F_OK) == 0);
     unlink(fifo);
@@ -914,7 +866,7 @@ static void test_folders(void **state)
     assert_int_equal(symlink("/dev/zero", fifo), 0);
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--templates", dir, "--db", db);
     expect_status(&r, 1, "is not a regular file (a device)");
-    result_release(&r);
+    tu_result_release(&r);
     unlink(fifo);
     char json[PATH_MAX + 32], cu[PATH_MAX + 32];
     char *text = tu_read_src("templates/lce_mma.json");
@@ -934,7 +886,7 @@ static void test_folders(void **state)
     t0 = kv_now();
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--templates", dir, "--db", db);
     expect_status(&r, 1, "evil.cu' is not a regular file (a FIFO)");
-    result_release(&r);
+    tu_result_release(&r);
     assert_true(kv_now() - t0 < 30);
     assert_false(access(db, F_OK) == 0);
 
@@ -950,14 +902,14 @@ static void test_folders(void **state)
             "http://127.0.0.1:9/v1", "--prompts", pr, "--db", db);
     expect_status(&r, 1, "system.md");
     assert_null(strstr(r.out, "compiled"));
-    result_release(&r);
+    tu_result_release(&r);
     assert_false(access(db, F_OK) == 0);
     snprintf(path, sizeof path, "%s/system.md", pr);
     tu_write_text(path, "You write CUDA.\n");
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--generators", "llm", "--llm-url",
             "http://127.0.0.1:9/v1", "--prompts", pr, "--db", db);
     expect_status(&r, 1, "ops/ikbo_lce.md");
-    result_release(&r);
+    tu_result_release(&r);
     assert_false(access(db, F_OK) == 0);
     /* and system.md a FIFO: refused at once, not waited on */
     unlink(path);
@@ -966,7 +918,7 @@ static void test_folders(void **state)
     r = RUN("tune", "--op", "ikbo_lce", "--compile-only", "--budget", "1", "--generators", "llm", "--llm-url",
             "http://127.0.0.1:9/v1", "--prompts", pr, "--db", db);
     expect_status(&r, 1, "is not a regular file (a FIFO)");
-    result_release(&r);
+    tu_result_release(&r);
     assert_true(kv_now() - t0 < 30);
 }
 
@@ -1013,10 +965,10 @@ static void test_usage(void **state)
         {{"tune", "--op", "ikbo_lce", "--policy", "nope", "--db", none}, "unknown policy 'nope'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        result r = run_kevo_with(NULL, 0, cases[i].args);
+        tu_result r = run_kevo_with(NULL, 0, cases[i].args);
         if (r.status != 2 || !strstr(r.err, cases[i].why))
             fail_msg("case %zu: exit %d, want 2 with \"%s\"\n%s%s", i, r.status, cases[i].why, r.out, r.err);
-        result_release(&r);
+        tu_result_release(&r);
     }
     file_sha(db, now);
     assert_string_equal(now, sha);
@@ -1032,7 +984,7 @@ static void test_usage(void **state)
                    "status = 'ok')");
     const char *modes[][2] = {{"--policy", "greedy"}, {"--model", NULL}};
     for (int m = 0; m < 2; m++) {
-        result r = modes[m][1] ? RUN("replay", "--db", land, modes[m][0], modes[m][1], "--seeds", "2", "--format",
+        tu_result r = modes[m][1] ? RUN("replay", "--db", land, modes[m][0], modes[m][1], "--seeds", "2", "--format",
                                      "json")
                                : RUN("replay", "--db", land, modes[m][0], "--format", "json");
         if (r.status == 0) {
@@ -1045,7 +997,7 @@ static void test_usage(void **state)
         } else {
             expect_status(&r, 1, NULL); /* refused: a failure, never a number JSON cannot hold */
         }
-        result_release(&r);
+        tu_result_release(&r);
     }
 
     /* a GPU run resumed on a machine without a GPU: refused before anything is written */
@@ -1055,9 +1007,9 @@ static void test_usage(void **state)
         copy_file(db, gpu);
         raw_exec(gpu, "UPDATE runs SET compile_only = 0, status = 'interrupted'");
         file_sha(gpu, sha);
-        result r = RUN("tune", "--resume", "1", "--db", gpu, "--budget", "3");
+        tu_result r = RUN("tune", "--resume", "1", "--db", gpu, "--budget", "3");
         expect_status(&r, 1, "run 1 was timed on a GPU");
-        result_release(&r);
+        tu_result_release(&r);
         file_sha(gpu, now);
         assert_string_equal(now, sha);
         snprintf(wal, sizeof wal, "%s-wal", gpu);
@@ -1088,9 +1040,9 @@ static void test_usage(void **state)
     char *templates = strstr(cl, "[--templates DIR]");
     assert_true(templates && (!end || templates < end));
     free(readme);
-    result r = RUN("tune", "--help");
+    tu_result r = RUN("tune", "--help");
     expect_status(&r, 0, "--templates DIR");
-    result_release(&r);
+    tu_result_release(&r);
 }
 
 /* ---- the cases: one per ctest test, named by argv[1] (all without one) ---- */

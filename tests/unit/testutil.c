@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -305,12 +306,14 @@ int tu_run(const char *log, char **out, char *const args[])
     return rc;
 }
 
-int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_nobody, const char *const *args)
+/* tu_run_files with how's additions. */
+static int tu_exec(const char *dir, const char *outp, const char *errp, const tu_run_how *how,
+                   const char *const *args)
 {
-    char *argv[32];
+    char *argv[40];
     int n = 0;
     argv[n++] = (char *)KEVO_BINARY;
-    for (; args[n - 1] && n < 31; n++)
+    for (; args[n - 1] && n < 39; n++)
         argv[n] = (char *)args[n - 1];
     argv[n] = NULL;
     fflush(NULL);
@@ -325,12 +328,48 @@ int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_no
         dup2(fi, 0);
         dup2(fo, 1);
         dup2(fe, 2);
-        if (as_nobody && geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+        if (how->default_signals)
+            for (int s = 1; s < 32; s++)
+                if (s != SIGKILL && s != SIGSTOP)
+                    signal(s, SIG_DFL);
+        if (how->env)
+            putenv((char *)how->env);
+        if (how->fsize) {
+            struct rlimit rl = {how->fsize, how->fsize};
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
+        if (how->as_nobody && geteuid() == 0 &&
+            (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
             _exit(126);
         execv(KEVO_BINARY, argv);
         _exit(127);
     }
     return tu_wait(pid);
+}
+
+int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_nobody, const char *const *args)
+{
+    tu_run_how how = {.as_nobody = as_nobody};
+    return tu_exec(dir, outp, errp, &how, args);
+}
+
+tu_result tu_run_in(const char *dir, const tu_run_how *how, const char *const *args)
+{
+    static const tu_run_how none;
+    char outp[PATH_MAX], errp[PATH_MAX];
+    snprintf(outp, sizeof outp, "%s/.stdout", dir);
+    snprintf(errp, sizeof errp, "%s/.stderr", dir);
+    tu_result r = {tu_exec(dir, outp, errp, how ? how : &none, args), NULL, NULL};
+    r.out = tu_read_text(outp);
+    r.err = tu_read_text(errp);
+    return r;
+}
+
+void tu_result_release(tu_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
 }
 
 char *tu_graph_dump(const char *db)

@@ -101,6 +101,27 @@ int tu_run(const char *log, char **out, char *const args[]);
  * permissions).  Returns its exit status (128 + signal). */
 int tu_run_files(const char *dir, const char *outp, const char *errp, bool as_nobody, const char *const *args);
 
+/* How tu_run_in runs kevo. */
+typedef struct tu_run_how {
+    bool as_nobody;        /* as tu_run_files */
+    const char *env;       /* NAME=VALUE added to its environment, or NULL */
+    unsigned long fsize;   /* RLIMIT_FSIZE in bytes (0: none) */
+    bool default_signals;  /* every catchable signal at its default (not this process's dispositions) */
+} tu_run_how;
+
+/* A kevo run's exit status (128 + signal) and what it printed. */
+typedef struct tu_result {
+    int status;
+    char *out, *err; /* owned; "" when nothing could be read */
+} tu_result;
+
+/* Run kevo with args (NULL-terminated, without argv[0]) in dir as tu_run_files
+ * does, with how's additions (NULL: none); stdout and stderr go through
+ * dir/.stdout and dir/.stderr into the result.  Release it with
+ * tu_result_release. */
+tu_result tu_run_in(const char *dir, const tu_run_how *how, const char *const *args);
+void tu_result_release(tu_result *r);
+
 /* A run's graph as text, for comparing two runs: every candidate (seq,
  * family, params, status, failure) and every edge, in order.  Caller frees. */
 char *tu_graph_dump(const char *db);
