@@ -438,8 +438,37 @@ static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_er
     return KEVO_OK;
 }
 
-/* The template text: each "include" (headers beside the space file that
- * families share), then the source, each behind a #line marker so compiler
+/* Whether name is an include a space file may give: a file beside it or one
+ * subfolder down ("sm90/ring.cuh"), each part [A-Za-z0-9_][A-Za-z0-9_.-]*,
+ * no "..", at most 200 bytes.  A template folder is untrusted input: nothing
+ * may reach above it. */
+static bool sp_include_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 200)
+        return false;
+    int slashes = 0;
+    bool part_start = true;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        bool word = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        if (ch == '/') {
+            if (part_start || ++slashes > 1)
+                return false; /* an empty part, or a second folder */
+            part_start = true;
+            continue;
+        }
+        if (!word && !(!part_start && (ch == '.' || ch == '-')))
+            return false; /* each part starts with a letter, digit or '_' */
+        if (ch == '.' && name[i + 1] == '.')
+            return false;
+        part_start = false;
+    }
+    return !part_start; /* no trailing '/' */
+}
+
+/* The template text: each "include" (headers beside the space file, or one
+ * subfolder down, that families share), then the source, each behind a #line marker so compiler
  * messages name the right file.  The rendered text stays self-contained: the
  * compile cache key covers everything NVRTC sees. */
 static kevo_status sp_read_sources(kevo_space *s, const cJSON *root, const char *dir, const char *source,
@@ -457,8 +486,9 @@ static kevo_status sp_read_sources(kevo_space *s, const cJSON *root, const char 
         if (i < ninc) {
             const cJSON *it = cJSON_GetArrayItem(inc, i);
             name = cJSON_IsString(it) ? it->valuestring : NULL;
-            if (!name || !*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 200) {
-                st = kevo_err_set(err, KEVO_ERR_PARSE, "'%s': include %d must name a file beside the space file",
+            if (!name || !sp_include_name_ok(name)) {
+                st = kevo_err_set(err, KEVO_ERR_PARSE,
+                                  "'%s': include %d must name a file beside the space file or one folder down",
                                   s->path, i);
                 break;
             }

@@ -25,8 +25,9 @@
  *          TMA descriptors the evaluator encodes into the op's arguments;
  *          swizzle (bytes) is 0, 32, 64 or 128, given as an integer or an
  *          expression ("BN % 64 ? 64 : 128") checked when the plan is made
- *   include: ["hopper.cuh", ...]   headers beside the space file, inlined
- *          ahead of the source in order
+ *   include: ["hopper.cuh", "sm90/ring.cuh", ...]   headers beside the
+ *          space file or one folder down (each part [A-Za-z0-9_][A-Za-z0-9_.-]*,
+ *          no ".."), inlined ahead of the source in order
  *   prelude: ["cuda/ptx", ...]   system headers the rendered source begins
  *          with ("#include <name>" lines, before the params' #defines, so
  *          they may not depend on them); a compile pool parses them once

@@ -1305,6 +1305,46 @@ static void test_include_and_entry(void **state)
     unlink(path);
 }
 
+/* An include may name a file one folder down ("sm90/ring.cuh"); its #line
+ * marker keeps the name.  Deeper paths, "..", hidden or empty parts and odd
+ * characters are refused as a name outside the folder is. */
+static void test_include_subfolder(void **state)
+{
+    (void)state;
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/sm90", tmpdir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    write_text(sub, "ring.cuh", "#define RING 1\n");
+    kevo_space *s;
+    kevo_err err;
+    assert_int_equal(load_text("sub.json", SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": [\"sm90/ring.cuh\"]}", &s, &err),
+                     KEVO_OK);
+    assert_string_equal(s->source, "#line 1 \"sm90/ring.cuh\"\n#define RING 1\n\n"
+                                   "#line 1 \"dummy.cu\"\nextern \"C\" __global__ void k() {}\n\n");
+    kevo_space_free(s);
+    char long_name[260];
+    memset(long_name, 'a', 201);
+    memcpy(long_name + 201, ".cuh", 5);
+    const char *bad[] = {"../x.cuh",       "/etc/passwd",    "sm90/../x.cuh", "sm90/x/y.cuh", ".hidden",
+                         "sm90/.ring.cuh", "sm90//ring.cuh", "sm90/",         "/ring.cuh",    "sm90:ring.cuh",
+                         "sm90/ring..cuh", "-x.cuh",         "sm90/-x.cuh",   "a b.cuh",      long_name};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        char text[1024];
+        snprintf(text, sizeof text, SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": [\"%s\"]}", bad[i]);
+        expect_load_error(text, KEVO_ERR_PARSE, "include 0 must name a file beside the space file or one folder down");
+    }
+    /* a FIFO one folder down is not read (it would block) */
+    char fifo[PATH_MAX + 32];
+    snprintf(fifo, sizeof fifo, "%s/fifo.cuh", sub);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    expect_load_error(SP_HEAD SP_PARAMS SP_LAUNCH ", \"include\": [\"sm90/fifo.cuh\"]}", KEVO_ERR_IO, "fifo.cuh");
+    unlink(fifo);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/ring.cuh", sub);
+    unlink(path);
+    rmdir(sub);
+}
+
 static void test_malformed(void **state)
 {
     (void)state;
@@ -1798,6 +1838,7 @@ int main(void)
         cmocka_unit_test(test_space_text_clean),
         cmocka_unit_test(test_point_space),
         cmocka_unit_test(test_include_and_entry),
+        cmocka_unit_test(test_include_subfolder),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_default_not_integer),
