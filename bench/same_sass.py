@@ -3,7 +3,9 @@
 trees (OLD_HOME, NEW_HOME: folders holding templates/, kernels/, prompts/) and
 say whether each cubin is byte-identical (same SASS) and the registers.
   same_sass.py OLD_HOME NEW_HOME 'SHAPE|P=V,P=V,...' ...
-Runs `build/kevo tune --compile-only` on this machine (no GPU)."""
+Runs `build/kevo tune --compile-only` on this machine (no GPU).  With
+NVDISASM=/path/to/nvdisasm it also counts the instructions less the NOPs that
+pad each function to 128 bytes (the .text sizes include them)."""
 import os, sqlite3, struct, subprocess, sys, tempfile
 
 
@@ -28,6 +30,19 @@ def compile_one(home, shape, params, db):
                     "order by c.id desc limit 1").fetchone()
     return row
 
+def real_instr(cubin, d):
+    """Instructions of the cubin's code, NOPs left out (NVDISASM set), else None."""
+    tool = os.environ.get("NVDISASM")
+    if not tool:
+        return None
+    path = f"{d}/c.cubin"
+    with open(path, "wb") as f:
+        f.write(cubin)
+    out = subprocess.run([tool, "-c", path], check=True, capture_output=True, text=True).stdout
+    return sum(1 for l in out.splitlines() if l.lstrip().startswith("/*") and "*/" in l and " NOP" not in l
+               and l.lstrip()[2:6].isalnum())
+
+
 old, new = sys.argv[1], sys.argv[2]
 with tempfile.TemporaryDirectory() as d:
     for i, arg in enumerate(sys.argv[3:]):
@@ -38,4 +53,6 @@ with tempfile.TemporaryDirectory() as d:
         texts = sorted(k for k in sa if k.startswith(".text."))
         same = all(sa[k] == sb.get(k) for k in texts) and texts == sorted(k for k in sb if k.startswith(".text."))
         sizes = " ".join(f"{k[6:]}={len(sa[k]) // 16}/{len(sb.get(k, b'')) // 16}" for k in texts)
-        print(f"{'SAME' if same else 'DIFF'} SASS (.text) regs {a[1]}/{b[1]} instr {sizes}  {shape} {b[2]}")
+        ra, rb = real_instr(a[0], d), real_instr(b[0], d)
+        real = f" no-NOP {ra}/{rb}" if ra is not None else ""
+        print(f"{'SAME' if same else 'DIFF'} SASS (.text) regs {a[1]}/{b[1]} instr {sizes}{real}  {shape} {b[2]}")
