@@ -85,9 +85,13 @@ static void fz_store(char **f, bool plain, int64_t *run)
     snprintf(r.status, sizeof r.status, "%s", S(7));
     snprintf(r.stop_reason, sizeof r.stop_reason, "%s", S(8));
     kevo_err err;
-    /* the run's generator: its generated families are drawn as squares, its name (the input's) in the legend */
-    kevo_run_gen_row fz_gen = {.options = "{}"};
-    snprintf(fz_gen.name, sizeof fz_gen.name, "%s", plain ? "llm" : (f[0][0] ? f[0] : "g"));
+    /* the run's generator: its generated families are drawn as squares, its name (the input's) in the legend;
+       run B's is "llm", and its families are "llm_<hex>" exactly where A's belong to A's generator */
+    kevo_run_gen_row a_gen = {.options = "{}"};
+    snprintf(a_gen.name, sizeof a_gen.name, "%s", f[0][0] ? f[0] : "g");
+    kevo_run_gen_row fz_gen = a_gen;
+    if (plain)
+        snprintf(fz_gen.name, sizeof fz_gen.name, "%s", "llm");
     if (kevo_db_run_insert(db, &r, &err) != KEVO_OK || kevo_db_run_generators_put(db, r.id, &fz_gen, 1, &err))
         abort();
     *run = r.id;
@@ -99,9 +103,9 @@ static void fz_store(char **f, bool plain, int64_t *run)
         row.run_id = r.id;
         row.seq = k + 1;
         snprintf(row.family, sizeof row.family, "%s", c[0]);
-        if (plain) /* the generator a family names (an LLM candidate is drawn as a square) is kept */
+        if (plain) /* whether A's generator made it (a square) is kept: decided on A's family and generator */
             snprintf(row.family, sizeof row.family, "%s",
-                     strcmp(kevo_report_generator(row.family, &fz_gen, 1), "llm") == 0 ? "llm_000000000000" : x);
+                     strcmp(kevo_report_generator(row.family, &a_gen, 1), "template") != 0 ? "llm_000000000000" : x);
         kv_buf pj; /* (family, params) is unique in a run: the candidate's number after the text */
         kv_buf_init(&pj);
         kv_buf_printf(&pj, "%s%d", plain ? x : c[1], k);
