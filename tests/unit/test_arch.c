@@ -14,21 +14,37 @@
 #include "search/model.h"
 #include "templates/space.h"
 
+/* A known arch's limits; an unknown one (any other spelling too) is
+ * NOT_FOUND naming the known ones, with *lim untouched. */
 static void test_limits(void **state)
 {
     (void)state;
     kevo_limits lim;
     kevo_err err;
+    kevo_err_clear(&err);
     assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
     assert_int_equal(lim.sm, 90);
     assert_int_equal(lim.num_sms, 132);
     assert_int_equal(lim.max_smem, 232448);
     assert_int_equal(lim.max_regs, 255);
     assert_int_equal(kevo_limits_for_arch("sm_80", &lim, &err), KEVO_OK);
+    assert_int_equal(lim.sm, 80);
     assert_int_equal(lim.num_sms, 108);
+    assert_int_equal(lim.max_smem, 166912);
     assert_int_equal(kevo_limits_for_arch("sm_75", &lim, &err), KEVO_ERR_NOT_FOUND);
     assert_non_null(strstr(err.msg, "sm_100a"));
     assert_int_equal(kevo_arch_count(), 6);
+
+    memset(&lim, 0x77, sizeof lim);
+    kevo_limits before = lim;
+    assert_int_equal(kevo_limits_for_arch("sm_99", &lim, &err), KEVO_ERR_NOT_FOUND);
+    assert_memory_equal(&lim, &before, sizeof lim); /* untouched */
+    assert_int_equal(err.status, KEVO_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "'sm_99'"));
+    assert_non_null(strstr(err.msg, "sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a"));
+    assert_int_equal(kevo_limits_for_arch("", &lim, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_limits_for_arch("SM_90A", &lim, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_limits_for_arch("sm_90ab", &lim, NULL), KEVO_ERR_NOT_FOUND);
 }
 
 /* The model's rates: A100 below sm_90, H100 SXM at sm_90, B200 from sm_100. */

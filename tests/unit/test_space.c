@@ -202,35 +202,7 @@ static void test_load_lce_wgmma(void **state)
     kevo_space_free(s);
 }
 
-/* ---- limits ---- */
-
-static void test_limits(void **state)
-{
-    (void)state;
-    kevo_limits lim;
-    kevo_err err;
-    kevo_err_clear(&err);
-    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
-    assert_int_equal(lim.sm, 90);
-    assert_int_equal(lim.num_sms, 132);
-    assert_int_equal(lim.max_smem, 232448);
-    assert_int_equal(lim.max_regs, 255);
-    assert_int_equal(kevo_limits_for_arch("sm_80", &lim, &err), KEVO_OK);
-    assert_int_equal(lim.sm, 80);
-    assert_int_equal(lim.num_sms, 108);
-    assert_int_equal(lim.max_smem, 166912);
-
-    memset(&lim, 0x77, sizeof lim);
-    kevo_limits before = lim;
-    assert_int_equal(kevo_limits_for_arch("sm_99", &lim, &err), KEVO_ERR_NOT_FOUND);
-    assert_memory_equal(&lim, &before, sizeof lim); /* untouched */
-    assert_int_equal(err.status, KEVO_ERR_NOT_FOUND);
-    assert_non_null(strstr(err.msg, "'sm_99'"));
-    assert_non_null(strstr(err.msg, "sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100a"));
-    assert_int_equal(kevo_limits_for_arch("", &lim, &err), KEVO_ERR_NOT_FOUND);
-    assert_int_equal(kevo_limits_for_arch("SM_90A", &lim, &err), KEVO_ERR_NOT_FOUND);
-    assert_int_equal(kevo_limits_for_arch("sm_90ab", &lim, NULL), KEVO_ERR_NOT_FOUND);
-}
+/* ---- arch lists (the limits themselves: test_arch) ---- */
 
 /* An --arch list: names known, none empty or twice, in the order given. */
 static void test_arch_list(void **state)
@@ -1821,7 +1793,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_lce_mma),
         cmocka_unit_test(test_load_lce_wgmma),
-        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_arch_list),
         cmocka_unit_test(test_arch_runs_on),
         cmocka_unit_test(test_supports),
