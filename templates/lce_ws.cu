@@ -60,6 +60,14 @@
 //     No part waits for another (stream-K's fix-up by the last arrival, not
 //     by a designated owner).
 //
+// The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
+// producer's producer_schedule and producer_load; the consumers'
+// consumer_start, consumer_compute, then consumer_stash_user (a user tile) or
+// consumer_split and consumer_finish (a candidate tile); ws_teardown.  The
+// mechanism lives in shared headers: sm90/ring.cuh (the stage ring:
+// acquire/commit, wait/release) and sm90/tma.cuh (box loads, multicast,
+// stores).
+//
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
 // [U][tiles_n][tiles_m][CLUSTER] int | SPLITK > 1: the split tiles' arrival
@@ -117,6 +125,12 @@
 
 #ifndef KEVO_HOPPER_CUH
 #include "hopper.cuh" // kevo inlines it ahead of this file (space "include")
+#endif
+#ifndef KEVO_SM90_RING_CUH
+#include "sm90/ring.cuh" // the stage ring: acquire/commit, wait/release
+#endif
+#ifndef KEVO_SM90_TMA_CUH
+#include "sm90/tma.cuh" // TMA loads (multicast) and stores
 #endif
 #include <cuda/atomic>
 
@@ -249,7 +263,7 @@ constexpr int UBLOCK = 128 * UVECS;    // vectors per warp group's 64 x BN block
 
 // Shared memory, from a 1024-byte aligned base (the plan asks 1 KiB extra).
 struct alignas(8) ws_ctl {
-    unsigned long long full[STAGES], empty[STAGES]; // ring
+    ring_bars<STAGES> ring;                         // the stages' full and empty barriers
     unsigned long long qfull[QN], qempty[QN];       // work queue
     int q_item[QN], q_pos[QN];                      // item id (-1: no more), its first ring position
 };
@@ -425,18 +439,6 @@ __device__ __forceinline__ bool split_arrive(unsigned long long *ctr, unsigned s
     return (unsigned)next == (unsigned)SPLITK;
 }
 
-// Arrive on barrier `bar` of every CTA in the cluster (the ring's empty
-// slots: a multicast may write only once both CTAs have released the slot).
-__device__ __forceinline__ void arrive_all_ranks(unsigned long long *bar)
-{
-    if constexpr (CLUSTER == 1) {
-        cuda::ptx::mbarrier_arrive(reinterpret_cast<uint64_t *>(bar));
-    } else {
-#pragma unroll
-        for (unsigned r = 0; r < CLUSTER; ++r)
-            mbar_arrive_remote(cluster_smem_addr(bar, r));
-    }
-}
 // Arrive on the leader CTA's copy of a queue barrier (the entry is read).
 __device__ __forceinline__ void arrive_leader(unsigned long long *bar)
 {
@@ -473,6 +475,22 @@ __device__ __forceinline__ void queue_push(ws_ctl *ctl, int i, int item, int pos
     }
 }
 
+// Queue entry i as its readers see it: the item (-1: no more) and its first
+// ring position.  queue_pop waits for it; queue_done hands the slot back.
+struct ws_entry {
+    int item, p0;
+};
+__device__ __forceinline__ ws_entry queue_pop(ws_ctl *ctl, int i)
+{
+    const int slot = i % QN;
+    queue_wait(&ctl->qfull[slot], (i / QN) & 1);
+    return ws_entry{ctl->q_item[slot], ctl->q_pos[slot]};
+}
+__device__ __forceinline__ void queue_done(ws_ctl *ctl, int i)
+{
+    arrive_leader(&ctl->qempty[i % QN]);
+}
+
 // Claim counter: (launch_seq << 32) | next ticket.  The first claimant of a
 // run replaces a stale value (earlier run, poison) by (seq << 32).
 __device__ __forceinline__ void sched_start(unsigned long long *ctr, unsigned seq)
@@ -489,24 +507,32 @@ __device__ __forceinline__ int sched_claim(unsigned long long *ctr)
     return (int)(unsigned)atomicAdd(ctr, 1ull);
 }
 
-template <int PHASE>
-__device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
+// ---- the kernel's steps ----
+
+// This CTA's shared memory: the ring's stages, the consumers' staging
+// buffers and the control block (ring and queue barriers, queue entries).
+struct ws_smem {
+    unsigned char *stages;  // STAGES * STAGE_BYTES, 1024-byte aligned (the swizzle atoms)
+    unsigned char *staging; // SBUF output boxes per consumer warp group
+    ws_ctl *ctl;
+};
+
+// Setup: carve the dynamic shared memory from a 1024-byte aligned base.
+__device__ __forceinline__ ws_smem ws_carve()
 {
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     unsigned char *smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
-    ws_ctl *ctl = reinterpret_cast<ws_ctl *>(smem + SMEM_CTL);
-    unsigned char *staging = smem + STAGES * STAGE_BYTES;
+    return ws_smem{smem, smem + STAGES * STAGE_BYTES, reinterpret_cast<ws_ctl *>(smem + SMEM_CTL)};
+}
 
-    const unsigned rank = CLUSTER > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
-    const ws_geom g = ws_geometry<PHASE>(a);
-    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-
+// Setup: one thread initializes the ring and the work queue; the whole
+// cluster waits until every CTA's barriers exist.
+__device__ __forceinline__ void ws_setup(const ws_smem &sm)
+{
+    ws_ctl *ctl = sm.ctl;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->full[s]), 1);
-            cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->empty[s]), ITEM_WARPS * CLUSTER);
-        }
+        ring_init(ctl->ring, ITEM_WARPS * CLUSTER); // a slot is read by an item's consumer warps, in every CTA
         for (int i = 0; i < QN; ++i) {
             cuda::ptx::mbarrier_init(reinterpret_cast<uint64_t *>(&ctl->qfull[i]), 1);
             // readers of an entry: its consumer warps and the producer, in every CTA
@@ -520,406 +546,508 @@ __device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
     } else {
         __syncthreads();
     }
+}
 
-    if (wg == 0) {
-        // ---- producer ----
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (tid == 0) {
-            unsigned long long *ctr = reinterpret_cast<unsigned long long *>(
-                static_cast<char *>(a.workspace) + ws_sched_offset(a, g) + 8 * PHASE);
-            int next = 0, pos = 0, pushed = 0;
-            if (rank == 0) {
-                sched_start(ctr, (unsigned)a.launch_seq);
-                next = sched_claim(ctr);
-            }
-            for (int i = 0;; ++i) {
-                if (rank == 0 && i == pushed) {
-                    // publish the claimed item; claim the following one now so
-                    // the atomic's latency hides behind this item's loads
-                    const int item = next < g.count ? g.lo + next : -1;
-                    queue_push(ctl, pushed++, item, pos);
-                    if (item >= 0) {
-                        pos += ws_decode(a, g, item, 0).kt;
-                        next = sched_claim(ctr);
-                    } else if (PINGPONG) {
-                        queue_push(ctl, pushed++, -1, pos); // the other consumer's end
-                    }
-                }
-                const int slot = i % QN;
-                queue_wait(&ctl->qfull[slot], (i / QN) & 1);
-                const int item = ctl->q_item[slot], p0 = ctl->q_pos[slot];
-                arrive_leader(&ctl->qempty[slot]);
-                if (item < 0)
-                    break;
-                const ws_item it = ws_decode(a, g, item, rank);
-                const void *tm_w = it.user ? (const void *)&a.tm_w_user : (const void *)&a.tm_w_cand;
-                const void *tm_e = it.user ? (const void *)&a.tm_e_user : (const void *)&a.tm_e_cand;
-                for (int k = 0; k < it.kt; ++k) {
-                    const int p = p0 + k, s = p % STAGES;
-                    mbar_wait(&ctl->empty[s], ((p / STAGES) & 1) ^ 1);
-                    uint64_t *bar = reinterpret_cast<uint64_t *>(&ctl->full[s]);
-                    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                         cuda::ptx::space_shared, bar, STAGE_BYTES);
-                    unsigned char *as = smem + s * STAGE_BYTES;
-                    unsigned char *bs = as + W_BYTES;
-#pragma unroll
-                    for (int h = 0; h < W_BOXES; ++h) {
-                        if constexpr (TRANS && CLUSTER > 1) {
-                            // both CTAs compute columns of the same (b, rows of M): each loads
-                            // its share of W's rows for both (whole 8-row swizzle atoms)
-                            const int r0 = (int)rank * W_LOAD_ROWS;
-                            const int32_t ca[2] = {(it.k0 + k) * BK + 64 * h, it.m0 + r0};
-                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            as + h * W_BOX_BYTES + r0 * 128, tm_w, ca, bar,
-                                                            (uint16_t)((1u << CLUSTER) - 1));
-                        } else {
-                            const int32_t ca[2] = {(it.k0 + k) * BK + 64 * h, it.m0};
-                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            as + h * W_BOX_BYTES, tm_w, ca, bar);
-                        }
-                    }
-#pragma unroll
-                    for (int j = 0; j < E_BOXES; ++j) {
-                        const int32_t cb[3] = {it.n0 + E_COLS * j, (it.k0 + k) * BK, it.bb};
-                        if constexpr (CLUSTER == 1 || TRANS) {
-                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            bs + j * (BK * E_ROW), tm_e, cb, bar);
-                        } else if (j % CLUSTER == (int)rank) {
-                            // both CTAs compute rows of the same (b, columns): one load, two copies
-                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                            bs + j * (BK * E_ROW), tm_e, cb, bar,
-                                                            (uint16_t)((1u << CLUSTER) - 1));
-                        }
-                    }
-                }
-            }
-        }
-    } else {
-        // ---- consumers ----
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        const int c = wg - 1, warp = tid / 32, lane = tid % 32;
-        const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-        // this warp group's 64 accumulator rows: 64 rows of each W box, or
-        // (TRANS=1) the E box of its 64 columns of N
-        const unsigned a_off = PINGPONG || TRANS ? 0u : (unsigned)c * 64 * 128;
-        const unsigned e_off = PINGPONG || !TRANS ? 0u : (unsigned)c * BK * E_ROW;
-        const int seq = a.launch_seq;
-        float acc[NACC];
-#if URES
-        uint4 pre[UVECS]; // this tile's user_res, storage dtype, fragment order
-#pragma unroll
-        for (int i = 0; i < NACC; ++i)
-            acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
-#endif
-        int boxes = 0; // staged boxes so far (cycles through the warp group's SBUF staging buffers)
-        for (int i = PINGPONG ? c : 0;; i += PINGPONG ? 2 : 1) {
-            const int slot = i % QN;
-            queue_wait(&ctl->qfull[slot], (i / QN) & 1);
-            const int item = ctl->q_item[slot], p0 = ctl->q_pos[slot];
-            __syncwarp();
-            if (lane == 0)
-                arrive_leader(&ctl->qempty[slot]);
-            if (item < 0)
-                break;
-            const ws_item it = ws_decode(a, g, item, rank);
-            const int M = a.M, N = a.N;
-            // this warp group's first accumulator row: a row of M, or (TRANS=1) a column of N
-            const int row0 = (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : c * 64);
-            const int fr = warp * 16 + (lane >> 2), fc = 2 * (lane & 3); // fragment row / column
-
-            // ---- accumulators: 0 for a user tile; user_res[cand_to_user[b]] for a
-            // candidate tile, so the broadcast-add costs no epilogue loads: all
-            // the float2 loads are in flight at once, under the other warp
-            // group's MMAs (ping-pong) or the producer's first loads.  One
-            // predicated path defines them (no branch): ptxas serializes the
-            // wgmmas when accumulators merge from two paths (C7515). ----
-            // (a split tile's partial parts start from zero: its main part adds user_res)
-            const bool first = !it.user && it.part <= 0;
-            const int u = it.user ? 0 : __ldg(a.cand_to_user + it.bb);
-            if constexpr (PHASE == PHASE_BOTH) {
-                if (first) {
-                    if (tid == 0) {
-                        wait_flag(ws_flag(a, g, u, it.tm, it.tn, rank), seq);
-                    }
-                    wg_sync(1 + c);
-                }
-            }
-            const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : c, tid);
-            const bool add = first && row0 < (TRANS ? N : M);
-#if URES
-            // storage-dtype user_res: loaded now into registers of its own, added
-            // in the epilogue, so the loads fly under the whole main loop
-#pragma unroll
-            for (int v = 0; v < UVECS; ++v)
-                pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
-#else
-#pragma unroll
-            for (int v = 0; v < UVECS; ++v)
-                uvec_unpack(res + v * 128, add, acc, v);
-#endif
-
-            // ---- ping-pong: this item's ring positions follow the other warp
-            // group's item.  A full barrier's wait names the phase by its
-            // parity alone, so a wait may only run once the slot's previous
-            // phase has completed: were the other item's k-tile in this slot
-            // still loading, the parity would read the phase before it as this
-            // one (it has STAGES or more k-tiles: the wait passes on stale
-            // data, the early release lets the producer arrive twice on one
-            // phase of the full barrier).  So wait until the other warp group
-            // has seen all of its item loaded. ----
-            if constexpr (PINGPONG) {
-                if (i > 0)
-                    named_bar_sync(BAR_LOADED + (1 - c), 256);
-            }
-
-            // ---- main loop: one wgmma group in flight, the previous slot released ----
-            for (int k = 0; k < it.kt; ++k) {
-                const int p = p0 + k, s = p % STAGES;
-                mbar_wait(&ctl->full[s], (p / STAGES) & 1);
-                const unsigned as = base + s * STAGE_BYTES + a_off;
-                const unsigned bs = base + s * STAGE_BYTES + W_BYTES + e_off;
-                fence_acc(acc);
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
-                    // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
-                    // fifth starts the second box (BK=128)
-                    const unsigned long long da =
-                        sw128_desc(as + kk * 32 + (kk / 4) * (W_BOX_BYTES - 128), 16, 1024);
-                    const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
-                    // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
-                    wgmma_ss<BW, TRANS>(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
-                }
-                wgmma_commit();
-                wgmma_wait<1>();
-                fence_acc(acc);
-                if (k > 0 && lane == 0)
-                    arrive_all_ranks(&ctl->empty[(p - 1) % STAGES]);
-            }
-            if constexpr (PINGPONG)
-                named_bar_arrive(BAR_LOADED + c, 256); // every k-tile of this item is loaded: the other's may wait
-            wgmma_wait<0>();
-            fence_acc(acc);
-            if (lane == 0)
-                arrive_all_ranks(&ctl->empty[(p0 + it.kt - 1) % STAGES]);
-
-            // a CTA tile's results are in the workspace: once every thread that
-            // wrote part of it is past its stores, its flag carries this run's seq
-            auto publish = [&](int *flag) {
-                if constexpr (PINGPONG)
-                    wg_sync(1 + c);
-                else
-                    asm volatile("barrier.sync %0, %1;\n" ::"n"(BAR_TILE), "n"(CONSUMERS * 128) : "memory");
-                if (tid == 0 && (PINGPONG || c == 0)) {
-                    __threadfence();
-                    cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
-                    f.store(seq, cuda::memory_order_release);
-                }
-            };
-            if (it.user) {
-                // ---- user tile: user_res (fragment order), then its readiness flag ----
-                uint4 *res = ws_ures(a, g, it.bb, it.tm, it.tn, rank, PINGPONG ? 0 : c, tid);
-#pragma unroll
-                for (int v = 0; v < UVECS; ++v)
-                    __stcg(res + v * 128, uvec_pack(acc, v));
-                if constexpr (PHASE == PHASE_BOTH)
-                    publish(ws_flag(a, g, it.bb, it.tm, it.tn, rank));
-                continue;
-            }
-            if constexpr (SPLITK > 1) {
-                if (it.part >= 0) {
-                    // ---- a split tile's part: its sum to its own slot (part 0's with
-                    // fp32 user_res, URES=0), then counted in; the last to arrive adds
-                    // the others' and stores the tile, the rest go on.  This warp
-                    // group's 64-row slice has a counter of its own, so no other warp
-                    // group is met ----
-                    const int slice = PINGPONG ? 0 : c;
-                    float4 *pp = ws_part(a, g, it.sidx, 0, rank, slice, tid);
-#pragma unroll
-                    for (int v = 0; v < NACC / 4; ++v)
-                        __stcg(pp + it.part * PSTRIDE + v * 128,
-                               make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-                    wg_sync(1 + c); // every thread's sums stored before thread 0 counts the part in
-                    bool last = false;
-                    if (tid == 0) {
-                        __threadfence();
-                        last = split_arrive(ws_split_ctr(a, g, it.sidx, rank, slice), (unsigned)seq);
-                    }
-                    if (!wg_any(1 + c, last))
-                        continue;
-                    // ---- the last part: the sum in part order, ((p0 + p1) + p2) + ...,
-                    // the same bits whichever part came last.  Part 0 or 1 starts
-                    // from its own share (p0 + p1 == p1 + p0); a later part reloads
-                    // p0 over its accumulators (its own share is read back in turn).
-                    // Then one part at a time added in place, SB 16-byte loads in
-                    // flight (the registers ptxas leaves beside BW=256's accumulators
-                    // and URES=1's prefetch) ----
-                    const int self = it.part;
-#if URES
-                    // storage-dtype user_res, added by the epilogue: part 0 prefetched
-                    // it; another part loads it now (its flag was set: part 0 waited for
-                    // it before counting itself in, and this part acquired that), in
-                    // flight under the sums' loads.  (Folding it into part 0's sum made
-                    // ptxas spill at BW=256.)
-                    if (self != 0) {
-                        // (its address recomputed: held across the main loop it cost a spill)
-                        const uint4 *ur = ws_ures(a, g, __ldg(a.cand_to_user + it.bb), it.tm, it.tn, rank, slice, tid);
-                        const bool rows = row0 < (TRANS ? N : M);
-#pragma unroll
-                        for (int v = 0; v < UVECS; ++v)
-                            pre[v] = rows ? __ldcg(ur + v * 128) : make_uint4(0, 0, 0, 0);
-                    }
-#endif
-                    constexpr int NV = NACC / 4;
-                    if (self >= 2) {
-#pragma unroll
-                        for (int v0 = 0; v0 < NV; v0 += SB) {
-                            float4 x[SB];
-#pragma unroll
-                            for (int j = 0; j < SB; ++j)
-                                x[j] = v0 + j < NV ? __ldcg(pp + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-                            for (int j = 0; j < SB && v0 + j < NV; ++j) {
-                                acc[4 * (v0 + j)] = x[j].x;
-                                acc[4 * (v0 + j) + 1] = x[j].y;
-                                acc[4 * (v0 + j) + 2] = x[j].z;
-                                acc[4 * (v0 + j) + 3] = x[j].w;
-                            }
-                            asm volatile("" ::: "memory"); // one batch of loads at a time
-                        }
-                    }
-#pragma unroll 1
-                    for (int q = 1; q < SPLITK; ++q) {
-                        // part 1 adds p0 where part 0 or a later one adds p1
-                        const float4 *pq = pp + (q == 1 && self == 1 ? 0 : q) * PSTRIDE;
-#pragma unroll
-                        for (int v0 = 0; v0 < NV; v0 += SB) {
-                            float4 x[SB];
-#pragma unroll
-                            for (int j = 0; j < SB; ++j)
-                                x[j] = v0 + j < NV ? __ldcg(pq + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-                            for (int j = 0; j < SB && v0 + j < NV; ++j) {
-                                acc[4 * (v0 + j)] += x[j].x;
-                                acc[4 * (v0 + j) + 1] += x[j].y;
-                                acc[4 * (v0 + j) + 2] += x[j].z;
-                                acc[4 * (v0 + j) + 3] += x[j].w;
-                            }
-                            asm volatile("" ::: "memory");
-                        }
-                    }
-                }
-            }
-            // accumulators e and e + 1 of a tile (+ user_res with URES=1)
-            auto result = [&](int e) -> float2 {
-                float2 r = make_float2(acc[e], acc[e + 1]);
-#if URES
-                const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&pre[e / UVEC])[(e % UVEC) / 2]);
-                r.x += ur.x;
-                r.y += ur.y;
-#endif
-                return r;
-            };
-
-            // ---- candidate tile: rounded, staged, stored (the tile's own columns only) ----
-            // EPI=1 stores each box by TMA but TRANS=1's last one when BW % 64 (PART_BOX):
-            // its 64 rows would write the next tile's, so it goes by 16-byte stores
-            constexpr bool PART_BOX = EPI == 1 && TRANS && BW % 64 != 0;
-#pragma unroll
-            for (int box = 0; box < OUT_BOXES; ++box) {
-                unsigned char *buf = staging + (c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
-                const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
-                if constexpr (EPI == 1) {
-                    // the TMA store that last read this buffer (SBUF boxes ago) is
-                    // done reading it; the SBUF - 1 after it may still be.  A box
-                    // stored without TMA commits no group, so before one every
-                    // store is waited for: the count holds again after it
-                    if (tid == 0 && by_tma)
-                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<SBUF - 1>());
-                    else if (tid == 0)
-                        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>());
-                    wg_sync(1 + c);
-                }
-                if constexpr (TRANS) {
-                    // The box holds rows 64 * box.. of M by this warp group's 64
-                    // columns of N.  stmatrix .trans writes each 8x8 block of the
-                    // fragment (rows: 8 columns of N, 16 * warp + 8h..; columns:
-                    // 8 rows of M, 8j..) as 8 rows of M of 8 consecutive columns
-                    // of N: 16-byte unit 2 * warp + h of rows 8 * (j % 8) + q.
-                    // Lane 8t + q gives row q of block t (j = 8 * box + jj + t / 2,
-                    // h = t % 2); register t holds accumulators 4j + 2h and + 1.
-                    const unsigned sbuf = static_cast<unsigned>(__cvta_generic_to_shared(buf));
-                    const int t = lane >> 3, q = lane & 7;
-                    auto pair = [&](int e) -> unsigned { // accumulators e, e + 1, rounded (+ user_res)
-                        union { elem2_t h; unsigned u; } x;
-                        const float2 r = result(e);
-                        x.h = pack2(r.x, r.y);
-                        return x.u;
-                    };
-#pragma unroll
-                    for (int jj = 0; jj < 8; jj += 2) {
-                        const int j = 8 * box + jj;
-                        if (j >= BW / 8)
-                            continue; // past the tile: the last box of BW % 64
-                        const int r = 8 * (jj + (t >> 1)) + q, unit = 2 * warp + (t & 1);
-                        const unsigned addr = sbuf + r * 128 + ((unit ^ q) << 4);
-                        if (j + 1 < BW / 8)
-                            stmatrix_x4_trans(addr, pair(4 * j), pair(4 * j + 2), pair(4 * j + 4), pair(4 * j + 6));
-                        else
-                            stmatrix_x2_trans(addr, pair(4 * j), pair(4 * j + 2));
-                    }
-                } else {
-#pragma unroll
-                    for (int q = 0; q < 16; ++q) {
-                        const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
-                        const int j = 8 * box + unit;
-                        if (BN % 64 != 0 && j >= BN / 8)
-                            continue; // past the tile: the last box of BN % 64 == 32
-                        const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
-                        const float2 y = result(e);
-                        const elem2_t v = pack2(y.x, y.y);
-                        *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
-                    }
-                }
-                if (by_tma) {
-                    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-                    wg_sync(1 + c);
-                    if (tid == 0) {
-                        // {column of N, row of M, b} of the box
-                        const int32_t co[3] = {TRANS ? row0 : it.n0 + 64 * box, TRANS ? it.m0 + 64 * box : row0, it.bb};
-                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, &a.tm_out,
-                                                        co, buf);
-                        cuda::ptx::cp_async_bulk_commit_group();
-                    }
-                } else {
-                    wg_sync(1 + c);
-                    elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * N;
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        // row r of M, 16-byte unit of 8 columns of N
-                        const int idx = tid + 128 * q, r = idx / 8, unit = idx % 8;
-                        const int gm = TRANS ? it.m0 + 64 * box + r : row0 + r;
-                        const int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
-                        const bool in_tile = TRANS ? BW % 64 == 0 || 64 * box + r < BW
-                                                   : BN % 64 == 0 || 64 * box + 8 * unit < BN;
-                        if (gm < M && gn < N && in_tile)
-                            *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
-                                *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
-                    }
-                }
-                ++boxes;
-            }
-        }
-        if constexpr (EPI == 1) {
-            if (tid == 0)
-                cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>());
-        }
-    }
+// Teardown: with a cluster, no CTA leaves while the peer may still arrive
+// on its barriers or multicast into it.
+__device__ __forceinline__ void ws_teardown()
+{
     if constexpr (CLUSTER > 1) {
-        // the peer may still arrive on this CTA's barriers or multicast into it
         cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
         cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
     }
+}
+
+// The leader's scheduler state: the claim counter, the claimed item not yet
+// published, the ring position the next item starts at, entries pushed.
+struct ws_sched {
+    unsigned long long *ctr;
+    int next, pos, pushed;
+};
+
+// Producer, leader CTA: publish the claimed item; claim the following one
+// now so the atomic's latency hides behind this item's loads.  After the
+// last item, the end (-1) for each consumer that reads its own entries.
+__device__ __forceinline__ void producer_schedule(const kevo_lce_args &a, const ws_geom &g, ws_ctl *ctl,
+                                                  ws_sched &q)
+{
+    const int item = q.next < g.count ? g.lo + q.next : -1;
+    queue_push(ctl, q.pushed++, item, q.pos);
+    if (item >= 0) {
+        q.pos += ws_decode(a, g, item, 0).kt;
+        q.next = sched_claim(q.ctr);
+    } else if (PINGPONG) {
+        queue_push(ctl, q.pushed++, -1, q.pos); // the other consumer's end
+    }
+}
+
+// Producer: W's boxes of one k-tile (K from kx) into stage w, BK / 64 boxes
+// of 64 K-columns.  TRANS=1 in a cluster: both CTAs compute columns of the
+// same (b, rows of M), so each loads its share of W's rows for both (whole
+// 8-row swizzle atoms).
+__device__ __forceinline__ void producer_load_w(unsigned char *w, const void *map, const ws_item &it, int kx,
+                                                uint64_t *bar, unsigned rank)
+{
+#pragma unroll
+    for (int h = 0; h < W_BOXES; ++h) {
+        if constexpr (TRANS && CLUSTER > 1) {
+            const int r0 = (int)rank * W_LOAD_ROWS;
+            tma_load_2d_multicast(w + h * W_BOX_BYTES + r0 * 128, map, kx + 64 * h, it.m0 + r0, bar,
+                                  (uint16_t)((1u << CLUSTER) - 1));
+        } else {
+            tma_load_2d(w + h * W_BOX_BYTES, map, kx + 64 * h, it.m0, bar);
+        }
+    }
+}
+
+// Producer: E's boxes of one k-tile (BK rows from kx) into stage e, one
+// swizzle atom wide each.  TRANS=0 in a cluster: both CTAs compute rows of
+// the same (b, columns), so each loads every other box for both.
+__device__ __forceinline__ void producer_load_e(unsigned char *e, const void *map, const ws_item &it, int kx,
+                                                uint64_t *bar, unsigned rank)
+{
+#pragma unroll
+    for (int j = 0; j < E_BOXES; ++j) {
+        if constexpr (CLUSTER == 1 || TRANS)
+            tma_load_3d(e + j * (BK * E_ROW), map, it.n0 + E_COLS * j, kx, it.bb, bar);
+        else if (j % CLUSTER == (int)rank)
+            tma_load_3d_multicast(e + j * (BK * E_ROW), map, it.n0 + E_COLS * j, kx, it.bb, bar,
+                                  (uint16_t)((1u << CLUSTER) - 1));
+    }
+}
+
+// Producer: an item's k-tiles into the ring from position p0 (a user tile
+// reads the user tensors, a candidate tile the candidate ones).
+__device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_smem &sm, const ws_item &it, int p0,
+                                              unsigned rank)
+{
+    const void *tm_w = it.user ? (const void *)&a.tm_w_user : (const void *)&a.tm_w_cand;
+    const void *tm_e = it.user ? (const void *)&a.tm_e_user : (const void *)&a.tm_e_cand;
+    for (int k = 0; k < it.kt; ++k) {
+        const int s = ring_acquire(sm.ctl->ring, p0 + k);
+        uint64_t *bar = ring_commit(sm.ctl->ring, s, STAGE_BYTES);
+        unsigned char *stage = sm.stages + s * STAGE_BYTES;
+        producer_load_w(stage, tm_w, it, (it.k0 + k) * BK, bar, rank);
+        producer_load_e(stage + W_BYTES, tm_e, it, (it.k0 + k) * BK, bar, rank);
+    }
+}
+
+// Producer warp group (one thread works): the leader claims and publishes
+// items; every CTA's producer loads the items its queue hands it.
+template <int PHASE>
+__device__ __forceinline__ void producer(const kevo_lce_args &a, const ws_geom &g, const ws_smem &sm, unsigned rank)
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x % 128 != 0)
+        return;
+    ws_sched q{reinterpret_cast<unsigned long long *>(static_cast<char *>(a.workspace) + ws_sched_offset(a, g) +
+                                                      8 * PHASE),
+               0, 0, 0};
+    if (rank == 0) {
+        sched_start(q.ctr, (unsigned)a.launch_seq);
+        q.next = sched_claim(q.ctr);
+    }
+    for (int i = 0;; ++i) {
+        if (rank == 0 && i == q.pushed)
+            producer_schedule(a, g, sm.ctl, q);
+        const ws_entry e = queue_pop(sm.ctl, i);
+        queue_done(sm.ctl, i);
+        if (e.item < 0)
+            break;
+        producer_load(a, sm, ws_decode(a, g, e.item, rank), e.p0, rank);
+    }
+}
+
+// A consumer warp group (c: 0..CONSUMERS-1) as one of its threads sees it.
+struct ws_cons {
+    int c, tid, warp, lane;
+    int seq;               // the run's launch_seq (flags, split counters)
+    unsigned base;         // the stages' shared-memory address
+    unsigned a_off, e_off; // this warp group's 64 accumulator rows in a stage: 64 rows of
+                           // each W box, or (TRANS=1) the E box of its 64 columns of N
+};
+
+// A consumer thread's registers for one tile: the accumulators and (URES=1)
+// its user_res in the storage dtype, fragment order, added in the epilogue.
+struct ws_frag {
+    float acc[NACC];
+#if URES
+    uint4 pre[UVECS];
+#endif
+};
+
+// An item's tile as this warp group sees it: the problem's M and N (read at
+// the item's start, as the one-function kernel did: reread by the epilogue
+// they cost a spill at URES=1, SPLITK=2, TRANS=1, BN=224, TRIM=24) and its
+// first accumulator row, a row of M or (TRANS=1) a column of N.
+struct ws_tile {
+    int M, N, row0;
+};
+__device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_item &it, const ws_cons &w)
+{
+    return ws_tile{a.M, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+}
+
+// Consumer: start the accumulators.  0 for a user tile; for a candidate tile
+// user_res[cand_to_user[b]] (once its flag is set), so the broadcast-add
+// costs no epilogue loads: all the loads are in flight at once, under the
+// other warp group's MMAs (ping-pong) or the producer's first loads.  One
+// predicated path defines them (no branch): ptxas serializes the wgmmas when
+// accumulators merge from two paths (C7515).  A split tile's later parts
+// start from zero: part 0 adds user_res.  URES=1 loads user_res into
+// registers of its own, added in the epilogue, so the loads fly under the
+// whole main loop.
+template <int PHASE>
+__device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
+                                               const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f)
+{
+    const bool first = !it.user && it.part <= 0;
+    const int u = it.user ? 0 : __ldg(a.cand_to_user + it.bb);
+    if constexpr (PHASE == PHASE_BOTH) {
+        if (first) {
+            if (w.tid == 0) {
+                wait_flag(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq);
+            }
+            wg_sync(1 + w.c);
+        }
+    }
+    const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
+    const bool add = first && tile.row0 < (TRANS ? tile.N : tile.M);
+#if URES
+#pragma unroll
+    for (int v = 0; v < UVECS; ++v)
+        f.pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
+#else
+#pragma unroll
+    for (int v = 0; v < UVECS; ++v)
+        uvec_unpack(res + v * 128, add, f.acc, v);
+#endif
+}
+
+// Consumer: the main loop over an item's k-tiles from ring position p0
+// (its i-th queue entry): BK / 16 wgmmas per k-tile, one group in flight,
+// the previous slot released.  Ping-pong: this item's ring positions follow
+// the other warp group's item, and a full barrier's wait names the phase by
+// its parity alone, so it may only run once the slot's previous phase has
+// completed: were the other item's k-tile in this slot still loading, the
+// parity would read the phase before it as this one (the wait passes on
+// stale data, the early release lets the producer arrive twice on one phase
+// of the full barrier).  So the first wait comes after the other warp group
+// has seen all of its item loaded.
+__device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_item &it, int p0, int i,
+                                                 const ws_cons &w, float (&acc)[NACC])
+{
+    if constexpr (PINGPONG) {
+        if (i > 0)
+            named_bar_sync(BAR_LOADED + (1 - w.c), 256);
+    }
+    for (int k = 0; k < it.kt; ++k) {
+        const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);
+        const unsigned as = w.base + s * STAGE_BYTES + w.a_off;
+        const unsigned bs = w.base + s * STAGE_BYTES + W_BYTES + w.e_off;
+        fence_acc(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
+            // fifth starts the second box (BK=128)
+            const unsigned long long da = sw128_desc(as + kk * 32 + (kk / 4) * (W_BOX_BYTES - 128), 16, 1024);
+            const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
+            // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
+            wgmma_ss<BW, TRANS>(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_acc(acc);
+        if (k > 0 && w.lane == 0)
+            ring_release<CLUSTER>(sm.ctl->ring, p - 1);
+    }
+    if constexpr (PINGPONG)
+        named_bar_arrive(BAR_LOADED + w.c, 256); // every k-tile of this item is loaded: the other's may wait
+    wgmma_wait<0>();
+    fence_acc(acc);
+    if (w.lane == 0)
+        ring_release<CLUSTER>(sm.ctl->ring, p0 + it.kt - 1);
+}
+
+// A CTA tile's results are in the workspace: once every thread that wrote
+// part of it is past its stores, its flag carries this run's seq.
+__device__ __forceinline__ void publish_flag(int *flag, const ws_cons &w)
+{
+    if constexpr (PINGPONG)
+        wg_sync(1 + w.c);
+    else
+        asm volatile("barrier.sync %0, %1;\n" ::"n"(BAR_TILE), "n"(CONSUMERS * 128) : "memory");
+    if (w.tid == 0 && (PINGPONG || w.c == 0)) {
+        __threadfence();
+        cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
+        f.store(w.seq, cuda::memory_order_release);
+    }
+}
+
+// Consumer: a user tile's result, user_res (fragment order), to the
+// workspace, then (one launch for both) its readiness flag.
+template <int PHASE>
+__device__ __forceinline__ void consumer_stash_user(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
+                                                    const ws_cons &w, unsigned rank, const ws_frag &f)
+{
+    uint4 *res = ws_ures(a, g, it.bb, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
+#pragma unroll
+    for (int v = 0; v < UVECS; ++v)
+        __stcg(res + v * 128, uvec_pack(f.acc, v));
+    if constexpr (PHASE == PHASE_BOTH)
+        publish_flag(ws_flag(a, g, it.bb, it.tm, it.tn, rank), w);
+}
+
+#if SPLITK > 1
+// Consumer, a split tile's part: its sum to its own slot (part 0's with fp32
+// user_res, URES=0), then counted in; true for the last to arrive, which
+// adds the others' sums (the tile is then whole), false for the rest.  This
+// warp group's 64-row slice has a counter of its own, so no other warp group
+// is met.
+__device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
+                                               const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f)
+{
+    const int slice = PINGPONG ? 0 : w.c;
+    float4 *pp = ws_part(a, g, it.sidx, 0, rank, slice, w.tid);
+#pragma unroll
+    for (int v = 0; v < NACC / 4; ++v)
+        __stcg(pp + it.part * PSTRIDE + v * 128,
+               make_float4(f.acc[4 * v], f.acc[4 * v + 1], f.acc[4 * v + 2], f.acc[4 * v + 3]));
+    wg_sync(1 + w.c); // every thread's sums stored before thread 0 counts the part in
+    bool last = false;
+    if (w.tid == 0) {
+        __threadfence();
+        last = split_arrive(ws_split_ctr(a, g, it.sidx, rank, slice), (unsigned)w.seq);
+    }
+    if (!wg_any(1 + w.c, last))
+        return false;
+    // The last part: the sum in part order, ((p0 + p1) + p2) + ..., the same
+    // bits whichever part came last.  Part 0 or 1 starts from its own share
+    // (p0 + p1 == p1 + p0); a later part reloads p0 over its accumulators
+    // (its own share is read back in turn).  Then one part at a time added in
+    // place, SB 16-byte loads in flight (the registers ptxas leaves beside
+    // BW=256's accumulators and URES=1's prefetch).
+    const int self = it.part;
+#if URES
+    // storage-dtype user_res, added by the epilogue: part 0 prefetched it;
+    // another part loads it now (its flag was set: part 0 waited for it
+    // before counting itself in, and this part acquired that), in flight
+    // under the sums' loads.  (Folding it into part 0's sum made ptxas spill
+    // at BW=256.)
+    if (self != 0) {
+        // (its address recomputed: held across the main loop it cost a spill)
+        const uint4 *ur = ws_ures(a, g, __ldg(a.cand_to_user + it.bb), it.tm, it.tn, rank, slice, w.tid);
+        const bool rows = tile.row0 < (TRANS ? tile.N : tile.M);
+#pragma unroll
+        for (int v = 0; v < UVECS; ++v)
+            f.pre[v] = rows ? __ldcg(ur + v * 128) : make_uint4(0, 0, 0, 0);
+    }
+#endif
+    constexpr int NV = NACC / 4;
+    if (self >= 2) {
+#pragma unroll
+        for (int v0 = 0; v0 < NV; v0 += SB) {
+            float4 x[SB];
+#pragma unroll
+            for (int j = 0; j < SB; ++j)
+                x[j] = v0 + j < NV ? __ldcg(pp + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int j = 0; j < SB && v0 + j < NV; ++j) {
+                f.acc[4 * (v0 + j)] = x[j].x;
+                f.acc[4 * (v0 + j) + 1] = x[j].y;
+                f.acc[4 * (v0 + j) + 2] = x[j].z;
+                f.acc[4 * (v0 + j) + 3] = x[j].w;
+            }
+            asm volatile("" ::: "memory"); // one batch of loads at a time
+        }
+    }
+#pragma unroll 1
+    for (int q = 1; q < SPLITK; ++q) {
+        // part 1 adds p0 where part 0 or a later one adds p1
+        const float4 *pq = pp + (q == 1 && self == 1 ? 0 : q) * PSTRIDE;
+#pragma unroll
+        for (int v0 = 0; v0 < NV; v0 += SB) {
+            float4 x[SB];
+#pragma unroll
+            for (int j = 0; j < SB; ++j)
+                x[j] = v0 + j < NV ? __ldcg(pq + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int j = 0; j < SB && v0 + j < NV; ++j) {
+                f.acc[4 * (v0 + j)] += x[j].x;
+                f.acc[4 * (v0 + j) + 1] += x[j].y;
+                f.acc[4 * (v0 + j) + 2] += x[j].z;
+                f.acc[4 * (v0 + j) + 3] += x[j].w;
+            }
+            asm volatile("" ::: "memory");
+        }
+    }
+    return true;
+}
+#endif
+
+// Consumer: a candidate tile's epilogue: rounded, staged in 64x64 swizzled
+// boxes, stored (the tile's own columns only) by TMA (EPI=1, up to SBUF - 1
+// stores in flight) or 16-byte stores (EPI=0, and TRANS=1's last box when
+// BW % 64: its 64 rows would write the next tile's).  boxes counts the
+// boxes staged so far (it cycles through the warp group's SBUF buffers).
+__device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws_smem &sm, const ws_item &it,
+                                                const ws_cons &w, const ws_tile &tile, const ws_frag &f, int &boxes)
+{
+    const int M = tile.M, N = tile.N, row0 = tile.row0;
+    const int fr = w.warp * 16 + (w.lane >> 2), fc = 2 * (w.lane & 3); // fragment row / column
+    // accumulators e and e + 1 of a tile (+ user_res with URES=1)
+    auto result = [&](int e) -> float2 {
+        float2 r = make_float2(f.acc[e], f.acc[e + 1]);
+#if URES
+        const float2 ur = unpack2(reinterpret_cast<const elem2_t *>(&f.pre[e / UVEC])[(e % UVEC) / 2]);
+        r.x += ur.x;
+        r.y += ur.y;
+#endif
+        return r;
+    };
+    constexpr bool PART_BOX = EPI == 1 && TRANS && BW % 64 != 0;
+#pragma unroll
+    for (int box = 0; box < OUT_BOXES; ++box) {
+        unsigned char *buf = sm.staging + (w.c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
+        const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
+        if constexpr (EPI == 1) {
+            // the TMA store that last read this buffer (SBUF boxes ago) is
+            // done reading it; the SBUF - 1 after it may still be.  A box
+            // stored without TMA commits no group, so before one every
+            // store is waited for: the count holds again after it
+            if (w.tid == 0 && by_tma)
+                tma_store_wait_read<SBUF - 1>();
+            else if (w.tid == 0)
+                tma_store_wait_read<0>();
+            wg_sync(1 + w.c);
+        }
+        if constexpr (TRANS) {
+            // The box holds rows 64 * box.. of M by this warp group's 64
+            // columns of N.  stmatrix .trans writes each 8x8 block of the
+            // fragment (rows: 8 columns of N, 16 * warp + 8h..; columns:
+            // 8 rows of M, 8j..) as 8 rows of M of 8 consecutive columns
+            // of N: 16-byte unit 2 * warp + h of rows 8 * (j % 8) + q.
+            // Lane 8t + q gives row q of block t (j = 8 * box + jj + t / 2,
+            // h = t % 2); register t holds accumulators 4j + 2h and + 1.
+            const unsigned sbuf = static_cast<unsigned>(__cvta_generic_to_shared(buf));
+            const int t = w.lane >> 3, q = w.lane & 7;
+            auto pair = [&](int e) -> unsigned { // accumulators e, e + 1, rounded (+ user_res)
+                union { elem2_t h; unsigned u; } x;
+                const float2 r = result(e);
+                x.h = pack2(r.x, r.y);
+                return x.u;
+            };
+#pragma unroll
+            for (int jj = 0; jj < 8; jj += 2) {
+                const int j = 8 * box + jj;
+                if (j >= BW / 8)
+                    continue; // past the tile: the last box of BW % 64
+                const int r = 8 * (jj + (t >> 1)) + q, unit = 2 * w.warp + (t & 1);
+                const unsigned addr = sbuf + r * 128 + ((unit ^ q) << 4);
+                if (j + 1 < BW / 8)
+                    stmatrix_x4_trans(addr, pair(4 * j), pair(4 * j + 2), pair(4 * j + 4), pair(4 * j + 6));
+                else
+                    stmatrix_x2_trans(addr, pair(4 * j), pair(4 * j + 2));
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < 16; ++q) {
+                const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
+                const int j = 8 * box + unit;
+                if (BN % 64 != 0 && j >= BN / 8)
+                    continue; // past the tile: the last box of BN % 64 == 32
+                const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
+                const float2 y = result(e);
+                const elem2_t v = pack2(y.x, y.y);
+                *reinterpret_cast<elem2_t *>(buf + r * 128 + ((unit ^ (r & 7)) << 4) + 2 * fc) = v;
+            }
+        }
+        if (by_tma) {
+            tma_store_fence();
+            wg_sync(1 + w.c);
+            if (w.tid == 0) // {column of N, row of M, b} of the box
+                tma_store_3d(&a.tm_out, TRANS ? row0 : it.n0 + 64 * box, TRANS ? it.m0 + 64 * box : row0, it.bb, buf);
+        } else {
+            wg_sync(1 + w.c);
+            elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * N;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                // row r of M, 16-byte unit of 8 columns of N
+                const int idx = w.tid + 128 * q, r = idx / 8, unit = idx % 8;
+                const int gm = TRANS ? it.m0 + 64 * box + r : row0 + r;
+                const int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
+                const bool in_tile = TRANS ? BW % 64 == 0 || 64 * box + r < BW
+                                           : BN % 64 == 0 || 64 * box + 8 * unit < BN;
+                if (gm < M && gn < N && in_tile)
+                    *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
+                        *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
+            }
+        }
+        ++boxes;
+    }
+}
+
+// Consumer warp groups: for each item of their queue entries (ping-pong:
+// alternate entries), start the accumulators, run the main loop, then
+// stash a user tile's result, or (a split part that arrived last, or a
+// whole candidate tile) store the tile.
+template <int PHASE>
+__device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &g, const ws_smem &sm, unsigned rank)
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    const int c = threadIdx.x / 128 - 1, tid = threadIdx.x % 128;
+    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(sm.stages));
+    const ws_cons w{c, tid, tid / 32, tid % 32, a.launch_seq, base, PINGPONG || TRANS ? 0u : (unsigned)c * 64 * 128,
+                    PINGPONG || !TRANS ? 0u : (unsigned)c * BK * E_ROW};
+    ws_frag f;
+#if URES
+#pragma unroll
+    for (int i = 0; i < NACC; ++i)
+        f.acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
+#endif
+    int boxes = 0; // staged boxes so far
+    for (int i = PINGPONG ? w.c : 0;; i += PINGPONG ? 2 : 1) {
+        const ws_entry e = queue_pop(sm.ctl, i);
+        __syncwarp();
+        if (w.lane == 0)
+            queue_done(sm.ctl, i);
+        if (e.item < 0)
+            break;
+        const ws_item it = ws_decode(a, g, e.item, rank);
+        const ws_tile tile = ws_tile_of(a, it, w);
+        consumer_start<PHASE>(a, g, it, w, tile, rank, f);
+        consumer_compute(sm, it, e.p0, i, w, f.acc);
+        if (it.user) {
+            consumer_stash_user<PHASE>(a, g, it, w, rank, f);
+            continue;
+        }
+#if SPLITK > 1
+        if (it.part >= 0 && !consumer_split(a, g, it, w, tile, rank, f))
+            continue;
+#endif
+        consumer_finish(a, sm, it, w, tile, f, boxes);
+    }
+    if constexpr (EPI == 1) {
+        if (w.tid == 0)
+            tma_store_wait_all();
+    }
+}
+
+// The kernel: warp group 0 produces (claims items, loads their k-tiles),
+// warp groups 1..CONSUMERS compute and store them.
+template <int PHASE>
+__device__ __forceinline__ void ws_kernel(const kevo_lce_args &a)
+{
+    const ws_smem sm = ws_carve();
+    const unsigned rank = CLUSTER > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
+    const ws_geom g = ws_geometry<PHASE>(a);
+    ws_setup(sm);
+    if (threadIdx.x / 128 == 0)
+        producer<PHASE>(a, g, sm, rank);
+    else
+        consumer<PHASE>(a, g, sm, rank);
+    ws_teardown();
 }
 
 #if CLUSTER > 1
