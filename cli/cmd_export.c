@@ -18,6 +18,7 @@ static const cli_opt cli_export_opts[] = {
     {"out", CLI_OPT_STR, XA(out_dir)},
     {"op", CLI_OPT_STR, XA(op)},
     {"arch", CLI_OPT_STR, XA(archs)},
+    {"family", CLI_OPT_STR, XA(families)},
     {"name", CLI_OPT_STR, XA(name)},
     {"top", CLI_OPT_INT, XA(top), .lo = 1, .hi = 100, .bad = "--top takes a whole number from 1 to 100, not '%s'"},
     {"templates", CLI_OPT_STR, XA(extra_templates)},

@@ -133,9 +133,11 @@ static const struct {
      "  measurements differ by relative noise SIGMA, as two GPUs' would: where their graphs part\n"},
     {"export", cmd_export, "write a DB's winners as a C library (CMake package, pkg-config)",
      "kevo export --db FILE --out DIR [--op ikbo_lce|ikbo_fa] [--arch sm_90a,...] [--name NAME]\n"
-     "            [--top N] [--force] [--torch]\n"
+     "            [--top N] [--family LIST] [--force] [--torch]\n"
      "  the op's (default ikbo_lce) fastest N (default 3) distinct verified kernels of each\n"
      "  run, plus its fastest one for unpadded weights, with their cubins and launch plans;\n"
+     "  --family  only kernels of these families: names or patterns, 'lce_ws,llm_*' (a run\n"
+     "           where they lose to an in-run peer runs that peer's cuBLAS form, as always)\n"
      "  NAME (default kevo_tuned) prefixes every symbol; the library links only the CUDA\n"
      "  driver; one library per op (export each op under its own NAME)\n"
      "  DIR: new, empty, or an earlier export of NAME (DIR/kevo-export.json lists the files\n"

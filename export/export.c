@@ -1,7 +1,7 @@
 /* export.c — write a DB's winners as a C library (see export.h).
  *
  * For each run of the op and archs: its fastest `top` distinct verified
- * configurations (the winner of its paired re-timing first), and its
+ * configurations (of the families `--family` matches, when given) (the winner of its paired re-timing first), and its
  * fastest one that reads the natural layout (no padded copy: pad_k off),
  * become kernels of the library: the cubin from the DB, the launch plan and constraints of the
  * family's space file translated to C (so the library plans any shape
@@ -25,8 +25,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "export/export.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +48,7 @@
 
 /* The manifest export writes into the library's folder (see xp_guard_out). */
 #define XP_MANIFEST "kevo-export.json"
+#define XP_FAMILY_PATTERN_MAX 64 /* one --family pattern, in characters */
 #define XP_NFILES 14 /* the files export may write, the manifest included */
 
 void kevo_export_opts_init(kevo_export_opts *o)
@@ -75,6 +78,50 @@ static bool xp_arch_wanted(const char *list, const char *arch)
         p += len;
         if (!*p)
             return false;
+    }
+}
+
+/* Whether a family's name matches a pattern of `list` (comma-separated
+ * fnmatch(3) patterns; NULL: every family). */
+static bool xp_family_wanted(const char *list, const char *family)
+{
+    if (!list)
+        return true;
+    char pat[XP_FAMILY_PATTERN_MAX + 1];
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len <= XP_FAMILY_PATTERN_MAX) { /* longer ones are refused before (xp_check_families) */
+            memcpy(pat, p, len);
+            pat[len] = '\0';
+            if (fnmatch(pat, family, 0) == 0)
+                return true;
+        }
+        p += len;
+        if (!*p)
+            return false;
+    }
+}
+
+/* --family: each comma-separated pattern 1..XP_FAMILY_PATTERN_MAX characters
+ * of letters, digits, '_', '*' and '?'.  Errors: KEVO_ERR_ARG naming the
+ * bad pattern. */
+static kevo_status xp_check_families(const char *list, kevo_err *err)
+{
+    if (!list)
+        return KEVO_OK;
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        bool ok = len >= 1 && len <= XP_FAMILY_PATTERN_MAX;
+        for (size_t i = 0; ok && i < len; i++)
+            ok = isalnum((unsigned char)p[i]) || p[i] == '_' || p[i] == '*' || p[i] == '?';
+        if (!ok)
+            return kevo_err_set(err, KEVO_ERR_ARG,
+                                "--family takes comma-separated family names or patterns (letters, digits, '_', "
+                                "'*', '?'; 1 to %d characters each), not '%.*s'",
+                                XP_FAMILY_PATTERN_MAX, (int)(len > 80 ? 80 : len), p);
+        p += len;
+        if (!*p)
+            return KEVO_OK;
     }
 }
 
@@ -326,7 +373,8 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
         if (!best)
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
         for (int i = 0; best && i < n; i++)
-            if (strcmp(rows[i].status, "ok") == 0 && !isnan(rows[i].speedup))
+            if (strcmp(rows[i].status, "ok") == 0 && !isnan(rows[i].speedup) &&
+                xp_family_wanted(x->o->families, rows[i].family))
                 best[ok++] = &rows[i];
         if (best)
             qsort(best, (size_t)ok, sizeof *best, xp_cmp_cand);
@@ -383,8 +431,9 @@ static kevo_status xp_collect(xp_state *x, kevo_err *err)
                           "no kernel in '%s' beats its in-run peers at any tuned shape: nothing to export",
                           x->o->db_path);
     else if (!st && x->nk == 0)
-        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "'%s' has no verified %s candidate%s%s", x->o->db_path,
-                          x->o->op, x->o->archs ? " for " : "", x->o->archs ? x->o->archs : "");
+        st = kevo_err_set(err, KEVO_ERR_NOT_FOUND, "'%s' has no verified %s candidate%s%s%s%s", x->o->db_path,
+                          x->o->op, x->o->archs ? " for " : "", x->o->archs ? x->o->archs : "",
+                          x->o->families ? " of family " : "", x->o->families ? x->o->families : "");
     return st;
 }
 
@@ -994,6 +1043,8 @@ kevo_status kevo_export(kevo_ctx *ctx, const kevo_export_opts *o, int *nkernels,
         return st;
     if (o->top < 1)
         return kevo_err_set(err, KEVO_ERR_ARG, "--top must be at least 1");
+    if ((st = xp_check_families(o->families, err)))
+        return st;
     if (!o->out_dir || !*o->out_dir || strlen(o->out_dir) > PATH_MAX - 256)
         return kevo_err_set(err, KEVO_ERR_ARG, "--out needs a folder path of at most %d bytes", PATH_MAX - 256);
     xp_state x;

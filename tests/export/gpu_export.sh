@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tests/export/gpu_export.sh [--op OP] [--force-vendor] [DB] — GPU test (ctest
-# label gpu; exit 77 without a GPU): export a real tuning DB of OP (default
-# ikbo_lce; the DB given, or short tunes made here), build the library with
+# tests/export/gpu_export.sh [--op OP] [--force-vendor] [--family LIST] [DB] — GPU
+# test (ctest label gpu; exit 77 without a GPU): export a real tuning DB of OP
+# (default ikbo_lce; the DB given, or short tunes made here; with --family, only
+# kernels of those families, e.g. 'llm_*', as `kevo export --family`), build the library with
 # CMake, install it, build kernels/OP/export/example against the installed
 # package, and run the example at every tuned shape (timed; each run verifies
 # its output and says which path ran) and at an untuned shape.
@@ -21,9 +22,11 @@ kevo=${KEVO_BINARY:-$root/build/kevo}
 export KEVO_HOME=${KEVO_HOME:-$root}
 op=ikbo_lce
 force=0
+families=
 while [ $# -gt 0 ]; do
   case $1 in
     --op) op=$2; shift 2 ;;
+    --family) families=$2; shift 2 ;;
     --force-vendor) force=1; shift ;;
     *) break ;;
   esac
@@ -64,7 +67,7 @@ db.commit()
 print(f"forced run {last} to lose to its in-run peers (its candidates' times x100)")
 PY
 fi
-"$kevo" export --op "$op" --db "$db" --out "$T/lib"
+"$kevo" export --op "$op" --db "$db" --out "$T/lib" ${families:+--family "$families"}
 cmake -S "$T/lib" -B "$T/lib/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_LIBDIR=lib >/dev/null
 cmake --build "$T/lib/build" -j >/dev/null
 cmake --install "$T/lib/build" --prefix "$T/inst" >/dev/null
@@ -98,13 +101,15 @@ while read -r -a row; do
   else
     echo "  no time to compare (library: '${ms}', reference: '${ref}')"; status=1
   fi
-done < <(python3 - "$db" "$op" "$vendors" $keys <<'PY'
+done < <(python3 - "$db" "$op" "$vendors" "$families" $keys <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-op, vendors, keys = sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+op, vendors, keys = sys.argv[2], sys.argv[3].split(), sys.argv[5:]
+families = sys.argv[4].split(",") if sys.argv[4] else ["*"]  # export's --family: fnmatch patterns, as GLOB
+fam = " or ".join("c.family glob ?" for _ in families)
 for rid, shape, dtype, best in db.execute(
         "select r.id, r.shape, r.dtype, min(c.median_ms) from runs r join candidates c on c.run_id = r.id "
-        "where c.status = 'ok' and r.op = ? group by r.id", (op,)):
+        f"where c.status = 'ok' and r.op = ? and ({fam}) group by r.id", (op, *families)):
     kv = dict(item.split("=") for item in shape.split(","))
     vms = None
     if vendors:

@@ -801,6 +801,71 @@ static void test_vendor_slower_keeps_kernel(void **state)
     kv_buf_release(&ev);
 }
 
+/* --family: the library holds only kernels of the families named (a name
+ * or a pattern), the same DB and options give the same bytes, a list that
+ * matches nothing says so, and a pattern with other characters is refused
+ * before anything is read or written. */
+static void test_family_filter(void **state)
+{
+    (void)state;
+    char db[1024], dir[256];
+    snprintf(db, sizeof db, "%s/tests/fixtures/export/kevo_h200.db", tu_home());
+    static const struct {
+        const char *families, *sub, *has, *lacks;
+    } cases[] = {
+        {"lce_mma", "fam_mma", "lce_mma {", "lce_wgmma {"},
+        {"nope,lce_w*", "fam_wgmma", "lce_wgmma {", "lce_mma {"},
+    };
+    for (size_t c = 0; c < KV_ARRAY_LEN(cases); c++) {
+        kevo_export_opts o;
+        snprintf(dir, sizeof dir, "%s/%s", tmp, cases[c].sub);
+        opts_for(&o, "ikbo_lce", db, dir);
+        o.families = cases[c].families;
+        int nk = 0, nt = 0;
+        kevo_err err;
+        kevo_status st = export_with(&o, NULL, NULL, &nk, &nt, &err);
+        if (st)
+            fprintf(stderr, "%s\n", err.msg);
+        assert_int_equal(st, KEVO_OK);
+        assert_true(nk >= 1);
+        assert_int_equal(nt, 2);
+        const char *want[] = {cases[c].has, NULL};
+        file_has(cases[c].sub, "src/kevo_tuned.c", want);
+        char path[512];
+        char *text = NULL;
+        snprintf(path, sizeof path, "%s/src/kevo_tuned.c", dir);
+        assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
+        assert_null(strstr(text, cases[c].lacks));
+        free(text);
+    }
+    /* the same options, the same bytes */
+    kevo_export_opts o;
+    snprintf(dir, sizeof dir, "%s/fam_mma2", tmp);
+    opts_for(&o, "ikbo_lce", db, dir);
+    o.families = "lce_mma";
+    int nk = 0, nt = 0;
+    kevo_err err;
+    assert_int_equal(export_with(&o, NULL, NULL, &nk, &nt, &err), KEVO_OK);
+    assert_int_equal(sh("diff -r '%s/fam_mma' '%s/fam_mma2' >/dev/null", tmp, tmp), 0);
+    /* nothing matches: not found, naming the list; nothing written */
+    snprintf(dir, sizeof dir, "%s/fam_none", tmp);
+    opts_for(&o, "ikbo_lce", db, dir);
+    o.families = "llm_*";
+    assert_int_equal(export_with(&o, NULL, NULL, &nk, &nt, &err), KEVO_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "of family llm_*"));
+    assert_int_equal(access(dir, F_OK) == 0 ? sh("test -z \"$(ls -A '%s')\"", dir) : 0, 0);
+    /* a pattern with other characters (a path, a quote, an empty item) is an argument error */
+    const char *bad[] = {"lce_ws,", "../x", "lce'ws", "", "a,,b"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(bad); i++) {
+        snprintf(dir, sizeof dir, "%s/fam_bad%zu", tmp, i);
+        opts_for(&o, "ikbo_lce", db, dir);
+        o.families = bad[i];
+        assert_int_equal(export_with(&o, NULL, NULL, &nk, &nt, &err), KEVO_ERR_ARG);
+        assert_non_null(strstr(err.msg, "--family takes"));
+        assert_int_not_equal(access(dir, F_OK), 0);
+    }
+}
+
 /* ikbo_lce's call at the lost shape against a fake driver and a fake
  * cuBLASLt (tests/export/fake_driver_lce.c says what each mode checks):
  * beta = 1 and decomposed libraries, a cuBLASLt of another version, and
@@ -876,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_vendor_export),
         cmocka_unit_test(test_vendor_slower_keeps_kernel),
         cmocka_unit_test(test_vendor_call),
+        cmocka_unit_test(test_family_filter),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
