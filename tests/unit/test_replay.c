@@ -107,17 +107,20 @@ static void test_guided_policies_land(void **state)
 }
 
 /* The cost model ranks each committed landscape: Spearman >= 0.7, and the
- * measured best among the model's first ten.  The H200 ones are whole
- * (filtered) spaces at the IKBO shape; the H100 ones random samples at four
- * other shapes (bench/landscape.sh, device runs 2 and 3): lce_mem's two
- * calibrated its per-candidate cost, lce_ws's two were measured after its
- * model was written. */
+ * measured best among the model's first ten.  lce_mma_h200 and
+ * lce_wgmma_h200 are whole (filtered) spaces at the IKBO shape; the others
+ * random samples (bench/landscape.sh): lce_mem's two (H100) calibrated its
+ * per-candidate cost, lce_ws's two H100 ones were measured after its model
+ * was written, and its three H200 ones are of the v13 kernels, every
+ * parameter free (SPLITK included at b136_split; docs/model.md v5). */
 static void test_model_ranks_landscapes(void **state)
 {
     (void)state;
     static const char *const lands[] = {"lce_mma_h200.db",          "lce_wgmma_h200.db",
                                         "lce_mem_h100_b4096_m96.db", "lce_mem_h100_b2048_m1024.db",
-                                        "lce_ws_h100_m200_n512.db",  "lce_ws_h100_m512_n200.db"};
+                                        "lce_ws_h100_m200_n512.db",  "lce_ws_h100_m512_n200.db",
+                                        "lce_ws_h200_u1_kc3500.db",  "lce_ws_h200_default.db",
+                                        "lce_ws_h200_b136_split.db"};
     for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
         char path[1024];
         land_path(path, sizeof path, lands[l]);
