@@ -10,6 +10,10 @@
 #                                      e.g. by bench/llm_local.sh) continued here with
 #                                      `kevo tune --resume RUN --db DB`: its compiled candidates
 #                                      are verified and timed, the search goes on with templates
+#                                      (each LLM candidate's time is printed beside its parent's)
+#   bench/device_llm.sh export DB...   each DB's LLM candidates alone exported (`kevo export
+#                                      --family 'llm_*'`), built and called from the library:
+#                                      tests/export/gpu_export.sh --family 'llm_*' DB
 #   bench/device_llm.sh interrupt      Ctrl-C (SIGINT) during a GPU run, then --resume
 # Logs and DBs go to $OUT; a short table is printed last.
 set -u
@@ -50,9 +54,26 @@ for gen, like in (("llm", "llm%"), ("template", "%")):
          + ("family like 'llm%'" if gen == "llm" else "family not like 'llm%'") + " group by 1 order by 1")
     for st, n, sp in db.execute(q, (run,)):
         print(f"{gen:8s} {st:28s} {n:3d}  best {sp if sp is not None else '-'}")
+# each LLM candidate against the parent it was written from (median ms, 95% interval)
+q = ("select c.id, c.family, c.status, c.median_ms, c.ci_lo_ms, c.ci_hi_ms, p.id, p.family, p.median_ms, "
+     "p.ci_lo_ms, p.ci_hi_ms from candidates c join edges e on e.child_id = c.id "
+     "join candidates p on p.id = e.parent_id where c.run_id = ? and c.family like 'llm%' order by c.seq")
+f = lambda ms, lo, hi: f"{ms:.4f} ms [{lo:.4f}, {hi:.4f}]" if ms and lo and hi else "-"
+for cid, fam, st, ms, lo, hi, pid, pfam, pms, plo, phi in db.execute(q, (run,)):
+    r = f"{ms / pms:.3f}x the parent's time" if ms and pms else ""
+    print(f"#{cid} {fam} {st}: {f(ms, lo, hi)}; parent #{pid} {pfam}: {f(pms, plo, phi)}; {r}")
 PY
     cat "$OUT/$name.summary.txt"
     table+=("handoff $name run $run rc=$rc $(( $(date +%s) - t0 )) s")
+  done
+elif [ "$MODE" = export ]; then
+  for db in "$@"; do
+    name=$(basename "$db" .db)
+    t0=$(date +%s)
+    timeout 300 tests/export/gpu_export.sh --family 'llm_*' "$db" >"$OUT/$name.export.log" 2>&1
+    rc=$?
+    grep -E '^path|ratio|^wrote' "$OUT/$name.export.log" | head -6
+    table+=("export $name (LLM candidates alone) rc=$rc $(( $(date +%s) - t0 )) s")
   done
 elif [ "$MODE" = interrupt ]; then
   db="$OUT/interrupt.db"

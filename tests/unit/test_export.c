@@ -64,17 +64,23 @@ static kevo_status export_with(const kevo_export_opts *o, kevo_event_fn fn, void
     return st;
 }
 
-/* Export op's kernels in db into dir (asserting it works); *nk and *nt
- * get the kernel and tuned-shape counts. */
+/* Export with options o, asserting it works (its error printed when not);
+ * *nk and *nt get the kernel and tuned-shape counts. */
+static void export_ok(const kevo_export_opts *o, int *nk, int *nt)
+{
+    kevo_err err;
+    kevo_status st = export_with(o, NULL, NULL, nk, nt, &err);
+    if (st)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(st, KEVO_OK);
+}
+
+/* Export op's kernels in db into dir, the rest defaults (export_ok). */
 static void export_db(const char *op, const char *db, const char *dir, int *nk, int *nt)
 {
     kevo_export_opts o;
     opts_for(&o, op, db, dir);
-    kevo_err err;
-    kevo_status st = export_with(&o, NULL, NULL, nk, nt, &err);
-    if (st)
-        fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(st, KEVO_OK);
+    export_ok(&o, nk, nt);
 }
 
 /* An op's export fixture: a DB measured on a GPU with the exported
@@ -452,11 +458,7 @@ static void test_torch_package(void **state)
         o.name = "kevo_pkg";
         o.torch = true;
         int nk = 0, nt = 0;
-        kevo_err err;
-        kevo_status st = export_with(&o, NULL, NULL, &nk, &nt, &err);
-        if (st)
-            fprintf(stderr, "%s\n", err.msg);
-        assert_int_equal(st, KEVO_OK);
+        export_ok(&o, &nk, &nt);
         assert_int_equal(sh("cd '%s/python' && python3 -m py_compile setup.py kevo_pkg/__init__.py && "
                             "cmp csrc/kevo_pkg.c ../src/kevo_pkg.c && cmp csrc/kevo_pkg.h ../include/kevo_pkg.h && "
                             "test -f pyproject.toml && test -f README.md && "
@@ -473,6 +475,7 @@ static void test_torch_package(void **state)
         /* the manifest lists the package's files */
         char path[256];
         char *text = NULL;
+        kevo_err err;
         snprintf(path, sizeof path, "%s/kevo-export.json", dir);
         assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
         assert_non_null(strstr(text, "\"python/csrc/kevo_pkg_torch.cpp\""));
@@ -822,17 +825,14 @@ static void test_family_filter(void **state)
         opts_for(&o, "ikbo_lce", db, dir);
         o.families = cases[c].families;
         int nk = 0, nt = 0;
-        kevo_err err;
-        kevo_status st = export_with(&o, NULL, NULL, &nk, &nt, &err);
-        if (st)
-            fprintf(stderr, "%s\n", err.msg);
-        assert_int_equal(st, KEVO_OK);
+        export_ok(&o, &nk, &nt);
         assert_true(nk >= 1);
         assert_int_equal(nt, 2);
         const char *want[] = {cases[c].has, NULL};
         file_has(cases[c].sub, "src/kevo_tuned.c", want);
         char path[512];
         char *text = NULL;
+        kevo_err err;
         snprintf(path, sizeof path, "%s/src/kevo_tuned.c", dir);
         assert_int_equal(kv_read_file(path, &text, NULL, &err), KEVO_OK);
         assert_null(strstr(text, cases[c].lacks));
