@@ -30,7 +30,7 @@ void cli_say(const char *prefix, kevo_status st, const kevo_err *err)
     fprintf(stderr, "%s: %s\n", prefix, kv_term_clean(msg));
 }
 
-/* One per process: compiles and DB handles report process-wide. */
+/* One per process: what every command's kevo_ctx (cli_ctx_new) says goes here. */
 cli_events cli_ev = {.mode = 1};
 
 kevo_ctx *cli_ctx_new(void)

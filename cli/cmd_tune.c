@@ -79,12 +79,13 @@ static int cli_tune_names(const kevo_tune_opts *o)
 
 /* After a finished tune of runs[0..n): 1 (with a line) when every
  * candidate of every run failed, else 0.  With more than one run (an
- * --arch list), first one line per run unless quiet: its arch and counts. */
-static int cli_all_failed(const char *db_path, const int64_t *runs, int n, bool quiet)
+ * --arch list), first one line per run unless quiet: its arch and counts.
+ * A lock on the DB is waited for and said through ctx. */
+static int cli_all_failed(kevo_ctx *ctx, const char *db_path, const int64_t *runs, int n, bool quiet)
 {
     kevo_db *db = NULL;
     kevo_err err;
-    if (n <= 0 || runs[0] <= 0 || kevo_db_open(db_path, false, &db, &err))
+    if (n <= 0 || runs[0] <= 0 || kevo_db_open_ctx(db_path, false, ctx, &db, &err))
         return 0;
     int all_failed = 0, evaluated = 0, failed = 0;
     for (int i = 0; i < n; i++) {
@@ -287,27 +288,26 @@ static int cli_tune_run(cli_tune_args *a)
     int nruns = 0;
     kevo_err err;
     kevo_err_clear(&err);
+    kevo_ctx *ctx = cli_ctx_new(); /* the run's events, the MPI job's notes, the signals' cancel */
+    if (!ctx)
+        return 1;
     if (a->mpi) {
         /* every rank evaluates on --device when given, else on its own GPU: its rank on its host */
         /* without --jobs each rank compiles with its share of its host's CPUs */
-        kevo_status st = kevo_mpi_start(jobs_given ? o->proc.jobs : 0, device_given ? o->proc.device : -1, cli_event,
-                                        &cli_ev, &o->proc.mpi, &err);
-        if (st)
+        kevo_status st = kevo_mpi_start(jobs_given ? o->proc.jobs : 0, device_given ? o->proc.device : -1, ctx,
+                                        &o->proc.mpi, &err);
+        if (st) {
+            kevo_ctx_free(ctx);
             return cli_fail(st, &err);
+        }
         if (kevo_mpi_rank(o->proc.mpi) != 0) { /* every other rank compiles and evaluates what rank 0 sends */
-            kevo_ctx *ctx = cli_ctx_new();
-            int code = ctx ? cli_mpi_serve(o->proc.mpi, ctx) : 1;
+            int code = cli_mpi_serve(o->proc.mpi, ctx);
             kevo_ctx_free(ctx);
             return code;
         }
         if (!device_given)
             o->proc.device = kevo_mpi_device(o->proc.mpi);
         o->proc.jobs = kevo_mpi_slots(o->proc.mpi);
-    }
-    kevo_ctx *ctx = cli_ctx_new();
-    if (!ctx) {
-        kevo_mpi_end(o->proc.mpi, false);
-        return 1;
     }
     cli_signals_catch(ctx); /* a signal stops the run the way that lets it resume */
     kevo_status st = kevo_tune_archs(ctx, o, runs, &nruns);
@@ -323,7 +323,7 @@ static int cli_tune_run(cli_tune_args *a)
         fprintf(stderr, "(try 'kevo tune --help')\n");
         code = 2;
     } else {
-        code = st ? cli_fail(st, &err) : cli_all_failed(o->proc.db_path, runs, nruns, a->quiet);
+        code = st ? cli_fail(st, &err) : cli_all_failed(ctx, o->proc.db_path, runs, nruns, a->quiet);
     }
     /* after a signal (mpirun passes one to every rank) the other ranks are not waited for */
     kevo_mpi_end(o->proc.mpi, st == KEVO_ERR_INTERRUPTED);

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/store.h"
-#include "evaluator/compile.h"
 #include "util/util.h"
 #include "cli/cli_int.h"
 #include "cli/profile.h"
@@ -185,11 +183,10 @@ int main(int argc, char **argv)
         printf("kevo %s\n", KEVO_VERSION);
         return 0;
     }
-    /* what compiles and DB handles say (a PCH given up, a lock waited for), in every command */
+    /* every command's events (a PCH given up, a lock waited for among them) reach cli_event through its
+     * kevo_ctx (cli_ctx_new): cli_ev is the one sink */
     const char *trace = getenv("KEVO_TRACE_EVAL"); /* bench/trace_idle.py reads these lines */
     cli_ev.trace = trace && strcmp(trace, "1") == 0;
-    kevo_compile_set_events(cli_event, &cli_ev);
-    kevo_db_set_events(cli_event, &cli_ev);
     for (size_t i = 0; i < KV_ARRAY_LEN(cli_cmds); i++)
         if (!strcmp(argv[1], cli_cmds[i].name))
             return cli_cmds[i].fn(argc - 1, argv + 1);

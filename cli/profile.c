@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_int.h"
 #include "cli/opts.h"
 #include "db/profile.h"
 #include "db/store.h"
@@ -108,7 +109,7 @@ static kevo_status cli_profile_one(const char *db_path, int64_t cand, const char
     if (!st) {
         kevo_profile_run_opts o = {.ncu = ncu, .kevo = self, .db_path = db_path, .cand_id = cand, .plan = c.plan,
                                    .device = device, .timeout_s = timeout};
-        kevo_ctx *ctx = kevo_ctx_new();
+        kevo_ctx *ctx = cli_ctx_new(); /* its events: a lock on the DB waited for */
         if (!ctx)
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "%s", "out of memory");
         else if ((st = kevo_profile_run(ctx, &o, &p)))

@@ -660,21 +660,11 @@ static kevo_status st_quick_check(kevo_db *db, kevo_err *err)
     return s;
 }
 
-/* The busy handler: SQLite's busy timeout, then an announced wait for as
- * long as the other process holds the lock; 0 (give up: SQLITE_BUSY) only
- * when a signal interrupted kevo. */
+/* The busy handler: SQLite's busy timeout, then a wait for as long as the
+ * other process holds the lock, announced through the handle's kevo_ctx
+ * (none without one); 0 (give up: SQLITE_BUSY) only when that ctx is
+ * cancelled (a signal interrupted kevo). */
 #define ST_BUSY_TIMEOUT_S 5.0
-static struct {
-    kevo_event_fn fn;
-    void *ctx;
-} st_events;
-
-void kevo_db_set_events(kevo_event_fn fn, void *ctx)
-{
-    st_events.fn = fn;
-    st_events.ctx = ctx;
-}
-
 static int st_busy(void *ctx, int count)
 {
     kevo_db *db = ctx;
@@ -685,8 +675,7 @@ static int st_busy(void *ctx, int count)
         db->busy_said = false;
     }
     if (!db->busy_said && kv_now() - db->busy_t0 >= ST_BUSY_TIMEOUT_S) {
-        kv_emit(st_events.fn, st_events.ctx, KEVO_EVENT_WARNING, 0, "'%s' is locked by another process; waiting",
-                db->path);
+        kv_ctx_emit(db->ctx, KEVO_EVENT_WARNING, 0, "'%s' is locked by another process; waiting", db->path);
         db->busy_said = true;
     }
     /* 1, 2, 4, ... ms, then every 100 ms */
@@ -745,6 +734,7 @@ kevo_status kevo_db_open_ctx(const char *path, bool create, kevo_ctx *ctx, kevo_
         free(db);
         return kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory opening '%s'", path);
     }
+    db->ctx = ctx;
     db->cancel = kv_ctx_flag(ctx);
     kevo_status s = st_open_handle(db, create, err);
     if (s == KEVO_OK) {

@@ -20,21 +20,19 @@
 
 typedef struct kevo_db kevo_db;
 
-/* Where this process's handles say that they wait for a lock (a WARNING
- * event, kevo_db_open); NULL (the default): nowhere.  Process-wide, since a
- * wait may come while a handle is opened. */
-void kevo_db_set_events(kevo_event_fn fn, void *ctx);
-
 /* Open (create when `create` and the file does not exist) a kevo database.
- * A lock another process holds past the busy timeout (5 s) is waited for,
- * with one WARNING event ("'...' is locked by another process; waiting",
- * kevo_db_set_events), until it is released (kevo_db_open_ctx: or the
- * handle's call is cancelled).
- * Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a kevo
- * database, corrupt, newer schema), with the path quoted. */
+ * A lock another process holds past the busy timeout (5 s) is waited for
+ * until it is released; the handle says nothing of it (kevo_db_open_ctx
+ * does).  Errors: KEVO_ERR_IO (cannot open or create), KEVO_ERR_DB (not a
+ * kevo database, corrupt, newer schema), with the path quoted. */
 kevo_status kevo_db_open(const char *path, bool create, kevo_db **out, kevo_err *err);
-/* kevo_db_open whose lock waits, at the open and after it, give up once
- * ctx is cancelled (kevo_ctx_cancel); ctx NULL: never. */
+/* kevo_db_open for the call of ctx: a lock wait past the busy timeout, at
+ * the open and after it, is said once per wait through ctx's event callback
+ * (a WARNING event "'PATH' is locked by another process; waiting", to that
+ * ctx alone) and gives up once ctx is cancelled (kevo_ctx_cancel: the open
+ * or the statement that waited fails, "database is locked").  ctx must
+ * outlive the handle; NULL: kevo_db_open (silent, never cancelled).
+ * Errors: as kevo_db_open. */
 kevo_status kevo_db_open_ctx(const char *path, bool create, kevo_ctx *ctx, kevo_db **out, kevo_err *err);
 
 /* Open an existing kevo database for reading only (report, replay, export,
@@ -44,7 +42,9 @@ kevo_status kevo_db_open_ctx(const char *path, bool create, kevo_ctx *ctx, kevo_
  * immutable), no upgrade in place.  A file of an older schema is copied into
  * memory with SQLite's backup API (memory ~ the file's size) and upgraded
  * there.  PRAGMA quick_check runs first.  Every write through the handle
- * fails (KEVO_ERR_DB).  Errors: KEVO_ERR_IO (missing, unreadable),
+ * fails (KEVO_ERR_DB).  A lock waited for (a rollback-journal file being
+ * written) is SQLite's busy timeout, 5 s, said nowhere; then the read fails
+ * (KEVO_ERR_DB).  Errors: KEVO_ERR_IO (missing, unreadable),
  * KEVO_ERR_DB (empty, not kevo's, corrupt, newer schema), with the path
  * quoted. */
 kevo_status kevo_db_open_ro(const char *path, kevo_db **out, kevo_err *err);

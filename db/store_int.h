@@ -17,8 +17,9 @@ struct kevo_db {
     char *path;
     bool readonly; /* opened by kevo_db_open_ro: h never writes the file */
     double busy_t0; /* when the current wait for a lock began */
-    bool busy_said; /* the wait was announced (kevo_db_set_events) */
-    kv_cancel *cancel; /* a lock wait stops once it is raised (kevo_db_open_ctx); NULL: never */
+    bool busy_said; /* the wait was announced (through ctx) */
+    kevo_ctx *ctx;     /* the caller's handle (kevo_db_open_ctx): where a lock wait is said; NULL: nowhere */
+    kv_cancel *cancel; /* ctx's flag: a lock wait stops once it is raised; NULL: never */
 };
 
 /* ---- errors ---- */

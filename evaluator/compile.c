@@ -629,20 +629,14 @@ typedef struct cp_pch {
 
 /* The process's PCHs and their writers (one per PCH, several at once),
  * kept across pools (tune makes a pool per batch in some modes): any pool's
- * wait reads the writers, and freeing a pool leaves them running. */
+ * wait reads the writers, and freeing a pool leaves them running.  What is
+ * given up is said to the kevo_ctx of the pool (or kevo_compile_pch_poll)
+ * that reads it, not to a process-wide sink. */
 static struct {
     pid_t owner; /* the process whose PCH heap is mapped and that owns these (0: none; children inherit this) */
     int n;
     cp_pch set[CP_MAX_PCH];
-    kevo_event_fn on_event; /* where a PCH given up is said (kevo_compile_set_events) */
-    void *event_ctx;
 } cp_g;
-
-void kevo_compile_set_events(kevo_event_fn fn, void *ctx)
-{
-    cp_g.on_event = fn;
-    cp_g.event_ctx = ctx;
-}
 
 struct kevo_compile_pool {
     int parallel;
@@ -654,6 +648,7 @@ struct kevo_compile_pool {
     bool pch_on;
     double pch_wait_s; /* how long a job waits for its prelude's PCH while it is written */
     kv_cancel *cancel; /* the caller's kevo_ctx flag: the waits stop once it is raised; NULL: never */
+    kevo_ctx *ctx;     /* the caller's handle (kevo_compile_pool_set_ctx): where a PCH given up is said */
 };
 
 static void cp_finish(kevo_compile_job *job, cp_slot *s, int wstatus)
@@ -713,9 +708,9 @@ static void cp_pch_drop_files(cp_pch *c)
 }
 
 /* Say why a PCH is not used (rare: compiles just get slower) in a WARNING
- * event, with the first line of the log that names a precompiled header, as
- * a terminal-safe excerpt. */
-static void cp_pch_say(const char *what, const char *log)
+ * event to ctx (NULL: nowhere), with the first line of the log that names a
+ * precompiled header, as a terminal-safe excerpt. */
+static void cp_pch_say(kevo_ctx *ctx, const char *what, const char *log)
 {
     const char *line = log ? strstr(log, "precompiled header") : NULL;
     while (line && line > log && line[-1] != '\n')
@@ -723,12 +718,12 @@ static void cp_pch_say(const char *what, const char *log)
     char ex[161] = "";
     for (int i = 0; line && line[i] && line[i] != '\n' && i < 160; i++)
         ex[i] = line[i] >= 32 && line[i] < 127 ? line[i] : '?';
-    kv_emit(cp_g.on_event, cp_g.event_ctx, KEVO_EVENT_WARNING, 0, "%s%s%s", what, ex[0] ? ": " : "", ex);
+    kv_ctx_emit(ctx, KEVO_EVENT_WARNING, 0, "%s%s%s", what, ex[0] ? ": " : "", ex);
 }
 
 /* The writer ended (or is given up): keep its file open and unlinked, or
- * give the PCH up. */
-static void cp_pch_written(kevo_compile_job *w, int pch)
+ * give the PCH up (said to ctx). */
+static void cp_pch_written(kevo_compile_job *w, int pch, kevo_ctx *ctx)
 {
     cp_pch *c = &cp_g.set[pch];
     c->state = CP_PCH_FAILED;
@@ -738,7 +733,7 @@ static void cp_pch_written(kevo_compile_job *w, int pch)
             c->state = CP_PCH_READY;
     }
     if (c->state != CP_PCH_READY && w->fail != KEVO_FAIL_COMPILE_CRASH) /* a crash: the pool was freed */
-        cp_pch_say("no precompiled header for a prelude; its compiles go without", w->log);
+        cp_pch_say(ctx, "no precompiled header for a prelude; its compiles go without", w->log);
     cp_pch_drop_files(c);
     kevo_compile_job_release(w);
     free((char *)w->source);
@@ -766,7 +761,7 @@ static void cp_pch_atexit(void)
             continue;
         cp_kill(s);
         s->job->fail = KEVO_FAIL_COMPILE_CRASH;
-        cp_pch_written(s->job, s->pch);
+        cp_pch_written(s->job, s->pch, NULL);
         s->pid = -1;
     }
 }
@@ -783,18 +778,19 @@ static int cp_pch_writing(void)
 }
 
 /* Read what PCH i's writer sent (poll's revents); once it ended, its PCH is
- * ready or given up. */
-static void cp_pch_service(int i, short revents, double now)
+ * ready or given up (said to ctx). */
+static void cp_pch_service(int i, short revents, double now, kevo_ctx *ctx)
 {
     cp_slot *w = &cp_g.set[i].writer;
     if (w->pid != -1 && cp_service(w, revents, now)) {
-        cp_pch_written(w->job, w->pch);
+        cp_pch_written(w->job, w->pch, ctx);
         w->job = NULL;
     }
 }
 
-/* Read what the writers sent, for up to wait_ms (0: only what is there). */
-static void cp_pch_poll(int wait_ms)
+/* Read what the writers sent, for up to wait_ms (0: only what is there);
+ * what is given up is said to ctx. */
+static void cp_pch_poll(int wait_ms, kevo_ctx *ctx)
 {
     struct pollfd pfd[CP_MAX_PCH];
     while (cp_pch_writing() > 0) {
@@ -808,7 +804,7 @@ static void cp_pch_poll(int wait_ms)
             return;
         for (int i = 0; i < cp_g.n; i++)
             if (pfd[i].revents)
-                cp_pch_service(i, pfd[i].revents, now);
+                cp_pch_service(i, pfd[i].revents, now, ctx);
         wait_ms = 0;
     }
 }
@@ -1052,7 +1048,7 @@ static int cp_pch_for(const kevo_compile_pool *p, const kevo_compile_job *job)
 {
     if (!p->pch_on || kevo_compile_job_untrusted(job)) /* an untrusted compile reads only the toolkit */
         return -1;
-    cp_pch_poll(0);
+    cp_pch_poll(0, p->ctx);
     int i = cp_pch_find(job, true);
     return i >= 0 && cp_g.set[i].state != CP_PCH_FAILED ? i : -1;
 }
@@ -1092,9 +1088,9 @@ void kevo_compile_pool_set_pch_wait(kevo_compile_pool *p, double seconds)
     p->pch_wait_s = seconds > 0 ? seconds : 0;
 }
 
-void kevo_compile_pch_poll(void)
+void kevo_compile_pch_poll(kevo_ctx *ctx)
 {
-    cp_pch_poll(0); /* nothing in a process that holds no writers of its own */
+    cp_pch_poll(0, ctx); /* nothing in a process that holds no writers of its own */
 }
 
 void kevo_compile_pch_prepare(const kevo_compile_job *job)
@@ -1200,7 +1196,8 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
             if (s->pch >= 0 && !job->pch && job->fail != KEVO_FAIL_COMPILE_TIMEOUT &&
                 job->fail != KEVO_FAIL_COMPILE_CRASH && cp_g.set[s->pch].state == CP_PCH_READY) {
                 cp_g.set[s->pch].state = CP_PCH_FAILED; /* named and not used: no more of it */
-                cp_pch_say("a compile did not use its precompiled header; the next ones go without", job->log);
+                cp_pch_say(p->ctx, "a compile did not use its precompiled header; the next ones go without",
+                           job->log);
             }
             p->done[(p->done_head + p->ndone) % p->parallel] = job;
             p->ndone++;
@@ -1208,7 +1205,7 @@ kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_com
             p->active--;
         }
         for (int i = 0; i < nw; i++) /* a writer past its deadline is killed here too */
-            cp_pch_service(i, pr > 0 ? p->pfd[p->parallel + i].revents : 0, now);
+            cp_pch_service(i, pr > 0 ? p->pfd[p->parallel + i].revents : 0, now, p->ctx);
         if ((st = cp_start_waiting(p, kv_now(), err)) != KEVO_OK)
             return st;
     }
@@ -1233,23 +1230,25 @@ void kevo_compile_pool_free(kevo_compile_pool *p)
     free(p);
 }
 
-void kevo_compile_pool_set_cancel(kevo_compile_pool *p, kv_cancel *cancel)
+void kevo_compile_pool_set_ctx(kevo_compile_pool *p, kevo_ctx *ctx)
 {
-    if (p)
-        p->cancel = cancel;
+    if (!p)
+        return;
+    p->ctx = ctx;
+    p->cancel = kv_ctx_flag(ctx);
 }
 
-kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err)
-{
-    return kevo_compile_run_cancel(jobs, n, parallel, timeout_s, NULL, err);
-}
-
-kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
-                                    kevo_err *err)
+/* Compile jobs[0..n) in a pool of `parallel` whose waits stop for cancel
+ * and whose PCHs given up are said to ctx (either NULL). */
+static kevo_status cp_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_ctx *ctx,
+                          kv_cancel *cancel, kevo_err *err)
 {
     kevo_compile_pool *p;
     kevo_status st = kevo_compile_pool_new(parallel, &p, err);
-    kevo_compile_pool_set_cancel(st ? NULL : p, cancel);
+    if (!st) {
+        p->ctx = ctx;
+        p->cancel = cancel;
+    }
     int next = 0;
     while (!st) {
         for (; next < n && !st && kevo_compile_pool_idle(p) > 0; next++)
@@ -1262,4 +1261,21 @@ kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel,
     }
     kevo_compile_pool_free(p); /* on an error, kills whatever still runs */
     return st;
+}
+
+kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err)
+{
+    return cp_run(jobs, n, parallel, timeout_s, NULL, NULL, err);
+}
+
+kevo_status kevo_compile_run_ctx(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_ctx *ctx,
+                                 kevo_err *err)
+{
+    return cp_run(jobs, n, parallel, timeout_s, ctx, kv_ctx_flag(ctx), err);
+}
+
+kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
+                                    kevo_err *err)
+{
+    return cp_run(jobs, n, parallel, timeout_s, NULL, cancel, err);
 }

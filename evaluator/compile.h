@@ -89,10 +89,18 @@ void kevo_compile_job_release(kevo_compile_job *job);
 
 /* Compile n jobs, at most `parallel` children at once, each killed after
  * timeout_s.  Every job ends with fail set; a job's failure is not an error.
- * Errors: KEVO_ERR_IO when children cannot be started. */
+ * A precompiled header given up is said nowhere.  Errors: KEVO_ERR_IO when
+ * children cannot be started. */
 kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_err *err);
-/* kevo_compile_run that also stops (KEVO_ERR_INTERRUPTED, the children
- * killed) once kv_cancelled(cancel): a caller's kevo_ctx (kv_ctx_flag). */
+/* kevo_compile_run for the call of ctx (kevo_compile_pool_set_ctx): it
+ * stops (KEVO_ERR_INTERRUPTED, the children killed) once ctx is cancelled,
+ * and a precompiled header given up is a WARNING event to ctx's callback.
+ * ctx NULL: kevo_compile_run. */
+kevo_status kevo_compile_run_ctx(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_ctx *ctx,
+                                 kevo_err *err);
+/* kevo_compile_run that stops (KEVO_ERR_INTERRUPTED, the children killed)
+ * once kv_cancelled(cancel), and says nothing (kevo_compile_run_ctx says
+ * to the ctx whose flag this is). */
 kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
                                     kevo_err *err);
 
@@ -104,9 +112,15 @@ typedef struct kevo_compile_pool kevo_compile_pool;
 
 /* A pool of `parallel` (1..256, clamped) child slots.  Errors: KEVO_ERR_NOMEM. */
 kevo_status kevo_compile_pool_new(int parallel, kevo_compile_pool **out, kevo_err *err);
-/* The flag kevo_compile_pool_wait stops for (kv_ctx_flag of the caller's
- * kevo_ctx); NULL, as a new pool has: never. */
-void kevo_compile_pool_set_cancel(kevo_compile_pool *p, kv_cancel *cancel);
+/* The caller's handle, which p then uses until freed (ctx must outlive it):
+ * kevo_compile_pool_wait stops once ctx is cancelled (kevo_ctx_cancel), and
+ * a precompiled header that p's start or wait finds given up (its writer
+ * failed, or a compile did not use it) is a WARNING event to ctx's callback
+ * ("no precompiled header for a prelude; its compiles go without: ...", "a
+ * compile did not use its precompiled header; the next ones go without:
+ * ...").  NULL, as a new pool has: never cancelled, nothing said.  p may be
+ * NULL (nothing done). */
+void kevo_compile_pool_set_ctx(kevo_compile_pool *p, kevo_ctx *ctx);
 /* Slots free for a new job. */
 int kevo_compile_pool_idle(const kevo_compile_pool *p);
 /* Jobs started and not yet handed back by kevo_compile_pool_wait. */
@@ -129,7 +143,7 @@ kevo_status kevo_compile_pool_start(kevo_compile_pool *p, kevo_compile_job *job,
  * whose PCH is written (or whose wait is over); *done is a finished job
  * (its fail, log, cubin and ptxas figures set) or NULL when none finished
  * in time (at once when nothing runs).  Errors: KEVO_ERR_INTERRUPTED once
- * the pool's cancel flag is raised (kevo_compile_pool_set_cancel), KEVO_ERR_IO when poll fails or a
+ * the pool's ctx is cancelled (kevo_compile_pool_set_ctx), KEVO_ERR_IO when poll fails or a
  * waiting job's child cannot be started (that job stays unfinished). */
 kevo_status kevo_compile_pool_wait(kevo_compile_pool *p, double wait_s, kevo_compile_job **done, kevo_err *err);
 /* Kill and reap the children still running (their jobs stay unfinished)
@@ -155,17 +169,13 @@ int kevo_compile_pch_ready(int *writing);
  * once the writer has ended (a pool start or wait reads it). */
 void kevo_compile_pch_prepare(const kevo_compile_job *job);
 
-/* Where this process's compiles report what they give up (a precompiled
- * header not used: a WARNING event); NULL (the default): nowhere.  Like the
- * PCHs, process-wide. */
-void kevo_compile_set_events(kevo_event_fn fn, void *ctx);
-
 /* Read what the precompiled headers' writers have sent, without waiting:
- * a writer that ended leaves its PCH ready (or given up) and its temporary
- * directory removed.  For a process that may be idle a while after
- * kevo_compile_pch_prepare (an MPI rank waiting for jobs); pools do it
- * themselves. */
-void kevo_compile_pch_poll(void);
+ * a writer that ended leaves its PCH ready (or given up: a WARNING event to
+ * ctx's callback, as kevo_compile_pool_set_ctx says; ctx NULL: nowhere) and
+ * its temporary directory removed.  For a process that may be idle a while
+ * after kevo_compile_pch_prepare (an MPI rank waiting for jobs); pools do
+ * it themselves, saying to their own ctx. */
+void kevo_compile_pch_poll(kevo_ctx *ctx);
 
 /* Parse a ptxas -v report into the job's regs/spill/smem/stack fields. */
 void kevo_compile_parse_ptxas(kevo_compile_job *job, const char *log);

@@ -36,12 +36,10 @@ bool kevo_mpi_built(void)
     return false;
 }
 
-kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
-                           kevo_err *err)
+kevo_status kevo_mpi_start(int slots, int device, kevo_ctx *ctx, kevo_mpi **out, kevo_err *err)
 {
     (void)slots;
     (void)device;
-    (void)note;
     (void)ctx;
     *out = NULL;
     return kevo_err_set(err, KEVO_ERR_UNSUPPORTED,
@@ -268,14 +266,14 @@ void mr_unlock(kevo_mpi *m)
 
 void mr_note(kevo_mpi *m, const char *fmt, ...)
 {
-    if (!m->note)
+    if (!kv_ctx_fn(m->ctx))
         return;
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    kv_emit(m->note, m->ctx, KEVO_EVENT_WARNING, 0, "%s", kv_term_clean(line)); /* host names come from other ranks */
+    kv_ctx_emit(m->ctx, KEVO_EVENT_WARNING, 0, "%s", kv_term_clean(line)); /* host names come from other ranks */
 }
 
 void mr_sleep_us(long us)
@@ -477,8 +475,10 @@ bool kevo_mpi_built(void)
 
 void kevo_mpi_set_ctx(kevo_mpi *m, kevo_ctx *ctx)
 {
-    if (m)
-        m->cancel = kv_ctx_flag(ctx);
+    if (!m)
+        return;
+    m->ctx = ctx;
+    m->cancel = kv_ctx_flag(ctx);
 }
 
 int kevo_mpi_rank(const kevo_mpi *m)
@@ -494,8 +494,7 @@ int kevo_mpi_size(const kevo_mpi *m)
 
 /* ---- start and end ---- */
 
-kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
-                           kevo_err *err)
+kevo_status kevo_mpi_start(int slots, int device, kevo_ctx *ctx, kevo_mpi **out, kevo_err *err)
 {
     *out = NULL;
     int inited = 0;
@@ -541,8 +540,7 @@ kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx,
     m->size = size;
     m->slots = slots < 1 ? 1 : slots > 256 ? 256 : slots;
     m->device = device < 0 ? 0 : device;
-    m->note = note;
-    m->ctx = ctx;
+    kevo_mpi_set_ctx(m, ctx);
     pthread_mutex_init(&m->lock, NULL);
     kv_buf_init(&m->alive);
     kevo_nvrtc_version(m->nvrtc, sizeof m->nvrtc);

@@ -70,19 +70,24 @@ bool kevo_mpi_built(void);
  * `mpirun -np G` on a host of G GPUs gives each rank its own).  Rank 0 waits up to KEVO_MPI_HELLO_WAIT seconds
  * for every other rank's hello (one that does not come is lost; one with
  * another NVRTC version or protocol takes no work) and starts a thread that
- * sends `alive` to the others every second.  note (may be NULL) gets a
+ * sends `alive` to the others every second.  ctx (may be NULL; it must
+ * outlive the job, or be replaced by kevo_mpi_set_ctx) is the job's handle
+ * from the start on, as kevo_mpi_set_ctx says: its event callback gets a
  * WARNING event for each line for the user (a rank lost or refused, the
  * ranks at start), its text from other ranks cleaned of control characters
- * here already.  Errors: KEVO_ERR_UNSUPPORTED
+ * here already, and its cancel flag stops the wait for the hellos.
+ * Errors: KEVO_ERR_UNSUPPORTED
  * (built without MPI; an MPI library without MPI_THREAD_SERIALIZED),
  * KEVO_ERR_WORKER (MPI does not start), KEVO_ERR_NOMEM. */
-kevo_status kevo_mpi_start(int slots, int device, kevo_event_fn note, void *ctx, kevo_mpi **out,
-                           kevo_err *err);
+kevo_status kevo_mpi_start(int slots, int device, kevo_ctx *ctx, kevo_mpi **out, kevo_err *err);
 
-/* The handle whose cancel flag (kevo_ctx_cancel) stops m's waits with
- * KEVO_ERR_INTERRUPTED: rank 0's compiles and evaluations, another rank's
- * kevo_mpi_serve.  Without one (ctx NULL, the start's state) they never
- * stop for a signal.  m may be NULL. */
+/* Make ctx m's handle from now on, in place of kevo_mpi_start's: its event
+ * callback gets m's WARNING events (and its compile pools' precompiled
+ * headers given up: kevo_compile_pool_set_ctx), and its cancel flag
+ * (kevo_ctx_cancel) stops m's waits with KEVO_ERR_INTERRUPTED: rank 0's
+ * compiles and evaluations, another rank's kevo_mpi_serve.  Without one
+ * (ctx NULL) m says nothing and its waits never stop for a signal.  m may
+ * be NULL. */
 void kevo_mpi_set_ctx(kevo_mpi *m, kevo_ctx *ctx);
 
 /* This process's rank and the job's size (1.. ranks). */

@@ -87,9 +87,8 @@ typedef struct mr_rx {
 
 struct kevo_mpi {
     int rank, size, slots;
-    kevo_event_fn note; /* WARNING events (mr_note) */
-    void *ctx;
-    kv_cancel *cancel;    /* the caller's kevo_ctx flag (kevo_mpi_set_ctx); NULL: never */
+    kevo_ctx *ctx;        /* the caller's handle (kevo_mpi_start, kevo_mpi_set_ctx): mr_note's events; NULL: none */
+    kv_cancel *cancel;    /* ctx's flag; NULL: never */
     char nvrtc[16];
     pthread_mutex_t lock; /* held around every MPI call */
     bool failed;          /* this rank stopped on an error: it leaves without MPI_Finalize */

@@ -364,7 +364,7 @@ kevo_status kevo_mpi_compile_start(kevo_mpi *m, int parallel, double timeout_s, 
         mr_batch_free(m, b);
         return st;
     }
-    kevo_compile_pool_set_cancel(b->pool, m->cancel);
+    kevo_compile_pool_set_ctx(b->pool, m->ctx);
     m->cur = b;
     return KEVO_OK;
 }
@@ -505,7 +505,7 @@ kevo_status kevo_mpi_compile(kevo_mpi *m, kevo_compile_job *jobs, int n, int par
                              kevo_err *err)
 {
     if (!m || m->size == 1)
-        return kevo_compile_run_cancel(jobs, n, parallel, timeout_s, m ? m->cancel : NULL, err);
+        return kevo_compile_run_ctx(jobs, n, parallel, timeout_s, m ? m->ctx : NULL, err);
     if (m->rank != 0)
         return kevo_err_set(err, KEVO_ERR_INTERNAL, "rank %d asked to hand out compiles", m->rank);
     kevo_status st = kevo_mpi_compile_start(m, parallel, timeout_s, err);

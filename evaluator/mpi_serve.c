@@ -366,7 +366,7 @@ static kevo_status mr_serve_step(kevo_mpi *m, mr_server *sr, kevo_err *err)
             mr_work_free(w);
         }
     } else if (!evaluating) {
-        kevo_compile_pch_poll(); /* a prepared header's writer that ended, reaped while no job runs */
+        kevo_compile_pch_poll(m->ctx); /* a prepared header's writer that ended, reaped while no job runs */
         /* with a GPU worker, rank 0's next evaluation follows a result within milliseconds: look often */
         if (!receiving)
             mr_sleep_ms(sr->gpu || sr->nout > 0 ? 1 : 20);
@@ -466,7 +466,7 @@ kevo_status kevo_mpi_serve(kevo_mpi *m, kevo_err *err)
     mr_server sr;
     memset(&sr, 0, sizeof sr);
     kevo_status st = kevo_compile_pool_new(m->slots, &sr.pool, err);
-    kevo_compile_pool_set_cancel(st ? NULL : sr.pool, m->cancel);
+    kevo_compile_pool_set_ctx(st ? NULL : sr.pool, m->ctx);
     sr.running = calloc((size_t)m->slots, sizeof *sr.running);
     if (!st && !sr.running)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");

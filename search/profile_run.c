@@ -221,7 +221,7 @@ kevo_status kevo_profile_run(kevo_ctx *ctx, const kevo_profile_run_opts *o, kevo
         goto done;
     }
     kevo_db *db = NULL;
-    if ((st = kevo_db_open(o->db_path, false, &db, err)) == KEVO_OK) {
+    if ((st = kevo_db_open_ctx(o->db_path, false, ctx, &db, err)) == KEVO_OK) {
         st = kevo_profile_store(db, o->cand_id, out, err);
         kevo_db_close(db);
     }

@@ -28,7 +28,9 @@ typedef struct kevo_profile_run_opts {
 kevo_status kevo_profile_find_ncu(const char *given, char *out, size_t outsz, kevo_err *err);
 
 /* Run ncu as above, parse its CSV into *out and store it in the DB (only
- * then); a failure goes to ctx's error buffer.  Errors: KEVO_ERR_IO (ncu could not start, was killed at the time
+ * then; a lock on it is waited for, said through ctx's events and given up
+ * when ctx is cancelled: kevo_db_open_ctx); a failure goes to ctx's error
+ * buffer.  Errors: KEVO_ERR_IO (ncu could not start, was killed at the time
  * limit, or died), KEVO_ERR_UNSUPPORTED (ncu cannot read the performance
  * counters: ERR_NVGPUCTRPERM), KEVO_ERR_PARSE (no figures in its output),
  * the DB's. */

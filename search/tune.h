@@ -98,7 +98,8 @@ typedef struct kevo_tune_proc {
     const char *devices;
     bool mixed_devices;      /* accept GPUs of different models in devices (each its own peers) */
     /* rank 0 of an MPI job (evaluator/mpi.h, kevo_mpi_start): each batch's compiles are spread over the
-       ranks; NULL: all here */
+       ranks; the tune makes its kevo_ctx the job's (kevo_mpi_set_ctx: its notes, its cancel), and leaves
+       it so; NULL: all here */
     struct kevo_mpi *mpi;
 } kevo_tune_proc;
 

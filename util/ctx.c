@@ -1,7 +1,10 @@
 /* ctx.c — kevo_ctx: a call's events, cancel flag and error buffer. */
 #include "util/ctx.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
+
+#include "util/util.h"
 
 kevo_ctx *kevo_ctx_new(void)
 {
@@ -74,6 +77,16 @@ kevo_event_fn kv_ctx_fn(const kevo_ctx *ctx)
 void *kv_ctx_user(const kevo_ctx *ctx)
 {
     return ctx ? ctx->user : NULL;
+}
+
+void kv_ctx_emit(const kevo_ctx *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
+{
+    if (!ctx || !ctx->fn)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    kv_vemit(ctx->fn, ctx->user, kind, cand_id, fmt, ap);
+    va_end(ap);
 }
 
 kevo_err *kv_ctx_err(kevo_ctx *ctx)

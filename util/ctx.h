@@ -9,6 +9,7 @@
 #define KEVO_UTIL_CTX_H
 
 #include <signal.h>
+#include <stdint.h>
 
 #include "kevo.h"
 
@@ -37,6 +38,13 @@ int kv_ctx_why(const kevo_ctx *ctx);
 /* The event callback and its pointer; NULL for a NULL ctx. */
 kevo_event_fn kv_ctx_fn(const kevo_ctx *ctx);
 void *kv_ctx_user(const kevo_ctx *ctx);
+/* Format a line and hand it to ctx's event callback (kevo_ctx_set_events,
+ * as it is at the time of the call) as an event of kind about cand_id (0:
+ * none), as kv_emit (util/util.h) does; nothing for a NULL ctx or one
+ * without a callback.  What a handle made with a ctx (a DB, a compile pool,
+ * an MPI job) says goes through here, to that ctx alone. */
+void kv_ctx_emit(const kevo_ctx *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The error buffer a call writes; NULL for a NULL ctx. */
 kevo_err *kv_ctx_err(kevo_ctx *ctx);
 /* A cancelled call stops listening: from now on its loops read 0 (what it

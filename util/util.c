@@ -406,15 +406,13 @@ double kv_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
+void kv_vemit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, va_list ap)
 {
     if (!fn)
         return;
-    va_list ap, ap2;
-    va_start(ap, fmt);
+    va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
     char small[512], *line = n < 0 ? NULL : (size_t)n < sizeof small ? small : malloc((size_t)n + 1);
     if (line) {
         vsnprintf(line, (size_t)n + 1, fmt, ap2);
@@ -424,6 +422,14 @@ void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id,
             free(line);
     }
     va_end(ap2);
+}
+
+void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kv_vemit(fn, ctx, kind, cand_id, fmt, ap);
+    va_end(ap);
 }
 
 void kv_utc_iso(char out[32])

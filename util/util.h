@@ -3,6 +3,7 @@
 #ifndef KEVO_UTIL_H
 #define KEVO_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,6 +93,9 @@ double kv_now(void);
  * a line that cannot be allocated is dropped. */
 void kv_emit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* kv_emit with the arguments in ap. */
+void kv_vemit(kevo_event_fn fn, void *ctx, kevo_event_kind kind, int64_t cand_id, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 /* Wall-clock time as "YYYY-MM-DDTHH:MM:SSZ" in out[32]. */
 void kv_utc_iso(char out[32]);

@@ -89,7 +89,7 @@ kevo_status tn_compile(tn_env *e, tn_work *w, int n, kevo_err *err)
         jobs[i] = w[i].job;
     }
     kevo_status st = e->mpi ? kevo_mpi_compile(e->mpi, jobs, n, e->jobs, e->compile_timeout, err)
-                            : kevo_compile_run_cancel(jobs, n, e->jobs, e->compile_timeout, e->cancel, err);
+                            : kevo_compile_run_ctx(jobs, n, e->jobs, e->compile_timeout, e->ctx, err);
     for (int i = 0; i < n; i++)
         w[i].job = jobs[i];
     free(jobs);

@@ -57,7 +57,7 @@ kevo_status tn_pipe_open(tn_env *e, tn_pipe *P, int cap, bool stream, kevo_err *
         return st;
     }
     kevo_status st = kevo_compile_pool_new(e->jobs, &P->pool, err);
-    kevo_compile_pool_set_cancel(st ? NULL : P->pool, e->cancel);
+    kevo_compile_pool_set_ctx(st ? NULL : P->pool, e->ctx);
     return st;
 }
 

@@ -248,6 +248,7 @@ static kevo_status tn_env_setup(tn_run *R, kv_buf *fams, kevo_err *err)
     e->on_event = kv_ctx_fn(R->ctx);
     e->event_ctx = kv_ctx_user(R->ctx);
     e->cancel = kv_ctx_flag(R->ctx);
+    e->ctx = R->ctx;
     if (!st)
         st = tn_select_families(e, d->families, false, !R->resume && !R->in_list, err);
     if (!st) /* the generators this process runs, checked before anything compiles */

@@ -99,6 +99,7 @@ typedef struct tn_env {
     kevo_event_fn on_event; /* the caller's events (warnings, traces); NULL: none */
     void *event_ctx;
     kv_cancel *cancel;      /* the caller's kevo_ctx flag: every wait of the run stops once it is raised */
+    kevo_ctx *ctx;          /* the caller's handle (events, flag) for what the run hands it to: compiles */
 } tn_env;
 
 /* Op, shape, dtype, arch, the op's files and template families into e.

@@ -190,6 +190,7 @@ kevo_status kevo_verify(kevo_ctx *ctx, const kevo_verify_opts *o, bool *passed)
     e.jobs = 2;
     e.compile_timeout = o->compile_timeout;
     e.cancel = kv_ctx_flag(ctx);
+    e.ctx = ctx;
     if (!st)
         st = tn_ref_module(&e, &ref, err);
     e.ndev = 1;

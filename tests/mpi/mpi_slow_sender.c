@@ -30,6 +30,9 @@ static void note(void *ctx, const kevo_event *ev)
     fflush(stdout);
 }
 
+/* The job's handle: its notes reach note(); kept to the end (static: still reachable at exit). */
+static kevo_ctx *note_ctx;
+
 static int rank1(kevo_mpi *m)
 {
     /* rank 0's loop has begun once it hands out its second job (its own slot takes the first);
@@ -70,7 +73,13 @@ int main(void)
     kevo_mpi *m = NULL;
     kevo_err err;
     kevo_err_clear(&err);
-    if (kevo_mpi_start(1, -1, note, NULL, &m, &err)) {
+    note_ctx = kevo_ctx_new();
+    if (!note_ctx) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    kevo_ctx_set_events(note_ctx, note, NULL);
+    if (kevo_mpi_start(1, -1, note_ctx, &m, &err)) {
         fprintf(stderr, "kevo_mpi_start: %s\n", err.msg);
         return 1;
     }
