@@ -1273,9 +1273,3 @@ kevo_status kevo_compile_run_ctx(kevo_compile_job *jobs, int n, int parallel, do
 {
     return cp_run(jobs, n, parallel, timeout_s, ctx, kv_ctx_flag(ctx), err);
 }
-
-kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
-                                    kevo_err *err)
-{
-    return cp_run(jobs, n, parallel, timeout_s, NULL, cancel, err);
-}

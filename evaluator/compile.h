@@ -98,11 +98,6 @@ kevo_status kevo_compile_run(kevo_compile_job *jobs, int n, int parallel, double
  * ctx NULL: kevo_compile_run. */
 kevo_status kevo_compile_run_ctx(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kevo_ctx *ctx,
                                  kevo_err *err);
-/* kevo_compile_run that stops (KEVO_ERR_INTERRUPTED, the children killed)
- * once kv_cancelled(cancel), and says nothing (kevo_compile_run_ctx says
- * to the ctx whose flag this is). */
-kevo_status kevo_compile_run_cancel(kevo_compile_job *jobs, int n, int parallel, double timeout_s, kv_cancel *cancel,
-                                    kevo_err *err);
 
 /* A pool of compile children fed one job at a time, for a caller that also
  * waits on something else (evaluator/mpi.c: jobs sent to other ranks).

@@ -189,7 +189,7 @@ kevo_status xp_vendor_compile(xp_state *x, kevo_err *err)
             st = kevo_compile_job_init(&jobs[j], name, src[j].data, x->vm[j].arch, err);
     }
     if (!st)
-        st = kevo_compile_run_cancel(jobs, x->nvm, 2, 300, kv_ctx_flag(x->ctx), err);
+        st = kevo_compile_run_ctx(jobs, x->nvm, 2, 300, x->ctx, err);
     for (int j = 0; j < x->nvm && !st; j++) {
         kevo_compile_job *jb = &jobs[j];
         if (jb->fail != KEVO_FAIL_NONE || !jb->cubin || jb->cubin_size == 0) {

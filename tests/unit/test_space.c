@@ -997,7 +997,8 @@ static char tmpdir[64];
 static void write_text(const char *dir, const char *name, const char *text)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_true(n > 0 && (size_t)n < sizeof path);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);

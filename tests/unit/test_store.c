@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <sqlite3.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,12 @@ static void tmp_path(char out[64])
 /* Remove a database and its side files. */
 static void tmp_cleanup(const char *path)
 {
-    char side[96];
+    char side[PATH_MAX];
     const char *sfx[] = {"", "-wal", "-shm", "-journal"};
     for (size_t i = 0; i < KV_ARRAY_LEN(sfx); i++) {
-        snprintf(side, sizeof side, "%s%s", path, sfx[i]);
-        unlink(side);
+        int n = snprintf(side, sizeof side, "%s%s", path, sfx[i]);
+        if (n > 0 && (size_t)n < sizeof side)
+            unlink(side);
     }
 }
 
