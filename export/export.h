@@ -15,7 +15,7 @@ typedef struct kevo_export_opts {
     const char *out_dir;         /* created when absent; see kevo_export for what may be in it */
     const char *op;              /* an op's name; default: the table's first (kevo_op_list) */
     const char *archs;           /* comma list ("sm_90a,sm_80") or NULL: every arch the DB tuned */
-    const char *families;        /* comma list of family names or fnmatch(3) patterns ("lce_ws,llm_*"): only
+    const char *families;        /* comma list of family names or fnmatch(3) patterns ("lce_ws,lce_m*"): only
                                     candidates of a family that matches one are taken; NULL: every family */
     const char *name;            /* C identifier, prefix of every exported symbol */
     const char *data_dir;        /* templates/, kernels/, export/template/ */
