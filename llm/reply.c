@@ -152,6 +152,41 @@ static bool rp_is_json_object(const char *text)
     return yes;
 }
 
+/* Why text is no JSON object, for the reply's failure: where cJSON stopped
+ * (line, column and up to 40 bytes of the text there, made safe for a
+ * terminal), or the kind of value it is. */
+static void rp_json_why(const char *text, char *out, size_t n)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(text, &end, false);
+    if (j) {
+        snprintf(out, n, "is %s, not an object",
+                 cJSON_IsArray(j) ? "a JSON array" : cJSON_IsString(j) ? "a JSON string" : "a JSON scalar");
+        cJSON_Delete(j);
+        return;
+    }
+    if (!end || end < text)
+        end = text;
+    int line = 1, col = 1;
+    for (const char *p = text; p < end && *p; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    char near[41];
+    size_t k = 0;
+    while (k < sizeof near - 1 && end[k] && end[k] != '\n')
+        k++;
+    memcpy(near, end, k);
+    near[k] = '\0';
+    kv_term_clean(near);
+    snprintf(out, n, "is not valid JSON: line %d, column %d, at '%s' (JSON has no expressions, comments or trailing "
+             "commas)", line, col, near);
+}
+
 /* ------------------------------------------------------ SEARCH / REPLACE */
 
 typedef enum { RP_LINE_OTHER, RP_LINE_SEARCH, RP_LINE_SEP, RP_LINE_REPLACE } rp_line_kind;
@@ -796,8 +831,11 @@ kevo_status kevo_llm_parse_reply(const char *reply, const char *parent_source, c
         }
         if (rp_is_json_object(t))
             plan = t;
-        else if (json && b->closed)
-            st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: the ```json block is not a JSON object");
+        else if (json && b->closed) {
+            char why[192];
+            rp_json_why(t, why, sizeof why);
+            st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: the ```json block %s", why);
+        }
         else if (json)
             st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: the ```json block is not closed (the reply was cut?)");
         if (t != plan)

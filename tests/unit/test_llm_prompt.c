@@ -998,6 +998,29 @@ static void test_reply_fences(void **state)
     parse(&r, rep, KEVO_ERR_PARSE, "code block not closed", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
+    /* a plan that is no JSON object says where it breaks (a model's "256 * 1024"), and what
+     * it quotes of the reply reaches the terminal without control characters */
+    kv_buf bad;
+    kv_buf_init(&bad);
+    kv_buf_printf(&bad, "Plan:\n```cuda\n%s```\n```json\n{\n  \"launches\": [],\n  \"workspace_bytes\": 256 * 1024\n}\n```\n",
+                  r.source);
+    parse(&r, bad.data, KEVO_ERR_PARSE, "the ```json block is not valid JSON: line 3, column 26, at '* 1024'", &p);
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&bad);
+    kv_buf_init(&bad);
+    kv_buf_printf(&bad, "Plan:\n```cuda\n%s```\n```json\n{\"a\": 1,\x1b[2J\x07}\n```\n", r.source);
+    parse(&r, bad.data, KEVO_ERR_PARSE, "line 1, column 11, at '2J }' (", &p);
+    kevo_err err;
+    kevo_llm_parse_reply(bad.data, r.source, r.space, &p, &err);
+    assert_null(strchr(err.msg, '\x1b'));
+    assert_null(strchr(err.msg, '\x07'));
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&bad);
+    kv_buf_init(&bad);
+    kv_buf_printf(&bad, "Plan:\n```cuda\n%s```\n```json\n[{\"launches\": []}]\n```\n", r.source);
+    parse(&r, bad.data, KEVO_ERR_PARSE, "the ```json block is a JSON array, not an object", &p);
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&bad);
 
     /* nested: a markdown block holding the cuda block, with a longer fence */
     rep = reply_with("Nested:", "````markdown\nsome words\n```cuda", code.data, "```\n````", NULL);
@@ -1068,7 +1091,7 @@ static void test_reply_bad_plans(void **state)
         {"{\"workspace\": \"1 +\"}", "plan: "},
         {"{\"tmaps\": [{\"tensor\": \"w_cand\", \"box\": [64, 64, 1], \"swizzle\": 100}]}", "swizzle"},
         {"{\"tmaps\": [], \"tensor_maps\": []}", "both"},
-        {"[1, 2]", "not a JSON object"},
+        {"[1, 2]", "is a JSON array, not an object"},
     };
     for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
         char *rep = reply_with("Plan.", "```cuda", r.source, "```", cases[i].plan);
