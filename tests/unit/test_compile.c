@@ -856,17 +856,6 @@ static void test_pch(void **state)
     kevo_compile_job_release(&f);
 }
 
-/* Wait (reading in pool p) until no PCH writer runs. */
-static void pch_settle(kevo_compile_pool *p)
-{
-    kevo_err err;
-    kevo_compile_job *none;
-    int writing = 0;
-    double t0 = kv_now();
-    while ((kevo_compile_pch_ready(&writing), writing > 0) && kv_now() - t0 < 120)
-        assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
-    assert_int_equal(writing, 0);
-}
 
 /* kevo_compile_pch_prepare before any job: the writers of two preludes run
  * at once, preparing one again starts no other, a source without a prelude
@@ -878,7 +867,7 @@ static void test_pch_prepare(void **state)
     kevo_err err;
     kevo_compile_pool *p;
     assert_int_equal(kevo_compile_pool_new(1, &p, &err), KEVO_OK);
-    pch_settle(p);
+    tu_pch_settle(p);
     int writing = 0, ready0 = kevo_compile_pch_ready(NULL);
     const char *pre1 = "#include <cuda_bf16.h>\n#include <cuda/ptx>\n";
     const char *pre2 = "#include <cuda/std/cstdint>\n";
@@ -899,7 +888,7 @@ static void test_pch_prepare(void **state)
     kevo_compile_pch_prepare(&j1);
     kevo_compile_pch_ready(&writing);
     assert_int_equal(writing, 2);
-    pch_settle(p);
+    tu_pch_settle(p);
     assert_int_equal(kevo_compile_pch_ready(NULL), ready0 + 2);
 
     kevo_compile_job a;

@@ -32,6 +32,7 @@
 #include "evaluator/gpu.h"
 #include "export/export.h"
 #include "search/replay.h"
+#include "testutil.h"
 #include "util/ctx.h"
 #include "util/util.h"
 
@@ -214,11 +215,7 @@ static kevo_ctx *heard_ctx(heard *h)
 /* A fresh kevo DB at a unique path under /tmp. */
 static void lock_db(char path[64])
 {
-    snprintf(path, 64, "/tmp/kevo_ctx_XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    unlink(path);
+    tu_tmp_path("kevo_ctx", path);
     kevo_db *db = NULL;
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
@@ -340,17 +337,6 @@ static void test_db_lock_sinks(void **state)
     lock_db_remove(pb);
 }
 
-/* Read PCH writers in pool p until none runs. */
-static void pch_settle(kevo_compile_pool *p)
-{
-    kevo_err err;
-    kevo_compile_job *none;
-    int writing = 0;
-    double t0 = kv_now();
-    while ((kevo_compile_pch_ready(&writing), writing > 0) && kv_now() - t0 < 120)
-        assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
-    assert_int_equal(writing, 0);
-}
 
 #define PCH_GIVEN_UP "no precompiled header for a prelude; its compiles go without"
 
@@ -394,7 +380,7 @@ static void test_pch_sinks(void **state)
         kevo_ctx_free(c);
         skip();
     }
-    pch_settle(pa);
+    tu_pch_settle(pa);
     assert_int_equal(atomic_load(&ha.n), 1);
     assert_non_null(strstr(ha.first, PCH_GIVEN_UP));
     assert_int_equal(atomic_load(&hb.n), 0);
@@ -409,7 +395,7 @@ static void test_pch_sinks(void **state)
     assert_int_equal(atomic_load(&ha.n), 1);
     /* read in c's pool, which has no callback: nobody hears */
     kevo_compile_pch_prepare(&j[2]);
-    pch_settle(pc);
+    tu_pch_settle(pc);
     assert_int_equal(atomic_load(&ha.n), 1);
     assert_int_equal(atomic_load(&hb.n), 1);
     for (int i = 0; i < 3; i++)

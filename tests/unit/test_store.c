@@ -25,11 +25,7 @@
 /* A fresh unique path under /tmp that does not exist yet. */
 static void tmp_path(char out[64])
 {
-    snprintf(out, 64, "/tmp/kevo_store_XXXXXX");
-    int fd = mkstemp(out);
-    assert_true(fd >= 0);
-    close(fd);
-    unlink(out);
+    tu_tmp_path("kevo_store", out);
 }
 
 /* Remove a database and its side files. */

@@ -439,3 +439,24 @@ void tu_parse_error(const kevo_op *op, const char *text, const char *quoted)
     assert_null(strchr(err.msg, '\n'));
     assert_int_equal(s.n, 77);
 }
+
+void tu_tmp_path(const char *prefix, char out[64])
+{
+    int n = snprintf(out, 64, "/tmp/%s_XXXXXX", prefix);
+    assert_true(n > 0 && n < 64);
+    int fd = mkstemp(out);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+}
+
+void tu_pch_settle(kevo_compile_pool *p)
+{
+    kevo_err err;
+    kevo_compile_job *none;
+    int writing = 0;
+    double t0 = kv_now();
+    while ((kevo_compile_pch_ready(&writing), writing > 0) && kv_now() - t0 < 120)
+        assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
+    assert_int_equal(writing, 0);
+}

@@ -70,6 +70,14 @@ long long tu_wait_query(const char *db, const char *sql, long long want, int ms)
 
 void tu_sleep_ms(int ms);
 
+/* A fresh unique path /tmp/PREFIX_XXXXXX that does not exist yet (out holds
+ * 64 bytes; prefix at most 40 characters). */
+void tu_tmp_path(const char *prefix, char out[64]);
+
+/* Read the PCH writers in pool p (kevo_compile_pool_wait) until none runs,
+ * at most 120 s (asserting none is left). */
+void tu_pch_settle(kevo_compile_pool *p);
+
 /* cfg = the family's default with "K=V,K=V,..." applied (params NULL: the
  * default).  false, with the reason on stderr, for a malformed pair or a name
  * the family lacks. */
