@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/prof_l2.sh SHAPE WHERE — on the device (repo root, build/ carried): one
+# lce_ws configuration (the --where filter naming it) tuned at SHAPE (naming B, M,
+# N and Kc), then
+# Nsight Compute on its candidate kernel and on cuBLAS's kernel for the same
+# candidate GEMM alone (bench/prof_cand_gemm.py): time, tensor pipe, L2
+# sectors read/written and from the SMs' texture path (TMA), L2 hit rate,
+# DRAM bytes, instructions.  ncu never changes the clocks (--clock-control
+# none).  CSVs and a table under $OUT.  Example (docs/lce_ws.md, v13 profile):
+#   bench/prof_l2.sh B=1024,M=433,N=200,Ku=512,Kc=3500,U=1 "BN == 256 && CONSUMERS == 2 && PINGPONG == 0 &&
+#     STAGES == 3 && BK == 64 && CLUSTER == 1 && FUSE == 0 && EPI == 1 && RASTER == 1 && URES == 0 &&
+#     TRANS == 1 && TRIM == 24 && SBUF == 4"
+set -u
+shape=${1:?usage: bench/prof_l2.sh SHAPE WHERE}
+where=${2:?usage: bench/prof_l2.sh SHAPE WHERE}
+OUT=${OUT:-/tmp/kevo-out}
+mkdir -p "$OUT"
+export KEVO_HOME=${KEVO_HOME:-$PWD}
+kevo=${KEVO:-build/kevo}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+timeout 200 "$kevo" tune --op ikbo_lce --family lce_ws --shape "$shape" --budget 1 --where "$where" \
+  --db "$OUT/prof.db" --no-bar 2>&1 | grep -E "^\[|^best|^peer (beta1|decomposed)" | cut -c1-220
+M=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sectors.sum
+M=$M,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sector_hit_rate.pct
+M=$M,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum
+timeout 200 ncu --csv --clock-control none --metrics "$M" --kernel-name regex:lce_ws_cand --launch-count 1 \
+  --target-processes all "$kevo" verify --db "$OUT/prof.db" --candidate 1 --maps sorted >"$OUT/kevo.csv" 2>"$OUT/kevo.err"
+echo "ncu kevo rc=$?"
+# PyTorch's batched GEMM runs a few times first: the fifth launch is profiled
+timeout 200 ncu --csv --clock-control none --metrics "$M" --kernel-name regex:'nvjet|gemm|sm90' --launch-skip 4 \
+  --launch-count 1 python3 bench/prof_cand_gemm.py "$shape" fp16 >"$OUT/cublas.csv" 2>"$OUT/cublas.err"
+echo "ncu cublas rc=$?"
+python3 - "$OUT" <<'PY'
+import csv, io, sys
+for name in ("kevo", "cublas"):
+    lines = [l for l in open(f"{sys.argv[1]}/{name}.csv").read().splitlines() if l.startswith('"')]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    print(f"== {name}: {rows[0]['Kernel Name'][:70] if rows else 'no rows (see ' + name + '.err)'}")
+    for r in rows:
+        print(f"  {r['Metric Name']:70s} {r['Metric Unit']:10s} {r['Metric Value']}")
+PY
