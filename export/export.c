@@ -1,8 +1,9 @@
 /* export.c — write a DB's winners as a C library (see export.h).
  *
  * For each run of the op and archs: its fastest `top` distinct verified
- * configurations (of the families `--family` matches, when given) (the winner of its paired re-timing first), and its
- * fastest one that reads the natural layout (no padded copy: pad_k off),
+ * configurations of the families `--family` matches (all without it; the
+ * winner of its paired re-timing first), and its fastest one that reads the
+ * natural layout (no padded copy: pad_k off),
  * become kernels of the library: the cubin from the DB, the launch plan and constraints of the
  * family's space file translated to C (so the library plans any shape
  * without kevo), and the run's shape as a tuned entry.  A run whose best
@@ -65,20 +66,29 @@ static int xp_sm_of(const char *arch)
     return (int)strtol(arch + 3, NULL, 10);
 }
 
+/* One item of a comma-separated list: *item and *len get the text up to the
+ * next ',' or the end, and *p moves past it (NULL after the last item, so
+ * "a," has a last, empty item).  False once *p is NULL. */
+static bool xp_list_next(const char **p, const char **item, size_t *len)
+{
+    if (!*p)
+        return false;
+    *item = *p;
+    *len = strcspn(*p, ",");
+    *p = (*p)[*len] ? *p + *len + 1 : NULL;
+    return true;
+}
+
 /* Whether arch is one of the comma-separated list (NULL: all), however long. */
 static bool xp_arch_wanted(const char *list, const char *arch)
 {
     if (!list)
         return true;
-    size_t n = strlen(arch);
-    for (const char *p = list;; p++) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, arch, n) == 0)
+    size_t n = strlen(arch), len;
+    for (const char *p = list, *item; xp_list_next(&p, &item, &len);)
+        if (len == n && strncmp(item, arch, n) == 0)
             return true;
-        p += len;
-        if (!*p)
-            return false;
-    }
+    return false;
 }
 
 /* Whether a family's name matches a pattern of `list` (comma-separated
@@ -88,18 +98,16 @@ static bool xp_family_wanted(const char *list, const char *family)
     if (!list)
         return true;
     char pat[XP_FAMILY_PATTERN_MAX + 1];
-    for (const char *p = list;; p++) {
-        size_t len = strcspn(p, ",");
-        if (len <= XP_FAMILY_PATTERN_MAX) { /* longer ones are refused before (xp_check_families) */
-            memcpy(pat, p, len);
-            pat[len] = '\0';
-            if (fnmatch(pat, family, 0) == 0)
-                return true;
-        }
-        p += len;
-        if (!*p)
-            return false;
+    size_t len;
+    for (const char *p = list, *item; xp_list_next(&p, &item, &len);) {
+        if (len > XP_FAMILY_PATTERN_MAX) /* refused before (xp_check_families) */
+            continue;
+        memcpy(pat, item, len);
+        pat[len] = '\0';
+        if (fnmatch(pat, family, 0) == 0)
+            return true;
     }
+    return false;
 }
 
 /* --family: each comma-separated pattern 1..XP_FAMILY_PATTERN_MAX characters
@@ -107,22 +115,18 @@ static bool xp_family_wanted(const char *list, const char *family)
  * bad pattern. */
 static kevo_status xp_check_families(const char *list, kevo_err *err)
 {
-    if (!list)
-        return KEVO_OK;
-    for (const char *p = list;; p++) {
-        size_t len = strcspn(p, ",");
+    size_t len;
+    for (const char *p = list, *item; xp_list_next(&p, &item, &len);) {
         bool ok = len >= 1 && len <= XP_FAMILY_PATTERN_MAX;
         for (size_t i = 0; ok && i < len; i++)
-            ok = isalnum((unsigned char)p[i]) || p[i] == '_' || p[i] == '*' || p[i] == '?';
+            ok = isalnum((unsigned char)item[i]) || item[i] == '_' || item[i] == '*' || item[i] == '?';
         if (!ok)
             return kevo_err_set(err, KEVO_ERR_ARG,
                                 "--family takes comma-separated family names or patterns (letters, digits, '_', "
                                 "'*', '?'; 1 to %d characters each), not '%.*s'",
-                                XP_FAMILY_PATTERN_MAX, (int)(len > 80 ? 80 : len), p);
-        p += len;
-        if (!*p)
-            return KEVO_OK;
+                                XP_FAMILY_PATTERN_MAX, (int)(len > 80 ? 80 : len), item);
     }
+    return KEVO_OK;
 }
 
 /* Candidates of a run best first: speedup, then time, then id (qsort over
