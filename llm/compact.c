@@ -338,7 +338,7 @@ static void cp_decl_name(const char *sig, char *out, size_t n)
             end++;
     } else {
         end = p ? p : eq ? eq : sig + strlen(sig);
-        while (end > sig && end[-1] == ' ')
+        while (end > sig && (end[-1] == ' ' || end[-1] == ';')) /* `typedef __half elem_t;` names elem_t */
             end--;
         beg = end;
         while (beg > sig && (isalnum((unsigned char)beg[-1]) || beg[-1] == '_'))

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "llm/admit/check.h"
+#include "llm/json_loose.h"
 #include "util/util.h"
 
 #define RP_MAX_BLOCKS 256
@@ -718,28 +719,44 @@ kevo_status kevo_llm_space_load(const char *space_json, kevo_space **out, kevo_e
     return KEVO_OK;
 }
 
-/* Every entry the space launches is an extern "C" __global__ of the source. */
-static kevo_status rp_check_entries(const char *space_json, const char *source, kevo_err *err)
+/* Every entry the space launches is an extern "C" __global__ of the source.
+ * An entry the model left with C++ linkage is given C linkage in *source
+ * (kevo_llm_give_c_linkage), counted in *nlinked. */
+static kevo_status rp_check_entries(const char *space_json, char **source, int *nlinked, kevo_err *err)
 {
     kevo_space *sp = NULL;
     kevo_status st = kevo_llm_space_load(space_json, &sp, err);
     if (st)
         return st;
     kevo_llm_entry ent[RP_MAX_ENTRIES];
-    int ne = kevo_llm_find_entries(source, ent, RP_MAX_ENTRIES);
+    int ne = kevo_llm_find_entries(*source, ent, RP_MAX_ENTRIES);
     if (ne > RP_MAX_ENTRIES)
         ne = RP_MAX_ENTRIES;
+    int relinked = -1; /* the launch just given C linkage: checked once more, never linked twice */
     for (int i = 0; i < sp->nlaunches && !st; i++) {
         const char *name = sp->launches[i].entry;
         int k = 0;
         while (k < ne && strcmp(ent[k].name, name) != 0)
             k++;
-        if (k == ne)
+        char *linked = NULL;
+        int nl = k < ne && !ent[k].extern_c && relinked != i ? kevo_llm_give_c_linkage(*source, name, &linked) : 0;
+        if (nl < 0) {
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        } else if (nl > 0) {
+            free(*source);
+            *source = linked;
+            (*nlinked)++;
+            ne = kevo_llm_find_entries(*source, ent, RP_MAX_ENTRIES);
+            ne = ne > RP_MAX_ENTRIES ? RP_MAX_ENTRIES : ne;
+            relinked = i--; /* check it again in the new source */
+        } else if (k == ne) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: launches[%d].entry '%s' is not a __global__ of the source",
                               i, name);
-        else if (!ent[k].extern_c)
+        } else if (!ent[k].extern_c) {
             st = kevo_err_set(err, KEVO_ERR_PARSE,
-                              "plan: entry '%s' is not declared extern \"C\" (its symbol would be mangled)", name);
+                              "plan: entry '%s' is not declared extern \"C\" (its symbol would be mangled) and kevo "
+                              "cannot add it (a template, static or macro-made entry)", name);
+        }
     }
     kevo_space_free(sp);
     return st;
@@ -829,15 +846,21 @@ kevo_status kevo_llm_parse_reply(const char *reply, const char *parent_source, c
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
             break;
         }
-        if (rp_is_json_object(t))
+        char *loose = NULL;
+        if (rp_is_json_object(t)) {
             plan = t;
-        else if (json && b->closed) {
+        } else if (json && b->closed && (loose = kevo_json_loosen(t)) && rp_is_json_object(loose)) {
+            plan = loose; /* comments, trailing commas, bare expressions: what the model meant */
+            loose = NULL;
+            out->plan_mended = true;
+        } else if (json && b->closed) {
             char why[192];
             rp_json_why(t, why, sizeof why);
             st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: the ```json block %s", why);
-        }
-        else if (json)
+        } else if (json) {
             st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: the ```json block is not closed (the reply was cut?)");
+        }
+        free(loose);
         if (t != plan)
             free(t);
     }
@@ -901,7 +924,7 @@ kevo_status kevo_llm_parse_reply(const char *reply, const char *parent_source, c
             st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
     }
     if (!st)
-        st = rp_check_entries(space, source, err);
+        st = rp_check_entries(space, &source, &out->nlinked, err);
     if (!st) {
         out->source = source;
         out->space = space;

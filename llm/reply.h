@@ -38,6 +38,12 @@
  * one-point space (kevo_space_load_inline), and every entry it launches must
  * be an extern "C" __global__ function the source defines; this holds for a
  * code-only reply too (the parent's plan kept).
+ *
+ * What a model means but writes loosely is mended, and said so in the
+ * parsed reply: a ```json plan that is not strict JSON is read through
+ * kevo_json_loosen (comments, trailing commas, bare expressions as
+ * expression strings); a launched __global__ without extern "C" gets it
+ * (kevo_llm_give_c_linkage), so its symbol is the plain name the plan uses.
  */
 #ifndef KEVO_LLM_REPLY_H
 #define KEVO_LLM_REPLY_H
@@ -60,6 +66,8 @@ typedef struct kevo_llm_parsed {
                       bytes, control characters removed; "" when none */
     bool has_plan; /* the reply gave a plan */
     int nedits;    /* SEARCH/REPLACE blocks applied; 0 when the reply gave the whole source */
+    bool plan_mended; /* the plan was loose JSON kevo mended (kevo_json_loosen) */
+    int nlinked;   /* launched entries kevo gave C linkage (kevo_llm_give_c_linkage) */
 } kevo_llm_parsed;
 
 /* Parse reply (NUL-terminated; what follows a NUL byte is not seen) against

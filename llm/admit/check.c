@@ -748,3 +748,67 @@ int kevo_llm_find_entries(const char *src, kevo_llm_entry *out, int max)
     ck_free(&c);
     return count;
 }
+
+int kevo_llm_give_c_linkage(const char *src, const char *name, char **out)
+{
+    *out = NULL;
+    ck c;
+    memset(&c, 0, sizeof c);
+    unsigned long long work = 0;
+    c.work = &work;
+    if (!src || !name || !name[0])
+        return 0;
+    size_t n = strnlen(src, KEVO_LLM_SOURCE_MAX + 1);
+    if (n > KEVO_LLM_SOURCE_MAX)
+        return 0;
+    if (!ck_init(&c, src)) {
+        ck_free(&c);
+        return 0;
+    }
+    /* token offsets are into the spliced text: only a source without
+     * backslash-newlines maps them back to its own bytes */
+    int at[16], nat = 0;
+    bool refuse = c.lx.n != n;
+    for (int i = 0; i < c.lx.ntok && !refuse; i++) {
+        if (!ck_code(&c, i) || !ck_ident(&c, i) || c.fn_of[i] >= 0 || !ck_is(&c, i + 1, "("))
+            continue;
+        char t[64];
+        ck_text(&c, i, t, sizeof t);
+        if (strcmp(t, name) != 0 || c.externc_blk[i])
+            continue;
+        int ds = ck_decl_start(&c, i);
+        bool global = false, ec = false;
+        for (int j = ds; j < i; j++) {
+            global |= ck_is(&c, j, "__global__");
+            ec |= ck_extern_c(&c, j);
+            refuse |= ck_is(&c, j, "template") || ck_is(&c, j, "static");
+        }
+        if (!global || ec)
+            continue;
+        if (nat == (int)(sizeof at / sizeof at[0]))
+            refuse = true;
+        else
+            at[nat++] = (int)c.lx.tok[ds].off;
+    }
+    int done = 0;
+    static const char ext[] = "extern \"C\" ";
+    char *s = !refuse && nat > 0 ? malloc(n + (size_t)nat * (sizeof ext - 1) + 1) : NULL;
+    if (!refuse && nat > 0 && !s) {
+        done = -1;
+    } else if (s) {
+        size_t w = 0, r = 0;
+        for (int k = 0; k < nat; k++) {
+            memcpy(s + w, src + r, (size_t)at[k] - r);
+            w += (size_t)at[k] - r;
+            r = (size_t)at[k];
+            memcpy(s + w, ext, sizeof ext - 1);
+            w += sizeof ext - 1;
+        }
+        memcpy(s + w, src + r, n - r);
+        s[w + n - r] = '\0';
+        *out = s;
+        done = nat;
+    }
+    ck_free(&c);
+    return done;
+}

@@ -113,4 +113,14 @@ typedef struct kevo_llm_entry {
  * over KEVO_LLM_SOURCE_MAX or out of memory. */
 int kevo_llm_find_entries(const char *src, kevo_llm_entry *out, int max);
 
+/* Give the `__global__` function `name` of src C linkage, as a model that
+ * forgot `extern "C"` meant: `extern "C" ` is put in front of each of its
+ * file-scope declarations that is __global__ and not yet extern "C" (its
+ * definition and any forward declaration).  Returns how many were changed,
+ * with the new source in *out (malloc'd, NUL-terminated); 0 with *out NULL
+ * when there is nothing to change or it would not be safe (a template, a
+ * static function, a macro-made entry, a source with backslash-newlines or
+ * one the tokenizer refuses); -1 when out of memory. */
+int kevo_llm_give_c_linkage(const char *src, const char *name, char **out);
+
 #endif /* KEVO_LLM_CHECK_H */

@@ -24,6 +24,7 @@
 #include "core/op.h"
 #include "llm/admit/check.h"
 #include "llm/prompt.h"
+#include "llm/json_loose.h"
 #include "llm/reply.h"
 #include "templates/space.h"
 #include "testutil.h"
@@ -615,6 +616,11 @@ static void test_source_compact(void **state)
     assert_non_null(strstr(h, "#line 1 \"wgmma.cuh\""));
     free(h);
     assert_null(kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { }"));
+    /* a typedef the headers make (dtype.cuh's elem_t) brings them too */
+    h = kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k(elem_t *p) { }");
+    assert_non_null(h);
+    assert_non_null(strstr(h, "#line 1 \"dtype.cuh\""));
+    free(h);
     free(shown);
     free(base);
     kevo_space_free(sp);
@@ -998,13 +1004,23 @@ static void test_reply_fences(void **state)
     parse(&r, rep, KEVO_ERR_PARSE, "code block not closed", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
-    /* a plan that is no JSON object says where it breaks (a model's "256 * 1024"), and what
-     * it quotes of the reply reaches the terminal without control characters */
+    /* a plan written loosely is read as meant: a bare expression is the expression string the
+     * grammar takes, comments and a trailing comma go (a model's "256 * 1024") */
     kv_buf bad;
     kv_buf_init(&bad);
-    kv_buf_printf(&bad, "Plan:\n```cuda\n%s```\n```json\n{\n  \"launches\": [],\n  \"workspace_bytes\": 256 * 1024\n}\n```\n",
+    kv_buf_printf(&bad, "Plan:\n```cuda\n%s```\n```json\n{\n  // scratch\n  \"workspace\": 256 * (4 + 4),\n}\n```\n",
                   r.source);
-    parse(&r, bad.data, KEVO_ERR_PARSE, "the ```json block is not valid JSON: line 3, column 26, at '* 1024'", &p);
+    parse(&r, bad.data, KEVO_OK, NULL, &p);
+    assert_true(p.plan_mended);
+    assert_non_null(strstr(p.space, "\"workspace\":\"256 * (4 + 4)\""));
+    kevo_llm_parsed_free(&p);
+    kv_buf_release(&bad);
+    /* a plan that is no JSON object, mended or not, says where it breaks, and what
+     * it quotes of the reply reaches the terminal without control characters */
+    kv_buf_init(&bad);
+    kv_buf_printf(&bad, "Plan:\n```cuda\n%s```\n```json\n{\n  \"launches\": [],\n  \"workspace\": 256 KiB\n}\n```\n",
+                  r.source);
+    parse(&r, bad.data, KEVO_ERR_PARSE, "the ```json block is not valid JSON: line 3, column 20, at 'KiB'", &p);
     kevo_llm_parsed_free(&p);
     kv_buf_release(&bad);
     kv_buf_init(&bad);
@@ -1099,12 +1115,20 @@ static void test_reply_bad_plans(void **state)
         kevo_llm_parsed_free(&p);
         free(rep);
     }
-    /* an entry that is not extern "C" */
+    /* an entry the model left without extern "C" gets it, and the parsed reply says so */
     char *src = kv_strdup(r.source);
     char *at = strstr(src, "extern \"C\" __global__ void __launch_bounds__(256) lce_bcast_add");
     assert_non_null(at);
     memcpy(at, "/*       */", 11);
     char *rep = reply_with("Mangled.", "```cuda", src, "```", NULL);
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    assert_int_equal(p.nlinked, 1);
+    assert_non_null(strstr(p.source, "/*       */extern \"C\" __global__ void __launch_bounds__(256) lce_bcast_add"));
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    /* but not to a static one (internal linkage is what it asked for) */
+    memcpy(at, "static    ", 10);
+    rep = reply_with("Static.", "```cuda", src, "```", NULL);
     parse(&r, rep, KEVO_ERR_PARSE, "entry 'lce_bcast_add' is not declared extern \"C\"", &p);
     kevo_llm_parsed_free(&p);
     free(rep);
@@ -1116,6 +1140,65 @@ static void test_reply_bad_plans(void **state)
     kevo_llm_parsed_free(&p);
     free(rep);
     reply_fixture_free(&r);
+}
+
+/* kevo_json_loosen: what models write where JSON goes, each read as meant; strings untouched */
+static void test_json_loosen(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"{\"a\": 256 * 1024}", "{\"a\":\"256 * 1024\"}"},
+        {"{\"a\": [1, 2, 3,],}", "{\"a\":[1,2,3]}"},
+        {"{\"a\": (Kc + 7) / 8 * 8, \"b\": -1.5e3, \"c\": true}", "{\"a\":\"(Kc + 7) / 8 * 8\",\"b\":-1.5e3,\"c\":true}"},
+        {"{\"a\": BM > 64 ? 2 : 1 // why\n}", "{\"a\":\"BM > 64 ? 2 : 1\"}"},
+        {"{BM: 128, \"s\": \"x // y, 1 * 2\"} /* c */", "{\"BM\":128,\"s\":\"x // y, 1 * 2\"}"},
+        {"{\"e\": \"q\\\"1 * 2\", \"f\": [BM, 2*BN]}", "{\"e\":\"q\\\"1 * 2\",\"f\":[\"BM\",\"2*BN\"]}"},
+        {"{\"a\": 256 KiB}", "{\"a\":256 KiB}"}, /* no expression: left to fail */
+        {"{\"a\": 1,\x1b[2J}", "{\"a\":1,\x1b[2J}"},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(cases); i++) {
+        char *got = kevo_json_loosen(cases[i].in);
+        assert_non_null(got);
+        if (strcmp(got, cases[i].out) != 0)
+            print_error("loosen %zu: '%s' (want '%s')\n", i, got, cases[i].out);
+        assert_string_equal(got, cases[i].out);
+        free(got);
+    }
+    assert_null(kevo_json_loosen(NULL));
+    /* never past the end, whatever the text */
+    static const char *const cut[] = {"{\"a\": \"open", "{\"a\": 2 *", "[[[[", "}}]]", "\"\\", ",", ""};
+    for (size_t i = 0; i < KV_ARRAY_LEN(cut); i++)
+        free(kevo_json_loosen(cut[i]));
+}
+
+/* kevo_llm_give_c_linkage: the definition and a forward declaration, nothing else */
+static void test_give_c_linkage(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *src = "__global__ void k(int a);\n__device__ int f(int x) { return x; }\n"
+                      "__global__ void __launch_bounds__(128) k(int a) { f(a); }\n"
+                      "extern \"C\" __global__ void done(int a) { }\n";
+    assert_int_equal(kevo_llm_give_c_linkage(src, "k", &out), 2);
+    assert_string_equal(out, "extern \"C\" __global__ void k(int a);\n__device__ int f(int x) { return x; }\n"
+                             "extern \"C\" __global__ void __launch_bounds__(128) k(int a) { f(a); }\n"
+                             "extern \"C\" __global__ void done(int a) { }\n");
+    kevo_llm_entry e[4];
+    assert_int_equal(kevo_llm_find_entries(out, e, 4), 2);
+    assert_true(e[0].extern_c && e[1].extern_c);
+    free(out);
+    /* nothing to do, or not safe to do: *out stays NULL */
+    assert_int_equal(kevo_llm_give_c_linkage(src, "done", &out), 0);
+    assert_null(out);
+    assert_int_equal(kevo_llm_give_c_linkage(src, "f", &out), 0);
+    assert_int_equal(kevo_llm_give_c_linkage("template <int N> __global__ void t(int a) { }", "t", &out), 0);
+    assert_int_equal(kevo_llm_give_c_linkage("static __global__ void s(int a) { }", "s", &out), 0);
+    assert_int_equal(kevo_llm_give_c_linkage("#define X 1 \\\n + 2\n__global__ void k(int a) { }", "k", &out), 0);
+    assert_int_equal(kevo_llm_give_c_linkage("__global__ void k(int a) { k2(); }", "k2", &out), 0);
+    assert_int_equal(kevo_llm_give_c_linkage(NULL, "k", &out), 0);
+    assert_null(out);
 }
 
 static void test_reply_hostile_bytes(void **state)
@@ -1592,6 +1675,8 @@ int main(void)
         cmocka_unit_test(test_reply_fences),
         cmocka_unit_test(test_reply_bad_plans),
         cmocka_unit_test(test_reply_hostile_bytes),
+        cmocka_unit_test(test_json_loosen),
+        cmocka_unit_test(test_give_c_linkage),
         cmocka_unit_test(test_check_templates),
         cmocka_unit_test(test_check_accepts),
         cmocka_unit_test(test_check_rejects),
