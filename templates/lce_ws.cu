@@ -741,18 +741,28 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
         if (i > 0)
             named_bar_sync(BAR_LOADED + (1 - w.c), 256);
     }
+    // Slot 0's descriptors, made once.  A slot or a k-step only moves the
+    // start address (bits 0-13: address >> 4), and shared addresses stay
+    // under 256 KB, so adding the offset >> 4 never carries into the other
+    // fields: the loop adds, as CUTLASS's descriptor iterator does, instead
+    // of re-encoding every descriptor.
+    // (32-bit adds on the low word: the high word, SBO and swizzle, is fixed.)
+    const unsigned long long da0 = sw128_desc(w.base + w.a_off, 16, 1024);
+    const unsigned long long db0 = e_desc(w.base + W_BYTES + w.e_off);
+    const unsigned a_lo = (unsigned)da0, a_hi = (unsigned)(da0 >> 32);
+    const unsigned b_lo = (unsigned)db0, b_hi = (unsigned)(db0 >> 32);
     for (int k = 0; k < it.kt; ++k) {
         const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);
-        const unsigned as = w.base + s * STAGE_BYTES + w.a_off;
-        const unsigned bs = w.base + s * STAGE_BYTES + W_BYTES + w.e_off;
+        const unsigned so = (unsigned)s * (STAGE_BYTES >> 4);
         fence_acc(acc);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
             // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
             // fifth starts the second box (BK=128)
-            const unsigned long long da = sw128_desc(as + kk * 32 + (kk / 4) * (W_BOX_BYTES - 128), 16, 1024);
-            const unsigned long long db = e_desc(bs + kk * 16 * E_ROW);
+            const unsigned long long da =
+                (unsigned long long)a_hi << 32 | (a_lo + so + ((kk * 32 + (kk / 4) * (W_BOX_BYTES - 128)) >> 4));
+            const unsigned long long db = (unsigned long long)b_hi << 32 | (b_lo + so + ((kk * 16 * E_ROW) >> 4));
             // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
             wgmma_ss<BW, TRANS>(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
         }

@@ -35,8 +35,8 @@ __device__ __forceinline__ void ring_init(ring_bars<Depth> &r, unsigned readers)
 template <int Depth>
 __device__ __forceinline__ int ring_acquire(ring_bars<Depth> &r, int p)
 {
-    const int s = p % Depth;
-    mbar_wait(&r.empty[s], ((p / Depth) & 1) ^ 1);
+    const int s = (unsigned)p % Depth; // positions are never negative: unsigned arithmetic is cheaper
+    mbar_wait(&r.empty[s], (((unsigned)p / Depth) & 1) ^ 1);
     return s;
 }
 
@@ -56,8 +56,8 @@ __device__ __forceinline__ uint64_t *ring_commit(ring_bars<Depth> &r, int s, uns
 template <int Depth>
 __device__ __forceinline__ int ring_wait(ring_bars<Depth> &r, int p)
 {
-    const int s = p % Depth;
-    mbar_wait(&r.full[s], (p / Depth) & 1);
+    const int s = (unsigned)p % Depth;
+    mbar_wait(&r.full[s], ((unsigned)p / Depth) & 1);
     return s;
 }
 
@@ -80,7 +80,7 @@ __device__ __forceinline__ void arrive_all_ranks(unsigned long long *bar)
 template <int Ctas, int Depth>
 __device__ __forceinline__ void ring_release(ring_bars<Depth> &r, int p)
 {
-    arrive_all_ranks<Ctas>(&r.empty[p % Depth]);
+    arrive_all_ranks<Ctas>(&r.empty[(unsigned)p % Depth]);
 }
 
 #endif // KEVO_SM90_RING_CUH
