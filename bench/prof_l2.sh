@@ -10,9 +10,9 @@
 #   bench/prof_l2.sh B=1024,M=433,N=200,Ku=512,Kc=3500,U=1 "BN == 256 && CONSUMERS == 2 && PINGPONG == 0 &&
 #     STAGES == 3 && BK == 64 && CLUSTER == 1 && FUSE == 0 && EPI == 1 && RASTER == 1 && URES == 0 &&
 #     TRANS == 1 && TRIM == 24 && SBUF == 4"
-# With PROF_MIX=1 two more ncu passes per kernel: the warp-state section (stall
-# reasons per issued instruction) and the executed instructions by SASS opcode
-# (the top 12 printed), to see where an instruction-count gap comes from.
+# With PROF_MIX=1 one more ncu pass per kernel: the warp-state section (cycles
+# per issued instruction, Nsight's stall rules).  bench/prof_stall.sh has the
+# stalls and instructions per SASS instruction.
 set -u
 shape=${1:?usage: bench/prof_l2.sh SHAPE WHERE}
 where=${2:?usage: bench/prof_l2.sh SHAPE WHERE}
@@ -45,9 +45,6 @@ if [ "${PROF_MIX:-0}" = 1 ]; then
     timeout 200 ncu --csv --clock-control none --section WarpStateStats "${tgt[@]}" >"$OUT/$name.stall.csv" \
       2>"$OUT/$name.stall.err"
     echo "ncu $name warp state rc=$?"
-    timeout 200 ncu --csv --page raw --clock-control none --metrics sass__inst_executed_per_opcode \
-      --print-metric-instances values "${tgt[@]}" >"$OUT/$name.mix.csv" 2>"$OUT/$name.mix.err"
-    echo "ncu $name opcode mix rc=$?"
   done
 fi
 python3 - "$OUT" <<'PY'
@@ -65,31 +62,4 @@ for name in ("kevo", "cublas"):
     for r in csv.DictReader(io.StringIO("\n".join(lines))):
         if "Stall" in r.get("Metric Name", "") or "Warp Cycles" in r.get("Metric Name", ""):
             print(f"  {r['Metric Name']:70s} {r['Metric Unit']:10s} {r['Metric Value']}")
-    try:
-        lines = [l for l in open(f"{sys.argv[1]}/{name}.mix.csv").read().splitlines() if l.startswith('"')]
-    except OSError:
-        continue
-    rows = list(csv.reader(io.StringIO("\n".join(lines))))
-    if len(rows) < 3:
-        continue
-    col = next((i for i, h in enumerate(rows[0]) if h.startswith("sass__inst_executed_per_opcode")), None)
-    if col is None:
-        print(f"  (no opcode column in {name}.mix.csv)")
-        continue
-    # instance values: "OPCODE1;OPCODE2;..." keys in one row, counts in the next, or "KEY:VAL" pairs
-    cell = rows[-1][col]
-    pairs = []
-    for part in cell.replace(",", ";").split(";"):
-        if ":" in part:
-            k, v = part.rsplit(":", 1)
-            try:
-                pairs.append((float(v.strip()), k.strip()))
-            except ValueError:
-                pass
-    tot = sum(v for v, _ in pairs) or 1.0
-    print(f"  executed instructions by opcode (top 12 of {len(pairs)}, {tot / 1e6:.1f} M in all):")
-    for v, k in sorted(pairs, reverse=True)[:12]:
-        print(f"    {k:24s} {v / 1e6:9.2f} M  {100 * v / tot:5.1f}%")
-    if not pairs:
-        print("    (unparsed; first 300 bytes) " + cell[:300])
 PY
