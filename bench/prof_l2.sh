@@ -14,15 +14,9 @@
 # per issued instruction, Nsight's stall rules).  bench/prof_stall.sh has the
 # stalls and instructions per SASS instruction.
 set -u
-shape=${1:?usage: bench/prof_l2.sh SHAPE WHERE}
-where=${2:?usage: bench/prof_l2.sh SHAPE WHERE}
-OUT=${OUT:-/tmp/kevo-out}
-mkdir -p "$OUT"
-export KEVO_HOME=${KEVO_HOME:-$PWD}
-kevo=${KEVO:-build/kevo}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-timeout 200 "$kevo" tune --op ikbo_lce --family lce_ws --shape "$shape" --budget 1 --where "$where" \
-  --db "$OUT/prof.db" --no-bar 2>&1 | grep -E "^\[|^best|^peer (beta1|decomposed)" | cut -c1-220
+# shellcheck source=bench/prof_common.sh
+. "$(dirname "$0")/prof_common.sh"
+prof_setup prof_l2.sh "${1:-}" "${2:-}" prof.db
 M=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sectors.sum
 M=$M,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sector_hit_rate.pct
 M=$M,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum

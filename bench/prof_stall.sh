@@ -11,15 +11,9 @@
 # The per-instruction CSVs stay under $OUT.  Example (docs/lce_ws.md, v14):
 #   bench/prof_stall.sh B=1024,M=433,N=200,Ku=512,Kc=3500,U=1 "BN == 224 && ... && EPI == 0"
 set -u
-shape=${1:?usage: bench/prof_stall.sh SHAPE WHERE}
-where=${2:?usage: bench/prof_stall.sh SHAPE WHERE}
-OUT=${OUT:-/tmp/kevo-out}
-mkdir -p "$OUT"
-export KEVO_HOME=${KEVO_HOME:-$PWD}
-kevo=${KEVO:-build/kevo}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-timeout 200 "$kevo" tune --op ikbo_lce --family lce_ws --shape "$shape" --budget 1 --where "$where" \
-  --db "$OUT/stall.db" --no-bar 2>&1 | grep -E "^\[" | cut -c1-200
+# shellcheck source=bench/prof_common.sh
+. "$(dirname "$0")/prof_common.sh"
+prof_setup prof_stall.sh "${1:-}" "${2:-}" stall.db
 src=(--section SourceCounters --page source --print-source sass --csv --clock-control none)
 timeout 300 ncu "${src[@]}" --kernel-name regex:lce_ws_cand --launch-count 1 --target-processes all \
   "$kevo" verify --db "$OUT/stall.db" --candidate 1 --maps sorted >"$OUT/kevo.src.csv" 2>"$OUT/kevo.src.err"
