@@ -20,6 +20,7 @@
  *     escaped (a backslash before it, or an entity kevo wrote), no control
  *     character, and no line break.
  * Nothing may crash, leak or reach undefined behaviour. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,21 +45,31 @@ static kevo_db *db;
 static char dbpath[64];
 static int uses;
 
+/* The DB and its WAL files gone (also at exit: libFuzzer's time limit ends the
+ * run with exit(), which would leave the last one in /tmp). */
+static void fz_db_remove(void)
+{
+    if (!db)
+        return;
+    kevo_db_close(db);
+    db = NULL;
+    char side[96];
+    unlink(dbpath);
+    snprintf(side, sizeof side, "%s-wal", dbpath);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", dbpath);
+    unlink(side);
+}
+
 /* A fresh DB every 256 inputs, so the file stays small. */
 static void fz_db(void)
 {
+    static bool registered;
     if (db && uses++ < 256)
         return;
-    if (db) {
-        kevo_db_close(db);
-        db = NULL;
-        char side[96];
-        unlink(dbpath);
-        snprintf(side, sizeof side, "%s-wal", dbpath);
-        unlink(side);
-        snprintf(side, sizeof side, "%s-shm", dbpath);
-        unlink(side);
-    }
+    fz_db_remove();
+    if (!registered)
+        registered = atexit(fz_db_remove) == 0;
     uses = 0;
     snprintf(dbpath, sizeof dbpath, "/tmp/kevo-fuzz-emit-%ld.db", (long)getpid());
     unlink(dbpath);
