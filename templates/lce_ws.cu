@@ -699,10 +699,23 @@ __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_i
 // whole main loop.
 template <int PHASE>
 __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
-                                               const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f)
+                                               const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
+                                               int &held)
 {
     const bool first = !it.user && it.part <= 0;
     const int u = it.user ? 0 : __ldg(a.cand_to_user + it.bb);
+    // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
+    // the previous item was a candidate tile of the same user and tile
+    // position (with few users, most of a persistent CTA's items: its claims
+    // are about a grid apart), it is still there, ready (its flag was seen).
+    // Uniform across the warp group: its threads had the same items.  (Not
+    // at BW=256: f.pre held through the epilogue spills there.)
+    constexpr bool KEEP = URES && SPLITK == 1 && BW < 256;
+    const int key = (u * g.tiles_m + it.tm) * g.tiles_n + it.tn;
+    if constexpr (KEEP) {
+        if (first && key == held)
+            return;
+    }
     if constexpr (PHASE == PHASE_BOTH) {
         if (first) {
             if (w.tid == 0) {
@@ -717,6 +730,8 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
 #pragma unroll
     for (int v = 0; v < UVECS; ++v)
         f.pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
+    if constexpr (KEEP)
+        held = add ? key : -1;
 #else
 #pragma unroll
     for (int v = 0; v < UVECS; ++v)
@@ -1016,7 +1031,8 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
     for (int i = 0; i < NACC; ++i)
         f.acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
 #endif
-    int boxes = 0; // staged boxes so far
+    int boxes = 0;              // staged boxes so far
+    int held = -1;               // URES=1: whose user_res f.pre holds (consumer_start)
     for (int i = PINGPONG ? w.c : 0;; i += PINGPONG ? 2 : 1) {
         const ws_entry e = queue_pop(sm.ctl, i);
         __syncwarp();
@@ -1026,7 +1042,7 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
             break;
         const ws_item it = ws_decode(a, g, e.item, rank);
         const ws_tile tile = ws_tile_of(a, it, w);
-        consumer_start<PHASE>(a, g, it, w, tile, rank, f);
+        consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
         consumer_compute(sm, it, e.p0, i, w, f.acc);
         if (it.user) {
             consumer_stash_user<PHASE>(a, g, it, w, rank, f);
