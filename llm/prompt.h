@@ -138,9 +138,9 @@ typedef struct kevo_prompt_in {
 char *kevo_prompt_source_view(const char *src);
 
 /* The parent's source compacted for its own params (llm/compact.c):
- * comments and blank lines removed, the #if groups and `if constexpr`
- * statements the params ("BM=128 BN=64 ...") decide cut to the branch
- * taken, and each shared header (a unit after `#line 1 "x.cuh"`) given as
+ * comments and blank lines removed, indentation halved, the #if groups
+ * and `if constexpr` statements the params ("BM=128 BN=64 ...") decide cut
+ * to the branch taken, and each shared header (a unit after `#line 1 "x.cuh"`) given as
  * its API (one line per declaration with its one-line doc).  *shown is
  * what a prompt shows; *base is the same code with the headers in full:
  * SEARCH/REPLACE edits made against *shown apply to *base.  Both malloc'd

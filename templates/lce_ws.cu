@@ -704,18 +704,20 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
 {
     const bool first = !it.user && it.part <= 0;
     const int u = it.user ? 0 : __ldg(a.cand_to_user + it.bb);
+#if URES
     // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
     // the previous item was a candidate tile of the same user and tile
     // position (with few users, most of a persistent CTA's items: its claims
     // are about a grid apart), it is still there, ready (its flag was seen).
     // Uniform across the warp group: its threads had the same items.  (Not
     // at BW=256: f.pre held through the epilogue spills there.)
-    constexpr bool KEEP = URES && SPLITK == 1 && BW < 256;
+    constexpr bool KEEP = SPLITK == 1 && BW < 256;
     const int key = (u * g.tiles_m + it.tm) * g.tiles_n + it.tn;
     if constexpr (KEEP) {
         if (first && key == held)
             return;
     }
+#endif
     if constexpr (PHASE == PHASE_BOTH) {
         if (first) {
             if (w.tid == 0) {
