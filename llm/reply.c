@@ -719,6 +719,15 @@ kevo_status kevo_llm_space_load(const char *space_json, kevo_space **out, kevo_e
     return KEVO_OK;
 }
 
+/* The index in ent[0, ne) of the entry called name; ne when none. */
+static int rp_entry(const kevo_llm_entry *ent, int ne, const char *name)
+{
+    int k = 0;
+    while (k < ne && strcmp(ent[k].name, name) != 0)
+        k++;
+    return k;
+}
+
 /* Every entry the space launches is an extern "C" __global__ of the source.
  * An entry the model left with C++ linkage is given C linkage in *source
  * (kevo_llm_give_c_linkage), counted in *nlinked. */
@@ -730,33 +739,29 @@ static kevo_status rp_check_entries(const char *space_json, char **source, int *
         return st;
     kevo_llm_entry ent[RP_MAX_ENTRIES];
     int ne = kevo_llm_find_entries(*source, ent, RP_MAX_ENTRIES);
-    if (ne > RP_MAX_ENTRIES)
-        ne = RP_MAX_ENTRIES;
-    int relinked = -1; /* the launch just given C linkage: checked once more, never linked twice */
+    ne = ne > RP_MAX_ENTRIES ? RP_MAX_ENTRIES : ne;
     for (int i = 0; i < sp->nlaunches && !st; i++) {
         const char *name = sp->launches[i].entry;
-        int k = 0;
-        while (k < ne && strcmp(ent[k].name, name) != 0)
-            k++;
+        int k = rp_entry(ent, ne, name);
         char *linked = NULL;
-        int nl = k < ne && !ent[k].extern_c && relinked != i ? kevo_llm_give_c_linkage(*source, name, &linked) : 0;
-        if (nl < 0) {
-            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-        } else if (nl > 0) {
+        int nl = k < ne && !ent[k].extern_c ? kevo_llm_give_c_linkage(*source, name, &linked) : 0;
+        if (nl > 0) {
             free(*source);
             *source = linked;
             (*nlinked)++;
             ne = kevo_llm_find_entries(*source, ent, RP_MAX_ENTRIES);
             ne = ne > RP_MAX_ENTRIES ? RP_MAX_ENTRIES : ne;
-            relinked = i--; /* check it again in the new source */
-        } else if (k == ne) {
+            k = rp_entry(ent, ne, name);
+        }
+        if (nl < 0)
+            st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
+        else if (k == ne)
             st = kevo_err_set(err, KEVO_ERR_PARSE, "plan: launches[%d].entry '%s' is not a __global__ of the source",
                               i, name);
-        } else if (!ent[k].extern_c) {
+        else if (!ent[k].extern_c)
             st = kevo_err_set(err, KEVO_ERR_PARSE,
                               "plan: entry '%s' is not declared extern \"C\" (its symbol would be mangled) and kevo "
                               "cannot add it (a template, static or macro-made entry)", name);
-        }
     }
     kevo_space_free(sp);
     return st;
