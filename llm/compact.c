@@ -516,7 +516,6 @@ static void cp_summary(const cp_unit *u, kv_buf *out)
 
 /* ---- the whole ---- */
 
-/* A unit's code compacted: comments, dead branches. */
 /* Each line's leading spaces halved (4-space indentation shown as 2): a third
  * of the code's bytes in a deeply nested kernel is indentation, and C++ reads
  * the same either way.  Tabs and the rest of each line are kept. */
@@ -540,6 +539,7 @@ static void cp_reindent(kv_buf *b)
         b->data[w] = '\0';
 }
 
+/* A unit's code compacted: comments, dead branches, indentation. */
 static char *cp_code(const cp_unit *u, const kevo_syms *syms)
 {
     char *raw = malloc(u->len + 1);
