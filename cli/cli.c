@@ -205,24 +205,19 @@ int cli_list_check(const char *cmd, const char *opt, const char *list)
         snprintf(msg, sizeof msg, "--%s: the list is empty (name at least one)", opt);
         return cli_bad_usage(cmd, "%s", msg);
     }
-    for (const char *p = list;;) {
-        size_t len = strcspn(p, ",");
+    size_t len, ql;
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);) {
         if (len == 0) {
             snprintf(msg, sizeof msg, "--%s '%.200s': an empty item (one name between commas)", opt, list);
             return cli_bad_usage(cmd, "%s", msg);
         }
-        for (const char *q = list; q < p;) { /* the items before this one */
-            size_t ql = strcspn(q, ",");
-            if (ql == len && strncmp(q, p, len) == 0) {
-                snprintf(msg, sizeof msg, "--%s: '%.*s' is listed twice", opt, (int)(len < 100 ? len : 100), p);
+        for (const char *q = list, *prev; q < item && kv_list_next(&q, &prev, &ql);) /* the items before */
+            if (ql == len && strncmp(prev, item, len) == 0) {
+                snprintf(msg, sizeof msg, "--%s: '%.*s' is listed twice", opt, (int)(len < 100 ? len : 100), item);
                 return cli_bad_usage(cmd, "%s", msg);
             }
-            q += ql + 1;
-        }
-        if (!p[len])
-            return 0;
-        p += len + 1;
     }
+    return 0;
 }
 
 /* A number for JSON in fmt when finite, else null (JSON has no inf or nan). */

@@ -112,20 +112,19 @@ kevo_status kevo_arch_list_parse(const char *list, char (*names)[16], int max, i
         max = KEVO_ARCH_LIST_MAX;
     if (!list || !*list)
         return kevo_err_set(err, KEVO_ERR_ARG, "--arch: no architecture named");
-    const char *p = list;
-    for (;;) {
-        size_t len = strcspn(p, ",");
+    size_t len;
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);) {
         if (len == 0)
             return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': an empty item (one name between commas)", list);
         char name[16] = "";
         if (len < sizeof name)
-            memcpy(name, p, len);
+            memcpy(name, item, len);
         kevo_limits lim;
         if (!name[0] || kevo_limits_for_arch(name, &lim, NULL)) {
             kv_buf known;
             kv_buf_init(&known);
             ar_known(&known);
-            kevo_err_set(err, KEVO_ERR_ARG, "--arch: unknown arch '%.*s' (known: %s)", (int)(len < 40 ? len : 40), p,
+            kevo_err_set(err, KEVO_ERR_ARG, "--arch: unknown arch '%.*s' (known: %s)", (int)(len < 40 ? len : 40), item,
                          known.data ? known.data : "");
             kv_buf_release(&known);
             return KEVO_ERR_ARG;
@@ -136,10 +135,8 @@ kevo_status kevo_arch_list_parse(const char *list, char (*names)[16], int max, i
         if (*n >= max)
             return kevo_err_set(err, KEVO_ERR_ARG, "--arch '%.100s': more than %d architectures", list, max);
         snprintf(names[(*n)++], 16, "%s", name);
-        if (p[len] == '\0')
-            return KEVO_OK;
-        p += len + 1;
     }
+    return KEVO_OK;
 }
 
 bool kevo_arch_runs_on(const kevo_limits *lim, int cc_major, int cc_minor)

@@ -66,26 +66,13 @@ static int xp_sm_of(const char *arch)
     return (int)strtol(arch + 3, NULL, 10);
 }
 
-/* One item of a comma-separated list: *item and *len get the text up to the
- * next ',' or the end, and *p moves past it (NULL after the last item, so
- * "a," has a last, empty item).  False once *p is NULL. */
-static bool xp_list_next(const char **p, const char **item, size_t *len)
-{
-    if (!*p)
-        return false;
-    *item = *p;
-    *len = strcspn(*p, ",");
-    *p = (*p)[*len] ? *p + *len + 1 : NULL;
-    return true;
-}
-
 /* Whether arch is one of the comma-separated list (NULL: all), however long. */
 static bool xp_arch_wanted(const char *list, const char *arch)
 {
     if (!list)
         return true;
     size_t n = strlen(arch), len;
-    for (const char *p = list, *item; xp_list_next(&p, &item, &len);)
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);)
         if (len == n && strncmp(item, arch, n) == 0)
             return true;
     return false;
@@ -99,7 +86,7 @@ static bool xp_family_wanted(const char *list, const char *family)
         return true;
     char pat[XP_FAMILY_PATTERN_MAX + 1];
     size_t len;
-    for (const char *p = list, *item; xp_list_next(&p, &item, &len);) {
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);) {
         if (len > XP_FAMILY_PATTERN_MAX) /* refused before (xp_check_families) */
             continue;
         memcpy(pat, item, len);
@@ -116,7 +103,7 @@ static bool xp_family_wanted(const char *list, const char *family)
 static kevo_status xp_check_families(const char *list, kevo_err *err)
 {
     size_t len;
-    for (const char *p = list, *item; xp_list_next(&p, &item, &len);) {
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);) {
         bool ok = len >= 1 && len <= XP_FAMILY_PATTERN_MAX;
         for (size_t i = 0; ok && i < len; i++)
             ok = isalnum((unsigned char)item[i]) || item[i] == '_' || item[i] == '*' || item[i] == '?';

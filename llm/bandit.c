@@ -4,28 +4,28 @@
 #include <math.h>
 #include <string.h>
 
+#include "util/util.h"
+
 bool kevo_bandit_parse(const char *list, kevo_bandit *b)
 {
     memset(b, 0, sizeof *b);
     if (!list || !*list)
         return true;
-    for (const char *p = list;;) {
-        size_t len = strcspn(p, ",");
+    size_t len;
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);) {
         if (len == 0 || len >= KEVO_BANDIT_NAME_MAX || b->n == KEVO_BANDIT_MAX)
             goto bad;
         for (size_t i = 0; i < len; i++)
-            if (p[i] <= 0x20 || p[i] >= 0x7f)
+            if (item[i] <= 0x20 || item[i] >= 0x7f)
                 goto bad;
-        memcpy(b->name[b->n], p, len);
+        memcpy(b->name[b->n], item, len);
         b->name[b->n][len] = '\0';
         for (int k = 0; k < b->n; k++)
             if (!strcmp(b->name[k], b->name[b->n]))
                 goto bad;
         b->n++;
-        p += len;
-        if (!*p++)
-            return true;
     }
+    return true;
 bad:
     memset(b, 0, sizeof *b);
     return false;

@@ -109,19 +109,17 @@ static bool gn_parse(const char *list, bool *listed)
     memset(listed, 0, KEVO_GEN_MAX * sizeof *listed);
     if (!list || !*list)
         return false;
-    for (const char *p = list;;) {
-        size_t len = strcspn(p, ",");
+    size_t len;
+    for (const char *p = list, *item; kv_list_next(&p, &item, &len);) {
         int k = -1;
         for (size_t i = 0; i < KV_ARRAY_LEN(gn_table) && k < 0; i++)
-            if (strlen(gn_table[i]->name) == len && strncmp(p, gn_table[i]->name, len) == 0)
+            if (strlen(gn_table[i]->name) == len && strncmp(item, gn_table[i]->name, len) == 0)
                 k = (int)i;
         if (k < 0 || listed[k])
             return false;
         listed[k] = true;
-        p += len;
-        if (!*p++)
-            return true;
     }
+    return true;
 }
 
 /* The listed names in the table's order into out[n] ("template,llm"). */

@@ -521,6 +521,16 @@ size_t kv_header_name_len(const char *s)
     return n;
 }
 
+bool kv_list_next(const char **p, const char **item, size_t *len)
+{
+    if (!*p)
+        return false;
+    *item = *p;
+    *len = strcspn(*p, ",");
+    *p = (*p)[*len] ? *p + *len + 1 : NULL;
+    return true;
+}
+
 bool kv_parse_i64(const char *s, int64_t *out)
 {
     if (!s || !*s)

@@ -117,6 +117,12 @@ void kv_dirname(const char *path, char *out, size_t n);
 /* Parse a decimal int64 with no trailing junk; false on junk or overflow. */
 bool kv_parse_i64(const char *s, int64_t *out);
 
+/* One item of a comma-separated list: *item and *len get the text up to the
+ * next ',' or the end, and *p moves past it (NULL after the last item, so
+ * "a," has a last, empty item and "" one empty item).  False once *p is
+ * NULL.  Usage: for (const char *p = list, *it; kv_list_next(&p, &it, &n);) */
+bool kv_list_next(const char **p, const char **item, size_t *len);
+
 /* Whether s is a C identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max_len bytes. */
 bool kv_is_ident(const char *s, size_t max_len);
 

@@ -205,6 +205,27 @@ static void test_load_lce_wgmma(void **state)
 /* ---- arch lists (the limits themselves: test_arch) ---- */
 
 /* An --arch list: names known, none empty or twice, in the order given. */
+/* kv_list_next, the comma-list walker --arch, --family, --generators and
+ * --llm-model share: every item, empty ones included, and nothing after. */
+static void test_list_next(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *list, *items;
+    } cases[] = {{"a,,bc,", "a||bc|"}, {"", ""}, {"one", "one"}, {",", "|"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char got[32] = "";
+        size_t len, n = 0;
+        int k = 0;
+        for (const char *p = cases[i].list, *item; kv_list_next(&p, &item, &len); k++)
+            n += (size_t)snprintf(got + n, sizeof got - n, "%s%.*s", k ? "|" : "", (int)len, item);
+        assert_string_equal(got, cases[i].items);
+    }
+    const char *end = NULL, *item;
+    size_t len;
+    assert_false(kv_list_next(&end, &item, &len));
+}
+
 static void test_arch_list(void **state)
 {
     (void)state;
@@ -1819,6 +1840,7 @@ int main(void)
         cmocka_unit_test(test_axis_repeats_param),
         cmocka_unit_test(test_names_shadow_symbols),
         cmocka_unit_test(test_prelude),
+        cmocka_unit_test(test_list_next),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }
