@@ -5,6 +5,7 @@
 # included) under $OUT; a table last.  Run from a staging folder holding kevo,
 # libcjson.so.1 and home/ (templates, kernels, prompts):
 #   bench/lce_ws_ab.sh WHERE SHAPE[:DTYPE] ...
+# OP=ikbo_fa FAMILY=fa_ws does the same for another family.
 set -u
 OUT=${OUT:-/tmp/kevo-out}
 mkdir -p "$OUT"
@@ -16,10 +17,10 @@ i=0
 for sd in "$@"; do
   i=$((i + 1))
   shape=${sd%%:*}; dt=fp16; [ "$sd" != "$shape" ] && dt=${sd#*:}
-  timeout ${TL:-280} ./kevo tune --op ikbo_lce --shape "$shape" --dtype "$dt" --family lce_ws --policy "${POLICY:-exhaustive}" \
+  timeout ${TL:-280} ./kevo tune --op "${OP:-ikbo_lce}" --shape "$shape" --dtype "$dt" --family "${FAMILY:-lce_ws}" --policy "${POLICY:-exhaustive}" \
     --budget "${BUDGET:-40}" --where "$W" --db "$OUT/ab_$i.db" --no-bar ${EXTRA:-} >"$OUT/ab_$i.log" 2>&1
   echo "== [$i] $shape $dt rc=$?"
   grep -E "^peer (stage0|decomposed|beta1)" "$OUT/ab_$i.log" | sed -E 's/\(cuBLASLt user GEMM.*candidate GEMM/... cand GEMM/' | cut -c1-200
-  grep -E "ms" "$OUT/ab_$i.log" | grep -E "^\[ *[0-9]+/" | sed -E 's/lce_ws //; s/PINGPONG=0 //; s/BK=64 //; s/RASTER=0 //; s/TRIM=0 //; s/SBUF=2 //; s/SPLITK=1 //' | cut -c1-220
+  grep -E "ms" "$OUT/ab_$i.log" | grep -E "^\[ *[0-9]+/" | sed -E 's/(lce|fa)_ws //; s/PINGPONG=0 //; s/BK=64 //; s/RASTER=0 //; s/TRIM=0 //; s/SBUF=2 //; s/SPLITK=1 //' | cut -c1-220
   tail -2 "$OUT/ab_$i.log"
 done

@@ -3,14 +3,19 @@
 // blocks of several candidates of one user share every K/V tile loaded.
 //
 //   fa_ws_sched (one block): groups the candidates by user (a counting sort
-//     of cand_to_user into the workspace) and counts the work items: a user
-//     with n candidates has n * QB Q blocks (QB = cdiv(Sq, 64): 64 query rows
-//     of one candidate each), taken CONSUMERS at a time per item.
+//     of cand_to_user into the workspace) and counts the work items.  The
+//     query rows of one user's candidates attend to the same keys, so they
+//     are packed: candidate k of a user with n owns rows [k * SQ8, k * SQ8 +
+//     Sq) of the user's n * SQ8 (SQ8 = Sq rounded up to 8, the TMA box), cut
+//     into cdiv(n * SQ8, 64) Q blocks of 64 rows (the WGMMA's M), taken
+//     CONSUMERS at a time per item.  At Sq=48 a user's 30 candidates fill 23
+//     blocks where one block per candidate would take 30.
 //   fa_ws_main (persistent, one CTA per SM): item t is (head t % H, item
 //     t / H); CTA b takes t = b, b + grid, ...
 //   producer (warp group 0, one thread, 24 registers): for each item, the
-//     Q block of each consumer warp group (TMA, 128-byte swizzle, HD/64
-//     boxes of 64 columns; after that warp group has read its last one),
+//     Q block of each consumer warp group (TMA, 128-byte swizzle, boxes of 8
+//     rows by 64 columns, each from its candidate's rows; after that warp
+//     group has read its last one),
 //     then the user's K and V tiles of BN rows into a STAGES-deep ring.
 //   consumers (warp groups 1..CONSUMERS, setmaxnreg 240 or 160): each owns
 //     one Q block of the item (64 rows, the WGMMA's M).  Per K/V tile:
@@ -20,8 +25,10 @@
 //     A operand layout of O += P V (wgmma with A from registers, V N-major).
 //     The P V of one tile runs while the next tile's S = Q K^T is issued, and
 //     the consumers' softmaxes run under each other's MMAs.
-//   epilogue: O / l, rounded, stored with 4-byte stores; rows past the
-//     candidate's Sq (a Q block spanning two candidates) are not written.
+//   epilogue: O / l, rounded, stored with 4-byte stores to each row's own
+//     candidate; padding rows (past a candidate's Sq, or past the user's
+//     last candidate) are computed on whatever the box held and not written:
+//     rows of S = Q K^T and of the softmax never mix.
 //
 // Key columns past Skv (a K/V tile running into the next user's rows, or
 // past the tensor, which TMA fills with zeros) are masked to -inf before the
@@ -31,7 +38,8 @@
 // Workspace (int32): cnt[U] | off[U + 1] (first index of user u's
 // candidates in order) | ioff[U + 1] (first item of user u) | order[Bc] |
 // (16-byte aligned) itab[items of one head]: each item's {u, first Q block,
-// Q blocks, 0}, so a warp group reads its item with one load.
+// Q blocks, the user's candidates}, so a warp group reads its item with one
+// load.
 
 // ---- tunables (kevo defines them; these defaults make a standalone compile) ----
 #ifndef HD
@@ -66,6 +74,7 @@
 constexpr int NT = 128 * (CONSUMERS + 1);
 constexpr int DCH = HD / 64;              // 64-column chunks of a row: one 128-byte swizzle atom wide
 constexpr int Q_BYTES = 64 * HD * 2;      // one consumer's Q block
+constexpr int Q_BOX = 8;                  // rows per Q box: a candidate's rows start on a box
 constexpr int KV_BYTES = BN * HD * 2;     // a K or a V tile
 constexpr int STAGE_BYTES = 2 * KV_BYTES; // K then V
 constexpr int NS = BN / 2;                // S accumulators per consumer thread
@@ -113,14 +122,18 @@ __device__ __forceinline__ fa_ws fa_workspace(const kevo_fa_args &a)
 
 // Exclusive scan over the users of one block of 1024 threads: every thread
 // sums a contiguous run of users, the runs' sums are scanned in shared memory.
-__device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int qb)
+__device__ __forceinline__ int user_items(int n, int sq8)
+{
+    return ((n * sq8 + 63) / 64 + CONSUMERS - 1) / CONSUMERS;
+}
+__device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int sq8)
 {
     __shared__ int part[2][1024];
     const int per = (U + 1023) / 1024, lo = min(U, threadIdx.x * per), hi = min(U, lo + per);
     int sc = 0, si = 0;
     for (int u = lo; u < hi; ++u) {
         sc += cnt[u];
-        si += (cnt[u] * qb + CONSUMERS - 1) / CONSUMERS;
+        si += user_items(cnt[u], sq8);
     }
     part[0][threadIdx.x] = sc;
     part[1][threadIdx.x] = si;
@@ -138,7 +151,7 @@ __device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int
         off[u] = rc;
         ioff[u] = ri;
         rc += cnt[u];
-        ri += (cnt[u] * qb + CONSUMERS - 1) / CONSUMERS;
+        ri += user_items(cnt[u], sq8);
     }
     if (threadIdx.x == 1023) {
         off[U] = part[0][1023];
@@ -149,7 +162,7 @@ __device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int
 extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_constant__ kevo_fa_args a)
 {
     const fa_ws w = fa_workspace(a);
-    const int U = a.U, Bc = a.Bc, qb = (a.Sq + 63) / 64;
+    const int U = a.U, Bc = a.Bc, sq8 = (a.Sq + Q_BOX - 1) / Q_BOX * Q_BOX;
     for (int u = threadIdx.x; u < U; u += 1024)
         w.cnt[u] = 0;
     __syncthreads();
@@ -159,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_c
             atomicAdd(&w.cnt[u], 1);
     }
     __syncthreads();
-    block_scan_users(w.cnt, w.off, w.ioff, U, qb);
+    block_scan_users(w.cnt, w.off, w.ioff, U, sq8);
     __syncthreads();
     for (int u = threadIdx.x; u < U; u += 1024)
         w.cnt[u] = 0; // cursors for the scatter
@@ -181,16 +194,16 @@ extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_c
             else
                 hi = mid;
         }
-        const int qb0 = (i - w.ioff[lo]) * CONSUMERS;
-        w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, (w.off[lo + 1] - w.off[lo]) * qb - qb0), 0);
+        const int n = w.off[lo + 1] - w.off[lo], qb0 = (i - w.ioff[lo]) * CONSUMERS;
+        w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, (n * sq8 + 63) / 64 - qb0), n);
     }
 }
 
-// An item of the main launch: head h of user u, Q blocks [qb0, qb0 + nq) of
-// the user's list (q block i: candidate order[off[u] + i / QB], rows
-// (i % QB) * 64 ..).
+// An item of the main launch: head h of user u (n candidates), Q blocks
+// [qb0, qb0 + nq) of the user's packed rows (row v of block v / 64:
+// candidate order[off[u] + v / SQ8], its row v % SQ8).
 struct fa_item {
-    int h, u, qb0, nq;
+    int h, u, qb0, nq, n;
 };
 __device__ __forceinline__ fa_item fa_decode(const kevo_fa_args &a, const fa_ws &w, int t)
 {
@@ -200,7 +213,31 @@ __device__ __forceinline__ fa_item fa_decode(const kevo_fa_args &a, const fa_ws 
     it.u = e.x;
     it.qb0 = e.y;
     it.nq = e.z;
+    it.n = e.w;
     return it;
+}
+
+// Packed row v of a user's Q rows: its candidate (the last one for rows past
+// the user's n candidates), its row in that candidate's Sq, and whether it is
+// a row of the output (not padding).
+struct fa_row {
+    int cand, r;
+    bool live;
+};
+__device__ __forceinline__ fa_row packed_row(const fa_ws &w, int first, int n, int sq8, int Sq, int v)
+{
+    const int k = v / sq8;
+    fa_row x;
+    x.r = v - k * sq8;
+    x.live = k < n && x.r < Sq;
+    x.cand = __ldg(w.order + first + min(k, n - 1));
+    return x;
+}
+// The row of out (rows Bc * Sq) a packed row is written to, or -1 for padding:
+// one register each through the mainloop.
+__device__ __forceinline__ int out_row(const fa_row &x, int Sq)
+{
+    return x.live ? x.cand * Sq + x.r : -1;
 }
 
 // S = Q K^T for one tile: HD/16 k-steps of 16 columns (32 bytes of a
@@ -318,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
     const fa_ws w = fa_workspace(a);
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     const int items = __ldg(w.ioff + a.U) * a.H;
-    const int nt = (a.Skv + BN - 1) / BN, qb = (a.Sq + 63) / 64;
+    const int nt = (a.Skv + BN - 1) / BN, sq8 = (a.Sq + Q_BOX - 1) / Q_BOX * Q_BOX;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -342,22 +379,33 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
             int qn[CONSUMERS] = {};      // Q blocks loaded so far per consumer
             for (int t = blockIdx.x; t < items; t += gridDim.x) {
                 const fa_item it = fa_decode(a, w, t);
+                const int first = __ldg(w.off + it.u);
                 for (int c = 0; c < it.nq; ++c) {
-                    const int i = it.qb0 + c;
-                    const int cand = __ldg(w.order + __ldg(w.off + it.u) + i / qb);
-                    const int row0 = cand * a.Sq + (i % qb) * 64;
+                    // 64 / Q_BOX boxes, each Q_BOX rows of one candidate: their first rows
+                    // in q, loaded together before the wait (under it, not after it)
+                    int row[64 / Q_BOX];
+#pragma unroll
+                    for (int k = 0; k < 64 / Q_BOX; ++k) {
+                        const fa_row x = packed_row(w, first, it.n, sq8, a.Sq, 64 * (it.qb0 + c) + Q_BOX * k);
+                        row[k] = x.cand * a.Sq + x.r;
+                    }
                     const int b = qn[c] % QBUF;
                     mbar_wait(&ctl->qempty[c][b], ((qn[c] / QBUF) & 1) ^ 1);
                     ++qn[c];
                     uint64_t *bar = reinterpret_cast<uint64_t *>(&ctl->qfull[c][b]);
                     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                          cuda::ptx::space_shared, bar, Q_BYTES);
+                    unsigned char *qs = smem + (c * QBUF + b) * Q_BYTES;
+                    // a box is 1024 bytes per 64-column chunk, the swizzle atom: the block
+                    // reads as one 64-row box would
 #pragma unroll
-                    for (int ch = 0; ch < DCH; ++ch) {
-                        const int32_t cq[3] = {64 * ch, it.h, row0};
-                        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                                        smem + (c * QBUF + b) * Q_BYTES + ch * 64 * 128, &a.tm_q, cq, bar);
-                    }
+                    for (int k = 0; k < 64 / Q_BOX; ++k)
+#pragma unroll
+                        for (int ch = 0; ch < DCH; ++ch) {
+                            const int32_t cq[3] = {64 * ch, it.h, row[k]};
+                            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                                            qs + ch * 64 * 128 + k * Q_BOX * 128, &a.tm_q, cq, bar);
+                        }
                 }
                 const int kv0 = it.u * a.Skv;
                 for (int j = 0; j < nt; ++j, ++p) {
@@ -414,9 +462,10 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
             }
             const int qbuf = qn % QBUF;
             const unsigned qs = base + (c * QBUF + qbuf) * Q_BYTES;
-            // the candidate whose rows this warp group writes (loaded now, used at the end)
-            const int qi = it.qb0 + c;
-            const int cand = __ldg(w.order + __ldg(w.off + it.u) + qi / qb);
+            // the candidates of the thread's two rows (loaded now, used at the end)
+            const int v0 = 64 * (it.qb0 + c) + fr, first = __ldg(w.off + it.u);
+            const int g0 = out_row(packed_row(w, first, it.n, sq8, a.Sq, v0), a.Sq);
+            const int g1 = out_row(packed_row(w, first, it.n, sq8, a.Sq, v0 + 8), a.Sq);
             mbar_wait(&ctl->qfull[c][qbuf], (qn / QBUF) & 1);
 #pragma unroll
             for (int i = 0; i < NO; ++i)
@@ -474,21 +523,20 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
             p += nt;
             ++qn;
 
-            // ---- epilogue: O / l, rows of this candidate only ----
+            // ---- epilogue: O / l, each row to its candidate, padding rows left out ----
             l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
             l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
             l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
             l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
             const float i0 = 1.0f / l0, i1 = 1.0f / l1;
-            const int r0 = (qi % qb) * 64 + fr; // rows of the candidate's Sq
-            const size_t ld = (size_t)a.H * HD;
-            elem_t *o0 = out + ((size_t)cand * a.Sq + r0) * ld + (size_t)it.h * HD + fc;
+            const size_t ld = (size_t)a.H * HD, col = (size_t)it.h * HD + fc;
+            elem_t *o0 = out + (size_t)g0 * ld + col, *o1 = out + (size_t)g1 * ld + col;
 #pragma unroll
             for (int n = 0; n < HD / 8; ++n) {
-                if (r0 < a.Sq)
+                if (g0 >= 0)
                     *reinterpret_cast<elem2_t *>(o0 + 8 * n) = pack2(o[4 * n] * i0, o[4 * n + 1] * i0);
-                if (r0 + 8 < a.Sq)
-                    *reinterpret_cast<elem2_t *>(o0 + 8 * ld + 8 * n) = pack2(o[4 * n + 2] * i1, o[4 * n + 3] * i1);
+                if (g1 >= 0)
+                    *reinterpret_cast<elem2_t *>(o1 + 8 * n) = pack2(o[4 * n + 2] * i1, o[4 * n + 3] * i1);
             }
         }
     }
