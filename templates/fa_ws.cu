@@ -60,6 +60,9 @@
 #ifndef PP
 #define PP 1 // consumers take turns issuing their MMAs (ping-pong): one's softmax runs under the other's MMAs
 #endif
+#ifndef OVL
+#define OVL 0 // 1: a consumer's softmax of tile j runs under its own P V of tile j - 1 (FA3's intra-warp-group overlap)
+#endif
 
 #ifndef KEVO_WGMMA_ATTN_CUH
 #include "wgmma_attn.cuh" // kevo inlines it ahead of this file (space "include")
@@ -94,6 +97,7 @@ static_assert(STAGES >= 2 && STAGES <= 6, "STAGES must be 2..6");
 static_assert(KV_BYTES % 1024 == 0, "K/V tiles must keep the 1024-byte swizzle atoms aligned");
 static_assert(QBUF == 1 || QBUF == 2, "QBUF is 1 or 2");
 static_assert(PP == 0 || PP == 1, "PP is 0 or 1");
+static_assert(OVL == 0 || OVL == 1, "OVL is 0 or 1");
 
 // Barriers in shared memory after the Q blocks and the ring.
 struct fa_ctl {
@@ -283,38 +287,51 @@ __device__ __forceinline__ void mask_tail(float (&sacc)[NS], int lim, int fc)
 
 // The online softmax of one tile for the thread's two rows (fr, fr + 8), in
 // units of scale * log2(e): the running maxima m and sums l (this thread's
-// columns; the row's four threads add theirs in the epilogue) move on, O is
-// rescaled, P = 2^(S * sl2 - m) is packed into pa in the storage dtype.
-__device__ __forceinline__ void softmax_tile(const float (&sacc)[NS], unsigned (&pa)[BN / 4], float (&o)[NO],
-                                             float &m0, float &m1, float &l0, float &l1, float sl2)
+// columns; the row's four threads add theirs in the epilogue) move on, P =
+// 2^(S * sl2 - m) is packed into pa in the storage dtype, and al0, al1 are
+// the factors O must be rescaled by (rescale_o) once every P V before this
+// tile is in it.  Maxima and sums run as four and two independent chains per
+// row (a chain of BN / 8 dependent FMNMX would wait on each one's latency).
+// scale > 0, so max(S) * sl2 is the maximum of the scaled scores.
+__device__ __forceinline__ void softmax_tile(const float (&sacc)[NS], unsigned (&pa)[BN / 4], float &m0, float &m1,
+                                             float &l0, float &l1, float &al0, float &al1, float sl2)
 {
-    float x0 = m0, x1 = m1;
+    float y0[4], y1[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        y0[i] = y1[i] = neg_inf();
 #pragma unroll
     for (int n = 0; n < BN / 8; ++n) {
-        x0 = fmaxf(x0, fmaxf(sacc[4 * n], sacc[4 * n + 1]) * sl2);
-        x1 = fmaxf(x1, fmaxf(sacc[4 * n + 2], sacc[4 * n + 3]) * sl2);
+        y0[n % 4] = fmaxf(y0[n % 4], fmaxf(sacc[4 * n], sacc[4 * n + 1]));
+        y1[n % 4] = fmaxf(y1[n % 4], fmaxf(sacc[4 * n + 2], sacc[4 * n + 3]));
     }
+    float x0 = fmaxf(m0, fmaxf(fmaxf(y0[0], y0[1]), fmaxf(y0[2], y0[3])) * sl2);
+    float x1 = fmaxf(m1, fmaxf(fmaxf(y1[0], y1[1]), fmaxf(y1[2], y1[3])) * sl2);
     x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, 1));
     x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, 2));
     x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, 1));
     x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, 2));
-    const float al0 = fast_exp2(m0 - x0), al1 = fast_exp2(m1 - x1);
+    al0 = fast_exp2(m0 - x0);
+    al1 = fast_exp2(m1 - x1);
     m0 = x0;
     m1 = x1;
-    float r0 = 0.0f, r1 = 0.0f;
+    float r0[2] = {0.0f, 0.0f}, r1[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < BN / 8; ++n) {
         const float p00 = fast_exp2(fmaf(sacc[4 * n], sl2, -x0));
         const float p01 = fast_exp2(fmaf(sacc[4 * n + 1], sl2, -x0));
         const float p10 = fast_exp2(fmaf(sacc[4 * n + 2], sl2, -x1));
         const float p11 = fast_exp2(fmaf(sacc[4 * n + 3], sl2, -x1));
-        r0 += p00 + p01;
-        r1 += p10 + p11;
+        r0[n % 2] += p00 + p01;
+        r1[n % 2] += p10 + p11;
         pa[2 * n] = pack2_bits(p00, p01);
         pa[2 * n + 1] = pack2_bits(p10, p11);
     }
-    l0 = l0 * al0 + r0;
-    l1 = l1 * al1 + r1;
+    l0 = l0 * al0 + (r0[0] + r0[1]);
+    l1 = l1 * al1 + (r1[0] + r1[1]);
+}
+__device__ __forceinline__ void rescale_o(float (&o)[NO], float al0, float al1)
+{
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n) {
         o[4 * n] *= al0;
@@ -437,6 +454,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
         int p = 0, qn = 0; // ring position of the item's first tile; Q blocks read so far
         float sacc[NS], o[NO];
         unsigned pa[BN / 4]; // P in the storage dtype, pairs packed: the A operand of P V
+        unsigned pb[BN / 4]; // OVL=1: the other P buffer
         if constexpr (PP && CONSUMERS > 1) {
             if (c == CONSUMERS - 1)
                 named_bar_arrive(BAR_TURN, 128 * 2); // consumer 0 takes the first turn
@@ -488,9 +506,12 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                     warp_arrive(&ctl->qempty[c][qbuf], lane); // Q read for the last time
                     mask_tail(sacc, a.Skv, fc);
                 }
-                softmax_tile(sacc, pa, o, m0, m1, l0, l1, sl2);
+                float al0, al1; // O is zero: nothing to rescale
+                softmax_tile(sacc, pa, m0, m1, l0, l1, al0, al1, sl2);
             }
-            for (int j = 1; j < nt; ++j) {
+            // tile j >= 1, one group: O += P V of tile j - 1, S = Q K^T of tile j; then
+            // the softmax of tile j into pa, which the P V has finished reading
+            auto tile_fused = [&](int j) {
                 const int s = (p + j) % STAGES, sp = (p + j - 1) % STAGES;
                 mbar_wait(&ctl->full[s], ((p + j) / STAGES) & 1);
                 turn_begin(c);
@@ -507,7 +528,49 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                     warp_arrive(&ctl->qempty[c][qbuf], lane); // Q read for the last time
                     mask_tail(sacc, a.Skv - j * BN, fc);
                 }
-                softmax_tile(sacc, pa, o, m0, m1, l0, l1, sl2);
+                float al0, al1;
+                softmax_tile(sacc, pa, m0, m1, l0, l1, al0, al1, sl2);
+                rescale_o(o, al0, al1);
+            };
+            // tile j >= 1 overlapped (OVL=1): S of tile j, then P V of tile j - 1 (P in
+            // pin), in two groups; the softmax of tile j (into pout) runs under the P V
+            auto tile_overlap = [&](int j, unsigned(&pin)[BN / 4], unsigned(&pout)[BN / 4]) {
+                const int s = (p + j) % STAGES, sp = (p + j - 1) % STAGES;
+                mbar_wait(&ctl->full[s], ((p + j) / STAGES) & 1);
+                turn_begin(c);
+                wgmma_fence();
+                issue_s(sacc, qs, base + Q_ALL + s * STAGE_BYTES);
+                wgmma_commit();
+                issue_pv(o, pin, base + Q_ALL + sp * STAGE_BYTES + KV_BYTES);
+                wgmma_commit();
+                turn_end(c);
+                wgmma_wait<1>();
+                fence_acc(sacc);
+                if (j == nt - 1) {
+                    warp_arrive(&ctl->qempty[c][qbuf], lane); // Q read for the last time
+                    mask_tail(sacc, a.Skv - j * BN, fc);
+                }
+                float al0, al1;
+                softmax_tile(sacc, pout, m0, m1, l0, l1, al0, al1, sl2);
+                wgmma_wait<0>();
+                fence_acc(o);
+                warp_arrive(&ctl->empty[sp], lane);
+                rescale_o(o, al0, al1);
+            };
+            if constexpr (OVL) {
+                // P alternates between pa and pb (a copy between them would sit among
+                // the next turn's wgmmas and serialize them, C7513); an odd tile count
+                // takes one fused tile first, so the last P is in pa
+                int j = 1;
+                for (; j < 1 + (nt - 1) % 2; ++j)
+                    tile_fused(j);
+                for (; j < nt; j += 2) {
+                    tile_overlap(j, pa, pb);
+                    tile_overlap(j + 1, pb, pa);
+                }
+            } else {
+                for (int j = 1; j < nt; ++j)
+                    tile_fused(j);
             }
             {
                 const int sp = (p + nt - 1) % STAGES;
