@@ -24,6 +24,7 @@ SHAPES=(
   "Bc=2048,H=2,Sq=64,D=128,Skv=8192,ratio=64 fp16"
   "Bc=1000,H=4,Sq=32,D=64,Skv=3000,ratio=25 fp16"
   "Bc=2047,H=2,Sq=64,D=128,Skv=4096,ratio=63 bf16"
+  "Bc=1200,H=4,Sq=48,D=64,Skv=2500,ratio=30 fp16"
 )
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 i=0
