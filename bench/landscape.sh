@@ -4,7 +4,7 @@
 # stdin, N configurations of FAMILY drawn uniformly at random (--policy
 # random: an unbiased sample) measured at SHAPE, into $OUT/land_<i>.db
 # (slimmed), then `kevo replay --model` on each.  Per line at most
-# TIME_LIMIT seconds (default 90).
+# TIME_LIMIT seconds (default 90).  OP (default ikbo_lce) names the op.
 set -u
 OUT=${OUT:-/tmp/kevo-out}
 mkdir -p "$OUT"
@@ -14,7 +14,7 @@ while read -r fam shape dtype n where; do
   [ -z "$fam" ] && continue
   i=$((i + 1))
   db="$OUT/land_$i.db"
-  args=(--op ikbo_lce --family "$fam" --shape "$shape" --dtype "$dtype" --policy random --budget "$n"
+  args=(--op "${OP:-ikbo_lce}" --family "$fam" --shape "$shape" --dtype "$dtype" --policy random --budget "$n"
         --time-limit "${TIME_LIMIT:-90}" --warm-start none --db "$db" --no-bar)
   [ -n "${where:-}" ] && args+=(--where "$where")
   timeout $(( ${TIME_LIMIT:-90} + 60 )) build/kevo tune "${args[@]}" >"$OUT/land_$i.log" 2>&1
