@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/same_sass.py — compile lce_ws configurations with two template
+"""bench/same_sass.py — compile lce_ws configurations (OP, FAMILY: another op's family) with two template
 trees (OLD_HOME, NEW_HOME: folders holding templates/, kernels/, prompts/) and
 say whether each cubin is byte-identical (same SASS) and the registers.
   same_sass.py OLD_HOME NEW_HOME 'SHAPE|P=V,P=V,...' ...
@@ -22,8 +22,8 @@ def sections(blob):
 def compile_one(home, shape, params, db):
     where = " && ".join(f"{k} == {v}" for k, v in (kv.split("=") for kv in params.split(",")))
     env = dict(os.environ, KEVO_HOME=home)
-    subprocess.run(["build/kevo", "tune", "--op", "ikbo_lce", "--shape", shape, "--compile-only", "--family",
-                    "lce_ws", "--policy", "exhaustive", "--budget", "1", "--where", where, "--db", db, "--no-bar",
+    subprocess.run(["build/kevo", "tune", "--op", os.environ.get("OP", "ikbo_lce"), "--shape", shape,
+                    "--compile-only", "--family", os.environ.get("FAMILY", "lce_ws"), "--policy", "exhaustive", "--budget", "1", "--where", where, "--db", db, "--no-bar",
                     "--warm-start", "none"], env=env, check=True, capture_output=True)
     c = sqlite3.connect(db)
     row = c.execute("select b.cubin, c.regs, c.params from candidates c join binaries b on b.key = c.binary_key "

@@ -126,9 +126,19 @@ __device__ __forceinline__ fa_ws fa_workspace(const kevo_fa_args &a)
 
 // Exclusive scan over the users of one block of 1024 threads: every thread
 // sums a contiguous run of users, the runs' sums are scanned in shared memory.
+// Sq rounded up to Q_BOX: the rows each candidate owns in its user's packed rows.
+__device__ __forceinline__ int packed_sq(int Sq)
+{
+    return (Sq + Q_BOX - 1) / Q_BOX * Q_BOX;
+}
+// The Q blocks of a user with n candidates, and the items they make.
+__device__ __forceinline__ int user_blocks(int n, int sq8)
+{
+    return (n * sq8 + 63) / 64;
+}
 __device__ __forceinline__ int user_items(int n, int sq8)
 {
-    return ((n * sq8 + 63) / 64 + CONSUMERS - 1) / CONSUMERS;
+    return (user_blocks(n, sq8) + CONSUMERS - 1) / CONSUMERS;
 }
 __device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int sq8)
 {
@@ -166,7 +176,7 @@ __device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int
 extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_constant__ kevo_fa_args a)
 {
     const fa_ws w = fa_workspace(a);
-    const int U = a.U, Bc = a.Bc, sq8 = (a.Sq + Q_BOX - 1) / Q_BOX * Q_BOX;
+    const int U = a.U, Bc = a.Bc, sq8 = packed_sq(a.Sq);
     for (int u = threadIdx.x; u < U; u += 1024)
         w.cnt[u] = 0;
     __syncthreads();
@@ -199,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_c
                 hi = mid;
         }
         const int n = w.off[lo + 1] - w.off[lo], qb0 = (i - w.ioff[lo]) * CONSUMERS;
-        w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, (n * sq8 + 63) / 64 - qb0), n);
+        w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, user_blocks(n, sq8) - qb0), n);
     }
 }
 
@@ -237,11 +247,16 @@ __device__ __forceinline__ fa_row packed_row(const fa_ws &w, int first, int n, i
     x.cand = __ldg(w.order + first + min(k, n - 1));
     return x;
 }
-// The row of out (rows Bc * Sq) a packed row is written to, or -1 for padding:
-// one register each through the mainloop.
+// The row of q (rows Bc * Sq) a packed row is read from.
+__device__ __forceinline__ int q_row(const fa_row &x, int Sq)
+{
+    return x.cand * Sq + x.r;
+}
+// The row of out a packed row is written to, or -1 for padding: one register
+// each through the mainloop.
 __device__ __forceinline__ int out_row(const fa_row &x, int Sq)
 {
-    return x.live ? x.cand * Sq + x.r : -1;
+    return x.live ? q_row(x, Sq) : -1;
 }
 
 // S = Q K^T for one tile: HD/16 k-steps of 16 columns (32 bytes of a
@@ -372,7 +387,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
     const fa_ws w = fa_workspace(a);
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     const int items = __ldg(w.ioff + a.U) * a.H;
-    const int nt = (a.Skv + BN - 1) / BN, sq8 = (a.Sq + Q_BOX - 1) / Q_BOX * Q_BOX;
+    const int nt = (a.Skv + BN - 1) / BN, sq8 = packed_sq(a.Sq);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -403,8 +418,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                     int row[64 / Q_BOX];
 #pragma unroll
                     for (int k = 0; k < 64 / Q_BOX; ++k) {
-                        const fa_row x = packed_row(w, first, it.n, sq8, a.Sq, 64 * (it.qb0 + c) + Q_BOX * k);
-                        row[k] = x.cand * a.Sq + x.r;
+                        row[k] = q_row(packed_row(w, first, it.n, sq8, a.Sq, 64 * (it.qb0 + c) + Q_BOX * k), a.Sq);
                     }
                     const int b = qn[c] % QBUF;
                     mbar_wait(&ctl->qempty[c][b], ((qn[c] / QBUF) & 1) ^ 1);
