@@ -12,11 +12,11 @@
 //     blocks where one block per candidate would take 30.
 //   fa_ws_main (persistent, one CTA per SM): item t is (head t % H, item
 //     t / H); CTA b takes t = b, b + grid, ...
-//   producer (warp group 0, one thread, 24 registers): for each item, the
-//     Q block of each consumer warp group (TMA, 128-byte swizzle, boxes of 8
-//     rows by 64 columns, each from its candidate's rows; after that warp
-//     group has read its last one),
-//     then the user's K and V tiles of BN rows into a STAGES-deep ring.
+//   producer (warp group 0, one thread, 24 registers; 40 with one
+//     consumer): for each item, the Q block of each consumer warp group
+//     (TMA, 128-byte swizzle, boxes of 8 rows by 64 columns, each from its
+//     candidate's rows; after that warp group has read its last one), then
+//     the user's K and V tiles of BN rows into a STAGES-deep ring.
 //   consumers (warp groups 1..CONSUMERS, setmaxnreg 240 or 160): each owns
 //     one Q block of the item (64 rows, the WGMMA's M).  Per K/V tile:
 //     S = Q K^T (wgmma, both K-major), the online softmax in registers
@@ -86,7 +86,9 @@ constexpr int Q_ALL = CONSUMERS * QBUF * Q_BYTES;   // the Q buffers, before the
 constexpr int SMEM_CTL = Q_ALL + STAGES * STAGE_BYTES;
 constexpr int BAR_TURN = 1; // named barriers 1..CONSUMERS: consumer c's turn to issue (PP=1)
 constexpr int LAUNCH_REGS = (65536 / NT < 255 ? 65536 / NT : 255) / 8 * 8;
-constexpr int PRODUCER_REGS = 24;
+// the producer thread's warp group; with one consumer there are registers to
+// spare, and 24 spilled the producer's item state there (ptxas)
+constexpr int PRODUCER_REGS = CONSUMERS == 1 ? 40 : 24;
 constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - PRODUCER_REGS) / CONSUMERS / 8 * 8;
 constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
 
@@ -259,27 +261,46 @@ __device__ __forceinline__ int out_row(const fa_row &x, int Sq)
     return x.live ? q_row(x, Sq) : -1;
 }
 
+// WGMMA shared-memory descriptors by addition (as CUTLASS's descriptor
+// iterator): every operand here has SBO 1024 and the 128-byte swizzle, the
+// descriptor's high word, and its low word is the start address / 16 with the
+// LBO field above it, so an operand b bytes further on is the low word plus
+// b / 16 (shared addresses stay under 256 KB: no carry out of the 14-bit
+// field).  With the low words warp-uniform, ptxas keeps them in uniform
+// registers and a descriptor costs one uniform add instead of a mask, a shift,
+// an or and two moves to uniform registers (hopper.cuh's sw128_desc).
+constexpr unsigned DESC_HI = (1024u >> 4) | (1u << 30);
+__device__ __forceinline__ unsigned desc_lo(unsigned addr, unsigned lbo)
+{
+    return (addr >> 4) | ((lbo >> 4) << 16);
+}
+__device__ __forceinline__ unsigned long long desc_at(unsigned lo, unsigned bytes)
+{
+    return ((unsigned long long)DESC_HI << 32) | (lo + (bytes >> 4));
+}
+
 // S = Q K^T for one tile: HD/16 k-steps of 16 columns (32 bytes of a
 // 128-byte swizzled row; a 64-column chunk further on every fourth step).
-__device__ __forceinline__ void issue_s(float (&sacc)[NS], unsigned qs, unsigned ks)
+// qd, kd: the low descriptor words of the Q block and the K tile (LBO 16).
+__device__ __forceinline__ void issue_s(float (&sacc)[NS], unsigned qd, unsigned kd)
 {
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
         const unsigned off = (kk % 4) * 32;
-        const unsigned long long dq = sw128_desc(qs + (kk / 4) * 64 * 128 + off, 16, 1024);
-        const unsigned long long dk = sw128_desc(ks + (kk / 4) * BN * 128 + off, 16, 1024);
-        wgmma_ss_t<BN, 0, 0>(sacc, dq, dk, kk > 0);
+        wgmma_ss_t<BN, 0, 0>(sacc, desc_at(qd, (kk / 4) * 64 * 128 + off), desc_at(kd, (kk / 4) * BN * 128 + off),
+                             kk > 0);
     }
 }
 
 // O += P V for one tile: BN/16 k-steps of 16 rows of V (16 * 128 bytes
-// each), P from registers; V N-major, its 64-column chunks BN * 128 apart.
-__device__ __forceinline__ void issue_pv(float (&o)[NO], const unsigned (&pa)[BN / 4], unsigned vs)
+// each), P from registers; V N-major, its 64-column chunks BN * 128 apart
+// (vd: the low descriptor word of the V tile, LBO BN * 128).
+__device__ __forceinline__ void issue_pv(float (&o)[NO], const unsigned (&pa)[BN / 4], unsigned vd)
 {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
         const unsigned pk[4] = {pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3]};
-        wgmma_rs<HD, 1>(o, pk, sw128_desc(vs + kk * 16 * 128, BN * 128, 1024), 1);
+        wgmma_rs<HD, 1>(o, pk, desc_at(vd, kk * 16 * 128), 1);
     }
 }
 
@@ -301,14 +322,20 @@ __device__ __forceinline__ void mask_tail(float (&sacc)[NS], int lim, int fc)
 }
 
 // The online softmax of one tile for the thread's two rows (fr, fr + 8), in
-// units of scale * log2(e): the running maxima m and sums l (this thread's
-// columns; the row's four threads add theirs in the epilogue) move on, P =
-// 2^(S * sl2 - m) is packed into pa in the storage dtype, and al0, al1 are
-// the factors O must be rescaled by (rescale_o) once every P V before this
-// tile is in it.  Maxima and sums run as four and two independent chains per
-// row (a chain of BN / 8 dependent FMNMX would wait on each one's latency).
-// scale > 0, so max(S) * sl2 is the maximum of the scaled scores.
-__device__ __forceinline__ void softmax_tile(const float (&sacc)[NS], unsigned (&pa)[BN / 4], float &m0, float &m1,
+// units of scale * log2(e): P = 2^(S * sl2 - m) is packed into pa in the
+// storage dtype and the running sums l (this thread's columns; the row's four
+// threads add theirs in the epilogue) move on.  The running maxima m move
+// only when a row of the warp's sixteen rises past m + RESCALE_LOG2
+// (FlashAttention-4's conditional rescaling): otherwise P is up to
+// 2^RESCALE_LOG2, exact in fp32 and in the storage dtype's range, and O and l
+// keep their scale.  Returns whether m moved; then al0, al1 are the factors
+// O must be rescaled by (rescale_o) once every P V before this tile is in it.
+// Maxima and sums run as four and two independent chains per row (a chain of
+// BN / 8 dependent FMNMX would wait on each one's latency).  scale > 0, so
+// max(S) * sl2 is the maximum of the scaled scores.  The first tile always
+// moves m (from -inf; its first column is a key, so its maxima are finite).
+constexpr float RESCALE_LOG2 = 8.0f;
+__device__ __forceinline__ bool softmax_tile(const float (&sacc)[NS], unsigned (&pa)[BN / 4], float &m0, float &m1,
                                              float &l0, float &l1, float &al0, float &al1, float sl2)
 {
     float y0[4], y1[4];
@@ -320,30 +347,38 @@ __device__ __forceinline__ void softmax_tile(const float (&sacc)[NS], unsigned (
         y0[n % 4] = fmaxf(y0[n % 4], fmaxf(sacc[4 * n], sacc[4 * n + 1]));
         y1[n % 4] = fmaxf(y1[n % 4], fmaxf(sacc[4 * n + 2], sacc[4 * n + 3]));
     }
-    float x0 = fmaxf(m0, fmaxf(fmaxf(y0[0], y0[1]), fmaxf(y0[2], y0[3])) * sl2);
-    float x1 = fmaxf(m1, fmaxf(fmaxf(y1[0], y1[1]), fmaxf(y1[2], y1[3])) * sl2);
+    float x0 = fmaxf(fmaxf(y0[0], y0[1]), fmaxf(y0[2], y0[3])) * sl2;
+    float x1 = fmaxf(fmaxf(y1[0], y1[1]), fmaxf(y1[2], y1[3])) * sl2;
     x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, 1));
     x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, 2));
     x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, 1));
     x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, 2));
-    al0 = fast_exp2(m0 - x0);
-    al1 = fast_exp2(m1 - x1);
-    m0 = x0;
-    m1 = x1;
+    const bool move = __any_sync(0xffffffffu, x0 > m0 + RESCALE_LOG2 || x1 > m1 + RESCALE_LOG2);
+    if (move) {
+        x0 = fmaxf(m0, x0);
+        x1 = fmaxf(m1, x1);
+        al0 = fast_exp2(m0 - x0);
+        al1 = fast_exp2(m1 - x1);
+        m0 = x0;
+        m1 = x1;
+        l0 *= al0;
+        l1 *= al1;
+    }
     float r0[2] = {0.0f, 0.0f}, r1[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < BN / 8; ++n) {
-        const float p00 = fast_exp2(fmaf(sacc[4 * n], sl2, -x0));
-        const float p01 = fast_exp2(fmaf(sacc[4 * n + 1], sl2, -x0));
-        const float p10 = fast_exp2(fmaf(sacc[4 * n + 2], sl2, -x1));
-        const float p11 = fast_exp2(fmaf(sacc[4 * n + 3], sl2, -x1));
+        const float p00 = fast_exp2(fmaf(sacc[4 * n], sl2, -m0));
+        const float p01 = fast_exp2(fmaf(sacc[4 * n + 1], sl2, -m0));
+        const float p10 = fast_exp2(fmaf(sacc[4 * n + 2], sl2, -m1));
+        const float p11 = fast_exp2(fmaf(sacc[4 * n + 3], sl2, -m1));
         r0[n % 2] += p00 + p01;
         r1[n % 2] += p10 + p11;
         pa[2 * n] = pack2_bits(p00, p01);
         pa[2 * n + 1] = pack2_bits(p10, p11);
     }
-    l0 = l0 * al0 + (r0[0] + r0[1]);
-    l1 = l1 * al1 + (r1[0] + r1[1]);
+    l0 += r0[0] + r0[1];
+    l1 += r1[0] + r1[1];
+    return move;
 }
 __device__ __forceinline__ void rescale_o(float (&o)[NO], float al0, float al1)
 {
@@ -460,8 +495,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
     } else {
         // ---- consumers ----
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-        const int c = wg - 1, warp = tid / 32, lane = tid % 32;
+        // the warp group's index through a shuffle: ptxas then knows it is warp-uniform
+        // and keeps what is derived from it (the descriptors) in uniform registers
+        const int c = __shfl_sync(0xffffffffu, wg, 0) - 1, warp = tid / 32, lane = tid % 32;
         const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+        // low descriptor words of the first Q buffer and of stage 0's K and V tiles
+        const unsigned qd0 = desc_lo(base, 16), kd0 = desc_lo(base + Q_ALL, 16);
+        const unsigned vd0 = desc_lo(base + Q_ALL + KV_BYTES, BN * 128);
         const float sl2 = a.scale_log2;
         const int fr = warp * 16 + (lane >> 2), fc = 2 * (lane & 3); // fragment row / column
         elem_t *out = static_cast<elem_t *>(a.out);
@@ -493,7 +533,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                 continue;
             }
             const int qbuf = qn % QBUF;
-            const unsigned qs = base + (c * QBUF + qbuf) * Q_BYTES;
+            const unsigned qd = qd0 + (c * QBUF + qbuf) * (Q_BYTES >> 4);
             // the candidates of the thread's two rows (loaded now, used at the end)
             const int v0 = 64 * (it.qb0 + c) + fr, first = __ldg(w.off + it.u);
             const int g0 = out_row(packed_row(w, first, it.n, sq8, a.Sq, v0), a.Sq);
@@ -511,7 +551,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                 mbar_wait(&ctl->full[s], (p / STAGES) & 1);
                 turn_begin(c);
                 wgmma_fence();
-                issue_s(sacc, qs, base + Q_ALL + s * STAGE_BYTES);
+                issue_s(sacc, qd, kd0 + s * (STAGE_BYTES >> 4));
                 wgmma_commit();
                 turn_end(c);
                 wgmma_wait<0>();
@@ -530,8 +570,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                 mbar_wait(&ctl->full[s], ((p + j) / STAGES) & 1);
                 turn_begin(c);
                 wgmma_fence();
-                issue_pv(o, pa, base + Q_ALL + sp * STAGE_BYTES + KV_BYTES);
-                issue_s(sacc, qs, base + Q_ALL + s * STAGE_BYTES);
+                issue_pv(o, pa, vd0 + sp * (STAGE_BYTES >> 4));
+                issue_s(sacc, qd, kd0 + s * (STAGE_BYTES >> 4));
                 wgmma_commit();
                 turn_end(c);
                 wgmma_wait<0>();
@@ -543,8 +583,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                     mask_tail(sacc, a.Skv - j * BN, fc);
                 }
                 float al0, al1;
-                softmax_tile(sacc, pa, m0, m1, l0, l1, al0, al1, sl2);
-                rescale_o(o, al0, al1);
+                if (softmax_tile(sacc, pa, m0, m1, l0, l1, al0, al1, sl2))
+                    rescale_o(o, al0, al1);
             };
             // tile j >= 1 overlapped (OVL=1): S of tile j, then P V of tile j - 1 (P in
             // pin), in two groups; the softmax of tile j (into pout) runs under the P V
@@ -553,9 +593,9 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                 mbar_wait(&ctl->full[s], ((p + j) / STAGES) & 1);
                 turn_begin(c);
                 wgmma_fence();
-                issue_s(sacc, qs, base + Q_ALL + s * STAGE_BYTES);
+                issue_s(sacc, qd, kd0 + s * (STAGE_BYTES >> 4));
                 wgmma_commit();
-                issue_pv(o, pin, base + Q_ALL + sp * STAGE_BYTES + KV_BYTES);
+                issue_pv(o, pin, vd0 + sp * (STAGE_BYTES >> 4));
                 wgmma_commit();
                 turn_end(c);
                 wgmma_wait<1>();
@@ -565,11 +605,12 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                     mask_tail(sacc, a.Skv - j * BN, fc);
                 }
                 float al0, al1;
-                softmax_tile(sacc, pout, m0, m1, l0, l1, al0, al1, sl2);
+                const bool move = softmax_tile(sacc, pout, m0, m1, l0, l1, al0, al1, sl2);
                 wgmma_wait<0>();
                 fence_acc(o);
                 warp_arrive(&ctl->empty[sp], lane);
-                rescale_o(o, al0, al1);
+                if (move)
+                    rescale_o(o, al0, al1);
             };
             if constexpr (OVL) {
                 // P alternates between pa and pb (a copy between them would sit among
@@ -590,7 +631,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                 const int sp = (p + nt - 1) % STAGES;
                 turn_begin(c);
                 wgmma_fence();
-                issue_pv(o, pa, base + Q_ALL + sp * STAGE_BYTES + KV_BYTES);
+                issue_pv(o, pa, vd0 + sp * (STAGE_BYTES >> 4));
                 wgmma_commit();
                 turn_end(c);
                 wgmma_wait<0>();
