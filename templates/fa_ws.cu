@@ -175,44 +175,59 @@ __device__ void block_scan_users(const int *cnt, int *off, int *ioff, int U, int
     }
 }
 
+// Users whose counts and offsets the scheduling launch keeps in shared
+// memory (3 * (SCHED_SMEM_U + 1) ints, with block_scan_users' 8 KB under the
+// 48 KB of static shared memory): its atomics and the items' binary searches
+// then wait on shared memory, not on L2 (8 us at U=40 when they all went
+// through global memory, H200).  More users take the workspace's arrays.
+constexpr int SCHED_SMEM_U = 2048;
+
 extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_constant__ kevo_fa_args a)
 {
+    __shared__ int s_user[3][SCHED_SMEM_U + 1];
     const fa_ws w = fa_workspace(a);
     const int U = a.U, Bc = a.Bc, sq8 = packed_sq(a.Sq);
+    const bool local = U <= SCHED_SMEM_U;
+    int *cnt = local ? s_user[0] : w.cnt, *off = local ? s_user[1] : w.off, *ioff = local ? s_user[2] : w.ioff;
     for (int u = threadIdx.x; u < U; u += 1024)
-        w.cnt[u] = 0;
+        cnt[u] = 0;
     __syncthreads();
     for (int c = threadIdx.x; c < Bc; c += 1024) {
         const int u = a.cand_to_user[c];
         if (u >= 0 && u < U) // a map outside [0, U) leaves its candidate unwritten
-            atomicAdd(&w.cnt[u], 1);
+            atomicAdd(&cnt[u], 1);
     }
     __syncthreads();
-    block_scan_users(w.cnt, w.off, w.ioff, U, sq8);
+    block_scan_users(cnt, off, ioff, U, sq8);
     __syncthreads();
     for (int u = threadIdx.x; u < U; u += 1024)
-        w.cnt[u] = 0; // cursors for the scatter
+        cnt[u] = 0; // cursors for the scatter
     __syncthreads();
     for (int c = threadIdx.x; c < Bc; c += 1024) {
         const int u = a.cand_to_user[c];
         if (u >= 0 && u < U)
-            w.order[w.off[u] + atomicAdd(&w.cnt[u], 1)] = c;
+            w.order[off[u] + atomicAdd(&cnt[u], 1)] = c;
     }
     // the item table: item i belongs to the last user u with ioff[u] <= i
     // (users without items share their ioff with the next)
-    const int items = w.ioff[U];
+    const int items = ioff[U];
     for (int i = threadIdx.x; i < items; i += 1024) {
         int lo = 0, hi = U;
         while (hi - lo > 1) {
             const int mid = (lo + hi) / 2;
-            if (w.ioff[mid] <= i)
+            if (ioff[mid] <= i)
                 lo = mid;
             else
                 hi = mid;
         }
-        const int n = w.off[lo + 1] - w.off[lo], qb0 = (i - w.ioff[lo]) * CONSUMERS;
+        const int n = off[lo + 1] - off[lo], qb0 = (i - ioff[lo]) * CONSUMERS;
         w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, user_blocks(n, sq8) - qb0), n);
     }
+    if (local) // the main launch reads off and ioff from the workspace
+        for (int u = threadIdx.x; u <= U; u += 1024) {
+            w.off[u] = off[u];
+            w.ioff[u] = ioff[u];
+        }
 }
 
 // An item of the main launch: head h of user u (n candidates), Q blocks
