@@ -113,7 +113,7 @@ static void test_guided_policies_land(void **state)
  * per-candidate cost, lce_ws's two H100 ones were measured after its model
  * was written, and its three H200 ones are of the v13 kernels, every
  * parameter free (SPLITK included at b136_split; docs/model.md v5); fa_ws's
- * two (H200) are of its v5 kernels, every parameter free (docs/model.md v6). */
+ * two (H200) are of its v7 kernels, every parameter free (docs/model.md v6). */
 static void test_model_ranks_landscapes(void **state)
 {
     (void)state;
