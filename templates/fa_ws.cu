@@ -37,9 +37,9 @@
 //
 // Workspace (int32): cnt[U] | off[U + 1] (first index of user u's
 // candidates in order) | ioff[U + 1] (first item of user u) | order[Bc] |
-// (16-byte aligned) itab[items of one head]: each item's {u, first Q block,
-// Q blocks, the user's candidates}, so a warp group reads its item with one
-// load.
+// (16-byte aligned) itab[items of one head]: each item's {u, first Q block
+// << 2 | Q blocks, the user's candidates, the first of them in order}, so a
+// warp group reads its item with one load.
 
 // ---- tunables (kevo defines them; these defaults make a standalone compile) ----
 #ifndef HD
@@ -221,7 +221,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_c
                 hi = mid;
         }
         const int n = off[lo + 1] - off[lo], qb0 = (i - ioff[lo]) * CONSUMERS;
-        w.itab[i] = make_int4(lo, qb0, min(CONSUMERS, user_blocks(n, sq8) - qb0), n);
+        const int nq = min(CONSUMERS, user_blocks(n, sq8) - qb0); // 1..3: two bits
+        w.itab[i] = make_int4(lo, qb0 << 2 | nq, n, off[lo]);
     }
     if (local) // the main launch reads off and ioff from the workspace
         for (int u = threadIdx.x; u <= U; u += 1024) {
@@ -230,11 +231,11 @@ extern "C" __global__ void __launch_bounds__(1024, 1) fa_ws_sched(const __grid_c
         }
 }
 
-// An item of the main launch: head h of user u (n candidates), Q blocks
-// [qb0, qb0 + nq) of the user's packed rows (row v of block v / 64:
-// candidate order[off[u] + v / SQ8], its row v % SQ8).
+// An item of the main launch: head h of user u (n candidates, the first at
+// order[first]), Q blocks [qb0, qb0 + nq) of the user's packed rows (row v
+// of block v / 64: candidate order[first + v / SQ8], its row v % SQ8).
 struct fa_item {
-    int h, u, qb0, nq, n;
+    int h, u, qb0, nq, n, first;
 };
 __device__ __forceinline__ fa_item fa_decode(const kevo_fa_args &a, const fa_ws &w, int t)
 {
@@ -242,9 +243,10 @@ __device__ __forceinline__ fa_item fa_decode(const kevo_fa_args &a, const fa_ws 
     fa_item it;
     it.h = t % a.H;
     it.u = e.x;
-    it.qb0 = e.y;
-    it.nq = e.z;
-    it.n = e.w;
+    it.qb0 = e.y >> 2;
+    it.nq = e.y & 3;
+    it.n = e.z;
+    it.first = e.w;
     return it;
 }
 
@@ -461,14 +463,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
             int qn[CONSUMERS] = {};      // Q blocks loaded so far per consumer
             for (int t = blockIdx.x; t < items; t += gridDim.x) {
                 const fa_item it = fa_decode(a, w, t);
-                const int first = __ldg(w.off + it.u);
                 for (int c = 0; c < it.nq; ++c) {
                     // 64 / Q_BOX boxes, each Q_BOX rows of one candidate: their first rows
                     // in q, loaded together before the wait (under it, not after it)
                     int row[64 / Q_BOX];
 #pragma unroll
                     for (int k = 0; k < 64 / Q_BOX; ++k) {
-                        row[k] = q_row(packed_row(w, first, it.n, sq8, a.Sq, 64 * (it.qb0 + c) + Q_BOX * k), a.Sq);
+                        row[k] = q_row(packed_row(w, it.first, it.n, sq8, a.Sq, 64 * (it.qb0 + c) + Q_BOX * k), a.Sq);
                     }
                     const int b = qn[c] % QBUF;
                     mbar_wait(&ctl->qempty[c][b], ((qn[c] / QBUF) & 1) ^ 1);
@@ -528,11 +529,23 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
             if (c == CONSUMERS - 1)
                 named_bar_arrive(BAR_TURN, 128 * 2); // consumer 0 takes the first turn
         }
-        // each item's entry is read one item ahead, under the previous item's work
+        // the output rows of the thread's two rows (fr, fr + 8) in item it, -1 for padding
+        auto rows_of = [&](const fa_item &it, int &g0, int &g1) {
+            const int v0 = 64 * (it.qb0 + c) + fr;
+            g0 = out_row(packed_row(w, it.first, it.n, sq8, a.Sq, v0), a.Sq);
+            g1 = out_row(packed_row(w, it.first, it.n, sq8, a.Sq, v0 + 8), a.Sq);
+        };
+        // each item's entry is read one item ahead, under the previous item's work,
+        // and its rows' candidates once that entry is in (they are used at its end)
         fa_item nxt = blockIdx.x < items ? fa_decode(a, w, blockIdx.x) : fa_item{};
+        int ng0 = -1, ng1 = -1;
+        if (blockIdx.x < items && c < nxt.nq)
+            rows_of(nxt, ng0, ng1);
         for (int t = blockIdx.x; t < items; t += gridDim.x) {
             const fa_item it = nxt;
-            if (t + (int)gridDim.x < items)
+            const int g0 = ng0, g1 = ng1;
+            const bool more = t + (int)gridDim.x < items;
+            if (more)
                 nxt = fa_decode(a, w, t + gridDim.x);
             if (c >= it.nq) {
                 // no Q block for this warp group: it takes its turns and releases the tiles
@@ -545,14 +558,12 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
                         warp_arrive(&ctl->empty[(p + j - 1) % STAGES], lane);
                 }
                 p += nt;
+                if (more && c < nxt.nq)
+                    rows_of(nxt, ng0, ng1);
                 continue;
             }
             const int qbuf = qn % QBUF;
             const unsigned qd = qd0 + (c * QBUF + qbuf) * (Q_BYTES >> 4);
-            // the candidates of the thread's two rows (loaded now, used at the end)
-            const int v0 = 64 * (it.qb0 + c) + fr, first = __ldg(w.off + it.u);
-            const int g0 = out_row(packed_row(w, first, it.n, sq8, a.Sq, v0), a.Sq);
-            const int g1 = out_row(packed_row(w, first, it.n, sq8, a.Sq, v0 + 8), a.Sq);
             mbar_wait(&ctl->qfull[c][qbuf], (qn / QBUF) & 1);
 #pragma unroll
             for (int i = 0; i < NO; ++i)
@@ -655,6 +666,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1) fa_ws_main(const __grid_cons
             }
             p += nt;
             ++qn;
+            if (more && c < nxt.nq)
+                rows_of(nxt, ng0, ng1);
 
             // ---- epilogue: O / l, each row to its candidate, padding rows left out ----
             l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
