@@ -278,14 +278,14 @@ __device__ __forceinline__ int out_row(const fa_row &x, int Sq)
     return x.live ? q_row(x, Sq) : -1;
 }
 
-// WGMMA shared-memory descriptors by addition (as CUTLASS's descriptor
-// iterator): every operand here has SBO 1024 and the 128-byte swizzle, the
-// descriptor's high word, and its low word is the start address / 16 with the
-// LBO field above it, so an operand b bytes further on is the low word plus
-// b / 16 (shared addresses stay under 256 KB: no carry out of the 14-bit
-// field).  With the low words warp-uniform, ptxas keeps them in uniform
-// registers and a descriptor costs one uniform add instead of a mask, a shift,
-// an or and two moves to uniform registers (hopper.cuh's sw128_desc).
+// WGMMA shared-memory descriptors by addition (hopper.cuh's desc_advance):
+// every operand here has SBO 1024 and the 128-byte swizzle, the descriptor's
+// high word, so a descriptor is that constant and a low word (the start
+// address / 16 with the LBO field above it) that moves by b / 16 for an
+// operand b bytes further on.  Kept as warp-uniform low words, ptxas holds
+// the descriptors in uniform registers, ready before the turn: a descriptor
+// costs one uniform add instead of a mask, a shift, an or and two moves to
+// uniform registers (sw128_desc at every wgmma).
 constexpr unsigned DESC_HI = (1024u >> 4) | (1u << 30);
 __device__ __forceinline__ unsigned desc_lo(unsigned addr, unsigned lbo)
 {
@@ -293,7 +293,7 @@ __device__ __forceinline__ unsigned desc_lo(unsigned addr, unsigned lbo)
 }
 __device__ __forceinline__ unsigned long long desc_at(unsigned lo, unsigned bytes)
 {
-    return ((unsigned long long)DESC_HI << 32) | (lo + (bytes >> 4));
+    return desc_advance((unsigned long long)DESC_HI << 32 | lo, bytes >> 4);
 }
 
 // S = Q K^T for one tile: HD/16 k-steps of 16 columns (32 bytes of a

@@ -35,6 +35,15 @@ __device__ __forceinline__ unsigned long long sw64_desc(unsigned addr, unsigned 
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
            ((unsigned long long)((sbo >> 4) & 0x3FFF) << 32) | (2ull << 62);
 }
+// The descriptor of an operand `units` 16-byte units past d's (as CUTLASS's
+// descriptor iterator moves one): only the start address, bits 0-13 of the
+// low word (address >> 4), moves, and shared addresses stay under 256 KB, so
+// the add never carries into the LBO field; the high word (SBO, swizzle)
+// stays.  One 32-bit add where re-encoding takes a mask, a shift and an or.
+__device__ __forceinline__ unsigned long long desc_advance(unsigned long long d, unsigned units)
+{
+    return (unsigned long long)(unsigned)(d >> 32) << 32 | ((unsigned)d + units);
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>

@@ -758,16 +758,10 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
         if (i > 0)
             named_bar_sync(BAR_LOADED + (1 - w.c), 256);
     }
-    // Slot 0's descriptors, made once.  A slot or a k-step only moves the
-    // start address (bits 0-13: address >> 4), and shared addresses stay
-    // under 256 KB, so adding the offset >> 4 never carries into the other
-    // fields: the loop adds, as CUTLASS's descriptor iterator does, instead
-    // of re-encoding every descriptor.
-    // (32-bit adds on the low word: the high word, SBO and swizzle, is fixed.)
+    // Slot 0's descriptors, made once; a slot or a k-step advances them
+    // (desc_advance) instead of re-encoding every descriptor.
     const unsigned long long da0 = sw128_desc(w.base + w.a_off, 16, 1024);
     const unsigned long long db0 = e_desc(w.base + W_BYTES + w.e_off);
-    const unsigned a_lo = (unsigned)da0, a_hi = (unsigned)(da0 >> 32);
-    const unsigned b_lo = (unsigned)db0, b_hi = (unsigned)(db0 >> 32);
     for (int k = 0; k < it.kt; ++k) {
         const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);
         const unsigned so = (unsigned)s * (STAGE_BYTES >> 4);
@@ -777,9 +771,8 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
         for (int kk = 0; kk < BK / 16; ++kk) {
             // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
             // fifth starts the second box (BK=128)
-            const unsigned long long da =
-                (unsigned long long)a_hi << 32 | (a_lo + so + ((kk * 32 + (kk / 4) * (W_BOX_BYTES - 128)) >> 4));
-            const unsigned long long db = (unsigned long long)b_hi << 32 | (b_lo + so + ((kk * 16 * E_ROW) >> 4));
+            const unsigned long long da = desc_advance(da0, so + ((kk * 32 + (kk / 4) * (W_BOX_BYTES - 128)) >> 4));
+            const unsigned long long db = desc_advance(db0, so + ((kk * 16 * E_ROW) >> 4));
             // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
             wgmma_ss<BW, TRANS>(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
         }
