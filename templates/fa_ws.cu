@@ -285,7 +285,10 @@ __device__ __forceinline__ int out_row(const fa_row &x, int Sq)
 // operand b bytes further on.  Kept as warp-uniform low words, ptxas holds
 // the descriptors in uniform registers, ready before the turn: a descriptor
 // costs one uniform add instead of a mask, a shift, an or and two moves to
-// uniform registers (sw128_desc at every wgmma).
+// uniform registers (sw128_desc at every wgmma).  desc_lo is sw128_desc's low
+// word without its address mask (addresses here are under 256 KB): through
+// sw128_desc, ptxas moves uniform registers between the S wgmmas of a turn
+// (bench/same_sass.py: up to 30 more instructions).
 constexpr unsigned DESC_HI = (1024u >> 4) | (1u << 30);
 __device__ __forceinline__ unsigned desc_lo(unsigned addr, unsigned lbo)
 {
