@@ -18,7 +18,10 @@
 //     (N-major, BK rows, boxes one swizzle atom wide: 64 columns with 128-byte
 //     swizzle, or 32 columns with 64-byte swizzle when BN is an odd multiple
 //     of 32; with CLUSTER=2 each CTA loads half of the boxes and multicasts
-//     them to both; TRANS=1 shares W's rows instead, see below).
+//     them to both; TRANS=1 shares W's rows instead, see below; CLB=1 pairs
+//     two candidates at one tile position, which share W's rows).  A pair
+//     whose second candidate is past B (or U) loads the last one's data
+//     again and stores nothing.
 //   consumers (warp groups 1..CONSUMERS, 1 to 4; setmaxnreg to their share
 //     of the registers: 240, 232, 152, 104): BK/16 wgmma.m64nBNk16 per
 //     k-tile from shared memory; PINGPONG=1 (two consumers): each warp group
@@ -122,6 +125,9 @@
 #ifndef SPLITK
 #define SPLITK 1 // the last partial wave's candidate tiles split along Kc into SPLITK parts (1: none)
 #endif
+#ifndef CLB
+#define CLB 0 // CLUSTER=2 pairs two tiles of one candidate (0) or two candidates at one tile position (1)
+#endif
 
 #ifndef KEVO_HOPPER_CUH
 #include "hopper.cuh" // kevo inlines it ahead of this file (space "include")
@@ -141,10 +147,18 @@ constexpr int TILE_R = PINGPONG ? 64 : 64 * CONSUMERS;   // accumulator rows of 
 constexpr int BW = BN - TRIM;                            // accumulator columns: the wgmma's N
 constexpr int TILE_M = TRANS ? BW : TILE_R;              // rows of M in a CTA's tile
 constexpr int TILE_N = TRANS ? TILE_R : BN;              // columns of N in it
-// A cluster pairs the tiles that share the larger operand: TRANS=0 two M
-// tiles (E's BN columns, multicast), TRANS=1 two N tiles (W's BW rows).
-constexpr int CL_M = TRANS ? TILE_M : TILE_M * CLUSTER;  // rows of M in a cluster's tile
-constexpr int CL_N = TRANS ? TILE_N * CLUSTER : TILE_N;  // columns of N in it
+// A cluster pairs tiles that share an operand, which its CTAs load in halves
+// and multicast.  CLB=0: two tiles of one candidate that share the larger
+// operand: TRANS=0 two M tiles (E's BN columns), TRANS=1 two N tiles (W's BW
+// rows).  CLB=1: the same tile of two candidates (or users), which share W:
+// every candidate multiplies the same W, so this halves W's reads whatever
+// M and N are (with N small, W is most of a tile's bytes).
+constexpr bool W_MCAST = CLUSTER > 1 && (TRANS || CLB);   // the cluster shares W's rows
+constexpr bool E_MCAST = CLUSTER > 1 && !W_MCAST;         // the cluster shares E's boxes
+constexpr int CL_B = CLB ? CLUSTER : 1;                   // candidates (users) of a cluster's item
+constexpr int CL_T = CLUSTER / CL_B;                      // CTA tiles of one candidate in it
+constexpr int CL_M = TRANS || CLB ? TILE_M : TILE_M * CLUSTER; // rows of M in a cluster's tile
+constexpr int CL_N = TRANS && !CLB ? TILE_N * CLUSTER : TILE_N; // columns of N in it
 constexpr int NT = 128 * (CONSUMERS + 1);
 // E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
 // whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
@@ -155,7 +169,7 @@ constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
 // takes two boxes per stage (K at k * BK and k * BK + 64).
 constexpr int W_BOXES = BK / 64;                         // W boxes per stage
 constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
-constexpr int W_LOAD_ROWS = TRANS ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (TRANS=1: multicast)
+constexpr int W_LOAD_ROWS = W_MCAST ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (multicast)
 constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
 constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
@@ -193,8 +207,10 @@ static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
 static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
               "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
-static_assert(CLUSTER == 1 || (CLUSTER == 2 && (TRANS ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
-              "CLUSTER=2 splits the E boxes in halves (TRANS=1: W's box by rows, whole 8-row swizzle atoms)");
+static_assert(CLUSTER == 1 || (CLUSTER == 2 && (W_MCAST ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
+              "CLUSTER=2 splits the E boxes in halves (TRANS=1 or CLB=1: W's box by rows, whole 8-row swizzle atoms)");
+static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
+              "CLB=1 pairs two candidates in a cluster of two (and splits no tile)");
 // (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
 // a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
@@ -299,8 +315,8 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
     g.tiles_m = (a.M + CL_M - 1) / CL_M;
     g.tiles_n = (a.N + CL_N - 1) / CL_N;
     g.per = g.tiles_m * g.tiles_n;
-    g.user_items = a.U * g.per;
-    const int cand = a.B * g.per, clusters = (int)(gridDim.x / CLUSTER);
+    g.user_items = (a.U + CL_B - 1) / CL_B * g.per;
+    const int cand = (a.B + CL_B - 1) / CL_B * g.per, clusters = (int)(gridDim.x / CLUSTER);
     // Split the candidate tiles past the last whole wave of this launch's
     // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
     // (n itself when fewer), the last t = min(r, cand) candidate tiles.  The
@@ -342,7 +358,7 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
         it.part = j % SPLITK;
         rest = g.whole + it.sidx;
     }
-    it.bb = rest / g.per;
+    it.bb = rest / g.per * CL_B + (CLB ? (int)rank : 0); // CLB=1: may be past U or B (ws_live)
     const int t = rest % g.per;
 #if RASTER == 0
     it.tm = t % g.tiles_m;
@@ -351,8 +367,8 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     it.tn = t % g.tiles_n;
     it.tm = t / g.tiles_n;
 #endif
-    it.m0 = TRANS ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
-    it.n0 = TRANS ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
+    it.m0 = TRANS || CLB ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
+    it.n0 = TRANS && !CLB ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
     const int kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
     // a split tile's parts: balanced ranges of its k-tiles, none empty (the
     // tail is 0 unless kt >= SPLITK)
@@ -361,11 +377,25 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     return it;
 }
 
+// CLB=1: the last pair's second CTA has no user (candidate) when U (B) is
+// odd.  It computes the last one's tile again (ws_loaded: its E, its user's
+// user_res) and stores nothing.  (Not kept in ws_item: held across the main
+// loop it cost a spill.)
+__device__ __forceinline__ bool ws_live(const kevo_lce_args &a, const ws_item &it)
+{
+    return !CLB || it.bb < (it.user ? a.U : a.B);
+}
+__device__ __forceinline__ int ws_loaded(const kevo_lce_args &a, const ws_item &it)
+{
+    return ws_live(a, it) ? it.bb : (it.user ? a.U : a.B) - 1;
+}
+
 // Workspace regions (see the header comment).
-// A CTA tile of user u: its flag, and its blocks of user_res.
+// A CTA tile of user u: its flag, and its blocks of user_res (CLB=1: the
+// rank names the user, not a tile).
 __device__ __forceinline__ size_t ws_cta_tile(const ws_geom &g, int u, int tm, int tn, unsigned rank)
 {
-    return (((size_t)u * g.tiles_n + tn) * g.tiles_m + tm) * CLUSTER + rank;
+    return (((size_t)u * g.tiles_n + tn) * g.tiles_m + tm) * CL_T + (CLB ? 0u : rank);
 }
 __device__ __forceinline__ size_t ws_sched_offset(const kevo_lce_args &a, const ws_geom &g)
 {
@@ -582,15 +612,16 @@ __device__ __forceinline__ void producer_schedule(const kevo_lce_args &a, const 
 }
 
 // Producer: W's boxes of one k-tile (K from kx) into stage w, BK / 64 boxes
-// of 64 K-columns.  TRANS=1 in a cluster: both CTAs compute columns of the
-// same (b, rows of M), so each loads its share of W's rows for both (whole
-// 8-row swizzle atoms).
+// of 64 K-columns.  TRANS=1 or CLB=1 in a cluster: both CTAs multiply the
+// same rows of W (TRANS=1: for other columns of N; CLB=1: for another
+// candidate), so each loads its share of W's rows for both (whole 8-row
+// swizzle atoms).
 __device__ __forceinline__ void producer_load_w(unsigned char *w, const void *map, const ws_item &it, int kx,
                                                 uint64_t *bar, unsigned rank)
 {
 #pragma unroll
     for (int h = 0; h < W_BOXES; ++h) {
-        if constexpr (TRANS && CLUSTER > 1) {
+        if constexpr (W_MCAST) {
             const int r0 = (int)rank * W_LOAD_ROWS;
             tma_load_2d_multicast(w + h * W_BOX_BYTES + r0 * 128, map, kx + 64 * h, it.m0 + r0, bar,
                                   (uint16_t)((1u << CLUSTER) - 1));
@@ -601,17 +632,17 @@ __device__ __forceinline__ void producer_load_w(unsigned char *w, const void *ma
 }
 
 // Producer: E's boxes of one k-tile (BK rows from kx) into stage e, one
-// swizzle atom wide each.  TRANS=0 in a cluster: both CTAs compute rows of
-// the same (b, columns), so each loads every other box for both.
-__device__ __forceinline__ void producer_load_e(unsigned char *e, const void *map, const ws_item &it, int kx,
-                                                uint64_t *bar, unsigned rank)
+// swizzle atom wide each.  TRANS=0, CLB=0 in a cluster: both CTAs compute
+// rows of the same (b, columns), so each loads every other box for both.
+__device__ __forceinline__ void producer_load_e(unsigned char *e, const void *map, const ws_item &it, int b,
+                                                int kx, uint64_t *bar, unsigned rank)
 {
 #pragma unroll
     for (int j = 0; j < E_BOXES; ++j) {
-        if constexpr (CLUSTER == 1 || TRANS)
-            tma_load_3d(e + j * (BK * E_ROW), map, it.n0 + E_COLS * j, kx, it.bb, bar);
+        if constexpr (!E_MCAST)
+            tma_load_3d(e + j * (BK * E_ROW), map, it.n0 + E_COLS * j, kx, b, bar);
         else if (j % CLUSTER == (int)rank)
-            tma_load_3d_multicast(e + j * (BK * E_ROW), map, it.n0 + E_COLS * j, kx, it.bb, bar,
+            tma_load_3d_multicast(e + j * (BK * E_ROW), map, it.n0 + E_COLS * j, kx, b, bar,
                                   (uint16_t)((1u << CLUSTER) - 1));
     }
 }
@@ -628,7 +659,7 @@ __device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_s
         uint64_t *bar = ring_commit(sm.ctl->ring, s, STAGE_BYTES);
         unsigned char *stage = sm.stages + s * STAGE_BYTES;
         producer_load_w(stage, tm_w, it, (it.k0 + k) * BK, bar, rank);
-        producer_load_e(stage + W_BYTES, tm_e, it, (it.k0 + k) * BK, bar, rank);
+        producer_load_e(stage + W_BYTES, tm_e, it, ws_loaded(a, it), (it.k0 + k) * BK, bar, rank);
     }
 }
 
@@ -683,9 +714,14 @@ struct ws_frag {
 struct ws_tile {
     int M, N, row0;
 };
+// CLB=1, a pair's second CTA past B: M = 0, so its epilogue's 16-byte
+// stores are all predicated off (its TMA stores, at b = B, write nothing).
 __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_item &it, const ws_cons &w)
 {
-    return ws_tile{a.M, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+    if constexpr (CLB)
+        return ws_tile{ws_live(a, it) ? a.M : 0, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+    else
+        return ws_tile{a.M, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
 }
 
 // Consumer: start the accumulators.  0 for a user tile; for a candidate tile
@@ -703,7 +739,7 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
                                                int &held)
 {
     const bool first = !it.user && it.part <= 0;
-    const int u = it.user ? 0 : __ldg(a.cand_to_user + it.bb);
+    const int u = it.user ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
 #if URES
     // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
     // the previous item was a candidate tile of the same user and tile
@@ -1040,9 +1076,11 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
         consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
         consumer_compute(sm, it, e.p0, i, w, f.acc);
         if (it.user) {
-            consumer_stash_user<PHASE>(a, g, it, w, rank, f);
+            if (!CLB || ws_live(a, it))
+                consumer_stash_user<PHASE>(a, g, it, w, rank, f);
             continue;
         }
+
 #if SPLITK > 1
         if (it.part >= 0 && !consumer_split(a, g, it, w, tile, rank, f))
             continue;

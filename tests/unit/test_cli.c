@@ -820,12 +820,14 @@ static void test_shapes(void **state)
     assert_true(sqlite3_column_double(st, 2) == 1.0);
     assert_int_equal(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
-    /* valid at both shapes: no tile taller than M=64 (lce_mma's BM; cooperative or clustered Hopper tiles) */
+    /* valid at both shapes: no tile taller than M=64 (lce_mma's BM; cooperative Hopper tiles, or clusters of
+     * two tiles; a cluster of two candidates, CLB=1, keeps its 64 rows) */
     assert_int_equal(sqlite3_prepare_v2(db,
                                         "SELECT count(*) FROM candidates WHERE json_extract(params, '$.BM') > 64 "
                                         "OR (json_extract(params, '$.CONSUMERS') > 1 "
                                         "AND json_extract(params, '$.PINGPONG') = 0) "
-                                        "OR json_extract(params, '$.CLUSTER') > 1",
+                                        "OR (json_extract(params, '$.CLUSTER') > 1 "
+                                        "AND coalesce(json_extract(params, '$.CLB'), 0) = 0)",
                                         -1, &st, NULL),
                      SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);

@@ -57,7 +57,9 @@ static void test_families_and_ref(void **state)
      * (two W boxes per stage) with each E swizzle; TRANS=1 (E the M-major A
      * operand, stmatrix .trans) with a 200-column tile (an odd number of
      * 8-column groups, a half-used user_res vector), four consumers with TMA
-     * stores, ping-pong with BK=128; four staging buffers per warp group */
+     * stores, ping-pong with BK=128; four staging buffers per warp group;
+     * CLB=1 (a cluster of two candidates sharing W's rows), TRANS=1 and
+     * TRANS=0 */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
@@ -69,6 +71,8 @@ static void test_families_and_ref(void **state)
         "TRANS=1,BN=128,CONSUMERS=4,PINGPONG=0,EPI=1,STAGES=2",
         "TRANS=1,BN=96,TRIM=8,PINGPONG=1,EPI=0,STAGES=3,BK=128,FUSE=0",
         "SBUF=4,BN=128,PINGPONG=0,STAGES=3,URES=1",
+        "CLB=1,CLUSTER=2,TRANS=1,BN=256,TRIM=16,PINGPONG=0,EPI=0,STAGES=3,URES=1",
+        "CLB=1,CLUSTER=2,BN=128,PINGPONG=1,STAGES=4,URES=1",
     };
     enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
     tcase cases[NCASES];

@@ -321,6 +321,22 @@ static const gpu_case persistent[] = {
     {"B=64,M=433,N=200,Ku=331,Kc=1100,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,SPLITK=3"},
     {"B=20,M=133,N=200,Ku=130,Kc=530,U=4", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=3,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,SPLITK=4"},
     {"B=12,M=256,N=256,Ku=512,Kc=4096,U=2", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,SPLITK=4"},
+    /* CLB=1: a cluster pairs candidates 2j and 2j + 1 (users, in the user
+     * tiles) at one tile position, each CTA loading half of W's rows and
+     * multicasting them.  Odd B and U: the last pair's second CTA computes
+     * the last candidate's (user's) tile again and stores nothing, by TMA
+     * (EPI=1, its box at b = B) or 16-byte stores (EPI=0, TRANS=1's last
+     * partial box); TRANS=1 with W's 240 rows in halves of 120 (M=433 in two
+     * tiles, N=120 in one with a tail); TRANS=0 with ping-pong (W's 64 rows in
+     * halves of 32), four consumers with BK=128, two launches (FUSE=0: the
+     * user launch pairs users); B=1 and U=1 (the only pair's second CTA has
+     * nothing); URES=1 keeping user_res across a CTA's items */
+    {"B=41,M=433,N=120,Ku=301,Kc=266,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1"},
+    {"B=41,M=433,N=120,Ku=301,Kc=266,U=5", "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=16,CLB=1"},
+    {"B=9,M=133,N=200,Ku=130,Kc=66,U=3", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=1,URES=1,TRANS=0,CLB=1"},
+    {"B=33,M=200,N=72,Ku=45,Kc=130,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=0,CLB=1"},
+    {"B=1,M=97,N=136,Ku=45,Kc=29,U=1", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=2,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=0,CLB=1"},
+    {"B=300,M=66,N=72,Ku=130,Kc=67,ratio=7", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1"},
 };
 
 static void test_persistent_family(void **state)

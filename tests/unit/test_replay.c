@@ -113,7 +113,9 @@ static void test_guided_policies_land(void **state)
  * per-candidate cost, lce_ws's two H100 ones were measured after its model
  * was written, and its three H200 ones are of the v13 kernels, every
  * parameter free (SPLITK included at b136_split; docs/model.md v5); fa_ws's
- * two (H200) are of its v7 kernels, every parameter free (docs/model.md v6). */
+ * two (H200) are of its v7 kernels, every parameter free (docs/model.md v6);
+ * lce_ws_h200_u1_n120_clb of its v16 kernels, CLB included (docs/model.md
+ * v7). */
 static void test_model_ranks_landscapes(void **state)
 {
     (void)state;
@@ -122,7 +124,7 @@ static void test_model_ranks_landscapes(void **state)
                                         "lce_ws_h100_m200_n512.db",  "lce_ws_h100_m512_n200.db",
                                         "lce_ws_h200_u1_kc3500.db",  "lce_ws_h200_default.db",
                                         "lce_ws_h200_b136_split.db", "fa_ws_h200_d64.db",
-                                        "fa_ws_h200_d128.db"};
+                                        "fa_ws_h200_d128.db",        "lce_ws_h200_u1_n120_clb.db"};
     for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
         char path[1024];
         land_path(path, sizeof path, lands[l]);
