@@ -69,7 +69,8 @@
 // consumer_split and consumer_finish (a candidate tile); ws_teardown.  The
 // mechanism lives in shared headers: sm90/ring.cuh (the stage ring:
 // acquire/commit, wait/release) and sm90/tma.cuh (box loads, multicast,
-// stores).
+// stores).  lce_ws/config.cuh holds the tunables and the tile they make,
+// lce_ws/work.cuh the work items and the workspace below.
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
@@ -82,53 +83,6 @@
 // BK=128's second W box when K % 128 <= 64, reads as zeros and still counts
 // its bytes), its clipped stores and the predicated 16-byte stores.
 
-// ---- tunables (kevo defines them; these defaults make a standalone compile) ----
-#ifndef BN
-#define BN 256
-#endif
-#ifndef CONSUMERS
-#define CONSUMERS 2
-#endif
-#ifndef PINGPONG
-#define PINGPONG 1
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef BK
-#define BK 64 // K per stage: one or two W boxes of 64 (a 128-byte swizzle row each)
-#endif
-#ifndef EPI
-#define EPI 1
-#endif
-#ifndef RASTER
-#define RASTER 0
-#endif
-#ifndef CLUSTER
-#define CLUSTER 1
-#endif
-#ifndef FUSE
-#define FUSE 1
-#endif
-#ifndef URES
-#define URES 0 // user_res kept as fp32 (0) or rounded to the storage dtype (1), as the decomposed form does
-#endif
-#ifndef TRANS
-#define TRANS 0 // the tile computes out (0) or out's transpose (1: N along the WGMMA's M side)
-#endif
-#ifndef TRIM
-#define TRIM 0 // TRANS=1: the tile spans BN - TRIM rows of M (any multiple of 8)
-#endif
-#ifndef SBUF
-#define SBUF 2 // staged output boxes per consumer warp group (EPI=1: SBUF - 1 TMA stores in flight)
-#endif
-#ifndef SPLITK
-#define SPLITK 1 // the last partial wave's candidate tiles split along Kc into SPLITK parts (1: none)
-#endif
-#ifndef CLB
-#define CLB 0 // CLUSTER=2 pairs two tiles of one candidate (0) or two candidates at one tile position (1)
-#endif
-
 #ifndef KEVO_HOPPER_CUH
 #include "hopper.cuh" // kevo inlines it ahead of this file (space "include")
 #endif
@@ -139,94 +93,9 @@
 #include "sm90/tma.cuh" // TMA loads (multicast) and stores
 #endif
 #include <cuda/atomic>
-
-// The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
-// WGMMA's M side) by BW columns (its N).  Rows are M and columns N, or with
-// TRANS=1 rows are N and columns M.
-constexpr int TILE_R = PINGPONG ? 64 : 64 * CONSUMERS;   // accumulator rows of a CTA's tile
-constexpr int BW = BN - TRIM;                            // accumulator columns: the wgmma's N
-constexpr int TILE_M = TRANS ? BW : TILE_R;              // rows of M in a CTA's tile
-constexpr int TILE_N = TRANS ? TILE_R : BN;              // columns of N in it
-// A cluster pairs tiles that share an operand, which its CTAs load in halves
-// and multicast.  CLB=0: two tiles of one candidate that share the larger
-// operand: TRANS=0 two M tiles (E's BN columns), TRANS=1 two N tiles (W's BW
-// rows).  CLB=1: the same tile of two candidates (or users), which share W:
-// every candidate multiplies the same W, so this halves W's reads whatever
-// M and N are (with N small, W is most of a tile's bytes).
-constexpr bool W_MCAST = CLUSTER > 1 && (TRANS || CLB);   // the cluster shares W's rows
-constexpr bool E_MCAST = CLUSTER > 1 && !W_MCAST;         // the cluster shares E's boxes
-constexpr int CL_B = CLB ? CLUSTER : 1;                   // candidates (users) of a cluster's item
-constexpr int CL_T = CLUSTER / CL_B;                      // CTA tiles of one candidate in it
-constexpr int CL_M = TRANS || CLB ? TILE_M : TILE_M * CLUSTER; // rows of M in a cluster's tile
-constexpr int CL_N = TRANS && !CLB ? TILE_N * CLUSTER : TILE_N; // columns of N in it
-constexpr int NT = 128 * (CONSUMERS + 1);
-// E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
-// whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
-constexpr int E_COLS = TILE_N % 64 ? 32 : 64;            // columns of an E box
-constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
-constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
-// W is K-major with 128-byte swizzle: a box holds 64 K-columns, so BK=128
-// takes two boxes per stage (K at k * BK and k * BK + 64).
-constexpr int W_BOXES = BK / 64;                         // W boxes per stage
-constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
-constexpr int W_LOAD_ROWS = W_MCAST ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (multicast)
-constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
-constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
-constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
-constexpr int NACC = BW / 2;                             // fp32 accumulators per consumer thread
-constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
-// output boxes per warp group: its 64 rows by BW columns in boxes of 64
-// columns of N, or (TRANS=1) its 64 columns of N by BW rows in boxes of 64
-// rows of M; the last one partly used when BW % 64
-constexpr int OUT_BOXES = (BW + 63) / 64;
-constexpr int STAGING_BYTES = CONSUMERS * SBUF * BOX_BYTES; // SBUF boxes per consumer warp group
-constexpr int QN = 4;                                    // work queue depth
-constexpr int ITEM_WARPS = 4 * (PINGPONG ? 1 : CONSUMERS); // consumer warps reading one item
-// Registers: the CTA starts with NT threads of the most __launch_bounds__(NT, 1)
-// allows (a multiple of 8); setmaxnreg.inc takes from what the producer's
-// setmaxnreg.dec 40 released, so the consumers share the rest: 240, 232, 152, 104.
-constexpr int LAUNCH_REGS = (65536 / NT < 255 ? 65536 / NT : 255) / 8 * 8;
-constexpr int SHARE_REGS = (LAUNCH_REGS * (CONSUMERS + 1) - 40) / CONSUMERS / 8 * 8;
-constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
-// Named barriers (0 is __syncthreads): 1 + c is consumer warp group c's own,
-// BAR_TILE joins them all (a user tile's flag).  BAR_TILE was 3 before there
-// could be a third consumer; it stays there while 3 is free.  Ping-pong:
-// BAR_LOADED + c, "warp group c has seen all of its item's k-tiles loaded"
-// (its 128 threads arrive, the other warp group's 128 wait).
-constexpr int BAR_TILE = CONSUMERS <= 2 ? 3 : CONSUMERS + 1;
-constexpr int BAR_LOADED = BAR_TILE + 1;
-
-static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
-static_assert(TRANS == 0 || TRANS == 1, "TRANS is 0 or 1");
-static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32 && (TRANS || TRIM == 0),
-              "TRIM (0..24 in steps of 8) narrows TRANS=1's M side; TRANS=0's columns are E's, in whole atoms");
-static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
-static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
-static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
-static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
-static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
-static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
-              "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
-static_assert(CLUSTER == 1 || (CLUSTER == 2 && (W_MCAST ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
-              "CLUSTER=2 splits the E boxes in halves (TRANS=1 or CLB=1: W's box by rows, whole 8-row swizzle atoms)");
-static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
-              "CLB=1 pairs two candidates in a cluster of two (and splits no tile)");
-// (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
-// a 64-row TMA box would write the next tile's rows)
-static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
-static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
-              "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
-static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors of 4 fp32 (of 8 values with URES=1, the last one half "
-                             "used when BW % 16 == 8)");
-static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
-              "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
-static_assert(NACC + 32 <= LAUNCH_REGS,
-              "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
-              "setmaxnreg budget (C7602)");
-static_assert(SPLITK >= 1 && SPLITK <= 4, "SPLITK must be 1..4");
-static_assert(BAR_TILE <= 15 && (!PINGPONG || BAR_LOADED + 1 <= 15), "16 named barriers");
-
-enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };
+#ifndef KEVO_LCE_WS_WORK_CUH
+#include "lce_ws/work.cuh" // the tunables, the tile, the work items and the workspace
+#endif
 
 // WGMMA descriptor of 16 k-rows of a stage's E from `addr` (N-major): atoms
 // of 8 rows x E_ROW bytes, the E_COLS-column atoms a TMA box (BK * E_ROW
@@ -239,44 +108,6 @@ __device__ __forceinline__ unsigned long long e_desc(unsigned addr)
         return sw64_desc(addr, BK * 64, 512);
 }
 
-// user_res is stored in the accumulator fragment order of the tile that
-// wrote it (a user tile has the candidate tiles' geometry): each consumer
-// thread's NACC values are 16-byte vectors, vector v of thread t at
-// v * 128 + t in its warp group's block, so reading it back is a few fully
-// coalesced 16-byte loads per thread: into the accumulators (fp32,
-// uvec_unpack) or into registers of their own (URES=1, added in the epilogue).
-#if URES
-constexpr int UVEC = 8; // values per 16-byte vector: the storage dtype
-__device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
-{
-    union { uint4 v; elem2_t h[4]; } u;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int e = UVEC * v + 2 * i; // past NACC in the last vector when BW % 16 == 8: zeros
-        u.h[i] = e < NACC ? pack2(acc[e < NACC ? e : 0], acc[e < NACC ? e + 1 : 1]) : pack2(0.0f, 0.0f);
-    }
-    return u.v;
-}
-#else
-constexpr int UVEC = 4; // fp32 (through float4: a uint4 round trip makes ptxas serialize the wgmmas, C7514)
-__device__ __forceinline__ uint4 uvec_pack(const float (&acc)[NACC], int v)
-{
-    union { uint4 u; float4 f; } x;
-    x.f = make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]);
-    return x.u;
-}
-__device__ __forceinline__ void uvec_unpack(const uint4 *p, bool load, float (&acc)[NACC], int v)
-{
-    const float4 x = load ? __ldcg(reinterpret_cast<const float4 *>(p)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    acc[4 * v] = x.x;
-    acc[4 * v + 1] = x.y;
-    acc[4 * v + 2] = x.z;
-    acc[4 * v + 3] = x.w;
-}
-#endif
-constexpr int UVECS = (NACC + UVEC - 1) / UVEC; // vectors per consumer thread
-constexpr int UBLOCK = 128 * UVECS;    // vectors per warp group's 64 x BN block
-
 // Shared memory, from a 1024-byte aligned base (the plan asks 1 KiB extra).
 struct alignas(8) ws_ctl {
     ring_bars<STAGES> ring;                         // the stages' full and empty barriers
@@ -284,190 +115,6 @@ struct alignas(8) ws_ctl {
     int q_item[QN], q_pos[QN];                      // item id (-1: no more), its first ring position
 };
 constexpr int SMEM_CTL = STAGES * STAGE_BYTES + STAGING_BYTES;
-
-// One work item decoded for this CTA.
-struct ws_item {
-    bool user;
-    int bb;     // user index (user tiles) or candidate index
-    int tm, tn; // cluster tile coordinates
-    int m0, n0; // this CTA's first row and column
-    int k0, kt; // first k-tile and k-tiles
-    int part;   // -1: a whole tile; a split tile's part 0..SPLITK-1 (k-tiles in that order; part 0
-                // starts from user_res; whichever part arrives last stores the tile)
-    int sidx;   // split tiles: index in [0, tail)
-};
-
-// Work items: U * per user tiles (FUSE=1 or the first launch), then the
-// candidate tiles: the first `whole` of them one item each, the last `tail`
-// (SPLITK > 1: the remainder of the whole waves, see ws_geometry) as SPLITK
-// items each, parts 0..SPLITK-1 of a tile one after the other.  A part waits
-// for nothing but its user tile's flag (part 0, as a whole tile does), so
-// the argument above (no wait on a CTA that is not resident) still holds.
-struct ws_geom {
-    int tiles_m, tiles_n, per, user_items, lo, count;
-    int whole, tail; // candidate tiles computed whole, and split
-};
-
-template <int PHASE>
-__device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
-{
-    ws_geom g;
-    g.tiles_m = (a.M + CL_M - 1) / CL_M;
-    g.tiles_n = (a.N + CL_N - 1) / CL_N;
-    g.per = g.tiles_m * g.tiles_n;
-    g.user_items = (a.U + CL_B - 1) / CL_B * g.per;
-    const int cand = (a.B + CL_B - 1) / CL_B * g.per, clusters = (int)(gridDim.x / CLUSTER);
-    // Split the candidate tiles past the last whole wave of this launch's
-    // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
-    // (n itself when fewer), the last t = min(r, cand) candidate tiles.  The
-    // user tiles count as items, short as they are: a producer claims its
-    // next item as soon as it starts the current one, so the first two
-    // items of every cluster are dealt at the start, in claim order, and a
-    // short user tile ahead pushes a whole tile into the second round.  The
-    // last round then holds r - t user tiles and t * SPLITK parts of 1/SPLITK
-    // tile each: split when that is at most clusters * (SPLITK - 1) items,
-    // fewer than SPLITK rounds of parts (a shorter last wave).  The space
-    // file's let `tail` is the same expression with the device's clusters;
-    // the two agree: the plan's grid is min(device clusters, items)
-    // clusters, and where the items are fewer, both see r = n and the same
-    // verdict (with a split the grid is n + t * (SPLITK - 1) <= the
-    // condition's bound; without, r = n mod n = 0 here).
-    const int n = (PHASE == PHASE_BOTH ? g.user_items : 0) + cand;
-    const int rem = n % clusters, t = rem < cand ? rem : cand;
-    g.tail = PHASE != PHASE_USER && SPLITK > 1 && (a.Kc + BK - 1) / BK >= SPLITK && t > 0 &&
-                     rem - t + t * SPLITK <= clusters * (SPLITK - 1)
-                 ? t
-                 : 0;
-    g.whole = cand - g.tail;
-    const int cand_items = cand + g.tail * (SPLITK - 1);
-    g.lo = PHASE == PHASE_CAND ? g.user_items : 0;
-    g.count = PHASE == PHASE_USER ? g.user_items : PHASE == PHASE_CAND ? cand_items : g.user_items + cand_items;
-    return g;
-}
-
-__device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_geom &g, int item, unsigned rank)
-{
-    ws_item it;
-    it.user = item < g.user_items;
-    int rest = it.user ? item : item - g.user_items;
-    it.part = -1;
-    it.sidx = 0;
-    if (SPLITK > 1 && !it.user && rest >= g.whole) {
-        const int j = rest - g.whole;
-        it.sidx = j / SPLITK;
-        it.part = j % SPLITK;
-        rest = g.whole + it.sidx;
-    }
-    it.bb = rest / g.per * CL_B + (CLB ? (int)rank : 0); // CLB=1: may be past U or B (ws_live)
-    const int t = rest % g.per;
-#if RASTER == 0
-    it.tm = t % g.tiles_m;
-    it.tn = t / g.tiles_m;
-#else
-    it.tn = t % g.tiles_n;
-    it.tm = t / g.tiles_n;
-#endif
-    it.m0 = TRANS || CLB ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
-    it.n0 = TRANS && !CLB ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
-    const int kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
-    // a split tile's parts: balanced ranges of its k-tiles, none empty (the
-    // tail is 0 unless kt >= SPLITK)
-    it.k0 = it.part < 0 ? 0 : it.part * kt / SPLITK;
-    it.kt = it.part < 0 ? kt : (it.part + 1) * kt / SPLITK - it.k0;
-    return it;
-}
-
-// CLB=1: the last pair's second CTA has no user (candidate) when U (B) is
-// odd.  It computes the last one's tile again (ws_loaded: its E, its user's
-// user_res) and stores nothing.  (Not kept in ws_item: held across the main
-// loop it cost a spill.)
-__device__ __forceinline__ bool ws_live(const kevo_lce_args &a, const ws_item &it)
-{
-    return !CLB || it.bb < (it.user ? a.U : a.B);
-}
-__device__ __forceinline__ int ws_loaded(const kevo_lce_args &a, const ws_item &it)
-{
-    return ws_live(a, it) ? it.bb : (it.user ? a.U : a.B) - 1;
-}
-
-// Workspace regions (see the header comment).
-// A CTA tile of user u: its flag, and its blocks of user_res (CLB=1: the
-// rank names the user, not a tile).
-__device__ __forceinline__ size_t ws_cta_tile(const ws_geom &g, int u, int tm, int tn, unsigned rank)
-{
-    return (((size_t)u * g.tiles_n + tn) * g.tiles_m + tm) * CL_T + (CLB ? 0u : rank);
-}
-__device__ __forceinline__ size_t ws_sched_offset(const kevo_lce_args &a, const ws_geom &g)
-{
-    const size_t res = ws_cta_tile(g, a.U, 0, 0, 0) * (TILE_R / 64) * UBLOCK * 16;
-    return (res + 255) & ~(size_t)255;
-}
-__device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
-                                        unsigned rank)
-{
-    int *flags = reinterpret_cast<int *>(static_cast<char *>(a.workspace) + ws_sched_offset(a, g) + 128);
-    return flags + ws_cta_tile(g, u, tm, tn, rank);
-}
-// Split tiles: after the user tiles' flags (256-byte aligned) one arrival
-// counter per CTA tile's 64-row slice, [tail][CLUSTER][TILE_R / 64]
-// unsigned long long; then (256-byte aligned) the partial sums, fp32 in
-// fragment order as user_res is, [tail][SPLITK][CLUSTER][TILE_R / 64]
-// blocks of PBLOCK.  (The space file's lets ctr_off and part_off.)
-constexpr int PBLOCK = 128 * (NACC / 4); // float4 vectors per warp group's 64 x BW block
-constexpr int PSTRIDE = CLUSTER * (TILE_R / 64) * PBLOCK; // from one part's block to the next part's
-// The last part's fix-up: SB 16-byte loads in flight (32 registers beside the
-// accumulators and URES=1's prefetch, as many as ptxas leaves at BW=256)
-constexpr int SB = 8;
-__device__ __forceinline__ size_t ws_split_offset(const kevo_lce_args &a, const ws_geom &g)
-{
-    const size_t flags_end = ws_sched_offset(a, g) + 128 + 4 * ws_cta_tile(g, a.U, 0, 0, 0);
-    return (flags_end + 255) & ~(size_t)255;
-}
-__device__ __forceinline__ unsigned long long *ws_split_ctr(const kevo_lce_args &a, const ws_geom &g, int sidx,
-                                                            unsigned rank, int slice)
-{
-    unsigned long long *ctr =
-        reinterpret_cast<unsigned long long *>(static_cast<char *>(a.workspace) + ws_split_offset(a, g));
-    return ctr + ((size_t)sidx * CLUSTER + rank) * (TILE_R / 64) + slice;
-}
-__device__ __forceinline__ float4 *ws_part(const kevo_lce_args &a, const ws_geom &g, int sidx, int part,
-                                           unsigned rank, int slice, int tid)
-{
-    const size_t ctr_end = ws_split_offset(a, g) + 8 * (size_t)g.tail * CLUSTER * (TILE_R / 64);
-    float4 *base = reinterpret_cast<float4 *>(static_cast<char *>(a.workspace) + ((ctr_end + 255) & ~(size_t)255));
-    return base + ((((size_t)sidx * SPLITK + part) * CLUSTER + rank) * (TILE_R / 64) + slice) * PBLOCK + tid;
-}
-
-// This thread's vectors of the user_res block of the 64-row slice `slice`.
-__device__ __forceinline__ uint4 *ws_ures(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
-                                          unsigned rank, int slice, int tid)
-{
-    return static_cast<uint4 *>(a.workspace) + (ws_cta_tile(g, u, tm, tn, rank) * (TILE_R / 64) + slice) * UBLOCK + tid;
-}
-
-// Wait until a workspace flag carries this run's launch_seq (acquire: what
-// its writer stored before setting it is visible after).
-__device__ __forceinline__ void wait_flag(int *flag, int seq)
-{
-    cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
-    while (f.load(cuda::memory_order_acquire) != seq)
-        __nanosleep(64);
-}
-
-// Count a split tile's part in: the counter holds (launch_seq << 32) |
-// parts arrived, a stale tag (earlier run, poison) counting as none.  Called
-// after the part's sums are stored and fenced (release); true for the last
-// of the SPLITK parts, whose acquire makes the others' sums visible.
-__device__ __forceinline__ bool split_arrive(unsigned long long *ctr, unsigned seq)
-{
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*ctr);
-    unsigned long long cur = c.load(cuda::memory_order_relaxed), next;
-    do {
-        const unsigned n = (unsigned)(cur >> 32) == seq ? (unsigned)cur + 1u : 1u;
-        next = ((unsigned long long)seq << 32) | n;
-    } while (!c.compare_exchange_weak(cur, next, cuda::memory_order_acq_rel, cuda::memory_order_relaxed));
-    return (unsigned)next == (unsigned)SPLITK;
-}
 
 // Arrive on the leader CTA's copy of a queue barrier (the entry is read).
 __device__ __forceinline__ void arrive_leader(unsigned long long *bar)
@@ -519,22 +166,6 @@ __device__ __forceinline__ ws_entry queue_pop(ws_ctl *ctl, int i)
 __device__ __forceinline__ void queue_done(ws_ctl *ctl, int i)
 {
     arrive_leader(&ctl->qempty[i % QN]);
-}
-
-// Claim counter: (launch_seq << 32) | next ticket.  The first claimant of a
-// run replaces a stale value (earlier run, poison) by (seq << 32).
-__device__ __forceinline__ void sched_start(unsigned long long *ctr, unsigned seq)
-{
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*ctr);
-    unsigned long long cur = c.load(cuda::memory_order_relaxed);
-    while ((unsigned)(cur >> 32) != seq) {
-        if (c.compare_exchange_strong(cur, (unsigned long long)seq << 32, cuda::memory_order_relaxed))
-            break;
-    }
-}
-__device__ __forceinline__ int sched_claim(unsigned long long *ctr)
-{
-    return (int)(unsigned)atomicAdd(ctr, 1ull);
 }
 
 // ---- the kernel's steps ----

@@ -12,9 +12,10 @@
  *   - state kept between launches: mutable `__device__` globals and
  *     function-local `static` variables (constants are fine);
  *   - preprocessor tricks: `#include` of anything but the allowed headers
- *     (an op's `*_abi.h`, the templates' dtype/mma/wgmma/hopper.cuh and
- *     sm90/ring.cuh, sm90/tma.cuh, CUDA's fp16/bf16/pipeline/ptx/barrier/
- *     atomic/cooperative-groups/cuda/std type headers), `#pragma` other
+ *     (an op's `*_abi.h`, the templates' dtype/mma/wgmma/hopper.cuh,
+ *     sm90/ring.cuh, sm90/tma.cuh, lce_ws/config.cuh, lce_ws/work.cuh, CUDA's
+ *     fp16/bf16/pipeline/ptx/barrier/atomic/cooperative-groups/cuda/std type
+ *     headers), `#pragma` other
  *     than unroll/nounroll/once, `_Pragma`, `##`,
  *     `#x` stringizing, a stray `#`, a `#define`/`#undef` of a keyword, a
  *     forbidden name or an argument field, a macro body that names an
