@@ -143,7 +143,9 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
 // CLB=1: the last pair's second CTA has no user (candidate) when U (B) is
 // odd.  It computes the last one's tile again (ws_loaded: its E, its user's
 // user_res) and stores nothing.  (Not kept in ws_item: held across the main
-// loop it cost a spill.)
+// loop it cost a spill.)  The consumers call these under CLB only (`CLB ?
+// ws_loaded(a, it) : it.bb`, `if constexpr`): with CLB=0, where they fold
+// to it.bb and true, calling them still moved ptxas's schedule.
 __device__ __forceinline__ bool ws_live(const kevo_lce_args &a, const ws_item &it)
 {
     return !CLB || it.bb < (it.user ? a.U : a.B);
