@@ -227,6 +227,7 @@ static const cli_opt cli_tune_opts[] = {
      .bad = "--llm-prompt-chars takes bytes from 4096 to 16777216, not '%s'"},
     {"llm-prompt-tokens", CLI_OPT_INT, TA(o.gen.llm.prompt_tokens), RANGE(2048, 4 << 20), LG(KEVO_LLM_GIVEN_OTHER),
      .bad = "--llm-prompt-tokens takes tokens from 2048 to 4194304, not '%s'"},
+    {"llm-edit-grammar", CLI_OPT_FLAG, TA(o.gen.llm.edit_grammar), LG(KEVO_LLM_GIVEN_OTHER)},
     {"prompts", CLI_OPT_STR, TA(o.gen.llm.prompts_dir), LG(KEVO_LLM_GIVEN_OTHER)},
     {"mpi", CLI_OPT_FLAG, TA(mpi)},
     {"devices", CLI_OPT_STR, TA(o.proc.devices)},

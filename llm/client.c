@@ -309,6 +309,8 @@ static char *lc_request_json(const kevo_llm_config *c, const char *system, const
     }
     if (ok && c->max_tokens > 0)
         ok = cJSON_AddNumberToObject(o, "max_tokens", c->max_tokens) != NULL;
+    if (ok && c->grammar)
+        ok = cJSON_AddStringToObject(o, "grammar", c->grammar) != NULL;
     if (ok)
         ok = cJSON_AddFalseToObject(o, "stream") != NULL;
     char *s = ok ? cJSON_PrintUnformatted(o) : NULL;

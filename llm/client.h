@@ -45,6 +45,7 @@ typedef struct kevo_llm_config {
     double temperature;       /* < 0: not sent */
     int64_t seed;             /* < 0: not sent */
     int max_tokens;           /* <= 0: not sent */
+    const char *grammar;      /* llama.cpp's "grammar" field (GBNF, llm/grammar.h); NULL: not sent */
     double connect_timeout_s; /* per attempt; default 10 */
     double total_timeout_s;   /* per attempt, connection included; default 300 */
     int max_retries;          /* retries after a 429, a 5xx or a connection failure; default 4 (5 attempts) */

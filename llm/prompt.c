@@ -427,24 +427,16 @@ typedef enum {
     PR_SRC_OMITTED = 2, /* left out: the task asks for a new kernel */
 } pr_src_mode;
 
-/* The parent's compacted source in one of the modes above. */
-static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
+/* The source text a mode shows: the compacted view whole, or its head and
+ * tail on line boundaries around a marker, keep bytes of it in all; NULL
+ * when left out (or out of memory). */
+static char *pr_source_text(const char *src, pr_src_mode mode, size_t keep)
 {
     size_t len = strlen(src);
-    kv_buf_puts(b, "\n## The parent's source\n\n");
-    if (mode == PR_SRC_OMITTED) {
-        kv_buf_printf(b, "(left out: its %zu bytes, even compacted, do not fit this prompt's budget, "
-                      "--llm-prompt-tokens)\n", len);
-        return;
-    }
-    kv_buf_puts(b, "(compacted for the parent's params: comments, blank lines and the #if and if constexpr "
-                   "branches its params rule out are left out; each shared header is shown as its API, and kevo "
-                   "puts the whole header in front of your source. SEARCH text must come from the code shown.)\n\n");
-    if (mode != PR_SRC_CUT || keep >= len) {
-        pr_block(b, "cuda", src, len);
-        return;
-    }
-    /* head and tail on line boundaries */
+    if (mode == PR_SRC_OMITTED)
+        return NULL;
+    if (mode != PR_SRC_CUT || keep >= len)
+        return kv_strdup(src);
     size_t head = pr_cut(src, len, keep * 2 / 3);
     while (head > 0 && src[head - 1] != '\n')
         head--;
@@ -458,8 +450,26 @@ static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
     kv_buf_append(&tmp, src, head);
     kv_buf_printf(&tmp, "// [... %zu bytes of the parent's source cut here to fit the prompt ...]\n", tail - head);
     kv_buf_append(&tmp, src + tail, len - tail);
-    pr_block(b, "cuda", tmp.data ? tmp.data : "", tmp.len);
-    kv_buf_release(&tmp);
+    if (!tmp.data)
+        kv_buf_puts(&tmp, "");
+    return kv_buf_take(&tmp);
+}
+
+/* The parent's compacted source as pr_source_text shows it. */
+static void pr_source(kv_buf *b, const char *src, pr_src_mode mode, size_t keep)
+{
+    kv_buf_puts(b, "\n## The parent's source\n\n");
+    if (mode == PR_SRC_OMITTED) {
+        kv_buf_printf(b, "(left out: its %zu bytes, even compacted, do not fit this prompt's budget, "
+                      "--llm-prompt-tokens)\n", strlen(src));
+        return;
+    }
+    kv_buf_puts(b, "(compacted for the parent's params: comments, blank lines and the #if and if constexpr "
+                   "branches its params rule out are left out; each shared header is shown as its API, and kevo "
+                   "puts the whole header in front of your source. SEARCH text must come from the code shown.)\n\n");
+    char *text = pr_source_text(src, mode, keep);
+    pr_block(b, "cuda", text ? text : "", text ? strlen(text) : 0);
+    free(text);
 }
 
 /* Siblings: the latest `show` of them (0: all that fit the fixed maximum). */
@@ -578,6 +588,11 @@ static void pr_task(const kevo_prompt_in *in, int bound, pr_src_mode mode, kv_bu
                        "every shape, with the parent's plan and numbers as a guide. Reply in this order: one "
                        "```cuda block with the whole device source (start your reply with it), then one ```json "
                        "block with its launch plan, then one sentence saying what the kernel does.\n");
+    else if (in->edit_lines)
+        kv_buf_puts(b, "Reply with SEARCH/REPLACE edits only (your reply is held to this form): one or two "
+                       "blocks, each with exactly one line copied from the parent's source shown above as its "
+                       "SEARCH text and the lines that take its place as its REPLACE text, closing every block "
+                       "they open; then one sentence saying what you changed.\n");
     else if (mode == PR_SRC_CUT)
         kv_buf_puts(b, "The parent's source is shown with its middle cut. Reply with either SEARCH/REPLACE edits "
                        "against the parts shown (and optionally a ```json plan), or one ```cuda block with a whole "
@@ -609,6 +624,8 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
 {
     if (query_used && qn)
         query_used[0] = '\0';
+    if (in && in->source_shown)
+        *in->source_shown = NULL;
     if (!prompts_dir || !in || !in->parent || !system || !user)
         return kevo_err_set(err, KEVO_ERR_ARG, "prompt without a prompts folder, a parent or output buffers");
     if (!pr_ident(in->op))
@@ -694,6 +711,8 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
         size_t total = fixed + src.len + sib.len + tops.len;
         if (total <= cap) {
             fits = true;
+            if (in->source_shown)
+                *in->source_shown = pr_source_text(view, mode, keep);
             kv_buf *parts[] = {&head, &abi, &parent, &src, &peers, &tops, &sib, &know, &task};
             for (size_t i = 0; i < KV_ARRAY_LEN(parts) && !st; i++)
                 if (parts[i]->len)

@@ -17,6 +17,7 @@
 #ifndef KEVO_LLM_PROMPT_H
 #define KEVO_LLM_PROMPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kevo.h"
@@ -117,6 +118,10 @@ typedef struct kevo_prompt_in {
     size_t max_tokens;               /* budget of the whole prompt, system message included, in tokens
                                         (kevo_prompt_tokens); 0: KEVO_PROMPT_TOKENS_DEFAULT */
     size_t max_chars;                /* also a cap on the user message in bytes (0: none); see kevo_prompt_build */
+    bool edit_lines;                 /* where the source is shown, ask for one-line SEARCH/REPLACE edits only
+                                        (a grammar holds the reply to them: llm/grammar.h) */
+    char **source_shown;             /* output, when not NULL: the parent's source text the prompt shows
+                                        (malloc'd), NULL when it left the source out */
 } kevo_prompt_in;
 
 #define KEVO_PROMPT_TOKENS_DEFAULT 16384

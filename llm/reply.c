@@ -12,6 +12,7 @@
 
 #include "llm/admit/check.h"
 #include "llm/json_loose.h"
+#include "llm/prompt.h"
 #include "util/util.h"
 
 #define RP_MAX_BLOCKS 256
@@ -790,8 +791,19 @@ static kevo_status rp_check_source(const char *src, kevo_err *err)
         if ((c < 0x20 && c != '\n' && c != '\t' && c != '\f' && c != '\v') || c == 0x7f)
             return kevo_err_set(err, KEVO_ERR_PARSE, "source holds a control character (byte %zu)", i);
     }
-    if (kevo_llm_find_entries(src, NULL, 0) <= 0)
+    if (kevo_llm_find_entries(src, NULL, 0) <= 0) {
+        long open = 0, close = 0;
+        char *code = kevo_prompt_source_view(src); /* no comments: their braces do not count */
+        for (const char *c = code ? code : ""; *c; c++) {
+            open += *c == '{';
+            close += *c == '}';
+        }
+        free(code);
+        if (open != close)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "the source's braces do not balance (%ld '{' against %ld '}'), "
+                                "so no __global__ function can be read", open, close);
         return kevo_err_set(err, KEVO_ERR_PARSE, "the source defines no __global__ function");
+    }
     return KEVO_OK;
 }
 

@@ -52,7 +52,7 @@ enum {
     KEVO_LLM_GIVEN_SEED = 1u << 3,
     KEVO_LLM_GIVEN_BUDGET = 1u << 4,
     KEVO_LLM_GIVEN_MAX_TOKENS = 1u << 5,
-    /* --llm-timeout, --llm-retries, --llm-prompt-tokens, --llm-prompt-chars or --prompts (this
+    /* --llm-timeout, --llm-retries, --llm-prompt-tokens, --llm-prompt-chars, --llm-edit-grammar or --prompts (this
      * process's settings: never stored, but given for an LLM only) */
     KEVO_LLM_GIVEN_OTHER = 1u << 6,
 };
@@ -71,6 +71,7 @@ typedef struct kevo_llm_opts {
     int retries;             /* retries after a 429, a 5xx or a failed connection */
     int prompt_tokens;       /* budget of a prompt, system message included (llm/prompt.h's token count) */
     int prompt_chars;        /* also a cap on a prompt's user message, bytes; 0: none */
+    bool edit_grammar;       /* hold replies to one-line edits by a grammar (llama.cpp's "grammar", llm/grammar.h) */
     const char *prompts_dir; /* NULL: data_dir/prompts */
     uint32_t given;          /* KEVO_LLM_GIVEN_* of the options the user named */
 } kevo_llm_opts;

@@ -25,6 +25,7 @@
 #include "llm/admit/admit.h"
 #include "llm/bandit.h"
 #include "llm/client.h"
+#include "llm/grammar.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
 #include "util/util.h"
@@ -43,6 +44,7 @@ typedef struct lg_setup {
     double temperature;        /* NaN: not sent */
     int prompt_tokens;         /* <= 0: llm/prompt.h's default */
     int prompt_chars;          /* <= 0: no cap in bytes */
+    bool edit_grammar;         /* hold a reply to one-line edits where the source is shown */
 } lg_setup;
 
 /* The LLM generator's options as a run stores them (run_generators.options,
@@ -58,6 +60,7 @@ typedef struct lg_opts {
     int max_tokens;    /* 0: not sent */
     int prompt_tokens; /* a prompt's token budget ("prompt_tokens") */
     int prompt_chars;  /* a prompt's cap in bytes; 0: none ("prompt_chars") */
+    bool edit_grammar; /* replies held to one-line edits ("edit_grammar") */
 } lg_opts;
 
 typedef struct lg_gen {
@@ -77,6 +80,7 @@ typedef struct lg_gen {
     char *parent_source;  /* the parent's device source (what SEARCH/REPLACE edits) */
     char *parent_space;   /* its one-point space text */
     char *parent_params;  /* its params ("BM=128 BN=64 ..."): what the prompt compacts its source for */
+    char *grammar;        /* the call's edit grammar (cfg.grammar), or NULL */
     int64_t seed_sent;
 } lg_gen;
 
@@ -101,7 +105,8 @@ static kevo_status lg_opts_json(const lg_opts *rl, char **out, kevo_err *err)
               cJSON_AddNumberToObject(o, "seed", (double)rl->seed) &&
               cJSON_AddNumberToObject(o, "max_tokens", rl->max_tokens) &&
               cJSON_AddNumberToObject(o, "prompt_tokens", rl->prompt_tokens) &&
-              cJSON_AddNumberToObject(o, "prompt_chars", rl->prompt_chars);
+              cJSON_AddNumberToObject(o, "prompt_chars", rl->prompt_chars) &&
+              cJSON_AddBoolToObject(o, "edit_grammar", rl->edit_grammar);
     if (ok)
         *out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -138,6 +143,7 @@ static kevo_status lg_opts_row(const char *json, lg_opts *rl, kevo_err *err)
     int64_t pt = lg_json_int(o, "prompt_tokens", 0), pc = lg_json_int(o, "prompt_chars", 0);
     rl->prompt_tokens = pt > INT_MAX ? INT_MAX : pt < 0 ? 0 : (int)pt;
     rl->prompt_chars = pc > INT_MAX ? INT_MAX : pc < 0 ? 0 : (int)pc;
+    rl->edit_grammar = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "edit_grammar"));
     cJSON_Delete(o);
     return KEVO_OK;
 }
@@ -154,6 +160,7 @@ static void lg_opts_cmd(const kevo_llm_opts *c, lg_opts *rl)
     rl->max_tokens = c->max_tokens;
     rl->prompt_tokens = c->prompt_tokens;
     rl->prompt_chars = c->prompt_chars;
+    rl->edit_grammar = c->edit_grammar;
 }
 
 /* Usage checks of the stored options (KEVO_ERR_ARG), nothing cut.
@@ -243,6 +250,7 @@ static kevo_status lg_opts_resume(const kevo_gen_optreq *rq, lg_opts *rl, bool *
         rl->max_tokens = want.max_tokens;
     rl->prompt_tokens = want.prompt_tokens; /* this process's, kept as a record */
     rl->prompt_chars = want.prompt_chars;
+    rl->edit_grammar = want.edit_grammar;
     return lg_opts_check(rl, rq->listed, false, err);
 }
 
@@ -327,7 +335,9 @@ static void lg_forget(lg_gen *g)
     free(g->parent_source);
     free(g->parent_space);
     free(g->parent_params);
-    g->parent_source = g->parent_space = g->parent_params = NULL;
+    free(g->grammar);
+    g->parent_source = g->parent_space = g->parent_params = g->grammar = NULL;
+    g->cfg.grammar = NULL;
     g->query[0] = '\0';
 }
 
@@ -370,7 +380,7 @@ static kevo_status lg_open(const kevo_gen_ctx *ctx, kevo_gen **out, kevo_err *er
                       .abi_header = ctx->abi_header, .inputs = ctx->inputs, .ninputs = ctx->ninputs,
                       .outputs = ctx->outputs, .noutputs = ctx->noutputs, .seed = g->rl.seed,
                       .temperature = g->rl.temperature, .prompt_tokens = c->prompt_tokens,
-                      .prompt_chars = c->prompt_chars};
+                      .prompt_chars = c->prompt_chars, .edit_grammar = c->edit_grammar};
     char prompts[PATH_MAX];
     lg_prompts_dir(ctx, prompts, sizeof prompts);
     g->prompts_dir = kv_strdup(prompts);
@@ -584,6 +594,24 @@ static void lg_run_view_release(lg_run_view *v)
     v->ntops = v->npeers = 0;
 }
 
+/* The grammar that holds the reply to one-line edits of what the prompt
+ * shows of the parent's source (llm/grammar.h), into g->grammar and
+ * g->cfg.grammar; none when no shown line is unique in what the edits
+ * apply to.  Edits apply to the parent's source, or else to the compacted
+ * base (lg_parse): a line unique in the base is offered. */
+static kevo_status lg_edit_grammar(lg_gen *g, const char *shown, kevo_err *err)
+{
+    char *view = NULL, *base = NULL;
+    int nlines = 0;
+    kevo_status st = kevo_prompt_compact(g->parent_source, g->parent_params, &view, &base, err);
+    if (!st)
+        st = kevo_llm_edit_grammar(shown, base, 2, &g->grammar, &nlines, err);
+    free(view);
+    free(base);
+    g->cfg.grammar = g->grammar;
+    return st;
+}
+
 /* Start a rewrite of parent (with up to nsib earlier LLM children of it as
  * siblings; call number k of the run; what the prompt shows of the rest of
  * the run in rv) in a worker process. */
@@ -619,9 +647,15 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
                          .best_speedup = best_speedup, .tops = rv->tops, .ntops = rv->ntops,
                          .peers = rv->peers, .npeers = rv->npeers,
                          .max_tokens = g->o.prompt_tokens > 0 ? (size_t)g->o.prompt_tokens : 0,
-                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 0};
+                         .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 0,
+                         .edit_lines = g->o.edit_grammar};
+    char *shown = NULL;
+    in.source_shown = g->o.edit_grammar ? &shown : NULL;
     st = kevo_prompt_build(g->prompts_dir, g->kb, &in, &g->system, &g->user, g->query, sizeof g->query, err);
     free(sib);
+    if (!st && shown)
+        st = lg_edit_grammar(g, shown, err);
+    free(shown);
     /* the seed: the run's, moved on by the call's number, so two calls differ */
     g->seed_sent = g->o.seed >= 0 ? g->o.seed + k : -1;
     g->cfg.seed = g->seed_sent;
@@ -741,6 +775,32 @@ static void lg_generation(lg_gen *g, const kevo_llm_reply *r, kevo_generation_ro
     snprintf(gr->query, sizeof gr->query, "%s", g->query);
 }
 
+/* Whether two sources hold the same code: the same text once comments and
+ * blanks are gone (kevo_prompt_source_view, then every space, tab and
+ * newline).  1 same, 0 different, -1 out of memory. */
+static int lg_same_code(const char *a, const char *b)
+{
+    char *va = kevo_prompt_source_view(a), *vb = kevo_prompt_source_view(b);
+    int same = -1;
+    if (va && vb) {
+        const char *x = va, *y = vb;
+        for (;;) {
+            while (*x == ' ' || *x == '\t' || *x == '\n' || *x == '\r')
+                x++;
+            while (*y == ' ' || *y == '\t' || *y == '\n' || *y == '\r')
+                y++;
+            if (*x != *y || !*x)
+                break;
+            x++;
+            y++;
+        }
+        same = *x == *y;
+    }
+    free(va);
+    free(vb);
+    return same;
+}
+
 /* A reply's code: code block + plan block, or SEARCH/REPLACE against the
  * parent's source or, when a block is not found there, against the base of
  * the compacted view the prompt showed (kevo_prompt_compact: the same code
@@ -752,17 +812,31 @@ static kevo_status lg_parse(lg_gen *g, const char *content, kevo_llm_parsed *p, 
 {
     kevo_err_clear(perr);
     kevo_status pst = kevo_llm_parse_reply(content, g->parent_source, g->parent_space, p, perr);
+    char *edited = NULL; /* the compacted base, when the edits applied to it */
     if (pst == KEVO_ERR_PARSE && strstr(perr->msg, "SEARCH block") && strstr(perr->msg, " matches ")) {
         char *shown = NULL, *base = NULL;
         kevo_err verr;
         kevo_err_clear(&verr);
         if (kevo_prompt_compact(g->parent_source, g->parent_params, &shown, &base, &verr) == KEVO_OK &&
             strcmp(base, g->parent_source) != 0 &&
-            kevo_llm_parse_reply(content, base, g->parent_space, p, &verr) == KEVO_OK)
+            kevo_llm_parse_reply(content, base, g->parent_space, p, &verr) == KEVO_OK) {
             pst = KEVO_OK;
+            edited = base;
+            base = NULL;
+        }
         free(shown);
         free(base);
     }
+    if (pst == KEVO_OK && p->nedits > 0) {
+        int same = lg_same_code(p->source, edited ? edited : g->parent_source);
+        if (same) {
+            kevo_llm_parsed_free(p);
+            pst = same < 0 ? kevo_err_set(perr, KEVO_ERR_NOMEM, "out of memory")
+                           : kevo_err_set(perr, KEVO_ERR_PARSE, "the edits change only comments or blanks: the "
+                                                                "parent's code is left as it was");
+        }
+    }
+    free(edited);
     if (pst == KEVO_OK && p->nedits == 0) {
         char *headers = kevo_prompt_headers_for(g->parent_source, p->source);
         char *whole = headers ? malloc(strlen(headers) + strlen(p->source) + 1) : NULL;

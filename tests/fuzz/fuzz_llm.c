@@ -1,7 +1,7 @@
 /* fuzz_llm.c — libFuzzer target for the LLM half's untrusted-text readers:
  * the input is an LLM reply (parsed against a fixed parent), device source
- * (the static check, entry finder), a plan (merged into the parent's space)
- * and knowledge query text.  Nothing may crash, leak or read out of bounds;
+ * (the static check, entry finder, the edit grammar built from it), a plan
+ * (merged into the parent's space) and knowledge query text.  Nothing may crash, leak or read out of bounds;
  * what they return must hold up: a parsed reply's space loads and its source
  * has a __global__, messages and summaries carry no control characters. */
 #define _POSIX_C_SOURCE 200809L
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "llm/admit/check.h"
+#include "llm/grammar.h"
 #include "llm/prompt.h"
 #include "llm/reply.h"
 #include "tests/fuzz/fuzz.h"
@@ -63,9 +64,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < ne && i < 4; i++)
         fz_clean(ent[i].name, sizeof ent[i].name, 0);
 
-    kevo_llm_parsed p;
     kevo_err err;
     kevo_err_clear(&err);
+    char *gbnf = NULL;
+    int nlines = 0;
+    if (kevo_llm_edit_grammar(text, text, 2, &gbnf, &nlines, &err) != KEVO_OK ||
+        nlines > KEVO_GRAMMAR_MAX_LINES || (!gbnf) != (nlines == 0))
+        abort();
+    if (gbnf) /* its literals escaped: printable ASCII, lines ending each rule or alternative */
+        fz_clean(gbnf, strlen(gbnf) + 1, 1);
+    free(gbnf);
+
+    kevo_llm_parsed p;
     kevo_status st = kevo_llm_parse_reply(text, fz_parent_src, fz_parent_space, &p, &err);
     if (st == KEVO_OK) {
         if (!p.summary || strlen(p.summary) > KEVO_LLM_SUMMARY_MAX)

@@ -334,19 +334,31 @@ static void test_llm_calls(void **state)
 /* --llm-budget N makes N calls whatever --budget and --batch are: the calls
  * are counted apart from --budget (here 1, smaller than a batch of 8).  One
  * of the replies is a kernel without tunables ("params": {}): it compiles. */
-static void test_llm_budget_apart(void **state)
+/* A script in tmpdir (<name>.txt) that answers with the fixture replies
+ * named, in order (one content=@<fixture> line each), and a DB path beside
+ * it (<name>.db). */
+static void scripted(const char *name, const char *const *replies, int nr, char script[PATH_MAX + 32],
+                     char db[PATH_MAX + 32])
 {
-    (void)state;
-    char fx[PATH_MAX], script[PATH_MAX + 32], db[PATH_MAX + 32];
+    char fx[PATH_MAX];
     fixtures(fx, sizeof fx);
-    snprintf(script, sizeof script, "%s/apart.txt", tmpdir);
-    snprintf(db, sizeof db, "%s/apart.db", tmpdir);
+    snprintf(script, PATH_MAX + 32, "%s/%s.txt", tmpdir, name);
+    snprintf(db, PATH_MAX + 32, "%s/%s.db", tmpdir, name);
     kv_buf sc;
     kv_buf_init(&sc);
-    kv_buf_printf(&sc, "content=@%s/good.txt\ncontent=@%s/wrong.txt\ncontent=@%s/paramfree.txt\n", fx, fx, fx);
+    for (int i = 0; i < nr; i++)
+        kv_buf_printf(&sc, "content=@%s/%s\n", fx, replies[i]);
     kevo_err err;
     assert_int_equal(kv_write_file(script, sc.data, sc.len, &err), KEVO_OK);
     kv_buf_release(&sc);
+}
+
+static void test_llm_budget_apart(void **state)
+{
+    (void)state;
+    char script[PATH_MAX + 32], db[PATH_MAX + 32];
+    static const char *const replies[] = {"good.txt", "wrong.txt", "paramfree.txt"};
+    scripted("apart", replies, 3, script, db);
     char url[64];
     int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, NULL, tmpdir, url, sizeof url);
     char *out = NULL;
@@ -426,6 +438,53 @@ static void test_llm_competent(void **state)
     free(body);
 }
 
+/* --llm-edit-grammar: each request carries a GBNF grammar (llama.cpp's
+ * "grammar" field) whose SEARCH lines are the shown parent's unique lines,
+ * and the task asks for one-line edits; an edit that changes only blanks and
+ * comments is refused by name, a real one compiles. */
+static void test_llm_edit_grammar(void **state)
+{
+    (void)state;
+    char script[PATH_MAX + 32], db[PATH_MAX + 32], logdir[PATH_MAX + 32];
+    static const char *const replies[] = {"grammar_noop.txt", "grammar_edit.txt"};
+    scripted("grammar", replies, 2, script, db);
+    snprintf(logdir, sizeof logdir, "%s/grammar-requests", tmpdir);
+    assert_int_equal(mkdir(logdir, 0700), 0);
+    char url[64];
+    int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
+    char *out = NULL;
+    int rc = run_kevo(&out, "tune", "--op", "ikbo_lce", "--compile-only", "--family", "lce_mma", "--budget", "1",
+                      "--generators", "template,llm", "--llm-url", url, "--llm-budget", "2", "--llm-edit-grammar",
+                      "--db", db, "--no-bar", NULL);
+    tu_fake_llm_stop(srv);
+    printf("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "llm: 2 of 2 calls made; 1 failed (parse_error 1); 1 compiled"));
+    free(out);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates WHERE run_id=1 AND fail='parse_error' AND "
+                                      "fail_msg LIKE '%change only comments or blanks%'"),
+                     1);
+    assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates c JOIN generations g ON g.candidate_id = "
+                                      "c.id WHERE c.status = 'compiled' AND g.source LIKE '%const int gk = k0%'"),
+                     1);
+    char req[PATH_MAX + 64];
+    snprintf(req, sizeof req, "%s/req-001.json", logdir);
+    char *body = NULL;
+    size_t len = 0;
+    kevo_err err;
+    assert_int_equal(kv_read_file(req, &body, &len, &err), KEVO_OK);
+    cJSON *j = cJSON_Parse(body);
+    const cJSON *gr = cJSON_GetObjectItemCaseSensitive(j, "grammar");
+    assert_true(cJSON_IsString(gr));
+    const char *g = gr->valuestring;
+    assert_non_null(strstr(g, "root ::= edit{1,2} note\n"));
+    assert_non_null(strstr(g, "\"    int gm = m0 + row, gk = k0 + c * 8;\\n\""));   /* unique: offered */
+    assert_null(strstr(g, "\"#pragma unroll\\n\""));                               /* many times: not */
+    assert_non_null(strstr(body, "Reply with SEARCH/REPLACE edits only"));
+    cJSON_Delete(j);
+    free(body);
+}
+
 /* Several models (--llm-model m-good-7,m-bad-7): a scripted server answers
  * the first with kernels that compile and the second with prose; UCB1 tries
  * each once, then gives the calls to the model whose candidates bring
@@ -488,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_llm_budget_apart),
         cmocka_unit_test(test_llm_competent),
         cmocka_unit_test(test_llm_models),
+        cmocka_unit_test(test_llm_edit_grammar),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
