@@ -8,8 +8,13 @@ layout is read from the DB (PRAGMA table_info) rather than assumed: a missing
 table or column is said in one line and the rest is still printed.  The DB is
 opened read-only.  Exit 1 only when the file is not an SQLite DB.
 """
+import re
 import sqlite3
 import sys
+
+# A reply's SEARCH/REPLACE blocks (kevo's form, llm/reply.h).
+EDIT = re.compile(r"^<<<<<<< SEARCH[ \t]*\n(.*?)^=======[ \t]*\n(.*?)^>>>>>>> REPLACE", re.S | re.M)
+FENCE = re.compile(r"^```[a-z+]*[ \t]*\n(.*?)^```", re.S | re.M)
 
 
 def cols(db, table):
@@ -92,6 +97,50 @@ def llm_candidates(db):
         print(f"edges: {k} with operator llm")
 
 
+def norm(code):
+    """Code without comments and blanks: what two texts must share to be the same code."""
+    code = re.sub(r"/\*.*?\*/", "", code, flags=re.S)
+    code = re.sub(r"//[^\n]*", "", code)
+    return re.sub(r"\s+", "", code)
+
+
+def novelty(db):
+    """Which LLM candidates that compiled hold new code: an edit whose blocks change
+    their SEARCH text and whose REPLACE text is none of the edits the prompt shows
+    (the system prompt's example among them); a whole source that the prompt does
+    not already hold (its example reply, the parent's source)."""
+    g, c = cols(db, "generations"), cols(db, "candidates")
+    if not {"reply", "prompt", "candidate_id"} <= g or not {"status", "fail"} <= c:
+        print("novelty: this DB lacks the generations or candidates columns it needs")
+        return
+    sysp = "g.system_prompt" if "system_prompt" in g else "''"
+    rows = db.execute(f"SELECT c.id, g.parent_id, g.reply, coalesce({sysp}, '') || char(10) || coalesce(g.prompt, '') "
+                      "FROM generations g JOIN candidates c ON c.id = g.candidate_id WHERE c.status != 'failed' "
+                      "OR c.fail NOT IN ('parse_error', 'gen_error', 'llm_error', 'rejected', 'compile_error') "
+                      "ORDER BY c.id").fetchall()
+    new = edits = whole = 0
+    for cid, parent, reply, prompt in rows:
+        reply = reply or ""
+        blocks = EDIT.findall(reply)
+        shown = {norm(r) for _, r in EDIT.findall(prompt)}
+        if blocks:
+            changed = any(norm(a) != norm(b) for a, b in blocks)
+            copied = any(norm(b) in shown and norm(b) for _, b in blocks)
+            ok = changed and not copied
+            what = "; ".join(f"{a.strip()[:60]!r} -> {b.strip()[:60]!r}" for a, b in blocks)
+            edits += ok
+        else:
+            code = FENCE.findall(reply)
+            body = norm(code[-1]) if code else ""
+            ok = bool(body) and body not in norm(prompt)
+            what = f"whole source, {len(code[-1]) if code else 0} bytes"
+            whole += ok
+        new += ok
+        print(f"  #{cid} <- #{parent}: {'new' if ok else 'NOT new'}: {what}")
+    print(f"novelty: {new} of {len(rows)} LLM candidates that compiled hold new code ({edits} edits, "
+          f"{whole} whole sources): each differs from its parent and from every example its prompt shows")
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: llm_db_summary.py DB", file=sys.stderr)
@@ -102,7 +151,7 @@ def main():
     except sqlite3.Error as e:
         print(f"llm_db_summary: cannot read {sys.argv[1]}: {e}", file=sys.stderr)
         return 1
-    for part in (generations, llm_candidates):
+    for part in (generations, llm_candidates, novelty):
         try:
             part(db)
         except sqlite3.Error as e:  # a layout this script did not foresee: say so, go on
