@@ -5,7 +5,9 @@ say whether each cubin is byte-identical (same SASS) and the registers.
   same_sass.py OLD_HOME NEW_HOME 'SHAPE|P=V,P=V,...' ...
 Runs `build/kevo tune --compile-only` on this machine (no GPU).  With
 NVDISASM=/path/to/nvdisasm it also counts the instructions less the NOPs that
-pad each function to 128 bytes (the .text sizes include them)."""
+pad each function to 128 bytes (the .text sizes include them).  OLD_DROP=P,Q leaves
+those params out of the old tree's filter (params the new tree added, at their
+absent value)."""
 import os, sqlite3, struct, subprocess, sys, tempfile
 
 
@@ -47,7 +49,9 @@ old, new = sys.argv[1], sys.argv[2]
 with tempfile.TemporaryDirectory() as d:
     for i, arg in enumerate(sys.argv[3:]):
         shape, params = arg.split("|")
-        a = compile_one(old, shape, params, f"{d}/o{i}.db")
+        drop = set(filter(None, os.environ.get("OLD_DROP", "").split(",")))
+        old_params = ",".join(kv for kv in params.split(",") if kv.split("=")[0] not in drop)
+        a = compile_one(old, shape, old_params, f"{d}/o{i}.db")
         b = compile_one(new, shape, params, f"{d}/n{i}.db")
         sa, sb = sections(a[0]), sections(b[0])
         texts = sorted(k for k in sa if k.startswith(".text."))
