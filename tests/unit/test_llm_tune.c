@@ -334,6 +334,25 @@ static void test_llm_calls(void **state)
 /* --llm-budget N makes N calls whatever --budget and --batch are: the calls
  * are counted apart from --budget (here 1, smaller than a batch of 8).  One
  * of the replies is a kernel without tunables ("params": {}): it compiles. */
+/* A new folder tmpdir/<name>-requests for a fake server's request log. */
+static void request_log(const char *name, char logdir[PATH_MAX + 32])
+{
+    snprintf(logdir, PATH_MAX + 32, "%s/%s-requests", tmpdir, name);
+    assert_int_equal(mkdir(logdir, 0700), 0);
+}
+
+/* The body of the first request a fake server logged into logdir
+ * (req-001.json), *len its bytes; caller frees. */
+static char *first_request(const char *logdir, size_t *len)
+{
+    char req[PATH_MAX + 64];
+    snprintf(req, sizeof req, "%s/req-001.json", logdir);
+    char *body = NULL;
+    kevo_err err;
+    assert_int_equal(kv_read_file(req, &body, len, &err), KEVO_OK);
+    return body;
+}
+
 /* A script in tmpdir (<name>.txt) that answers with the fixture replies
  * named, in order (one content=@<fixture> line each), and a DB path beside
  * it (<name>.db). */
@@ -402,8 +421,7 @@ static void test_llm_competent(void **state)
     char script[PATH_MAX + 64], db[PATH_MAX + 32], logdir[PATH_MAX + 32];
     snprintf(script, sizeof script, "%s/tests/fixtures/llm/competent/script.txt", KEVO_SOURCE_DIR);
     snprintf(db, sizeof db, "%s/competent.db", tmpdir);
-    snprintf(logdir, sizeof logdir, "%s/competent-requests", tmpdir);
-    assert_int_equal(mkdir(logdir, 0700), 0);
+    request_log("competent", logdir);
     char url[64];
     int srv = tu_fake_llm_start_match(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
     char *out = NULL;
@@ -425,12 +443,8 @@ static void test_llm_competent(void **state)
                                       "g.candidate_id WHERE c.status = 'compiled' AND g.source LIKE '%tc_lce_wmma%'"),
                      1);
     /* the first prompt was the lce_ws parent's, within the default budget, its notes whole */
-    char req[PATH_MAX + 64];
-    snprintf(req, sizeof req, "%s/req-001.json", logdir);
-    char *body = NULL;
     size_t len = 0;
-    kevo_err err;
-    assert_int_equal(kv_read_file(req, &body, &len, &err), KEVO_OK);
+    char *body = first_request(logdir, &len);
     assert_non_null(strstr(body, "- family: lce_ws\\n"));
     assert_non_null(strstr(body, "wgmma.cuh: its API only"));
     assert_null(strstr(body, "retrieved note"));
@@ -448,8 +462,7 @@ static void test_llm_edit_grammar(void **state)
     char script[PATH_MAX + 32], db[PATH_MAX + 32], logdir[PATH_MAX + 32];
     static const char *const replies[] = {"grammar_noop.txt", "grammar_edit.txt"};
     scripted("grammar", replies, 2, script, db);
-    snprintf(logdir, sizeof logdir, "%s/grammar-requests", tmpdir);
-    assert_int_equal(mkdir(logdir, 0700), 0);
+    request_log("grammar", logdir);
     char url[64];
     int srv = tu_fake_llm_start(KEVO_FAKE_LLM, script, logdir, tmpdir, url, sizeof url);
     char *out = NULL;
@@ -467,12 +480,8 @@ static void test_llm_edit_grammar(void **state)
     assert_int_equal(tu_query_int(db, "SELECT count(*) FROM candidates c JOIN generations g ON g.candidate_id = "
                                       "c.id WHERE c.status = 'compiled' AND g.source LIKE '%const int gk = k0%'"),
                      1);
-    char req[PATH_MAX + 64];
-    snprintf(req, sizeof req, "%s/req-001.json", logdir);
-    char *body = NULL;
     size_t len = 0;
-    kevo_err err;
-    assert_int_equal(kv_read_file(req, &body, &len, &err), KEVO_OK);
+    char *body = first_request(logdir, &len);
     cJSON *j = cJSON_Parse(body);
     const cJSON *gr = cJSON_GetObjectItemCaseSensitive(j, "grammar");
     assert_true(cJSON_IsString(gr));
