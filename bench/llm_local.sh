@@ -33,7 +33,12 @@
 #   KEVO            the kevo binary (default ./build/kevo)
 #   LLM_BUDGET      --llm-budget of the kevo run (default 10; --llm-budget sets it too)
 #   DB              the kevo DB (default llm_local.db; *.db is git-ignored)
-#   KEVO_TUNE_ARGS  more options for kevo tune (word-split)
+#   KEVO_TUNE_ARGS  more options for kevo tune (word-split).  Unset: what suits a
+#                   small model on 2 cores: the two smaller families (their source
+#                   fits an 8,000-token prompt), a 12-candidate compile-only run,
+#                   replies held to line edits (--llm-edit-grammar, llama.cpp's
+#                   grammar), 600 tokens each, temperature 0.5, seed 7 (the
+#                   figures of docs/results/llm.md); set to "" for kevo's defaults
 #
 # Exit status: 0 when every step that ran succeeded (a model reply in a bad
 # format is reported, not an error); 1 on a failure (install, download, hash,
@@ -283,12 +288,14 @@ if ! grep -q -- '--llm-url' <<<"$help"; then
     exit 0
 fi
 DB=${DB:-llm_local.db}
+SMALL_MODEL_ARGS="--family lce_mma,lce_mem --budget 12 --batch 2 --jobs 1 --llm-timeout 1500 --llm-max-tokens 600
+    --llm-temperature 0.5 --llm-prompt-tokens 8000 --llm-seed 7 --llm-edit-grammar"
 [ -e "$DB" ] && echo "note: $DB exists; the run is added to it and the summary covers all its runs"
 export KEVO_HOME=${KEVO_HOME:-$ROOT}
 t=$EPOCHREALTIME
 # shellcheck disable=SC2054,SC2206 # template,llm is one word; KEVO_TUNE_ARGS is a list of options
 cmd=("$KEVO" tune --op ikbo_lce --generators template,llm --compile-only --llm-budget "${LLM_BUDGET:-10}"
-    --llm-url "$URL/v1" --llm-model "$ALIAS" --db "$DB" ${KEVO_TUNE_ARGS:-})
+    --llm-url "$URL/v1" --llm-model "$ALIAS" --db "$DB" ${KEVO_TUNE_ARGS-$SMALL_MODEL_ARGS})
 echo "${cmd[*]}"
 set +e
 "${cmd[@]}" 2>&1 | tee "$RUN/tune.log"
