@@ -62,6 +62,12 @@
 //     order (the same bits whichever part is last), and runs the epilogue.
 //     No part waits for another (stream-K's fix-up by the last arrival, not
 //     by a designated owner).
+//   USPLIT > 1: a user tile is a chain of ceil(Ku / BK) k-tiles on one CTA
+//     (or cluster); with few users (one, at 83x72 outputs: 2 of 132 SMs for
+//     19.5 us) every candidate tile waits for it.  Split along Ku into USPLIT
+//     parts claimed one after the other, the chain runs on USPLIT CTAs at
+//     once; the parts' sums meet as the candidate split's do, and the last
+//     part stores user_res and sets the flag.
 //
 // The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
 // producer's producer_schedule and producer_load; the consumers'
@@ -74,8 +80,8 @@
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
-// [U][tiles_n][tiles_m][CLUSTER] int | SPLITK > 1: the split tiles' arrival
-// counters and partial sums (ws_split_ctr, ws_part).  Counters and flags
+// [U][tiles_n][tiles_m][CLUSTER] int | SPLITK > 1 or USPLIT > 1: the split
+// tiles' arrival counters and partial sums (ws_split_ctr, ws_part).  Counters and flags
 // carry the run's launch_seq, so stale values from earlier runs (or poison)
 // never count.
 // Needs the padded-K layout (TMA rows of 16-byte multiples); K, M and N
@@ -486,12 +492,33 @@ __device__ __forceinline__ void consumer_stash_user(const kevo_lce_args &a, cons
         publish_flag(ws_flag(a, g, it.bb, it.tm, it.tn, rank), w);
 }
 
-#if SPLITK > 1
-// Consumer, a split tile's part: its sum to its own slot (part 0's with fp32
-// user_res, URES=0), then counted in; true for the last to arrive, which
-// adds the others' sums (the tile is then whole), false for the rest.  This
-// warp group's 64-row slice has a counter of its own, so no other warp group
-// is met.
+#if SPLITK > 1 || USPLIT > 1
+// The CTA tile's barrier (every consumer warp group), and whether any of its
+// threads passed p true (wg_any's barrier.red.or over all of them).
+__device__ __forceinline__ bool tile_any(bool p)
+{
+    unsigned r;
+    asm volatile("{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\tbarrier.red.or.pred q, %2, %3, p;\n\t"
+                 "selp.u32 %0, 1, 0, q;\n}\n"
+                 : "=r"(r)
+                 : "r"((unsigned)p), "n"(BAR_TILE), "n"(CONSUMERS * 128)
+                 : "memory");
+    return r != 0;
+}
+
+// Consumer, a split tile's part (a candidate tile of the tail, or a user
+// tile with USPLIT > 1): its sum to its own slot (a candidate's part 0 with
+// fp32 user_res, URES=0), then counted in; true for the last to arrive,
+// which adds the others' sums (the tile is then whole), false for the rest.
+// This warp group's 64-row slice has a counter of its own, so no other warp
+// group is met.  A user tile (USER) of a cooperative CTA is the exception:
+// its flag says the whole CTA tile is stored (publish_flag meets every
+// consumer), so its warp groups must be last together: they meet, and one
+// counter (slice 0's) decides for the CTA tile.  NB: the fix-up's 16-byte
+// loads in flight (SB for a candidate tile; one for a user tile, whose
+// fix-up comes once a user tile: four consumers' 104 registers spilled 24
+// bytes at 4, 8 at 1).
+template <int NB, bool USER>
 __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
                                                const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f)
 {
@@ -501,19 +528,23 @@ __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_
     for (int v = 0; v < NACC / 4; ++v)
         __stcg(pp + it.part * PSTRIDE + v * 128,
                make_float4(f.acc[4 * v], f.acc[4 * v + 1], f.acc[4 * v + 2], f.acc[4 * v + 3]));
-    wg_sync(1 + w.c); // every thread's sums stored before thread 0 counts the part in
+    constexpr bool WHOLE = USER && !PINGPONG; // the CTA tile's warp groups decide together
+    if constexpr (WHOLE)
+        asm volatile("barrier.sync %0, %1;\n" ::"n"(BAR_TILE), "n"(CONSUMERS * 128) : "memory");
+    else
+        wg_sync(1 + w.c); // every thread's sums stored before thread 0 counts the part in
     bool last = false;
-    if (w.tid == 0) {
+    if (w.tid == 0 && (!WHOLE || w.c == 0)) {
         __threadfence();
-        last = split_arrive(ws_split_ctr(a, g, it.sidx, rank, slice), (unsigned)w.seq);
+        last = split_arrive(ws_split_ctr(a, g, it.sidx, rank, WHOLE ? 0 : slice), (unsigned)w.seq);
     }
-    if (!wg_any(1 + w.c, last))
+    if (!(WHOLE ? tile_any(last) : wg_any(1 + w.c, last)))
         return false;
     // The last part: the sum in part order, ((p0 + p1) + p2) + ..., the same
     // bits whichever part came last.  Part 0 or 1 starts from its own share
     // (p0 + p1 == p1 + p0); a later part reloads p0 over its accumulators
     // (its own share is read back in turn).  Then one part at a time added in
-    // place, SB 16-byte loads in flight (the registers ptxas leaves beside
+    // place, NB 16-byte loads in flight (SB: the registers ptxas leaves beside
     // BW=256's accumulators and URES=1's prefetch).
     const int self = it.part;
 #if URES
@@ -521,8 +552,8 @@ __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_
     // another part loads it now (its flag was set: part 0 waited for it
     // before counting itself in, and this part acquired that), in flight
     // under the sums' loads.  (Folding it into part 0's sum made ptxas spill
-    // at BW=256.)
-    if (self != 0) {
+    // at BW=256.)  A user tile's parts add no user_res.
+    if (SPLITK > 1 && self != 0) {
         // (its address recomputed: held across the main loop it cost a spill)
         const uint4 *ur = ws_ures(a, g, __ldg(a.cand_to_user + it.bb), it.tm, it.tn, rank, slice, w.tid);
         const bool rows = tile.row0 < (TRANS ? tile.N : tile.M);
@@ -534,13 +565,13 @@ __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_
     constexpr int NV = NACC / 4;
     if (self >= 2) {
 #pragma unroll
-        for (int v0 = 0; v0 < NV; v0 += SB) {
-            float4 x[SB];
+        for (int v0 = 0; v0 < NV; v0 += NB) {
+            float4 x[NB];
 #pragma unroll
-            for (int j = 0; j < SB; ++j)
+            for (int j = 0; j < NB; ++j)
                 x[j] = v0 + j < NV ? __ldcg(pp + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int j = 0; j < SB && v0 + j < NV; ++j) {
+            for (int j = 0; j < NB && v0 + j < NV; ++j) {
                 f.acc[4 * (v0 + j)] = x[j].x;
                 f.acc[4 * (v0 + j) + 1] = x[j].y;
                 f.acc[4 * (v0 + j) + 2] = x[j].z;
@@ -550,17 +581,17 @@ __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_
         }
     }
 #pragma unroll 1
-    for (int q = 1; q < SPLITK; ++q) {
+    for (int q = 1; q < NPARTS; ++q) {
         // part 1 adds p0 where part 0 or a later one adds p1
         const float4 *pq = pp + (q == 1 && self == 1 ? 0 : q) * PSTRIDE;
 #pragma unroll
-        for (int v0 = 0; v0 < NV; v0 += SB) {
-            float4 x[SB];
+        for (int v0 = 0; v0 < NV; v0 += NB) {
+            float4 x[NB];
 #pragma unroll
-            for (int j = 0; j < SB; ++j)
+            for (int j = 0; j < NB; ++j)
                 x[j] = v0 + j < NV ? __ldcg(pq + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int j = 0; j < SB && v0 + j < NV; ++j) {
+            for (int j = 0; j < NB && v0 + j < NV; ++j) {
                 f.acc[4 * (v0 + j)] += x[j].x;
                 f.acc[4 * (v0 + j) + 1] += x[j].y;
                 f.acc[4 * (v0 + j) + 2] += x[j].z;
@@ -707,13 +738,17 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
         consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
         consumer_compute(sm, it, e.p0, i, w, f.acc);
         if (it.user) {
+#if USPLIT > 1
+            if (!consumer_split<UNB, true>(a, g, it, w, tile, rank, f))
+                continue; // not the last part: the last one stores the tile
+#endif
             if (!CLB || ws_live(a, it))
                 consumer_stash_user<PHASE>(a, g, it, w, rank, f);
             continue;
         }
 
 #if SPLITK > 1
-        if (it.part >= 0 && !consumer_split(a, g, it, w, tile, rank, f))
+        if (it.part >= 0 && !consumer_split<SB, false>(a, g, it, w, tile, rank, f))
             continue;
 #endif
         consumer_finish(a, sm, it, w, tile, f, boxes);

@@ -52,6 +52,9 @@
 #ifndef CLB
 #define CLB 0 // CLUSTER=2 pairs two tiles of one candidate (0) or two candidates at one tile position (1)
 #endif
+#ifndef USPLIT
+#define USPLIT 1 // each user tile split along Ku into USPLIT parts (1: none)
+#endif
 
 // The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
 // WGMMA's M side) by BW columns (its N).  Rows are M and columns N, or with
@@ -137,6 +140,10 @@ static_assert(NACC + 32 <= LAUNCH_REGS,
               "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
               "setmaxnreg budget (C7602)");
 static_assert(SPLITK >= 1 && SPLITK <= 4, "SPLITK must be 1..4");
+static_assert(USPLIT == 1 || USPLIT == 2 || USPLIT == 4 || USPLIT == 8, "USPLIT must be 1, 2, 4 or 8");
+static_assert(USPLIT == 1 || SPLITK == 1, "a split user tile takes the split tiles' workspace: no candidate split");
+// A split tile's parts: the candidate tail's (SPLITK) or the user tiles' (USPLIT); one of them at most.
+constexpr int NPARTS = SPLITK > 1 ? SPLITK : USPLIT;
 static_assert(BAR_TILE <= 15 && (!PINGPONG || BAR_LOADED + 1 <= 15), "16 named barriers");
 
 enum { PHASE_USER = 0, PHASE_CAND = 1, PHASE_BOTH = 2 };

@@ -55,9 +55,9 @@ struct ws_item {
     int tm, tn; // cluster tile coordinates
     int m0, n0; // this CTA's first row and column
     int k0, kt; // first k-tile and k-tiles
-    int part;   // -1: a whole tile; a split tile's part 0..SPLITK-1 (k-tiles in that order; part 0
-                // starts from user_res; whichever part arrives last stores the tile)
-    int sidx;   // split tiles: index in [0, tail)
+    int part;   // -1: a whole tile; a split tile's part 0..NPARTS-1 (k-tiles in that order; a
+                // candidate's part 0 starts from user_res; whichever part arrives last stores the tile)
+    int sidx;   // split tiles: index in [0, g.splits) (the tail's, or the user tile's)
 };
 
 // Work items: U * per user tiles (FUSE=1 or the first launch), then the
@@ -66,9 +66,13 @@ struct ws_item {
 // items each, parts 0..SPLITK-1 of a tile one after the other.  A part waits
 // for nothing but its user tile's flag (part 0, as a whole tile does), so
 // the argument above (no wait on a CTA that is not resident) still holds.
+// USPLIT > 1: each user tile is USPLIT items, its parts along Ku one after
+// the other; no part waits for anything, and the last to arrive stores the
+// tile and sets its flag.
 struct ws_geom {
     int tiles_m, tiles_n, per, user_items, lo, count;
     int whole, tail; // candidate tiles computed whole, and split
+    int splits;      // tiles whose parts use the split region: the tail's, or (USPLIT > 1) the user tiles
 };
 
 template <int PHASE>
@@ -78,7 +82,7 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
     g.tiles_m = (a.M + CL_M - 1) / CL_M;
     g.tiles_n = (a.N + CL_N - 1) / CL_N;
     g.per = g.tiles_m * g.tiles_n;
-    g.user_items = (a.U + CL_B - 1) / CL_B * g.per;
+    g.user_items = (a.U + CL_B - 1) / CL_B * g.per * USPLIT;
     const int cand = (a.B + CL_B - 1) / CL_B * g.per, clusters = (int)(gridDim.x / CLUSTER);
     // Split the candidate tiles past the last whole wave of this launch's
     // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
@@ -102,6 +106,7 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
                  ? t
                  : 0;
     g.whole = cand - g.tail;
+    g.splits = SPLITK > 1 ? g.tail : USPLIT > 1 ? g.user_items / USPLIT : 0;
     const int cand_items = cand + g.tail * (SPLITK - 1);
     g.lo = PHASE == PHASE_CAND ? g.user_items : 0;
     g.count = PHASE == PHASE_USER ? g.user_items : PHASE == PHASE_CAND ? cand_items : g.user_items + cand_items;
@@ -121,6 +126,11 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
         it.part = j % SPLITK;
         rest = g.whole + it.sidx;
     }
+    if (USPLIT > 1 && it.user) {
+        it.sidx = rest / USPLIT;
+        it.part = rest % USPLIT;
+        rest = it.sidx;
+    }
     it.bb = rest / g.per * CL_B + (CLB ? (int)rank : 0); // CLB=1: may be past U or B (ws_live)
     const int t = rest % g.per;
 #if RASTER == 0
@@ -134,9 +144,10 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     it.n0 = TRANS && !CLB ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
     const int kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
     // a split tile's parts: balanced ranges of its k-tiles, none empty (the
-    // tail is 0 unless kt >= SPLITK)
-    it.k0 = it.part < 0 ? 0 : it.part * kt / SPLITK;
-    it.kt = it.part < 0 ? kt : (it.part + 1) * kt / SPLITK - it.k0;
+    // tail is 0 unless kt >= SPLITK; USPLIT's constraint asks Ku for 2 * USPLIT)
+    const int np = USPLIT > 1 && it.user ? USPLIT : SPLITK;
+    it.k0 = it.part < 0 ? 0 : it.part * kt / np;
+    it.kt = it.part < 0 ? kt : (it.part + 1) * kt / np - it.k0;
     return it;
 }
 
@@ -174,15 +185,18 @@ __device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g
     return flags + ws_cta_tile(g, u, tm, tn, rank);
 }
 // Split tiles: after the user tiles' flags (256-byte aligned) one arrival
-// counter per CTA tile's 64-row slice, [tail][CLUSTER][TILE_R / 64]
+// counter per CTA tile's 64-row slice, [splits][CLUSTER][TILE_R / 64]
 // unsigned long long; then (256-byte aligned) the partial sums, fp32 in
-// fragment order as user_res is, [tail][SPLITK][CLUSTER][TILE_R / 64]
+// fragment order as user_res is, [splits][NPARTS][CLUSTER][TILE_R / 64]
 // blocks of PBLOCK.  (The space file's lets ctr_off and part_off.)
 constexpr int PBLOCK = 128 * (NACC / 4); // float4 vectors per warp group's 64 x BW block
 constexpr int PSTRIDE = CLUSTER * (TILE_R / 64) * PBLOCK; // from one part's block to the next part's
 // The last part's fix-up: SB 16-byte loads in flight (32 registers beside the
 // accumulators and URES=1's prefetch, as many as ptxas leaves at BW=256)
 constexpr int SB = 8;
+// A split user tile's fix-up (USPLIT > 1): 4 loads in flight up to 128
+// columns, one past them (BW=224 with CLUSTER=2 spilled at one already).
+constexpr int UNB = BW <= 128 ? 4 : 1;
 __device__ __forceinline__ size_t ws_split_offset(const kevo_lce_args &a, const ws_geom &g)
 {
     const size_t flags_end = ws_sched_offset(a, g) + 128 + 4 * ws_cta_tile(g, a.U, 0, 0, 0);
@@ -198,9 +212,9 @@ __device__ __forceinline__ unsigned long long *ws_split_ctr(const kevo_lce_args 
 __device__ __forceinline__ float4 *ws_part(const kevo_lce_args &a, const ws_geom &g, int sidx, int part,
                                            unsigned rank, int slice, int tid)
 {
-    const size_t ctr_end = ws_split_offset(a, g) + 8 * (size_t)g.tail * CLUSTER * (TILE_R / 64);
+    const size_t ctr_end = ws_split_offset(a, g) + 8 * (size_t)g.splits * CLUSTER * (TILE_R / 64);
     float4 *base = reinterpret_cast<float4 *>(static_cast<char *>(a.workspace) + ((ctr_end + 255) & ~(size_t)255));
-    return base + ((((size_t)sidx * SPLITK + part) * CLUSTER + rank) * (TILE_R / 64) + slice) * PBLOCK + tid;
+    return base + ((((size_t)sidx * NPARTS + part) * CLUSTER + rank) * (TILE_R / 64) + slice) * PBLOCK + tid;
 }
 
 // This thread's vectors of the user_res block of the 64-row slice `slice`.
@@ -222,7 +236,7 @@ __device__ __forceinline__ void wait_flag(int *flag, int seq)
 // Count a split tile's part in: the counter holds (launch_seq << 32) |
 // parts arrived, a stale tag (earlier run, poison) counting as none.  Called
 // after the part's sums are stored and fenced (release); true for the last
-// of the SPLITK parts, whose acquire makes the others' sums visible.
+// of the NPARTS parts, whose acquire makes the others' sums visible.
 __device__ __forceinline__ bool split_arrive(unsigned long long *ctr, unsigned seq)
 {
     cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*ctr);
@@ -231,7 +245,7 @@ __device__ __forceinline__ bool split_arrive(unsigned long long *ctr, unsigned s
         const unsigned n = (unsigned)(cur >> 32) == seq ? (unsigned)cur + 1u : 1u;
         next = ((unsigned long long)seq << 32) | n;
     } while (!c.compare_exchange_weak(cur, next, cuda::memory_order_acq_rel, cuda::memory_order_relaxed));
-    return (unsigned)next == (unsigned)SPLITK;
+    return (unsigned)next == (unsigned)NPARTS;
 }
 
 // Claim counter: (launch_seq << 32) | next ticket.  The first claimant of a

@@ -337,6 +337,21 @@ static const gpu_case persistent[] = {
     {"B=33,M=200,N=72,Ku=45,Kc=130,U=33", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=0,CLB=1"},
     {"B=1,M=97,N=136,Ku=45,Kc=29,U=1", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=2,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=0,CLB=1"},
     {"B=300,M=66,N=72,Ku=130,Kc=67,ratio=7", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1"},
+    /* USPLIT: each user tile split along Ku into parts claimed one after the
+     * other, the last to arrive summing them in part order and setting the
+     * flag: one user with a long Ku (8 parts of a 39-k-tile chain, Ku and Kc
+     * odd), three users in a launch of their own (FUSE=0) with ping-pong, E
+     * multicast and BK=128, two users with four consumers and fp32 user_res,
+     * one user with TRANS=1's W multicast over a cluster and fp32 user_res;
+     * CLB=1 pairs of users, one user (the pair's second CTA past U computes
+     * user 0's parts again and stores nothing) and three in a launch of their
+     * own */
+    {"B=301,M=83,N=72,Ku=2441,Kc=213,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=1,TRIM=0,USPLIT=8"},
+    {"B=37,M=133,N=200,Ku=1030,Kc=130,U=3", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=0,TRANS=0,USPLIT=4"},
+    {"B=20,M=200,N=256,Ku=777,Kc=300,U=2", "BN=128,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=0,USPLIT=2"},
+    {"B=50,M=433,N=200,Ku=1500,Kc=266,U=1", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=0,USPLIT=4"},
+    {"B=301,M=83,N=72,Ku=2441,Kc=213,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,USPLIT=8"},
+    {"B=33,M=200,N=72,Ku=1045,Kc=130,U=3", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=0,CLB=1,USPLIT=4"},
 };
 
 static void test_persistent_family(void **state)
