@@ -115,7 +115,9 @@ static void test_guided_policies_land(void **state)
  * parameter free (SPLITK included at b136_split; docs/model.md v5); fa_ws's
  * two (H200) are of its v7 kernels, every parameter free (docs/model.md v6);
  * lce_ws_h200_u1_n120_clb of its v16 kernels, CLB included (docs/model.md
- * v7). */
+ * v7); lce_ws_h200_u1_kc212 and _kc476 of its v17 kernels, USPLIT included,
+ * at two one-user shapes with short candidate GEMMs (#14 and #18 of
+ * bench/shapes.py's seed 1; docs/model.md v8). */
 static void test_model_ranks_landscapes(void **state)
 {
     (void)state;
@@ -124,7 +126,8 @@ static void test_model_ranks_landscapes(void **state)
                                         "lce_ws_h100_m200_n512.db",  "lce_ws_h100_m512_n200.db",
                                         "lce_ws_h200_u1_kc3500.db",  "lce_ws_h200_default.db",
                                         "lce_ws_h200_b136_split.db", "fa_ws_h200_d64.db",
-                                        "fa_ws_h200_d128.db",        "lce_ws_h200_u1_n120_clb.db"};
+                                        "fa_ws_h200_d128.db",        "lce_ws_h200_u1_n120_clb.db",
+                                        "lce_ws_h200_u1_kc212.db",   "lce_ws_h200_u1_kc476.db"};
     for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
         char path[1024];
         land_path(path, sizeof path, lands[l]);
