@@ -626,6 +626,8 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
         query_used[0] = '\0';
     if (in && in->source_shown)
         *in->source_shown = NULL;
+    if (in && in->source_base)
+        *in->source_base = NULL;
     if (!prompts_dir || !in || !in->parent || !system || !user)
         return kevo_err_set(err, KEVO_ERR_ARG, "prompt without a prompts folder, a parent or output buffers");
     if (!pr_ident(in->op))
@@ -679,7 +681,6 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     if (!st)
         st = kevo_prompt_compact(in->parent->source ? in->parent->source : "", in->parent->params, &view, &base,
                                  err);
-    free(base);
     /* fit, by priority: never the operator, ABI, parent, knowledge or task; cut the run's best kernels, then
      * the siblings (oldest first), then the source's middle, then the source */
     int nsib = in->siblings && in->nsiblings > 0 ? in->nsiblings : 0;
@@ -713,6 +714,10 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
             fits = true;
             if (in->source_shown)
                 *in->source_shown = pr_source_text(view, mode, keep);
+            if (in->source_base && mode != PR_SRC_OMITTED) {
+                *in->source_base = base;
+                base = NULL;
+            }
             kv_buf *parts[] = {&head, &abi, &parent, &src, &peers, &tops, &sib, &know, &task};
             for (size_t i = 0; i < KV_ARRAY_LEN(parts) && !st; i++)
                 if (parts[i]->len)
@@ -759,6 +764,7 @@ kevo_status kevo_prompt_build(const char *prompts_dir, kevo_knowledge *kb, const
     }
     kv_buf_release(&out);
     free(view);
+    free(base);
     kevo_knowledge_hits_free(hits, nhits);
     kv_buf_release(&head);
     kv_buf_release(&abi);

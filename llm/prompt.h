@@ -122,6 +122,9 @@ typedef struct kevo_prompt_in {
                                         (a grammar holds the reply to them: llm/grammar.h) */
     char **source_shown;             /* output, when not NULL: the parent's source text the prompt shows
                                         (malloc'd), NULL when it left the source out */
+    char **source_base;              /* output, when not NULL and the source is shown: the base of the
+                                        compacted view (kevo_prompt_compact's `base`, malloc'd), what
+                                        edits of the shown text apply to; NULL when it left the source out */
 } kevo_prompt_in;
 
 #define KEVO_PROMPT_TOKENS_DEFAULT 16384

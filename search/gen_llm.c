@@ -598,16 +598,12 @@ static void lg_run_view_release(lg_run_view *v)
  * shows of the parent's source (llm/grammar.h), into g->grammar and
  * g->cfg.grammar; none when no shown line is unique in what the edits
  * apply to.  Edits apply to the parent's source, or else to the compacted
- * base (lg_parse): a line unique in the base is offered. */
-static kevo_status lg_edit_grammar(lg_gen *g, const char *shown, kevo_err *err)
+ * base (lg_parse; kevo_prompt_build hands it back beside the shown text):
+ * a line unique in the base is offered. */
+static kevo_status lg_edit_grammar(lg_gen *g, const char *shown, const char *base, kevo_err *err)
 {
-    char *view = NULL, *base = NULL;
     int nlines = 0;
-    kevo_status st = kevo_prompt_compact(g->parent_source, g->parent_params, &view, &base, err);
-    if (!st)
-        st = kevo_llm_edit_grammar(shown, base, 2, &g->grammar, &nlines, err);
-    free(view);
-    free(base);
+    kevo_status st = kevo_llm_edit_grammar(shown, base, 2, &g->grammar, &nlines, err);
     g->cfg.grammar = g->grammar;
     return st;
 }
@@ -649,13 +645,15 @@ static kevo_status lg_call(lg_gen *g, const lg_parent_node *parent, const kevo_c
                          .max_tokens = g->o.prompt_tokens > 0 ? (size_t)g->o.prompt_tokens : 0,
                          .max_chars = g->o.prompt_chars > 0 ? (size_t)g->o.prompt_chars : 0,
                          .edit_lines = g->o.edit_grammar};
-    char *shown = NULL;
+    char *shown = NULL, *base = NULL;
     in.source_shown = g->o.edit_grammar ? &shown : NULL;
+    in.source_base = g->o.edit_grammar ? &base : NULL;
     st = kevo_prompt_build(g->prompts_dir, g->kb, &in, &g->system, &g->user, g->query, sizeof g->query, err);
     free(sib);
-    if (!st && shown)
-        st = lg_edit_grammar(g, shown, err);
+    if (!st && shown && base)
+        st = lg_edit_grammar(g, shown, base, err);
     free(shown);
+    free(base);
     /* the seed: the run's, moved on by the call's number, so two calls differ */
     g->seed_sent = g->o.seed >= 0 ? g->o.seed + k : -1;
     g->cfg.seed = g->seed_sent;

@@ -537,8 +537,23 @@ static void test_prompt_cap(void **state)
     int seen = 0; /* the furthest stage reached: 1 compacted, 2 cut, 3 left out, 4 error */
     for (size_t c = cap; c > 1500; c -= 250) {
         kevo_err err;
+        char *shown = NULL, *base = NULL; /* what the prompt shows of the source, and what edits of it apply to */
+        f.in.source_shown = &shown;
+        f.in.source_base = &base;
         kevo_status st = build_at(kb, &f, c, &u, &err);
+        f.in.source_shown = NULL;
+        f.in.source_base = NULL;
         int stage = st ? 4 : strstr(u.data, "cut here to fit") ? 2 : strstr(u.data, "(left out: its") ? 3 : 1;
+        if (stage == 1 || stage == 2) {
+            assert_non_null(shown);
+            assert_non_null(base);
+            assert_non_null(strstr(base, "UNIQUE_PARENT_MARKER"));
+        } else if (stage == 3) {
+            assert_null(shown);
+            assert_null(base);
+        }
+        free(shown);
+        free(base);
         assert_true(stage >= seen); /* never back to a fuller form */
         seen = stage;
         if (stage == 4) {
@@ -674,10 +689,25 @@ static void test_prompt_budget_lce_ws(void **state)
         kv_buf sys, user;
         kv_buf_init(&sys);
         kv_buf_init(&user);
+        char *shown = NULL, *base = NULL;
+        in.source_shown = &shown;
+        in.source_base = &base;
         kevo_status st = kevo_prompt_build(dir, kb, &in, &sys, &user, NULL, 0, &err);
         if (st)
             print_error("build: %s\n", err.msg);
         assert_int_equal(st, KEVO_OK);
+        /* the base handed back is kevo_prompt_compact's; at the default budget the whole view is shown */
+        char *view = NULL, *want_base = NULL;
+        assert_int_equal(kevo_prompt_compact(sp->source, params, &view, &want_base, &err), KEVO_OK);
+        assert_non_null(base);
+        assert_string_equal(base, want_base);
+        assert_non_null(shown);
+        if (budgets[i] == 0)
+            assert_string_equal(shown, view);
+        free(view);
+        free(want_base);
+        free(shown);
+        free(base);
         size_t tokens = kevo_prompt_tokens(sys.len + user.len);
         size_t want = budgets[i] ? budgets[i] : KEVO_PROMPT_TOKENS_DEFAULT;
         printf("  lce_ws prompt: %zu + %zu bytes, %zu tokens of %zu\n", sys.len, user.len, tokens, want);
