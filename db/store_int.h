@@ -22,7 +22,27 @@ struct kevo_db {
     kv_cancel *cancel; /* ctx's flag: a lock wait stops once it is raised; NULL: never */
 };
 
+/* ---- the file's identity and schema (schema.c) ---- */
+
+#define ST_APP_ID 0x4B45564F /* 'KEVO': PRAGMA application_id */
+#define ST_SCHEMA_VERSION 10 /* PRAGMA user_version of the schema this kevo writes */
+
+/* The whole schema of a new file, ST_SCHEMA_VERSION's tables and indexes
+ * (SQL statements run in one transaction by store.c's st_create_schema). */
+extern const char st_schema_sql[];
+
+/* Bring a file of schema `ver` (1 <= ver <= ST_SCHEMA_VERSION) up to
+ * ST_SCHEMA_VERSION, one transaction per version.  Errors: what SQLite
+ * said (st_open_status), a failed step's own status; the file keeps the
+ * last version reached. */
+kevo_status st_migrate(kevo_db *db, int64_t ver, kevo_err *err);
+
 /* ---- errors ---- */
+
+/* Status for a SQLite result code met while opening, identifying or
+ * upgrading the file: KEVO_ERR_IO, KEVO_ERR_DB (not a database, corrupt),
+ * else as any other call's. */
+kevo_status st_open_status(int rc);
 
 /* Record "WHAT in 'PATH': sqlite message" for a failed call with result rc.
  * Must run before any other call on the connection replaces the message. */
