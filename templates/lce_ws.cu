@@ -226,15 +226,33 @@ __device__ __forceinline__ void ws_teardown()
 }
 
 // The leader's scheduler state: the claim counter, the claimed item not yet
-// published, the ring position the next item starts at, entries pushed.
+// published, the ring position the next item starts at, entries pushed, and
+// whether the next claim is due.
 struct ws_sched {
     unsigned long long *ctr;
     int next, pos, pushed;
+    bool due;
 };
 
-// Producer, leader CTA: publish the claimed item; claim the following one
-// now so the atomic's latency hides behind this item's loads.  After the
-// last item, the end (-1) for each consumer that reads its own entries.
+// Producer, leader CTA: claim the following item once this one's loads are
+// issued.  The atomic's result is used at once (the compiler aggregates
+// atomicAdd over the warp, a shuffle of its result), so claimed before the
+// loads it held them back one L2 round trip per item; here it waits while
+// the ring is full of this item's k-tiles.
+__device__ __forceinline__ void producer_claim(ws_sched &q)
+{
+    if (q.due) {
+        q.next = sched_claim(q.ctr);
+        q.due = false;
+    }
+}
+
+// Producer, leader CTA: publish the claimed item; the next claim falls due.
+// Ping-pong claims it at once: the other consumer's next item is published
+// at the top of the next round, and a claim after this item's loads would
+// delay it (1-2% slower, H200).  Otherwise producer_claim makes it after the
+// loads.  After the last item, the end (-1) for each consumer that reads its
+// own entries.
 __device__ __forceinline__ void producer_schedule(const kevo_lce_args &a, const ws_geom &g, ws_ctl *ctl,
                                                   ws_sched &q)
 {
@@ -242,7 +260,9 @@ __device__ __forceinline__ void producer_schedule(const kevo_lce_args &a, const 
     queue_push(ctl, q.pushed++, item, q.pos);
     if (item >= 0) {
         q.pos += ws_decode(a, g, item, 0).kt;
-        q.next = sched_claim(q.ctr);
+        q.due = true;
+        if (PINGPONG) // the other consumer starts on the next item now
+            producer_claim(q);
     } else if (PINGPONG) {
         queue_push(ctl, q.pushed++, -1, q.pos); // the other consumer's end
     }
@@ -310,7 +330,7 @@ __device__ __forceinline__ void producer(const kevo_lce_args &a, const ws_geom &
         return;
     ws_sched q{reinterpret_cast<unsigned long long *>(static_cast<char *>(a.workspace) + ws_sched_offset(a, g) +
                                                       8 * PHASE),
-               0, 0, 0};
+               0, 0, 0, false};
     if (rank == 0) {
         sched_start(q.ctr, (unsigned)a.launch_seq);
         q.next = sched_claim(q.ctr);
@@ -323,6 +343,8 @@ __device__ __forceinline__ void producer(const kevo_lce_args &a, const ws_geom &
         if (e.item < 0)
             break;
         producer_load(a, sm, ws_decode(a, g, e.item, rank), e.p0, rank);
+        if (rank == 0)
+            producer_claim(q);
     }
 }
 
