@@ -436,6 +436,21 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
 #endif
 }
 
+// Consumer: one k-step of 16 into the tile's accumulators: one wgmma over
+// BW columns, or (BW > 256) two, the second's B operand BW1 columns on
+// (B1_OFF bytes); its fragment continues the first's 8-column groups.  (A
+// template, so that the second branch exists only where BW2 > 0.)
+template <int W1 = BW1, int W2 = BW2>
+__device__ __forceinline__ void consumer_mma(float (&acc)[NACC], unsigned long long a, unsigned long long b, int sd)
+{
+    if constexpr (W2 == 0) {
+        wgmma_ss<BW, TRANS>(acc, a, b, sd);
+    } else {
+        wgmma_ss<W1, TRANS>(*reinterpret_cast<float(*)[W1 / 2]>(acc), a, b, sd);
+        wgmma_ss<W2, TRANS>(*reinterpret_cast<float(*)[W2 / 2]>(acc + W1 / 2), a, desc_advance(b, B1_OFF >> 4), sd);
+    }
+}
+
 // Consumer: the main loop over an item's k-tiles from ring position p0
 // (its i-th queue entry): BK / 16 wgmmas per k-tile, one group in flight,
 // the previous slot released.  Ping-pong: this item's ring positions follow
@@ -469,7 +484,7 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
             const unsigned long long da = desc_advance(da0, so + ((kk * 32 + (kk / 4) * (W_BOX_BYTES - 128)) >> 4));
             const unsigned long long db = desc_advance(db0, so + ((kk * 16 * E_ROW) >> 4));
             // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
-            wgmma_ss<BW, TRANS>(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
+            consumer_mma(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
         }
         wgmma_commit();
         wgmma_wait<1>();

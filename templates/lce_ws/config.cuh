@@ -90,6 +90,15 @@ constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
 constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
 constexpr int NACC = BW / 2;                             // fp32 accumulators per consumer thread
+// A wgmma's N is at most 256: a wider tile (BW up to 320) issues two per
+// k-step, over BW1 and BW2 columns, BW1 about half of BW in whole 8-row
+// groups of W (TRANS=1) or whole E atoms (TRANS=0).  The second's B operand
+// starts B1_OFF bytes on: BW1 rows of W (128 bytes each) or BW1 / E_COLS
+// E boxes.  The accumulators stay one array.
+constexpr int BW_STEP = TRANS ? 8 : E_COLS;
+constexpr int BW1 = BW > 256 ? (BW / 2 + BW_STEP - 1) / BW_STEP * BW_STEP : BW;
+constexpr int BW2 = BW - BW1;
+constexpr unsigned B1_OFF = TRANS ? BW1 * 128 : BW1 / E_COLS * BK * E_ROW;
 constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
 // output boxes per warp group: its 64 rows by BW columns in boxes of 64
 // columns of N, or (TRANS=1) its 64 columns of N by BW rows in boxes of 64
@@ -112,33 +121,31 @@ constexpr int CONSUMER_REGS = SHARE_REGS < 240 ? SHARE_REGS : 240;
 constexpr int BAR_TILE = CONSUMERS <= 2 ? 3 : CONSUMERS + 1;
 constexpr int BAR_LOADED = BAR_TILE + 1;
 
-static_assert(BN % 32 == 0 && BN >= 64 && BN <= 256, "BN must be 64..256 in steps of 32");
+static_assert(BN % 32 == 0 && BN >= 64 && BN <= 320, "BN must be 64..320 in steps of 32");
 static_assert(TRANS == 0 || TRANS == 1, "TRANS is 0 or 1");
 static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32 && (TRANS || TRIM == 0),
-              "TRIM (0..24 in steps of 8) narrows TRANS=1's M side; TRANS=0's columns are E's, in whole atoms");
+              "TRIM (0..24 by 8) narrows TRANS=1's M side");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
-static_assert(TILE_M <= 256, "the W box's rows (TILE_M) are at most 256");
+static_assert(W_LOAD_ROWS <= 256, "a W box has at most 256 rows");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
 static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
 static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
-              "SBUF is 2, or 4 with EPI=1 (16-byte stores are done before the next box is staged)");
+              "SBUF is 2, or 4 with EPI=1");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && (W_MCAST ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
-              "CLUSTER=2 splits the E boxes in halves (TRANS=1 or CLB=1: W's box by rows, whole 8-row swizzle atoms)");
+              "CLUSTER=2 halves E's boxes, or W's rows in 16-row steps (TRANS=1 or CLB=1)");
 static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
               "CLB=1 pairs two candidates in a cluster of two (and splits no tile)");
 // (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
 // a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
-              "stages must keep the swizzle atoms aligned (1024 bytes for W, 512 or 1024 for E)");
-static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors of 4 fp32 (of 8 values with URES=1, the last one half "
-                             "used when BW % 16 == 8)");
+              "stages keep the swizzle atoms aligned");
+static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors");
 static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
               "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
-static_assert(NACC + 32 <= LAUNCH_REGS,
-              "ptxas compiles a wgmma (its NACC accumulators and ~30 more) within the launch bound, not the "
-              "setmaxnreg budget (C7602)");
+static_assert(BW1 / 2 + 32 <= LAUNCH_REGS,
+              "each wgmma's accumulators and ~30 more fit the launch bound (C7602)");
 static_assert(SPLITK >= 1 && SPLITK <= 4, "SPLITK must be 1..4");
 static_assert(USPLIT == 1 || USPLIT == 2 || USPLIT == 4 || USPLIT == 8, "USPLIT must be 1, 2, 4 or 8");
 static_assert(USPLIT == 1 || SPLITK == 1, "a split user tile takes the split tiles' workspace: no candidate split");

@@ -59,7 +59,9 @@ static void test_families_and_ref(void **state)
      * 8-column groups, a half-used user_res vector), four consumers with TMA
      * stores, ping-pong with BK=128; four staging buffers per warp group;
      * CLB=1 (a cluster of two candidates sharing W's rows), TRANS=1 and
-     * TRANS=0; USPLIT (user tiles split along Ku), TRANS=0 and 1 */
+     * TRANS=0; USPLIT (user tiles split along Ku), TRANS=0 and 1; tiles
+     * wider than one wgmma (two per k-step), TRANS=1 with W's rows halved by
+     * CLB=1's multicast and with ping-pong */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
@@ -75,6 +77,8 @@ static void test_families_and_ref(void **state)
         "CLB=1,CLUSTER=2,BN=128,PINGPONG=1,STAGES=4,URES=1",
         "USPLIT=2,BN=256,PINGPONG=0,STAGES=3,URES=1",
         "USPLIT=2,TRANS=1,BN=256,TRIM=16,PINGPONG=0,EPI=0,STAGES=3,URES=0",
+        "TRANS=1,BN=320,TRIM=16,CLB=1,CLUSTER=2,PINGPONG=0,EPI=1,STAGES=3,URES=0",
+        "TRANS=1,BN=288,CLUSTER=2,PINGPONG=1,EPI=0,STAGES=3,URES=0",
     };
     enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
     tcase cases[NCASES];

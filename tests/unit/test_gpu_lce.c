@@ -352,6 +352,18 @@ static const gpu_case persistent[] = {
     {"B=50,M=433,N=200,Ku=1500,Kc=266,U=1", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=0,USPLIT=4"},
     {"B=301,M=83,N=72,Ku=2441,Kc=213,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,USPLIT=8"},
     {"B=33,M=200,N=72,Ku=1045,Kc=130,U=3", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=0,CLB=1,USPLIT=4"},
+    /* Tiles wider than one wgmma (BW > 256: two per k-step, the second's B
+     * operand BW1 columns on): TRANS=1's 304 rows of M, W halved by CLB=1's
+     * multicast, with the TMA store's partial last box (M=591: a last tile of
+     * 287 rows); TRANS=1 with two N tiles sharing W and SPLITK=2's fix-up
+     * (NACC=144); TRANS=0's 288 columns (32-column E atoms) over N=272 with
+     * CLB=1; ping-pong's 64 x 320 tiles with the TMA store over N=328; a
+     * user tile split along Ku under CLB=1 */
+    {"B=41,M=591,N=200,Ku=301,Kc=266,U=5", "BN=320,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=16,CLB=1"},
+    {"B=13,M=300,N=400,Ku=140,Kc=900,U=2", "BN=288,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=0,SPLITK=2"},
+    {"B=33,M=200,N=272,Ku=45,Kc=476,U=3", "BN=288,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=0,CLB=1"},
+    {"B=20,M=133,N=328,Ku=64,Kc=130,U=2", "BN=320,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=0"},
+    {"B=31,M=500,N=136,Ku=700,Kc=100,U=3", "BN=320,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=16,CLB=1,USPLIT=2"},
 };
 
 static void test_persistent_family(void **state)
