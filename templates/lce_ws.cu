@@ -236,9 +236,10 @@ struct ws_sched {
 
 // Producer, leader CTA: claim the following item once this one's loads are
 // issued.  The atomic's result is used at once (the compiler aggregates
-// atomicAdd over the warp, a shuffle of its result), so claimed before the
-// loads it held them back one L2 round trip per item; here it waits while
-// the ring is full of this item's k-tiles.
+// atomicAdd over the warp, a shuffle of its result): claimed before the
+// loads it delayed them whenever the ring had room; here its round trip
+// overlaps the wait for a free stage (1.7% at a shape of 4-k-tile items,
+// H200; docs/lce_ws.md v18).
 __device__ __forceinline__ void producer_claim(ws_sched &q)
 {
     if (q.due) {
