@@ -3,7 +3,7 @@
  * simulated compile, the cache key, the precompiled prelude header and the
  * ptxas report parser.  (test_compile_templates.c compiles every template
  * family.) */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -238,12 +238,12 @@ static void test_parallel(void **state)
             assert_non_null(j->cubin);
             char entry[32];
             snprintf(entry, sizeof entry, "entry_%d", i);
-            assert_true(tu_has_bytes(j->cubin, j->cubin_size, entry));
+            assert_non_null(memmem(j->cubin, j->cubin_size, entry, strlen(entry)));
             for (int k = 0; k < N; k++) {
                 char other[32];
                 snprintf(other, sizeof other, "entry_%d", k);
                 if (k != i)
-                    assert_false(tu_has_bytes(j->cubin, j->cubin_size, other));
+                    assert_null(memmem(j->cubin, j->cubin_size, other, strlen(other)));
             }
             char line[96];
             snprintf(line, sizeof line, "Compiling entry function '%s'", entry);

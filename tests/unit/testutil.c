@@ -460,13 +460,3 @@ void tu_pch_settle(kevo_compile_pool *p)
         assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
     assert_int_equal(writing, 0);
 }
-
-bool tu_has_bytes(const void *hay, size_t n, const char *needle)
-{
-    size_t k = strlen(needle);
-    const char *h = hay;
-    for (size_t i = 0; i + k <= n; i++)
-        if (memcmp(h + i, needle, k) == 0)
-            return true;
-    return false;
-}

@@ -78,9 +78,6 @@ void tu_tmp_path(const char *prefix, char out[64]);
  * at most 120 s (asserting none is left). */
 void tu_pch_settle(kevo_compile_pool *p);
 
-/* Whether the n bytes at hay hold the string needle (a cubin's entry names). */
-bool tu_has_bytes(const void *hay, size_t n, const char *needle);
-
 /* cfg = the family's default with "K=V,K=V,..." applied (params NULL: the
  * default).  false, with the reason on stderr, for a malformed pair or a name
  * the family lacks. */
