@@ -3,9 +3,10 @@
 # prof_setup NAME SHAPE WHERE DB checks the arguments, sets OUT, KEVO_HOME and
 # kevo, names the GPU, and tunes the one configuration WHERE names at SHAPE
 # into DB (budget 1), printing its line: of lce_ws, or of $PROF_FAMILY of op
-# $PROF_OP when they are set.  Then ncu profiles it with
-# `"$kevo" verify --db DB --candidate 1` and cuBLAS's kernel on the candidate
-# GEMM alone with `python3 bench/prof_cand_gemm.py SHAPE fp16`.
+# $PROF_OP when they are set.  Then ncu profiles the kernel the regex
+# $PROF_KERNEL names (default lce_ws_cand; a FUSE=1 configuration runs
+# lce_ws_fused) in `"$kevo" verify --db DB --candidate 1`, and cuBLAS's kernel
+# on the candidate GEMM alone in `python3 bench/prof_cand_gemm.py SHAPE fp16`.
 prof_setup() {
   local name=$1 db=$4
   shape=${2:?usage: bench/$name SHAPE WHERE}

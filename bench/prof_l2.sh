@@ -20,7 +20,7 @@ prof_setup prof_l2.sh "${1:-}" "${2:-}" prof.db
 M=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sectors.sum
 M=$M,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sector_hit_rate.pct
 M=$M,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum
-timeout 200 ncu --csv --clock-control none --metrics "$M" --kernel-name regex:lce_ws_cand --launch-count 1 \
+timeout 200 ncu --csv --clock-control none --metrics "$M" --kernel-name regex:"${PROF_KERNEL:-lce_ws_cand}" --launch-count 1 \
   --target-processes all "$kevo" verify --db "$OUT/prof.db" --candidate 1 --maps sorted >"$OUT/kevo.csv" 2>"$OUT/kevo.err"
 echo "ncu kevo rc=$?"
 # PyTorch's batched GEMM runs a few times first: the fifth launch is profiled
@@ -30,7 +30,7 @@ echo "ncu cublas rc=$?"
 if [ "${PROF_MIX:-0}" = 1 ]; then
   for name in kevo cublas; do
     if [ $name = kevo ]; then
-      tgt=(--kernel-name regex:lce_ws_cand --launch-count 1 --target-processes all "$kevo" verify --db "$OUT/prof.db"
+      tgt=(--kernel-name regex:"${PROF_KERNEL:-lce_ws_cand}" --launch-count 1 --target-processes all "$kevo" verify --db "$OUT/prof.db"
         --candidate 1 --maps sorted)
     else
       tgt=(--kernel-name regex:'nvjet|gemm|sm90' --launch-skip 4 --launch-count 1 python3 bench/prof_cand_gemm.py

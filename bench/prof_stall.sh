@@ -15,7 +15,7 @@ set -u
 . "$(dirname "$0")/prof_common.sh"
 prof_setup prof_stall.sh "${1:-}" "${2:-}" stall.db
 src=(--section SourceCounters --page source --print-source sass --csv --clock-control none)
-timeout 300 ncu "${src[@]}" --kernel-name regex:lce_ws_cand --launch-count 1 --target-processes all \
+timeout 300 ncu "${src[@]}" --kernel-name regex:"${PROF_KERNEL:-lce_ws_cand}" --launch-count 1 --target-processes all \
   "$kevo" verify --db "$OUT/stall.db" --candidate 1 --maps sorted >"$OUT/kevo.src.csv" 2>"$OUT/kevo.src.err"
 echo "ncu kevo rc=$?"
 timeout 300 ncu "${src[@]}" --kernel-name regex:'nvjet|gemm|sm90' --launch-skip 4 --launch-count 1 \
