@@ -82,13 +82,15 @@ kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, cons
     double t_lat = v[KEVO_MODEL_INFLIGHT] > 0
                        ? v[KEVO_MODEL_L2_BYTES] * d->latency_s / (running * v[KEVO_MODEL_INFLIGHT])
                        : 0.0;
-    double t = t_mma;
+    /* the MMAs and the wait for loads in flight: the larger of the two (the ring
+     * hides all latency once t_lat < t_mma), or where the family's ring hides
+     * it only in part, their lat_norm-norm (lce_ws: 2, docs/model.md v9) */
+    const double p = v[KEVO_MODEL_LAT_NORM];
+    double t = p > 0 ? pow(pow(t_mma, p) + pow(t_lat, p), 1.0 / p) : fmax(t_mma, t_lat);
     if (t_dram > t)
         t = t_dram;
     if (t_l2 > t)
         t = t_l2;
-    if (t_lat > t)
-        t = t_lat;
     t += waves * v[KEVO_MODEL_ITEM_NS] * 1e-9 + v[KEVO_MODEL_LAUNCHES] * d->launch_s;
     /* a tie (the L2 term not binding for either) goes to the configuration that loads
      * fewer bytes into the SMs: lce_ws's clusters tie with their cluster-less twins at

@@ -17,7 +17,12 @@
  *   t_l2     = l2_bytes / (l2_bw * load_eff/1000)         L2 to SMs
  *   t_lat    = l2_bytes * latency / (min(items, slots) * inflight)
  *                                                         too few bytes in flight
- *   t        = max(t_mma, t_dram, t_l2, t_lat)
+ *   t_core   = max(t_mma, t_lat), or with lat_norm = p > 0
+ *              (t_mma^p + t_lat^p)^(1/p): a ring that hides the loads'
+ *              latency only in part (lce_ws, p = 2: its measured 2, 3 and 4
+ *              stages, where a max credited a fourth stage nothing;
+ *              docs/model.md v9)
+ *   t        = max(t_core, t_dram, t_l2)
  *              + ceil(items / slots) * item_ns + launches * launch
  *              + KEVO_MODEL_L2_TIE * t_l2         ties: fewer L2 bytes first
  *

@@ -529,6 +529,7 @@ static kevo_status sp_parse_entries(kevo_space *s, const cJSON *root, const char
 
 const char *const kevo_model_term_names[KEVO_MODEL__COUNT] = {
     "flops", "mma_eff", "dram_bytes", "l2_bytes", "load_eff", "items", "slots", "inflight", "item_ns", "launches",
+    "lat_norm",
 };
 
 /* The optional "model" object: known terms only; flops, dram_bytes, items

@@ -89,6 +89,43 @@ static void test_rates_seen(void **state)
     kevo_space_free(sp);
 }
 
+/* lat_norm: absent or 0, the MMAs and the loads' waits take the larger of
+ * the two; p > 0, their p-norm (a ring that hides latency only in part).
+ * Terms that give t_mma = 1 us, t_lat = 2 us and t_l2 = 1 us on the sm_90
+ * table's rates; the L2 term stays outside the norm. */
+static void test_lat_norm(void **state)
+{
+    (void)state;
+    kevo_limits lim = h100();
+    kevo_syms shape;
+    tu_parse_ok(tu_op("ikbo_lce"), NULL, &shape);
+    kevo_model_device dev;
+    kevo_model_device_init(&dev, &lim, NAN, NAN);
+    const double tie = KEVO_MODEL_L2_TIE * 1e-6, want[] = {2e-6 + tie, sqrt(5.0) * 1e-6 + tie};
+    for (int k = 0; k < 2; k++) {
+        char terms[1024];
+        snprintf(terms, sizeof terms,
+                 "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
+                 "\"params\": [{\"name\": \"A\", \"values\": [1]}],\n"
+                 "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+                 "\"model\": {\"flops\": \"532000000\", \"dram_bytes\": \"0\", \"l2_bytes\": \"10000000\",\n"
+                 "          \"inflight\": \"5000000\", \"items\": \"1\", \"slots\": \"1\", \"launches\": \"0\",\n"
+                 "          \"lat_norm\": \"%d\"}}",
+                 2 * k);
+        kevo_space *sp = NULL;
+        kevo_err err;
+        kevo_err_clear(&err);
+        assert_int_equal(kevo_space_load_inline(terms, "extern \"C\" __global__ void k() {}", "lat_norm", &sp, &err),
+                         KEVO_OK);
+        kevo_config cfg;
+        kevo_space_default(sp, &cfg);
+        double t;
+        assert_int_equal(kevo_model_predict(sp, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &t, &err), KEVO_OK);
+        assert_true(fabs(t - want[k]) < 1e-12);
+        kevo_space_free(sp);
+    }
+}
+
 /* ---- lce_ws: SPLITK ---- */
 
 /* The H100 rates the model is read with: the sm_90 table's peak and the
@@ -290,6 +327,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rates_seen),
+        cmocka_unit_test(test_lat_norm),
         cmocka_unit_test(test_ws_split_dram_bound),
         cmocka_unit_test(test_ws_split_mma_bound),
     };
