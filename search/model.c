@@ -73,6 +73,8 @@ kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, cons
     if (!(items >= 1) || !(slots >= 1) || !(v[KEVO_MODEL_MMA_EFF] > 0) || !(v[KEVO_MODEL_LOAD_EFF] > 0))
         return kevo_err_set(err, KEVO_ERR_ARG, "%s: model items, slots, mma_eff and load_eff must be positive",
                             s->family);
+    if (!(v[KEVO_MODEL_LAT_NORM] >= 0 && v[KEVO_MODEL_LAT_NORM] <= 8))
+        return kevo_err_set(err, KEVO_ERR_ARG, "%s: model lat_norm must be 0 (the max) to 8", s->family);
     double waves = ceil(items / slots);
     double util = items / (slots * waves);
     double t_mma = v[KEVO_MODEL_FLOPS] / (d->peak_flops * v[KEVO_MODEL_MMA_EFF] / 1000.0) / util;
