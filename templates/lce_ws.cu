@@ -13,8 +13,9 @@
 //     claimed earlier by a running CTA whose own waits are on tiles claimed
 //     earlier still, so no wait depends on a CTA that is not resident.
 //   producer (warp group 0, one thread, 40 registers): for each item, its
-//     BK-deep k-tiles (64 or 128) into a STAGES-deep ring: TMA loads of W
-//     (K-major, 128-byte swizzle: BK/64 boxes of 64 K-columns) and E
+//     BK-deep k-tiles (32, 64 or 128) into a STAGES-deep ring: TMA loads of W
+//     (K-major, 128-byte swizzle: BK/64 boxes of 64 K-columns; BK=32 one box
+//     of 32 with 64-byte swizzle, so a ring of twice the stages) and E
 //     (N-major, BK rows, boxes one swizzle atom wide: 64 columns with 128-byte
 //     swizzle, or 32 columns with 64-byte swizzle when BN is an odd multiple
 //     of 32; with CLUSTER=2 each CTA loads half of the boxes and multicasts
@@ -112,6 +113,16 @@ __device__ __forceinline__ unsigned long long e_desc(unsigned addr)
         return sw128_desc(addr, BK * 128, 1024);
     else
         return sw64_desc(addr, BK * 64, 512);
+}
+
+// WGMMA descriptor of W from `addr` (K-major): atoms of 8 rows x W_ROW bytes,
+// groups of 8 rows 8 * W_ROW bytes apart (LBO unused).
+__device__ __forceinline__ unsigned long long w_desc(unsigned addr)
+{
+    if constexpr (W_ROW == 128)
+        return sw128_desc(addr, 16, 1024);
+    else
+        return sw64_desc(addr, 16, 512);
 }
 
 // Shared memory, from a 1024-byte aligned base (the plan asks 1 KiB extra).
@@ -269,8 +280,8 @@ __device__ __forceinline__ void producer_schedule(const kevo_lce_args &a, const 
     }
 }
 
-// Producer: W's boxes of one k-tile (K from kx) into stage w, BK / 64 boxes
-// of 64 K-columns.  TRANS=1 or CLB=1 in a cluster: both CTAs multiply the
+// Producer: W's boxes of one k-tile (K from kx) into stage w, BK / W_COLS
+// boxes of W_COLS K-columns.  TRANS=1 or CLB=1 in a cluster: both CTAs multiply the
 // same rows of W (TRANS=1: for other columns of N; CLB=1: for another
 // candidate), so each loads its share of W's rows for both (whole 8-row
 // swizzle atoms).
@@ -281,10 +292,10 @@ __device__ __forceinline__ void producer_load_w(unsigned char *w, const void *ma
     for (int h = 0; h < W_BOXES; ++h) {
         if constexpr (W_MCAST) {
             const int r0 = (int)rank * W_LOAD_ROWS;
-            tma_load_2d_multicast(w + h * W_BOX_BYTES + r0 * 128, map, kx + 64 * h, it.m0 + r0, bar,
+            tma_load_2d_multicast(w + h * W_BOX_BYTES + r0 * W_ROW, map, kx + W_COLS * h, it.m0 + r0, bar,
                                   (uint16_t)((1u << CLUSTER) - 1));
         } else {
-            tma_load_2d(w + h * W_BOX_BYTES, map, kx + 64 * h, it.m0, bar);
+            tma_load_2d(w + h * W_BOX_BYTES, map, kx + W_COLS * h, it.m0, bar);
         }
     }
 }
@@ -453,8 +464,8 @@ __device__ __forceinline__ void consumer_mma(float (&acc)[NACC], unsigned long l
 }
 
 // Consumer: the main loop over an item's k-tiles from ring position p0
-// (its i-th queue entry): BK / 16 wgmmas per k-tile, one group in flight,
-// the previous slot released.  Ping-pong: this item's ring positions follow
+// (its i-th queue entry): BK / 16 wgmmas per k-tile, MMA_LAG groups in
+// flight, the slot of the oldest released once its group is done.  Ping-pong: this item's ring positions follow
 // the other warp group's item, and a full barrier's wait names the phase by
 // its parity alone, so it may only run once the slot's previous phase has
 // completed: were the other item's k-tile in this slot still loading, the
@@ -471,7 +482,7 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
     }
     // Slot 0's descriptors, made once; a slot or a k-step advances them
     // (desc_advance) instead of re-encoding every descriptor.
-    const unsigned long long da0 = sw128_desc(w.base + w.a_off, 16, 1024);
+    const unsigned long long da0 = w_desc(w.base + w.a_off);
     const unsigned long long db0 = e_desc(w.base + W_BYTES + w.e_off);
     for (int k = 0; k < it.kt; ++k) {
         const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);
@@ -480,25 +491,30 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
-            // k-step kk: 16 K-columns, 32 bytes along W's 128-byte rows; the
+            // k-step kk: 16 K-columns, 32 bytes along W's W_ROW-byte rows; the
             // fifth starts the second box (BK=128)
-            const unsigned long long da = desc_advance(da0, so + ((kk * 32 + (kk / 4) * (W_BOX_BYTES - 128)) >> 4));
+            const unsigned long long da =
+                desc_advance(da0, so + (((kk * 32) % W_ROW + (kk * 32 / W_ROW) * W_BOX_BYTES) >> 4));
             const unsigned long long db = desc_advance(db0, so + ((kk * 16 * E_ROW) >> 4));
             // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
             consumer_mma(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
         }
         wgmma_commit();
-        wgmma_wait<1>();
+        wgmma_wait<MMA_LAG>();
         fence_acc(acc);
-        if (k > 0 && w.lane == 0)
-            ring_release<CLUSTER>(sm.ctl->ring, p - 1);
+        if (k >= MMA_LAG && w.lane == 0)
+            ring_release<CLUSTER>(sm.ctl->ring, p - MMA_LAG);
     }
     if constexpr (PINGPONG)
         named_bar_arrive(BAR_LOADED + w.c, 256); // every k-tile of this item is loaded: the other's may wait
     wgmma_wait<0>();
     fence_acc(acc);
-    if (w.lane == 0)
-        ring_release<CLUSTER>(sm.ctl->ring, p0 + it.kt - 1);
+    if (w.lane == 0) {
+#pragma unroll
+        for (int j = MMA_LAG; j >= 1; --j)
+            if (it.kt - j >= 0)
+                ring_release<CLUSTER>(sm.ctl->ring, p0 + it.kt - j);
+    }
 }
 
 // A CTA tile's results are in the workspace: once every thread that wrote
@@ -754,7 +770,7 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     const int c = threadIdx.x / 128 - 1, tid = threadIdx.x % 128;
     const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(sm.stages));
-    const ws_cons w{c, tid, tid / 32, tid % 32, a.launch_seq, base, PINGPONG || TRANS ? 0u : (unsigned)c * 64 * 128,
+    const ws_cons w{c, tid, tid / 32, tid % 32, a.launch_seq, base, PINGPONG || TRANS ? 0u : (unsigned)c * 64 * W_ROW,
                     PINGPONG || !TRANS ? 0u : (unsigned)c * BK * E_ROW};
     ws_frag f;
 #if URES

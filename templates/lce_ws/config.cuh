@@ -81,24 +81,34 @@ constexpr int NT = 128 * (CONSUMERS + 1);
 constexpr int E_COLS = TILE_N % 64 ? 32 : 64;            // columns of an E box
 constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
 constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
-// W is K-major with 128-byte swizzle: a box holds 64 K-columns, so BK=128
-// takes two boxes per stage (K at k * BK and k * BK + 64).
-constexpr int W_BOXES = BK / 64;                         // W boxes per stage
-constexpr int W_BOX_BYTES = TILE_M * 128;                // one of them: TILE_M rows of 64 K-columns
+// W is K-major, a box one swizzle row wide: 64 K-columns with 128-byte
+// swizzle, so BK=128 takes two boxes per stage (K at k * BK and k * BK + 64);
+// BK=32 takes one box of 32 K-columns with 64-byte swizzle (half the bytes a
+// stage, so twice the stages fit in the same shared memory).
+constexpr int W_COLS = BK < 64 ? BK : 64;                // K-columns of a W box
+constexpr int W_ROW = 2 * W_COLS;                        // its row in bytes = its swizzle (64 or 128)
+constexpr int W_BOXES = BK / W_COLS;                     // W boxes per stage
+constexpr int W_BOX_BYTES = TILE_M * W_ROW;              // one of them: TILE_M rows of W_COLS K-columns
 constexpr int W_LOAD_ROWS = W_MCAST ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (multicast)
 constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
+// k-tiles whose wgmmas a consumer keeps in flight before it releases the
+// oldest one's slot: BK=32 keeps two, the MMA work in flight that BK=64
+// keeps with one (one group of two k-steps drains before the consumer has
+// waited, released and issued the next).  A consumer holds up to
+// MMA_LAG + 1 slots, so a ring of MMA_LAG + 1 only alternates loads and MMAs.
+constexpr int MMA_LAG = BK == 32 ? 2 : 1;
 constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
 constexpr int NACC = BW / 2;                             // fp32 accumulators per consumer thread
 // A wgmma's N is at most 256: a wider tile (BW up to 320) issues two per
 // k-step, over BW1 and BW2 columns, BW1 about half of BW in whole 8-row
 // groups of W (TRANS=1) or whole E atoms (TRANS=0).  The second's B operand
-// starts B1_OFF bytes on: BW1 rows of W (128 bytes each) or BW1 / E_COLS
+// starts B1_OFF bytes on: BW1 rows of W (W_ROW bytes each) or BW1 / E_COLS
 // E boxes.  The accumulators stay one array.
 constexpr int BW_STEP = TRANS ? 8 : E_COLS;
 constexpr int BW1 = BW > 256 ? (BW / 2 + BW_STEP - 1) / BW_STEP * BW_STEP : BW;
 constexpr int BW2 = BW - BW1;
-constexpr unsigned B1_OFF = TRANS ? BW1 * 128 : BW1 / E_COLS * BK * E_ROW;
+constexpr unsigned B1_OFF = TRANS ? BW1 * W_ROW : BW1 / E_COLS * BK * E_ROW;
 constexpr int BOX_BYTES = 64 * 128;                      // one staged 64x64 output box
 // output boxes per warp group: its 64 rows by BW columns in boxes of 64
 // columns of N, or (TRANS=1) its 64 columns of N by BW rows in boxes of 64
@@ -129,7 +139,8 @@ static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp group
 static_assert(W_LOAD_ROWS <= 256, "a W box has at most 256 rows");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
 static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
-static_assert(BK == 64 || BK == 128, "BK must be 64 or 128");
+static_assert(STAGES >= MMA_LAG + 1, "a consumer holds MMA_LAG + 1 slots: the ring needs one more");
+static_assert(BK == 32 || BK == 64 || BK == 128, "BK must be 32, 64 or 128");
 static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
               "SBUF is 2, or 4 with EPI=1");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && (W_MCAST ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
@@ -140,7 +151,7 @@ static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
 // a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
-              "stages keep the swizzle atoms aligned");
+              "stages keep the swizzle atoms aligned (BK=32: TILE_M a multiple of 16)");
 static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors");
 static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
               "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
