@@ -261,6 +261,14 @@ static const gpu_case persistent[] = {
     {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=0"},
     {"B=64,M=433,N=456,Ku=100,Kc=120,U=5", "BN=64,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1"},
     {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=128,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1,TRANS=1,TRIM=0"},
+    /* BK=32: W in 64-byte swizzle rows, two k-tiles of wgmmas in flight
+     * (MMA_LAG): one k-tile (Kc=29) and ping-pong items of STAGES to
+     * 2 STAGES - 1 k-tiles (9 and 11 with STAGES=5), E multicast, 32-column
+     * E atoms, W's rows multicast (TRANS=1, CLB=1) in an eight-stage ring */
+    {"B=9,M=133,N=200,Ku=130,Kc=29,U=4", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=32,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1"},
+    {"B=64,M=433,N=456,Ku=331,Kc=266,U=5", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=5,BK=32,CLUSTER=1,FUSE=1,EPI=0,RASTER=1,URES=1"},
+    {"B=33,M=200,N=512,Ku=301,Kc=263,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=8,BK=32,CLUSTER=2,CLB=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0"},
+    {"B=300,M=97,N=136,Ku=1178,Kc=866,ratio=7", "BN=128,CONSUMERS=1,PINGPONG=0,STAGES=6,BK=32,CLUSTER=2,FUSE=0,EPI=1,RASTER=0"},
     /* TRANS=1: out^T = E^T W^T, E the M-major A operand, W's BN - TRIM rows
      * the K-major B operand, stmatrix .trans into out's 64x64 boxes.  M=200
      * in one 200-wide tile (25 8-column groups: the last box one x2
