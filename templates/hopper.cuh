@@ -30,10 +30,17 @@ __device__ __forceinline__ unsigned long long sw128_desc(unsigned addr, unsigned
 }
 // The same with 64-byte swizzle (mode 2): atoms of 8 rows of 64 bytes (512 B,
 // the start aligned to it), as TMA's CU_TENSOR_MAP_SWIZZLE_64B writes them.
+// swz_desc<RowBytes> below is either one, for rows of 128 or 64 bytes.
 __device__ __forceinline__ unsigned long long sw64_desc(unsigned addr, unsigned lbo, unsigned sbo)
 {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
            ((unsigned long long)((sbo >> 4) & 0x3FFF) << 32) | (2ull << 62);
+}
+template <int RowBytes>
+__device__ __forceinline__ unsigned long long swz_desc(unsigned addr, unsigned lbo)
+{
+    static_assert(RowBytes == 128 || RowBytes == 64, "rows of 128 or 64 bytes");
+    return RowBytes == 128 ? sw128_desc(addr, lbo, 1024) : sw64_desc(addr, lbo, 512);
 }
 // The descriptor of an operand `units` 16-byte units past d's (as CUTLASS's
 // descriptor iterator moves one): only the start address, bits 0-13 of the

@@ -104,27 +104,6 @@
 #include "lce_ws/work.cuh" // the tunables, the tile, the work items and the workspace
 #endif
 
-// WGMMA descriptor of 16 k-rows of a stage's E from `addr` (N-major): atoms
-// of 8 rows x E_ROW bytes, the E_COLS-column atoms a TMA box (BK * E_ROW
-// bytes) apart, groups of 8 rows 8 * E_ROW bytes apart.
-__device__ __forceinline__ unsigned long long e_desc(unsigned addr)
-{
-    if constexpr (E_ROW == 128)
-        return sw128_desc(addr, BK * 128, 1024);
-    else
-        return sw64_desc(addr, BK * 64, 512);
-}
-
-// WGMMA descriptor of W from `addr` (K-major): atoms of 8 rows x W_ROW bytes,
-// groups of 8 rows 8 * W_ROW bytes apart (LBO unused).
-__device__ __forceinline__ unsigned long long w_desc(unsigned addr)
-{
-    if constexpr (W_ROW == 128)
-        return sw128_desc(addr, 16, 1024);
-    else
-        return sw64_desc(addr, 16, 512);
-}
-
 // Shared memory, from a 1024-byte aligned base (the plan asks 1 KiB extra).
 struct alignas(8) ws_ctl {
     ring_bars<STAGES> ring;                         // the stages' full and empty barriers
@@ -280,8 +259,8 @@ __device__ __forceinline__ void producer_schedule(const kevo_lce_args &a, const 
     }
 }
 
-// Producer: W's boxes of one k-tile (K from kx) into stage w, BK / W_COLS
-// boxes of W_COLS K-columns.  TRANS=1 or CLB=1 in a cluster: both CTAs multiply the
+// Producer: W's boxes of one k-tile (K from kx) into stage w, W_BOXES
+// boxes of W_ROW / 2 K-columns.  TRANS=1 or CLB=1 in a cluster: both CTAs multiply the
 // same rows of W (TRANS=1: for other columns of N; CLB=1: for another
 // candidate), so each loads its share of W's rows for both (whole 8-row
 // swizzle atoms).
@@ -292,10 +271,10 @@ __device__ __forceinline__ void producer_load_w(unsigned char *w, const void *ma
     for (int h = 0; h < W_BOXES; ++h) {
         if constexpr (W_MCAST) {
             const int r0 = (int)rank * W_LOAD_ROWS;
-            tma_load_2d_multicast(w + h * W_BOX_BYTES + r0 * W_ROW, map, kx + W_COLS * h, it.m0 + r0, bar,
+            tma_load_2d_multicast(w + h * W_BOX_BYTES + r0 * W_ROW, map, kx + W_ROW / 2 * h, it.m0 + r0, bar,
                                   (uint16_t)((1u << CLUSTER) - 1));
         } else {
-            tma_load_2d(w + h * W_BOX_BYTES, map, kx + W_COLS * h, it.m0, bar);
+            tma_load_2d(w + h * W_BOX_BYTES, map, kx + W_ROW / 2 * h, it.m0, bar);
         }
     }
 }
@@ -465,7 +444,10 @@ __device__ __forceinline__ void consumer_mma(float (&acc)[NACC], unsigned long l
 
 // Consumer: the main loop over an item's k-tiles from ring position p0
 // (its i-th queue entry): BK / 16 wgmmas per k-tile, MMA_LAG groups in
-// flight, the slot of the oldest released once its group is done.  Ping-pong: this item's ring positions follow
+// flight, the slot of the oldest released once its group is done.  BK=32
+// keeps two, the MMA work in flight that BK=64 keeps with one (one group of
+// two k-steps drains before the consumer has waited, released and issued the
+// next); a consumer then holds up to MMA_LAG + 1 slots.  Ping-pong: this item's ring positions follow
 // the other warp group's item, and a full barrier's wait names the phase by
 // its parity alone, so it may only run once the slot's previous phase has
 // completed: were the other item's k-tile in this slot still loading, the
@@ -482,8 +464,9 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
     }
     // Slot 0's descriptors, made once; a slot or a k-step advances them
     // (desc_advance) instead of re-encoding every descriptor.
-    const unsigned long long da0 = w_desc(w.base + w.a_off);
-    const unsigned long long db0 = e_desc(w.base + W_BYTES + w.e_off);
+    // (W K-major, LBO unused; E N-major, its E_COLS-column atoms a box, BK * E_ROW bytes, apart)
+    const unsigned long long da0 = swz_desc<W_ROW>(w.base + w.a_off, 16);
+    const unsigned long long db0 = swz_desc<E_ROW>(w.base + W_BYTES + w.e_off, BK * E_ROW);
     for (int k = 0; k < it.kt; ++k) {
         const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);
         const unsigned so = (unsigned)s * (STAGE_BYTES >> 4);
@@ -494,7 +477,7 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
             // k-step kk: 16 K-columns, 32 bytes along W's W_ROW-byte rows; the
             // fifth starts the second box (BK=128)
             const unsigned long long da =
-                desc_advance(da0, so + (((kk * 32) % W_ROW + (kk * 32 / W_ROW) * W_BOX_BYTES) >> 4));
+                desc_advance(da0, so + ((kk * 32 % W_ROW + kk * 32 / W_ROW * W_BOX_BYTES) >> 4));
             const unsigned long long db = desc_advance(db0, so + ((kk * 16 * E_ROW) >> 4));
             // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
             consumer_mma(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
@@ -509,12 +492,11 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
         named_bar_arrive(BAR_LOADED + w.c, 256); // every k-tile of this item is loaded: the other's may wait
     wgmma_wait<0>();
     fence_acc(acc);
-    if (w.lane == 0) {
+    if (w.lane == 0)
 #pragma unroll
         for (int j = MMA_LAG; j >= 1; --j)
-            if (it.kt - j >= 0)
+            if (j == 1 || it.kt >= j) // an item has a k-tile at least
                 ring_release<CLUSTER>(sm.ctl->ring, p0 + it.kt - j);
-    }
 }
 
 // A CTA tile's results are in the workspace: once every thread that wrote

@@ -85,18 +85,12 @@ constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
 // swizzle, so BK=128 takes two boxes per stage (K at k * BK and k * BK + 64);
 // BK=32 takes one box of 32 K-columns with 64-byte swizzle (half the bytes a
 // stage, so twice the stages fit in the same shared memory).
-constexpr int W_COLS = BK < 64 ? BK : 64;                // K-columns of a W box
-constexpr int W_ROW = 2 * W_COLS;                        // its row in bytes = its swizzle (64 or 128)
-constexpr int W_BOXES = BK / W_COLS;                     // W boxes per stage
-constexpr int W_BOX_BYTES = TILE_M * W_ROW;              // one of them: TILE_M rows of W_COLS K-columns
+constexpr int W_ROW = BK < 64 ? 64 : 128;                // a W box's row in bytes = its swizzle (W_ROW / 2 K-columns)
+constexpr int W_BOXES = BK * 2 / W_ROW;                  // W boxes per stage
+constexpr int W_BOX_BYTES = TILE_M * W_ROW;              // one of them: TILE_M rows
 constexpr int W_LOAD_ROWS = W_MCAST ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (multicast)
 constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
-// k-tiles whose wgmmas a consumer keeps in flight before it releases the
-// oldest one's slot: BK=32 keeps two, the MMA work in flight that BK=64
-// keeps with one (one group of two k-steps drains before the consumer has
-// waited, released and issued the next).  A consumer holds up to
-// MMA_LAG + 1 slots, so a ring of MMA_LAG + 1 only alternates loads and MMAs.
-constexpr int MMA_LAG = BK == 32 ? 2 : 1;
+constexpr int MMA_LAG = BK == 32 ? 2 : 1;                // k-tiles of wgmmas in flight (consumer_compute)
 constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
 constexpr int NACC = BW / 2;                             // fp32 accumulators per consumer thread
@@ -138,8 +132,7 @@ static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32 && (TRANS || TRIM == 0),
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
 static_assert(W_LOAD_ROWS <= 256, "a W box has at most 256 rows");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
-static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be 2..8");
-static_assert(STAGES >= MMA_LAG + 1, "a consumer holds MMA_LAG + 1 slots: the ring needs one more");
+static_assert(STAGES > MMA_LAG && STAGES <= 8, "STAGES must be MMA_LAG + 1..8");
 static_assert(BK == 32 || BK == 64 || BK == 128, "BK must be 32, 64 or 128");
 static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
               "SBUF is 2, or 4 with EPI=1");
@@ -151,7 +144,7 @@ static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
 // a 64-row TMA box would write the next tile's rows)
 static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
-              "stages keep the swizzle atoms aligned (BK=32: TILE_M a multiple of 16)");
+              "stages keep the swizzle atoms aligned");
 static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors");
 static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
               "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
