@@ -27,6 +27,90 @@ static int sg_value_index(const kevo_param *p, int64_t v)
     return -1;
 }
 
+/* Append cfg, a move `op` of node's family, to out[*count] unless it is
+ * already in the graph or in out, or invalid. */
+static void sg_emit(kevo_search *s, int node, const kevo_config *cfg, const char *op, kevo_proposal *out, int *count)
+{
+    const int f = s->nodes[node].family;
+    char why[256];
+    if (kevo_search_find(s, f, cfg) >= 0 || kevo_search_valid(s, f, cfg, why, sizeof why) != 1)
+        return;
+    for (int j = 0; j < *count; j++)
+        if (out[j].family == f && memcmp(out[j].cfg.v, cfg->v, sizeof cfg->v) == 0)
+            return;
+    out[*count] = (kevo_proposal){.family = f, .cfg = *cfg, .parent = node, .parent2 = -1};
+    snprintf(out[*count].move, sizeof out[*count].move, "%s", op);
+    (*count)++;
+}
+
+/* The value of an axis's keep expression at cfg; false where it cannot be
+ * evaluated (a let that fails at that configuration). */
+static bool sg_keep_value(const kevo_search *s, const kevo_space *sp, const kevo_expr *keep, const kevo_config *cfg,
+                          int64_t *v)
+{
+    kevo_syms b;
+    kevo_err err;
+    kevo_err_clear(&err);
+    return kevo_space_bind(sp, &s->shape, &s->limits, s->dtype, cfg, &b, &err) == KEVO_OK &&
+           kevo_expr_eval(keep, &b, v, &err) == KEVO_OK;
+}
+
+/* Axis ax's kept moves from node: one param stepped one value either way, the
+ * axis's other params set to the values (all combinations, up to 4096) whose
+ * keep value is nearest node's; of those, the one that changes the fewest of
+ * them (then the first in the params' orders). */
+static void sg_kept_moves(kevo_search *s, int node, const kevo_space *sp, const kevo_axis *ax, kevo_proposal *out,
+                          int *count, int max)
+{
+    const kevo_config *c0 = &s->nodes[node].cfg;
+    int64_t want;
+    if (!sg_keep_value(s, sp, ax->keep, c0, &want))
+        return;
+    for (int i = 0; i < ax->nparams && *count < max; i++)
+        for (int delta = -1; delta <= 1 && *count < max; delta += 2) {
+            const kevo_param *p = &sp->params[ax->params[i]];
+            int vi = sg_value_index(p, c0->v[ax->params[i]]) + delta;
+            if (vi < 0 || vi >= p->nvalues)
+                continue;
+            int combos = 1;
+            for (int j = 0; j < ax->nparams && combos <= 4096; j++)
+                if (j != i)
+                    combos *= sp->params[ax->params[j]].nvalues;
+            if (combos > 4096)
+                continue;
+            kevo_config best = *c0;
+            uint64_t best_d = UINT64_MAX;
+            int best_changed = 0;
+            for (int c = 0; c < combos; c++) {
+                kevo_config cfg = *c0;
+                cfg.v[ax->params[i]] = p->values[vi];
+                for (int j = 0, code = c; j < ax->nparams; j++) {
+                    if (j == i)
+                        continue;
+                    const kevo_param *q = &sp->params[ax->params[j]];
+                    cfg.v[ax->params[j]] = q->values[code % q->nvalues];
+                    code /= q->nvalues;
+                }
+                char why[256];
+                int64_t v;
+                if (kevo_search_valid(s, s->nodes[node].family, &cfg, why, sizeof why) != 1 ||
+                    !sg_keep_value(s, sp, ax->keep, &cfg, &v))
+                    continue;
+                uint64_t d = v >= want ? (uint64_t)v - (uint64_t)want : (uint64_t)want - (uint64_t)v;
+                int changed = 0;
+                for (int j = 0; j < ax->nparams; j++)
+                    changed += j != i && cfg.v[ax->params[j]] != c0->v[ax->params[j]];
+                if (d < best_d || (d == best_d && changed < best_changed)) {
+                    best_d = d;
+                    best_changed = changed;
+                    best = cfg;
+                }
+            }
+            if (best_d != UINT64_MAX)
+                sg_emit(s, node, &best, ax->op, out, count);
+        }
+}
+
 int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max)
 {
     const kevo_node *n = &s->nodes[node];
@@ -56,23 +140,11 @@ int kevo_search_neighbours(kevo_search *s, int node, kevo_proposal *out, int max
                 cfg.v[ax->params[i]] = p->values[vi];
                 moved++;
             }
-            if (!in_range || !moved || kevo_search_find(s, n->family, &cfg) >= 0)
-                continue;
-            char why[256];
-            if (kevo_search_valid(s, n->family, &cfg, why, sizeof why) != 1)
-                continue;
-            bool dup = false;
-            for (int j = 0; j < count && !dup; j++)
-                dup = out[j].family == n->family && memcmp(out[j].cfg.v, cfg.v, sizeof cfg.v) == 0;
-            if (dup)
-                continue;
-            out[count].family = n->family;
-            out[count].cfg = cfg;
-            out[count].parent = node;
-            out[count].parent2 = -1;
-            snprintf(out[count].move, sizeof out[count].move, "%s", ax->op);
-            count++;
+            if (in_range && moved)
+                sg_emit(s, node, &cfg, ax->op, out, &count);
         }
+        if (ax->keep)
+            sg_kept_moves(s, node, sp, ax, out, &count, max);
     }
     /* moves into other families that enter from this one */
     for (int t = 0; t < s->nspaces && count < max; t++) {

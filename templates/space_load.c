@@ -125,6 +125,27 @@ static kevo_status sp_parse_params(kevo_space *s, const cJSON *root, const char 
     return KEVO_OK;
 }
 
+/* An axis's params (a JSON array of param names) into ax. */
+static kevo_status sp_axis_params(kevo_space *s, kevo_axis *ax, const cJSON *names, const char *path, kevo_err *err)
+{
+    if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) == 0)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' must name an array of params", path, ax->op);
+    const cJSON *pn;
+    cJSON_ArrayForEach(pn, names)
+    {
+        int idx = cJSON_IsString(pn) ? kevo_space_param_index(s, pn->valuestring) : -1;
+        if (idx < 0 || ax->nparams >= KEVO_MAX_PARAMS)
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names an unknown param", path, ax->op);
+        for (int i = 0; i < ax->nparams; i++)
+            if (ax->params[i] == idx)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names param '%s' twice", path, ax->op,
+                                    s->params[idx].name);
+        ax->params[ax->nparams++] = idx;
+    }
+    return KEVO_OK;
+}
+
+/* "axes": {"name": [params], or "name": {"params": [params], "keep": EXPR}}. */
 static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
     const cJSON *axes = cJSON_GetObjectItemCaseSensitive(root, "axes");
@@ -138,26 +159,27 @@ static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *p
         if (s->naxes >= KEVO_MAX_AXES)
             return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': more than %d axes", path, KEVO_MAX_AXES);
         kevo_axis *ax = &s->axes[s->naxes];
-        if (!sp_is_ident(a->string) || !cJSON_IsArray(a) || cJSON_GetArraySize(a) == 0)
-            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' must map a name to an array of params", path,
-                                a->string ? a->string : "");
+        if (!sp_is_ident(a->string) || !(cJSON_IsArray(a) || cJSON_IsObject(a)))
+            return kevo_err_set(err, KEVO_ERR_PARSE,
+                                "'%s': axis '%s' must map a name to an array of params or to {\"params\", \"keep\"}",
+                                path, a->string ? a->string : "");
         snprintf(ax->op, sizeof ax->op, "%s", a->string);
         for (int i = 0; i < s->naxes; i++)
             if (strcmp(s->axes[i].op, ax->op) == 0)
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' given twice", path, ax->op);
-        const cJSON *pn;
-        cJSON_ArrayForEach(pn, a)
-        {
-            int idx = cJSON_IsString(pn) ? kevo_space_param_index(s, pn->valuestring) : -1;
-            if (idx < 0 || ax->nparams >= KEVO_MAX_PARAMS)
-                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names an unknown param", path, ax->op);
-            for (int i = 0; i < ax->nparams; i++)
-                if (ax->params[i] == idx)
-                    return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' names param '%s' twice", path,
-                                        ax->op, s->params[idx].name);
-            ax->params[ax->nparams++] = idx;
+        s->naxes++; /* counted now: kevo_space_free frees its keep on an error below */
+        const cJSON *names = cJSON_IsArray(a) ? a : cJSON_GetObjectItemCaseSensitive(a, "params");
+        kevo_status st = sp_axis_params(s, ax, names, path, err);
+        if (st)
+            return st;
+        if (cJSON_IsObject(a)) {
+            const cJSON *keep = cJSON_GetObjectItemCaseSensitive(a, "keep");
+            if (keep && (st = sp_expr(keep, path, "axis keep", &ax->keep, err)))
+                return st;
+            if (keep && ax->nparams < 2)
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' keeps an expression with one param",
+                                    path, ax->op);
         }
-        s->naxes++;
     }
     return KEVO_OK;
 }
@@ -726,6 +748,8 @@ void kevo_space_free(kevo_space *s)
 {
     if (!s)
         return;
+    for (int i = 0; i < s->naxes; i++)
+        kevo_expr_free(s->axes[i].keep);
     for (int i = 0; i < s->nlets; i++)
         kevo_expr_free(s->lets[i].expr);
     for (int i = 0; i < s->nrequires; i++)

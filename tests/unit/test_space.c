@@ -1550,6 +1550,35 @@ static void test_axis_repeats_param(void **state)
     expect_refused(SP_HEAD SP_PARAMS "\"axes\": {\"grow\": [\"A\", \"A\"]},\n" SP_LAUNCH "}", "axis [A, A]");
 }
 
+/* An axis may be an object: its params and an expression its kept moves hold. */
+static void test_axis_keep(void **state)
+{
+    (void)state;
+#define SP_TWO "\"params\": [{\"name\": \"A\", \"values\": [1, 2, 4]}, {\"name\": \"S\", \"values\": [2, 3, 4, 6]}],\n"
+    kevo_space *s = NULL;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(load_text("keep.json",
+                               SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\", \"S\"], \"keep\": \"A * S\"}, "
+                                              "\"s\": [\"S\"]},\n" SP_LAUNCH "}",
+                               &s, &err),
+                     KEVO_OK);
+    assert_int_equal(s->naxes, 2);
+    assert_int_equal(s->axes[0].nparams, 2);
+    assert_non_null(s->axes[0].keep);
+    assert_null(s->axes[1].keep);
+    kevo_space_free(s);
+    /* refused: keep over one param, a keep that does not parse, an object without params, params not an array */
+    expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\"], \"keep\": \"A\"}},\n" SP_LAUNCH "}",
+                   "keep with one param");
+    expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\", \"S\"], \"keep\": \"A *\"}},\n" SP_LAUNCH "}",
+                   "keep that does not parse");
+    expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"keep\": \"A * S\"}},\n" SP_LAUNCH "}", "no params");
+    expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": \"A\"}},\n" SP_LAUNCH "}", "params a string");
+    expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": 3},\n" SP_LAUNCH "}", "an axis that is a number");
+#undef SP_TWO
+}
+
 static void test_names_shadow_symbols(void **state)
 {
     (void)state;
@@ -1838,6 +1867,7 @@ int main(void)
         cmocka_unit_test(test_swizzle_not_number),
         cmocka_unit_test(test_swizzle_expression),
         cmocka_unit_test(test_axis_repeats_param),
+        cmocka_unit_test(test_axis_keep),
         cmocka_unit_test(test_names_shadow_symbols),
         cmocka_unit_test(test_prelude),
         cmocka_unit_test(test_list_next),
