@@ -18,8 +18,9 @@
 //     of 32 with 64-byte swizzle, so a ring of twice the stages) and E
 //     (N-major, BK rows, boxes one swizzle atom wide: 64 columns with 128-byte
 //     swizzle, or 32 columns with 64-byte swizzle when BN is an odd multiple
-//     of 32; with CLUSTER=2 each CTA loads half of the boxes and multicasts
-//     them to both; TRANS=1 shares W's rows instead, see below; CLB=1 pairs
+//     of 32; a TRIM-narrowed tile (BW = BN - TRIM columns of N) loads
+//     whole 64-column atoms and its wgmmas read BW of them; with CLUSTER=2
+//     each CTA loads half of the boxes and multicasts them to both; TRANS=1 shares W's rows instead, see below; CLB=1 pairs
 //     two candidates at one tile position, which share W's rows).  A pair
 //     whose second candidate is past B (or U) loads the last one's data
 //     again and stores nothing.
@@ -36,9 +37,9 @@
 //     MMAs add onto it; the epilogue rounds, stages 64x64 swizzled boxes and
 //     writes them with TMA stores (EPI=1; SBUF buffers per warp group, so up
 //     to SBUF - 1 stores stay in flight while the next box is staged) or
-//     16-byte stores (EPI=0, the only choice when BN % 64 == 32: a 64-column
-//     store box would write the next tile's columns; TRANS=1's last box of
-//     BW % 64 rows goes by 16-byte stores under EPI=1 too).
+//     16-byte stores (EPI=0; under EPI=1 too for a last box of BW % 64
+//     columns, or TRANS=1 rows: a 64-wide store box would write the next
+//     tile's).
 //   TRANS=1: the tile is transposed, out[b]^T = E[b]^T @ W^T: the WGMMA's M
 //     side (64 rows per consumer warp group) runs along N and its N side
 //     along M, so M is covered in steps of 8 (BW = BN - TRIM columns) where
@@ -660,7 +661,7 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
 #endif
         return r;
     };
-    constexpr bool PART_BOX = EPI == 1 && TRANS && BW % 64 != 0;
+    constexpr bool PART_BOX = EPI == 1 && BW % 64 != 0;
 #pragma unroll
     for (int box = 0; box < OUT_BOXES; ++box) {
         unsigned char *buf = sm.staging + (w.c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
@@ -709,8 +710,8 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
             for (int q = 0; q < 16; ++q) {
                 const int r = fr + 8 * (q & 1), unit = q >> 1; // 16-byte unit within the 128-byte row
                 const int j = 8 * box + unit;
-                if (BN % 64 != 0 && j >= BN / 8)
-                    continue; // past the tile: the last box of BN % 64 == 32
+                if (j >= BW / 8)
+                    continue; // past the tile: the last box of BW % 64
                 const int e = 4 * j + 2 * (q & 1); // first of the two accumulators
                 const float2 y = result(e);
                 const elem2_t v = pack2(y.x, y.y);
@@ -731,8 +732,7 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
                 const int idx = w.tid + 128 * q, r = idx / 8, unit = idx % 8;
                 const int gm = TRANS ? it.m0 + 64 * box + r : row0 + r;
                 const int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
-                const bool in_tile = TRANS ? BW % 64 == 0 || 64 * box + r < BW
-                                           : BN % 64 == 0 || 64 * box + 8 * unit < BN;
+                const bool in_tile = 64 * box + (TRANS ? r : 8 * unit) < BW;
                 if (gm < M && gn < N && in_tile)
                     *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
                         *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));

@@ -41,7 +41,7 @@
 #define TRANS 0 // the tile computes out (0) or out's transpose (1: N along the WGMMA's M side)
 #endif
 #ifndef TRIM
-#define TRIM 0 // TRANS=1: the tile spans BN - TRIM rows of M (any multiple of 8)
+#define TRIM 0 // the tile spans BW = BN - TRIM columns of N (TRANS=1: rows of M); any multiple of 8
 #endif
 #ifndef SBUF
 #define SBUF 2 // staged output boxes per consumer warp group (EPI=1: SBUF - 1 TMA stores in flight)
@@ -62,7 +62,7 @@
 constexpr int TILE_R = PINGPONG ? 64 : 64 * CONSUMERS;   // accumulator rows of a CTA's tile
 constexpr int BW = BN - TRIM;                            // accumulator columns: the wgmma's N
 constexpr int TILE_M = TRANS ? BW : TILE_R;              // rows of M in a CTA's tile
-constexpr int TILE_N = TRANS ? TILE_R : BN;              // columns of N in it
+constexpr int TILE_N = TRANS ? TILE_R : BW;              // columns of N in it
 // A cluster pairs tiles that share an operand, which its CTAs load in halves
 // and multicast.  CLB=0: two tiles of one candidate that share the larger
 // operand: TRANS=0 two M tiles (E's BN columns), TRANS=1 two N tiles (W's BW
@@ -76,11 +76,13 @@ constexpr int CL_T = CLUSTER / CL_B;                      // CTA tiles of one ca
 constexpr int CL_M = TRANS || CLB ? TILE_M : TILE_M * CLUSTER; // rows of M in a cluster's tile
 constexpr int CL_N = TRANS && !CLB ? TILE_N * CLUSTER : TILE_N; // columns of N in it
 constexpr int NT = 128 * (CONSUMERS + 1);
-// E boxes are one swizzle atom wide: the canonical N-major WGMMA layouts need
-// whole atoms along N, so BN % 64 == 32 takes 32-column atoms (64-byte rows).
-constexpr int E_COLS = TILE_N % 64 ? 32 : 64;            // columns of an E box
+// E boxes are one swizzle atom wide: N-major E comes in whole atoms along N,
+// so BN % 64 == 32 takes 32-column atoms (64-byte rows).  A trimmed TRANS=0
+// tile loads whole 64-column atoms past its BW columns; its wgmma reads BW.
+constexpr int E_SPAN = TRANS ? TILE_R : TRIM ? (BW + 63) / 64 * 64 : BN; // E columns a stage holds
+constexpr int E_COLS = E_SPAN % 64 ? 32 : 64;            // columns of an E box
 constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
-constexpr int E_BOXES = TILE_N / E_COLS;                 // E boxes per stage
+constexpr int E_BOXES = E_SPAN / E_COLS;                 // E boxes per stage
 // W is K-major, a box one swizzle row wide: 64 K-columns with 128-byte
 // swizzle, so BK=128 takes two boxes per stage (K at k * BK and k * BK + 64);
 // BK=32 takes one box of 32 K-columns with 64-byte swizzle (half the bytes a
@@ -91,7 +93,7 @@ constexpr int W_BOX_BYTES = TILE_M * W_ROW;              // one of them: TILE_M 
 constexpr int W_LOAD_ROWS = W_MCAST ? TILE_M / CLUSTER : TILE_M; // rows of it a CTA loads (multicast)
 constexpr int W_BYTES = TILE_M * BK * 2;                 // W per stage
 constexpr int MMA_LAG = BK == 32 ? 2 : 1;                // k-tiles of wgmmas in flight (consumer_compute)
-constexpr int E_BYTES = TILE_N * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
+constexpr int E_BYTES = E_SPAN * BK * 2;                 // E per stage: E_BOXES boxes of [BK][E_COLS]
 constexpr int STAGE_BYTES = W_BYTES + E_BYTES;
 constexpr int NACC = BW / 2;                             // fp32 accumulators per consumer thread
 // A wgmma's N is at most 256: a wider tile (BW up to 320) issues two per
@@ -127,8 +129,7 @@ constexpr int BAR_LOADED = BAR_TILE + 1;
 
 static_assert(BN % 32 == 0 && BN >= 64 && BN <= 320, "BN must be 64..320 in steps of 32");
 static_assert(TRANS == 0 || TRANS == 1, "TRANS is 0 or 1");
-static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32 && (TRANS || TRIM == 0),
-              "TRIM (0..24 by 8) narrows TRANS=1's M side");
+static_assert(TRIM % 8 == 0 && TRIM >= 0 && TRIM < 32, "TRIM is 0..24 by 8");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 4, "one to four consumer warp groups");
 static_assert(W_LOAD_ROWS <= 256, "a W box has at most 256 rows");
 static_assert(!PINGPONG || CONSUMERS == 2, "ping-pong needs two consumer warp groups");
@@ -140,9 +141,6 @@ static_assert(CLUSTER == 1 || (CLUSTER == 2 && (W_MCAST ? TILE_M % 16 == 0 : E_B
               "CLUSTER=2 halves E's boxes, or W's rows in 16-row steps (TRANS=1 or CLB=1)");
 static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
               "CLB=1 pairs two candidates in a cluster of two (and splits no tile)");
-// (TRANS=1 with EPI=1 and BW % 64 != 0 writes its last box by 16-byte stores:
-// a 64-row TMA box would write the next tile's rows)
-static_assert(EPI == 0 || TRANS || BN % 64 == 0, "EPI=1 stores 64-column boxes: BN must be a multiple of 64");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
               "stages keep the swizzle atoms aligned");
 static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors");

@@ -54,7 +54,8 @@ static void test_families_and_ref(void **state)
      * wider than one wgmma (two per k-step), TRANS=1 with W's rows halved by
      * CLB=1's multicast and with ping-pong; BK=32 (W in 64-byte swizzle
      * rows) with E multicast, with W multicast (TRANS=1, CLB=1, two wgmmas
-     * per k-step) and with 32-column E atoms in an eight-stage ring */
+     * per k-step) and with 32-column E atoms in an eight-stage ring; TRANS=0
+     * trimmed to 200 columns (a partial E atom) and, with ping-pong, to 248 */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
@@ -75,6 +76,8 @@ static void test_families_and_ref(void **state)
         "BK=32,BN=256,PINGPONG=0,CLUSTER=2,STAGES=6,URES=1",
         "BK=32,TRANS=1,BN=320,TRIM=16,CLB=1,CLUSTER=2,PINGPONG=0,EPI=1,STAGES=6,URES=0",
         "BK=32,BN=96,PINGPONG=1,EPI=0,STAGES=8",
+        "BN=224,TRIM=24,PINGPONG=0,CLUSTER=2,EPI=1,STAGES=4,URES=1",
+        "BN=256,TRIM=8,CLB=1,CLUSTER=2,PINGPONG=1,EPI=1,STAGES=3,URES=0",
     };
     enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
     tcase cases[NCASES];

@@ -372,6 +372,20 @@ static const gpu_case persistent[] = {
     {"B=33,M=200,N=272,Ku=45,Kc=476,U=3", "BN=288,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=0,CLB=1"},
     {"B=20,M=133,N=328,Ku=64,Kc=130,U=2", "BN=320,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=0"},
     {"B=31,M=500,N=136,Ku=700,Kc=100,U=3", "BN=320,CONSUMERS=2,PINGPONG=0,STAGES=2,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=16,CLB=1,USPLIT=2"},
+    /* TRANS=0 tiles trimmed to BW = BN - TRIM columns of N: E loaded in whole
+     * 64-column atoms past BW (the next tile's columns, or zeros past N), the
+     * wgmma reading BW of them (a partial atom), the last store box of BW % 64
+     * columns by 16-byte stores under EPI=1: 200 columns with E multicast,
+     * 248 with ping-pong at BK=128, 304 in two wgmmas (192 + 112) with CLB=1,
+     * 208 in BK=32 stages, 88 with ping-pong and multicast, 168 with the
+     * SPLITK=2 fix-up; and an untrimmed 224 (32-column atoms) under EPI=1 */
+    {"B=33,M=433,N=456,Ku=331,Kc=266,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=0,TRIM=24"},
+    {"B=20,M=133,N=520,Ku=200,Kc=331,U=3", "BN=256,CONSUMERS=2,PINGPONG=1,STAGES=2,BK=128,CLUSTER=1,FUSE=0,EPI=0,RASTER=0,URES=0,TRANS=0,TRIM=8"},
+    {"B=13,M=133,N=600,Ku=140,Kc=300,U=2", "BN=320,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=0,TRIM=16,CLB=1"},
+    {"B=17,M=200,N=416,Ku=129,Kc=515,U=3", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=6,BK=32,CLUSTER=1,FUSE=0,EPI=1,RASTER=1,URES=0,TRANS=0,TRIM=16"},
+    {"B=40,M=97,N=176,Ku=45,Kc=130,U=3", "BN=96,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=0,TRIM=8"},
+    {"B=34,M=200,N=336,Ku=301,Kc=700,U=5", "BN=192,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=0,TRIM=24,SPLITK=2"},
+    {"B=33,M=200,N=456,Ku=45,Kc=266,U=3", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=0,TRIM=0"},
 };
 
 static void test_persistent_family(void **state)
