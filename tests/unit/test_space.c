@@ -708,10 +708,21 @@ static void test_plan_ws(void **state)
     config_of(f.s, "BK=64", &cfg);
     assert_int_equal(kevo_space_check(f.s, &shallow, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
 
-    /* the TMA store's 64-column boxes would cross into the next tile */
+    /* an untrimmed tile of 32-column E atoms stores by 16-byte stores */
     config_of(f.s, "BN=224,EPI=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
-    assert_non_null(strstr(why, "64-column boxes"));
+    assert_non_null(strstr(why, "32-column E atoms"));
+    /* a trimmed TRANS=0 tile (BW = 200 columns of N, E in 64-column atoms)
+     * must pad N less than the untrimmed widths: not at N=256, yes at N=200 */
+    config_of(f.s, "BN=224,TRIM=24,EPI=1", &cfg);
+    assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    assert_non_null(strstr(why, "trimmed TRANS=0 tile"));
+    kevo_syms n200;
+    shape_of("B=64,M=433,N=200,Ku=512,Kc=1000,U=4", &n200);
+    assert_int_equal(kevo_space_check(f.s, &n200, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(f.s, &n200, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    assert_int_equal(plan.tmaps[3].box[0], 64); /* E boxes of 64 columns, 128-byte swizzle */
+    assert_int_equal(plan.tmaps[3].swizzle, 128);
     config_of(f.s, "CONSUMERS=1,PINGPONG=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
     /* 5 cooperative stages of 48 KB do not fit */
