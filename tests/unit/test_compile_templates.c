@@ -299,75 +299,9 @@ static void test_lce_mem(void **state)
     kevo_space_free(sp);
 }
 
-/* lce_ws's split-K remainder (SPLITK 2..4) at a shape whose candidate tiles
- * run a little past whole waves (B=136 on 132 SMs: 52, 13, 8, 26 and 26
- * tiles past them, the space's condition for a split): ping-pong,
- * cooperative, a cluster, FUSE=0, URES=1, TRANS=1, both dtypes; no spills,
- * every entry built, the wgmmas still pipelined (ptxas says when not). */
-static void test_lce_ws_split(void **state)
-{
-    (void)state;
-    static const shape_case cases[] = {
-        {"SPLITK=2,URES=1", "sm_90a", KEVO_DTYPE_F16},
-        {"SPLITK=3,PINGPONG=0,CLUSTER=2,URES=1", "sm_90a", KEVO_DTYPE_BF16},
-        {"SPLITK=4,BN=128,CONSUMERS=4,PINGPONG=0,FUSE=0,EPI=0,STAGES=3", "sm_90a", KEVO_DTYPE_F16},
-        {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", "sm_90a", KEVO_DTYPE_BF16},
-        {"SPLITK=3,PINGPONG=0,STAGES=3,URES=0", "sm_90a", KEVO_DTYPE_F16}, /* BW=256 with fp32 user_res */
-    };
-    enum { N = sizeof cases / sizeof cases[0] };
-    kevo_compile_job jobs[N];
-    kevo_plan plans[N];
-    kevo_config cfgs[N];
-    kv_buf src[N];
-    kevo_space *sp =
-        compile_at_shape("lce_ws", "B=136,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, N, cfgs, src, plans, jobs);
-    for (int i = 0; i < N; i++) {
-        kevo_compile_job *j = &jobs[i];
-        printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill, workspace %zu B\n", cases[i].params,
-               kevo_dtype_name(cases[i].dt), j->seconds, j->regs, j->spill_bytes, (size_t)plans[i].workspace_bytes);
-        check_built(j, &plans[i], cases[i].arch, 0);
-        kevo_compile_job_release(j);
-        kv_buf_release(&src[i]);
-    }
-    kevo_space_free(sp);
-}
-
-/* lce_ws's TRANS=0 tiles trimmed along N at N=200 (a trimmed tile must pad
- * N less than the untrimmed ones): 200 columns (E in four 64-column atoms,
- * the last one partly read; the last store box of 8 columns by 16-byte
- * stores under EPI=1) with E multicast, and 208 with ping-pong and CLB=1. */
-static void test_lce_ws_trim(void **state)
-{
-    (void)state;
-    static const shape_case cases[] = {
-        {"BN=224,TRIM=24,PINGPONG=0,CLUSTER=2,EPI=1,STAGES=4,URES=1", "sm_90a", KEVO_DTYPE_F16},
-        {"BN=224,TRIM=16,PINGPONG=1,CLB=1,CLUSTER=2,EPI=1,STAGES=3,URES=0", "sm_90a", KEVO_DTYPE_BF16},
-    };
-    enum { N = sizeof cases / sizeof cases[0] };
-    kevo_compile_job jobs[N];
-    kevo_plan plans[N];
-    kevo_config cfgs[N];
-    kv_buf src[N];
-    kevo_space *sp =
-        compile_at_shape("lce_ws", "B=136,M=433,N=200,Ku=512,Kc=1000,ratio=16", cases, N, cfgs, src, plans, jobs);
-    for (int i = 0; i < N; i++) {
-        kevo_compile_job *j = &jobs[i];
-        printf("  lce_ws     %-66s %s: %.1f s, %d regs, %d B spill\n", cases[i].params,
-               kevo_dtype_name(cases[i].dt), j->seconds, j->regs, j->spill_bytes);
-        check_built(j, &plans[i], cases[i].arch, 0);
-        kevo_compile_job_release(j);
-        kv_buf_release(&src[i]);
-    }
-    kevo_space_free(sp);
-}
-
-/* The ikbo_fa families, each a shape of its head dimension: fa_ws
- * (sm_90a) at its default, with one and three consumer warp groups, four
- * stages and two Q buffers without ping-pong, and D=64 with a 192-row K/V
- * tile; fa_mma (declared for sm_80 and up) for sm_90a and sm_80, one and two
- * m16 fragments a warp, Q in registers.  No spills, the wgmmas pipelined,
- * every launched entry built. */
-static void fa_family(const char *family, const char *shape_text, const shape_case *cases, int n, int max_spill)
+/* Compiles up to 8 configurations of a family at one shape: at most max_spill
+ * spill bytes each, the wgmmas pipelined, every launched entry built. */
+static void compile_family(const char *family, const char *shape_text, const shape_case *cases, int n, int max_spill)
 {
     kevo_compile_job jobs[8];
     kevo_plan plans[8];
@@ -387,6 +321,44 @@ static void fa_family(const char *family, const char *shape_text, const shape_ca
     kevo_space_free(sp);
 }
 
+/* lce_ws's split-K remainder (SPLITK 2..4) at a shape whose candidate tiles
+ * run a little past whole waves (B=136 on 132 SMs: 52, 13, 8, 26 and 26
+ * tiles past them, the space's condition for a split): ping-pong,
+ * cooperative, a cluster, FUSE=0, URES=1, TRANS=1, both dtypes; no spills,
+ * every entry built, the wgmmas still pipelined (ptxas says when not). */
+static void test_lce_ws_split(void **state)
+{
+    (void)state;
+    static const shape_case cases[] = {
+        {"SPLITK=2,URES=1", "sm_90a", KEVO_DTYPE_F16},
+        {"SPLITK=3,PINGPONG=0,CLUSTER=2,URES=1", "sm_90a", KEVO_DTYPE_BF16},
+        {"SPLITK=4,BN=128,CONSUMERS=4,PINGPONG=0,FUSE=0,EPI=0,STAGES=3", "sm_90a", KEVO_DTYPE_F16},
+        {"SPLITK=2,TRANS=1,BN=224,TRIM=24,PINGPONG=0,EPI=0,STAGES=3,URES=1", "sm_90a", KEVO_DTYPE_BF16},
+        {"SPLITK=3,PINGPONG=0,STAGES=3,URES=0", "sm_90a", KEVO_DTYPE_F16}, /* BW=256 with fp32 user_res */
+    };
+    compile_family("lce_ws", "B=136,M=200,N=256,Ku=512,Kc=2048,ratio=16", cases, (int)KV_ARRAY_LEN(cases), 0);
+}
+
+/* lce_ws's TRANS=0 tiles trimmed along N at N=200 (a trimmed tile must pad
+ * N less than the untrimmed ones): 200 columns (E in four 64-column atoms,
+ * the last one partly read; the last store box of 8 columns by 16-byte
+ * stores under EPI=1) with E multicast, and 208 with ping-pong and CLB=1. */
+static void test_lce_ws_trim(void **state)
+{
+    (void)state;
+    static const shape_case cases[] = {
+        {"BN=224,TRIM=24,PINGPONG=0,CLUSTER=2,EPI=1,STAGES=4,URES=1", "sm_90a", KEVO_DTYPE_F16},
+        {"BN=224,TRIM=16,PINGPONG=1,CLB=1,CLUSTER=2,EPI=1,STAGES=3,URES=0", "sm_90a", KEVO_DTYPE_BF16},
+    };
+    compile_family("lce_ws", "B=136,M=433,N=200,Ku=512,Kc=1000,ratio=16", cases, (int)KV_ARRAY_LEN(cases), 0);
+}
+
+/* The ikbo_fa families, each a shape of its head dimension: fa_ws
+ * (sm_90a) at its default, with one and three consumer warp groups, four
+ * stages and two Q buffers without ping-pong, and D=64 with a 192-row K/V
+ * tile; fa_mma (declared for sm_80 and up) for sm_90a and sm_80, one and two
+ * m16 fragments a warp, Q in registers.  No spills, the wgmmas pipelined,
+ * every launched entry built. */
 static void test_fa_families(void **state)
 {
     (void)state;
@@ -397,27 +369,27 @@ static void test_fa_families(void **state)
         {"CONSUMERS=3,BN=64,STAGES=2", "sm_90a", KEVO_DTYPE_BF16},
         {"BN=64,STAGES=4,QBUF=2,PP=0", "sm_90a", KEVO_DTYPE_F16},
     };
-    fa_family("fa_ws", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", ws128, (int)KV_ARRAY_LEN(ws128), 0);
+    compile_family("fa_ws", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", ws128, (int)KV_ARRAY_LEN(ws128), 0);
     static const shape_case ws64[] = {
         {"HD=64,BN=192,CONSUMERS=2,STAGES=3", "sm_90a", KEVO_DTYPE_BF16},
     };
-    fa_family("fa_ws", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", ws64, 1, 0);
+    compile_family("fa_ws", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", ws64, 1, 0);
     static const shape_case mma128[] = {
         {"BM=64,WARPS=4,BN=128", "sm_90a", KEVO_DTYPE_F16},
         {"BM=64,WARPS=4,BN=64,QREG=1", "sm_80", KEVO_DTYPE_F16},
     };
-    fa_family("fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", mma128, (int)KV_ARRAY_LEN(mma128), 0);
+    compile_family("fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", mma128, (int)KV_ARRAY_LEN(mma128), 0);
     /* the default (two m16 fragments a warp at D=128, BN=64) spills 88 bytes
      * and is still the family's fastest (docs/fa_mma.md): held to that */
     static const shape_case mma128_default[] = {
         {NULL, "sm_90a", KEVO_DTYPE_F16},
         {NULL, "sm_80", KEVO_DTYPE_BF16},
     };
-    fa_family("fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", mma128_default, 2, 96);
+    compile_family("fa_mma", "Bc=300,H=2,Sq=50,D=128,Skv=777,ratio=9", mma128_default, 2, 96);
     static const shape_case mma64[] = {
         {"HEAD_DIM=64,BM=64,WARPS=4,BN=128,STAGES=3", "sm_80", KEVO_DTYPE_BF16},
     };
-    fa_family("fa_mma", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", mma64, 1, 0);
+    compile_family("fa_mma", "Bc=2047,H=2,Sq=64,D=64,Skv=3000,ratio=64", mma64, 1, 0);
 }
 
 /* sm_100a (compile-only exploration): the families that declare it are
