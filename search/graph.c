@@ -499,9 +499,12 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
         for (int i = 0; i < sp->nparams; i++)
             cfg.v[i] = sp->params[i].values[idx[i]];
         char why[512];
-        int ok = 1;
-        for (int i = 0; i <= s->nextra && ok == 1; i++)
+        int ok = 1, skip = sp->nparams - 1; /* the odometer digit to step next */
+        for (int i = 0; i <= s->nextra && ok == 1; i++) {
             ok = kevo_space_walk_check(&walk[i], &cfg, why, sizeof why);
+            if (ok == 0) /* a constraint of the params up to fail_level: all that share them fail it */
+                skip = walk[i].fail_level;
+        }
         if (ok == 1)
             ok = sg_valid_rest(s, sp, &cfg, why, sizeof why);
         if (ok < 0)
@@ -520,8 +523,11 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
             }
             vs->cfgs[vs->n++] = cfg;
         }
-        /* next mixed-radix index, last param fastest */
-        int d = sp->nparams - 1;
+        /* next mixed-radix index, last param fastest; past a failed constraint's
+           params, the next value of the last of them (the rest fail it too) */
+        int d = skip;
+        for (int i = d + 1; i < sp->nparams; i++)
+            idx[i] = 0;
         while (d >= 0 && ++idx[d] == sp->params[d].nvalues)
             idx[d--] = 0;
         if (d < 0)

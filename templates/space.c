@@ -308,6 +308,7 @@ static kevo_status sp_walk_prime(kevo_space_walk *w, const kevo_config *cfg, kev
 int kevo_space_walk_check(kevo_space_walk *w, const kevo_config *cfg, char *why, size_t whylen)
 {
     const kevo_space *s = w->s;
+    w->fail_level = s->nparams - 1;
     if (!w->exact)
         return kevo_space_check(s, w->shape, w->lim, w->dt, cfg, why, whylen);
     if (!sp_in_domain(s, cfg, why, whylen))
@@ -349,6 +350,7 @@ int kevo_space_walk_check(kevo_space_walk *w, const kevo_config *cfg, char *why,
         }
         if (!w->con_val[c]) {
             snprintf(why, whylen, "%s", s->constraints[c].why);
+            w->fail_level = w->con_level[c];
             return 0;
         }
     }

@@ -304,6 +304,9 @@ typedef struct kevo_space_walk {
     int con_level[KEVO_MAX_RULES];
     bool con_stale[KEVO_MAX_RULES];  /* its value below is not that of last */
     int64_t con_val[KEVO_MAX_RULES];
+    int fail_level; /* after a 0 from the check: the last param the failed constraint depends on
+                       (every configuration that agrees up to it fails too); nparams - 1 when
+                       unknown (a domain error, or not exact) */
 } kevo_space_walk;
 
 void kevo_space_walk_init(kevo_space_walk *w, const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim,
