@@ -64,6 +64,11 @@
 //     order (the same bits whichever part is last), and runs the epilogue.
 //     No part waits for another (stream-K's fix-up by the last arrival, not
 //     by a designated owner).
+//   UFOLD=1: no user tiles.  Each candidate tile runs its user's Ku
+//     k-tiles (W_user, E_user[cand_to_user[b]]) into its accumulators before
+//     its own Kc ones: B / U times the user GEMM's MMAs, against no user_res
+//     written, read back per candidate (as many bytes as out) or waited for
+//     (where Ku is small beside Kc, or out's bytes bound the op).
 //   USPLIT > 1: a user tile is a chain of ceil(Ku / BK) k-tiles on one CTA
 //     (or cluster); with few users (one, at 83x72 outputs: 2 of 132 SMs for
 //     19.5 us) every candidate tile waits for it.  Split along Ku into USPLIT
@@ -296,11 +301,42 @@ __device__ __forceinline__ void producer_load_e(unsigned char *e, const void *ma
     }
 }
 
+#if UFOLD
+// Producer: one k-tile (K-columns from kx) of W and of E[b] into the ring
+// at position p.
+__device__ __forceinline__ void producer_load_kt(const ws_smem &sm, int p, const void *tm_w, const void *tm_e,
+                                                 const ws_item &it, int b, int kx, unsigned rank)
+{
+    const int s = ring_acquire(sm.ctl->ring, p);
+    uint64_t *bar = ring_commit(sm.ctl->ring, s, STAGE_BYTES);
+    unsigned char *stage = sm.stages + s * STAGE_BYTES;
+    producer_load_w(stage, tm_w, it, kx, bar, rank);
+    producer_load_e(stage + W_BYTES, tm_e, it, b, kx, bar, rank);
+}
+
+// Producer, UFOLD=1: a candidate tile's k-tiles, its user's first (W_user,
+// E_user[cand_to_user[b]], Ku columns), then its own (Kc).
+__device__ __forceinline__ void producer_load_folded(const kevo_lce_args &a, const ws_smem &sm, const ws_item &it,
+                                                     int p0, unsigned rank)
+{
+    const int b = ws_loaded(a, it), ku = (a.Ku + BK - 1) / BK;
+    const int u = __ldg(a.cand_to_user + b);
+    for (int k = 0; k < ku; ++k)
+        producer_load_kt(sm, p0 + k, &a.tm_w_user, &a.tm_e_user, it, u, k * BK, rank);
+    for (int k = ku; k < it.kt; ++k)
+        producer_load_kt(sm, p0 + k, &a.tm_w_cand, &a.tm_e_cand, it, b, (k - ku) * BK, rank);
+}
+#endif
+
 // Producer: an item's k-tiles into the ring from position p0 (a user tile
 // reads the user tensors, a candidate tile the candidate ones).
 __device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_smem &sm, const ws_item &it, int p0,
                                               unsigned rank)
 {
+#if UFOLD
+    if (!it.user)
+        return producer_load_folded(a, sm, it, p0, rank);
+#endif
     const void *tm_w = it.user ? (const void *)&a.tm_w_user : (const void *)&a.tm_w_cand;
     const void *tm_e = it.user ? (const void *)&a.tm_e_user : (const void *)&a.tm_e_cand;
     for (int k = 0; k < it.kt; ++k) {
@@ -389,8 +425,8 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
                                                const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
                                                int &held)
 {
-    const bool first = !it.user && it.part <= 0;
-    const int u = it.user ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
+    const bool first = !UFOLD && !it.user && it.part <= 0; // UFOLD=1: from zero, no user_res
+    const int u = it.user || UFOLD ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
 #if URES
     // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
     // the previous item was a candidate tile of the same user and tile

@@ -62,7 +62,7 @@
 #include "core/expr.h"
 #include "util/util.h"
 
-#define KEVO_MAX_PARAMS 16
+#define KEVO_MAX_PARAMS 20
 #define KEVO_MAX_VALUES 32
 #define KEVO_MAX_AXES 12
 #define KEVO_MAX_LAUNCHES 8

@@ -55,6 +55,9 @@
 #ifndef USPLIT
 #define USPLIT 1 // each user tile split along Ku into USPLIT parts (1: none)
 #endif
+#ifndef UFOLD
+#define UFOLD 0 // 1: candidate tiles run their user's k-tiles first (no user tiles)
+#endif
 
 // The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
 // WGMMA's M side) by BW columns (its N).  Rows are M and columns N, or with
@@ -145,12 +148,13 @@ static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 5
               "stages keep the swizzle atoms aligned");
 static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors");
 static_assert(NACC + (URES ? (NACC + 7) / 8 * 4 : 0) + 40 <= CONSUMER_REGS,
-              "accumulators, the URES=1 prefetch and ~40 for addresses must fit a consumer's registers");
+              "accumulators, URES=1's prefetch and ~40 more must fit a consumer's registers");
 static_assert(BW1 / 2 + 32 <= LAUNCH_REGS,
               "each wgmma's accumulators and ~30 more fit the launch bound (C7602)");
 static_assert(SPLITK >= 1 && SPLITK <= 4, "SPLITK must be 1..4");
 static_assert(USPLIT == 1 || USPLIT == 2 || USPLIT == 4 || USPLIT == 8, "USPLIT must be 1, 2, 4 or 8");
-static_assert(USPLIT == 1 || SPLITK == 1, "a split user tile takes the split tiles' workspace: no candidate split");
+static_assert(!UFOLD || (FUSE && !URES && SPLITK == 1 && USPLIT == 1), "UFOLD=1 takes FUSE=1, URES=0, no split");
+static_assert(USPLIT == 1 || SPLITK == 1, "USPLIT and SPLITK share one workspace");
 // A split tile's parts: the candidate tail's (SPLITK) or the user tiles' (USPLIT); one of them at most.
 constexpr int NPARTS = SPLITK > 1 ? SPLITK : USPLIT;
 static_assert(BAR_TILE <= 15 && (!PINGPONG || BAR_LOADED + 1 <= 15), "16 named barriers");

@@ -60,7 +60,8 @@ struct ws_item {
     int sidx;   // split tiles: index in [0, g.splits) (the tail's, or the user tile's)
 };
 
-// Work items: U * per user tiles (FUSE=1 or the first launch), then the
+// Work items: U * per user tiles (FUSE=1 or the first launch; none with
+// UFOLD=1, whose candidate tiles fold their user's GEMM in), then the
 // candidate tiles: the first `whole` of them one item each, the last `tail`
 // (SPLITK > 1: the remainder of the whole waves, see ws_geometry) as SPLITK
 // items each, parts 0..SPLITK-1 of a tile one after the other.  A part waits
@@ -82,7 +83,7 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
     g.tiles_m = (a.M + CL_M - 1) / CL_M;
     g.tiles_n = (a.N + CL_N - 1) / CL_N;
     g.per = g.tiles_m * g.tiles_n;
-    g.user_items = (a.U + CL_B - 1) / CL_B * g.per * USPLIT;
+    g.user_items = UFOLD ? 0 : (a.U + CL_B - 1) / CL_B * g.per * USPLIT;
     const int cand = (a.B + CL_B - 1) / CL_B * g.per, clusters = (int)(gridDim.x / CLUSTER);
     // Split the candidate tiles past the last whole wave of this launch's
     // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
@@ -142,7 +143,8 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
 #endif
     it.m0 = TRANS || CLB ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
     it.n0 = TRANS && !CLB ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
-    const int kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK;
+    // (UFOLD=1: a candidate tile's k-tiles are its user's Ku ones, then its Kc ones)
+    const int kt = ((it.user ? a.Ku : a.Kc) + BK - 1) / BK + (UFOLD && !it.user ? (a.Ku + BK - 1) / BK : 0);
     // a split tile's parts: balanced ranges of its k-tiles, none empty (the
     // tail is 0 unless kt >= SPLITK; USPLIT's constraint asks Ku for 2 * USPLIT)
     const int np = USPLIT > 1 && it.user ? USPLIT : SPLITK;
@@ -175,7 +177,7 @@ __device__ __forceinline__ size_t ws_cta_tile(const ws_geom &g, int u, int tm, i
 }
 __device__ __forceinline__ size_t ws_sched_offset(const kevo_lce_args &a, const ws_geom &g)
 {
-    const size_t res = ws_cta_tile(g, a.U, 0, 0, 0) * (TILE_R / 64) * UBLOCK * 16;
+    const size_t res = UFOLD ? 0 : ws_cta_tile(g, a.U, 0, 0, 0) * (TILE_R / 64) * UBLOCK * 16; // user_res
     return (res + 255) & ~(size_t)255;
 }
 __device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,

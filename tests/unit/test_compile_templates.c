@@ -353,6 +353,20 @@ static void test_lce_ws_trim(void **state)
     compile_family("lce_ws", "B=136,M=433,N=200,Ku=512,Kc=1000,ratio=16", cases, (int)KV_ARRAY_LEN(cases), 0);
 }
 
+/* lce_ws with UFOLD=1: each candidate tile loads its user's Ku k-tiles
+ * (W_user, E_user[cand_to_user[b]]) ahead of its own, no user tiles:
+ * TRANS=1 with CLB=1 (the pair's users differ), and TRANS=0 with E
+ * multicast and BK=32 stages. */
+static void test_lce_ws_fold(void **state)
+{
+    (void)state;
+    static const shape_case cases[] = {
+        {"UFOLD=1,FUSE=1,URES=0,TRANS=1,BN=256,PINGPONG=0,CLUSTER=2,CLB=1,STAGES=3", "sm_90a", KEVO_DTYPE_BF16},
+        {"UFOLD=1,FUSE=1,URES=0,TRANS=0,BN=128,PINGPONG=0,CLUSTER=2,BK=32,STAGES=6", "sm_90a", KEVO_DTYPE_F16},
+    };
+    compile_family("lce_ws", "B=2048,M=1024,N=128,Ku=64,Kc=64,ratio=50", cases, (int)KV_ARRAY_LEN(cases), 0);
+}
+
 /* The ikbo_fa families, each a shape of its head dimension: fa_ws
  * (sm_90a) at its default, with one and three consumer warp groups, four
  * stages and two Q buffers without ping-pong, and D=64 with a 192-row K/V
@@ -491,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_lce_mem),
         cmocka_unit_test(test_lce_ws_split),
         cmocka_unit_test(test_lce_ws_trim),
+        cmocka_unit_test(test_lce_ws_fold),
         cmocka_unit_test(test_fa_families),
         cmocka_unit_test(test_sm100a),
     };

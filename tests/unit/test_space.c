@@ -725,6 +725,39 @@ static void test_plan_ws(void **state)
     assert_int_equal(plan.tmaps[3].swizzle, 128);
     config_of(f.s, "CONSUMERS=1,PINGPONG=1", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
+    /* UFOLD=1 (each candidate tile folds its user's GEMM in) is one launch of
+     * candidate tiles alone: FUSE=1, no rounded user_res, no split; no
+     * user_res in the workspace, the user's k-tiles in the model's flops */
+    static const struct {
+        const char *params;
+        int valid;
+    } folds[] = {
+        {"UFOLD=1,FUSE=1,URES=0", 1},
+        {"UFOLD=1,FUSE=0,URES=0", 0},
+        {"UFOLD=1,FUSE=1,URES=1", 0},
+        {"UFOLD=1,FUSE=1,URES=0,USPLIT=2", 0},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(folds); i++) {
+        config_of(f.s, folds[i].params, &cfg);
+        int ok = kevo_space_check(f.s, &n200, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why);
+        if (ok != folds[i].valid)
+            print_error("%s: %d (%s)\n", folds[i].params, ok, why);
+        assert_int_equal(ok, folds[i].valid);
+        if (!ok)
+            assert_non_null(strstr(why, "UFOLD=1"));
+    }
+    kevo_syms bu;
+    int64_t ws_fold, ws_res, fl_fold, fl_res;
+    config_of(f.s, "UFOLD=1,FUSE=1,URES=0", &cfg);
+    assert_int_equal(kevo_space_bind(f.s, &n200, &f.lim, KEVO_DTYPE_F16, &cfg, &bu, &f.err), KEVO_OK);
+    assert_true(kevo_syms_get(&bu, "res_bytes", &ws_fold) && kevo_syms_get(&bu, "kt_c", &fl_fold));
+    config_of(f.s, "UFOLD=0,FUSE=1,URES=0", &cfg);
+    assert_int_equal(kevo_space_bind(f.s, &n200, &f.lim, KEVO_DTYPE_F16, &cfg, &bu, &f.err), KEVO_OK);
+    assert_true(kevo_syms_get(&bu, "res_bytes", &ws_res) && kevo_syms_get(&bu, "kt_c", &fl_res));
+    assert_int_equal(ws_fold, 0);
+    assert_true(ws_res > 0);
+    assert_int_equal(fl_res, 1000 / 64 + 1);            /* Kc's k-tiles */
+    assert_int_equal(fl_fold, fl_res + 512 / 64);      /* and the user's Ku ones ahead */
     /* 5 cooperative stages of 48 KB do not fit */
     config_of(f.s, "PINGPONG=0,STAGES=5", &cfg);
     assert_int_equal(kevo_space_check(f.s, &f.shape, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 0);
