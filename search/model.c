@@ -89,11 +89,14 @@ kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, cons
      * it only in part, their lat_norm-norm (lce_ws: 2, docs/model.md v9) */
     const double p = v[KEVO_MODEL_LAT_NORM];
     double t = p > 0 ? pow(pow(t_mma, p) + pow(t_lat, p), 1.0 / p) : fmax(t_mma, t_lat);
-    if (t_dram > t)
-        t = t_dram;
-    if (t_l2 > t)
-        t = t_l2;
-    t += waves * v[KEVO_MODEL_ITEM_NS] * 1e-9 + v[KEVO_MODEL_LAUNCHES] * d->launch_s;
+    /* each wave's items add what they do not overlap: with the core's time
+     * item_ns, with the memory traffic's item_mem_ns (absent: the same) */
+    const double mem_ns = s->model[KEVO_MODEL_ITEM_MEM_NS] ? v[KEVO_MODEL_ITEM_MEM_NS] : v[KEVO_MODEL_ITEM_NS];
+    t += waves * v[KEVO_MODEL_ITEM_NS] * 1e-9;
+    const double t_mem = fmax(t_dram, t_l2) + waves * mem_ns * 1e-9;
+    if (t_mem > t)
+        t = t_mem;
+    t += v[KEVO_MODEL_LAUNCHES] * d->launch_s;
     /* a tie (the L2 term not binding for either) goes to the configuration that loads
      * fewer bytes into the SMs: lce_ws's clusters tie with their cluster-less twins at
      * the default shape and measure up to 25% faster */

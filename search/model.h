@@ -22,9 +22,11 @@
  *              latency only in part (lce_ws, p = 2: its measured 2, 3 and 4
  *              stages, where a max credited a fourth stage nothing;
  *              docs/model.md v9)
- *   t        = max(t_core, t_dram, t_l2)
- *              + ceil(items / slots) * item_ns + launches * launch
+ *   t        = max(t_core + waves * item_ns, max(t_dram, t_l2) + waves * item_mem_ns)
+ *              + launches * launch                waves = ceil(items / slots)
  *              + KEVO_MODEL_L2_TIE * t_l2         ties: fewer L2 bytes first
+ *              (item_mem_ns absent: item_ns, i.e. max(t_core, t_dram, t_l2) plus
+ *              the waves' item_ns; lce_ws sets it, docs/model.md v13)
  *
  * The terms see the device's rates besides the shape, params, lets and
  * limits (lets do not: they are bound without a device): peak_gflops (the

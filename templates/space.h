@@ -132,9 +132,11 @@ typedef enum kevo_model_term {
     KEVO_MODEL_ITEMS,      /* work units (CTA tiles) */
     KEVO_MODEL_SLOTS,      /* work units running at once */
     KEVO_MODEL_INFLIGHT,   /* bytes one running work unit keeps in flight */
-    KEVO_MODEL_ITEM_NS,    /* time per work unit that overlaps nothing, ns */
+    KEVO_MODEL_ITEM_NS,    /* time per work unit that the MMAs and loads do not overlap, ns */
     KEVO_MODEL_LAUNCHES,   /* kernel launches */
     KEVO_MODEL_LAT_NORM,   /* p of the p-norm of t_mma and t_lat (absent or 0: their max) */
+    KEVO_MODEL_ITEM_MEM_NS, /* time per work unit that device-memory/L2 traffic does not overlap, ns
+                             * (absent: item_ns) */
     KEVO_MODEL__COUNT
 } kevo_model_term;
 

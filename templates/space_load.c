@@ -551,7 +551,7 @@ static kevo_status sp_parse_entries(kevo_space *s, const cJSON *root, const char
 
 const char *const kevo_model_term_names[KEVO_MODEL__COUNT] = {
     "flops", "mma_eff", "dram_bytes", "l2_bytes", "load_eff", "items", "slots", "inflight", "item_ns", "launches",
-    "lat_norm",
+    "lat_norm", "item_mem_ns",
 };
 
 /* The optional "model" object: known terms only; flops, dram_bytes, items

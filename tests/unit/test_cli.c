@@ -821,13 +821,17 @@ static void test_shapes(void **state)
     assert_int_equal(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
     /* valid at both shapes: no tile taller than M=64 (lce_mma's BM; cooperative Hopper tiles, or clusters of
-     * two tiles; a cluster of two candidates, CLB=1, keeps its 64 rows) */
+     * two tiles; a cluster of two candidates, CLB=1, keeps its 64 rows; an out^T tile, TRANS=1, spans M with
+     * its BN columns, and its cooperative rows run over N) */
     assert_int_equal(sqlite3_prepare_v2(db,
                                         "SELECT count(*) FROM candidates WHERE json_extract(params, '$.BM') > 64 "
-                                        "OR (json_extract(params, '$.CONSUMERS') > 1 "
+                                        "OR (coalesce(json_extract(params, '$.TRANS'), 0) = 1 "
+                                        "AND json_extract(params, '$.BN') > 64) "
+                                        "OR (coalesce(json_extract(params, '$.TRANS'), 0) = 0 "
+                                        "AND ((json_extract(params, '$.CONSUMERS') > 1 "
                                         "AND json_extract(params, '$.PINGPONG') = 0) "
                                         "OR (json_extract(params, '$.CLUSTER') > 1 "
-                                        "AND coalesce(json_extract(params, '$.CLB'), 0) = 0)",
+                                        "AND coalesce(json_extract(params, '$.CLB'), 0) = 0)))",
                                         -1, &st, NULL),
                      SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);

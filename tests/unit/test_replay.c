@@ -117,7 +117,9 @@ static void test_guided_policies_land(void **state)
  * lce_ws_h200_u1_n120_clb of its v16 kernels, CLB included (docs/model.md
  * v7); lce_ws_h200_u1_kc212 and _kc476 of its v17 kernels, USPLIT included,
  * at two one-user shapes with short candidate GEMMs (#14 and #18 of
- * bench/shapes.py's seed 1; docs/model.md v8). */
+ * bench/shapes.py's seed 1; docs/model.md v8); lce_ws_h200_v23_* of its v23
+ * kernels, UFOLD included, at five shapes from a 64-deep K (#11) and one
+ * 48 deep (#3) to the default shape (docs/model.md v13). */
 static void test_model_ranks_landscapes(void **state)
 {
     (void)state;
@@ -127,7 +129,10 @@ static void test_model_ranks_landscapes(void **state)
                                         "lce_ws_h200_u1_kc3500.db",  "lce_ws_h200_default.db",
                                         "lce_ws_h200_b136_split.db", "fa_ws_h200_d64.db",
                                         "fa_ws_h200_d128.db",        "lce_ws_h200_u1_n120_clb.db",
-                                        "lce_ws_h200_u1_kc212.db",   "lce_ws_h200_u1_kc476.db"};
+                                        "lce_ws_h200_u1_kc212.db",   "lce_ws_h200_u1_kc476.db",
+                                        "lce_ws_h200_v23_b2048_kc64.db", "lce_ws_h200_v23_b4096_kc48.db",
+                                        "lce_ws_h200_v23_b272_n512.db", "lce_ws_h200_v23_u1_kc1284.db",
+                                        "lce_ws_h200_v23_default.db"};
     for (size_t l = 0; l < KV_ARRAY_LEN(lands); l++) {
         char path[1024];
         land_path(path, sizeof path, lands[l]);
