@@ -6,9 +6,13 @@
  * budget first, so none is starved — proposing its
  * neighbours the model predicts within GR_SLACK of the best of them, best
  * first and one per operator per round; while the batch has room, the next
- * fittest node's too.  The batch goes out in the model's order (gr_order),
- * not in the order of its nodes.  When every evaluated node is fully
- * expanded, restart from a configuration drawn with the model as the prior. */
+ * fittest node's too.  A family's best seed that a warm start (another
+ * shape's winner) outruns is expanded once all the same, first: else the
+ * walk stays around the warm start and never looks one move from the
+ * model's pick for this shape.  The batch goes out in the model's order
+ * (gr_order), not in the order of its nodes.  When every evaluated node is
+ * fully expanded, restart from a configuration drawn with the model as the
+ * prior. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +66,34 @@ static int gr_pick(kevo_search *s, int family, const int *picked, int npicked, k
             return best;
         s->nodes[best].expansions = -1; /* fully expanded: never pick again */
     }
+}
+
+/* A seed that a warm start hides: of a family whose fittest evaluated warm
+ * start outruns (beyond GR_TIE) every evaluated seed of it, its fittest seed,
+ * when never expanded and not in picked[0..npicked); the first such
+ * family's, or -1.  (In docs/model.md v13's run of the 22 shapes, #12 warm-started
+ * from #9's winner at 0.4022 ms, the model's seeds measured 0.48 and were
+ * never expanded: the search ended at 0.3997, where one move from a seed
+ * leads to 0.3358.) */
+static int gr_hidden_seed(const kevo_search *s, const int *picked, int npicked)
+{
+    for (int f = 0; f < s->nspaces; f++) {
+        int seed = -1;
+        double warm = -1;
+        for (int i = 0; i < s->nnodes; i++) {
+            const kevo_node *n = &s->nodes[i];
+            if (n->family != f || !n->done || !(n->fitness > 0))
+                continue;
+            if (!strcmp(n->move, "warm") && kevo_search_rank(n) > warm)
+                warm = kevo_search_rank(n);
+            if (!strcmp(n->move, "seed") && (seed < 0 || kevo_search_rank(n) > kevo_search_rank(&s->nodes[seed])))
+                seed = i;
+        }
+        if (seed >= 0 && s->nodes[seed].expansions == 0 && warm > kevo_search_rank(&s->nodes[seed]) * GR_TIE &&
+            gr_eligible(s, seed, f, picked, npicked))
+            return seed;
+    }
+    return -1;
 }
 
 /* Append to out[n..max) the usable ones of a node's `found` neighbours
@@ -178,8 +210,14 @@ static int gr_propose(kevo_search *s, kevo_proposal *out, int max)
      * and what fills it depends on the graph alone, never on the GPUs */
     while (n < max) {
         int found = 0;
-        int starved = kevo_search_starved(s, out, n);
-        int node = starved >= 0 ? gr_pick(s, starved, picked, npicked, all, GR_SCRATCH, &found) : -1;
+        int node = gr_hidden_seed(s, picked, npicked);
+        if (node >= 0 && (found = kevo_search_neighbours(s, node, all, GR_SCRATCH)) <= 0) {
+            s->nodes[node].expansions = -1; /* no neighbour left: never pick again */
+            continue;
+        }
+        int starved = node < 0 ? kevo_search_starved(s, out, n) : -1;
+        if (starved >= 0)
+            node = gr_pick(s, starved, picked, npicked, all, GR_SCRATCH, &found);
         if (node < 0)
             node = gr_pick(s, -1, picked, npicked, all, GR_SCRATCH, &found);
         if (node < 0)

@@ -1055,6 +1055,47 @@ static void test_warm_seeds(void **state)
     kevo_search_release(&s);
 }
 
+/* A warm start that outruns the seeds (another shape's winner) does not
+ * hide them: the next batch expands the best seed once, first, then the
+ * warm start; once expanded, the seed is not picked ahead again.  A warm
+ * start within the noise of the seed (GR_TIE) changes nothing. */
+static void test_greedy_hidden_seed(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {mma};
+    for (int k = 0; k < 2; k++) {
+        kevo_search s;
+        search_init(&s, spaces, 1, "greedy", 1);
+        const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+        kevo_config warm = vs->cfgs[vs->order[vs->n - 1]]; /* far from the seeds */
+        assert_true(kevo_search_add_warm(&s, 0, &warm));
+        kevo_proposal p[BATCH], q[BATCH];
+        kevo_search_reseed(&s);
+        int n = s.policy->propose(&s, p, BATCH);
+        assert_int_equal(n, 1 + KEVO_SEEDS_PER_FAMILY);
+        assert_string_equal(p[0].move, "warm");
+        for (int i = 0; i < n; i++)
+            assert_int_equal(kevo_search_add(&s, &p[i]), i);
+        /* the warm start 1.5x (k = 0) or 1.005x (k = 1) the better seed, node 2 */
+        for (int i = 0; i < n; i++)
+            kevo_search_observe(&s, i, i == 0 ? (k == 0 ? 3.0 : 2.01) : i == 2 ? 2.0 : 1.0);
+        kevo_search_reseed(&s);
+        int m = s.policy->propose(&s, q, 1);
+        assert_int_equal(m, 1);
+        assert_int_equal(q[0].parent, k == 0 ? 2 : 0);
+        if (k == 0) {
+            assert_int_equal(s.nodes[2].expansions, 1);
+            /* once expanded, the fittest (the warm start) leads again */
+            assert_int_equal(kevo_search_add(&s, &q[0]), n);
+            kevo_search_observe(&s, n, 1.0);
+            kevo_search_reseed(&s);
+            assert_int_equal(s.policy->propose(&s, q, 1), 1);
+            assert_int_equal(q[0].parent, 0);
+        }
+        kevo_search_release(&s);
+    }
+}
+
 /* The quotas: with a budget, the family the model ranks far behind gets
  * its seeds' worth, the leading one a share; a family below its quota is
  * named until the batch and graph fill it. */
@@ -1148,6 +1189,7 @@ int main(void)
         cmocka_unit_test(test_seeds_invalid_default),
         cmocka_unit_test(test_enter_moves),
         cmocka_unit_test(test_warm_seeds),
+        cmocka_unit_test(test_greedy_hidden_seed),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_prior_pick),
     };
