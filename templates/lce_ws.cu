@@ -425,8 +425,8 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
                                                const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
                                                int &held)
 {
-    const bool first = !UFOLD && !it.user && it.part <= 0; // UFOLD=1: from zero, no user_res
-    const int u = it.user || UFOLD ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
+    const bool first = !it.user && it.part <= 0;
+    const int u = it.user ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
 #if URES
     // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
     // the previous item was a candidate tile of the same user and tile
@@ -516,8 +516,8 @@ __device__ __forceinline__ void consumer_compute(const ws_smem &sm, const ws_ite
             const unsigned long long da =
                 desc_advance(da0, so + ((kk * 32 % W_ROW + kk * 32 / W_ROW * W_BOX_BYTES) >> 4));
             const unsigned long long db = desc_advance(db0, so + ((kk * 16 * E_ROW) >> 4));
-            // TRANS=1: A is E read M-major, B is W K-major; URES: the first overwrites
-            consumer_mma(acc, TRANS ? db : da, TRANS ? da : db, URES ? (k | kk) != 0 : 1);
+            // TRANS=1: A is E read M-major, B is W K-major; URES, UFOLD: the first overwrites
+            consumer_mma(acc, TRANS ? db : da, TRANS ? da : db, URES || UFOLD ? (k | kk) != 0 : 1);
         }
         wgmma_commit();
         wgmma_wait<MMA_LAG>();
@@ -791,7 +791,7 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
     const ws_cons w{c, tid, tid / 32, tid % 32, a.launch_seq, base, PINGPONG || TRANS ? 0u : (unsigned)c * 64 * W_ROW,
                     PINGPONG || !TRANS ? 0u : (unsigned)c * BK * E_ROW};
     ws_frag f;
-#if URES
+#if URES || UFOLD
 #pragma unroll
     for (int i = 0; i < NACC; ++i)
         f.acc[i] = 0.0f; // defined once; each tile's first wgmma overwrites them
@@ -807,7 +807,8 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
             break;
         const ws_item it = ws_decode(a, g, e.item, rank);
         const ws_tile tile = ws_tile_of(a, it, w);
-        consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
+        if constexpr (!UFOLD) // UFOLD=1: each tile's first wgmma overwrites the accumulators
+            consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
         consumer_compute(sm, it, e.p0, i, w, f.acc);
         if (it.user) {
 #if USPLIT > 1

@@ -132,15 +132,12 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
         it.part = rest % USPLIT;
         rest = it.sidx;
     }
-    it.bb = rest / g.per * CL_B + (CLB ? (int)rank : 0); // CLB=1: may be past U or B (ws_live)
-    const int t = rest % g.per;
-#if RASTER == 0
-    it.tm = t % g.tiles_m;
-    it.tn = t / g.tiles_m;
-#else
-    it.tn = t % g.tiles_n;
-    it.tm = t / g.tiles_n;
-#endif
+    // (unsigned: rest >= 0, and an unsigned division is a third shorter)
+    const unsigned q = (unsigned)rest / (unsigned)g.per, t = (unsigned)rest - q * (unsigned)g.per;
+    const unsigned minor_n = RASTER ? g.tiles_n : g.tiles_m, major = t / minor_n;
+    it.bb = (int)q * CL_B + (CLB ? (int)rank : 0); // CLB=1: may be past U or B (ws_live)
+    it.tm = RASTER ? (int)major : (int)(t - major * minor_n);
+    it.tn = RASTER ? (int)(t - major * minor_n) : (int)major;
     it.m0 = TRANS || CLB ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
     it.n0 = TRANS && !CLB ? (it.tn * CLUSTER + (int)rank) * TILE_N : it.tn * TILE_N;
     // (UFOLD=1: a candidate tile's k-tiles are its user's Ku ones, then its Kc ones)
