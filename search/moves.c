@@ -184,11 +184,54 @@ static bool sg_entered(kevo_search *s, int f)
     return false;
 }
 
+/* Family f's seeds by role: for each of its axes marked "seed", the model's
+ * best configuration of each combination of the axis's values, where the
+ * model predicts it within SG_ROLE_SLACK of the family's best.  The model's
+ * fitted constants differ by role (lce_ws's `eff` per consumer count and
+ * ping-pong), and it ranks within a role better than across roles: at
+ * B=372,M=532,N=192 (docs/lce_ws.md v25) its 76th configuration, the
+ * 1.16x-the-best-peer 3-consumer tile, was the first of its role.  Their
+ * move is "role": greedy still expands the model's own first pick once when
+ * a role seed outruns it (policy_greedy.c, gr_hidden_seed). */
+#define SG_ROLE_SLACK 1.3
+#define SG_ROLE_MAX 64
+static void sg_role_seeds(kevo_search *s, int f, const kevo_valid_set *vs, kevo_proposal *out, int *count, int max)
+{
+    const kevo_space *sp = s->spaces[f];
+    const double best = vs->pred[vs->order[0]];
+    for (int a = 0; a < sp->naxes; a++) {
+        const kevo_axis *ax = &sp->axes[a];
+        if (!ax->seed)
+            continue;
+        int seen[SG_ROLE_MAX], nseen = 0; /* the roles met so far, as indices into vs->cfgs */
+        for (int i = 0; i < vs->n && nseen < SG_ROLE_MAX && *count < max; i++) {
+            const kevo_config *cfg = &vs->cfgs[vs->order[i]];
+            if (!(vs->pred[vs->order[i]] <= best * SG_ROLE_SLACK))
+                break; /* fastest first: the rest are slower still */
+            bool met = false;
+            for (int j = 0; j < nseen && !met; j++) {
+                met = true;
+                for (int k = 0; k < ax->nparams; k++)
+                    met = met && vs->cfgs[seen[j]].v[ax->params[k]] == cfg->v[ax->params[k]];
+            }
+            if (met)
+                continue;
+            seen[nseen++] = vs->order[i];
+            if (kevo_search_in_batch(out, *count, f, cfg))
+                continue;
+            out[*count] = (kevo_proposal){.family = f, .cfg = *cfg, .parent = -1, .parent2 = -1};
+            snprintf(out[*count].move, sizeof out[*count].move, "role");
+            (*count)++;
+        }
+    }
+}
+
 /* The whole seed set, whatever the graph holds: the warm starts valid here,
  * then each family's KEVO_SEEDS_PER_FAMILY best under the model (distinct
- * predictions), all of those ordered fastest first; a family without a model
- * adds its default (or first valid) configuration unless it is entered by a
- * move.  Returns how many went into out[0..max). */
+ * predictions) and its best of each role (sg_role_seeds), all of those
+ * ordered fastest first; a family without a model adds its default (or
+ * first valid) configuration unless it is entered by a move.  Returns how
+ * many went into out[0..max). */
 static int sg_seed_set(kevo_search *s, kevo_proposal *out, int max)
 {
     int count = 0;
@@ -219,6 +262,7 @@ static int sg_seed_set(kevo_search *s, kevo_proposal *out, int max)
             count++;
             taken++;
         }
+        sg_role_seeds(s, f, vs, out, &count, max);
     }
     /* fastest predicted first (insertion sort: a handful) */
     for (int i = first_model + 1; i < count; i++) {

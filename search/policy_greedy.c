@@ -7,9 +7,9 @@
  * neighbours the model predicts within GR_SLACK of the best of them, best
  * first and one per operator per round; while the batch has room, the next
  * fittest node's too.  A family's best seed that a warm start (another
- * shape's winner) outruns is expanded once all the same, first: else the
- * walk stays around the warm start and never looks one move from the
- * model's pick for this shape.  The batch goes out in the model's order
+ * shape's winner) or a role seed outruns is expanded once all the same,
+ * first: else the walk stays around that node and never looks one move
+ * from the model's pick for this shape.  The batch goes out in the model's order
  * (gr_order), not in the order of its nodes.  When every evaluated node is
  * fully expanded, restart from a configuration drawn with the model as the
  * prior. */
@@ -68,13 +68,14 @@ static int gr_pick(kevo_search *s, int family, const int *picked, int npicked, k
     }
 }
 
-/* A seed that a warm start hides: of a family whose fittest evaluated warm
- * start outruns (beyond GR_TIE) every evaluated seed of it, its fittest seed,
- * when never expanded and not in picked[0..npicked); the first such
- * family's, or -1.  (In docs/model.md v13's run of the 22 shapes, #12 warm-started
- * from #9's winner at 0.4022 ms, the model's seeds measured 0.48 and were
- * never expanded: the search ended at 0.3997, where one move from a seed
- * leads to 0.3358.) */
+/* A seed that a warm start or a role seed hides: of a family whose fittest
+ * evaluated warm start or role seed (search/moves.c) outruns (beyond GR_TIE)
+ * every evaluated seed of it, its fittest seed, when never expanded and not
+ * in picked[0..npicked); the first such family's, or -1.  (In docs/model.md
+ * v13's run of the 22 shapes, #12 warm-started from #9's winner at 0.4022
+ * ms, the model's seeds measured 0.48 and were never expanded: the search
+ * ended at 0.3997, where one move from a seed leads to 0.3358.  A role seed
+ * did the same at five of twelve shapes: docs/how-it-works.md.) */
 static int gr_hidden_seed(const kevo_search *s, const int *picked, int npicked)
 {
     for (int f = 0; f < s->nspaces; f++) {
@@ -84,7 +85,7 @@ static int gr_hidden_seed(const kevo_search *s, const int *picked, int npicked)
             const kevo_node *n = &s->nodes[i];
             if (n->family != f || !n->done || !(n->fitness > 0))
                 continue;
-            if (!strcmp(n->move, "warm") && kevo_search_rank(n) > warm)
+            if ((!strcmp(n->move, "warm") || !strcmp(n->move, "role")) && kevo_search_rank(n) > warm)
                 warm = kevo_search_rank(n);
             if (!strcmp(n->move, "seed") && (seed < 0 || kevo_search_rank(n) > kevo_search_rank(&s->nodes[seed])))
                 seed = i;

@@ -219,7 +219,9 @@ double kevo_search_rank(const kevo_node *n);
 
 /* The seed proposals not yet in the graph: the warm starts valid here,
  * then each family's KEVO_SEEDS_PER_FAMILY best configurations under the
- * cost model (distinct predictions), fastest predicted first; a family
+ * cost model (distinct predictions) and, for an axis marked "seed", its best
+ * of each combination of that axis's values predicted within 1.3x of the
+ * family's best, fastest predicted first; a family
  * without a model: its default, or its first valid configuration, unless
  * another searched family enters it by a move.  The set does not depend on
  * the graph, so a policy calls this first in every batch until it returns

@@ -84,12 +84,17 @@ typedef struct kevo_param {
 /* An axis: params a neighbour move steps one value at a time (each, or
  * several at once).  With `keep`, a move may also step one of them and set the
  * others to the values that hold the expression nearest its value before the
- * move (BK halved with the stages doubled keeps a ring's bytes). */
+ * move (BK halved with the stages doubled keeps a ring's bytes).  With
+ * `"seed": true`, the search seeds the model's best of each combination of
+ * the axis's values (search/moves.c): for axes whose values change what the
+ * model knows least, such as the warp groups' roles, each with its own
+ * fitted efficiency. */
 typedef struct kevo_axis {
     char op[KEVO_SYM_NAME_MAX]; /* operator name: retile, stages, align, fuse, ... */
     int nparams;
     int params[KEVO_MAX_PARAMS]; /* indices into kevo_space.params */
     kevo_expr *keep;             /* NULL, or what a kept move holds (over params, lets, shape) */
+    bool seed;                   /* seed the model's best of each combination of the params' values */
 } kevo_axis;
 
 typedef struct kevo_rule {

@@ -145,7 +145,7 @@ static kevo_status sp_axis_params(kevo_space *s, kevo_axis *ax, const cJSON *nam
     return KEVO_OK;
 }
 
-/* "axes": {"name": [params], or "name": {"params": [params], "keep": EXPR}}. */
+/* "axes": {"name": [params], or "name": {"params": [params], "keep": EXPR, "seed": BOOL}}. */
 static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
     const cJSON *axes = cJSON_GetObjectItemCaseSensitive(root, "axes");
@@ -161,7 +161,7 @@ static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *p
         kevo_axis *ax = &s->axes[s->naxes];
         if (!sp_is_ident(a->string) || !(cJSON_IsArray(a) || cJSON_IsObject(a)))
             return kevo_err_set(err, KEVO_ERR_PARSE,
-                                "'%s': axis '%s' must map a name to an array of params or to {\"params\", \"keep\"}",
+                                "'%s': axis '%s' must map a name to an array of params or to {\"params\", \"keep\", \"seed\"}",
                                 path, a->string ? a->string : "");
         snprintf(ax->op, sizeof ax->op, "%s", a->string);
         for (int i = 0; i < s->naxes; i++)
@@ -179,6 +179,11 @@ static kevo_status sp_parse_axes(kevo_space *s, const cJSON *root, const char *p
             if (keep && ax->nparams < 2)
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s' keeps an expression with one param",
                                     path, ax->op);
+            const cJSON *seed = cJSON_GetObjectItemCaseSensitive(a, "seed");
+            if (seed && !cJSON_IsBool(seed))
+                return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': axis '%s': \"seed\" must be true or false", path,
+                                    ax->op);
+            ax->seed = cJSON_IsTrue(seed);
         }
     }
     return KEVO_OK;

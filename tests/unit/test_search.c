@@ -541,6 +541,48 @@ static void test_kept_move(void **state)
     kevo_search_release(&s);
 }
 
+/* lce_ws's roles axis is a seed axis: besides the model's best two, the
+ * seeds hold the model's best of each (CONSUMERS, PINGPONG) combination
+ * predicted within 1.3x of the family's best, and no other. */
+static void test_role_seeds(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {wsf};
+    kevo_search s;
+    search_init(&s, spaces, 1, "greedy", 1);
+    const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
+    assert_true(vs && vs->n > 0);
+    const int c = kevo_space_param_index(wsf, "CONSUMERS"), pp = kevo_space_param_index(wsf, "PINGPONG");
+    /* each role's best, from the valid set in the model's order */
+    int role_best[5][2];
+    memset(role_best, -1, sizeof role_best);
+    for (int i = vs->n - 1; i >= 0; i--) {
+        const kevo_config *cfg = &vs->cfgs[vs->order[i]];
+        role_best[cfg->v[c]][cfg->v[pp]] = vs->order[i];
+    }
+    const double best = vs->pred[vs->order[0]];
+    kevo_proposal seeds[32];
+    int n = kevo_search_seeds(&s, seeds, 32), roles = 0, near = 0;
+    for (int k = 1; k <= 4; k++)
+        for (int q = 0; q <= 1; q++) {
+            int b = role_best[k][q];
+            if (b < 0)
+                continue;
+            bool in = false;
+            for (int i = 0; i < n; i++)
+                in = in || memcmp(seeds[i].cfg.v, vs->cfgs[b].v, sizeof seeds[i].cfg.v) == 0;
+            const bool within = vs->pred[b] <= best * 1.3;
+            near += within;
+            roles++;
+            assert_int_equal(in, within || b == vs->order[0] || b == vs->order[1]);
+        }
+    /* the default shape: more than one role, and some role beyond the slack */
+    assert_true(roles >= 4);
+    assert_true(near >= 2);
+    assert_true(n <= KEVO_SEEDS_PER_FAMILY + near);
+    kevo_search_release(&s);
+}
+
 /* ---- exhaustive ---- */
 
 static void test_exhaustive(void **state)
@@ -964,13 +1006,14 @@ static void test_enter_moves(void **state)
     kevo_space *spaces[] = {wg, wsf};
     kevo_search s;
     search_init(&s, spaces, 2, "ucb", 3);
-    /* both families have a model: both are seeded, the persistent one too */
-    kevo_proposal seeds[8];
-    int nseeds = kevo_search_seeds(&s, seeds, 8), from_ws = 0;
-    assert_int_equal(nseeds, 2 * KEVO_SEEDS_PER_FAMILY);
+    /* both families have a model: both are seeded, the persistent one too
+     * (its best and, its roles axis being a seed axis, its best of roles) */
+    kevo_proposal seeds[32];
+    int nseeds = kevo_search_seeds(&s, seeds, 32), from_ws = 0;
     for (int i = 0; i < nseeds; i++)
         from_ws += seeds[i].family == 1;
-    assert_int_equal(from_ws, KEVO_SEEDS_PER_FAMILY);
+    assert_int_equal(nseeds - from_ws, KEVO_SEEDS_PER_FAMILY);
+    assert_true(from_ws >= KEVO_SEEDS_PER_FAMILY);
     /* the lce_wgmma node whose move enters lce_ws */
     int w = 0;
     while (seeds[w].family != 0)
@@ -1022,10 +1065,10 @@ static void test_enter_moves(void **state)
     assert_int_equal(seen_move, 1);
     kevo_search_release(&s);
 
-    /* alone, the family is seeded with the model's first choice */
+    /* alone, the family is seeded with the model's first choice first */
     kevo_space *alone[] = {wsf};
     search_init(&s, alone, 1, "greedy", 1);
-    assert_int_equal(kevo_search_seeds(&s, seeds, 4), KEVO_SEEDS_PER_FAMILY);
+    assert_int_equal(kevo_search_seeds(&s, seeds, 32), from_ws);
     const kevo_valid_set *vs = kevo_search_valid_set(&s, 0);
     assert_true(same_cfg(wsf, &seeds[0].cfg, &vs->cfgs[vs->order[0]]));
     kevo_search_release(&s);
@@ -1094,6 +1137,36 @@ static void test_greedy_hidden_seed(void **state)
         }
         kevo_search_release(&s);
     }
+}
+
+/* A role seed that outruns the model's seeds hides them as a warm start
+ * does: the model's fittest seed is expanded once, first.  (At
+ * B=768,M=512,N=200 a one-consumer role seed 8% ahead of the model's pick
+ * held the whole budget, where one move from the pick was 1.33x faster.) */
+static void test_greedy_role_seed(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {wsf};
+    kevo_search s;
+    search_init(&s, spaces, 1, "greedy", 1);
+    kevo_proposal p[32], q[BATCH];
+    kevo_search_reseed(&s);
+    int n = s.policy->propose(&s, p, 32), role = -1, seed = -1;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(kevo_search_add(&s, &p[i]), i);
+        if (role < 0 && !strcmp(p[i].move, "role"))
+            role = i;
+        if (seed < 0 && !strcmp(p[i].move, "seed"))
+            seed = i;
+    }
+    assert_true(role >= 0 && seed >= 0);
+    for (int i = 0; i < n; i++)
+        kevo_search_observe(&s, i, i == role ? 3.0 : i == seed ? 2.0 : 1.0);
+    kevo_search_reseed(&s);
+    assert_int_equal(s.policy->propose(&s, q, 1), 1);
+    assert_int_equal(q[0].parent, seed);
+    assert_int_equal(s.nodes[seed].expansions, 1);
+    kevo_search_release(&s);
 }
 
 /* The quotas: with a budget, the family the model ranks far behind gets
@@ -1178,6 +1251,7 @@ int main(void)
         cmocka_unit_test(test_valid_set),
         cmocka_unit_test(test_neighbours),
         cmocka_unit_test(test_kept_move),
+        cmocka_unit_test(test_role_seeds),
         cmocka_unit_test(test_exhaustive),
         cmocka_unit_test(test_random_small),
         cmocka_unit_test(test_random_real),
@@ -1190,6 +1264,7 @@ int main(void)
         cmocka_unit_test(test_enter_moves),
         cmocka_unit_test(test_warm_seeds),
         cmocka_unit_test(test_greedy_hidden_seed),
+        cmocka_unit_test(test_greedy_role_seed),
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_prior_pick),
     };

@@ -1611,7 +1611,18 @@ static void test_axis_keep(void **state)
     assert_int_equal(s->axes[0].nparams, 2);
     assert_non_null(s->axes[0].keep);
     assert_null(s->axes[1].keep);
+    assert_false(s->axes[0].seed);
     kevo_space_free(s);
+    /* a seed axis (search/moves.c seeds the model's best of each of its combinations) */
+    assert_int_equal(load_text("seed.json",
+                               SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\"], \"seed\": true}},\n" SP_LAUNCH "}",
+                               &s, &err),
+                     KEVO_OK);
+    assert_true(s->axes[0].seed);
+    assert_null(s->axes[0].keep);
+    kevo_space_free(s);
+    expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\"], \"seed\": 1}},\n" SP_LAUNCH "}",
+                   "seed not a boolean");
     /* refused: keep over one param, a keep that does not parse, an object without params, params not an array */
     expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\"], \"keep\": \"A\"}},\n" SP_LAUNCH "}",
                    "keep with one param");
