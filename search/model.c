@@ -54,6 +54,16 @@ kevo_status kevo_model_predict(const kevo_space *s, const kevo_syms *shape, cons
         kevo_syms_set(&b, "dram_gbs", llround(d->dram_bw / 1e9)) ||
         kevo_syms_set(&b, "l2_gbs", llround(d->l2_bw / 1e9)))
         return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols binding '%s'", s->family);
+    /* the model's own lets, which may read the rates */
+    for (int i = 0; i < s->nmodel_lets; i++) {
+        int64_t x;
+        if ((st = kevo_expr_eval(s->model_lets[i].expr, &b, &x, err))) {
+            kevo_err_prefix(err, "%s: model.let %s", s->family, s->model_lets[i].name);
+            return KEVO_ERR_ARG;
+        }
+        if (kevo_syms_set(&b, s->model_lets[i].name, x))
+            return kevo_err_set(err, KEVO_ERR_NOMEM, "too many symbols binding '%s'", s->family);
+    }
     /* defaults of the optional terms */
     double v[KEVO_MODEL__COUNT] = {[KEVO_MODEL_MMA_EFF] = 700, [KEVO_MODEL_LOAD_EFF] = 1000, [KEVO_MODEL_LAUNCHES] = 1};
     v[KEVO_MODEL_L2_BYTES] = NAN;

@@ -180,6 +180,9 @@ typedef struct kevo_space {
     int nentries;
     kevo_entry entries[KEVO_MAX_ENTRIES];
     kevo_expr *model[KEVO_MODEL__COUNT]; /* NULL: term absent (the family has no model when flops is) */
+    int nmodel_lets;
+    kevo_let model_lets[KEVO_MAX_RULES]; /* "model": {"let": ...}: bound after the device's rates, before the
+                                          * terms, in order (a condition several terms share) */
 } kevo_space;
 
 /* A configuration: one value per param, in kevo_space.params order. */

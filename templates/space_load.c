@@ -213,28 +213,34 @@ static kevo_status sp_parse_rules(const cJSON *root, const char *key, kevo_rule 
     return KEVO_OK;
 }
 
-static kevo_status sp_parse_lets(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+/* An array of [name, expr] pairs (key names it in errors) into lets[*n..]. */
+static kevo_status sp_parse_let_array(const cJSON *arr, const char *key, kevo_let *lets, int *n, const char *path,
+                                      kevo_err *err)
 {
-    const cJSON *lets = cJSON_GetObjectItemCaseSensitive(root, "let");
-    if (!lets)
-        return KEVO_OK;
-    if (!cJSON_IsArray(lets) || cJSON_GetArraySize(lets) > KEVO_MAX_RULES)
-        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"let\" must be an array of [name, expr] pairs", path);
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > KEVO_MAX_RULES)
+        return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"%s\" must be an array of at most %d [name, expr] pairs",
+                            path, key, KEVO_MAX_RULES);
     const cJSON *l;
-    cJSON_ArrayForEach(l, lets)
+    cJSON_ArrayForEach(l, arr)
     {
         const cJSON *name = cJSON_GetArrayItem(l, 0);
         if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 2 || !cJSON_IsString(name) ||
             !sp_is_ident(name->valuestring))
-            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"let\" entries must be [name, expr]", path);
-        kevo_let *kl = &s->lets[s->nlets];
+            return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': \"%s\" entries must be [name, expr]", path, key);
+        kevo_let *kl = &lets[*n];
         snprintf(kl->name, sizeof kl->name, "%s", name->valuestring);
         kevo_status st = sp_expr(cJSON_GetArrayItem(l, 1), path, kl->name, &kl->expr, err);
         if (st)
             return st;
-        s->nlets++;
+        (*n)++;
     }
     return KEVO_OK;
+}
+
+static kevo_status sp_parse_lets(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
+{
+    const cJSON *lets = cJSON_GetObjectItemCaseSensitive(root, "let");
+    return lets ? sp_parse_let_array(lets, "let", s->lets, &s->nlets, path, err) : KEVO_OK;
 }
 
 static kevo_status sp_parse_dim3(const cJSON *l, const char *key, kevo_expr *out[3], const char *path,
@@ -412,17 +418,33 @@ static const char *const sp_reserved[] = {"sm", "num_sms", "max_smem", "max_regs
 /* Names the model's terms see besides those: the device's rates (search/model.h). */
 static const char *const sp_model_reserved[] = {"peak_gflops", "dram_gbs", "l2_gbs"};
 
-/* A param or let may not shadow the op's shape symbols, the device limits or
- * rates, a param, or an earlier let: expressions would see another value
- * than the one the source is rendered with (the model another rate than the
- * device's). */
+/* The i-th name a space defines, params, then lets, then the model's lets,
+ * and what it is. */
+static const char *sp_name(const kevo_space *s, int i, const char **what)
+{
+    if (i < s->nparams) {
+        *what = "param";
+        return s->params[i].name;
+    }
+    i -= s->nparams;
+    if (i < s->nlets) {
+        *what = "let";
+        return s->lets[i].name;
+    }
+    *what = "model let";
+    return s->model_lets[i - s->nlets].name;
+}
+
+/* A param or let (or model let) may not shadow the op's shape symbols, the
+ * device limits or rates, a param, or an earlier let: expressions would see
+ * another value than the one the source is rendered with (the model another
+ * rate than the device's). */
 static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_err *err)
 {
     const kevo_op *op = kevo_op_find(s->op); /* NULL: an op this build lacks, never searched */
-    int n = s->nparams + s->nlets;
+    int n = s->nparams + s->nlets + s->nmodel_lets;
     for (int i = 0; i < n; i++) {
-        const char *name = i < s->nparams ? s->params[i].name : s->lets[i - s->nparams].name;
-        const char *what = i < s->nparams ? "param" : "let";
+        const char *what, *name = sp_name(s, i, &what);
         for (int k = 0; op && k < op->nsymbols; k++)
             if (strcmp(name, op->symbols[k]) == 0)
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' shadows a shape symbol of %s", path, what,
@@ -435,7 +457,7 @@ static kevo_status sp_check_names(const kevo_space *s, const char *path, kevo_er
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' shadows a device rate of the model", path,
                                     what, name);
         for (int j = 0; j < i; j++) {
-            const char *other = j < s->nparams ? s->params[j].name : s->lets[j - s->nparams].name;
+            const char *other_what, *other = sp_name(s, j, &other_what);
             if (strcmp(name, other) == 0)
                 return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': %s '%s' is defined twice", path, what, name);
         }
@@ -559,8 +581,9 @@ const char *const kevo_model_term_names[KEVO_MODEL__COUNT] = {
     "lat_norm", "item_mem_ns",
 };
 
-/* The optional "model" object: known terms only; flops, dram_bytes, items
- * and slots are required once the object exists. */
+/* The optional "model" object: known terms only, and "let" ([name, expr]
+ * pairs the terms share, bound with the device's rates); flops, dram_bytes,
+ * items and slots are required once the object exists. */
 static kevo_status sp_parse_model(kevo_space *s, const cJSON *root, const char *path, kevo_err *err)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
@@ -569,6 +592,14 @@ static kevo_status sp_parse_model(kevo_space *s, const cJSON *root, const char *
     if (!cJSON_IsObject(m))
         return kevo_err_set(err, KEVO_ERR_PARSE, "'%s': model must be an object", path);
     for (const cJSON *t = m->child; t; t = t->next) {
+        if (strcmp(t->string, "let") == 0) {
+            kevo_status st = s->nmodel_lets ? kevo_err_set(err, KEVO_ERR_PARSE, "'%s': model.let given twice", path)
+                                            : sp_parse_let_array(t, "model.let", s->model_lets, &s->nmodel_lets,
+                                                                 path, err);
+            if (st)
+                return st;
+            continue;
+        }
         int k = 0;
         while (k < KEVO_MODEL__COUNT && strcmp(kevo_model_term_names[k], t->string) != 0)
             k++;
@@ -757,6 +788,8 @@ void kevo_space_free(kevo_space *s)
         kevo_expr_free(s->axes[i].keep);
     for (int i = 0; i < s->nlets; i++)
         kevo_expr_free(s->lets[i].expr);
+    for (int i = 0; i < s->nmodel_lets; i++)
+        kevo_expr_free(s->model_lets[i].expr);
     for (int i = 0; i < s->nrequires; i++)
         kevo_expr_free(s->requires[i].expr);
     for (int i = 0; i < s->nconstraints; i++)

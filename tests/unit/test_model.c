@@ -89,6 +89,60 @@ static void test_rates_seen(void **state)
     kevo_space_free(sp);
 }
 
+/* The model's own lets ("model": {"let": ...}) are bound after the rates,
+ * in order, and the terms read them: a condition three terms share (lce_ws's
+ * split_pays) is written once.  The same prediction as the terms written
+ * out; a let that fails to evaluate names itself. */
+static void test_model_lets(void **state)
+{
+    (void)state;
+    static const char with_lets[] =
+        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
+        "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n"
+        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        "\"model\": {\"let\": [[\"fast\", \"peak_gflops > 100 * A\"], [\"per\", \"fast ? dram_gbs : 7\"]],\n"
+        "          \"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\", \"slots\": \"1\", \"launches\": \"0\",\n"
+        "          \"item_ns\": \"per * 10 + fast + 1000 / A\"}}";
+    static const char written_out[] =
+        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
+        "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n"
+        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        "\"model\": {\"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\", \"slots\": \"1\", \"launches\": \"0\",\n"
+        "          \"item_ns\": \"(peak_gflops > 100 * A ? dram_gbs : 7) * 10 + (peak_gflops > 100 * A) + 1000 / A\"}}";
+    const char *src = "extern \"C\" __global__ void k() {}";
+    kevo_space *a = NULL, *b = NULL;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_space_load_inline(with_lets, src, "lets", &a, &err), KEVO_OK);
+    assert_int_equal(kevo_space_load_inline(written_out, src, "out", &b, &err), KEVO_OK);
+    assert_int_equal(a->nmodel_lets, 2);
+    kevo_limits lim = h100();
+    kevo_syms shape;
+    tu_parse_ok(tu_op("ikbo_lce"), NULL, &shape);
+    kevo_config cfg;
+    kevo_space_default(a, &cfg);
+    kevo_model_device dev;
+    kevo_model_device_init(&dev, &lim, NAN, NAN);
+    double ta, tb;
+    assert_int_equal(kevo_model_predict(a, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &ta, &err), KEVO_OK);
+    assert_int_equal(kevo_model_predict(b, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &tb, &err), KEVO_OK);
+    assert_true(ta == tb && fabs(ta - (3000 * 10 + 1 + 500) * 1e-9) < 1e-12);
+    kevo_space_free(a);
+    kevo_space_free(b);
+    /* a let that cannot be evaluated names itself */
+    static const char bad_let[] =
+        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
+        "\"params\": [{\"name\": \"A\", \"values\": [0]}],\n"
+        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        "\"model\": {\"let\": [[\"q\", \"dram_gbs / A\"]], \"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\",\n"
+        "          \"slots\": \"1\", \"item_ns\": \"q\"}}";
+    assert_int_equal(kevo_space_load_inline(bad_let, src, "bad", &a, &err), KEVO_OK);
+    kevo_space_default(a, &cfg);
+    assert_int_equal(kevo_model_predict(a, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &ta, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "model.let q"));
+    kevo_space_free(a);
+}
+
 /* lat_norm: absent or 0, the MMAs and the loads' waits take the larger of
  * the two; p > 0, their p-norm (a ring that hides latency only in part).
  * Terms that give t_mma = 1 us, t_lat = 2 us and t_l2 = 1 us on the sm_90
@@ -333,6 +387,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rates_seen),
+        cmocka_unit_test(test_model_lets),
         cmocka_unit_test(test_lat_norm),
         cmocka_unit_test(test_ws_split_dram_bound),
         cmocka_unit_test(test_ws_split_mma_bound),

@@ -1623,6 +1623,19 @@ static void test_axis_keep(void **state)
     kevo_space_free(s);
     expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\"], \"seed\": 1}},\n" SP_LAUNCH "}",
                    "seed not a boolean");
+    /* the model's lets may not shadow a param, a let or a device rate, nor be given twice */
+    expect_refused(SP_HEAD SP_TWO "\"model\": {\"let\": [[\"A\", \"1\"]], \"flops\": \"0\", \"dram_bytes\": \"0\", "
+                                  "\"items\": \"1\", \"slots\": \"1\"},\n" SP_LAUNCH "}",
+                   "a model let shadowing a param");
+    expect_refused(SP_HEAD SP_TWO "\"model\": {\"let\": [[\"dram_gbs\", \"1\"]], \"flops\": \"0\", \"dram_bytes\": \"0\", "
+                                  "\"items\": \"1\", \"slots\": \"1\"},\n" SP_LAUNCH "}",
+                   "a model let shadowing a rate");
+    expect_refused(SP_HEAD SP_TWO "\"model\": {\"let\": [[\"x\", \"1\"], [\"x\", \"2\"]], \"flops\": \"0\", "
+                                  "\"dram_bytes\": \"0\", \"items\": \"1\", \"slots\": \"1\"},\n" SP_LAUNCH "}",
+                   "a model let given twice");
+    expect_refused(SP_HEAD SP_TWO "\"model\": {\"let\": {\"x\": \"1\"}, \"flops\": \"0\", \"dram_bytes\": \"0\", "
+                                  "\"items\": \"1\", \"slots\": \"1\"},\n" SP_LAUNCH "}",
+                   "model.let not an array");
     /* refused: keep over one param, a keep that does not parse, an object without params, params not an array */
     expect_refused(SP_HEAD SP_TWO "\"axes\": {\"a\": {\"params\": [\"A\"], \"keep\": \"A\"}},\n" SP_LAUNCH "}",
                    "keep with one param");
