@@ -35,16 +35,21 @@ static kevo_limits h100(void)
 
 /* ---- the rates ---- */
 
+/* The start of a one-point space file (param A = a) whose model the tests give. */
+#define MD_ONE_POINT(a) \
+    "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n" \
+    "\"params\": [{\"name\": \"A\", \"values\": [" a "]}],\n" \
+    "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+
 /* A term sees peak_gflops, dram_gbs and l2_gbs: the rates the prediction
  * itself uses (the table's, or the run's measured ones rounded to two
- * digits); a let does not (it is bound without a device). */
+ * digits); a let does not (it is bound without a device), a model let
+ * does (test_model_lets). */
 static void test_rates_seen(void **state)
 {
     (void)state;
     static const char one_point[] =
-        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
-        "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n"
-        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        MD_ONE_POINT("2")
         "\"model\": {\"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\", \"slots\": \"1\", \"launches\": \"0\",\n"
         "          \"item_ns\": \"peak_gflops * 100 + dram_gbs * 10 + l2_gbs / 1000\"}}";
     kevo_space *sp = NULL;
@@ -97,16 +102,12 @@ static void test_model_lets(void **state)
 {
     (void)state;
     static const char with_lets[] =
-        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
-        "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n"
-        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        MD_ONE_POINT("2")
         "\"model\": {\"let\": [[\"fast\", \"peak_gflops > 100 * A\"], [\"per\", \"fast ? dram_gbs : 7\"]],\n"
         "          \"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\", \"slots\": \"1\", \"launches\": \"0\",\n"
         "          \"item_ns\": \"per * 10 + fast + 1000 / A\"}}";
     static const char written_out[] =
-        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
-        "\"params\": [{\"name\": \"A\", \"values\": [2]}],\n"
-        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        MD_ONE_POINT("2")
         "\"model\": {\"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\", \"slots\": \"1\", \"launches\": \"0\",\n"
         "          \"item_ns\": \"(peak_gflops > 100 * A ? dram_gbs : 7) * 10 + (peak_gflops > 100 * A) + 1000 / A\"}}";
     const char *src = "extern \"C\" __global__ void k() {}";
@@ -131,9 +132,7 @@ static void test_model_lets(void **state)
     kevo_space_free(b);
     /* a let that cannot be evaluated names itself */
     static const char bad_let[] =
-        "{\"family\": \"fam\", \"op\": \"ikbo_lce\", \"archs\": [\"sm_90a\"],\n"
-        "\"params\": [{\"name\": \"A\", \"values\": [0]}],\n"
-        "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
+        MD_ONE_POINT("0")
         "\"model\": {\"let\": [[\"q\", \"dram_gbs / A\"]], \"flops\": \"0\", \"dram_bytes\": \"0\", \"items\": \"1\",\n"
         "          \"slots\": \"1\", \"item_ns\": \"q\"}}";
     assert_int_equal(kevo_space_load_inline(bad_let, src, "bad", &a, &err), KEVO_OK);
