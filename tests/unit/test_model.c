@@ -41,6 +41,16 @@ static kevo_limits h100(void)
     "\"params\": [{\"name\": \"A\", \"values\": [" a "]}],\n" \
     "\"launches\": [{\"entry\": \"k\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"smem\": 0}],\n"
 
+/* sp bound for a prediction: the sm_90 limits, the op's default shape, sp's
+ * default configuration and the arch table's rates. */
+static void md_bind(const kevo_space *sp, kevo_limits *lim, kevo_syms *shape, kevo_config *cfg, kevo_model_device *dev)
+{
+    *lim = h100();
+    tu_parse_ok(tu_op("ikbo_lce"), NULL, shape);
+    kevo_space_default(sp, cfg);
+    kevo_model_device_init(dev, lim, NAN, NAN);
+}
+
 /* A term sees peak_gflops, dram_gbs and l2_gbs: the rates the prediction
  * itself uses (the table's, or the run's measured ones rounded to two
  * digits); a let does not (it is bound without a device), a model let
@@ -57,15 +67,12 @@ static void test_rates_seen(void **state)
     kevo_err_clear(&err);
     assert_int_equal(kevo_space_load_inline(one_point, "extern \"C\" __global__ void k() {}", "rates", &sp, &err),
                      KEVO_OK);
-    kevo_limits lim = h100();
+    kevo_limits lim;
     kevo_syms shape;
-    tu_parse_ok(tu_op("ikbo_lce"), NULL, &shape);
     kevo_config cfg;
-    kevo_space_default(sp, &cfg);
     kevo_model_device dev;
+    md_bind(sp, &lim, &shape, &cfg, &dev); /* the sm_90 table: 760 TFLOP/s, 3.0 TB/s, L2 10 TB/s */
     double t;
-    /* the sm_90 table: 760 TFLOP/s, 3.0 TB/s, L2 10 TB/s */
-    kevo_model_device_init(&dev, &lim, NAN, NAN);
     assert_int_equal(kevo_model_predict(sp, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &t, &err), KEVO_OK);
     assert_true(fabs(t - (760000.0 * 100 + 3000 * 10 + 10) * 1e-9) < 1e-12);
     /* measured: 787.7 TFLOP/s is within 19% of the table (760); 4.23 TB/s is
@@ -117,13 +124,11 @@ static void test_model_lets(void **state)
     assert_int_equal(kevo_space_load_inline(with_lets, src, "lets", &a, &err), KEVO_OK);
     assert_int_equal(kevo_space_load_inline(written_out, src, "out", &b, &err), KEVO_OK);
     assert_int_equal(a->nmodel_lets, 2);
-    kevo_limits lim = h100();
+    kevo_limits lim;
     kevo_syms shape;
-    tu_parse_ok(tu_op("ikbo_lce"), NULL, &shape);
     kevo_config cfg;
-    kevo_space_default(a, &cfg);
     kevo_model_device dev;
-    kevo_model_device_init(&dev, &lim, NAN, NAN);
+    md_bind(a, &lim, &shape, &cfg, &dev);
     double ta, tb;
     assert_int_equal(kevo_model_predict(a, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &ta, &err), KEVO_OK);
     assert_int_equal(kevo_model_predict(b, &shape, &lim, KEVO_DTYPE_F16, &cfg, &dev, &tb, &err), KEVO_OK);
