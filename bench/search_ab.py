@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """bench/search_ab.py A.db B.db — two builds' default searches over the same
 shapes (bench/search_ab.sh): per shape (B's run order), each DB's best
-verified ms, B/A, the in-run best peer over each (every peer the run timed,
-stage 0 included), and the role (CONSUMERS, PINGPONG) of B's best; then
+verified ms, B/A, the in-run best peer over each (kevo's checked same-run peers,
+shapes.inrun_peers, stage 0 included), and the role (CONSUMERS, PINGPONG) of B's best; then
 the geometric means and the losses."""
 import json
 import math
+import os
 import sqlite3
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shapes import inrun_peers  # noqa: E402  (kevo's checked same-run peers of a run)
 
 
 def load(path):
@@ -16,9 +20,8 @@ def load(path):
     for rid, shape, dt in db.execute("select id, shape, dtype from runs where compile_only = 0 order by id"):
         best = db.execute("select median_ms, family, params from candidates where run_id = ? and status = 'ok' "
                           "order by median_ms limit 1", (rid,)).fetchone()
-        peers = [ms for (ms,) in db.execute("select median_ms from run_peers where run_id = ? and shape_idx = 0 "
-                                            "and status = 'ok'", (rid,)) if ms]
-        out[(shape, dt)] = (best, min(peers) if peers else None)
+        peers = inrun_peers(db, rid)
+        out[(shape, dt)] = (best, min(peers.values()) if peers else None)
     return out
 
 
