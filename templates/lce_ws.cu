@@ -39,7 +39,10 @@
 //     to SBUF - 1 stores stay in flight while the next box is staged) or
 //     16-byte stores (EPI=0; under EPI=1 too for a last box of BW % 64
 //     columns, or TRANS=1 rows: a 64-wide store box would write the next
-//     tile's).
+//     tile's).  URES=1 holds user_res in registers of its own, added in the
+//     epilogue, so a tile whose user tile is not ready yet (the first wave,
+//     while the user GEMM runs) starts its main loop anyway and waits for
+//     the flag only after it.
 //   TRANS=1: the tile is transposed, out[b]^T = E[b]^T @ W^T: the WGMMA's M
 //     side (64 rows per consumer warp group) runs along N and its N side
 //     along M, so M is covered in steps of 8 (BW = BN - TRIM columns) where
@@ -78,12 +81,13 @@
 //
 // The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
 // producer's producer_schedule and producer_load; the consumers'
-// consumer_start, consumer_compute, then consumer_stash_user (a user tile) or
-// consumer_split and consumer_finish (a candidate tile); ws_teardown.  The
-// mechanism lives in shared headers: sm90/ring.cuh (the stage ring:
-// acquire/commit, wait/release) and sm90/tma.cuh (box loads, multicast,
-// stores).  lce_ws/config.cuh holds the tunables and the tile they make,
-// lce_ws/work.cuh the work items and the workspace below.
+// consumer_start, consumer_compute (URES=1: consumer_late_user), then
+// consumer_stash_user (a user tile) or consumer_split and consumer_finish (a
+// candidate tile); ws_teardown.  The mechanism lives in shared headers:
+// sm90/ring.cuh (the stage ring: acquire/commit, wait/release) and
+// sm90/tma.cuh (box loads, multicast, stores).  lce_ws/config.cuh holds the
+// tunables and the tile they make, lce_ws/work.cuh the work items and the
+// workspace below.
 //
 // Workspace: user_res by CTA tile in fragment order (fp32, or the storage
 // dtype with URES=1) | 128 bytes: claim counters | flags
@@ -419,7 +423,37 @@ __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_i
 // accumulators merge from two paths (C7515).  A split tile's later parts
 // start from zero: part 0 adds user_res.  URES=1 loads user_res into
 // registers of its own, added in the epilogue, so the loads fly under the
-// whole main loop.
+// whole main loop; and when its user tile is not ready yet (the first wave,
+// while the user GEMM runs), the tile does not wait for it: held becomes
+// HELD_LATE and consumer_late_user loads it after the main loop.
+#if URES
+constexpr int HELD_LATE = -2;
+// Whether f.pre may be kept for the next tile of the same user block (not at
+// BW=256: held through the epilogue it spills there).
+constexpr bool URES_KEEP = SPLITK == 1 && BW < 256;
+// Whether a workspace flag carries this run's launch_seq yet (one acquire
+// load: wait_flag without the wait).
+__device__ __forceinline__ bool flag_set(int *flag, int seq)
+{
+    cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
+    return f.load(cuda::memory_order_acquire) == seq;
+}
+// URES=1: this thread's user_res vectors into f.pre (add: user u's tile is
+// ready, this is the tile's first part and its rows exist; zeros
+// otherwise).  held names the block f.pre then holds.
+__device__ __forceinline__ void ures_fetch(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
+                                           const ws_cons &w, unsigned rank, ws_frag &f, int &held, int u, bool add)
+{
+    const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
+#pragma unroll
+    for (int v = 0; v < UVECS; ++v)
+        f.pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
+    if constexpr (URES_KEEP)
+        held = add ? (u * g.tiles_m + it.tm) * g.tiles_n + it.tn : -1;
+    else
+        held = -1;
+}
+#endif
 template <int PHASE>
 __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
                                                const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
@@ -428,19 +462,25 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
     const bool first = !it.user && it.part <= 0;
     const int u = it.user ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
 #if URES
+    const bool add = first && tile.row0 < (TRANS ? tile.N : tile.M);
     // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
     // the previous item was a candidate tile of the same user and tile
     // position (with few users, most of a persistent CTA's items: its claims
     // are about a grid apart), it is still there, ready (its flag was seen).
-    // Uniform across the warp group: its threads had the same items.  (Not
-    // at BW=256: f.pre held through the epilogue spills there.)
-    constexpr bool KEEP = SPLITK == 1 && BW < 256;
-    const int key = (u * g.tiles_m + it.tm) * g.tiles_n + it.tn;
-    if constexpr (KEEP) {
-        if (first && key == held)
-            return;
+    // Uniform across the warp group: its threads had the same items.
+    if (URES_KEEP && first && (u * g.tiles_m + it.tm) * g.tiles_n + it.tn == held)
+        return;
+    // one look at the flag: not set, f.pre starts as zeros and the main loop
+    // runs without user_res (one predicated path, as with add)
+    bool ready = true;
+    if constexpr (PHASE == PHASE_BOTH) {
+        if (first)
+            ready = wg_any(1 + w.c, w.tid == 0 && flag_set(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq));
     }
-#endif
+    ures_fetch(a, g, it, w, rank, f, held, u, add && ready);
+    if (!ready)
+        held = HELD_LATE;
+#else
     if constexpr (PHASE == PHASE_BOTH) {
         if (first) {
             if (w.tid == 0) {
@@ -451,18 +491,35 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
     }
     const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
     const bool add = first && tile.row0 < (TRANS ? tile.N : tile.M);
-#if URES
-#pragma unroll
-    for (int v = 0; v < UVECS; ++v)
-        f.pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
-    if constexpr (KEEP)
-        held = add ? key : -1;
-#else
 #pragma unroll
     for (int v = 0; v < UVECS; ++v)
         uvec_unpack(res + v * 128, add, f.acc, v);
 #endif
 }
+
+#if URES
+// Consumer, URES=1: a candidate tile that started before its user tile was
+// ready (held == HELD_LATE, f.pre zeros) waits for it now, after its main
+// loop, and loads user_res into f.pre for the epilogue; a split tile's part 0
+// does so before it counts itself in, so the later parts read user_res on
+// the strength of its wait.  (Adding user_res into the accumulators here
+// instead, four vectors at a time, spilled 16 bytes at BW=256 USPLIT=2 and
+// SPLITK=2; loading f.pre here but not at the start when the flag was
+// unset, 8 bytes at BW=256 BK=128.)
+template <int PHASE>
+__device__ __forceinline__ void consumer_late_user(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
+                                                   const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
+                                                   int &held)
+{
+    if (PHASE != PHASE_BOTH || held != HELD_LATE)
+        return;
+    const int u = __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
+    if (w.tid == 0)
+        wait_flag(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq);
+    wg_sync(1 + w.c);
+    ures_fetch(a, g, it, w, rank, f, held, u, tile.row0 < (TRANS ? tile.N : tile.M));
+}
+#endif
 
 // Consumer: one k-step of 16 into the tile's accumulators: one wgmma over
 // BW columns, or (BW > 256) two, the second's B operand BW1 columns on
@@ -810,6 +867,9 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
         if constexpr (!UFOLD) // UFOLD=1: each tile's first wgmma overwrites the accumulators
             consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
         consumer_compute(sm, it, e.p0, i, w, f.acc);
+#if URES
+        consumer_late_user<PHASE>(a, g, it, w, tile, rank, f, held);
+#endif
         if (it.user) {
 #if USPLIT > 1
             if (!consumer_split<UNB, true>(a, g, it, w, tile, rank, f))

@@ -360,6 +360,14 @@ static const gpu_case persistent[] = {
     {"B=50,M=433,N=200,Ku=1500,Kc=266,U=1", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=0,USPLIT=4"},
     {"B=301,M=83,N=72,Ku=2441,Kc=213,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,USPLIT=8"},
     {"B=33,M=200,N=72,Ku=1045,Kc=130,U=3", "BN=64,CONSUMERS=4,PINGPONG=0,STAGES=2,BK=128,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=0,CLB=1,USPLIT=4"},
+    /* URES=1 tiles that start before their user tile is ready (a 94- or
+     * 125-k-tile chain on one CTA, candidates of 2 to 9 k-tiles): every
+     * first-wave tile finds the flag unset, runs its main loop, then waits
+     * and loads user_res for the epilogue; its later tiles keep that block
+     * (ping-pong, E multicast), or (SPLITK=2) part 0 loads it late before
+     * counting itself in and the last part reads it after */
+    {"B=40,M=128,N=128,Ku=8000,Kc=70,U=1", "BN=128,CONSUMERS=2,PINGPONG=1,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=0"},
+    {"B=70,M=133,N=200,Ku=6000,Kc=530,U=1", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=0,RASTER=0,URES=1,TRANS=0,SPLITK=2"},
     /* Tiles wider than one wgmma (BW > 256: two per k-step, the second's B
      * operand BW1 columns on): TRANS=1's 304 rows of M, W halved by CLB=1's
      * multicast, with the TMA store's partial last box (M=591: a last tile of

@@ -314,10 +314,14 @@ static double ws_tile(const ws_shape *w, const kevo_model_device *dev, int k, bo
 
 /* B=40, M=256 (80 candidate tiles of 256 x 128 on 132 SMs): splitting the
  * tiles spreads E's stream and the parts' fp32 sums over every SM, and the
- * split round is DRAM-bound; measured, SPLITK=3 and 4 lose 33% and 48% with
- * the tile above, and the search's SPLITK=3 pick (128 x 128 tiles, which
- * the model had put 18% ahead of SPLITK=1) ran 0.0666 ms against 0.0596.
- * Under the model now no configuration among its first 20 splits. */
+ * split round is DRAM-bound; measured (H100), SPLITK=3 and 4 lose 33% and
+ * 48% with the tile above, and the search's SPLITK=3 pick (128 x 128 tiles,
+ * which the model had put 18% ahead of SPLITK=1) ran 0.0666 ms against
+ * 0.0596.  Since URES=1 tiles no longer wait for the user tiles at their
+ * start (H200: the tile 0.0493 ms, SPLITK=3 0.0615, SPLITK=4 0.0745; 128 x
+ * 128 tiles with SPLITK=2 0.0546), the model puts its first splitting
+ * configuration 0.5% behind its first whole one, not 2.5%: a whole one
+ * still ranks first, and the tile's splits below the tile. */
 static void test_ws_split_dram_bound(void **state)
 {
     (void)state;
@@ -332,7 +336,6 @@ static void test_ws_split_dram_bound(void **state)
                peaks[p], split_rank, w.vs->n, 1e3 * w.pred[w.order[split_rank - 1]], whole_rank,
                1e3 * w.pred[w.order[whole_rank - 1]]);
         assert_int_equal(whole_rank, 1);
-        assert_true(split_rank > 20);
         bool s1, s3, s4;
         double t1 = ws_tile(&w, &dev, 1, &s1), t3 = ws_tile(&w, &dev, 3, &s3), t4 = ws_tile(&w, &dev, 4, &s4);
         assert_false(s1);
