@@ -438,6 +438,12 @@ __device__ __forceinline__ bool flag_set(int *flag, int seq)
     cuda::atomic_ref<int, cuda::thread_scope_device> f(*flag);
     return f.load(cuda::memory_order_acquire) == seq;
 }
+// URES=1: the user block an item's f.pre holds: user u's tile at the item's
+// tile position (held).
+__device__ __forceinline__ int ures_key(const ws_geom &g, const ws_item &it, int u)
+{
+    return (u * g.tiles_m + it.tm) * g.tiles_n + it.tn;
+}
 // URES=1: this thread's user_res vectors into f.pre (add: user u's tile is
 // ready, this is the tile's first part and its rows exist; zeros
 // otherwise).  held names the block f.pre then holds.
@@ -449,7 +455,7 @@ __device__ __forceinline__ void ures_fetch(const kevo_lce_args &a, const ws_geom
     for (int v = 0; v < UVECS; ++v)
         f.pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
     if constexpr (URES_KEEP)
-        held = add ? (u * g.tiles_m + it.tm) * g.tiles_n + it.tn : -1;
+        held = add ? ures_key(g, it, u) : -1;
     else
         held = -1;
 }
@@ -468,7 +474,7 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
     // position (with few users, most of a persistent CTA's items: its claims
     // are about a grid apart), it is still there, ready (its flag was seen).
     // Uniform across the warp group: its threads had the same items.
-    if (URES_KEEP && first && (u * g.tiles_m + it.tm) * g.tiles_n + it.tn == held)
+    if (URES_KEEP && first && ures_key(g, it, u) == held)
         return;
     // one look at the flag: not set, f.pre starts as zeros and the main loop
     // runs without user_res (one predicated path, as with add)
