@@ -365,11 +365,13 @@ static void test_valid_set(void **state)
 }
 
 /* Expected neighbours by brute force: for each axis, every combination of
- * -1/0/+1 steps of its params (not all 0), in range, valid, not in the graph. */
+ * -1/0/+1 steps of its params (not all 0), in range, valid, not in the graph;
+ * one reached by two axes is the move of the one with fewer params. */
 static int brute_neighbours(kevo_search *s, int node, kevo_proposal *out, int max)
 {
     const kevo_node *n = &s->nodes[node];
     const kevo_space *sp = s->spaces[n->family];
+    static int owner[4096]; /* out[j]'s axis's number of params */
     int count = 0;
     for (int a = 0; a < sp->naxes; a++) {
         const kevo_axis *ax = &sp->axes[a];
@@ -398,11 +400,17 @@ static int brute_neighbours(kevo_search *s, int node, kevo_proposal *out, int ma
                 continue;
             bool dup = false;
             for (int j = 0; j < count; j++)
-                dup |= same_cfg(sp, &out[j].cfg, &cfg);
+                if (same_cfg(sp, &out[j].cfg, &cfg)) { /* the axis with the fewest params owns it */
+                    dup = true;
+                    if (ax->nparams < owner[j])
+                        snprintf(out[j].move, sizeof out[j].move, "%s", ax->op);
+                    owner[j] = ax->nparams < owner[j] ? ax->nparams : owner[j];
+                }
             if (dup)
                 continue;
-            assert_true(count < max);
+            assert_true(count < max && count < 4096);
             out[count].cfg = cfg;
+            owner[count] = ax->nparams;
             snprintf(out[count].move, sizeof out[count].move, "%s", ax->op);
             count++;
         }
@@ -538,6 +546,66 @@ static void test_kept_move(void **state)
         }
     }
     assert_int_equal(kept, 1);
+    kevo_search_release(&s);
+}
+
+/* A neighbour two axes reach is the narrower axis's move: at #19 (bf16),
+ * from the model's first pick, a 256-wide TRANS=1 tile at TRIM=24 with no
+ * cluster, TRIM=16 alone is the trim move's and the cluster move proposes
+ * the cluster of two (CLB=1 at TRIM=16), which the device measured 1.45x
+ * faster (docs/model.md v14) and the search never reached while the cluster
+ * move's best child was the trim step.  On lce_ws's real space, every move
+ * is checked against the brute-force owner. */
+static void test_narrow_axis_owns(void **state)
+{
+    (void)state;
+    kevo_space *spaces[] = {wsf};
+    kevo_syms shape;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=429,M=694,N=120,Ku=1178,Kc=2468,ratio=9385", &shape, &err),
+                     KEVO_OK);
+    kevo_search s;
+    assert_int_equal(kevo_search_init(&s, spaces, 1, &shape, &lim, KEVO_DTYPE_BF16, kevo_policy_find("greedy"), 1, &err),
+                     KEVO_OK);
+    kevo_proposal p = {.family = 0, .parent = -1, .parent2 = -1};
+    assert_true(tu_config_of(wsf,
+                             "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,"
+                             "TRANS=1,TRIM=24,SBUF=2,SPLITK=1,CLB=0,USPLIT=1,UFOLD=0",
+                             &p.cfg));
+    snprintf(p.move, sizeof p.move, "seed");
+    assert_int_equal(kevo_search_add(&s, &p), 0);
+    static kevo_proposal got[4096], want[4096];
+    int n = kevo_search_neighbours(&s, 0, got, 4096), m = brute_neighbours(&s, 0, want, 4096);
+    for (int j = 0; j < m; j++) { /* the plain steps (the bk axis's kept moves come on top) */
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            if (same_cfg(wsf, &got[i].cfg, &want[j].cfg)) {
+                assert_string_equal(got[i].move, want[j].move);
+                found++;
+            }
+        assert_int_equal(found, 1);
+    }
+    const int cl = kevo_space_param_index(wsf, "CLUSTER"), clb = kevo_space_param_index(wsf, "CLB"),
+              trim = kevo_space_param_index(wsf, "TRIM");
+    int trim_only = 0, cluster2 = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(got[i].move, "cluster"))
+            assert_true(got[i].cfg.v[cl] != p.cfg.v[cl] || got[i].cfg.v[clb] != p.cfg.v[clb]);
+        int others = 0; /* params changed besides TRIM */
+        for (int k = 0; k < wsf->nparams; k++)
+            others += k != trim && got[i].cfg.v[k] != p.cfg.v[k];
+        if (!others && got[i].cfg.v[trim] == 16) {
+            assert_string_equal(got[i].move, "trim");
+            trim_only++;
+        }
+        if (got[i].cfg.v[cl] == 2 && got[i].cfg.v[clb] == 1 && got[i].cfg.v[trim] == 16) {
+            assert_string_equal(got[i].move, "cluster");
+            cluster2++;
+        }
+    }
+    assert_int_equal(trim_only, 1);
+    assert_int_equal(cluster2, 1);
     kevo_search_release(&s);
 }
 
@@ -1251,6 +1319,7 @@ int main(void)
         cmocka_unit_test(test_valid_set),
         cmocka_unit_test(test_neighbours),
         cmocka_unit_test(test_kept_move),
+        cmocka_unit_test(test_narrow_axis_owns),
         cmocka_unit_test(test_role_seeds),
         cmocka_unit_test(test_exhaustive),
         cmocka_unit_test(test_random_small),
