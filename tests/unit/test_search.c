@@ -505,6 +505,23 @@ static void test_neighbours(void **state)
     kevo_search_release(&s);
 }
 
+/* A greedy lce_ws search at `shape` and `dtype` whose graph holds one node,
+ * the configuration `params` (the seed p). */
+static void ws_one_node(kevo_search *s, const char *shape, kevo_dtype dtype, const char *params, kevo_proposal *p)
+{
+    static kevo_space *spaces[1];
+    spaces[0] = wsf;
+    kevo_syms sh;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(shape, &sh, &err), KEVO_OK);
+    assert_int_equal(kevo_search_init(s, spaces, 1, &sh, &lim, dtype, kevo_policy_find("greedy"), 1, &err), KEVO_OK);
+    *p = (kevo_proposal){.family = 0, .parent = -1, .parent2 = -1};
+    assert_true(tu_config_of(wsf, params, &p->cfg));
+    snprintf(p->move, sizeof p->move, "seed");
+    assert_int_equal(kevo_search_add(s, p), 0);
+}
+
 /* lce_ws's bk axis keeps STAGES * BK: from the wide tile with 3 stages of 64
  * (a 3-stage ring) at B=1762,M=591,N=360 its kept move is 6 stages of 32, the
  * same bytes (lce_ws v21 measured it 5% faster); a plain step of BK alone
@@ -512,22 +529,12 @@ static void test_neighbours(void **state)
 static void test_kept_move(void **state)
 {
     (void)state;
-    kevo_space *spaces[] = {wsf};
-    kevo_syms wide;
-    kevo_err err;
-    kevo_err_clear(&err);
-    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=1762,M=591,N=360,Ku=3141,Kc=2539,ratio=19", &wide, &err),
-                     KEVO_OK);
     kevo_search s;
-    assert_int_equal(kevo_search_init(&s, spaces, 1, &wide, &lim, KEVO_DTYPE_F16, kevo_policy_find("greedy"), 1, &err),
-                     KEVO_OK);
-    kevo_proposal p = {.family = 0, .parent = -1, .parent2 = -1};
-    assert_true(tu_config_of(wsf,
-                             "BN=320,TRIM=16,TRANS=1,CLB=1,CLUSTER=2,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,EPI=1,"
-                             "URES=0,RASTER=0,FUSE=0,SBUF=2,SPLITK=1,USPLIT=1",
-                             &p.cfg));
-    snprintf(p.move, sizeof p.move, "seed");
-    assert_int_equal(kevo_search_add(&s, &p), 0);
+    kevo_proposal p;
+    ws_one_node(&s, "B=1762,M=591,N=360,Ku=3141,Kc=2539,ratio=19", KEVO_DTYPE_F16,
+                "BN=320,TRIM=16,TRANS=1,CLB=1,CLUSTER=2,CONSUMERS=2,PINGPONG=0,STAGES=3,BK=64,EPI=1,"
+                "URES=0,RASTER=0,FUSE=0,SBUF=2,SPLITK=1,USPLIT=1",
+                &p);
     static kevo_proposal nb[4096];
     int n = kevo_search_neighbours(&s, 0, nb, 4096), kept = 0;
     const int bk = kevo_space_param_index(wsf, "BK"), st = kevo_space_param_index(wsf, "STAGES");
@@ -559,22 +566,12 @@ static void test_kept_move(void **state)
 static void test_narrow_axis_owns(void **state)
 {
     (void)state;
-    kevo_space *spaces[] = {wsf};
-    kevo_syms shape;
-    kevo_err err;
-    kevo_err_clear(&err);
-    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape("B=429,M=694,N=120,Ku=1178,Kc=2468,ratio=9385", &shape, &err),
-                     KEVO_OK);
     kevo_search s;
-    assert_int_equal(kevo_search_init(&s, spaces, 1, &shape, &lim, KEVO_DTYPE_BF16, kevo_policy_find("greedy"), 1, &err),
-                     KEVO_OK);
-    kevo_proposal p = {.family = 0, .parent = -1, .parent2 = -1};
-    assert_true(tu_config_of(wsf,
-                             "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,"
-                             "TRANS=1,TRIM=24,SBUF=2,SPLITK=1,CLB=0,USPLIT=1,UFOLD=0",
-                             &p.cfg));
-    snprintf(p.move, sizeof p.move, "seed");
-    assert_int_equal(kevo_search_add(&s, &p), 0);
+    kevo_proposal p;
+    ws_one_node(&s, "B=429,M=694,N=120,Ku=1178,Kc=2468,ratio=9385", KEVO_DTYPE_BF16,
+                "BN=256,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,"
+                "TRANS=1,TRIM=24,SBUF=2,SPLITK=1,CLB=0,USPLIT=1,UFOLD=0",
+                &p);
     static kevo_proposal got[4096], want[4096];
     int n = kevo_search_neighbours(&s, 0, got, 4096), m = brute_neighbours(&s, 0, want, 4096);
     for (int j = 0; j < m; j++) { /* the plain steps (the bk axis's kept moves come on top) */
