@@ -18,8 +18,9 @@ def load(path):
     db = sqlite3.connect(path)
     out = {}
     for rid, shape, dt in db.execute("select id, shape, dtype from runs where compile_only = 0 order by id"):
-        best = db.execute("select median_ms, family, params from candidates where run_id = ? and status = 'ok' "
-                          "order by median_ms limit 1", (rid,)).fetchone()
+        best = db.execute("select c.median_ms, c.family, c.params from candidates c join runs r on r.id = c.run_id "
+                          "where c.run_id = ? and c.status = 'ok' order by c.id = r.best_id desc, c.median_ms limit 1",
+                          (rid,)).fetchone()
         peers = inrun_peers(db, rid)
         out[(shape, dt)] = (best, min(peers.values()) if peers else None)
     return out
