@@ -402,9 +402,10 @@ static int brute_neighbours(kevo_search *s, int node, kevo_proposal *out, int ma
             for (int j = 0; j < count; j++)
                 if (same_cfg(sp, &out[j].cfg, &cfg)) { /* the axis with the fewest params owns it */
                     dup = true;
-                    if (ax->nparams < owner[j])
+                    if (ax->nparams < owner[j]) {
                         snprintf(out[j].move, sizeof out[j].move, "%s", ax->op);
-                    owner[j] = ax->nparams < owner[j] ? ax->nparams : owner[j];
+                        owner[j] = ax->nparams;
+                    }
                 }
             if (dup)
                 continue;
@@ -416,6 +417,21 @@ static int brute_neighbours(kevo_search *s, int node, kevo_proposal *out, int ma
         }
     }
     return count;
+}
+
+/* Each of want[0..m) is in got[0..n) exactly once, under the same move
+ * (got may hold more: the bk axis's kept moves come on top). */
+static void expect_each_once(const kevo_space *sp, const kevo_proposal *want, int m, const kevo_proposal *got, int n)
+{
+    for (int j = 0; j < m; j++) {
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            if (same_cfg(sp, &got[i].cfg, &want[j].cfg)) {
+                assert_string_equal(got[i].move, want[j].move);
+                found++;
+            }
+        assert_int_equal(found, 1);
+    }
 }
 
 /* p differs from its parent only in the params of axis `op`, each by at most
@@ -479,16 +495,10 @@ static void test_neighbours(void **state)
         assert_int_equal(kevo_search_valid(&s, 0, &got[i].cfg, why, sizeof why), 1);
         assert_int_equal(kevo_search_find(&s, 0, &got[i].cfg), -1);
         check_step(mma, &def, &got[i]);
-        int found = 0;
-        for (int j = 0; j < m; j++)
-            if (same_cfg(mma, &got[i].cfg, &want[j].cfg)) {
-                found++;
-                assert_string_equal(got[i].move, want[j].move);
-            }
-        assert_int_equal(found, 1);
         for (int j = 0; j < i; j++)
             assert_false(same_cfg(mma, &got[i].cfg, &got[j].cfg));
     }
+    expect_each_once(mma, want, m, got, n); /* with n == m and no repeats: the same set */
     /* max limits the count */
     kevo_proposal few[3];
     assert_int_equal(kevo_search_neighbours(&s, 0, few, 3), 3);
@@ -574,15 +584,7 @@ static void test_narrow_axis_owns(void **state)
                 &p);
     static kevo_proposal got[4096], want[4096];
     int n = kevo_search_neighbours(&s, 0, got, 4096), m = brute_neighbours(&s, 0, want, 4096);
-    for (int j = 0; j < m; j++) { /* the plain steps (the bk axis's kept moves come on top) */
-        int found = 0;
-        for (int i = 0; i < n; i++)
-            if (same_cfg(wsf, &got[i].cfg, &want[j].cfg)) {
-                assert_string_equal(got[i].move, want[j].move);
-                found++;
-            }
-        assert_int_equal(found, 1);
-    }
+    expect_each_once(wsf, want, m, got, n);
     const int cl = kevo_space_param_index(wsf, "CLUSTER"), clb = kevo_space_param_index(wsf, "CLB"),
               trim = kevo_space_param_index(wsf, "TRIM");
     int trim_only = 0, cluster2 = 0;
