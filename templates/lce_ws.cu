@@ -642,6 +642,38 @@ __device__ __forceinline__ bool tile_any(bool p)
     return r != 0;
 }
 
+// Consumer, a split tile's fix-up: one part's sums (fragment order, a
+// thread's 16-byte vectors 128 apart) into the accumulators, added (ADD) or
+// in place of them, NB loads in flight at a time.
+template <int NB, bool ADD>
+__device__ __forceinline__ void part_into(float (&acc)[NACC], const float4 *pq)
+{
+    constexpr int NV = NACC / 4;
+#pragma unroll
+    for (int v0 = 0; v0 < NV; v0 += NB) {
+        float4 x[NB];
+#pragma unroll
+        for (int j = 0; j < NB; ++j)
+            x[j] = v0 + j < NV ? __ldcg(pq + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int j = 0; j < NB && v0 + j < NV; ++j) {
+            float *d = acc + 4 * (v0 + j);
+            if constexpr (ADD) {
+                d[0] += x[j].x;
+                d[1] += x[j].y;
+                d[2] += x[j].z;
+                d[3] += x[j].w;
+            } else {
+                d[0] = x[j].x;
+                d[1] = x[j].y;
+                d[2] = x[j].z;
+                d[3] = x[j].w;
+            }
+        }
+        asm volatile("" ::: "memory"); // one batch of loads at a time
+    }
+}
+
 // Consumer, a split tile's part (a candidate tile of the tail, or a user
 // tile with USPLIT > 1): its sum to its own slot (a candidate's part 0 with
 // fp32 user_res, URES=0), then counted in; true for the last to arrive,
@@ -698,44 +730,11 @@ __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_
             f.pre[v] = rows ? __ldcg(ur + v * 128) : make_uint4(0, 0, 0, 0);
     }
 #endif
-    constexpr int NV = NACC / 4;
-    if (self >= 2) {
-#pragma unroll
-        for (int v0 = 0; v0 < NV; v0 += NB) {
-            float4 x[NB];
-#pragma unroll
-            for (int j = 0; j < NB; ++j)
-                x[j] = v0 + j < NV ? __ldcg(pp + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-            for (int j = 0; j < NB && v0 + j < NV; ++j) {
-                f.acc[4 * (v0 + j)] = x[j].x;
-                f.acc[4 * (v0 + j) + 1] = x[j].y;
-                f.acc[4 * (v0 + j) + 2] = x[j].z;
-                f.acc[4 * (v0 + j) + 3] = x[j].w;
-            }
-            asm volatile("" ::: "memory"); // one batch of loads at a time
-        }
-    }
+    if (self >= 2)
+        part_into<NB, false>(f.acc, pp);
 #pragma unroll 1
-    for (int q = 1; q < NPARTS; ++q) {
-        // part 1 adds p0 where part 0 or a later one adds p1
-        const float4 *pq = pp + (q == 1 && self == 1 ? 0 : q) * PSTRIDE;
-#pragma unroll
-        for (int v0 = 0; v0 < NV; v0 += NB) {
-            float4 x[NB];
-#pragma unroll
-            for (int j = 0; j < NB; ++j)
-                x[j] = v0 + j < NV ? __ldcg(pq + (v0 + j) * 128) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-            for (int j = 0; j < NB && v0 + j < NV; ++j) {
-                f.acc[4 * (v0 + j)] += x[j].x;
-                f.acc[4 * (v0 + j) + 1] += x[j].y;
-                f.acc[4 * (v0 + j) + 2] += x[j].z;
-                f.acc[4 * (v0 + j) + 3] += x[j].w;
-            }
-            asm volatile("" ::: "memory");
-        }
-    }
+    for (int q = 1; q < NPARTS; ++q) // part 1 adds p0 where part 0 or a later one adds p1
+        part_into<NB, true>(f.acc, pp + (q == 1 && self == 1 ? 0 : q) * PSTRIDE);
     return true;
 }
 #endif
