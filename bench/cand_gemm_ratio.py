@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/cand_gemm_ratio.py — issue 38's GEMM acceptance figure from kevo DBs:
-for each GPU run of ikbo_lce, kevo's best verified ms, cuBLASLt's candidate
+for each GPU run of ikbo_lce, kevo's best verified ms (the run's settled
+winner, shapes.run_best), cuBLASLt's candidate
 GEMM alone (the fastest of the heuristic's algorithms that kevo's in-run
 `decomposed` peer timed, beta = 0, K padded to 8; `beta1`'s accumulating
 GEMM beside it), the best peer and stage 0, all timed by the same process
@@ -8,9 +9,13 @@ on the same GPU.  (bench/peers.py's cand_gemm_alone is PyTorch's one
 heuristic pick, not the best algorithm.)
   cand_gemm_ratio.py DB ...
 """
+import os
 import re
 import sqlite3
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shapes import run_best  # noqa: E402  (a run's settled winner)
 
 ALGO = re.compile(r"candidate GEMM [^;|]*?\(fastest of (\d+), ([0-9.]+) ms\)")
 
@@ -18,8 +23,7 @@ ALGO = re.compile(r"candidate GEMM [^;|]*?\(fastest of (\d+), ([0-9.]+) ms\)")
 def report(path):
     db = sqlite3.connect(path)
     for rid, shape, dtype in db.execute("select id, shape, dtype from runs where compile_only = 0 and op = 'ikbo_lce'"):
-        best = db.execute("select min(median_ms) from candidates where run_id = ? and status = 'ok'",
-                          (rid,)).fetchone()[0]
+        best = (run_best(db, rid, "c.median_ms") or (None,))[0]
         peers = {p: (ms, det) for p, ms, det in db.execute(
             "select peer, median_ms, detail from run_peers where run_id = ? and shape_idx = 0 and status = 'ok'",
             (rid,))}

@@ -11,16 +11,14 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shapes import inrun_peers  # noqa: E402  (kevo's checked same-run peers of a run)
+from shapes import inrun_peers, run_best  # noqa: E402  (kevo's checked same-run peers, its answer)
 
 
 def load(path):
     db = sqlite3.connect(path)
     out = {}
     for rid, shape, dt in db.execute("select id, shape, dtype from runs where compile_only = 0 order by id"):
-        best = db.execute("select c.median_ms, c.family, c.params from candidates c join runs r on r.id = c.run_id "
-                          "where c.run_id = ? and c.status = 'ok' order by c.id = r.best_id desc, c.median_ms limit 1",
-                          (rid,)).fetchone()
+        best = run_best(db, rid)
         peers = inrun_peers(db, rid)
         out[(shape, dt)] = (best, min(peers.values()) if peers else None)
     return out

@@ -73,6 +73,15 @@ def canon(shape):
     return {k: int(v) for k, v in (kv.split("=") for kv in shape.split(","))}
 
 
+def run_best(db, rid, cols="c.median_ms, c.family, c.params"):
+    """A run's answer, the columns COLS of its candidate: the settled winner (runs.best_id, named
+    by the final interleaved re-timing), else (older DBs) the fittest verified one.  Never the
+    fastest single timing: that can be a noise-fast one the re-timing rejected (11% at #15)."""
+    return db.execute(f"select {cols} from candidates c where c.run_id = ? and c.status = 'ok' order by "
+                      "c.id = (select best_id from runs where id = ?) desc, "
+                      "coalesce(c.fitness, c.speedup) desc, c.median_ms limit 1", (rid, rid)).fetchone()
+
+
 def inrun_peers(db, rid):
     """kevo's same-run peers {name: ms} (shape 0, device 0, checked); before schema 9, the stage-0
     baseline alone (the old decomposed_ms padded only W's rows: no verdict counts it)."""
@@ -114,10 +123,7 @@ def table(db_path, wall_path, peers_dir=None):
             have = canon(rshape)
             if rdt == dtype and all(have.get(k) == v for k, v in want.items()):
                 rid = r
-        c = rid and db.execute("select c.median_ms, c.vs_peer, c.roofline, c.family from candidates c "
-                               "where c.run_id = ? and c.status = 'ok' order by "
-                               "c.id = (select best_id from runs where id = ?) desc, "
-                               "coalesce(c.fitness, c.speedup) desc, c.median_ms limit 1", (rid, rid)).fetchone()
+        c = rid and run_best(db, rid, "c.median_ms, c.vs_peer, c.roofline, c.family")
         rows.append((shape, dtype, c, inrun_peers(db, rid) if rid else {}, docs.get((shape, dtype)), wall))
     cols = ["stage0", "decomposed_padded", "baddbmm_padded", "triton_ikbo"]
     print("| shape | dtype | kevo ms (run / verify) | family | " + " | ".join(f"{c} ms" for c in cols) +

@@ -58,7 +58,7 @@ while read -r shape dtype; do
     python3 - "$DB" "$OUT/exh_$i.db" "$shape" "$dtype" "$i" <<'PY' | tee -a "$OUT/exhaustive.txt"
 import sqlite3, sys
 sys.path.insert(0, "bench")
-from shapes import canon
+from shapes import canon, run_best
 want = canon(sys.argv[3])
 def best(path):
     db = sqlite3.connect(path)
@@ -66,7 +66,7 @@ def best(path):
             if r[2] == sys.argv[4] and all(canon(r[1]).get(k) == v for k, v in want.items())]
     rid = runs[-1][0]
     n = db.execute("select count(*) from candidates where run_id = ? and status = 'ok'", (rid,)).fetchone()[0]
-    ms = db.execute("select min(median_ms) from candidates where run_id = ? and status = 'ok'", (rid,)).fetchone()[0]
+    ms = run_best(db, rid, "c.median_ms")[0]
     return ms, n
 d, nd = best(sys.argv[1])
 e, ne = best(sys.argv[2])
