@@ -68,16 +68,23 @@ typedef struct trace {
 
 static trace tr, tr2; /* large: static */
 
-static void search_init(kevo_search *s, kevo_space **spaces, int n, const char *policy, uint64_t seed)
+/* A search over spaces[0..n) at shape `sh` and `dtype` under `policy`. */
+static void search_init_at(kevo_search *s, kevo_space **spaces, int n, const kevo_syms *sh, kevo_dtype dtype,
+                           const char *policy, uint64_t seed)
 {
     kevo_err err;
     kevo_err_clear(&err);
     const kevo_policy *p = kevo_policy_find(policy);
     assert_non_null(p);
-    kevo_status st = kevo_search_init(s, spaces, n, &shape, &lim, KEVO_DTYPE_F16, p, seed, &err);
+    kevo_status st = kevo_search_init(s, spaces, n, sh, &lim, dtype, p, seed, &err);
     if (st)
         print_error("search init: %s\n", err.msg);
     assert_int_equal(st, KEVO_OK);
+}
+
+static void search_init(kevo_search *s, kevo_space **spaces, int n, const char *policy, uint64_t seed)
+{
+    search_init_at(s, spaces, n, &shape, KEVO_DTYPE_F16, policy, seed);
 }
 
 /* Run the policy until it stops or budget evaluations; returns evaluations.
@@ -525,7 +532,7 @@ static void ws_one_node(kevo_search *s, const char *shape, kevo_dtype dtype, con
     kevo_err err;
     kevo_err_clear(&err);
     assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(shape, &sh, &err), KEVO_OK);
-    assert_int_equal(kevo_search_init(s, spaces, 1, &sh, &lim, dtype, kevo_policy_find("greedy"), 1, &err), KEVO_OK);
+    search_init_at(s, spaces, 1, &sh, dtype, "greedy", 1);
     *p = (kevo_proposal){.family = 0, .parent = -1, .parent2 = -1};
     assert_true(tu_config_of(wsf, params, &p->cfg));
     snprintf(p->move, sizeof p->move, "seed");
