@@ -422,6 +422,34 @@ static void wk_phase(double *t, kevo_gpu_result *res, kevo_gpu_phase k)
     *t = now;
 }
 
+/* KEVO_WS_DUMP=DIR, a profiling aid: the workspace as the candidate's last
+ * run left it (the last timed repetition, or the last check when untimed),
+ * to DIR/ws_<candidate id>.bin, never over an existing file.  A template
+ * built to trace (lce_ws's LCE_WS_TRACE, docs/lce_ws.md v30) leaves its
+ * timestamps there; bench/ws_trace.py reads them. */
+static void wk_ws_dump(wk_ctx *w, const kevo_gpu_request *req)
+{
+    const char *dir = getenv("KEVO_WS_DUMP");
+    size_t n = (size_t)req->plan.workspace_bytes;
+    if (!dir || !*dir || n == 0 || n > w->io.ws_cap)
+        return;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/ws_%lld.bin", dir, (long long)req->candidate_id) >= (int)sizeof path)
+        return;
+    void *h = malloc(n);
+    if (!h)
+        return;
+    if (w->cu.cuMemcpyDtoHAsync(h, w->io.ws, n, w->stream) == CUDA_SUCCESS &&
+        w->cu.cuStreamSynchronize(w->stream) == CUDA_SUCCESS) {
+        FILE *f = fopen(path, "wbx");
+        if (!f || fwrite(h, 1, n, f) != n)
+            fprintf(stderr, "kevo: KEVO_WS_DUMP: cannot write %s\n", path);
+        if (f)
+            fclose(f);
+    }
+    free(h);
+}
+
 void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky)
 {
     double t = kv_now();
@@ -537,8 +565,10 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
             return;
         }
     }
-    if (!req->time)
+    if (!req->time) {
+        wk_ws_dump(w, req);
         return;
+    }
     /* timing inputs: the run's fixed seed, sorted map, for every candidate alike */
     r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     wk_phase(&t, res, KEVO_PHASE_FILL);
@@ -569,6 +599,7 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
         return;
     }
     res->reps = w->cfg.reps;
+    wk_ws_dump(w, req);
 }
 
 /* Time n loaded candidates interleaved on the timing inputs (the run's

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""tests/bench/test_ws_trace.py — bench/ws_trace.py reads a profiling build's
+stamps where lce_ws/work.cuh's ws_trace writes them (the workspace's last
+TRACE_BYTES, 256-byte aligned after the rest), skips CTAs past the grid, and
+sums a known timeline right: the user flag, the late waits, the time split.
+`tree` makes a tracing copy and never replaces a folder."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from ws_trace import RECS, WG_BYTES, parse, summary  # noqa: E402
+
+
+def blob_with(head, sms, cons, wgs):
+    """head bytes of other workspace, the slack, then the trace; wgs: {index: (first, [records])}"""
+    tb = sms * cons * WG_BYTES
+    size = head + 255 + tb
+    start = (head + 255) // 256 * 256
+    b = bytearray(b"\xff" * size)  # poison: CTAs past the grid
+    for k, (first, recs) in wgs.items():
+        base = start + k * WG_BYTES
+        struct.pack_into("<QQQ", b, base, len(recs), first, 7)
+        for j, (word, ts) in enumerate(recs, 1):
+            struct.pack_into("<8Q", b, base + j * 64, word, *ts, 0, 0)
+    return bytes(b)
+
+
+def word(item, user=0, part=-1, late=0):
+    return item | user << 32 | (part + 1) << 40 | late << 48
+
+
+def main():
+    us = 1000
+    T = 10**12  # the stamps' origin
+    # CTA 0, warp group 0: a user part (the last, storing at 9 us), then a
+    # candidate that waited 4 us for the flag; warp group 1: two candidates,
+    # the first late by 2 us.  CTA 1 is past the grid (poison).
+    wgs = {
+        0: (T, [(word(0, user=1, part=3), (T + 1 * us, T + 1 * us, T + 8 * us, T + 8 * us, T + 9 * us)),
+                (word(5, late=1), (T + 9 * us, T + 9 * us, T + 10 * us, T + 14 * us, T + 15 * us))]),
+        1: (T + 500, [(word(4, late=1), (T + 1 * us, T + 1 * us, T + 5 * us, T + 7 * us, T + 8 * us)),
+                      (word(6), (T + 8 * us, T + 8 * us, T + 12 * us, T + 12 * us, T + 13 * us))]),
+    }
+    for head in (0, 1000, 4096):
+        got = parse(blob_with(head, 2, 2, wgs), 2, 2)
+        assert got is not None and len(got) == 2, (head, got)
+        assert [w["cta"] for w in got] == [0, 0] and [w["c"] for w in got] == [0, 1]
+        s = summary(got)
+        assert (s["users"], s["cands"], s["late"]) == (1, 3, 2), s
+        assert abs(s["flag"] - 9.0) < 1e-9 and abs(s["span"] - 15.0) < 1e-9 and abs(s["first_done"] - 13.0) < 1e-9, s
+        assert s["before_flag"] == 2, s            # items 4 and 6 popped before 9 us
+        assert abs(s["wait_sum"] - 6.0) < 1e-9 and abs(s["wait_max"] - 4.0) < 1e-9, s
+        parts = s["parts"]
+        assert abs(parts["late"] - 6.0) < 1e-9 and abs(parts["main"] - (7 + 1 + 4 + 4)) < 1e-9, parts
+        assert abs(parts["queue"] - (1 + 0 + 0.5 + 0)) < 1e-9, parts
+        assert abs(sum(parts.values()) - (15 + 12.5)) < 1e-9, parts
+    assert parse(b"\0" * 100, 2, 2) is None  # too small to hold a trace
+
+    with tempfile.TemporaryDirectory() as d:
+        dst = os.path.join(d, "t")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "tree", ROOT, dst],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "#define LCE_WS_TRACE 1" in open(os.path.join(dst, "templates", "lce_ws", "config.cuh")).read()
+        ws = json.load(open(os.path.join(dst, "templates", "lce_ws.json")))["workspace"]
+        assert ws.endswith(f"+ 255 + num_sms * CONSUMERS * {WG_BYTES}"), ws
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "tree", ROOT, dst],
+                           capture_output=True, text=True)
+        assert r.returncode != 0 and "exists" in r.stderr, r
+    assert RECS * 64 == WG_BYTES
+    print("test_ws_trace: ok")
+
+
+if __name__ == "__main__":
+    main()
