@@ -62,26 +62,23 @@ for shape in "$@"; do
   grep -E "^best|beats|no kernel|stop" "$LOG" | tail -2
   python3 - "$db" "$shape" "$rc" >>"$TABLE" <<'PY'
 import json, sqlite3, sys
+sys.path.insert(0, "bench")
+from shapes import run_best  # the run's settled winner, as every bench script reports it
 try:
     db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-    run = db.execute("select id, best_id from runs order by id desc limit 1").fetchone()
+    run = db.execute("select id from runs order by id desc limit 1").fetchone()
     if run:
         peer = lambda names: db.execute("select min(median_ms) from run_peers where run_id = ? and shape_idx = 0 and "
                                         f"device = 0 and status = 'ok' and peer in ({names})", (run[0],)).fetchone()[0]
-        run = (run[0], peer("'stage0'"), peer("'decomposed', 'beta1'"), run[1])
+        run = (run[0], peer("'stage0'"), peer("'decomposed', 'beta1'"))
 except sqlite3.Error:
     run = None
 if not run:
     print(f"| {sys.argv[2]} | no run (tune rc={sys.argv[3]}) | | | | | | |")
     sys.exit()
-rid, base, peer, best_id = run
+rid, base, peer = run
 ok = "run_id=? and family='lce_ws' and status='ok' and median_ms is not null"
-best = None
-if best_id:
-    best = db.execute(f"select params, median_ms from candidates where id=? and {ok}", (best_id, rid)).fetchone()
-if not best:
-    best = db.execute(f"select params, median_ms from candidates where {ok} order by median_ms limit 1",
-                      (rid,)).fetchone()
+best = run_best(db, rid, "c.params, c.median_ms")
 if not best:
     print(f"| {sys.argv[2]} | nothing verified | | | | | | |")
     sys.exit()
