@@ -2,7 +2,8 @@
 """bench/ws_trace.py — lce_ws's item timeline, from a profiling build's stamps.
 
   ws_trace.py tree SRC DST      DST: a copy of SRC's templates/, kernels/ and
-                                prompts/ whose lce_ws traces (LCE_WS_TRACE=1,
+                                prompts/ whose lce_ws traces (lce_ws/trace.cuh
+                                included, its hooks in the consumer loop,
                                 TRACE_BYTES more workspace)
   ws_trace.py read DB DIR [N]   the timeline of each DIR/ws_<id>.bin that
                                 `KEVO_WS_DUMP=DIR kevo tune ...` with that tree
@@ -24,18 +25,53 @@ RECS = 64                      # TRACE_RECS (lce_ws/work.cuh)
 WG_BYTES = RECS * 8 * 8        # one consumer warp group's records
 
 
+# Where the stamps go in lce_ws.cu's consumer loop: (anchor, replacement,
+# times); a tree whose template moved on fails here, and test_ws_trace runs
+# `tree` on this repository's templates.
+HOOKS = [
+    ("int held = -1;", "int held = -1;\n    WS_TRACE_BEGIN();", 1),
+    ("const ws_entry e = queue_pop(sm.ctl, i);\n        __syncwarp();",
+     "const ws_entry e = queue_pop(sm.ctl, i);\n        WS_TRACE(0);\n        __syncwarp();", 1),
+    ("consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);",
+     "consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);\n        WS_TRACE(1);", 1),
+    ("consumer_compute(sm, it, e.p0, i, w, f.acc);", "consumer_compute(sm, it, e.p0, i, w, f.acc);\n        WS_TRACE_MAIN();", 1),
+    ("consumer_late_user<PHASE>(a, g, it, w, tile, rank, f, held);\n#endif",
+     "consumer_late_user<PHASE>(a, g, it, w, tile, rank, f, held);\n#endif\n        WS_TRACE(3);", 1),
+    ("continue;", "{ WS_TRACE_DONE(); continue; }", 3),
+    ("consumer_finish(a, sm, it, w, tile, f, boxes);", "consumer_finish(a, sm, it, w, tile, f, boxes);\n        WS_TRACE_DONE();", 1),
+]
+
+
+def hook_consumer(text):
+    """lce_ws.cu with the stamps' hooks in its consumer function (lce_ws/trace.cuh defines them)."""
+    head = "__device__ __forceinline__ void consumer(const kevo_lce_args"
+    i = text.find(head)
+    j = text.find("\n}\n", i)
+    if i < 0 or j < 0:
+        sys.exit("ws_trace.py: lce_ws.cu has no consumer function to hook")
+    body = text[i:j]
+    for anchor, repl, times in HOOKS:
+        if body.count(anchor) != times:
+            sys.exit(f"ws_trace.py: lce_ws.cu's consumer has {body.count(anchor)} of {anchor!r}, not {times}")
+        body = body.replace(anchor, repl)
+    return text[:i] + body + text[j:]
+
+
 def make_tree(src, dst):
     if os.path.exists(dst):
         sys.exit(f"ws_trace.py: {dst} exists (an output never replaces a folder)")
     for d in ("templates", "kernels", "prompts"):
         shutil.copytree(os.path.join(src, d), os.path.join(dst, d))
-    cfg = os.path.join(dst, "templates", "lce_ws", "config.cuh")
-    text = open(cfg).read()
-    if "#define LCE_WS_TRACE 0" not in text:
-        sys.exit(f"ws_trace.py: {cfg} has no LCE_WS_TRACE switch")
-    open(cfg, "w").write(text.replace("#define LCE_WS_TRACE 0", "#define LCE_WS_TRACE 1", 1))
-    spath = os.path.join(dst, "templates", "lce_ws.json")
+    tdir = os.path.join(dst, "templates")
+    if not os.path.exists(os.path.join(tdir, "lce_ws", "trace.cuh")):
+        sys.exit(f"ws_trace.py: {src} has no templates/lce_ws/trace.cuh")
+    cu = os.path.join(tdir, "lce_ws.cu")
+    text = hook_consumer(open(cu).read())
+    open(cu, "w").write(text)
+    spath = os.path.join(tdir, "lce_ws.json")
     space = json.load(open(spath))
+    inc = space["include"]
+    inc.insert(inc.index("lce_ws/work.cuh") + 1, "lce_ws/trace.cuh")  # the stamps and the hooks' definitions
     space["workspace"] = f"({space['workspace']}) + 255 + num_sms * CONSUMERS * {WG_BYTES}"
     json.dump(space, open(spath, "w"), indent=1)
     print(f"{dst}: lce_ws traces ({WG_BYTES} workspace bytes per consumer warp group)")

@@ -425,8 +425,9 @@ static void wk_phase(double *t, kevo_gpu_result *res, kevo_gpu_phase k)
 /* KEVO_WS_DUMP=DIR, a profiling aid: the workspace as the candidate's last
  * run left it (the last timed repetition, or the last check when untimed),
  * to DIR/ws_<candidate id>.bin, never over an existing file.  A template
- * built to trace (lce_ws's LCE_WS_TRACE, docs/lce_ws.md v30) leaves its
- * timestamps there; bench/ws_trace.py reads them. */
+ * tree built to trace (bench/ws_trace.py tree: lce_ws/trace.cuh,
+ * docs/lce_ws.md v30) leaves its timestamps there; bench/ws_trace.py reads
+ * them. */
 static void wk_ws_dump(wk_ctx *w, const kevo_gpu_request *req)
 {
     const char *dir = getenv("KEVO_WS_DUMP");

@@ -840,33 +840,6 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
     }
 }
 
-#if LCE_WS_TRACE
-// LCE_WS_TRACE=1: thread 0 of a consumer warp group stamps its items
-// (ws_trace's records; %globaltimer, ns).
-__device__ __forceinline__ unsigned long long trace_now()
-{
-    return cuda::ptx::get_sreg_globaltimer();
-}
-__device__ __forceinline__ void trace_item(unsigned long long *trc, int &n, int item, const ws_item &it, bool late,
-                                           const unsigned long long (&t)[4], const ws_cons &w)
-{
-    if (w.tid != 0 || n + 1 >= TRACE_RECS)
-        return;
-    unsigned long long *r = trc + (size_t)(++n) * 8;
-    r[0] = (unsigned)item | (unsigned long long)it.user << 32 | (unsigned long long)(it.part + 1) << 40 |
-           (unsigned long long)late << 48;
-    for (int k = 0; k < 4; ++k)
-        r[1 + k] = t[k];
-    r[5] = trace_now();
-    trc[0] = (unsigned)n;
-}
-#define WS_TRACE(k) (tt[k] = trace_now())
-#define WS_TRACE_DONE() trace_item(trc, ntr, e.item, it, late, tt, w)
-#else
-#define WS_TRACE(k) ((void)0)
-#define WS_TRACE_DONE() ((void)0)
-#endif
-
 // Consumer warp groups: for each item of their queue entries (ping-pong:
 // alternate entries), start the accumulators, run the main loop, then
 // stash a user tile's result, or (a split part that arrived last, or a
@@ -887,18 +860,8 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
 #endif
     int boxes = 0;              // staged boxes so far
     int held = -1;               // URES=1: whose user_res f.pre holds (consumer_start)
-#if LCE_WS_TRACE
-    unsigned long long *trc = ws_trace(a, g, w.c), tt[4];
-    int ntr = 0;
-    if (w.tid == 0) {
-        trc[0] = 0;
-        trc[1] = trace_now();
-        trc[2] = cuda::ptx::get_sreg_smid();
-    }
-#endif
     for (int i = PINGPONG ? w.c : 0;; i += PINGPONG ? 2 : 1) {
         const ws_entry e = queue_pop(sm.ctl, i);
-        WS_TRACE(0);
         __syncwarp();
         if (w.lane == 0)
             queue_done(sm.ctl, i);
@@ -908,39 +871,25 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
         const ws_tile tile = ws_tile_of(a, it, w);
         if constexpr (!UFOLD) // UFOLD=1: each tile's first wgmma overwrites the accumulators
             consumer_start<PHASE>(a, g, it, w, tile, rank, f, held);
-        WS_TRACE(1);
         consumer_compute(sm, it, e.p0, i, w, f.acc);
-        WS_TRACE(2);
-#if LCE_WS_TRACE && URES
-        const bool late = held == HELD_LATE; // consumer_late_user waits for the user tile
-#elif LCE_WS_TRACE
-        const bool late = false;
-#endif
 #if URES
         consumer_late_user<PHASE>(a, g, it, w, tile, rank, f, held);
 #endif
-        WS_TRACE(3);
         if (it.user) {
 #if USPLIT > 1
-            if (!consumer_split<UNB, true>(a, g, it, w, tile, rank, f)) {
-                WS_TRACE_DONE();
+            if (!consumer_split<UNB, true>(a, g, it, w, tile, rank, f))
                 continue; // not the last part: the last one stores the tile
-            }
 #endif
             if (!CLB || ws_live(a, it))
                 consumer_stash_user<PHASE>(a, g, it, w, rank, f);
-            WS_TRACE_DONE();
             continue;
         }
 
 #if SPLITK > 1
-        if (it.part >= 0 && !consumer_split<SB, false>(a, g, it, w, tile, rank, f)) {
-            WS_TRACE_DONE();
+        if (it.part >= 0 && !consumer_split<SB, false>(a, g, it, w, tile, rank, f))
             continue;
-        }
 #endif
         consumer_finish(a, sm, it, w, tile, f, boxes);
-        WS_TRACE_DONE();
     }
     if constexpr (EPI == 1) {
         if (w.tid == 0)

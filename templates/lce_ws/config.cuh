@@ -58,9 +58,6 @@
 #ifndef UFOLD
 #define UFOLD 0 // 1: candidate tiles run their user's k-tiles first (no user tiles)
 #endif
-#ifndef LCE_WS_TRACE
-#define LCE_WS_TRACE 0 // 1: a profiling build; consumers stamp their items into the workspace (bench/ws_trace.py)
-#endif
 
 // The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
 // WGMMA's M side) by BW columns (its N).  Rows are M and columns N, or with

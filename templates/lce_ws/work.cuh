@@ -216,26 +216,6 @@ __device__ __forceinline__ float4 *ws_part(const kevo_lce_args &a, const ws_geom
     return base + ((((size_t)sidx * NPARTS + part) * CLUSTER + rank) * (TILE_R / 64) + slice) * PBLOCK + tid;
 }
 
-#if LCE_WS_TRACE
-// LCE_WS_TRACE=1 (a profiling build, whose space file asks TRACE_BYTES more
-// workspace): after everything above (256-byte aligned), [gridDim.x]
-// [CONSUMERS] blocks of TRACE_RECS records of 8 u64, consumer warp group c's
-// block here.  Record 0: items recorded, the warp group's first stamp, its
-// SM; then one per item: item | user << 32 | (part + 1) << 40 | late << 48,
-// then %globaltimer (ns) at its pop from the queue, after its start, after
-// its main loop, once its user tile was ready, at its end.
-constexpr int TRACE_RECS = 64;
-__device__ __forceinline__ unsigned long long *ws_trace(const kevo_lce_args &a, const ws_geom &g, int c)
-{
-    const size_t end = SPLITK > 1 || USPLIT > 1 ? (size_t)(reinterpret_cast<char *>(ws_part(a, g, g.splits, 0, 0, 0, 0)) -
-                                                             static_cast<char *>(a.workspace))
-                                                : ws_split_offset(a, g);
-    unsigned long long *base =
-        reinterpret_cast<unsigned long long *>(static_cast<char *>(a.workspace) + ((end + 255) & ~(size_t)255));
-    return base + ((size_t)blockIdx.x * CONSUMERS + c) * TRACE_RECS * 8;
-}
-#endif
-
 // This thread's vectors of the user_res block of the 64-row slice `slice`.
 __device__ __forceinline__ uint4 *ws_ures(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
                                           unsigned rank, int slice, int tid)

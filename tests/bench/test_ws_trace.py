@@ -3,7 +3,8 @@
 stamps where lce_ws/work.cuh's ws_trace writes them (the workspace's last
 TRACE_BYTES, 256-byte aligned after the rest), skips CTAs past the grid, and
 sums a known timeline right: the user flag, the late waits, the time split.
-`tree` makes a tracing copy and never replaces a folder."""
+`tree` makes a tracing copy (its hooks where lce_ws.cu's consumer loop
+still has their anchors) and never replaces a folder."""
 import json
 import os
 import struct
@@ -67,8 +68,13 @@ def main():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "tree", ROOT, dst],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert "#define LCE_WS_TRACE 1" in open(os.path.join(dst, "templates", "lce_ws", "config.cuh")).read()
-        ws = json.load(open(os.path.join(dst, "templates", "lce_ws.json")))["workspace"]
+        cu = open(os.path.join(dst, "templates", "lce_ws.cu")).read()
+        assert cu.count("WS_TRACE_DONE()") == 4 and cu.count("WS_TRACE(") == 3 and "WS_TRACE_BEGIN();" in cu, cu
+        assert "WS_TRACE" not in open(os.path.join(ROOT, "templates", "lce_ws.cu")).read()  # the family's own: no stamps
+        space = json.load(open(os.path.join(dst, "templates", "lce_ws.json")))
+        inc = space["include"]
+        assert inc.index("lce_ws/trace.cuh") == inc.index("lce_ws/work.cuh") + 1, inc
+        ws = space["workspace"]
         assert ws.endswith(f"+ 255 + num_sms * CONSUMERS * {WG_BYTES}"), ws
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "tree", ROOT, dst],
                            capture_output=True, text=True)
