@@ -21,7 +21,7 @@ perturb the kernel (a few instructions per item); compare traced builds
 with each other, and time untraced ones."""
 import json, os, re, shutil, sqlite3, struct, sys
 
-RECS = 64                      # TRACE_RECS (lce_ws/work.cuh)
+RECS = 64                      # TRACE_RECS (templates/lce_ws/trace.cuh)
 WG_BYTES = RECS * 8 * 8        # one consumer warp group's records
 
 
