@@ -4,7 +4,7 @@
   ws_trace.py tree SRC DST      DST: a copy of SRC's templates/, kernels/ and
                                 prompts/ whose lce_ws traces (lce_ws/trace.cuh
                                 included, its hooks in the consumer loop,
-                                TRACE_BYTES more workspace)
+                                num_sms x CONSUMERS x 4 KiB more workspace)
   ws_trace.py read DB DIR [N]   the timeline of each DIR/ws_<id>.bin that
                                 `KEVO_WS_DUMP=DIR kevo tune ...` with that tree
                                 wrote (candidate <id> of DB); N: the device's
@@ -84,7 +84,7 @@ def pct(xs, q):
 
 def parse(blob, sms, cons):
     """The warp groups' records in a dumped workspace of len(blob) bytes whose
-    last TRACE_BYTES (after 255 of alignment slack) are the trace: a list of
+    last sms x cons x WG_BYTES (after 255 of alignment slack) are the trace: a list of
     {cta, c, sm, first, items: [{item, user, part, late, t: 5 stamps}]}."""
     tbytes = sms * cons * WG_BYTES
     start = (len(blob) - 255 - tbytes + 255) // 256 * 256

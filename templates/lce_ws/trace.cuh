@@ -3,8 +3,9 @@
 // where the evaluator's KEVO_WS_DUMP finds them and bench/ws_trace.py reads
 // them (docs/lce_ws.md v30).  Not part of the lce_ws family: `bench/ws_trace.py
 // tree` makes a copy of a template tree whose lce_ws.json includes it after
-// lce_ws/work.cuh and asks TRACE_BYTES more workspace, and whose lce_ws.cu
-// calls the hooks at the end of this file in its consumer loop.  (The
+// lce_ws/work.cuh and asks num_sms x CONSUMERS x 4 KiB more workspace, and
+// whose lce_ws.cu calls the hooks at the end of this file in its consumer
+// loop.  (The
 // family's own sources stay as they are: the admission checks reject timer
 // reads in a kernel the search builds, and the LLM's prompt shows them.)
 #ifndef KEVO_LCE_WS_TRACE_CUH

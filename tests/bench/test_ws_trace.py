@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/bench/test_ws_trace.py — bench/ws_trace.py reads a profiling build's
-stamps where lce_ws/work.cuh's ws_trace writes them (the workspace's last
-TRACE_BYTES, 256-byte aligned after the rest), skips CTAs past the grid, and
+stamps where lce_ws/trace.cuh's ws_trace writes them (the workspace's last
+sms x consumers x WG_BYTES, 256-byte aligned after the rest), skips CTAs past the grid, and
 sums a known timeline right: the user flag, the late waits, the time split.
 `tree` makes a tracing copy (its hooks where lce_ws.cu's consumer loop
 still has their anchors) and never replaces a folder."""
