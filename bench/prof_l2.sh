@@ -5,7 +5,7 @@
 # Nsight Compute on its candidate kernel and on cuBLAS's kernel for the same
 # candidate GEMM alone (bench/prof_cand_gemm.py): time, tensor pipe, L2
 # sectors read/written and from the SMs' texture path (TMA), L2 hit rate,
-# DRAM bytes, instructions.  ncu never changes the clocks (--clock-control
+# DRAM bytes, instructions, the SM clock the kernel ran at.  ncu never changes the clocks (--clock-control
 # none).  CSVs and a table under $OUT.  Example (docs/lce_ws.md, v13 profile):
 #   bench/prof_l2.sh B=1024,M=433,N=200,Ku=512,Kc=3500,U=1 "BN == 256 && CONSUMERS == 2 && PINGPONG == 0 &&
 #     STAGES == 3 && BK == 64 && CLUSTER == 1 && FUSE == 0 && EPI == 1 && RASTER == 1 && URES == 0 &&
@@ -19,7 +19,7 @@ set -u
 prof_setup prof_l2.sh "${1:-}" "${2:-}" prof.db
 M=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sectors.sum
 M=$M,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sector_hit_rate.pct
-M=$M,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum
+M=$M,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second
 timeout 200 ncu --csv --clock-control none --metrics "$M" --kernel-name regex:"${PROF_KERNEL:-lce_ws_cand}" --launch-count 1 \
   --target-processes all "$kevo" verify --db "$OUT/prof.db" --candidate 1 --maps sorted >"$OUT/kevo.csv" 2>"$OUT/kevo.err"
 echo "ncu kevo rc=$?"

@@ -9,6 +9,10 @@
                                 `KEVO_WS_DUMP=DIR kevo tune ...` with that tree
                                 wrote (candidate <id> of DB); N: the device's
                                 SMs (132)
+  ws_trace.py ktree SRC DST     the same, with the ring's k-tile stamps instead
+                                (producer and consumer, per ring position;
+                                num_sms x KT_BYTES more workspace)
+  ws_trace.py kread DB DIR [N]  the ring's figures from a ktree build's dumps
 
 A consumer warp group's thread 0 stamps each item (%globaltimer, ns): popped
 from the queue, started (consumer_start: URES=0 waits there for the user
@@ -18,11 +22,20 @@ stored (the flag), how long candidate items waited for it and how many,
 where the warp groups' time went (queue, start, main loop, late wait,
 epilogue), and when the first and last warp groups finished.  The stamps
 perturb the kernel (a few instructions per item); compare traced builds
-with each other, and time untraced ones."""
+with each other, and time untraced ones.
+
+The k-tile trace (`ktree`, lce_ws/trace.cuh's kt_*) stamps SM cycles at each
+ring position: the producer began to wait for the slot, had it free, the
+consumer began to wait for the bytes, saw them.  `kread` prints where the
+consumer's time goes: waiting for bytes whose loads were issued (a load's
+flight outlasts the ring) or not yet issued (the producer is behind: it
+waited for a free slot, or for the queue), and the k-tile period."""
 import json, os, re, shutil, sqlite3, struct, sys
 
 RECS = 64                      # TRACE_RECS (templates/lce_ws/trace.cuh)
 WG_BYTES = RECS * 8 * 8        # one consumer warp group's records
+KT_RECS = 2048                 # KT_RECS: ring positions stamped per CTA
+KT_BYTES = 64 + KT_RECS * 16   # one CTA's k-tile header and records
 
 
 # Where the stamps go in lce_ws.cu's consumer loop: (anchor, replacement,
@@ -42,6 +55,35 @@ HOOKS = [
 ]
 
 
+# The k-tile stamps (ktree): anchors anywhere in lce_ws.cu.
+KHOOKS = [
+    ("    if (threadIdx.x % 128 != 0)\n        return;\n",
+     "    if (threadIdx.x % 128 != 0)\n        return;\n    KT_TRACE_PRODUCER();\n", 1),
+    ("            producer_claim(q);\n    }\n}\n", "            producer_claim(q);\n    }\n    KT_TRACE_END();\n}\n", 1),
+    ("producer_load(a, sm, ws_decode(a, g, e.item, rank), e.p0, rank);",
+     "producer_load(a, sm, ws_decode(a, g, e.item, rank), e.p0, rank, ktr);", 1),
+    ("const ws_item &it, int p0,\n                                              unsigned rank)",
+     "const ws_item &it, int p0,\n                                              unsigned rank, unsigned *ktr)", 1),
+    ("        const int s = ring_acquire(sm.ctl->ring, p0 + k);\n",
+     "        KT_PRODUCER(p0 + k, 0);\n        const int s = ring_acquire(sm.ctl->ring, p0 + k);\n"
+     "        KT_PRODUCER(p0 + k, 1);\n", 1),
+    ("    int held = -1;", "    unsigned *ktr = kt_trace(a, g);\n    int held = -1;", 1),
+    ("consumer_compute(sm, it, e.p0, i, w, f.acc);", "consumer_compute(sm, it, e.p0, i, w, f.acc, ktr);", 1),
+    ("const ws_cons &w, float (&acc)[NACC])\n{", "const ws_cons &w, float (&acc)[NACC], unsigned *ktr)\n{", 1),
+    ("        const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);\n",
+     "        KT_CONSUMER(p0 + k, 2);\n        const int p = p0 + k, s = ring_wait(sm.ctl->ring, p);\n"
+     "        KT_CONSUMER(p, 3);\n", 1),
+]
+
+
+def apply_hooks(body, hooks):
+    for anchor, repl, times in hooks:
+        if body.count(anchor) != times:
+            sys.exit(f"ws_trace.py: lce_ws.cu has {body.count(anchor)} of {anchor!r} where the hooks go, not {times}")
+        body = body.replace(anchor, repl)
+    return body
+
+
 def hook_consumer(text):
     """lce_ws.cu with the stamps' hooks in its consumer function (lce_ws/trace.cuh defines them)."""
     head = "__device__ __forceinline__ void consumer(const kevo_lce_args"
@@ -49,15 +91,10 @@ def hook_consumer(text):
     j = text.find("\n}\n", i)
     if i < 0 or j < 0:
         sys.exit("ws_trace.py: lce_ws.cu has no consumer function to hook")
-    body = text[i:j]
-    for anchor, repl, times in HOOKS:
-        if body.count(anchor) != times:
-            sys.exit(f"ws_trace.py: lce_ws.cu's consumer has {body.count(anchor)} of {anchor!r}, not {times}")
-        body = body.replace(anchor, repl)
-    return text[:i] + body + text[j:]
+    return text[:i] + apply_hooks(text[i:j], HOOKS) + text[j:]
 
 
-def make_tree(src, dst):
+def make_tree(src, dst, ktiles=False):
     if os.path.exists(dst):
         sys.exit(f"ws_trace.py: {dst} exists (an output never replaces a folder)")
     for d in ("templates", "kernels", "prompts"):
@@ -66,15 +103,17 @@ def make_tree(src, dst):
     if not os.path.exists(os.path.join(tdir, "lce_ws", "trace.cuh")):
         sys.exit(f"ws_trace.py: {src} has no templates/lce_ws/trace.cuh")
     cu = os.path.join(tdir, "lce_ws.cu")
-    text = hook_consumer(open(cu).read())
+    text = open(cu).read()
+    text = apply_hooks(text, KHOOKS) if ktiles else hook_consumer(text)
     open(cu, "w").write(text)
     spath = os.path.join(tdir, "lce_ws.json")
     space = json.load(open(spath))
     inc = space["include"]
     inc.insert(inc.index("lce_ws/work.cuh") + 1, "lce_ws/trace.cuh")  # the stamps and the hooks' definitions
-    space["workspace"] = f"({space['workspace']}) + 255 + num_sms * CONSUMERS * {WG_BYTES}"
+    share = f"num_sms * {KT_BYTES}" if ktiles else f"num_sms * CONSUMERS * {WG_BYTES}"
+    space["workspace"] = f"({space['workspace']}) + 255 + {share}"
     json.dump(space, open(spath, "w"), indent=1)
-    print(f"{dst}: lce_ws traces ({WG_BYTES} workspace bytes per consumer warp group)")
+    print(f"{dst}: lce_ws traces its " + ("ring's k-tiles" if ktiles else "items") + f" (workspace + 255 + {share})")
 
 
 def pct(xs, q):
@@ -86,9 +125,8 @@ def parse(blob, sms, cons):
     """The warp groups' records in a dumped workspace of len(blob) bytes whose
     last sms x cons x WG_BYTES (after 255 of alignment slack) are the trace: a list of
     {cta, c, sm, first, items: [{item, user, part, late, t: 5 stamps}]}."""
-    tbytes = sms * cons * WG_BYTES
-    start = (len(blob) - 255 - tbytes + 255) // 256 * 256
-    if start < 0 or start + tbytes > len(blob):
+    start = trace_start(len(blob), sms * cons * WG_BYTES)
+    if start is None:
         return None
     wgs = []
     for k in range(sms * cons):
@@ -135,20 +173,115 @@ def summary(wgs):
             "item_p50": pct([(it["t"][4] - it["t"][0]) / 1000.0 for it in cands], 0.5)}
 
 
-def read_one(db, path, sms):
+def trace_start(size, tbytes):
+    """Where a trace of tbytes starts in a dumped workspace of size bytes (256-byte aligned after the rest)."""
+    start = (size - 255 - tbytes + 255) // 256 * 256
+    return start if start >= 0 and start + tbytes <= size else None
+
+
+def parse_kt(blob, sms):
+    """The CTAs' k-tile records (ktree) in a dumped workspace: a list of
+    {cta, sm, ghz, recs: [(acquire, acquired, wait, seen)]}, each stamp in ns
+    from the CTA's producer start (SM cycles over the CTA's clock rate)."""
+    start = trace_start(len(blob), sms * KT_BYTES)
+    if start is None:
+        return None
+    ctas = []
+    for k in range(sms):
+        base = start + k * KT_BYTES
+        n, gt0, clk0, smid, gt1, clk1 = struct.unpack_from("<6Q", blob, base)
+        if not 1 <= n <= KT_RECS or gt1 <= gt0 or clk1 <= clk0:
+            continue  # a CTA past the grid (poison) or none stamped
+        ghz = (clk1 - clk0) / (gt1 - gt0)
+        lo = clk0 & 0xFFFFFFFF
+
+        def ns(x):
+            d = (x - lo) & 0xFFFFFFFF
+            return (d - (1 << 32) if d >= 1 << 31 else d) / ghz
+
+        recs = [tuple(ns(x) for x in struct.unpack_from("<4I", blob, base + 64 + 16 * p)) for p in range(n)]
+        ctas.append({"cta": k, "sm": smid, "ghz": ghz, "recs": recs})
+    return ctas
+
+
+def summary_kt(ctas, waited_ns=100.0):
+    """The ring's figures over every CTA (ns): how the consumer's waits for
+    bytes split into loads in flight and loads not issued yet, the
+    producer's waits for a free slot, the load's flight, the k-tile period."""
+    cw, pw, flight, period, work = [], [], [], [], []
+    late_issue = in_flight = 0
+    span = 0.0
+    for c in ctas:
+        r = c["recs"]
+        span += r[-1][3] - r[0][2]
+        for p, (acq, got, ask, seen) in enumerate(r):
+            cw.append(seen - ask)
+            pw.append(got - acq)
+            if seen - ask > waited_ns:
+                if got > ask:
+                    late_issue += 1
+                else:
+                    in_flight += 1
+                    flight.append(seen - got)
+            if p + 1 < len(r):
+                period.append(r[p + 1][3] - seen)
+                work.append(r[p + 1][2] - seen)
+    n = len(cw)
+    return {"ctas": len(ctas), "ktiles": n, "ghz": sum(c["ghz"] for c in ctas) / max(1, len(ctas)),
+            "wait_share": sum(cw) / span if span > 0 else 0.0, "waited": (late_issue + in_flight) / max(1, n),
+            "late_issue": late_issue / max(1, n), "in_flight": in_flight / max(1, n),
+            "flight_p50": pct(flight, 0.5), "flight_p90": pct(flight, 0.9),
+            "wait_p50": pct(cw, 0.5), "wait_p90": pct(cw, 0.9),
+            "prod_waited": sum(1 for x in pw if x > waited_ns) / max(1, n), "prod_wait_p90": pct(pw, 0.9),
+            "period_p50": pct(period, 0.5), "period_p90": pct(period, 0.9), "work_p50": pct(work, 0.5)}
+
+
+def candidate(db, path):
+    """(id, params, shape) of the candidate a dump ws_<id>.bin belongs to, or None."""
     cid = int(re.search(r"ws_(\d+)\.bin$", path).group(1))
     row = db.execute("select c.params, r.shape from candidates c join runs r on r.id = c.run_id where c.id = ?",
                      (cid,)).fetchone()
     if not row:
         print(f"{path}: candidate {cid} not in the DB")
+        return None
+    return cid, json.loads(row[0]), row[1]
+
+
+def open_dump(db, path, parse_blob, what):
+    """A dump's trace, parse_blob(bytes, params) of it, with its candidate's
+    line printed; None (and why, printed) when it has none."""
+    got = candidate(db, path)
+    if not got:
+        return None
+    cid, params, shape = got
+    trace = parse_blob(open(path, "rb").read(), params)
+    if not trace:
+        print(f"{path}: no {what} in it")
+        return None
+    print(f"candidate {cid} {shape} " + " ".join(f"{k}={v}" for k, v in params.items()))
+    return trace
+
+
+def read_kt(db, path, sms):
+    ctas = open_dump(db, path, lambda blob, params: parse_kt(blob, sms), f"k-tile trace of {sms} SMs")
+    if not ctas:
         return
-    params = json.loads(row[0])
-    wgs = parse(open(path, "rb").read(), sms, params.get("CONSUMERS", 2))
+    s = summary_kt(ctas)
+    print(f"  {s['ctas']} CTAs, {s['ktiles']} k-tiles stamped, SM clock {s['ghz']:.2f} GHz; k-tile period p50 "
+          f"{s['period_p50']:.0f} ns p90 {s['period_p90']:.0f}, the consumer's own work p50 {s['work_p50']:.0f} ns")
+    print(f"  consumer waits for bytes: {s['wait_share']:.0%} of its time; {s['waited']:.0%} of k-tiles waited "
+          f"(p50 {s['wait_p50']:.0f} ns, p90 {s['wait_p90']:.0f}): {s['in_flight']:.0%} with the load in flight "
+          f"(flight from the slot's release p50 {s['flight_p50']:.0f} ns, p90 {s['flight_p90']:.0f}), "
+          f"{s['late_issue']:.0%} not issued yet")
+    print(f"  producer waited for a free slot at {s['prod_waited']:.0%} of k-tiles (p90 {s['prod_wait_p90']:.0f} ns)")
+
+
+def read_one(db, path, sms):
+    wgs = open_dump(db, path, lambda blob, params: parse(blob, sms, params.get("CONSUMERS", 2)),
+                    f"trace of {sms} SMs")
     if not wgs:
-        print(f"{path}: no trace of {sms} SMs in it")
         return
     s = summary(wgs)
-    print(f"candidate {cid} {row[1]} " + " ".join(f"{k}={v}" for k, v in params.items()))
     print(f"  {s['wgs']} warp groups, {s['users']} user items, {s['cands']} candidate items; span {s['span']:.1f} us, "
           f"warp groups done {s['first_done']:.1f}..{s['span']:.1f} us")
     if s["user_popped"]:
@@ -165,14 +298,14 @@ def read_one(db, path, sms):
 
 
 def main():
-    if len(sys.argv) >= 4 and sys.argv[1] == "tree":
-        make_tree(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) >= 4 and sys.argv[1] == "read":
+    if len(sys.argv) >= 4 and sys.argv[1] in ("tree", "ktree"):
+        make_tree(sys.argv[2], sys.argv[3], ktiles=sys.argv[1] == "ktree")
+    elif len(sys.argv) >= 4 and sys.argv[1] in ("read", "kread"):
         db = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
         sms = int(sys.argv[4]) if len(sys.argv) > 4 else 132
         files = sorted(f for f in os.listdir(sys.argv[3]) if re.fullmatch(r"ws_\d+\.bin", f))
         for f in files:
-            read_one(db, os.path.join(sys.argv[3], f), sms)
+            (read_kt if sys.argv[1] == "kread" else read_one)(db, os.path.join(sys.argv[3], f), sms)
     else:
         sys.exit(__doc__)
 

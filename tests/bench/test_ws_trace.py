@@ -4,7 +4,11 @@ stamps where lce_ws/trace.cuh's ws_trace writes them (the workspace's last
 sms x consumers x WG_BYTES, 256-byte aligned after the rest), skips CTAs past the grid, and
 sums a known timeline right: the user flag, the late waits, the time split.
 `tree` makes a tracing copy (its hooks where lce_ws.cu's consumer loop
-still has their anchors) and never replaces a folder."""
+still has their anchors) and never replaces a folder.  The k-tile trace
+(`ktree`, `kread`): parse_kt finds each CTA's header and records, turns SM
+cycles into ns by the CTA's own clock rate across a 32-bit wrap, and
+summary_kt splits the consumer's waits into loads in flight and loads not
+yet issued."""
 import json
 import os
 import struct
@@ -15,7 +19,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from ws_trace import RECS, WG_BYTES, parse, summary  # noqa: E402
+from ws_trace import KT_BYTES, KT_RECS, RECS, WG_BYTES, parse, parse_kt, summary, summary_kt  # noqa: E402
 
 
 def blob_with(head, sms, cons, wgs):
@@ -30,6 +34,41 @@ def blob_with(head, sms, cons, wgs):
         for j, (word, ts) in enumerate(recs, 1):
             struct.pack_into("<8Q", b, base + j * 64, word, *ts, 0, 0)
     return bytes(b)
+
+
+def kt_blob(head, sms, ctas):
+    """head bytes of other workspace, the slack, then the k-tile trace; ctas:
+    {index: (gt0, gt1, clk0, ghz, [(acquire, acquired, wait, seen) in cycles])}"""
+    tb = sms * KT_BYTES
+    start = (head + 255) // 256 * 256
+    b = bytearray(b"\xff" * (head + 255 + tb))
+    for k, (gt0, gt1, clk0, ghz, recs) in ctas.items():
+        base = start + k * KT_BYTES
+        clk1 = clk0 + int((gt1 - gt0) * ghz)
+        struct.pack_into("<6Q", b, base, len(recs), gt0, clk0, 9, gt1, clk1)
+        for p, r in enumerate(recs):
+            struct.pack_into("<4I", b, base + 64 + 16 * p, *((clk0 + x) & 0xFFFFFFFF for x in r))
+    return bytes(b)
+
+
+def check_kt():
+    # CTA 0 at 2 GHz, its clock about to wrap: position 0 waited 1000 ns for a
+    # load in flight (issued 1100 ns before it landed), position 1 waited 500
+    # ns for a slot the producer got only after the consumer asked (it waited
+    # 1450 ns for it), position 2 was there.  CTA 1 is past the grid.
+    recs = [(0, 0, 200, 2200), (100, 3000, 2400, 3400), (3100, 3100, 3600, 3610)]
+    for head in (0, 4000):
+        ctas = parse_kt(kt_blob(head, 2, {0: (10**12, 10**12 + 10**6, 2**32 - 1000, 2.0, recs)}), 2)
+        assert ctas is not None and [c["cta"] for c in ctas] == [0], ctas
+        assert abs(ctas[0]["ghz"] - 2.0) < 1e-9 and ctas[0]["recs"][1] == (50.0, 1500.0, 1200.0, 1700.0), ctas
+        s = summary_kt(ctas)
+        near = lambda x, y: abs(x - y) < 1e-9
+        assert s["ktiles"] == 3 and near(s["waited"], 2 / 3) and near(s["late_issue"], 1 / 3), s
+        assert near(s["in_flight"], 1 / 3) and near(s["flight_p50"], 1100.0), s
+        assert near(s["prod_waited"], 1 / 3) and near(s["prod_wait_p90"], 1450.0), s
+        assert near(s["wait_share"], 1505 / 1705) and near(s["period_p90"], 600.0), s
+    assert parse_kt(b"\0" * 100, 2) is None
+    assert KT_BYTES == 64 + 16 * KT_RECS
 
 
 def word(item, user=0, part=-1, late=0):
@@ -69,7 +108,7 @@ def main():
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         cu = open(os.path.join(dst, "templates", "lce_ws.cu")).read()
-        assert cu.count("WS_TRACE_DONE()") == 4 and cu.count("WS_TRACE(") == 3 and "WS_TRACE_BEGIN();" in cu, cu
+        assert cu.count("WS_TRACE_DONE()") == 4 and cu.count("WS_TRACE(") == 3 and "WS_TRACE_BEGIN();" in cu, "tree hooks"
         assert "WS_TRACE" not in open(os.path.join(ROOT, "templates", "lce_ws.cu")).read()  # the family's own: no stamps
         space = json.load(open(os.path.join(dst, "templates", "lce_ws.json")))
         inc = space["include"]
@@ -79,7 +118,17 @@ def main():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "tree", ROOT, dst],
                            capture_output=True, text=True)
         assert r.returncode != 0 and "exists" in r.stderr, r
+        kdst = os.path.join(d, "k")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "ktree", ROOT, kdst],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        cu = open(os.path.join(kdst, "templates", "lce_ws.cu")).read()
+        assert cu.count("KT_PRODUCER(") == 2 and cu.count("KT_CONSUMER(") == 2 and "KT_TRACE_END();" in cu, cu
+        assert cu.count(", ktr)") == 2 and cu.count("unsigned *ktr") == 3, "ktree hooks"
+        space = json.load(open(os.path.join(kdst, "templates", "lce_ws.json")))
+        assert space["workspace"].endswith(f"+ 255 + num_sms * {KT_BYTES}"), space["workspace"]
     assert RECS * 64 == WG_BYTES
+    check_kt()
     print("test_ws_trace: ok")
 
 
