@@ -444,16 +444,28 @@ __device__ __forceinline__ int ures_key(const ws_geom &g, const ws_item &it, int
 {
     return (u * g.tiles_m + it.tm) * g.tiles_n + it.tn;
 }
+// URES=1: whether this warp's 16 accumulator rows (rows of M, or TRANS=1
+// columns of N) start inside the problem.  A warp wholly past it loads no
+// user_res (zeros; its results are never stored): at N=96 under TRANS=1,
+// warps 2 and 3 of the second warp group, a quarter of the bytes.
+__device__ __forceinline__ bool ws_rows_in(const ws_tile &tile, const ws_cons &w)
+{
+    return tile.row0 + 16 * w.warp < (TRANS ? tile.N : tile.M);
+}
 // URES=1: this thread's user_res vectors into f.pre (add: user u's tile is
-// ready, this is the tile's first part and its rows exist; zeros
-// otherwise).  held names the block f.pre then holds.
+// ready, this is the tile's first part and the warp group's rows exist;
+// zeros otherwise, and in a warp whose own rows are all past the problem).
+// held names the block f.pre then holds (uniform across the warp group, as
+// add is: a warp's rows are past the problem alike at each item of a block).
 __device__ __forceinline__ void ures_fetch(const kevo_lce_args &a, const ws_geom &g, const ws_item &it,
-                                           const ws_cons &w, unsigned rank, ws_frag &f, int &held, int u, bool add)
+                                           const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
+                                           int &held, int u, bool add)
 {
     const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
+    const bool load = add && ws_rows_in(tile, w);
 #pragma unroll
     for (int v = 0; v < UVECS; ++v)
-        f.pre[v] = add ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
+        f.pre[v] = load ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
     if constexpr (URES_KEEP)
         held = add ? ures_key(g, it, u) : -1;
     else
@@ -483,7 +495,7 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
         if (first)
             ready = wg_any(1 + w.c, w.tid == 0 && flag_set(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq));
     }
-    ures_fetch(a, g, it, w, rank, f, held, u, add && ready);
+    ures_fetch(a, g, it, w, tile, rank, f, held, u, add && ready);
     if (!ready)
         held = HELD_LATE;
 #else
@@ -523,7 +535,7 @@ __device__ __forceinline__ void consumer_late_user(const kevo_lce_args &a, const
     if (w.tid == 0)
         wait_flag(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq);
     wg_sync(1 + w.c);
-    ures_fetch(a, g, it, w, rank, f, held, u, tile.row0 < (TRANS ? tile.N : tile.M));
+    ures_fetch(a, g, it, w, tile, rank, f, held, u, tile.row0 < (TRANS ? tile.N : tile.M));
 }
 #endif
 
@@ -724,7 +736,7 @@ __device__ __forceinline__ bool consumer_split(const kevo_lce_args &a, const ws_
     if (SPLITK > 1 && self != 0) {
         // (its address recomputed: held across the main loop it cost a spill)
         const uint4 *ur = ws_ures(a, g, __ldg(a.cand_to_user + it.bb), it.tm, it.tn, rank, slice, w.tid);
-        const bool rows = tile.row0 < (TRANS ? tile.N : tile.M);
+        const bool rows = ws_rows_in(tile, w);
 #pragma unroll
         for (int v = 0; v < UVECS; ++v)
             f.pre[v] = rows ? __ldcg(ur + v * 128) : make_uint4(0, 0, 0, 0);
