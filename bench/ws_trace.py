@@ -32,10 +32,19 @@ flight outlasts the ring) or not yet issued (the producer is behind: it
 waited for a free slot, or for the queue), and the k-tile period."""
 import json, os, re, shutil, sqlite3, struct, sys
 
-RECS = 64                      # TRACE_RECS (templates/lce_ws/trace.cuh)
-WG_BYTES = RECS * 8 * 8        # one consumer warp group's records
-KT_RECS = 2048                 # KT_RECS: ring positions stamped per CTA
-KT_BYTES = 64 + KT_RECS * 16   # one CTA's k-tile header and records
+def trace_const(name):
+    """A record count the stamps are written with, read from the header that defines it."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates", "lce_ws", "trace.cuh")
+    m = re.search(rf"constexpr int {name} = (\d+);", open(path).read())
+    if not m:
+        sys.exit(f"ws_trace.py: {path} defines no {name}")
+    return int(m.group(1))
+
+
+RECS = trace_const("TRACE_RECS")    # records per consumer warp group
+WG_BYTES = RECS * 8 * 8             # one consumer warp group's records (8 u64 each)
+KT_RECS = trace_const("KT_RECS")    # ring positions stamped per CTA
+KT_BYTES = 64 + KT_RECS * 16        # one CTA's k-tile header and records (4 u32 each)
 
 
 # Where the stamps go in lce_ws.cu's consumer loop: (anchor, replacement,
