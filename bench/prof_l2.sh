@@ -10,6 +10,8 @@
 #   bench/prof_l2.sh B=1024,M=433,N=200,Ku=512,Kc=3500,U=1 "BN == 256 && CONSUMERS == 2 && PINGPONG == 0 &&
 #     STAGES == 3 && BK == 64 && CLUSTER == 1 && FUSE == 0 && EPI == 1 && RASTER == 1 && URES == 0 &&
 #     TRANS == 1 && TRIM == 24 && SBUF == 4"
+# PROF_METRICS=a,b,... adds ncu metrics to both kernels' pass (docs/lce_ws.md v35:
+# l1tex__m_xbar2l1tex_read_bytes.sum, the bytes into the SMs over the crossbar).
 # With PROF_MIX=1 one more ncu pass per kernel: the warp-state section (cycles
 # per issued instruction, Nsight's stall rules).  bench/prof_stall.sh has the
 # stalls and instructions per SASS instruction.
@@ -20,6 +22,7 @@ prof_setup prof_l2.sh "${1:-}" "${2:-}" prof.db
 M=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sectors.sum
 M=$M,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sector_hit_rate.pct
 M=$M,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second
+M=$M${PROF_METRICS:+,$PROF_METRICS}
 timeout 200 ncu --csv --clock-control none --metrics "$M" --kernel-name regex:"${PROF_KERNEL:-lce_ws_cand}" --launch-count 1 \
   --target-processes all "$kevo" verify --db "$OUT/prof.db" --candidate 1 --maps sorted >"$OUT/kevo.csv" 2>"$OUT/kevo.err"
 echo "ncu kevo rc=$?"
