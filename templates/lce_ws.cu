@@ -78,6 +78,13 @@
 //     parts claimed one after the other, the chain runs on USPLIT CTAs at
 //     once; the parts' sums meet as the candidate split's do, and the last
 //     part stores user_res and sets the flag.
+//   PACK > 1 (TRANS=1): a tile's TILE_R rows hold PACK candidates' N
+//     columns (a user tile's: PACK users'), TILE_R == PACK * N, N % 32 == 0,
+//     so small N is not padded to 64-row warp groups.  E comes in 32-column
+//     boxes, box j from candidate b + 32j / N; a warp's 16 rows are one
+//     candidate's, and it adds its own user's rows of that user's tile; a
+//     warp group whose 64 rows cross from one candidate to the next stores
+//     by 16-byte stores.
 //
 // The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
 // producer's producer_schedule and producer_load; the consumers'
@@ -305,6 +312,25 @@ __device__ __forceinline__ void producer_load_e(unsigned char *e, const void *ma
     }
 }
 
+#if PACK > 1
+static_assert((PACK == 2 || PACK == 4) && TRANS && URES && !FUSE && EPI && !PINGPONG && SPLITK == 1 &&
+                  USPLIT == 1 && !UFOLD,
+              "PACK (1, 2 or 4) > 1 takes TRANS=1, URES=1, FUSE=0, EPI=1, cooperative consumers, no split");
+// Producer, PACK > 1: E's 32-column boxes of one k-tile for the tile's PACK
+// candidates (users) b.., stacked: box j holds columns 32j.. of the tile's
+// rows, candidate b + 32j / N's.  (N % 32 == 0: no box straddles two; one
+// past B or U reads as zeros.)
+__device__ __forceinline__ void producer_load_e_packed(unsigned char *e, const void *map, int b, int N, int kx,
+                                                       uint64_t *bar)
+{
+#pragma unroll
+    for (int j = 0; j < E_BOXES; ++j) {
+        const int k = E_COLS * j / N;
+        tma_load_3d(e + j * (BK * E_ROW), map, E_COLS * j - k * N, kx, b + k, bar);
+    }
+}
+#endif
+
 #if UFOLD
 // Producer: one k-tile (K-columns from kx) of W and of E[b] into the ring
 // at position p.
@@ -348,7 +374,11 @@ __device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_s
         uint64_t *bar = ring_commit(sm.ctl->ring, s, STAGE_BYTES);
         unsigned char *stage = sm.stages + s * STAGE_BYTES;
         producer_load_w(stage, tm_w, it, (it.k0 + k) * BK, bar, rank);
+#if PACK > 1
+        producer_load_e_packed(stage + W_BYTES, tm_e, it.bb, a.N, (it.k0 + k) * BK, bar);
+#else
         producer_load_e(stage + W_BYTES, tm_e, it, ws_loaded(a, it), (it.k0 + k) * BK, bar, rank);
+#endif
     }
 }
 
@@ -386,7 +416,7 @@ struct ws_cons {
     int seq;               // the run's launch_seq (flags, split counters)
     unsigned base;         // the stages' shared-memory address
     unsigned a_off, e_off; // this warp group's 64 accumulator rows in a stage: 64 rows of
-                           // each W box, or (TRANS=1) the E box of its 64 columns of N
+                           // each W box, or (TRANS=1) the E boxes of its 64 columns of N
 };
 
 // A consumer thread's registers for one tile: the accumulators and (URES=1)
@@ -410,9 +440,9 @@ struct ws_tile {
 __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_item &it, const ws_cons &w)
 {
     if constexpr (CLB)
-        return ws_tile{ws_live(a, it) ? a.M : 0, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+        return ws_tile{ws_live(a, it) ? a.M : 0, a.N * PACK, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
     else
-        return ws_tile{a.M, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+        return ws_tile{a.M, a.N * PACK, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
 }
 
 // Consumer: start the accumulators.  0 for a user tile; for a candidate tile
@@ -429,8 +459,9 @@ __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_i
 #if URES
 constexpr int HELD_LATE = -2;
 // Whether f.pre may be kept for the next tile of the same user block (not at
-// BW=256: held through the epilogue it spills there).
-constexpr bool URES_KEEP = SPLITK == 1 && BW < 256;
+// BW=256: held through the epilogue it spills there; nor with PACK > 1,
+// whose warps hold different users).
+constexpr bool URES_KEEP = SPLITK == 1 && BW < 256 && PACK == 1;
 // Whether a workspace flag carries this run's launch_seq yet (one acquire
 // load: wait_flag without the wait).
 __device__ __forceinline__ bool flag_set(int *flag, int seq)
@@ -461,8 +492,19 @@ __device__ __forceinline__ void ures_fetch(const kevo_lce_args &a, const ws_geom
                                            const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
                                            int &held, int u, bool add)
 {
+#if PACK > 1
+    // this warp's 16 rows are columns r.. of candidate it.bb + k's N: its
+    // own user's rows of that user's tile (which stacks PACK users alike)
+    const int r = tile.row0 + 16 * w.warp, k = r / a.N, b = it.bb + k;
+    const bool live = b < a.B;
+    u = live ? __ldg(a.cand_to_user + b) : 0;
+    const int ur = (u % PACK) * a.N + r - k * a.N;
+    const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, ur / 64, ur % 64 / 16 * 32 + w.lane);
+    const bool load = add && live;
+#else
     const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
     const bool load = add && ws_rows_in(tile, w);
+#endif
 #pragma unroll
     for (int v = 0; v < UVECS; ++v)
         f.pre[v] = load ? __ldcg(res + v * 128) : make_uint4(0, 0, 0, 0);
@@ -775,7 +817,14 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
 #pragma unroll
     for (int box = 0; box < OUT_BOXES; ++box) {
         unsigned char *buf = sm.staging + (w.c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
+#if PACK > 1
+        // nor where the warp group's 64 columns of N cross from one candidate
+        // to the next (a box stores to one candidate; storing it twice, once
+        // at a negative column, raised an illegal instruction on the H200)
+        const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1) && row0 % a.N + 64 <= a.N;
+#else
         const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
+#endif
         if constexpr (EPI == 1) {
             // the TMA store that last read this buffer (SBUF boxes ago) is
             // done reading it; the SBUF - 1 after it may still be.  A box
@@ -831,21 +880,35 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
         if (by_tma) {
             tma_store_fence();
             wg_sync(1 + w.c);
+#if PACK > 1
+            if (w.tid == 0) // the box of candidate it.bb + row0 / N
+                tma_store_3d(&a.tm_out, row0 % a.N, it.m0 + 64 * box, it.bb + row0 / a.N, buf);
+#else
             if (w.tid == 0) // {column of N, row of M, b} of the box
                 tma_store_3d(&a.tm_out, TRANS ? row0 : it.n0 + 64 * box, TRANS ? it.m0 + 64 * box : row0, it.bb, buf);
+#endif
         } else {
             wg_sync(1 + w.c);
-            elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * N;
+            elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * (N / PACK);
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 // row r of M, 16-byte unit of 8 columns of N
                 const int idx = w.tid + 128 * q, r = idx / 8, unit = idx % 8;
                 const int gm = TRANS ? it.m0 + 64 * box + r : row0 + r;
-                const int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
+                int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
                 const bool in_tile = 64 * box + (TRANS ? r : 8 * unit) < BW;
+#if PACK > 1
+                // a column of the stacked candidates: candidate it.bb + k's gn
+                const int k = gn / a.N;
+                gn -= k * a.N;
+                if (gm < M && it.bb + k < a.B && in_tile)
+                    *reinterpret_cast<uint4 *>(out + ((size_t)k * M + gm) * a.N + gn) =
+                        *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
+#else
                 if (gm < M && gn < N && in_tile)
                     *reinterpret_cast<uint4 *>(out + (size_t)gm * N + gn) =
                         *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
+#endif
             }
         }
         ++boxes;
@@ -863,7 +926,7 @@ __device__ __forceinline__ void consumer(const kevo_lce_args &a, const ws_geom &
     const int c = threadIdx.x / 128 - 1, tid = threadIdx.x % 128;
     const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(sm.stages));
     const ws_cons w{c, tid, tid / 32, tid % 32, a.launch_seq, base, PINGPONG || TRANS ? 0u : (unsigned)c * 64 * W_ROW,
-                    PINGPONG || !TRANS ? 0u : (unsigned)c * BK * E_ROW};
+                    PINGPONG || !TRANS ? 0u : (unsigned)c * BK * 128};
     ws_frag f;
 #if URES || UFOLD
 #pragma unroll

@@ -35,28 +35,31 @@
 #define FUSE 1
 #endif
 #ifndef URES
-#define URES 0 // user_res kept as fp32 (0) or rounded to the storage dtype (1), as the decomposed form does
+#define URES 0 // user_res in fp32 (0) or the storage dtype (1)
 #endif
 #ifndef TRANS
-#define TRANS 0 // the tile computes out (0) or out's transpose (1: N along the WGMMA's M side)
+#define TRANS 0 // the tile computes out (0) or out^T (1: N on the WGMMA's M side)
 #endif
 #ifndef TRIM
-#define TRIM 0 // the tile spans BW = BN - TRIM columns of N (TRANS=1: rows of M); any multiple of 8
+#define TRIM 0 // the tile spans BW = BN - TRIM columns of N (TRANS=1: rows of M)
 #endif
 #ifndef SBUF
 #define SBUF 2 // staged output boxes per consumer warp group (EPI=1: SBUF - 1 TMA stores in flight)
 #endif
 #ifndef SPLITK
-#define SPLITK 1 // the last partial wave's candidate tiles split along Kc into SPLITK parts (1: none)
+#define SPLITK 1 // the last partial wave's tiles split along Kc (1: none)
 #endif
 #ifndef CLB
-#define CLB 0 // CLUSTER=2 pairs two tiles of one candidate (0) or two candidates at one tile position (1)
+#define CLB 0 // CLUSTER=2 pairs two tiles of one candidate (0) or two candidates' (1)
 #endif
 #ifndef USPLIT
 #define USPLIT 1 // each user tile split along Ku into USPLIT parts (1: none)
 #endif
 #ifndef UFOLD
-#define UFOLD 0 // 1: candidate tiles run their user's k-tiles first (no user tiles)
+#define UFOLD 0 // 1: candidate tiles run their user's k-tiles first
+#endif
+#ifndef PACK
+#define PACK 1 // candidates per TRANS=1 tile
 #endif
 
 // The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
@@ -74,7 +77,7 @@ constexpr int TILE_N = TRANS ? TILE_R : BW;              // columns of N in it
 // M and N are (with N small, W is most of a tile's bytes).
 constexpr bool W_MCAST = CLUSTER > 1 && (TRANS || CLB);   // the cluster shares W's rows
 constexpr bool E_MCAST = CLUSTER > 1 && !W_MCAST;         // the cluster shares E's boxes
-constexpr int CL_B = CLB ? CLUSTER : 1;                   // candidates (users) of a cluster's item
+constexpr int CL_B = CLB ? CLUSTER : 1;                   // CTAs of a cluster's item with candidates (users) of their own (PACK each)
 constexpr int CL_T = CLUSTER / CL_B;                      // CTA tiles of one candidate in it
 constexpr int CL_M = TRANS || CLB ? TILE_M : TILE_M * CLUSTER; // rows of M in a cluster's tile
 constexpr int CL_N = TRANS && !CLB ? TILE_N * CLUSTER : TILE_N; // columns of N in it
@@ -83,7 +86,7 @@ constexpr int NT = 128 * (CONSUMERS + 1);
 // so BN % 64 == 32 takes 32-column atoms (64-byte rows).  A trimmed TRANS=0
 // tile loads whole 64-column atoms past its BW columns; its wgmma reads BW.
 constexpr int E_SPAN = TRANS ? TILE_R : TRIM ? (BW + 63) / 64 * 64 : BN; // E columns a stage holds
-constexpr int E_COLS = E_SPAN % 64 ? 32 : 64;            // columns of an E box
+constexpr int E_COLS = PACK > 1 || E_SPAN % 64 ? 32 : 64; // columns of an E box
 constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
 constexpr int E_BOXES = E_SPAN / E_COLS;                 // E boxes per stage
 // W is K-major, a box one swizzle row wide: 64 K-columns with 128-byte

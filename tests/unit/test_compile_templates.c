@@ -31,6 +31,7 @@ static kevo_space *mma, *wg, *ws;
 typedef struct tcase {
     const kevo_space *sp; /* NULL: the reference module */
     const char *params;
+    const char *shape; /* NULL: the op's default shape */
     kevo_dtype dt;
     kv_buf src;
     kevo_plan plan;
@@ -54,7 +55,9 @@ static void test_families_and_ref(void **state)
      * wider than one wgmma (two per k-step), TRANS=1 with W's rows halved by
      * CLB=1's multicast and with ping-pong; BK=32 (W in 64-byte swizzle
      * rows) with E multicast, with W multicast (TRANS=1, CLB=1, two wgmmas
-     * per k-step) and with 32-column E atoms in an eight-stage ring */
+     * per k-step) and with 32-column E atoms in an eight-stage ring; PACK
+     * (candidates stacked in a TRANS=1 tile's rows, at shapes of N=96 and
+     * N=32) */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
@@ -76,7 +79,14 @@ static void test_families_and_ref(void **state)
         "BK=32,TRANS=1,BN=320,TRIM=16,CLB=1,CLUSTER=2,PINGPONG=0,EPI=1,STAGES=6,URES=0",
         "BK=32,BN=96,PINGPONG=1,EPI=0,STAGES=8",
     };
-    enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params)) };
+    static const struct {
+        const char *shape, *params;
+    } ws_shaped[] = {
+        {"B=41,M=345,N=96,Ku=301,Kc=266,U=5",
+         "TRANS=1,BN=128,CONSUMERS=3,PINGPONG=0,CLUSTER=2,CLB=1,FUSE=0,EPI=1,URES=1,STAGES=4,PACK=2"},
+        {"B=33,M=433,N=32,Ku=301,Kc=266,U=5", "TRANS=1,BN=224,TRIM=8,PINGPONG=0,FUSE=0,EPI=1,URES=1,STAGES=4,PACK=4"},
+    };
+    enum { NCASES = 2 * (6 + KV_ARRAY_LEN(ws_params) + KV_ARRAY_LEN(ws_shaped)) };
     tcase cases[NCASES];
     int n = 0;
     for (int dt = 0; dt < 2; dt++) {
@@ -87,6 +97,9 @@ static void test_families_and_ref(void **state)
         cases[n++] = (tcase){.sp = ws, .params = NULL, .dt = (kevo_dtype)dt};
         for (size_t i = 0; i < KV_ARRAY_LEN(ws_params); i++)
             cases[n++] = (tcase){.sp = ws, .params = ws_params[i], .dt = (kevo_dtype)dt};
+        for (size_t i = 0; i < KV_ARRAY_LEN(ws_shaped); i++)
+            cases[n++] = (tcase){.sp = ws, .params = ws_shaped[i].params, .shape = ws_shaped[i].shape,
+                                 .dt = (kevo_dtype)dt};
         cases[n++] = (tcase){.sp = NULL, .params = NULL, .dt = (kevo_dtype)dt};
     }
     assert_int_equal(n, NCASES);
@@ -94,7 +107,6 @@ static void test_families_and_ref(void **state)
     kevo_limits lim;
     kevo_err err;
     kevo_err_clear(&err);
-    assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(NULL, &shape, &err), KEVO_OK);
     assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
 
     kevo_compile_job jobs[NCASES];
@@ -102,6 +114,7 @@ static void test_families_and_ref(void **state)
         tcase *c = &cases[i];
         kv_buf_init(&c->src);
         if (c->sp) {
+            assert_int_equal(kevo_op_find("ikbo_lce")->parse_shape(c->shape, &shape, &err), KEVO_OK);
             kevo_config cfg;
             assert_true(tu_config_of(c->sp, c->params, &cfg));
             char why[256];

@@ -1714,8 +1714,10 @@ static int walk_matches(const kevo_space *s, const kevo_syms *shape, int stride,
 }
 
 /* Every family of both ops, at their default shapes and others: the walk
- * answers as kevo_space_check does (lce_ws's 1.1M configurations compared at
- * every 31st, the others at each). */
+ * answers as kevo_space_check does (lce_ws's 3.3M configurations compared at
+ * every 31st, the others at each).  A space of more than 2M configurations
+ * is walked at the default shape and N=64's (where PACK stacks candidates)
+ * only: each walk visits every configuration. */
 static void test_walk_families(void **state)
 {
     (void)state;
@@ -1736,7 +1738,7 @@ static void test_walk_families(void **state)
         for (int i = 0; i < s->nparams; i++)
             size *= s->params[i].nvalues;
         for (size_t k = 0; k < KV_ARRAY_LEN(shapes); k++) {
-            if (strcmp(shapes[k].op, s->op) != 0)
+            if (strcmp(shapes[k].op, s->op) != 0 || (size > 2000000 && k != 0 && k != 3))
                 continue;
             const kevo_op *op = kevo_op_find(s->op);
             kevo_syms shape;
