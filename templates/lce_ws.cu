@@ -428,10 +428,10 @@ struct ws_frag {
 #endif
 };
 
-// An item's tile as this warp group sees it: the problem's M and N (read at
-// the item's start, as the one-function kernel did: reread by the epilogue
-// they cost a spill at URES=1, SPLITK=2, TRANS=1, BN=224, TRIM=24) and its
-// first accumulator row, a row of M or (TRANS=1) a column of N.
+// An item's tile as this warp group sees it: M, N times PACK (the stacked
+// candidates' rows), read at the item's start (reread by the epilogue they
+// cost a spill at URES=1, SPLITK=2, TRANS=1, BN=224, TRIM=24), and its first
+// accumulator row, a row of M or (TRANS=1) a column of N.
 struct ws_tile {
     int M, N, row0;
 };
