@@ -523,14 +523,8 @@ const kevo_valid_set *kevo_search_valid_set(kevo_search *s, int family)
             }
             vs->cfgs[vs->n++] = cfg;
         }
-        /* next mixed-radix index, last param fastest; past a failed constraint's
-           params, the next value of the last of them (the rest fail it too) */
-        int d = skip;
-        for (int i = d + 1; i < sp->nparams; i++)
-            idx[i] = 0;
-        while (d >= 0 && ++idx[d] == sp->params[d].nvalues)
-            idx[d--] = 0;
-        if (d < 0)
+        /* past a failed constraint's params, the next value of the last of them (the rest fail it too) */
+        if (!kevo_space_step(sp, idx, skip))
             break;
     }
     free(walk);

@@ -305,6 +305,16 @@ static kevo_status sp_walk_prime(kevo_space_walk *w, const kevo_config *cfg, kev
     return KEVO_OK;
 }
 
+bool kevo_space_step(const kevo_space *s, int idx[KEVO_MAX_PARAMS], int digit)
+{
+    for (int i = digit + 1; i < s->nparams; i++)
+        idx[i] = 0;
+    int d = digit;
+    while (d >= 0 && ++idx[d] == s->params[d].nvalues)
+        idx[d--] = 0;
+    return d >= 0;
+}
+
 int kevo_space_walk_check(kevo_space_walk *w, const kevo_config *cfg, char *why, size_t whylen)
 {
     const kevo_space *s = w->s;

@@ -321,6 +321,12 @@ typedef struct kevo_space_walk {
 
 void kevo_space_walk_init(kevo_space_walk *w, const kevo_space *s, const kevo_syms *shape, const kevo_limits *lim,
                           kevo_dtype dt);
+/* The next configuration in mixed-radix order (idx[i]: an index into param
+ * i's values, the last param fastest), stepping param `digit`: the params
+ * after it go back to their first values, so with digit < nparams - 1 every
+ * configuration that agrees with idx up to digit is skipped (after a failed
+ * check: digit = the walk's fail_level).  false past the last one. */
+bool kevo_space_step(const kevo_space *s, int idx[KEVO_MAX_PARAMS], int digit);
 /* kevo_space_check(w's family and shape, cfg, why, whylen). */
 int kevo_space_walk_check(kevo_space_walk *w, const kevo_config *cfg, char *why, size_t whylen);
 

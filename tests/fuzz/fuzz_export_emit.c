@@ -145,10 +145,7 @@ static void fz_space(const char *json)
         if (c.data && !fz_c_inert(c.data))
             abort();
         kv_buf_release(&c);
-        int d = sp->nparams - 1;
-        while (d >= 0 && ++idx[d] == sp->params[d].nvalues)
-            idx[d--] = 0;
-        if (d < 0)
+        if (!kevo_space_step(sp, idx, sp->nparams - 1))
             break;
     }
     kevo_space_free(sp);

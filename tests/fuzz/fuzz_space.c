@@ -70,10 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 kevo_space_render(sp, &cfg, KEVO_DTYPE_BF16, "/* abi */", &src, &err);
                 kv_buf_release(&src);
             }
-            int d = sp->nparams - 1;
-            while (d >= 0 && ++idx[d] == sp->params[d].nvalues)
-                idx[d--] = 0;
-            if (d < 0)
+            if (!kevo_space_step(sp, idx, sp->nparams - 1))
                 break;
         }
         kevo_space_free(sp);

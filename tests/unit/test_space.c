@@ -1723,11 +1723,7 @@ static int walk_matches(const kevo_space *s, const kevo_syms *shape, int stride,
                 assert_int_not_equal(ok2, 1);
             }
         }
-        for (int i = d + 1; i < s->nparams; i++)
-            idx[i] = 0;
-        while (d >= 0 && ++idx[d] == s->params[d].nvalues)
-            idx[d--] = 0;
-        if (d < 0)
+        if (!kevo_space_step(s, idx, d))
             break;
     }
     return valid;
