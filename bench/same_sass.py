@@ -7,7 +7,7 @@ Runs `build/kevo tune --compile-only` on this machine (no GPU).  With
 NVDISASM=/path/to/nvdisasm it also counts the instructions less the NOPs that
 pad each function to 128 bytes (the .text sizes include them).  OLD_DROP=P,Q leaves
 those params out of the old tree's filter (params the new tree added, at their
-absent value)."""
+absent value); OLD_SET=P=V,... adds to it (a param the new tree dropped)."""
 import os, sqlite3, struct, subprocess, sys, tempfile
 
 
@@ -50,7 +50,8 @@ with tempfile.TemporaryDirectory() as d:
     for i, arg in enumerate(sys.argv[3:]):
         shape, params = arg.split("|")
         drop = set(filter(None, os.environ.get("OLD_DROP", "").split(",")))
-        old_params = ",".join(kv for kv in params.split(",") if kv.split("=")[0] not in drop)
+        old_params = ",".join([kv for kv in params.split(",") if kv.split("=")[0] not in drop] +
+                              list(filter(None, os.environ.get("OLD_SET", "").split(","))))
         a = compile_one(old, shape, old_params, f"{d}/o{i}.db")
         b = compile_one(new, shape, params, f"{d}/n{i}.db")
         sa, sb = sections(a[0]), sections(b[0])

@@ -78,13 +78,11 @@
 //     parts claimed one after the other, the chain runs on USPLIT CTAs at
 //     once; the parts' sums meet as the candidate split's do, and the last
 //     part stores user_res and sets the flag.
-//   PACK > 1 (TRANS=1): a tile's TILE_R rows hold PACK candidates' N
-//     columns (a user tile's: PACK users'), TILE_R == PACK * N, N % 32 == 0,
-//     so small N is not padded to 64-row warp groups.  E comes in 32-column
-//     boxes, box j from candidate b + 32j / N; a warp's 16 rows are one
-//     candidate's, and it adds its own user's rows of that user's tile; a
-//     warp group whose 64 rows cross from one candidate to the next stores
-//     by 16-byte stores.
+//   STACK=1 (TRANS=1, N % 32 == 0): B * N rows, the candidates' N end to
+//     end (users' alike), in tiles of TILE_R: N is not padded to whole
+//     tiles.  E comes in 32-column boxes; a warp's 16 rows are one
+//     candidate's and add its user's; a warp group's 64 rows that cross
+//     candidates store by 16-byte stores.
 //
 // The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
 // producer's producer_schedule and producer_load; the consumers'
@@ -312,21 +310,25 @@ __device__ __forceinline__ void producer_load_e(unsigned char *e, const void *ma
     }
 }
 
-#if PACK > 1
-static_assert((PACK == 2 || PACK == 4) && TRANS && URES && !FUSE && EPI && !PINGPONG && SPLITK == 1 &&
-                  USPLIT == 1 && !UFOLD,
-              "PACK (1, 2 or 4) > 1 takes TRANS=1, URES=1, FUSE=0, EPI=1, cooperative consumers, no split");
-// Producer, PACK > 1: E's 32-column boxes of one k-tile for the tile's PACK
-// candidates (users) b.., stacked: box j holds columns 32j.. of the tile's
-// rows, candidate b + 32j / N's.  (N % 32 == 0: no box straddles two; one
+#if STACK
+static_assert(TRANS && URES && !FUSE && EPI && !PINGPONG && SPLITK == 1 && USPLIT == 1 && !UFOLD &&
+                  (CLUSTER == 1 || CLB),
+              "STACK=1 takes TRANS=1, URES=1, FUSE=0, EPI=1, cooperative consumers, CLB=1 in a cluster, no split");
+// Producer, STACK=1: E's 32-column boxes of one k-tile for the tile's rows of
+// the stack, the first column c of candidate (user) b: box j holds the next
+// 32, on into candidate b + 1 at N.  (N % 32 == 0: no box straddles two; one
 // past B or U reads as zeros.)
-__device__ __forceinline__ void producer_load_e_packed(unsigned char *e, const void *map, int b, int N, int kx,
-                                                       uint64_t *bar)
+__device__ __forceinline__ void producer_load_e_stacked(unsigned char *e, const void *map, int b, int c, int N,
+                                                        int kx, uint64_t *bar)
 {
 #pragma unroll
     for (int j = 0; j < E_BOXES; ++j) {
-        const int k = E_COLS * j / N;
-        tma_load_3d(e + j * (BK * E_ROW), map, E_COLS * j - k * N, kx, b + k, bar);
+        tma_load_3d(e + j * (BK * E_ROW), map, c, kx, b, bar);
+        c += E_COLS;
+        if (c == N) {
+            c = 0;
+            ++b;
+        }
     }
 }
 #endif
@@ -369,13 +371,16 @@ __device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_s
 #endif
     const void *tm_w = it.user ? (const void *)&a.tm_w_user : (const void *)&a.tm_w_cand;
     const void *tm_e = it.user ? (const void *)&a.tm_e_user : (const void *)&a.tm_e_cand;
+#if STACK
+    const int r0 = it.bb * TILE_R, b0 = r0 / a.N, c0 = r0 - b0 * a.N; // the tile's first row of the stack
+#endif
     for (int k = 0; k < it.kt; ++k) {
         const int s = ring_acquire(sm.ctl->ring, p0 + k);
         uint64_t *bar = ring_commit(sm.ctl->ring, s, STAGE_BYTES);
         unsigned char *stage = sm.stages + s * STAGE_BYTES;
         producer_load_w(stage, tm_w, it, (it.k0 + k) * BK, bar, rank);
-#if PACK > 1
-        producer_load_e_packed(stage + W_BYTES, tm_e, it.bb, a.N, (it.k0 + k) * BK, bar);
+#if STACK
+        producer_load_e_stacked(stage + W_BYTES, tm_e, b0, c0, a.N, (it.k0 + k) * BK, bar);
 #else
         producer_load_e(stage + W_BYTES, tm_e, it, ws_loaded(a, it), (it.k0 + k) * BK, bar, rank);
 #endif
@@ -428,10 +433,10 @@ struct ws_frag {
 #endif
 };
 
-// An item's tile as this warp group sees it: M, N times PACK (the stacked
-// candidates' rows), read at the item's start (reread by the epilogue they
-// cost a spill at URES=1, SPLITK=2, TRANS=1, BN=224, TRIM=24), and its first
-// accumulator row, a row of M or (TRANS=1) a column of N.
+// An item's tile as this warp group sees it: M and N (STACK=1: the stack's
+// rows from the tile's), read at the item's start (reread by the
+// epilogue they cost a spill at URES=1, SPLITK=2, TRANS=1, BN=224, TRIM=24),
+// and its first accumulator row, a row of M or (TRANS=1) a column of N.
 struct ws_tile {
     int M, N, row0;
 };
@@ -439,10 +444,14 @@ struct ws_tile {
 // stores are all predicated off (its TMA stores, at b = B, write nothing).
 __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_item &it, const ws_cons &w)
 {
+#if STACK
+    return ws_tile{ws_live(a, it) ? a.M : 0, (it.user ? a.U : a.B) * a.N - it.bb * TILE_R, it.n0 + w.c * 64};
+#else
     if constexpr (CLB)
-        return ws_tile{ws_live(a, it) ? a.M : 0, a.N * PACK, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+        return ws_tile{ws_live(a, it) ? a.M : 0, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
     else
-        return ws_tile{a.M, a.N * PACK, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+        return ws_tile{a.M, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
+#endif
 }
 
 // Consumer: start the accumulators.  0 for a user tile; for a candidate tile
@@ -459,9 +468,9 @@ __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_i
 #if URES
 constexpr int HELD_LATE = -2;
 // Whether f.pre may be kept for the next tile of the same user block (not at
-// BW=256: held through the epilogue it spills there; nor with PACK > 1,
+// BW=256: held through the epilogue it spills there; nor with STACK=1,
 // whose warps hold different users).
-constexpr bool URES_KEEP = SPLITK == 1 && BW < 256 && PACK == 1;
+constexpr bool URES_KEEP = SPLITK == 1 && BW < 256 && !STACK;
 // Whether a workspace flag carries this run's launch_seq yet (one acquire
 // load: wait_flag without the wait).
 __device__ __forceinline__ bool flag_set(int *flag, int seq)
@@ -492,14 +501,15 @@ __device__ __forceinline__ void ures_fetch(const kevo_lce_args &a, const ws_geom
                                            const ws_cons &w, const ws_tile &tile, unsigned rank, ws_frag &f,
                                            int &held, int u, bool add)
 {
-#if PACK > 1
-    // this warp's 16 rows are columns r.. of candidate it.bb + k's N: its
-    // own user's rows of that user's tile (which stacks PACK users alike)
-    const int r = tile.row0 + 16 * w.warp, k = r / a.N, b = it.bb + k;
+#if STACK
+    // this warp's 16 rows are columns c.. of candidate b's N: its user's
+    // same columns, rows u * N + c.. of the users' stack, in the user tile
+    // there (a row's place mod 32 is c's in both stacks: same fragment lanes)
+    const int r = it.bb * TILE_R + tile.row0 + 16 * w.warp, b = r / a.N;
     const bool live = b < a.B;
     u = live ? __ldg(a.cand_to_user + b) : 0;
-    const int ur = (u % PACK) * a.N + r - k * a.N;
-    const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, ur / 64, ur % 64 / 16 * 32 + w.lane);
+    const int ur = u * a.N + r - b * a.N, ut = ur / TILE_R, ui = ur - ut * TILE_R;
+    const uint4 *res = ws_ures(a, g, ut, it.tm, it.tn, rank, ui / 64, ui % 64 / 16 * 32 + w.lane);
     const bool load = add && live;
 #else
     const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
@@ -520,7 +530,7 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
                                                int &held)
 {
     const bool first = !it.user && it.part <= 0;
-    const int u = it.user ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
+    const int u = it.user || STACK ? 0 : __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
 #if URES
     const bool add = first && tile.row0 < (TRANS ? tile.N : tile.M);
     // URES=1 keeps this thread's user_res in f.pre until the epilogue: when
@@ -814,14 +824,18 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
         return r;
     };
     constexpr bool PART_BOX = EPI == 1 && BW % 64 != 0;
+#if STACK
+    // the warp group's first row of the stack: column sc of candidate sb
+    const int sr = it.bb * TILE_R + row0, sb = sr / a.N, sc = sr - sb * a.N;
+#endif
 #pragma unroll
     for (int box = 0; box < OUT_BOXES; ++box) {
         unsigned char *buf = sm.staging + (w.c * SBUF + (boxes & (SBUF - 1))) * BOX_BYTES;
-#if PACK > 1
+#if STACK
         // nor where the warp group's 64 columns of N cross from one candidate
         // to the next (a box stores to one candidate; storing it twice, once
         // at a negative column, raised an illegal instruction on the H200)
-        const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1) && row0 % a.N + 64 <= a.N;
+        const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1) && sc + 64 <= a.N;
 #else
         const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
 #endif
@@ -880,16 +894,16 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
         if (by_tma) {
             tma_store_fence();
             wg_sync(1 + w.c);
-#if PACK > 1
-            if (w.tid == 0) // the box of candidate it.bb + row0 / N
-                tma_store_3d(&a.tm_out, row0 % a.N, it.m0 + 64 * box, it.bb + row0 / a.N, buf);
+#if STACK
+            if (w.tid == 0) // the box of candidate sb (one past B: nothing stored)
+                tma_store_3d(&a.tm_out, sc, it.m0 + 64 * box, sb, buf);
 #else
             if (w.tid == 0) // {column of N, row of M, b} of the box
                 tma_store_3d(&a.tm_out, TRANS ? row0 : it.n0 + 64 * box, TRANS ? it.m0 + 64 * box : row0, it.bb, buf);
 #endif
         } else {
             wg_sync(1 + w.c);
-            elem_t *out = static_cast<elem_t *>(a.out) + (size_t)it.bb * M * (N / PACK);
+            elem_t *out = static_cast<elem_t *>(a.out) + (STACK ? 0 : (size_t)it.bb * M * N);
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 // row r of M, 16-byte unit of 8 columns of N
@@ -897,11 +911,11 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
                 const int gm = TRANS ? it.m0 + 64 * box + r : row0 + r;
                 int gn = TRANS ? row0 + 8 * unit : it.n0 + 64 * box + 8 * unit;
                 const bool in_tile = 64 * box + (TRANS ? r : 8 * unit) < BW;
-#if PACK > 1
-                // a column of the stacked candidates: candidate it.bb + k's gn
-                const int k = gn / a.N;
-                gn -= k * a.N;
-                if (gm < M && it.bb + k < a.B && in_tile)
+#if STACK
+                // row gn of the tile: a column of candidate k's N in the stack
+                const int k = (it.bb * TILE_R + gn) / a.N;
+                gn += it.bb * TILE_R - k * a.N;
+                if (gm < M && k < a.B && in_tile)
                     *reinterpret_cast<uint4 *>(out + ((size_t)k * M + gm) * a.N + gn) =
                         *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
 #else

@@ -58,8 +58,8 @@
 #ifndef UFOLD
 #define UFOLD 0 // 1: candidate tiles run their user's k-tiles first
 #endif
-#ifndef PACK
-#define PACK 1 // candidates per TRANS=1 tile
+#ifndef STACK
+#define STACK 0 // TRANS=1: candidates end to end along N
 #endif
 
 // The accumulator tile of a CTA: TILE_R rows (64 per consumer warp group, the
@@ -77,7 +77,7 @@ constexpr int TILE_N = TRANS ? TILE_R : BW;              // columns of N in it
 // M and N are (with N small, W is most of a tile's bytes).
 constexpr bool W_MCAST = CLUSTER > 1 && (TRANS || CLB);   // the cluster shares W's rows
 constexpr bool E_MCAST = CLUSTER > 1 && !W_MCAST;         // the cluster shares E's boxes
-constexpr int CL_B = CLB ? CLUSTER : 1;                   // CTAs of a cluster's item with candidates (users) of their own (PACK each)
+constexpr int CL_B = CLB ? CLUSTER : 1;                   // CTAs of a cluster's item with candidates (users) of their own
 constexpr int CL_T = CLUSTER / CL_B;                      // CTA tiles of one candidate in it
 constexpr int CL_M = TRANS || CLB ? TILE_M : TILE_M * CLUSTER; // rows of M in a cluster's tile
 constexpr int CL_N = TRANS && !CLB ? TILE_N * CLUSTER : TILE_N; // columns of N in it
@@ -86,7 +86,7 @@ constexpr int NT = 128 * (CONSUMERS + 1);
 // so BN % 64 == 32 takes 32-column atoms (64-byte rows).  A trimmed TRANS=0
 // tile loads whole 64-column atoms past its BW columns; its wgmma reads BW.
 constexpr int E_SPAN = TRANS ? TILE_R : TRIM ? (BW + 63) / 64 * 64 : BN; // E columns a stage holds
-constexpr int E_COLS = PACK > 1 || E_SPAN % 64 ? 32 : 64; // columns of an E box
+constexpr int E_COLS = STACK || E_SPAN % 64 ? 32 : 64; // columns of an E box
 constexpr int E_ROW = 2 * E_COLS;                        // its row in bytes = its swizzle (64 or 128)
 constexpr int E_BOXES = E_SPAN / E_COLS;                 // E boxes per stage
 // W is K-major, a box one swizzle row wide: 64 K-columns with 128-byte
@@ -146,7 +146,7 @@ static_assert(SBUF == 2 || (SBUF == 4 && EPI == 1),
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && (W_MCAST ? TILE_M % 16 == 0 : E_BOXES % 2 == 0)),
               "CLUSTER=2 halves E's boxes, or W's rows in 16-row steps (TRANS=1 or CLB=1)");
 static_assert(CLB == 0 || (CLB == 1 && CLUSTER == 2 && SPLITK == 1),
-              "CLB=1 pairs two candidates in a cluster of two (and splits no tile)");
+              "CLB=1 takes CLUSTER=2 and SPLITK=1");
 static_assert(STAGE_BYTES % 1024 == 0 && W_BYTES % 1024 == 0 && (BK * E_ROW) % 512 == 0,
               "stages keep the swizzle atoms aligned");
 static_assert(NACC % 4 == 0, "user_res moves 16-byte vectors");

@@ -74,6 +74,11 @@ struct ws_geom {
     int tiles_m, tiles_n, per, user_items, lo, count;
     int whole, tail; // candidate tiles computed whole, and split
     int splits;      // tiles whose parts use the split region: the tail's, or (USPLIT > 1) the user tiles
+    // Tiles along B of n candidates (users); STACK=1: of their n * N rows.
+    static __device__ __forceinline__ int slots(const kevo_lce_args &a, int n)
+    {
+        return STACK ? (n * a.N + TILE_R - 1) / TILE_R : n;
+    }
 };
 
 template <int PHASE>
@@ -81,10 +86,10 @@ __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
 {
     ws_geom g;
     g.tiles_m = (a.M + CL_M - 1) / CL_M;
-    g.tiles_n = (a.N + CL_N - 1) / CL_N;
+    g.tiles_n = STACK ? 1 : (a.N + CL_N - 1) / CL_N;
     g.per = g.tiles_m * g.tiles_n;
-    g.user_items = UFOLD ? 0 : (a.U + CL_B * PACK - 1) / (CL_B * PACK) * g.per * USPLIT;
-    const int cand = (a.B + CL_B * PACK - 1) / (CL_B * PACK) * g.per, clusters = (int)(gridDim.x / CLUSTER);
+    g.user_items = UFOLD ? 0 : (ws_geom::slots(a, a.U) + CL_B - 1) / CL_B * g.per * USPLIT;
+    const int cand = (ws_geom::slots(a, a.B) + CL_B - 1) / CL_B * g.per, clusters = (int)(gridDim.x / CLUSTER);
     // Split the candidate tiles past the last whole wave of this launch's
     // items: n = (user tiles, FUSE=1) + candidate tiles, r = n mod clusters
     // (n itself when fewer), the last t = min(r, cand) candidate tiles.  The
@@ -135,7 +140,7 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
     // (unsigned: rest >= 0, and an unsigned division is a third shorter)
     const unsigned q = (unsigned)rest / (unsigned)g.per, t = (unsigned)rest - q * (unsigned)g.per;
     const unsigned minor_n = RASTER ? g.tiles_n : g.tiles_m, major = t / minor_n;
-    it.bb = ((int)q * CL_B + (CLB ? (int)rank : 0)) * PACK; // the first; CLB=1: may be past U or B (ws_live)
+    it.bb = (int)q * CL_B + (CLB ? (int)rank : 0); // (STACK=1: a tile) CLB=1: may be past U or B (ws_live)
     it.tm = RASTER ? (int)major : (int)(t - major * minor_n);
     it.tn = RASTER ? (int)(t - major * minor_n) : (int)major;
     it.m0 = TRANS || CLB ? it.tm * TILE_M : (it.tm * CLUSTER + (int)rank) * TILE_M;
@@ -158,7 +163,7 @@ __device__ __forceinline__ ws_item ws_decode(const kevo_lce_args &a, const ws_ge
 // to it.bb and true, calling them still moved ptxas's schedule.
 __device__ __forceinline__ bool ws_live(const kevo_lce_args &a, const ws_item &it)
 {
-    return !CLB || it.bb < (it.user ? a.U : a.B);
+    return !CLB || it.bb < ws_geom::slots(a, it.user ? a.U : a.B);
 }
 __device__ __forceinline__ int ws_loaded(const kevo_lce_args &a, const ws_item &it)
 {
@@ -167,14 +172,14 @@ __device__ __forceinline__ int ws_loaded(const kevo_lce_args &a, const ws_item &
 
 // Workspace regions (see the header comment).
 // A CTA tile of user u: its flag, and its blocks of user_res (CLB=1: the
-// rank names the user, not a tile; PACK > 1: users u - u % PACK.. share it).
+// rank names the user, not a tile; STACK=1: u is a tile of the stack).
 __device__ __forceinline__ size_t ws_cta_tile(const ws_geom &g, int u, int tm, int tn, unsigned rank)
 {
-    return (((size_t)(u / PACK) * g.tiles_n + tn) * g.tiles_m + tm) * CL_T + (CLB ? 0u : rank);
+    return (((size_t)u * g.tiles_n + tn) * g.tiles_m + tm) * CL_T + (CLB ? 0u : rank);
 }
 __device__ __forceinline__ size_t ws_sched_offset(const kevo_lce_args &a, const ws_geom &g)
 {
-    const size_t res = UFOLD ? 0 : ws_cta_tile(g, a.U + PACK - 1, 0, 0, 0) * (TILE_R / 64) * UBLOCK * 16; // user_res
+    const size_t res = UFOLD ? 0 : ws_cta_tile(g, ws_geom::slots(a, a.U), 0, 0, 0) * (TILE_R / 64) * UBLOCK * 16; // user_res
     return (res + 255) & ~(size_t)255;
 }
 __device__ __forceinline__ int *ws_flag(const kevo_lce_args &a, const ws_geom &g, int u, int tm, int tn,
@@ -198,7 +203,7 @@ constexpr int SB = 8;
 constexpr int UNB = BW <= 128 ? 4 : 1;
 __device__ __forceinline__ size_t ws_split_offset(const kevo_lce_args &a, const ws_geom &g)
 {
-    const size_t flags_end = ws_sched_offset(a, g) + 128 + 4 * ws_cta_tile(g, a.U + PACK - 1, 0, 0, 0);
+    const size_t flags_end = ws_sched_offset(a, g) + 128 + 4 * ws_cta_tile(g, ws_geom::slots(a, a.U), 0, 0, 0);
     return (flags_end + 255) & ~(size_t)255;
 }
 __device__ __forceinline__ unsigned long long *ws_split_ctr(const kevo_lce_args &a, const ws_geom &g, int sidx,

@@ -407,18 +407,28 @@ static const gpu_case persistent[] = {
     {"B=300,M=97,N=136,Ku=45,Kc=29,ratio=7", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=1,TRIM=24,UFOLD=1"},
     {"B=50,M=83,N=72,Ku=57,Kc=212,U=1", "BN=96,CONSUMERS=1,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=0,RASTER=0,URES=0,TRANS=1,TRIM=0,UFOLD=1"},
     {"B=20,M=133,N=328,Ku=64,Kc=130,U=2", "BN=320,CONSUMERS=2,PINGPONG=1,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=0,TRANS=0,UFOLD=1"},
-    /* PACK > 1: a TRANS=1 tile's rows stack PACK candidates' N columns
-     * (users' in the user launch), E in 32-column boxes from each: N=96 in
-     * three warp groups with CLB=1 (B and U odd: the last cluster's
-     * candidates partly past B), N=64 two to a tile, four of N=64
-     * in four warp groups under a ratio map, four of N=32, and BK=32 stages;
-     * a warp group's 64 rows that cross from one candidate to the next, and
-     * a partial last box (BW % 64), go by 16-byte stores */
-    {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,PACK=2"},
-    {"B=37,M=200,N=64,Ku=130,Kc=331,U=3", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,PACK=2"},
-    {"B=300,M=97,N=64,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,PACK=4"},
-    {"B=33,M=433,N=32,Ku=301,Kc=266,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=8,PACK=4"},
-    {"B=21,M=345,N=96,Ku=200,Kc=515,U=4", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=6,BK=32,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,PACK=2"},
+    /* STACK=1: the candidates' N columns stacked end to end (the users' in
+     * the user launch), B * N rows that TRANS=1 tiles take in turn, E in
+     * 32-column boxes, each of one candidate's.  Whole candidates to a tile:
+     * N=96 in three warp groups with CLB=1 (B and U odd: the last cluster's
+     * candidates partly past B), N=64 two to a tile, four of N=64 in four
+     * warp groups under a ratio map, four of N=32, and BK=32 stages.
+     * Candidates across tiles: N=96 in 128-row tiles (3/4 of a candidate's
+     * rows in one tile, the rest in the next) with CLB=1, N=320 in 2.5
+     * tiles, N=160 in 256-row tiles under a ratio map, N=224 in three warp
+     * groups with BK=32 and CLB=1, and one user of N=32 in a quarter of a
+     * 128-row tile.  A warp group's 64 rows that cross from one candidate to
+     * the next, and a partial last box (BW % 64), go by 16-byte stores */
+    {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
+    {"B=37,M=200,N=64,Ku=130,Kc=331,U=3", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
+    {"B=300,M=97,N=64,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
+    {"B=33,M=433,N=32,Ku=301,Kc=266,U=5", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=8,STACK=1"},
+    {"B=21,M=345,N=96,Ku=200,Kc=515,U=4", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=6,BK=32,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
+    {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=192,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
+    {"B=19,M=200,N=320,Ku=130,Kc=200,U=3", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
+    {"B=150,M=97,N=160,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,STACK=1"},
+    {"B=23,M=133,N=224,Ku=200,Kc=515,U=4", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=6,BK=32,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
+    {"B=37,M=83,N=32,Ku=57,Kc=212,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
 };
 
 static void test_persistent_family(void **state)

@@ -811,6 +811,59 @@ static void test_plan_ws(void **state)
             assert_int_equal(plan.launches[0].grid[0], one.launches[0].grid[0]);
         }
     }
+
+    /* STACK=1: the candidates' N=96 columns end to end, B * N rows in
+     * 128-row TRANS=1 tiles (1000 candidates: 750 tiles, not 1000 padded
+     * ones), the users' alike (40 users: 30 tiles); two launches, E in
+     * 32-column boxes, user_res for the 30 user tiles at 2 tiles of M */
+    kevo_syms s9;
+    shape_of("B=1000,M=345,N=96,Ku=800,Kc=1100,ratio=25", &s9);
+    const char *stack = "STACK=1,TRANS=1,BN=192,TRIM=16,PINGPONG=0,CONSUMERS=2,FUSE=0,EPI=1,URES=1,STAGES=4";
+    config_of(f.s, stack, &cfg);
+    assert_int_equal(kevo_space_check(f.s, &s9, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_plan(f.s, &s9, &f.lim, KEVO_DTYPE_F16, &cfg, &plan, &f.err), KEVO_OK);
+    const int64_t st_smem = 4 * (176 + 128) * 64 * 2 + 2 * 2 * 64 * 128 + (16 * 4 + 16 * 4 + 8 * 4) + 1024;
+    assert_int_equal(plan.nlaunches, 2);
+    check_launch(&plan.launches[0], "lce_ws_user", 30 * 2, 384, st_smem);
+    check_launch(&plan.launches[1], "lce_ws_cand", f.lim.num_sms, 384, st_smem);
+    assert_string_equal(plan.tmaps[3].tensor, "e_cand");
+    assert_int_equal(plan.tmaps[3].box[0], 32);
+    assert_int_equal(plan.tmaps[3].swizzle, 64);
+    assert_int_equal(plan.workspace_bytes, 30 * 2 * 2 * 128 * 16 * cdiv(176 / 2, 8) + 128 + 4 * 30 * 2);
+    kevo_syms sb;
+    int64_t items;
+    assert_int_equal(kevo_space_bind(f.s, &s9, &f.lim, KEVO_DTYPE_F16, &cfg, &sb, &f.err), KEVO_OK);
+    assert_true(kevo_syms_get(&sb, "items", &items));
+    assert_int_equal(items, 750 * 2);
+    /* and where it does not apply: N a multiple of the tile's rows (the
+     * plain tiling), N not a multiple of 32, ping-pong, one launch, a
+     * cluster of one candidate's tiles; a cluster of two candidates' (CLB=1)
+     * and three warp groups of two whole candidates do */
+    static const struct {
+        const char *shape, *params;
+        int valid;
+    } stacks[] = {
+        {"B=1000,M=345,N=256,Ku=800,Kc=1100,ratio=25", "", 0},
+        {"B=1000,M=345,N=72,Ku=800,Kc=1100,ratio=25", "", 0},
+        {NULL, "PINGPONG=1", 0},
+        {NULL, "FUSE=1", 0},
+        {NULL, "CLUSTER=2,CLB=0", 0},
+        {NULL, "CLUSTER=2,CLB=1", 1},
+        {NULL, "CONSUMERS=3,BN=128,TRIM=0", 1},
+    };
+    for (size_t i = 0; i < KV_ARRAY_LEN(stacks); i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s%s%s", stack, stacks[i].params[0] ? "," : "", stacks[i].params);
+        kevo_syms sh;
+        shape_of(stacks[i].shape ? stacks[i].shape : "B=1000,M=345,N=96,Ku=800,Kc=1100,ratio=25", &sh);
+        config_of(f.s, p, &cfg);
+        int ok = kevo_space_check(f.s, &sh, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why);
+        if (ok != stacks[i].valid)
+            print_error("%s: %d (%s)\n", p, ok, why);
+        assert_int_equal(ok, stacks[i].valid);
+        if (!ok)
+            assert_non_null(strstr(why, "STACK"));
+    }
     kevo_space_free(f.s);
 }
 
