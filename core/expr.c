@@ -12,6 +12,7 @@
  * 1-based column of the operator or name that raised them.
  */
 #include "core/expr.h"
+#include "core/expr_int.h"
 
 #include "util/util.h"
 
@@ -25,33 +26,14 @@
 #define EX_TEXT_MAX 4096 /* longest text accepted, in characters */
 #define EX_DEPTH_MAX 64  /* deepest nesting of (), unary ops, calls, ?: */
 
-/* Node kinds. */
-enum { EXN_NUM, EXN_SYM, EXN_UNARY, EXN_CHAIN, EXN_COND, EXN_CALL };
-
-/* Operators. */
-enum {
-    EX_NONE,
-    EX_OR, EX_AND,
-    EX_EQ, EX_NE, EX_LT, EX_LE, EX_GT, EX_GE,
-    EX_ADD, EX_SUB,
-    EX_MUL, EX_DIV, EX_MOD,
-    EX_NEG, EX_NOT,
-};
-
-static const char *const ex_op_text[] = {
+const char *const ex_op_text[] = {
     [EX_NONE] = "?", [EX_OR] = "||", [EX_AND] = "&&", [EX_EQ] = "==", [EX_NE] = "!=",
     [EX_LT] = "<",   [EX_LE] = "<=", [EX_GT] = ">",   [EX_GE] = ">=", [EX_ADD] = "+",
     [EX_SUB] = "-",  [EX_MUL] = "*", [EX_DIV] = "/",  [EX_MOD] = "%", [EX_NEG] = "-",
     [EX_NOT] = "!",
 };
 
-/* Built-in functions. */
-enum { EXF_CDIV, EXF_MIN, EXF_MAX, EXF_ROUND_UP, EXF_LOG2, EXF_IS_POW2 };
-
-static const struct {
-    const char *name;
-    int min_args, max_args;
-} ex_funcs[] = {
+const ex_func ex_funcs[] = {
     [EXF_CDIV] = {"cdiv", 2, 2},
     [EXF_MIN] = {"min", 2, INT_MAX},
     [EXF_MAX] = {"max", 2, INT_MAX},
@@ -59,34 +41,7 @@ static const struct {
     [EXF_LOG2] = {"log2", 1, 1},
     [EXF_IS_POW2] = {"is_pow2", 1, 1},
 };
-
-typedef struct ex_node {
-    uint8_t kind;
-    uint8_t op;  /* EXN_UNARY: EX_NEG/EX_NOT; EXN_CHAIN: EX_OR/EX_AND or EX_NONE
-                    (mixed arithmetic or comparison); EXN_CALL: EXF_* */
-    int col;     /* 1-based column of the token the node stands for */
-    int64_t num; /* EXN_NUM: the value */
-    int first;   /* EXN_SYM: offset of the name in text; else first kid slot */
-    int n;       /* EXN_SYM: name length; else number of kids */
-    uint32_t hash; /* EXN_SYM: kevo_syms_hash of the name, computed once */
-} ex_node;
-
-/* One child of a node.  In a chain, op and col are those of the operator
- * that joins this child to the value on its left (unused for the first). */
-typedef struct ex_kid {
-    int node;
-    int col;
-    uint8_t op;
-} ex_kid;
-
-struct kevo_expr {
-    char *text;
-    ex_node *nodes;
-    int nnodes, ncap;
-    ex_kid *kids;
-    int nkids, kcap;
-    int root;
-};
+#define EX_NFUNCS ((int)(sizeof ex_funcs / sizeof ex_funcs[0]))
 
 /* ---------------------------------------------------------------- lexer */
 
@@ -409,9 +364,9 @@ static int ex_chain(ex_parser *p, int level)
 /* Look a function name up; -1 when unknown. */
 static int ex_func_lookup(const char *s, size_t len)
 {
-    for (size_t i = 0; i < sizeof ex_funcs / sizeof ex_funcs[0]; i++)
+    for (int i = 0; i < EX_NFUNCS; i++)
         if (strlen(ex_funcs[i].name) == len && memcmp(ex_funcs[i].name, s, len) == 0)
-            return (int)i;
+            return i;
     return -1;
 }
 
@@ -546,13 +501,7 @@ kevo_status kevo_expr_parse(const char *text, kevo_expr **out, kevo_err *err)
 /* ------------------------------------------------------------ evaluator */
 
 /* Record an evaluation error at a node's column; returns KEVO_ERR_ARG. */
-static kevo_status ex_eval_fail(const kevo_expr *e, int col, kevo_err *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-static kevo_status ex_eval_fail(const kevo_expr *e, int col, kevo_err *err, const char *fmt, ...)
+kevo_status ex_eval_fail(const kevo_expr *e, int col, kevo_err *err, const char *fmt, ...)
 {
     if (!err)
         return KEVO_ERR_ARG;
@@ -565,7 +514,7 @@ static kevo_status ex_eval_fail(const kevo_expr *e, int col, kevo_err *err, cons
 }
 
 /* a op b for a binary arithmetic or comparison operator, checked. */
-static kevo_status ex_binary(const kevo_expr *e, int op, int col, int64_t a, int64_t b, int64_t *r, kevo_err *err)
+kevo_status ex_binary(const kevo_expr *e, int op, int col, int64_t a, int64_t b, int64_t *r, kevo_err *err)
 {
     switch (op) {
     case EX_ADD:
@@ -604,7 +553,6 @@ static kevo_status ex_binary(const kevo_expr *e, int op, int col, int64_t a, int
     return ex_eval_fail(e, col, err, "overflow in '%" PRId64 " %s %" PRId64 "'", a, ex_op_text[op], b);
 }
 
-static kevo_status ex_eval(const kevo_expr *e, int idx, const kevo_syms *syms, int64_t *out, kevo_err *err);
 
 /* Ceiling of a / b for b > 0, without overflow: C division truncates toward
  * zero, which is already the ceiling when a <= 0. */
@@ -672,7 +620,7 @@ static kevo_status ex_call(const kevo_expr *e, const ex_node *n, const kevo_syms
 
 /* Evaluate node idx.  Recursion depth is bounded by the parser's nesting
  * limit times the number of precedence levels. */
-static kevo_status ex_eval(const kevo_expr *e, int idx, const kevo_syms *syms, int64_t *out, kevo_err *err)
+kevo_status ex_eval(const kevo_expr *e, int idx, const kevo_syms *syms, int64_t *out, kevo_err *err)
 {
     const ex_node *n = &e->nodes[idx];
     /* no kid array at all when the whole expression is one name or number */
@@ -801,89 +749,3 @@ kevo_status kevo_expr_eval_text(const char *text, const kevo_syms *syms, int64_t
     return st;
 }
 
-/* ---------------------------------------------------------------- C emitter */
-
-/* Emit node idx as C (every operator parenthesized; functions as x_* helpers
- * the caller defines: x_cdiv, x_round_up, x_min, x_max, x_log2, x_is_pow2,
- * x_div, x_mod). */
-static kevo_status ex_to_c(const kevo_expr *e, int idx, kv_buf *out, kevo_expr_sym_fn sym, void *ctx, kevo_err *err)
-{
-    const ex_node *n = &e->nodes[idx];
-    const ex_kid *k = (n->kind == EXN_NUM || n->kind == EXN_SYM) ? NULL : e->kids + n->first;
-    kevo_status st = KEVO_OK;
-    switch (n->kind) {
-    case EXN_NUM:
-        return kv_buf_printf(out, "INT64_C(%" PRId64 ")", n->num);
-    case EXN_SYM: {
-        char name[KEVO_SYM_NAME_MAX];
-        memcpy(name, e->text + n->first, (size_t)n->n);
-        name[n->n] = '\0';
-        return sym(ctx, name, out, err);
-    }
-    case EXN_UNARY:
-        kv_buf_puts(out, n->op == EX_NOT ? "(!" : "(-");
-        if ((st = ex_to_c(e, k[0].node, out, sym, ctx, err)))
-            return st;
-        return kv_buf_puts(out, ")");
-    case EXN_COND:
-        kv_buf_puts(out, "(");
-        for (int i = 0; i < 3 && !st; i++) {
-            if (i)
-                kv_buf_puts(out, i == 1 ? " ? " : " : ");
-            st = ex_to_c(e, k[i].node, out, sym, ctx, err);
-        }
-        return st ? st : kv_buf_puts(out, ")");
-    case EXN_CALL: {
-        const char *name = ex_funcs[n->op].name;
-        int lo = ex_funcs[n->op].min_args, hi = ex_funcs[n->op].max_args;
-        if (n->n < lo || n->n > hi)
-            return ex_eval_fail(e, n->col, err, "function '%s' has the wrong number of arguments", name);
-        /* min and max of more than two fold into nested pairs */
-        for (int i = 0; i < (n->n > 2 ? n->n - 2 : 0); i++)
-            kv_buf_printf(out, "x_%s(", name);
-        kv_buf_printf(out, "x_%s(", name);
-        for (int i = 0; i < n->n && !st; i++) {
-            if (i)
-                kv_buf_puts(out, i >= 2 ? "), " : ", ");
-            st = ex_to_c(e, k[i].node, out, sym, ctx, err);
-        }
-        return st ? st : kv_buf_puts(out, ")");
-    }
-    case EXN_CHAIN: {
-        /* left to right, each step parenthesized, / and % as x_div, x_mod */
-        kv_buf acc, rhs, next;
-        kv_buf_init(&acc);
-        kv_buf_init(&rhs);
-        kv_buf_init(&next);
-        st = ex_to_c(e, k[0].node, &acc, sym, ctx, err);
-        for (int i = 1; i < n->n && !st; i++) {
-            int op = n->op == EX_OR || n->op == EX_AND ? n->op : k[i].op;
-            rhs.len = 0;
-            if ((st = ex_to_c(e, k[i].node, &rhs, sym, ctx, err)))
-                break;
-            next.len = 0;
-            if (op == EX_DIV || op == EX_MOD)
-                st = kv_buf_printf(&next, "x_%s(%s, %s)", op == EX_DIV ? "div" : "mod", acc.data, rhs.data);
-            else
-                st = kv_buf_printf(&next, "(%s %s %s)", acc.data, ex_op_text[op], rhs.data);
-            kv_buf t = acc;
-            acc = next;
-            next = t;
-        }
-        if (!st)
-            st = kv_buf_append(out, acc.data, acc.len);
-        kv_buf_release(&acc);
-        kv_buf_release(&rhs);
-        kv_buf_release(&next);
-        return st;
-    }
-    }
-    return kevo_err_set(err, KEVO_ERR_INTERNAL, "bad node kind %d in '%s'", n->kind, e->text);
-}
-
-kevo_status kevo_expr_to_c(const kevo_expr *e, kv_buf *out, kevo_expr_sym_fn sym, void *ctx, kevo_err *err)
-{
-    if (!e || !out || !sym)
-        return kevo_err_set(err, KEVO_ERR_ARG, "no expression, output or symbol function");
-    return ex_to_c(e, e->root, out, sym, ctx, err);
-}

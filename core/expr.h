@@ -88,6 +88,19 @@ typedef kevo_status (*kevo_expr_sym_fn)(void *ctx, const char *name, struct kv_b
  * generated code defines (kevo export).  Errors: those of sym(). */
 kevo_status kevo_expr_to_c(const kevo_expr *e, struct kv_buf *out, kevo_expr_sym_fn sym, void *ctx, kevo_err *err);
 
+/* Append e folded at a partial binding, for a reader: each subexpression
+ * whose evaluation at syms succeeds (it reads only bound names; a branch not
+ * taken is never read) becomes its value, a ?: whose condition is decided
+ * becomes the branch taken, an operand that decides a '||' or '&&' decides
+ * it, and x * 1, x / 1, x + 0, x - 0, 1 * x, 0 + x, cdiv(x, 1) and
+ * round_up(x, 1) become x.
+ * Wherever e evaluates at a binding that extends syms, the text evaluates to
+ * the same value.  *is_const (when not NULL) says whether the text is one
+ * number, *value (when not NULL) that number.  Errors: KEVO_ERR_ARG,
+ * KEVO_ERR_NOMEM. */
+kevo_status kevo_expr_fold(const kevo_expr *e, const kevo_syms *syms, struct kv_buf *out, bool *is_const,
+                           int64_t *value, kevo_err *err);
+
 /* Parse and evaluate in one call. */
 kevo_status kevo_expr_eval_text(const char *text, const kevo_syms *syms, int64_t *out, kevo_err *err);
 

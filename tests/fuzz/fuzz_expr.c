@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/expr.h"
+#include "util/util.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,6 +41,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kevo_status st2 = kevo_expr_eval(e, &syms, &v2, &err);
         if (st != st2 || (st == KEVO_OK && v != v2))
             abort();
+        /* folded at a part of the binding (M, N, K, max_smem left free), the
+         * text evaluates as the original does wherever that evaluates */
+        kevo_syms part;
+        kevo_syms_init(&part);
+        kevo_syms_set(&part, "BM", 128);
+        kevo_syms_set(&part, "BN", 64);
+        kevo_syms_set(&part, "B", 8);
+        kevo_syms_set(&part, "U", 3);
+        kevo_syms_set(&part, "num_sms", 132);
+        kv_buf fb;
+        kv_buf_init(&fb);
+        if (kevo_expr_fold(e, &part, &fb, NULL, NULL, &err) != KEVO_OK)
+            abort(); /* only memory can fail */
+        kevo_expr *f = NULL;
+        if (kevo_expr_parse(fb.data, &f, &err) == KEVO_OK) {
+            int64_t w = 0;
+            if (st == KEVO_OK && (kevo_expr_eval(f, &syms, &w, &err) != KEVO_OK || w != v))
+                abort();
+            kevo_expr_free(f);
+        } else if (fb.len <= 4096) {
+            abort(); /* the folded text parses, unless it grew past the length limit */
+        }
+        kv_buf_release(&fb);
         kevo_expr_free(e);
     } else if (e != NULL) {
         abort(); /* a failed parse must leave *out NULL */

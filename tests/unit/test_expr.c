@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "core/expr.h"
+#include "testutil.h"
+#include "util/util.h"
 
 /* Evaluate text against syms (may be NULL), asserting success. */
 static int64_t ev_s(const char *text, const kevo_syms *syms)
@@ -561,6 +563,187 @@ static void test_api_edges(void **state)
     kevo_expr_free(e);
 }
 
+/* kevo_expr_fold of text at syms, asserting success; caller frees. */
+static char *fold_s(const char *text, const kevo_syms *syms, bool *is_const, int64_t *value)
+{
+    kevo_expr *e = NULL;
+    kevo_err err;
+    kevo_err_clear(&err);
+    assert_int_equal(kevo_expr_parse(text, &e, &err), KEVO_OK);
+    kv_buf b;
+    kv_buf_init(&b);
+    kevo_status st = kevo_expr_fold(e, syms, &b, is_const, value, &err);
+    if (st)
+        print_error("fold '%s': %s\n", text, err.msg);
+    assert_int_equal(st, KEVO_OK);
+    kevo_expr_free(e);
+    return kv_buf_take(&b);
+}
+
+/* Folding at P=0, Q=2: decided values, taken branches, neutral operands,
+ * deciding operands of || and &&, parentheses only where the text needs
+ * them. */
+static void test_fold(void **state)
+{
+    (void)state;
+    kevo_syms syms;
+    kevo_syms_init(&syms);
+    assert_int_equal(kevo_syms_set(&syms, "P", 0), KEVO_OK);
+    assert_int_equal(kevo_syms_set(&syms, "Q", 2), KEVO_OK);
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"P ? 64 : 64 * Q", "128"},
+        {"P ? cdiv(a * b, Q) : a", "a"},
+        {"Q ? cdiv(a * b, Q * 64) : a", "cdiv(a * b, 128)"},
+        {"a * 1 + 0", "a"},
+        {"1 * a / 1 - P", "a"},
+        {"0 + a - 3", "a - 3"},
+        {"Q * 3 * a", "6 * a"},
+        {"a * Q * 3", "a * 2 * 3"},
+        {"a - (b - c)", "a - (b - c)"},
+        {"(a - b) - c", "a - b - c"},
+        {"(a + b) * Q", "(a + b) * 2"},
+        {"-(a + b)", "-(a + b)"},
+        {"-(a * Q)", "-(a * 2)"},
+        {"a && Q", "a != 0"},
+        {"a > 1 && Q", "a > 1"},
+        {"a + 1 && Q && b", "a + 1 && b"},
+        {"a || Q", "1"},
+        {"a && P", "0"},
+        {"a || P || b < 3", "a || b < 3"},
+        {"(c ? a : b) + Q", "(c ? a : b) + 2"},
+        {"c ? (d ? a : b) : P + a", "c ? (d ? a : b) : a"},
+        {"max(a, Q * 4, P)", "max(a, 8, 0)"},
+        {"P - Q * 4 + a", "(-8) + a"},
+        {"a - P - 5 * Q", "a - 10"},
+        {"!(P) + a", "1 + a"},
+        {"!(a < Q)", "!(a < 2)"},
+        {"a / P", "a / 0"},
+        {"a % 1", "a % 1"},
+        {"cdiv(a + b, Q - 1)", "a + b"},
+        {"round_up(a, P + 1) * 2", "a * 2"},
+        {"round_up(a, 0 * b)", "round_up(a, 0 * b)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool c = true;
+        char *out = fold_s(cases[i].in, &syms, &c, NULL);
+        if (strcmp(out, cases[i].out) != 0)
+            print_error("fold '%s': '%s', want '%s'\n", cases[i].in, out, cases[i].out);
+        assert_string_equal(out, cases[i].out);
+        free(out);
+    }
+    bool c = false;
+    int64_t v = 0;
+    free(fold_s("P ? a : Q * 100", &syms, &c, &v));
+    assert_true(c);
+    assert_int_equal(v, 200);
+    free(fold_s("P ? a : Q * a", &syms, &c, &v));
+    assert_false(c);
+    /* a value no literal spells stays unfolded */
+    free(fold_s("-9223372036854775807 - 1 + a", &syms, &c, &v));
+    assert_false(c);
+    kevo_err err;
+    kevo_err_clear(&err);
+    kv_buf b;
+    kv_buf_init(&b);
+    assert_int_not_equal(kevo_expr_fold(NULL, &syms, &b, NULL, NULL, &err), KEVO_OK);
+    kv_buf_release(&b);
+}
+
+
+/* A random expression over a, b (free) and P, Q (bound), into b. */
+static void fold_gen(kv_buf *b, int depth)
+{
+    static const char *const atoms[] = {"a", "b", "P", "Q", "0", "1", "2", "3", "7", "64"};
+    static const char *const ops[] = {" + ", " - ", " * ", " / ", " % ", " < ", " <= ", " == ", " != ", " && ", " || "};
+    static const char *const fns[] = {"cdiv", "min", "max", "round_up"};
+    int pick = depth <= 0 ? 0 : (int)(tu_rng() % 6);
+    switch (pick) {
+    case 0:
+    case 1:
+        kv_buf_puts(b, atoms[tu_rng() % 10]);
+        return;
+    case 2:
+        kv_buf_puts(b, "(");
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, ops[tu_rng() % 11]);
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, ")");
+        return;
+    case 3:
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, ops[tu_rng() % 4]);
+        fold_gen(b, depth - 1);
+        return;
+    case 4:
+        kv_buf_puts(b, "(");
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, " ? ");
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, " : ");
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, ")");
+        return;
+    default:
+        kv_buf_printf(b, "%s%s(", tu_rng() % 4 ? "" : "-", fns[tu_rng() % 4]);
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, ", ");
+        fold_gen(b, depth - 1);
+        kv_buf_puts(b, ")");
+        return;
+    }
+}
+
+/* Random expressions folded at random P and Q: wherever one evaluates at a
+ * binding of a and b, its folded text evaluates to the same value. */
+static void test_fold_random(void **state)
+{
+    (void)state;
+    tu_rng_seed();
+    int compared = 0;
+    for (int i = 0; i < 3000; i++) {
+        kv_buf t;
+        kv_buf_init(&t);
+        fold_gen(&t, 5);
+        kevo_syms part;
+        kevo_syms_init(&part);
+        int64_t p = (int64_t)(tu_rng() % 5) - 1, q = (int64_t)(tu_rng() % 5) - 1;
+        assert_int_equal(kevo_syms_set(&part, "P", p), KEVO_OK);
+        assert_int_equal(kevo_syms_set(&part, "Q", q), KEVO_OK);
+        char *folded = fold_s(t.data, &part, NULL, NULL);
+        kevo_expr *e = NULL, *f = NULL;
+        kevo_err err;
+        kevo_err_clear(&err);
+        assert_int_equal(kevo_expr_parse(t.data, &e, &err), KEVO_OK);
+        kevo_status st = kevo_expr_parse(folded, &f, &err);
+        if (st)
+            print_error("'%s' folded to '%s', which does not parse: %s\n", t.data, folded, err.msg);
+        assert_int_equal(st, KEVO_OK);
+        for (int k = 0; k < 12; k++) {
+            kevo_syms all = part;
+            assert_int_equal(kevo_syms_set(&all, "a", (int64_t)(tu_rng() % 9) - 3), KEVO_OK);
+            assert_int_equal(kevo_syms_set(&all, "b", (int64_t)(tu_rng() % 9) - 3), KEVO_OK);
+            int64_t want, got;
+            if (kevo_expr_eval(e, &all, &want, &err) != KEVO_OK)
+                continue;
+            st = kevo_expr_eval(f, &all, &got, &err);
+            if (st || got != want)
+                print_error("'%s' at P=%lld Q=%lld folded to '%s': %lld, want %lld (%s)\n", t.data, (long long)p,
+                            (long long)q, folded, (long long)got, (long long)want, st ? err.msg : "");
+            assert_int_equal(st, KEVO_OK);
+            assert_int_equal(got, want);
+            compared++;
+        }
+        kevo_expr_free(e);
+        kevo_expr_free(f);
+        free(folded);
+        kv_buf_release(&t);
+    }
+    printf("%d evaluations compared\n", compared);
+    assert_true(compared > 3000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +762,8 @@ int main(void)
         cmocka_unit_test(test_length_limit),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_api_edges),
+        cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_fold_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

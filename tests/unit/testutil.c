@@ -460,3 +460,20 @@ void tu_pch_settle(kevo_compile_pool *p)
         assert_int_equal(kevo_compile_pool_wait(p, 0.5, &none, &err), KEVO_OK);
     assert_int_equal(writing, 0);
 }
+
+static uint64_t tu_rng_state;
+
+void tu_rng_seed(void)
+{
+    const char *env = getenv("KEVO_TEST_SEED");
+    tu_rng_state = env && *env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    printf("seed %llu (KEVO_TEST_SEED)\n", (unsigned long long)tu_rng_state);
+}
+
+uint64_t tu_rng(void)
+{
+    uint64_t z = (tu_rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}

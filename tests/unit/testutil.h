@@ -3,6 +3,7 @@
 #define KEVO_TESTUTIL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "evaluator/compile.h"
 #include "core/op.h"
@@ -82,6 +83,12 @@ void tu_pch_settle(kevo_compile_pool *p);
  * default).  false, with the reason on stderr, for a malformed pair or a name
  * the family lacks. */
 bool tu_config_of(const kevo_space *sp, const char *params, kevo_config *cfg);
+
+/* A reproducible random stream for property tests (splitmix64): seeded
+ * from $KEVO_TEST_SEED, else the clock, and the seed printed, so that a
+ * failure can be run again with it. */
+void tu_rng_seed(void);
+uint64_t tu_rng(void);
 
 /* Remove a folder and everything below it; 0 when it is gone. */
 int tu_rm_tree(const char *dir);
