@@ -19,6 +19,7 @@
 #include "core/op.h"
 #include "llm/admit/lex.h"
 #include "llm/prompt_int.h"
+#include "templates/space.h"
 
 #define PR_PROMPT_FILE_MAX (256 * 1024)
 
@@ -239,22 +240,28 @@ static const char *const pr_plan_keys[] = {"params", "let", "workspace", "pad_k"
 /* A one-point space as a reply's plan block: only the keys a reply may set,
  * one per line, "params" as {"NAME": value} (the space's one value of each);
  * the family's description, constraints and cost model are left out (a
- * one-point space meets its constraints; the rest is the search's).  NULL
- * when space is not an object or memory runs out; caller frees. */
-static char *pr_plan_view(const cJSON *space)
+ * one-point space meets its constraints; the rest is the search's).  Each
+ * key as folded has it (the space folded at its params: what is a number
+ * there is shown as one, a launch that does not run is left out), the lets
+ * those that space's own launches, workspace, pad_k and tmaps need, so that
+ * a reply that gives only some keys still defines what the others name.
+ * NULL when space is not an object or memory runs out; caller frees. */
+static char *pr_plan_view(const cJSON *space, const cJSON *folded)
 {
     if (!cJSON_IsObject(space))
         return NULL;
+    if (!cJSON_IsObject(folded))
+        folded = space;
     kv_buf b;
     kv_buf_init(&b);
     kv_buf_puts(&b, "{");
     bool first = true;
     for (size_t k = 0; k < KV_ARRAY_LEN(pr_plan_keys); k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(space, pr_plan_keys[k]);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(folded, pr_plan_keys[k]);
         if (!v)
             continue;
         cJSON *shown = NULL;
-        if (k == 1 && !(shown = pr_needed_lets(space))) /* the lets the launches need: not the cost model's */
+        if (k == 1 && !(shown = pr_needed_lets(space, folded))) /* the lets the launches need: not the cost model's */
             continue;
         if (k == 1 && cJSON_GetArraySize(shown) == 0) {
             cJSON_Delete(shown);
@@ -405,7 +412,13 @@ static void pr_plan(const kevo_prompt_in *in, kv_buf *b, bool omitted)
     const char *sp = p->space ? p->space : "";
     size_t sl = strnlen(sp, KEVO_PROMPT_SPACE_MAX + 1);
     cJSON *j = sl <= KEVO_PROMPT_SPACE_MAX ? cJSON_Parse(sp) : NULL;
-    char *pretty = j ? pr_plan_view(j) : NULL;
+    kv_buf fb;
+    kv_buf_init(&fb);
+    kevo_err ferr;
+    cJSON *folded = j && kevo_space_point_fold(sp, &fb, &ferr) == KEVO_OK ? cJSON_Parse(fb.data) : NULL;
+    kv_buf_release(&fb);
+    char *pretty = j ? pr_plan_view(j, folded) : NULL;
+    cJSON_Delete(folded);
     if (pretty && strlen(pretty) <= KEVO_PROMPT_SPACE_MAX * 2) {
         pr_block(b, "json", pretty, strlen(pretty));
     } else if (sl > 0) {

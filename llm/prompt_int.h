@@ -43,9 +43,11 @@ void pr_tops(const struct kevo_prompt_in *in, int show, kv_buf *b);
 /* A diff of child against parent (shared head and tail trimmed, at most
  * max_lines changed lines shown) as a ```diff block. */
 void pr_diff(const char *parent, const char *child, int max_lines, kv_buf *b);
-/* The plan's "let" entries that the launches, workspace, pad_k or tensor
- * maps need (directly or through other lets), in order: a new cJSON array
- * (caller deletes), or NULL when the space has no lets. */
-struct cJSON *pr_needed_lets(const struct cJSON *space);
+/* The plan's "let" entries that space's launches, workspace, pad_k or
+ * tensor maps need (directly or through other lets), in order, each as
+ * shown has it (the same lets, folded: kevo_space_point_fold; shown NULL or
+ * with other lets: space's own): a new cJSON array (caller deletes), or NULL
+ * when space has no lets. */
+struct cJSON *pr_needed_lets(const struct cJSON *space, const struct cJSON *shown);
 
 #endif /* KEVO_LLM_PROMPT_INT_H */

@@ -218,7 +218,7 @@ static bool pr_in_set(const kv_buf *set, const char *name)
     return set->data && strstr(set->data, key);
 }
 
-cJSON *pr_needed_lets(const cJSON *space)
+cJSON *pr_needed_lets(const cJSON *space, const cJSON *shown)
 {
     const cJSON *lets = cJSON_GetObjectItemCaseSensitive(space, "let");
     if (!cJSON_IsArray(lets))
@@ -242,10 +242,13 @@ cJSON *pr_needed_lets(const cJSON *space)
             pr_idents(expr, &set);
         }
     }
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(shown, "let");
+    if (cJSON_GetArraySize(from) != n)
+        from = lets;
     cJSON *out = cJSON_CreateArray();
     for (int i = 0; out && keep && i < n; i++)
         if (keep[i])
-            cJSON_AddItemToArray(out, cJSON_Duplicate(cJSON_GetArrayItem(lets, i), true));
+            cJSON_AddItemToArray(out, cJSON_Duplicate(cJSON_GetArrayItem(from, i), true));
     free(keep);
     kv_buf_release(&set);
     return out;

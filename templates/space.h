@@ -245,6 +245,22 @@ kevo_status kevo_space_load_inline(const char *text, const char *source, const c
 kevo_status kevo_space_point_json(const kevo_space *s, const kevo_config *cfg, const char *family, kv_buf *out,
                                   kevo_err *err);
 
+/* A one-point space's plan folded at its params, for a reader (the LLM
+ * prompt's view of a parent): json is a one-point space's text (as
+ * kevo_space_point_json writes it, or any part of it with "params"); each
+ * let, in order, is folded (kevo_expr_fold) at the params and the lets
+ * before it that folded to numbers, and so are workspace, pad_k, the tmaps'
+ * boxes and swizzles and the launches' grid, block and smem; a launch whose
+ * "when" folds to 0 is left out (unless it is the only one), a "when" that
+ * folds to a non-zero number is dropped.  Every let keeps its name (a number
+ * when it folds to one), so a plan that replaces only some keys of the
+ * unfolded space still finds the names it uses.  The folded text is
+ * appended to out; loaded with kevo_space_load_inline it plans as json does
+ * at every shape.  Other keys are kept as they are.  Errors: KEVO_ERR_PARSE
+ * (not a JSON object, or an expression that does not parse), KEVO_ERR_ARG
+ * (a param without one number), KEVO_ERR_NOMEM. */
+kevo_status kevo_space_point_fold(const char *json, kv_buf *out, kevo_err *err);
+
 /* Load every *.json family under dir whose op matches (op NULL: all), sorted
  * by family name.  *out is an array of n spaces; free with kevo_spaces_free(). */
 kevo_status kevo_spaces_load_dir(const char *dir, const char *op, kevo_space ***out, int *n, kevo_err *err);
