@@ -81,8 +81,9 @@
 //   STACK=1 (TRANS=1, N % 32 == 0): B * N rows, the candidates' N end to
 //     end (users' alike), in tiles of TILE_R: N is not padded to whole
 //     tiles.  E comes in 32-column boxes; a warp's 16 rows are one
-//     candidate's and add its user's; a warp group's 64 rows that cross
-//     candidates store by 16-byte stores.
+//     candidate's and add its user's (in one launch, each warp waits for
+//     its own user tile); a warp group's 64 rows that cross candidates
+//     store by 16-byte stores.
 //
 // The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
 // producer's producer_schedule and producer_load; the consumers'
@@ -311,9 +312,8 @@ __device__ __forceinline__ void producer_load_e(unsigned char *e, const void *ma
 }
 
 #if STACK
-static_assert(TRANS && URES && !FUSE && EPI && !PINGPONG && SPLITK == 1 && USPLIT == 1 && !UFOLD &&
-                  (CLUSTER == 1 || CLB),
-              "STACK=1 takes TRANS=1, URES=1, FUSE=0, EPI=1, cooperative consumers, CLB=1 in a cluster, no split");
+static_assert(TRANS && URES && EPI && !PINGPONG && SPLITK == 1 && USPLIT == 1 && !UFOLD && (CLUSTER == 1 || CLB),
+              "STACK=1 takes TRANS=1, URES=1, EPI=1, cooperative consumers, CLB=1 in a cluster, no split");
 // Producer, STACK=1: E's 32-column boxes of one k-tile for the tile's rows of
 // the stack, the first column c of candidate (user) b: box j holds the next
 // 32, on into candidate b + 1 at N.  (N % 32 == 0: no box straddles two; one
@@ -492,6 +492,17 @@ __device__ __forceinline__ bool ws_rows_in(const ws_tile &tile, const ws_cons &w
 {
     return tile.row0 + 16 * w.warp < (TRANS ? tile.N : tile.M);
 }
+#if STACK
+// STACK=1: this warp's 16 rows are columns c.. of candidate b's N; its user
+// u's same columns are rows u * N + c.. of the users' stack (user tile
+// row / TILE_R).  -1 when its rows are past B.
+__device__ __forceinline__ int stack_user_row(const kevo_lce_args &a, const ws_item &it, const ws_tile &tile,
+                                              const ws_cons &w)
+{
+    const int r = it.bb * TILE_R + tile.row0 + 16 * w.warp, b = r / a.N;
+    return b < a.B ? __ldg(a.cand_to_user + b) * a.N + r - b * a.N : -1;
+}
+#endif
 // URES=1: this thread's user_res vectors into f.pre (add: user u's tile is
 // ready, this is the tile's first part and the warp group's rows exist;
 // zeros otherwise, and in a warp whose own rows are all past the problem).
@@ -502,15 +513,10 @@ __device__ __forceinline__ void ures_fetch(const kevo_lce_args &a, const ws_geom
                                            int &held, int u, bool add)
 {
 #if STACK
-    // this warp's 16 rows are columns c.. of candidate b's N: its user's
-    // same columns, rows u * N + c.. of the users' stack, in the user tile
-    // there (a row's place mod 32 is c's in both stacks: same fragment lanes)
-    const int r = it.bb * TILE_R + tile.row0 + 16 * w.warp, b = r / a.N;
-    const bool live = b < a.B;
-    u = live ? __ldg(a.cand_to_user + b) : 0;
-    const int ur = u * a.N + r - b * a.N, ut = ur / TILE_R, ui = ur - ut * TILE_R;
+    // (a row's place mod 32 is c's in both stacks: the same fragment lanes)
+    const int ur = stack_user_row(a, it, tile, w), ut = max(ur, 0) / TILE_R, ui = max(ur, 0) - ut * TILE_R;
     const uint4 *res = ws_ures(a, g, ut, it.tm, it.tn, rank, ui / 64, ui % 64 / 16 * 32 + w.lane);
-    const bool load = add && live;
+    const bool load = add && ur >= 0;
 #else
     const uint4 *res = ws_ures(a, g, u, it.tm, it.tn, rank, PINGPONG ? 0 : w.c, w.tid);
     const bool load = add && ws_rows_in(tile, w);
@@ -544,8 +550,15 @@ __device__ __forceinline__ void consumer_start(const kevo_lce_args &a, const ws_
     // runs without user_res (one predicated path, as with add)
     bool ready = true;
     if constexpr (PHASE == PHASE_BOTH) {
-        if (first)
+        if (first) {
+#if STACK // each warp's own user tile: ready when every warp's is
+            const int ur = stack_user_row(a, it, tile, w);
+            ready = !wg_any(1 + w.c, w.lane == 0 && ur >= 0 &&
+                                         !flag_set(ws_flag(a, g, ur / TILE_R, it.tm, it.tn, rank), w.seq));
+#else
             ready = wg_any(1 + w.c, w.tid == 0 && flag_set(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq));
+#endif
+        }
     }
     ures_fetch(a, g, it, w, tile, rank, f, held, u, add && ready);
     if (!ready)
@@ -583,10 +596,17 @@ __device__ __forceinline__ void consumer_late_user(const kevo_lce_args &a, const
 {
     if (PHASE != PHASE_BOTH || held != HELD_LATE)
         return;
+#if STACK // each warp waits for its own user tile
+    const int ur = stack_user_row(a, it, tile, w), u = 0;
+    if (w.lane == 0 && ur >= 0)
+        wait_flag(ws_flag(a, g, ur / TILE_R, it.tm, it.tn, rank), w.seq);
+    __syncwarp();
+#else
     const int u = __ldg(a.cand_to_user + (CLB ? ws_loaded(a, it) : it.bb));
     if (w.tid == 0)
         wait_flag(ws_flag(a, g, u, it.tm, it.tn, rank), w.seq);
     wg_sync(1 + w.c);
+#endif
     ures_fetch(a, g, it, w, tile, rank, f, held, u, tile.row0 < (TRANS ? tile.N : tile.M));
 }
 #endif

@@ -418,7 +418,11 @@ static const gpu_case persistent[] = {
      * tiles, N=160 in 256-row tiles under a ratio map, N=224 in three warp
      * groups with BK=32 and CLB=1, and one user of N=32 in a quarter of a
      * 128-row tile.  A warp group's 64 rows that cross from one candidate to
-     * the next, and a partial last box (BW % 64), go by 16-byte stores */
+     * the next, and a partial last box (BW % 64), go by 16-byte stores.
+     * FUSE=1: user and candidate tiles in one launch, each warp waiting for
+     * its own user tile's flag: across tiles with CLB=1 (B and U odd), four
+     * warp groups under a ratio map, and a long Ku beside a short Kc, where
+     * candidate tiles finish their main loop before their user tiles */
     {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
     {"B=37,M=200,N=64,Ku=130,Kc=331,U=3", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
     {"B=300,M=97,N=64,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
@@ -429,6 +433,9 @@ static const gpu_case persistent[] = {
     {"B=150,M=97,N=160,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,STACK=1"},
     {"B=23,M=133,N=224,Ku=200,Kc=515,U=4", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=6,BK=32,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
     {"B=37,M=83,N=32,Ku=57,Kc=212,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
+    {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=192,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
+    {"B=300,M=97,N=64,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,STACK=1"},
+    {"B=300,M=97,N=96,Ku=900,Kc=64,ratio=7", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
 };
 
 static void test_persistent_family(void **state)

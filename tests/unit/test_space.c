@@ -836,9 +836,10 @@ static void test_plan_ws(void **state)
     assert_true(kevo_syms_get(&sb, "items", &items));
     assert_int_equal(items, 750 * 2);
     /* and where it does not apply: N a multiple of the tile's rows (the
-     * plain tiling), N not a multiple of 32, ping-pong, one launch, a
-     * cluster of one candidate's tiles; a cluster of two candidates' (CLB=1)
-     * and three warp groups of two whole candidates do */
+     * plain tiling), N not a multiple of 32, ping-pong, the TMA-less
+     * epilogue, a cluster of one candidate's tiles; one launch, a cluster
+     * of two candidates' (CLB=1) and three warp groups of two whole
+     * candidates do */
     static const struct {
         const char *shape, *params;
         int valid;
@@ -846,7 +847,8 @@ static void test_plan_ws(void **state)
         {"B=1000,M=345,N=256,Ku=800,Kc=1100,ratio=25", "", 0},
         {"B=1000,M=345,N=72,Ku=800,Kc=1100,ratio=25", "", 0},
         {NULL, "PINGPONG=1", 0},
-        {NULL, "FUSE=1", 0},
+        {NULL, "EPI=0", 0},
+        {NULL, "FUSE=1", 1},
         {NULL, "CLUSTER=2,CLB=0", 0},
         {NULL, "CLUSTER=2,CLB=1", 1},
         {NULL, "CONSUMERS=3,BN=128,TRIM=0", 1},
