@@ -57,7 +57,7 @@ static void test_families_and_ref(void **state)
      * rows) with E multicast, with W multicast (TRANS=1, CLB=1, two wgmmas
      * per k-step) and with 32-column E atoms in an eight-stage ring; STACK
      * (candidates' N columns stacked end to end in TRANS=1 tiles' rows, at
-     * shapes of N=96, N=32 and N=320) */
+     * shapes of N=96, N=32 in one launch and N=320) */
     static const char *const ws_params[] = {
         "PINGPONG=0,CLUSTER=2,FUSE=0,EPI=0,STAGES=3,URES=1",
         "BN=96,CONSUMERS=4,PINGPONG=0,EPI=0,STAGES=3,RASTER=1",
@@ -84,7 +84,7 @@ static void test_families_and_ref(void **state)
     } ws_shaped[] = {
         {"B=41,M=345,N=96,Ku=301,Kc=266,U=5",
          "TRANS=1,BN=192,TRIM=16,PINGPONG=0,CLUSTER=2,CLB=1,FUSE=0,EPI=1,URES=1,STAGES=4,STACK=1"},
-        {"B=33,M=433,N=32,Ku=301,Kc=266,U=5", "TRANS=1,BN=224,TRIM=8,PINGPONG=0,FUSE=0,EPI=1,URES=1,STAGES=4,STACK=1"},
+        {"B=33,M=433,N=32,Ku=301,Kc=266,U=5", "TRANS=1,BN=224,TRIM=8,PINGPONG=0,FUSE=1,EPI=1,URES=1,STAGES=4,STACK=1"},
         {"B=19,M=200,N=320,Ku=130,Kc=200,U=3",
          "TRANS=1,BN=128,CONSUMERS=3,PINGPONG=0,FUSE=0,EPI=1,URES=1,STAGES=6,BK=32,STACK=1"},
     };
