@@ -16,16 +16,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!text)
         return 0;
 
-    kevo_syms syms;
-    kevo_syms_init(&syms);
+    /* part: the names a fold binds; syms: all of them */
+    kevo_syms part;
+    kevo_syms_init(&part);
+    kevo_syms_set(&part, "BM", 128);
+    kevo_syms_set(&part, "BN", 64);
+    kevo_syms_set(&part, "B", 8);
+    kevo_syms_set(&part, "U", 3);
+    kevo_syms_set(&part, "num_sms", 132);
+    kevo_syms syms = part;
     kevo_syms_set(&syms, "M", 4096);
     kevo_syms_set(&syms, "N", 1024);
     kevo_syms_set(&syms, "K", 768);
-    kevo_syms_set(&syms, "BM", 128);
-    kevo_syms_set(&syms, "BN", 64);
-    kevo_syms_set(&syms, "B", 8);
-    kevo_syms_set(&syms, "U", 3);
-    kevo_syms_set(&syms, "num_sms", 132);
     kevo_syms_set(&syms, "max_smem", 232448);
 
     kevo_err err;
@@ -41,15 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kevo_status st2 = kevo_expr_eval(e, &syms, &v2, &err);
         if (st != st2 || (st == KEVO_OK && v != v2))
             abort();
-        /* folded at a part of the binding (M, N, K, max_smem left free), the
-         * text evaluates as the original does wherever that evaluates */
-        kevo_syms part;
-        kevo_syms_init(&part);
-        kevo_syms_set(&part, "BM", 128);
-        kevo_syms_set(&part, "BN", 64);
-        kevo_syms_set(&part, "B", 8);
-        kevo_syms_set(&part, "U", 3);
-        kevo_syms_set(&part, "num_sms", 132);
+        /* folded at part (M, N, K, max_smem left free), the text evaluates
+         * as the original does wherever that evaluates */
         kv_buf fb;
         kv_buf_init(&fb);
         if (kevo_expr_fold(e, &part, &fb, NULL, NULL, &err) != KEVO_OK)
