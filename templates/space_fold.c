@@ -9,6 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether a JSON number is an integer of int64's range, into *v (a cast
+ * past that range is undefined). */
+static bool sf_int(const cJSON *j, int64_t *v)
+{
+    if (!cJSON_IsNumber(j) || !(j->valuedouble > -9.2e18 && j->valuedouble < 9.2e18))
+        return false;
+    *v = (int64_t)j->valuedouble;
+    return (double)*v == j->valuedouble;
+}
+
 /* Fold one expression item in place (a string; a number stays): a number
  * when it folds to one.  *is_const and *value as kevo_expr_fold's (a
  * number item: itself).  Errors: the expression's parse error, KEVO_ERR_NOMEM. */
@@ -16,8 +26,7 @@ static kevo_status sf_fold_item(cJSON *item, const kevo_syms *syms, bool *is_con
 {
     *is_const = false;
     if (cJSON_IsNumber(item)) {
-        *is_const = item->valuedouble == (double)(int64_t)item->valuedouble;
-        *value = (int64_t)item->valuedouble;
+        *is_const = sf_int(item, value);
         return KEVO_OK;
     }
     if (!cJSON_IsString(item))
@@ -67,9 +76,10 @@ static kevo_status sf_params(const cJSON *root, kevo_syms *syms, kevo_err *err)
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
         const cJSON *vals = cJSON_GetObjectItemCaseSensitive(p, "values");
         const cJSON *v = cJSON_IsArray(vals) && cJSON_GetArraySize(vals) == 1 ? cJSON_GetArrayItem(vals, 0) : NULL;
-        if (!cJSON_IsString(name) || !cJSON_IsNumber(v))
-            return kevo_err_set(err, KEVO_ERR_ARG, "not a one-point space: a param without one number");
-        kevo_status st = kevo_syms_set(syms, name->valuestring, (int64_t)v->valuedouble);
+        int64_t x;
+        if (!cJSON_IsString(name) || !sf_int(v, &x))
+            return kevo_err_set(err, KEVO_ERR_ARG, "not a one-point space: a param without one integer");
+        kevo_status st = kevo_syms_set(syms, name->valuestring, x);
         if (st)
             return kevo_err_set(err, st, "param '%s' cannot be bound", name->valuestring);
     }

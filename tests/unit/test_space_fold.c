@@ -167,6 +167,8 @@ static void test_fold_rejects(void **state)
         "[1, 2]",
         "not json",
         "{\"params\": [{\"name\": \"A\", \"values\": [1, 2]}]}",
+        "{\"params\": [{\"name\": \"A\", \"values\": [1e300]}]}",
+        "{\"params\": [{\"name\": \"A\", \"values\": [1.5]}]}",
         "{\"params\": [{\"name\": \"A\", \"values\": [1]}], \"let\": [[\"X\", \"A +\"]]}",
         "{\"params\": [{\"name\": \"A\", \"values\": [1]}], \"workspace\": \"cdiv(A\"}",
     };
