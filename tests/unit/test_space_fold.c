@@ -19,6 +19,7 @@
 #include "templates/space.h"
 #include "testutil.h"
 #include "util/util.h"
+#include "space_fixture.h"
 
 
 static kevo_space *load_inline(const char *json)
@@ -88,16 +89,11 @@ static void test_fold_plans_alike(void **state)
         {"ikbo_fa", "Bc=1200,H=4,Sq=48,D=64,Skv=2500,ratio=30"},
     };
     static const char *const families[] = {"lce_mem", "lce_mma", "lce_wgmma", "lce_ws", "fa_mma", "fa_ws"};
-    const char *h = getenv("KEVO_HOME");
-    kevo_limits lim;
+    kevo_limits lim = h100();
     kevo_err err;
     kevo_err_clear(&err);
-    assert_int_equal(kevo_limits_for_arch("sm_90a", &lim, &err), KEVO_OK);
     for (size_t f = 0; f < KV_ARRAY_LEN(families); f++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/templates/%s.json", h && *h ? h : KEVO_SOURCE_DIR, families[f]);
-        kevo_space *s = NULL;
-        assert_int_equal(kevo_space_load(path, &s, &err), KEVO_OK);
+        kevo_space *s = load_family(families[f]);
         const kevo_op *op = kevo_op_find(s->op);
         int checked = 0;
         size_t saved = 0, before = 0;
