@@ -78,12 +78,13 @@
 //     parts claimed one after the other, the chain runs on USPLIT CTAs at
 //     once; the parts' sums meet as the candidate split's do, and the last
 //     part stores user_res and sets the flag.
-//   STACK=1 (TRANS=1, N % 32 == 0): B * N rows, the candidates' N end to
-//     end (users' alike), in tiles of TILE_R: N is not padded to whole
-//     tiles.  E comes in 32-column boxes; a warp's 16 rows are one
-//     candidate's and add its user's (in one launch, each warp waits for
-//     its own user tile); a warp group's 64 rows that cross candidates
-//     store by 16-byte stores.
+//   STACK=1 (TRANS=1): B * NP rows, the candidates' N end to end at the
+//     pitch NP = N rounded up to 32 (users' alike), in tiles of TILE_R: N
+//     is padded to 32, not to whole tiles.  E comes in 32-column boxes (the
+//     columns past N read as zeros); a warp's 16 rows are one candidate's
+//     and add its user's (in one launch, each warp waits for its own user
+//     tile); a warp group's 64 rows that cross candidates store by 16-byte
+//     stores.
 //
 // The kernel (ws_kernel, at the end) reads as its steps: ws_setup; the
 // producer's producer_schedule and producer_load; the consumers'
@@ -316,16 +317,16 @@ static_assert(TRANS && URES && EPI && !PINGPONG && SPLITK == 1 && USPLIT == 1 &&
               "STACK=1 takes TRANS=1, URES=1, EPI=1, cooperative consumers, CLB=1 in a cluster, no split");
 // Producer, STACK=1: E's 32-column boxes of one k-tile for the tile's rows of
 // the stack, the first column c of candidate (user) b: box j holds the next
-// 32, on into candidate b + 1 at N.  (N % 32 == 0: no box straddles two; one
-// past B or U reads as zeros.)
-__device__ __forceinline__ void producer_load_e_stacked(unsigned char *e, const void *map, int b, int c, int N,
+// 32, on into candidate b + 1 at the pitch NP.  (No box straddles two: the
+// columns N..NP-1 of a box, and one past B or U, read as zeros.)
+__device__ __forceinline__ void producer_load_e_stacked(unsigned char *e, const void *map, int b, int c, int NP,
                                                         int kx, uint64_t *bar)
 {
 #pragma unroll
     for (int j = 0; j < E_BOXES; ++j) {
         tma_load_3d(e + j * (BK * E_ROW), map, c, kx, b, bar);
         c += E_COLS;
-        if (c == N) {
+        if (c == NP) {
             c = 0;
             ++b;
         }
@@ -372,7 +373,7 @@ __device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_s
     const void *tm_w = it.user ? (const void *)&a.tm_w_user : (const void *)&a.tm_w_cand;
     const void *tm_e = it.user ? (const void *)&a.tm_e_user : (const void *)&a.tm_e_cand;
 #if STACK
-    const int r0 = it.bb * TILE_R, b0 = r0 / a.N, c0 = r0 - b0 * a.N; // the tile's first row of the stack
+    const int NP = stack_pitch(a), r0 = it.bb * TILE_R, b0 = r0 / NP, c0 = r0 - b0 * NP; // the tile's first row of the stack
 #endif
     for (int k = 0; k < it.kt; ++k) {
         const int s = ring_acquire(sm.ctl->ring, p0 + k);
@@ -380,7 +381,7 @@ __device__ __forceinline__ void producer_load(const kevo_lce_args &a, const ws_s
         unsigned char *stage = sm.stages + s * STAGE_BYTES;
         producer_load_w(stage, tm_w, it, (it.k0 + k) * BK, bar, rank);
 #if STACK
-        producer_load_e_stacked(stage + W_BYTES, tm_e, b0, c0, a.N, (it.k0 + k) * BK, bar);
+        producer_load_e_stacked(stage + W_BYTES, tm_e, b0, c0, NP, (it.k0 + k) * BK, bar);
 #else
         producer_load_e(stage + W_BYTES, tm_e, it, ws_loaded(a, it), (it.k0 + k) * BK, bar, rank);
 #endif
@@ -445,7 +446,8 @@ struct ws_tile {
 __device__ __forceinline__ ws_tile ws_tile_of(const kevo_lce_args &a, const ws_item &it, const ws_cons &w)
 {
 #if STACK
-    return ws_tile{ws_live(a, it) ? a.M : 0, (it.user ? a.U : a.B) * a.N - it.bb * TILE_R, it.n0 + w.c * 64};
+    return ws_tile{ws_live(a, it) ? a.M : 0, (it.user ? a.U : a.B) * stack_pitch(a) - it.bb * TILE_R,
+                   it.n0 + w.c * 64};
 #else
     if constexpr (CLB)
         return ws_tile{ws_live(a, it) ? a.M : 0, a.N, (TRANS ? it.n0 : it.m0) + (PINGPONG ? 0 : w.c * 64)};
@@ -494,13 +496,14 @@ __device__ __forceinline__ bool ws_rows_in(const ws_tile &tile, const ws_cons &w
 }
 #if STACK
 // STACK=1: this warp's 16 rows are columns c.. of candidate b's N; its user
-// u's same columns are rows u * N + c.. of the users' stack (user tile
-// row / TILE_R).  -1 when its rows are past B.
+// u's same columns are rows u * NP + c.. of the users' stack (user tile
+// row / TILE_R).  -1 when its rows are past B, or past N (the pitch's
+// padding: zeros, never stored).
 __device__ __forceinline__ int stack_user_row(const kevo_lce_args &a, const ws_item &it, const ws_tile &tile,
                                               const ws_cons &w)
 {
-    const int r = it.bb * TILE_R + tile.row0 + 16 * w.warp, b = r / a.N;
-    return b < a.B ? __ldg(a.cand_to_user + b) * a.N + r - b * a.N : -1;
+    const int NP = stack_pitch(a), r = it.bb * TILE_R + tile.row0 + 16 * w.warp, b = r / NP, c = r - b * NP;
+    return b < a.B && c < a.N ? __ldg(a.cand_to_user + b) * NP + c : -1;
 }
 #endif
 // URES=1: this thread's user_res vectors into f.pre (add: user u's tile is
@@ -846,7 +849,7 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
     constexpr bool PART_BOX = EPI == 1 && BW % 64 != 0;
 #if STACK
     // the warp group's first row of the stack: column sc of candidate sb
-    const int sr = it.bb * TILE_R + row0, sb = sr / a.N, sc = sr - sb * a.N;
+    const int NP = stack_pitch(a), sr = it.bb * TILE_R + row0, sb = sr / NP, sc = sr - sb * NP;
 #endif
 #pragma unroll
     for (int box = 0; box < OUT_BOXES; ++box) {
@@ -854,8 +857,9 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
 #if STACK
         // nor where the warp group's 64 columns of N cross from one candidate
         // to the next (a box stores to one candidate; storing it twice, once
-        // at a negative column, raised an illegal instruction on the H200)
-        const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1) && sc + 64 <= a.N;
+        // at a negative column, raised an illegal instruction on the H200).
+        // Inside one candidate's pitch, TMA drops the columns past N.
+        const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1) && sc + 64 <= NP;
 #else
         const bool by_tma = EPI == 1 && !(PART_BOX && box == OUT_BOXES - 1);
 #endif
@@ -933,9 +937,9 @@ __device__ __forceinline__ void consumer_finish(const kevo_lce_args &a, const ws
                 const bool in_tile = 64 * box + (TRANS ? r : 8 * unit) < BW;
 #if STACK
                 // row gn of the tile: a column of candidate k's N in the stack
-                const int k = (it.bb * TILE_R + gn) / a.N;
-                gn += it.bb * TILE_R - k * a.N;
-                if (gm < M && k < a.B && in_tile)
+                const int k = (it.bb * TILE_R + gn) / NP;
+                gn += it.bb * TILE_R - k * NP;
+                if (gm < M && k < a.B && gn < a.N && in_tile)
                     *reinterpret_cast<uint4 *>(out + ((size_t)k * M + gm) * a.N + gn) =
                         *reinterpret_cast<const uint4 *>(buf + r * 128 + ((unit ^ (r & 7)) << 4));
 #else

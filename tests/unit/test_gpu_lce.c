@@ -422,7 +422,18 @@ static const gpu_case persistent[] = {
      * FUSE=1: user and candidate tiles in one launch, each warp waiting for
      * its own user tile's flag: across tiles with CLB=1 (B and U odd), four
      * warp groups under a ratio map, and a long Ku beside a short Kc, where
-     * candidate tiles finish their main loop before their user tiles */
+     * candidate tiles finish their main loop before their user tiles.
+     * N not a multiple of 32: the stack's pitch is N rounded up to 32, the
+     * columns past N zeros never stored (a 64-row box inside one pitch goes
+     * by TMA, clipped at N): N=80 with CLB=1 (B and U odd), N=272 across
+     * tiles in one launch, one user of N=16, N=48 under a ratio map in four
+     * warp groups, N=112 in three warp groups with BK=32, and N=72 */
+    {"B=41,M=345,N=80,Ku=301,Kc=266,U=5", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
+    {"B=23,M=300,N=272,Ku=130,Kc=300,U=3", "BN=224,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
+    {"B=37,M=83,N=16,Ku=57,Kc=212,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
+    {"B=300,M=97,N=48,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
+    {"B=21,M=345,N=112,Ku=200,Kc=515,U=4", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=6,BK=32,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
+    {"B=50,M=83,N=72,Ku=57,Kc=212,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
     {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=128,CONSUMERS=3,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
     {"B=37,M=200,N=64,Ku=130,Kc=331,U=3", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1"},
     {"B=300,M=97,N=64,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=2,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},

@@ -418,17 +418,26 @@ static void test_plan_ws(void **state)
     assert_int_equal(kevo_space_bind(f.s, &s9, &f.lim, KEVO_DTYPE_F16, &cfg, &sb, &f.err), KEVO_OK);
     assert_true(kevo_syms_get(&sb, "items", &items));
     assert_int_equal(items, 750 * 2);
+    /* N=272 stacks at the pitch 288 (N rounded up to 32): 2111 candidates
+     * in cdiv(2111 * 288, 128) = 4750 tiles of rows */
+    kevo_syms s18;
+    shape_of("B=2111,M=345,N=272,Ku=800,Kc=1100,ratio=25", &s18);
+    assert_int_equal(kevo_space_check(f.s, &s18, &f.lim, KEVO_DTYPE_F16, &cfg, why, sizeof why), 1);
+    assert_int_equal(kevo_space_bind(f.s, &s18, &f.lim, KEVO_DTYPE_F16, &cfg, &sb, &f.err), KEVO_OK);
+    assert_true(kevo_syms_get(&sb, "items", &items));
+    assert_int_equal(items, 4750 * 2);
     /* and where it does not apply: N a multiple of the tile's rows (the
-     * plain tiling), N not a multiple of 32, ping-pong, the TMA-less
-     * epilogue, a cluster of one candidate's tiles; one launch, a cluster
-     * of two candidates' (CLB=1) and three warp groups of two whole
-     * candidates do */
+     * plain tiling; N=248 pads to 256, two whole tiles), ping-pong, the
+     * TMA-less epilogue, a cluster of one candidate's tiles; N=72 (pitch
+     * 96), one launch, a cluster of two candidates' (CLB=1) and three warp
+     * groups of two whole candidates do */
     static const struct {
         const char *shape, *params;
         int valid;
     } stacks[] = {
         {"B=1000,M=345,N=256,Ku=800,Kc=1100,ratio=25", "", 0},
-        {"B=1000,M=345,N=72,Ku=800,Kc=1100,ratio=25", "", 0},
+        {"B=1000,M=345,N=248,Ku=800,Kc=1100,ratio=25", "", 0},
+        {"B=1000,M=345,N=72,Ku=800,Kc=1100,ratio=25", "", 1},
         {NULL, "PINGPONG=1", 0},
         {NULL, "EPI=0", 0},
         {NULL, "FUSE=1", 1},
