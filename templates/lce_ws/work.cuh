@@ -60,6 +60,15 @@ struct ws_item {
     int sidx;   // split tiles: index in [0, g.splits) (the tail's, or the user tile's)
 };
 
+// STACK=1: the stack's pitch, rows from one candidate's (user's) first to the
+// next's: N rounded up to the 32-column E box, so that no box straddles two
+// candidates; rows N..NP-1 of each read as zeros (the E box past N) and are
+// never stored.
+__device__ __forceinline__ int stack_pitch(const kevo_lce_args &a)
+{
+    return (a.N + 31) & ~31;
+}
+
 // Work items: U * per user tiles (FUSE=1 or the first launch; none with
 // UFOLD=1, whose candidate tiles fold their user's GEMM in), then the
 // candidate tiles: the first `whole` of them one item each, the last `tail`
@@ -75,21 +84,11 @@ struct ws_geom {
     int whole, tail; // candidate tiles computed whole, and split
     int splits;      // tiles whose parts use the split region: the tail's, or (USPLIT > 1) the user tiles
     // Tiles along B of n candidates (users); STACK=1: of their n * NP rows.
-    static __device__ __forceinline__ int slots(const kevo_lce_args &a, int n);
+    static __device__ __forceinline__ int slots(const kevo_lce_args &a, int n)
+    {
+        return STACK ? (n * stack_pitch(a) + TILE_R - 1) / TILE_R : n;
+    }
 };
-
-// STACK=1: the stack's pitch, rows from one candidate's (user's) first to the
-// next's: N rounded up to the 32-column E box, so that no box straddles two
-// candidates; rows N..NP-1 of each read as zeros (the E box past N) and are
-// never stored.
-__device__ __forceinline__ int stack_pitch(const kevo_lce_args &a)
-{
-    return (a.N + 31) & ~31;
-}
-__device__ __forceinline__ int ws_geom::slots(const kevo_lce_args &a, int n)
-{
-    return STACK ? (n * stack_pitch(a) + TILE_R - 1) / TILE_R : n;
-}
 
 template <int PHASE>
 __device__ __forceinline__ ws_geom ws_geometry(const kevo_lce_args &a)
