@@ -313,8 +313,8 @@ __device__ __forceinline__ void producer_load_e(unsigned char *e, const void *ma
 }
 
 #if STACK
-static_assert(TRANS && URES && EPI && !PINGPONG && SPLITK == 1 && USPLIT == 1 && !UFOLD && (CLUSTER == 1 || CLB),
-              "STACK=1 takes TRANS=1, URES=1, EPI=1, cooperative consumers, CLB=1 in a cluster, no split");
+static_assert(TRANS && URES && EPI && !PINGPONG && SPLITK == 1 && !UFOLD && (CLUSTER == 1 || CLB),
+              "STACK=1 takes TRANS=1, URES=1, EPI=1, cooperative consumers, CLB=1 in a cluster, no candidate split");
 // Producer, STACK=1: E's 32-column boxes of one k-tile for the tile's rows of
 // the stack, the first column c of candidate (user) b: box j holds the next
 // 32, on into candidate b + 1 at the pitch NP.  (No box straddles two: the

@@ -447,6 +447,16 @@ static const gpu_case persistent[] = {
     {"B=41,M=345,N=96,Ku=301,Kc=266,U=5", "BN=192,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1"},
     {"B=300,M=97,N=64,Ku=45,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,STACK=1"},
     {"B=300,M=97,N=96,Ku=900,Kc=64,ratio=7", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,CLB=1,STACK=1"},
+    /* STACK=1 with USPLIT: the stack's user tiles split along Ku, the last
+     * part storing the tile and (one launch) raising its flag: one user of
+     * N=72 in four parts of a 39-k-tile chain beside short candidates, in
+     * one launch; N=96 with CLB=1 (U odd) in two parts, in one launch; N=80
+     * (pitch 96) across tiles in eight parts, two launches; N=48 under a
+     * ratio map in four warp groups, in one launch */
+    {"B=300,M=83,N=72,Ku=2441,Kc=212,U=1", "BN=96,CONSUMERS=2,PINGPONG=0,STAGES=5,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=8,SBUF=4,STACK=1,USPLIT=4"},
+    {"B=41,M=345,N=96,Ku=801,Kc=266,U=5", "BN=192,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=2,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,CLB=1,STACK=1,USPLIT=2"},
+    {"B=37,M=200,N=80,Ku=1100,Kc=331,U=3", "BN=128,CONSUMERS=2,PINGPONG=0,STAGES=4,BK=64,CLUSTER=1,FUSE=0,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=0,STACK=1,USPLIT=8"},
+    {"B=300,M=97,N=48,Ku=700,Kc=130,ratio=7", "BN=96,CONSUMERS=4,PINGPONG=0,STAGES=3,BK=64,CLUSTER=1,FUSE=1,EPI=1,RASTER=0,URES=1,TRANS=1,TRIM=16,STACK=1,USPLIT=2"},
 };
 
 static void test_persistent_family(void **state)

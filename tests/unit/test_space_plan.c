@@ -429,8 +429,9 @@ static void test_plan_ws(void **state)
     /* and where it does not apply: N a multiple of the tile's rows (the
      * plain tiling; N=248 pads to 256, two whole tiles), ping-pong, the
      * TMA-less epilogue, a cluster of one candidate's tiles; N=72 (pitch
-     * 96), one launch, a cluster of two candidates' (CLB=1) and three warp
-     * groups of two whole candidates do */
+     * 96), one launch, a cluster of two candidates' (CLB=1), three warp
+     * groups of two whole candidates and user tiles split along Ku
+     * (USPLIT) do; a split candidate tile (SPLITK) does not */
     static const struct {
         const char *shape, *params;
         int valid;
@@ -444,6 +445,9 @@ static void test_plan_ws(void **state)
         {NULL, "CLUSTER=2,CLB=0", 0},
         {NULL, "CLUSTER=2,CLB=1", 1},
         {NULL, "CONSUMERS=3,BN=128,TRIM=0", 1},
+        {NULL, "USPLIT=2", 1},
+        {NULL, "FUSE=1,USPLIT=2", 1},
+        {NULL, "SPLITK=2", 0},
     };
     for (size_t i = 0; i < KV_ARRAY_LEN(stacks); i++) {
         char p[256];
