@@ -705,6 +705,11 @@ void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int
     if (ok && peer >= 0)
         r = wk_retime_peer_open(w, peer, &prun, peer_out);
     if (!ok && r == CUDA_SUCCESS) {
+        for (int i = 0; i < n; i++)
+            if (out[i].fail == KEVO_FAIL_NONE) {
+                out[i].fail = KEVO_FAIL_LOAD_ERROR;
+                snprintf(out[i].msg, sizeof out[i].msg, "not timed: another candidate's arguments could not be made");
+            }
         if (peer >= 0) {
             peer_out->fail = KEVO_FAIL_LOAD_ERROR;
             snprintf(peer_out->msg, sizeof peer_out->msg, "not timed: a candidate of the re-timing did not load");

@@ -300,7 +300,7 @@ kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, tn_
     T.m = tn_leaders(e, rows, n, &ok);
     T.peer = kevo_peer_best_same_run(e->op, &e->run_peers, NULL);
     /* a group to re-time: several leaders, or one beside the peer */
-    const bool group = T.m > 1 || (T.m == 1 && T.peer >= 0);
+    const bool group = e->gpu && (T.m > 1 || (T.m == 1 && T.peer >= 0));
     T.lead = calloc((size_t)(T.m ? T.m : 1), sizeof *T.lead);
     if (!T.lead)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
