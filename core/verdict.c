@@ -33,6 +33,22 @@ int kevo_peer_best(const kevo_op *op, const kevo_peer_set *s, double *ms)
     return best;
 }
 
+int kevo_peer_best_same_run(const kevo_op *op, const kevo_peer_set *s, double *ms)
+{
+    int best = -1;
+    double best_ms = NAN;
+    for (int i = 0; op && s && i < op->npeers && i < KEVO_MAX_PEERS; i++) {
+        double t = kevo_peer_ok_ms(s, i);
+        if (!(op->peers[i].flags & KEVO_PEER_AFTER) && t > 0 && !(best_ms <= t)) {
+            best = i;
+            best_ms = t;
+        }
+    }
+    if (ms)
+        *ms = best_ms;
+    return best;
+}
+
 int kevo_peer_vendor(const kevo_op *op, const kevo_peer_set *ps)
 {
     int best = -1;

@@ -21,6 +21,11 @@ double kevo_peer_ok_ms(const kevo_peer_set *s, int i);
 /* The fastest OK peer of op in s (AFTER peers included once measured), or
  * -1 when none is OK; *ms (may be NULL) its median, NaN when none. */
 int kevo_peer_best(const kevo_op *op, const kevo_peer_set *s, double *ms);
+/* The fastest OK peer of op in s that the GPU worker runs beside the
+ * candidates (KEVO_PEER_AFTER peers left out: they run after the search),
+ * or -1 when none is OK; *ms (may be NULL) its median, NaN when none.  The
+ * peer tune's settle step times in the same rounds as the run's best. */
+int kevo_peer_best_same_run(const kevo_op *op, const kevo_peer_set *s, double *ms);
 
 /* The one-line verdict on a run's best against its peers ps, given its
  * vs_best_peer (the fastest OK peer's time over its own), into out[n]:

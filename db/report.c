@@ -141,6 +141,24 @@ kevo_status rp_arch_pick(kevo_db *db, int64_t run_id, kevo_run_row *r, kevo_cand
 
 /* How report names a peer row: its op's label, or a note for a name the op
  * does not declare (a DB of an older kevo: "decomposed_unaligned"). */
+kevo_status rp_paired(kevo_db *db, int64_t run_id, kevo_paired_row *p, bool *have, char *why, size_t n,
+                      kevo_err *err)
+{
+    kevo_err e2;
+    *have = false;
+    why[0] = '\0';
+    kevo_status s = kevo_db_paired_get(db, run_id, p, &e2);
+    if (s == KEVO_OK)
+        *have = true;
+    else if (s == KEVO_ERR_DB)
+        snprintf(why, n, "%s", e2.msg);
+    else if (s != KEVO_ERR_NOT_FOUND) {
+        *err = e2;
+        return s;
+    }
+    return KEVO_OK;
+}
+
 const char *rp_peer_label(const kevo_op *op, const char *name)
 {
     int i = kevo_op_peer_index(op, name);

@@ -14,7 +14,10 @@
  *              "evaluated", "failed", "compiled", "verified",
  *              "baseline_ms", "baseline_bcast_ms", "peak_tflops", "copy_tbps",
  *              "best": {"candidate_id", "template", "params": {...},
- *                       "median_ms", "speedup", "tflops", "rel_err"} | null}],
+ *                       "median_ms", "speedup", "tflops", "rel_err"} | null,
+ *              "paired_peer": {"candidate_id", "peer", "rounds", "ratio",
+ *                              "ci_lo", "ci_hi"} | {"error"} (only where the
+ *                              settle step stored one: kevo_paired_row)}],
  *    "archs": [{"arch", "runs": [id, ...], "evaluated", "compiled", "failed",
  *               "verified", "kernels": [{"run", "candidate_id", "family",
  *               "params": {...}, "status", "best", "regs", "spill_bytes",
@@ -30,7 +33,8 @@
 kevo_status kevo_report_json(kevo_db *db, int64_t run_id, kv_buf *out, kevo_err *err);
 
 /* Plain-text report appended to out: per run a header (op, shape, dtype,
- * device, baseline, counts) and a table of the `top` best candidates (all
+ * device, baseline, counts, the best's paired figure against its fastest
+ * peer where one is stored) and a table of the `top` best candidates (all
  * when top <= 0), best first; compile-only runs list candidates in order,
  * with no baseline.  When the runs are of more than one architecture, a
  * section "by architecture" follows: per arch its runs, their candidates'

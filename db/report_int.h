@@ -38,4 +38,11 @@ kevo_status rp_arch_pick(kevo_db *db, int64_t run_id, kevo_run_row *r, kevo_cand
  * does not declare (a DB of an older kevo: "decomposed_unaligned"). */
 const char *rp_peer_label(const kevo_op *op, const char *name);
 
+/* Run run_id's paired figure (kevo_db_paired_get): *have false when none
+ * is stored; a row kevo_db_paired_get refuses is not shown and why[n] says
+ * why (*have false, KEVO_OK: the report goes on).  Errors: KEVO_ERR_NOMEM
+ * and other errors but KEVO_ERR_NOT_FOUND and KEVO_ERR_DB. */
+kevo_status rp_paired(kevo_db *db, int64_t run_id, kevo_paired_row *p, bool *have, char *why, size_t n,
+                      kevo_err *err);
+
 #endif

@@ -271,6 +271,31 @@ static kevo_status rp_peers_json(kevo_db *db, int64_t run_id, const kevo_op *op,
     return KEVO_OK;
 }
 
+/* The run's paired figure (rp_paired) into o as "paired_peer":
+ * {"candidate_id", "peer", "rounds", "ratio", "ci_lo", "ci_hi"}, or
+ * {"error": why} for a stored row that is not valid; nothing when none is
+ * stored (the report of a run without one is as it was). */
+static kevo_status rp_paired_json(kevo_db *db, int64_t run_id, cJSON *o, kevo_err *err)
+{
+    kevo_paired_row p;
+    bool have = false;
+    char why[512];
+    kevo_status s = rp_paired(db, run_id, &p, &have, why, sizeof why, err);
+    if (s || (!have && !why[0]))
+        return s;
+    cJSON *j = cJSON_CreateObject();
+    bool ok = j && cJSON_AddItemToObject(o, "paired_peer", j);
+    if (!ok)
+        cJSON_Delete(j);
+    if (ok && !have)
+        ok = cJSON_AddStringToObject(j, "error", why) != NULL;
+    else if (ok)
+        ok = cJSON_AddNumberToObject(j, "candidate_id", (double)p.cand_id) &&
+             cJSON_AddStringToObject(j, "peer", p.peer) && cJSON_AddNumberToObject(j, "rounds", p.rounds) &&
+             rp_add_num(j, "ratio", p.ratio) && rp_add_num(j, "ci_lo", p.ci_lo) && rp_add_num(j, "ci_hi", p.ci_hi);
+    return ok ? KEVO_OK : rp_nomem(err);
+}
+
 /* The JSON object of one run in *out. */
 static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_err *err)
 {
@@ -323,6 +348,8 @@ static kevo_status rp_run_json(kevo_db *db, int64_t run_id, cJSON **out, kevo_er
         cJSON_Delete(best_peer);
         s = rp_nomem(err);
     }
+    if (!s && !r.compile_only)
+        s = rp_paired_json(db, run_id, o, err);
     if (!s && !(s = rp_devices_json(db, run_id, &devs, err)) && !cJSON_AddItemToObject(o, "devices", devs)) {
         cJSON_Delete(devs);
         s = rp_nomem(err);

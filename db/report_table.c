@@ -443,6 +443,26 @@ static kevo_status rp_devices_lines(kevo_db *db, int64_t run_id, const kevo_op *
     return ok ? KEVO_OK : rp_nomem(err);
 }
 
+/* The run's best against its fastest peer in the same rounds (the settle
+ * step's paired figure), one line, when it is stored: "#5 against beta1
+ * in the same rounds: 1.14x [1.12x, 1.16x] (60 rounds, paired)"; a stored
+ * figure that is not valid is said as not shown, with why. */
+static kevo_status rp_paired_line(kevo_db *db, int64_t run_id, kv_buf *b, kevo_err *err)
+{
+    kevo_paired_row p;
+    bool have = false;
+    char why[512];
+    kevo_status s = rp_paired(db, run_id, &p, &have, why, sizeof why, err);
+    if (s)
+        return s;
+    if (have)
+        s = kv_buf_printf(b, "#%lld against %s in the same rounds: %.2fx [%.2fx, %.2fx] (%d rounds, paired)\n",
+                          (long long)p.cand_id, p.peer, p.ratio, p.ci_lo, p.ci_hi, p.rounds);
+    else if (why[0])
+        s = kv_buf_printf(b, "the paired figure against a peer is not shown: %s\n", why);
+    return s ? rp_nomem(err) : KEVO_OK;
+}
+
 /* One run's header and candidate table appended to b. */
 static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b, kevo_err *err)
 {
@@ -497,6 +517,10 @@ static kevo_status rp_run_table(kevo_db *db, int64_t run_id, int top, kv_buf *b,
             kevo_cand_rows_free(rows, n);
             return rp_nomem(err);
         }
+    }
+    if (!r.compile_only && r.nshapes == 0 && (s = rp_paired_line(db, run_id, b, err))) {
+        kevo_cand_rows_free(rows, n);
+        return s;
     }
     if (!r.compile_only && r.nshapes > 0) {
         kevo_status s2 = rp_dist_section(db, &r, rows, n, b, err);

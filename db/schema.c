@@ -154,6 +154,14 @@
     " run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, options TEXT NOT NULL,"              \
     " calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(run_id, name));"
 
+/* Schema 11: a run's best paired with its fastest same-run peer, timed in
+ * the same rounds of the settle step's re-timing (kevo_paired_row), and
+ * the peer's time in each round (little-endian doubles; NULL not kept). */
+#define ST_SCHEMA_V11_TABLES                                                                                 \
+    "CREATE TABLE run_paired("                                                                               \
+    " run_id INTEGER PRIMARY KEY REFERENCES runs(id), candidate_id INTEGER NOT NULL REFERENCES candidates(id)," \
+    " peer TEXT NOT NULL, rounds INTEGER NOT NULL, ratio REAL, ci_lo REAL, ci_hi REAL, peer_ms BLOB);"
+
 /* Columns schema 8 added to older tables (a new file gets them the same way). */
 #define ST_SCHEMA_V8_COLUMNS                                                                                 \
     "ALTER TABLE candidates ADD COLUMN round INTEGER;"                                                       \
@@ -189,7 +197,7 @@ const char st_schema_sql[] =
     "CREATE TABLE measurements("
     " candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL, value REAL,"
     " PRIMARY KEY(candidate_id, name));" ST_SCHEMA_V3_OTHERS ST_SCHEMA_V4_TABLES ST_SCHEMA_V5_GENERATIONS \
-        ST_SCHEMA_V8_COLUMNS ST_SCHEMA_V9_TABLES ST_SCHEMA_V10_TABLES;
+        ST_SCHEMA_V8_COLUMNS ST_SCHEMA_V9_TABLES ST_SCHEMA_V10_TABLES ST_SCHEMA_V11_TABLES;
 
 /* Upgrades, one per schema version, each in one transaction:
  *   1 -> 2: runs gained the configuration filter (--where);
@@ -212,7 +220,9 @@ const char st_schema_sql[] =
  *           (ST_MIGRATE_V9);
  *   9 -> 10: a run's generators as rows (run_generators) instead of
  *           run_llm, and the failure kind gen_error (st_migrate_v10, in C:
- *           its options are JSON built with cJSON). */
+ *           its options are JSON built with cJSON);
+ *   10 -> 11: a run's best paired with its fastest same-run peer in the
+ *           same rounds (run_paired; runs settled before have none). */
 static const char *const st_migrations[] = {
     "ALTER TABLE runs ADD COLUMN filter TEXT;"
     "PRAGMA user_version=2;",
@@ -238,6 +248,7 @@ static const char *const st_migrations[] = {
     ST_SCHEMA_V8_COLUMNS "PRAGMA user_version=8;",
     ST_MIGRATE_V9 "PRAGMA user_version=9;",
     NULL, /* st_migrate_v10 */
+    ST_SCHEMA_V11_TABLES "PRAGMA user_version=11;",
 };
 _Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_SCHEMA_VERSION - 1, "one migration a version");
 

@@ -258,7 +258,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "PRAGMA application_id=1262835279", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db->h, "PRAGMA user_version=10", NULL, NULL, NULL);
+        rc = sqlite3_exec(db->h, "PRAGMA user_version=11", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -272,7 +272,7 @@ static kevo_status st_create_schema(kevo_db *db, kevo_err *err)
 }
 
 _Static_assert(ST_APP_ID == 1262835279, "application_id literal in st_create_schema");
-_Static_assert(ST_SCHEMA_VERSION == 10, "user_version literal in st_create_schema");
+_Static_assert(ST_SCHEMA_VERSION == 11, "user_version literal in st_create_schema");
 
 /* PRAGMA quick_check over the whole file (every page's structure, not the
  * index contents; reads only).  Errors: KEVO_ERR_DB naming the first problem

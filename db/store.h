@@ -131,6 +131,38 @@ kevo_status kevo_db_peers_get(kevo_db *db, int64_t run_id, int shape_idx, int de
 kevo_status kevo_db_peers_after(kevo_db *db, int64_t run_id, const kevo_op *op, const kevo_peer_set *ps,
                                 kevo_err *err);
 
+/* A run's best against its fastest same-run peer timed in the same rounds
+ * (table run_paired, schema 11; tune's settle step): the peer run after
+ * the leaders in every round of the interleaved re-timing, and the paired
+ * ratio of the two (the median over rounds of peer time / best's time:
+ * above 1 the best is faster) with its 95% bootstrap interval.  One row per
+ * run at most, for the candidate that was the run's best when it was
+ * written. */
+typedef struct kevo_paired_row {
+    int64_t cand_id;               /* the run's best (candidates.id) */
+    char peer[KEVO_PEER_NAME_MAX]; /* the op's peer name (kevo_op.peers); DB text, checked on reading */
+    int rounds;                    /* rounds of the re-timing, 2..KEVO_PAIRED_ROUNDS_MAX */
+    double ratio, ci_lo, ci_hi;    /* finite and positive, ci_lo <= ratio <= ci_hi */
+} kevo_paired_row;
+
+#define KEVO_PAIRED_ROUNDS_MAX 1000 /* the most rounds a re-timing takes (KEVO_GPU_MAX_REPS) */
+
+/* Write run_id's paired figure, replacing the one there; peer_ms (NULL:
+ * not kept) the peer's time in each of p->rounds rounds, ms.  Errors:
+ * KEVO_ERR_ARG (a figure out of the ranges above, a peer name that is not
+ * [a-z0-9_]), KEVO_ERR_DB. */
+kevo_status kevo_db_paired_put(kevo_db *db, int64_t run_id, const kevo_paired_row *p, const double *peer_ms,
+                               kevo_err *err);
+/* Remove run_id's paired figure (none there is no error: a settle that
+ * found no peer to pair with leaves none).  Errors: KEVO_ERR_DB. */
+kevo_status kevo_db_paired_clear(kevo_db *db, int64_t run_id, kevo_err *err);
+/* Run_id's paired figure into *out, checked as kevo_db_paired_put checks
+ * it (the DB is untrusted).  Errors: KEVO_ERR_NOT_FOUND (none stored: a run
+ * settled by an older kevo, or without a peer that passed its check),
+ * KEVO_ERR_DB (a row that breaks the ranges, naming the field, never
+ * quoting its text). */
+kevo_status kevo_db_paired_get(kevo_db *db, int64_t run_id, kevo_paired_row *out, kevo_err *err);
+
 /* A candidate: one node of the search graph. */
 typedef struct kevo_cand_row {
     int64_t id;

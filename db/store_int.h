@@ -25,7 +25,7 @@ struct kevo_db {
 /* ---- the file's identity and schema (schema.c) ---- */
 
 #define ST_APP_ID 0x4B45564F /* 'KEVO': PRAGMA application_id */
-#define ST_SCHEMA_VERSION 10 /* PRAGMA user_version of the schema this kevo writes */
+#define ST_SCHEMA_VERSION 11 /* PRAGMA user_version of the schema this kevo writes */
 
 /* The whole schema of a new file, ST_SCHEMA_VERSION's tables and indexes
  * (SQL statements run in one transaction by store.c's st_create_schema). */

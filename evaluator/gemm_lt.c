@@ -235,6 +235,23 @@ CUresult wk_lt_select(wk_ctx *w, const wk_lt_desc *d, int nalgos, wk_lt_gemm *g,
     return CUDA_SUCCESS;
 }
 
+CUresult wk_lt_adopt(wk_ctx *w, const wk_lt_desc *d, const cublasLtMatmulAlgo_t *algo, wk_lt_gemm *g, char *why,
+                     size_t n)
+{
+    const wk_lt *lt = &w->lt;
+    memset(g, 0, sizeof *g);
+    g->ms = NAN;
+    if (!lt->h) {
+        snprintf(why, n, "cuBLASLt not available: %s", lt->why);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (lt_describe_gemm(lt, d, g, why, n) != CUBLAS_STATUS_SUCCESS)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    g->algo = *algo;
+    g->chosen = true;
+    return CUDA_SUCCESS;
+}
+
 CUresult wk_lt_run(wk_ctx *w, const wk_lt_gemm *g)
 {
     if (!g->chosen || !w->lt.h)

@@ -82,6 +82,16 @@ void wk_lt_close(struct wk_ctx *w);
  * wk_fail_of tells).  Call wk_lt_release(g) afterwards either way. */
 CUresult wk_lt_select(struct wk_ctx *w, const wk_lt_desc *d, int nalgos, wk_lt_gemm *g, char *why, size_t n);
 
+/* Describe d in g as wk_lt_select does and take algo, an algorithm chosen
+ * for the same GEMM before (a peer's re-run keeps the start-of-run
+ * choice), without asking the heuristic or timing anything (g->ran 0,
+ * g->ms NaN).  Returns CUDA_SUCCESS with g->chosen; otherwise why[n] says
+ * why and the result is CUDA_ERROR_NOT_SUPPORTED (cuBLASLt missing or
+ * refusing the description).  Call wk_lt_release(g) afterwards either
+ * way. */
+CUresult wk_lt_adopt(struct wk_ctx *w, const wk_lt_desc *d, const cublasLtMatmulAlgo_t *algo, wk_lt_gemm *g,
+                     char *why, size_t n);
+
 /* Run g's chosen algorithm on w->stream (asynchronous).  Errors:
  * CUDA_ERROR_NOT_READY (nothing chosen), CUDA_ERROR_UNKNOWN (cuBLASLt
  * refused: not a sticky error, so a peer calling it is marked ERROR). */

@@ -510,29 +510,20 @@ kevo_status kevo_gpu_eval(kevo_gpu *g, const kevo_gpu_request *req, kevo_gpu_res
 kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int warmup, int rounds,
                             kevo_gpu_retime_result *out, kevo_err *err)
 {
-    if (n < 2 || n > KEVO_GPU_RETIME_MAX || rounds < 2 || n * rounds > KEVO_GPU_MAX_REPS || warmup < 0)
-        return kevo_err_set(err, KEVO_ERR_ARG, "a re-timing takes 2..%d candidates and at most %d runs",
-                            KEVO_GPU_RETIME_MAX, KEVO_GPU_MAX_REPS);
-    if (g->inflight)
-        return kevo_err_set(err, KEVO_ERR_BUSY, "the GPU worker of device %d has an evaluation in flight",
-                            g->cfg.device);
-    for (int i = 0; i < n; i++)
-        memset(&out[i], 0, sizeof out[i]);
-    kevo_status st = gp_ensure(g, err);
-    if (st)
-        return st;
-    gp_request head;
-    memset(&head, 0, sizeof head);
-    head.kind = GP_RETIME;
-    head.count = n;
-    head.rounds = rounds;
-    head.warmup = warmup;
-    bool sent = gp_write(g->to_worker, &head, sizeof head) == 0;
-    for (int i = 0; i < n && sent; i++)
-        sent = gp_send(g, &reqs[i]) == 0;
-    /* every candidate runs warmup + rounds times, each within the per-evaluation limit */
-    double deadline = kv_now() + g->cfg.timeout_s * n;
-    for (int i = 0; i < n; i++) {
+    return kevo_gpu_retime_peer(g, reqs, n, -1, warmup, rounds, out, NULL, err);
+}
+
+/* Read the re-timing's answers: out[0..n) and, with a peer, *peer_out;
+ * each checked (gp_retime_result_check).  A worker that dies or hangs
+ * fails what it did not answer. */
+static kevo_status gp_retime_read(kevo_gpu *g, bool sent, int n, int rounds, kevo_gpu_retime_result *out,
+                                  kevo_gpu_retime_result *peer_out, kevo_err *err)
+{
+    /* every kernel runs warmup + rounds times, each within the per-evaluation limit */
+    const int total = n + (peer_out != NULL);
+    double deadline = kv_now() + g->cfg.timeout_s * total;
+    for (int i = 0; i < total; i++) {
+        kevo_gpu_retime_result *dst = i < n ? &out[i] : peer_out;
         gp_retime_response rs;
         int r = sent ? gp_read_deadline(g->from_worker, &rs, sizeof rs, deadline, g->cfg.cancel) : -1;
         if (r == 2) {
@@ -545,18 +536,53 @@ kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, in
             if (r == 1)
                 kill(g->pid, SIGKILL);
             gp_reap(g, why, sizeof why);
-            for (int k = i; k < n; k++) {
-                out[k].fail = r == 1 ? KEVO_FAIL_EVAL_TIMEOUT : KEVO_FAIL_WORKER_CRASH;
-                snprintf(out[k].msg, sizeof out[k].msg, "re-timing: %s; worker restarted",
+            for (int k = i; k < total; k++) {
+                kevo_gpu_retime_result *d = k < n ? &out[k] : peer_out;
+                d->fail = r == 1 ? KEVO_FAIL_EVAL_TIMEOUT : KEVO_FAIL_WORKER_CRASH;
+                snprintf(d->msg, sizeof d->msg, "re-timing: %s; worker restarted",
                          r == 1 ? "no result within the time limit" : why);
             }
             return KEVO_OK;
         }
-        out[i] = rs.res;
-        if (rs.restart && i == n - 1)
+        *dst = rs.res;
+        gp_retime_result_check(dst, rounds);
+        if (rs.restart && i == total - 1)
             gp_reap(g, NULL, 0);
     }
     return KEVO_OK;
+}
+
+kevo_status kevo_gpu_retime_peer(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int peer, int warmup,
+                                 int rounds, kevo_gpu_retime_result *out, kevo_gpu_retime_result *peer_out,
+                                 kevo_err *err)
+{
+    gp_request head;
+    memset(&head, 0, sizeof head);
+    head.kind = GP_RETIME;
+    head.count = n;
+    head.rounds = rounds;
+    head.warmup = warmup;
+    head.has_peer = peer >= 0 || peer_out;
+    head.peer = peer;
+    char why[200];
+    if (head.has_peer && !peer_out)
+        return kevo_err_set(err, KEVO_ERR_ARG, "a re-timing with a peer needs somewhere to put its times");
+    if (!gp_retime_check(&head, g->cfg.op, why, sizeof why))
+        return kevo_err_set(err, KEVO_ERR_ARG, "%s", why);
+    if (g->inflight)
+        return kevo_err_set(err, KEVO_ERR_BUSY, "the GPU worker of device %d has an evaluation in flight",
+                            g->cfg.device);
+    for (int i = 0; i < n; i++)
+        memset(&out[i], 0, sizeof out[i]);
+    if (peer_out)
+        memset(peer_out, 0, sizeof *peer_out);
+    kevo_status st = gp_ensure(g, err);
+    if (st)
+        return st;
+    bool sent = gp_write(g->to_worker, &head, sizeof head) == 0;
+    for (int i = 0; i < n && sent; i++)
+        sent = gp_send(g, &reqs[i]) == 0;
+    return gp_retime_read(g, sent, n, rounds, out, head.has_peer ? peer_out : NULL, err);
 }
 
 int kevo_gpu_restarts(const kevo_gpu *g)

@@ -92,6 +92,23 @@ int kevo_gpu_evaluated(const kevo_gpu *g);
 kevo_status kevo_gpu_retime(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int warmup, int rounds,
                             kevo_gpu_retime_result *out, kevo_err *err);
 
+/* The same with one of the op's same-run peers timed in every round
+ * beside them, so that a candidate is compared with the peer round by
+ * round (tn_settle's paired figure): peer is an index into kevo_op.peers
+ * (not a KEVO_PEER_AFTER one), run after the n candidates in each round
+ * with the same warm-up, L2 flush and timing inputs.  The worker checks
+ * the peer's output against the reference once before timing it and runs
+ * it as the start-of-run timing chose (cuBLASLt algorithms kept; chosen
+ * again only by a worker that restarted since).  n is 1..KEVO_GPU_RETIME_MAX
+ * here, and (n + 1) * rounds at most KEVO_GPU_MAX_REPS.  *peer_out gets
+ * the peer's time in each round (ms), or its failure (fail, msg: a check
+ * that failed, a peer the op cannot run again); the candidates are timed
+ * either way.  Errors: KEVO_ERR_ARG (n, rounds or peer out of range,
+ * named), KEVO_ERR_BUSY, KEVO_ERR_WORKER, KEVO_ERR_INTERRUPTED. */
+kevo_status kevo_gpu_retime_peer(kevo_gpu *g, const kevo_gpu_request *reqs, int n, int peer, int warmup,
+                                 int rounds, kevo_gpu_retime_result *out, kevo_gpu_retime_result *peer_out,
+                                 kevo_err *err);
+
 /* How many times the worker was restarted. */
 int kevo_gpu_restarts(const kevo_gpu *g);
 

@@ -603,49 +603,146 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
     wk_ws_dump(w, req);
 }
 
+/* One kernel of a re-timing: a candidate's plan or the peer, each with its
+ * own run function (wk_time_interleaved takes one). */
+typedef struct wk_retime_item {
+    CUresult (*fn)(wk_ctx *, void *);
+    void *arg;
+} wk_retime_item;
+
+static CUresult wk_retime_run(wk_ctx *w, void *arg)
+{
+    const wk_retime_item *it = arg;
+    return it->fn(w, it->arg);
+}
+
+/* The re-timing's peer `peer` made ready on the current inputs
+ * (kevo_op_gpu.peer_open) and checked once: a run with the output poisoned
+ * compared with the reference of these inputs (KEVO_FAULT_INJECT=
+ * retime_peer spoils that run: the tests' peer that fails here).  *run is
+ * NULL, with res->fail and res->msg saying why, when it is not to be timed.
+ * Returns a driver error that leaves the context unusable, else
+ * CUDA_SUCCESS. */
+static CUresult wk_retime_peer_open(wk_ctx *w, int peer, void **run, kevo_gpu_retime_result *res)
+{
+    const kevo_op *op = w->cfg.op;
+    const kevo_op_gpu *g = op->gpu;
+    const char *name = op->peers[peer].name;
+    char why[200] = "", buf[160];
+    bool sticky = false;
+    *run = NULL;
+    if (!g->peer_open || !g->peer_run || !g->peer_close) {
+        res->fail = KEVO_FAIL_LOAD_ERROR;
+        snprintf(res->msg, sizeof res->msg, "peer '%s': %s cannot run a peer again beside candidates", name,
+                 op->name);
+        return CUDA_SUCCESS;
+    }
+    CUresult r = g->peer_open(w, peer, run, why, sizeof why);
+    const char *stage = "could not be prepared";
+    double ref2 = 0, rel = NAN, nonfinite = 0;
+    if (r == CUDA_SUCCESS) {
+        stage = "its check";
+        wk_spoiled sp = {g->peer_run, *run};
+        r = wk_reference(w, &ref2);
+        if (r == CUDA_SUCCESS)
+            r = wk_ref_check_inject("retime_peer") ? wk_check_peer(w, wk_spoiled_run, &sp, ref2, &rel, &nonfinite)
+                                                   : wk_check_peer(w, g->peer_run, *run, ref2, &rel, &nonfinite);
+        if (r != CUDA_SUCCESS)
+            snprintf(why, sizeof why, "%s", kv_cu_errstr(&w->cu, r, buf, sizeof buf));
+    }
+    if (r != CUDA_SUCCESS) {
+        res->fail = wk_fail_of(r, &sticky);
+        snprintf(res->msg, sizeof res->msg, "peer '%s' %s: %.180s", name, stage, why);
+    } else {
+        double bound, rtol;
+        op->tolerance(w->cfg.dtype, &bound, &rtol);
+        if (nonfinite > 0 || !(rel <= bound)) {
+            res->fail = nonfinite > 0 ? KEVO_FAIL_NAN_OUTPUT : KEVO_FAIL_WRONG_RESULT;
+            snprintf(res->msg, sizeof res->msg,
+                     "peer '%s' disagrees with the reference: rel_err %.3e (bound %.1e), %.0f non-finite", name, rel,
+                     bound, nonfinite);
+        }
+    }
+    if (res->fail != KEVO_FAIL_NONE) {
+        if (!sticky && *run)
+            g->peer_close(w, *run);
+        *run = NULL;
+        if (sticky)
+            return r;
+        return w->cu.cuStreamSynchronize(w->stream);
+    }
+    return CUDA_SUCCESS;
+}
+
 /* Time n loaded candidates interleaved on the timing inputs (the run's
  * seed, sorted map), each with its own arguments (tensor maps) and one
- * workspace large enough for all. */
-void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int warmup, int rounds,
-                  kevo_gpu_retime_result *out, bool *sticky)
+ * workspace large enough for all; with a peer, it runs last in each
+ * round. */
+void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int peer, int warmup,
+                  int rounds, kevo_gpu_retime_result *out, kevo_gpu_retime_result *peer_out, bool *sticky)
 {
     static wk_run_arg ra[KEVO_GPU_RETIME_MAX]; /* large; one re-timing at a time per process */
-    void *args[KEVO_GPU_RETIME_MAX];
+    wk_retime_item items[KEVO_GPU_RETIME_MAX + 1];
+    void *args[KEVO_GPU_RETIME_MAX + 1];
+    void *prun = NULL;
     uint64_t ws = 256;
     for (int i = 0; i < n; i++)
         if (reqs[i].plan.workspace_bytes > ws)
             ws = reqs[i].plan.workspace_bytes;
     CUresult r = wk_ensure_ws(w, ws);
-    if (r == CUDA_SUCCESS) /* the inputs first: the arguments may depend on them */
+    if (r == CUDA_SUCCESS) /* the inputs first: the arguments and the peer's copies depend on them */
         r = wk_fill(w, w->cfg.seed, KEVO_MAP_SORTED);
     bool ok = r == CUDA_SUCCESS;
     for (int i = 0; i < n && ok; i++) {
         ra[i].c = &c[i];
-        args[i] = &ra[i];
+        items[i] = (wk_retime_item){wk_run_plan, &ra[i]};
+        args[i] = &items[i];
         if (!wk_plan_args(w, &reqs[i].plan, &ra[i].a, out[i].msg, sizeof out[i].msg)) {
             out[i].fail = KEVO_FAIL_LOAD_ERROR;
             ok = false;
         }
     }
-    if (!ok && r == CUDA_SUCCESS)
+    if (ok && peer >= 0)
+        r = wk_retime_peer_open(w, peer, &prun, peer_out);
+    if (!ok && r == CUDA_SUCCESS) {
+        for (int i = 0; i < n; i++)
+            if (out[i].fail == KEVO_FAIL_NONE) {
+                out[i].fail = KEVO_FAIL_LOAD_ERROR;
+                snprintf(out[i].msg, sizeof out[i].msg, "not timed: another candidate's arguments could not be made");
+            }
+        if (peer >= 0) {
+            peer_out->fail = KEVO_FAIL_LOAD_ERROR;
+            snprintf(peer_out->msg, sizeof peer_out->msg, "not timed: a candidate of the re-timing did not load");
+        }
         return;
-    double *ms = ok ? malloc((size_t)n * (size_t)rounds * sizeof *ms) : NULL;
-    if (ok && !ms)
+    }
+    const int total = n + (prun != NULL);
+    if (prun) {
+        items[n] = (wk_retime_item){w->cfg.op->gpu->peer_run, prun};
+        args[n] = &items[n];
+    }
+    double *ms = ok && r == CUDA_SUCCESS ? malloc((size_t)total * (size_t)rounds * sizeof *ms) : NULL;
+    if (ok && r == CUDA_SUCCESS && !ms)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS)
-        r = wk_time_interleaved(w, wk_run_plan, args, n, warmup, rounds, ms);
-    for (int i = 0; i < n; i++) {
+        r = wk_time_interleaved(w, wk_retime_run, args, total, warmup, rounds, ms);
+    for (int i = 0; i < n + (peer >= 0); i++) {
+        kevo_gpu_retime_result *o = i < n ? &out[i] : peer_out;
+        if (i == n && !prun && r == CUDA_SUCCESS)
+            break; /* the peer's failure is said already */
         if (r != CUDA_SUCCESS) {
             kevo_gpu_result res;
             memset(&res, 0, sizeof res);
             wk_result_cuda(w, &res, r, "re-timing", sticky);
-            out[i].fail = res.fail;
-            snprintf(out[i].msg, sizeof out[i].msg, "%.255s", res.msg);
+            o->fail = res.fail;
+            snprintf(o->msg, sizeof o->msg, "%.255s", res.msg);
             continue;
         }
-        out[i].rounds = rounds;
-        memcpy(out[i].ms, ms + (size_t)i * rounds, (size_t)rounds * sizeof *ms);
+        o->rounds = rounds;
+        memcpy(o->ms, ms + (size_t)i * rounds, (size_t)rounds * sizeof *ms);
     }
+    if (prun && !*sticky)
+        w->cfg.op->gpu->peer_close(w, prun);
     free(ms);
 }
 

@@ -34,9 +34,14 @@ kevo_status wk_op_init(wk_ctx *w, bool first, kevo_err *err);
 void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_gpu_result *res, bool *sticky);
 
 /* Time n loaded candidates interleaved (kevo_gpu_retime) on the timing
- * inputs: out[i] for each; *sticky when the context is no longer usable. */
-void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int warmup, int rounds,
-                  kevo_gpu_retime_result *out, bool *sticky);
+ * inputs: out[i] for each; *sticky when the context is no longer usable.
+ * peer >= 0 (checked by the caller, gp_retime_check): that same-run peer
+ * too, after the candidates in every round (kevo_op_gpu.peer_open, its
+ * output checked against the reference once first), into *peer_out; a
+ * peer that cannot run or fails its check is peer_out's failure, and the
+ * candidates are timed without it.  peer < 0: peer_out is not touched. */
+void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int n, int peer, int warmup,
+                  int rounds, kevo_gpu_retime_result *out, kevo_gpu_retime_result *peer_out, bool *sticky);
 
 /* Free the tensors and the op's state. */
 void wk_op_fini(wk_ctx *w);

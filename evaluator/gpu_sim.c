@@ -194,6 +194,68 @@ static bool sim_hangs(int ordinal)
     return v && kv_parse_i64(v, &k) && k == ordinal;
 }
 
+/* The re-timing's peer in each round (a GP_RETIME with has_peer; head
+ * checked already): its start-up time (sim_peers: 2.0 ms the baseline,
+ * 1.5 ms every other) times 1 + 0.002 * ((r % 5) - 2) in round r, so that
+ * its paired interval has a width, the same in every run.  Under
+ * KEVO_FAULT_INJECT=retime_peer (or peer:NAME, the peer's own spoiled
+ * check) it fails its check, as a real worker's spoiled peer does. */
+static void sim_retime_peer(const kevo_gpu_config *cfg, int peer, int rounds, kevo_gpu_retime_result *res)
+{
+    const kevo_peer_desc *d = &cfg->op->peers[peer];
+    const char *inject = getenv("KEVO_FAULT_INJECT");
+    if (inject && (strcmp(inject, "retime_peer") == 0 ||
+                   (strncmp(inject, "peer:", 5) == 0 && strcmp(inject + 5, d->name) == 0))) {
+        res->fail = KEVO_FAIL_WRONG_RESULT;
+        snprintf(res->msg, sizeof res->msg,
+                 "peer '%s' disagrees with the reference: rel_err 1.000e+00 (simulated)", d->name);
+        return;
+    }
+    double base = d->flags & KEVO_PEER_BASELINE ? 2.0 : 1.5;
+    res->rounds = rounds;
+    for (int r = 0; r < rounds; r++)
+        res->ms[r] = base * (1 + 0.002 * ((r % 5) - 2));
+}
+
+/* A GP_RETIME request: its candidates read, each timed as sim_ms in every
+ * round, the peer asked for beside them (sim_retime_peer); a request that
+ * gp_retime_check refuses is answered with each one's failure saying why,
+ * as the real worker does (a count it cannot read past ends the worker). */
+static void sim_retime(const kevo_gpu_config *cfg, const gp_request *rq, int rfd, int wfd, uint64_t *rng)
+{
+    if (rq->count < 1 || rq->count > KEVO_GPU_RETIME_MAX)
+        _exit(6);
+    char why[200];
+    bool valid = gp_retime_check(rq, cfg->op, why, sizeof why);
+    const int rounds = rq->rounds;
+    const int total = rq->count + (rq->has_peer != 0);
+    static gp_retime_response out[KEVO_GPU_RETIME_MAX + 1];
+    memset(out, 0, sizeof out);
+    for (int i = 0; i < rq->count; i++) {
+        gp_request c;
+        void *cubin = gp_read(rfd, &c, sizeof c) ? NULL : sim_read_cubin(rfd, c.cubin_size);
+        if (!cubin)
+            _exit(4);
+        double ms = sim_ms(cubin, c.cubin_size, &c.req.plan);
+        free(cubin);
+        if (!valid)
+            continue;
+        out[i].res.rounds = rounds;
+        for (int r = 0; r < rounds; r++)
+            out[i].res.ms[r] = ms;
+    }
+    if (valid && rq->has_peer)
+        sim_retime_peer(cfg, rq->peer, rounds, &out[rq->count].res);
+    for (int i = 0; !valid && i < total; i++) {
+        out[i].res.fail = KEVO_FAIL_LOAD_ERROR;
+        snprintf(out[i].res.msg, sizeof out[i].res.msg, "re-timing refused: %.200s", why);
+    }
+    sim_delay(rng);
+    for (int i = 0; i < total; i++)
+        if (gp_write(wfd, &out[i], sizeof out[i]))
+            _exit(5);
+}
+
 static void sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool first)
 {
     (void)first; /* a simulated GPU times no peers */
@@ -230,26 +292,7 @@ static void sim_worker_main(const kevo_gpu_config *cfg, int rfd, int wfd, bool f
         if (gp_read(rfd, &rq, sizeof rq))
             break;
         if (rq.kind == GP_RETIME) {
-            if (rq.count < 1 || rq.count > KEVO_GPU_RETIME_MAX)
-                _exit(6);
-            int rounds = rq.rounds < 1 ? 1 : rq.rounds > KEVO_GPU_MAX_REPS ? KEVO_GPU_MAX_REPS : rq.rounds;
-            gp_retime_response out[KEVO_GPU_RETIME_MAX];
-            memset(out, 0, sizeof out);
-            for (int i = 0; i < rq.count; i++) {
-                gp_request c;
-                void *cubin = gp_read(rfd, &c, sizeof c) ? NULL : sim_read_cubin(rfd, c.cubin_size);
-                if (!cubin)
-                    _exit(4);
-                double ms = sim_ms(cubin, c.cubin_size, &c.req.plan);
-                free(cubin);
-                out[i].res.rounds = rounds;
-                for (int r = 0; r < rounds; r++)
-                    out[i].res.ms[r] = ms;
-            }
-            sim_delay(&rng);
-            for (int i = 0; i < rq.count; i++)
-                if (gp_write(wfd, &out[i], sizeof out[i]))
-                    _exit(5);
+            sim_retime(cfg, &rq, rfd, wfd, &rng);
             continue;
         }
         void *cubin = sim_read_cubin(rfd, rq.cubin_size);

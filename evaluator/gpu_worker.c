@@ -168,18 +168,35 @@ static CUmodule wk_load_cand(wk_ctx *w, const kevo_gpu_request *req, wk_cand *c,
     return mod;
 }
 
+/* Answer a re-timing: one gp_retime_response per candidate, then the
+ * peer's when one was asked; false when the pipe broke. */
+static bool wk_retime_answer(int wfd, const kevo_gpu_retime_result *out, int n, const kevo_gpu_retime_result *peer,
+                             bool sticky)
+{
+    for (int i = 0; i < n + (peer != NULL); i++) {
+        gp_retime_response rs;
+        memset(&rs, 0, sizeof rs);
+        rs.res = i < n ? out[i] : *peer;
+        rs.restart = sticky;
+        if (gp_write(wfd, &rs, sizeof rs))
+            return false;
+    }
+    return true;
+}
+
 /* A GP_RETIME request: read its candidates, load them, time them
- * interleaved, answer one gp_retime_response each; exit after a sticky
- * error (the parent starts a fresh worker). */
+ * interleaved (with the peer asked for, checked first: gp_retime_check),
+ * answer one gp_retime_response each and one for the peer; exit after a
+ * sticky error (the parent starts a fresh worker). */
 static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
 {
     int n = head->count;
     if (n < 1 || n > KEVO_GPU_RETIME_MAX)
-        _exit(6);
+        _exit(6); /* the candidates that follow cannot be read: the parent sees the worker end */
     kevo_gpu_request reqs[KEVO_GPU_RETIME_MAX];
     void *cubins[KEVO_GPU_RETIME_MAX] = {0};
     static wk_cand cands[KEVO_GPU_RETIME_MAX];
-    static kevo_gpu_retime_result out[KEVO_GPU_RETIME_MAX];
+    static kevo_gpu_retime_result out[KEVO_GPU_RETIME_MAX], peer_out;
     CUmodule mods[KEVO_GPU_RETIME_MAX] = {0};
     for (int i = 0; i < n; i++) {
         gp_request rq;
@@ -190,12 +207,20 @@ static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
         reqs[i].cubin = cubins[i];
         reqs[i].cubin_size = rq.cubin_size;
     }
-    bool sticky = false, all_loaded = true;
+    memset(&peer_out, 0, sizeof peer_out);
+    char why[200];
+    bool valid = gp_retime_check(head, w->cfg.op, why, sizeof why);
+    bool sticky = false, all_loaded = valid;
     for (int i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof out[i]);
         kevo_gpu_result res;
         memset(&res, 0, sizeof res);
         memset(&cands[i], 0, sizeof cands[i]);
+        if (!valid) {
+            out[i].fail = KEVO_FAIL_LOAD_ERROR;
+            snprintf(out[i].msg, sizeof out[i].msg, "re-timing refused: %.200s", why);
+            continue;
+        }
         mods[i] = sticky ? NULL : wk_load_cand(w, &reqs[i], &cands[i], &res, &sticky);
         if (!mods[i]) {
             out[i].fail = res.fail != KEVO_FAIL_NONE ? res.fail : KEVO_FAIL_LOAD_ERROR;
@@ -203,25 +228,27 @@ static void wk_retime(wk_ctx *w, const gp_request *head, int rfd, int wfd)
             all_loaded = false;
         }
     }
-    if (all_loaded)
-        wk_op_retime(w, reqs, cands, n, head->warmup, head->rounds, out, &sticky);
-    else
+    const bool has_peer = head->has_peer != 0;
+    if (all_loaded) {
+        wk_op_retime(w, reqs, cands, n, has_peer ? head->peer : -1, head->warmup, head->rounds, out, &peer_out,
+                     &sticky);
+    } else {
         for (int i = 0; i < n; i++)
             if (mods[i]) {
                 out[i].fail = KEVO_FAIL_LOAD_ERROR;
                 snprintf(out[i].msg, sizeof out[i].msg, "not timed: another candidate of the re-timing did not load");
             }
+        peer_out.fail = KEVO_FAIL_LOAD_ERROR;
+        snprintf(peer_out.msg, sizeof peer_out.msg, "%s%.200s", valid ? "not timed: a candidate did not load" : "",
+                 valid ? "" : why);
+    }
     for (int i = 0; i < n; i++) {
         if (mods[i] && !sticky)
             w->cu.cuModuleUnload(mods[i]);
         free(cubins[i]);
-        gp_retime_response rs;
-        memset(&rs, 0, sizeof rs);
-        rs.res = out[i];
-        rs.restart = sticky;
-        if (gp_write(wfd, &rs, sizeof rs))
-            _exit(5);
     }
+    if (!wk_retime_answer(wfd, out, n, has_peer ? &peer_out : NULL, sticky))
+        _exit(5);
     if (sticky)
         _exit(0);
 }

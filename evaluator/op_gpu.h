@@ -97,6 +97,25 @@ typedef struct kevo_op_gpu {
      * refuses) ERROR, each with its reason: the worker goes on.  Errors:
      * KEVO_ERR_CUDA only when the context is no longer usable. */
     kevo_status (*peers)(wk_ctx *w, kevo_err *err);
+    /* Run one same-run peer again, inside a re-timing (kevo_gpu_retime_peer):
+     * NULL when the op cannot (the re-timing then says so).  peer_open
+     * prepares peer `peer` (an index into kevo_op.peers, never a
+     * KEVO_PEER_AFTER one: the worker checks) on the current inputs, which
+     * the worker has filled (its buffers: a padded or pre-broadcast copy
+     * made from them, cuBLASLt's handles and workspace; its algorithms as
+     * the peer timing at start chose them, chosen again only where that
+     * choice is not kept, e.g. in a worker started again since) into *run.
+     * Returns CUDA_SUCCESS; otherwise why[n] says what could not be done
+     * (*run NULL, nothing left allocated) and the error is the driver's:
+     * one that leaves the context usable (out of memory, cuBLASLt missing
+     * or refusing: CUDA_ERROR_NOT_SUPPORTED) fails the peer alone.
+     * peer_run launches the peer once on w->stream, asynchronously, writing
+     * the output tensor (a run between two events of the interleaved
+     * timing; it neither synchronizes nor allocates).  peer_close frees
+     * what peer_open made (run may be NULL). */
+    CUresult (*peer_open)(wk_ctx *w, int peer, void **run, char *why, size_t n);
+    CUresult (*peer_run)(wk_ctx *w, void *run);
+    void (*peer_close)(wk_ctx *w, void *run);
     /* NULL, or the device buffers of the op's own that hold state between
      * a check's reference and its comparison (a reference's scratch):
      * their addresses and bytes into p[max], bytes[max]; returns how many.

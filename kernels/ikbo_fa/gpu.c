@@ -486,6 +486,60 @@ static kevo_status fa_peers(wk_ctx *w, kevo_err *err)
     return KEVO_OK;
 }
 
+/* ---- a peer run again beside candidates (kevo_op_gpu.peer_open) ---- */
+
+/* kevo_op_gpu.peer_open: stage 0 with or without its gather on the
+ * current inputs, in the baseline's buffers (fa_alloc_peers; the gather
+ * run here once when the peer times the attention alone).  *run points to
+ * whether each run gathers.  Synchronizes.  Errors: CUDA_ERROR_NOT_SUPPORTED
+ * (nocodesign runs after the search; a row past cuBLAS's ints), the
+ * allocations' and the gather's, why[n] saying which. */
+static CUresult fa_peer_open(wk_ctx *w, int peer, void **run, char *why, size_t n)
+{
+    static const bool gather = true, no_gather = false;
+    fa_state *s = w->op_state;
+    *run = NULL;
+    if (peer != FA_PEER_STAGE0 && peer != FA_PEER_STAGE0_GATHER) {
+        snprintf(why, n, "ikbo_fa runs only stage 0 (with or without its gather) beside candidates, not peer %d",
+                 peer);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (s->H * s->D > INT_MAX) {
+        snprintf(why, n, "a row of H * D = %lld elements is past cuBLAS's int leading dimension",
+                 (long long)(s->H * s->D));
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    size_t failed = 0;
+    CUresult r = fa_alloc_peers(w, &failed);
+    if (r != CUDA_SUCCESS)
+        snprintf(why, n, "allocating %zu bytes for the gathered K/V or S and P", failed);
+    else if (peer == FA_PEER_STAGE0 && (r = fa_gather(w)) != CUDA_SUCCESS)
+        snprintf(why, n, "the gather of K/V");
+    if (r == CUDA_SUCCESS)
+        r = w->cu.cuStreamSynchronize(w->stream);
+    if (r != CUDA_SUCCESS) {
+        bool sticky = false;
+        wk_fail_of(r, &sticky);
+        if (!sticky)
+            fa_free_peers(w);
+        return r;
+    }
+    *run = (void *)(uintptr_t)(peer == FA_PEER_STAGE0_GATHER ? &gather : &no_gather);
+    return CUDA_SUCCESS;
+}
+
+/* kevo_op_gpu.peer_run: stage 0 once, as fa_peers timed it. */
+static CUresult fa_peer_run(wk_ctx *w, void *run)
+{
+    return fa_base_run(w, run);
+}
+
+static void fa_peer_close(wk_ctx *w, void *run)
+{
+    (void)run;
+    fa_free_peers(w);
+}
+
 static kevo_status fa_init(wk_ctx *w, kevo_err *err)
 {
     fa_state *s = calloc(1, sizeof *s);
@@ -573,6 +627,9 @@ const kevo_op_gpu kevo_ikbo_fa_gpu = {
     .args = fa_gpu_args,
     .reference = fa_reference,
     .peers = fa_peers,
+    .peer_open = fa_peer_open,
+    .peer_run = fa_peer_run,
+    .peer_close = fa_peer_close,
     .owned = fa_owned,
     .fini = fa_fini,
 };

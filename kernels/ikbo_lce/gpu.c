@@ -39,6 +39,11 @@ typedef struct lce_state {
     int elem; /* bytes per element */
     CUdeviceptr user32;   /* [U, M, N] fp32, the cuBLAS reference's user GEMM output; 0: kv_ref only */
     CUfunction f_ref, f_cat_e, f_cat_w, f_bcast_add, f_ref_add_user, f_ref_diff, f_gather_user, f_pad_k;
+    /* the vendor peers' cuBLASLt algorithms as lce_peers chose them, kept
+       for a peer run again beside candidates (lce_peer_open); has_* false:
+       not chosen in this worker (one started again: peers not timed) */
+    cublasLtMatmulAlgo_t algo_user, algo_cand, algo_acc;
+    bool has_user, has_cand, has_acc;
 } lce_state;
 
 /* How far the cuBLAS reference may lie from kv_ref, ||x - y|| / ||y||: both
@@ -471,6 +476,17 @@ static CUresult lce_vendor_peer(wk_ctx *w, lce_vendor *v, int peer, const char *
     return r;
 }
 
+/* The algorithms v chose, kept in s for lce_peer_open. */
+static void lce_vendor_keep(lce_state *s, const lce_vendor *v)
+{
+    if ((s->has_user = v->user.chosen))
+        s->algo_user = v->user.algo;
+    if ((s->has_cand = v->cand.chosen))
+        s->algo_cand = v->cand.algo;
+    if ((s->has_acc = v->cand_acc.chosen))
+        s->algo_acc = v->cand_acc.algo;
+}
+
 /* The vendor peers (decomposed, beta1) on the current inputs (ref2: sum
  * ref^2): their buffers made, the user GEMM's algorithm selected once for
  * both, each peer's candidate GEMM selected and the peer checked and timed;
@@ -508,6 +524,7 @@ static CUresult lce_vendor_peers(wk_ctx *w, double ref2)
         if (r == CUDA_SUCCESS)
             r = lce_vendor_peer(w, &v, LCE_PEER_BETA1, "beta1", &v.cand_acc, 1.0f, lce_beta1_run, ref2);
     }
+    lce_vendor_keep(w->op_state, &v);
     lce_vendor_free(w, &v);
     return r;
 }
@@ -558,6 +575,129 @@ static kevo_status lce_peers(wk_ctx *w, kevo_err *err)
     KV_CU_TRY_AS(&w->cu, err, lce_stage0_peers(w, ref2), "in-run peers");
     KV_CU_TRY_AS(&w->cu, err, lce_vendor_peers(w, ref2), "in-run peers");
     return KEVO_OK;
+}
+
+/* ---- a peer run again beside candidates (kevo_op_gpu.peer_open) ---- */
+
+/* What one peer needs to run again: stage 0's pre-broadcast copies, or a
+ * vendor form's buffers and GEMMs. */
+typedef struct lce_peer_again {
+    int peer;
+    lce_base_arg base;
+    lce_vendor v;
+} lce_peer_again;
+
+/* Stage 0 on the current inputs: E and W pre-broadcast into buffers of its
+ * own (made here once when the peer times the GEMM alone, in each run when
+ * it times the broadcast too).  Synchronizes.  Errors: the allocation's
+ * (why[n] names the buffer), the broadcast's. */
+static CUresult lce_stage0_open(wk_ctx *w, lce_base_arg *b, bool with_broadcast, char *why, size_t n)
+{
+    lce_state *s = w->op_state;
+    int64_t K = s->Ku + s->Kc;
+    b->out = lce_ptr(w, LCE_OUT, false);
+    b->a = lce_args(w, false);
+    CUresult r = w->cu.cuMemAlloc(&b->e_full, (size_t)(s->B * K * s->N) * (size_t)s->elem);
+    if (r != CUDA_SUCCESS)
+        b->e_full = 0;
+    else if ((r = w->cu.cuMemAlloc(&b->w_full, (size_t)(s->M * K) * (size_t)s->elem)) != CUDA_SUCCESS)
+        b->w_full = 0;
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, n, "allocating the pre-broadcast E (%lld x %lld x %lld) and W", (long long)s->B, (long long)K,
+                 (long long)s->N);
+        return r;
+    }
+    b->with_broadcast = true;
+    if (!with_broadcast) /* the broadcast once, outside the timing */
+        WK_TRY(lce_base_run(w, b));
+    b->with_broadcast = with_broadcast;
+    return w->cu.cuStreamSynchronize(w->stream);
+}
+
+/* A vendor form (beta1, else decomposed) on the current inputs: its
+ * buffers (lce_vendor_alloc), the user GEMM and its candidate GEMM with the
+ * algorithms lce_peers chose, or chosen now where none is kept.  Errors:
+ * CUDA_ERROR_NOT_SUPPORTED (no cuBLASLt, no algorithm), the allocations';
+ * why[n] says which. */
+static CUresult lce_vendor_open(wk_ctx *w, lce_vendor *v, bool beta1, char *why, size_t n)
+{
+    const lce_state *s = w->op_state;
+    if (!w->lt.h) {
+        snprintf(why, n, "cuBLASLt not available: %s", w->lt.why);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    WK_TRY(lce_vendor_alloc(w, v, why, n));
+    wk_lt_desc du = lce_user_desc(w, v);
+    CUresult r = s->has_user ? wk_lt_adopt(w, &du, &s->algo_user, &v->user, why, n)
+                             : wk_lt_select(w, &du, w->cfg.peer_algos, &v->user, why, n);
+    if (r != CUDA_SUCCESS)
+        return r;
+    wk_lt_gemm *g = beta1 ? &v->cand_acc : &v->cand;
+    wk_lt_desc dc = lce_cand_desc(w, v, beta1 ? 1.0f : 0.0f);
+    const cublasLtMatmulAlgo_t *kept = beta1 ? (s->has_acc ? &s->algo_acc : NULL)
+                                             : (s->has_cand ? &s->algo_cand : NULL);
+    return kept ? wk_lt_adopt(w, &dc, kept, g, why, n) : wk_lt_select(w, &dc, w->cfg.peer_algos, g, why, n);
+}
+
+static void lce_peer_close(wk_ctx *w, void *run)
+{
+    lce_peer_again *p = run;
+    if (!p)
+        return;
+    if (p->base.e_full)
+        w->cu.cuMemFree(p->base.e_full);
+    if (p->base.w_full)
+        w->cu.cuMemFree(p->base.w_full);
+    lce_vendor_free(w, &p->v);
+    free(p);
+}
+
+/* kevo_op_gpu.peer_open: stage 0 (with or without its broadcast) or a
+ * vendor form, on the current inputs. */
+static CUresult lce_peer_open(wk_ctx *w, int peer, void **run, char *why, size_t n)
+{
+    *run = NULL;
+    lce_peer_again *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(why, n, "out of memory");
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    p->peer = peer;
+    CUresult r;
+    if (peer == LCE_PEER_STAGE0 || peer == LCE_PEER_STAGE0_BCAST) {
+        r = lce_stage0_open(w, &p->base, peer == LCE_PEER_STAGE0_BCAST, why, n);
+    } else if (peer == LCE_PEER_DECOMPOSED || peer == LCE_PEER_BETA1) {
+        r = lce_vendor_open(w, &p->v, peer == LCE_PEER_BETA1, why, n);
+    } else {
+        snprintf(why, n, "ikbo_lce has no peer %d to run", peer);
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r != CUDA_SUCCESS) {
+        bool sticky = false;
+        wk_fail_of(r, &sticky);
+        if (!sticky)
+            lce_peer_close(w, p);
+        return r;
+    }
+    *run = p;
+    return CUDA_SUCCESS;
+}
+
+/* kevo_op_gpu.peer_run: the peer once, as lce_peers timed it. */
+static CUresult lce_peer_run(wk_ctx *w, void *run)
+{
+    lce_peer_again *p = run;
+    switch (p->peer) {
+    case LCE_PEER_STAGE0:
+    case LCE_PEER_STAGE0_BCAST:
+        return lce_base_run(w, &p->base);
+    case LCE_PEER_DECOMPOSED:
+        return lce_decomposed_run(w, &p->v);
+    case LCE_PEER_BETA1:
+        return lce_beta1_run(w, &p->v);
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 static kevo_status lce_init(wk_ctx *w, kevo_err *err)
@@ -621,6 +761,9 @@ const kevo_op_gpu kevo_ikbo_lce_gpu = {
     .args = lce_gpu_args,
     .reference = lce_reference,
     .peers = lce_peers,
+    .peer_open = lce_peer_open,
+    .peer_run = lce_peer_run,
+    .peer_close = lce_peer_close,
     .owned = lce_owned,
     .fini = lce_fini,
 };

@@ -1,5 +1,7 @@
 /* settle.c — the run's winner, decided beyond the noise: the leaders
- * re-timed interleaved in one process and compared round by round. */
+ * re-timed interleaved in one process and compared round by round, with
+ * the run's fastest same-run peer timed in the same rounds, so that the
+ * winner's figure against it is a paired one too. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -27,13 +29,18 @@ typedef struct tn_lead {
     double ratio, lo, hi; /* its time over the leader's, paired by round, and the 95% interval */
 } tn_lead;
 
-/* The re-timing of m leaders: their requests, results and rounds. */
+/* The re-timing of m leaders: their requests, results and rounds, and the
+ * peer timed beside them (-1: none) with its times. */
 typedef struct tn_leads {
     tn_lead *lead;
     int m;
     kevo_gpu_request reqs[KEVO_GPU_RETIME_MAX];
     kevo_gpu_retime_result *out;
     int rounds;
+    int peer;
+    kevo_gpu_retime_result *pout;
+    bool retimed; /* the re-timing ran (its results are in out and pout) */
+    char why[200]; /* when it did not, for a group of one: why (no paired figure) */
 } tn_leads;
 
 static int tn_cmp_median(const void *a, const void *b)
@@ -183,10 +190,19 @@ static kevo_status tn_retime(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
     tn_lead *lead = T->lead;
     const int m = T->m;
     *decided = false;
+    const int kernels = m + (T->peer >= 0);
     T->rounds = 2 * o->def.reps;
-    if (T->rounds * m > KEVO_GPU_MAX_REPS)
-        T->rounds = KEVO_GPU_MAX_REPS / m;
-    kevo_status st = kevo_gpu_retime(e->gpu, T->reqs, m, o->def.warmup, T->rounds, T->out, err);
+    if (T->rounds * kernels > KEVO_GPU_MAX_REPS)
+        T->rounds = KEVO_GPU_MAX_REPS / kernels;
+    kevo_status st = T->peer >= 0 ? kevo_gpu_retime_peer(e->gpu, T->reqs, m, T->peer, o->def.warmup, T->rounds,
+                                                         T->out, T->pout, err)
+                                  : kevo_gpu_retime(e->gpu, T->reqs, m, o->def.warmup, T->rounds, T->out, err);
+    if (st && m == 1 && st != KEVO_ERR_INTERRUPTED && st != KEVO_ERR_NOMEM) {
+        /* a group of one is re-timed for the paired figure alone: without it the run goes on */
+        snprintf(T->why, sizeof T->why, "%.190s", err->msg);
+        return KEVO_OK;
+    }
+    T->retimed = !st;
     int leader = 0, timed = 0;
     for (int i = 0; i < m && !st; i++) {
         lead[i].median = T->out[i].fail == KEVO_FAIL_NONE ? kv_median(T->out[i].ms, T->out[i].rounds) : NAN;
@@ -211,6 +227,54 @@ static kevo_status tn_retime(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
     return st;
 }
 
+/* The run's best (run->best_id) against the peer timed in the same rounds
+ * (T->peer): kv_paired_ratio of its times and the peer's, round by round
+ * (the median of peer / best: above 1 the best is faster), with its 95%
+ * interval, said and stored (kevo_db_paired_put; a group of one also
+ * stores the best's times, as tn_compare does a group's).  Where there is
+ * no such figure (no peer passed its check, the peer failed here, the best
+ * was not re-timed), the line says why and the run keeps none.  Errors:
+ * the DB's. */
+static kevo_status tn_pair(tn_env *e, const kevo_run_row *run, const tn_leads *T, tn_progress *prog,
+                           kevo_err *err)
+{
+    if (run->best_id <= 0)
+        return KEVO_OK;
+    if (T->peer < 0) {
+        tn_line(prog, "#%lld against a peer in the same rounds: not measured: no same-run peer passed its check",
+                (long long)run->best_id);
+        return kevo_db_paired_clear(e->db, run->id, err);
+    }
+    const char *name = e->op->peers[T->peer].name;
+    int b = -1;
+    for (int i = 0; i < T->m && T->retimed; i++)
+        if (T->lead[i].row.id == run->best_id && T->out[i].fail == KEVO_FAIL_NONE && T->out[i].rounds == T->rounds)
+            b = i;
+    const char *why = !T->retimed ? (T->why[0] ? T->why : "the re-timing did not run")
+                      : T->pout->fail != KEVO_FAIL_NONE ? T->pout->msg
+                      : b < 0 ? "the best was not re-timed" : NULL;
+    if (why) {
+        tn_line(prog, "#%lld against %s in the same rounds: not measured: %s", (long long)run->best_id, name, why);
+        return kevo_db_paired_clear(e->db, run->id, err);
+    }
+    kevo_paired_row p;
+    memset(&p, 0, sizeof p);
+    p.cand_id = run->best_id;
+    snprintf(p.peer, sizeof p.peer, "%s", name);
+    p.rounds = T->rounds;
+    kv_paired_ratio(T->out[b].ms, T->pout->ms, T->rounds, (uint64_t)run->best_id ^ 0x70616972ull, KV_BOOTSTRAP,
+                    &p.ratio, &p.ci_lo, &p.ci_hi);
+    kevo_status st = KEVO_OK;
+    if (T->m == 1)
+        st = kevo_db_timings_put(e->db, run->best_id, 0, "retime", T->out[b].ms, T->rounds, err);
+    if (!st)
+        st = kevo_db_paired_put(e->db, run->id, &p, T->pout->ms, err);
+    if (!st)
+        tn_line(prog, "#%lld against %s in the same rounds: %.2fx [%.2fx, %.2fx] (%d rounds)",
+                (long long)run->best_id, name, p.ratio, p.ci_lo, p.ci_hi, p.rounds);
+    return st;
+}
+
 /* The run's winner, decided beyond the noise: the verified candidates whose
  * median's 95% interval overlaps the fastest one's or that are within
  * TN_EQUIV of it (at most KEVO_GPU_RETIME_MAX, fastest first) are timed
@@ -219,8 +283,11 @@ static kevo_status tn_retime(tn_env *e, kevo_run_row *run, const kevo_tune_opts 
  * (kv_paired_ratio): one whose ratio's interval holds 1 cannot be told
  * apart and is marked tied, as is then the leader.  The run's best_id is
  * the first in configuration order of those within TN_EQUIV of the leader
- * (the leader itself when it is alone there).  Idempotent: a resumed run
- * does it again. */
+ * (the leader itself when it is alone there).  The run's fastest OK
+ * same-run peer (kevo_peer_best_same_run) runs in the same rounds, after
+ * the leaders, and the best's paired ratio against it is stored
+ * (tn_pair); a lone leader is re-timed with it for that figure alone.
+ * Idempotent: a resumed run does it again. */
 kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, tn_progress *prog, kevo_err *err)
 {
     kevo_cand_row *rows = NULL;
@@ -231,16 +298,24 @@ kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, tn_
     tn_leads T;
     memset(&T, 0, sizeof T);
     T.m = tn_leaders(e, rows, n, &ok);
+    T.peer = kevo_peer_best_same_run(e->op, &e->run_peers, NULL);
+    /* a group to re-time: several leaders, or one beside the peer */
+    const bool group = e->gpu && (T.m > 1 || (T.m == 1 && T.peer >= 0));
     T.lead = calloc((size_t)(T.m ? T.m : 1), sizeof *T.lead);
     if (!T.lead)
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    T.out = T.m > 1 ? calloc((size_t)T.m, sizeof *T.out) : NULL;
-    if (!st && T.m > 1 && !T.out)
+    T.out = group ? calloc((size_t)T.m, sizeof *T.out) : NULL;
+    T.pout = group && T.peer >= 0 ? calloc(1, sizeof *T.pout) : NULL;
+    if (!st && group && (!T.out || (T.peer >= 0 && !T.pout)))
         st = kevo_err_set(err, KEVO_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < T.m && !st && T.m > 1; i++) /* the group's cubins and plans, through the compile cache */
+    for (int i = 0; i < T.m && !st && group; i++) /* the group's cubins and plans, through the compile cache */
         st = tn_lead_prepare(e, &T, i, &rows[i], err);
     bool decided = false;
-    if (!st && T.m > 1)
+    if (st && T.m == 1 && st != KEVO_ERR_INTERRUPTED && st != KEVO_ERR_NOMEM) {
+        /* a lone leader that cannot be prepared again has no paired figure; the run goes on */
+        snprintf(T.why, sizeof T.why, "%.190s", err->msg);
+        st = KEVO_OK;
+    } else if (!st && group)
         st = tn_retime(e, run, o, &T, &decided, prog, err);
     if (!st && !decided && ok > 0) {
         /* one leader, its interval clear of every other's */
@@ -249,11 +324,14 @@ kevo_status tn_settle(tn_env *e, kevo_run_row *run, const kevo_tune_opts *o, tn_
             tn_line(prog, "#%lld leads beyond the noise (its 95%% interval clear of the next one's)",
                     (long long)rows[0].id);
     }
+    if (!st && ok > 0)
+        st = tn_pair(e, run, &T, prog, err);
     for (int i = 0; i < T.m && T.lead; i++)
         if (T.lead[i].prepared)
             tn_work_release(&T.lead[i].w);
     free(T.lead);
     free(T.out);
+    free(T.pout);
     kevo_cand_rows_free(rows, n);
     return st;
 }

@@ -20,7 +20,8 @@
  * The canonical text of a tune run: the run's row, settings, generators,
  * peers, devices and warm seeds; every candidate (seq, round, family,
  * params, status, failure, source hash, binary key, the cost model's
- * prediction, and for the GPU run its figures rounded); every edge; what
+ * prediction, and for the GPU run its figures rounded, and the paired
+ * figure against the fastest peer); every edge; what
  * the run printed (compile times left out).  Wall times, pids, hosts and
  * dates are left out.
  *
@@ -203,6 +204,10 @@ static void dump_db(const char *db, bool gpu, kv_buf *b)
         dump_query(h, b, "measurements",
                    "SELECT c.seq, m.name, " G("m.value") " FROM measurements m JOIN candidates c "
                    "ON c.id = m.candidate_id ORDER BY c.seq, m.name");
+        dump_query(h, b, "paired",
+                   "SELECT run_id, (SELECT seq FROM candidates c WHERE c.id = p.candidate_id), peer, rounds, "
+                   F4("ratio") ", " F4("ci_lo") ", " F4("ci_hi") ", length(peer_ms) FROM run_paired p "
+                   "ORDER BY run_id");
         dump_query(h, b, "timings",
                    "SELECT c.seq, t.shape_idx, t.label, length(t.ms), hex(t.ms) FROM timings t JOIN candidates c "
                    "ON c.id = t.candidate_id ORDER BY c.seq, t.shape_idx, t.label");

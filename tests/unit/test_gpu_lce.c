@@ -791,6 +791,68 @@ static void test_retime(void **state)
     free(rs);
 }
 
+/* Re-timing with a peer (kevo_gpu_retime_peer): beta1, run after the
+ * candidate in every round with the algorithms the worker chose at start,
+ * fills its series (positive, finite, near its start-up median), and the
+ * paired ratio's interval holds the ratio of the medians; stage 0 beside
+ * two candidates fills its series too, and an index past the op's peers is
+ * refused before the worker sees it. */
+static void test_retime_peer(void **state)
+{
+    (void)state;
+    kevo_err err;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    const int beta1 = kevo_op_peer_index(op, "beta1"), stage0 = kevo_op_peer_index(op, "stage0");
+    kevo_gpu_info info;
+    kevo_compile_job rj;
+    kevo_gpu *g = start_peers("B=256", KEVO_DTYPE_F16, &info, &rj);
+    assert_int_equal(info.peers.p[beta1].state, KEVO_PEER_OK);
+    kevo_syms shape;
+    assert_int_equal(op->parse_shape("B=256", &shape, &err), KEVO_OK);
+    static const char *const cfgs[] = {
+        "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
+        "BM=64,BN=64,BK=32,WARPS_M=2,WARPS_N=2,STAGES=2,ALIGN=0,FUSE=0,EPI=0,RASTER=0",
+    };
+    enum { N = 2, ROUNDS = 30 };
+    kevo_compile_job jobs[N];
+    kevo_gpu_request reqs[N];
+    for (int i = 0; i < N; i++) {
+        memset(&reqs[i], 0, sizeof reqs[i]);
+        prep_config(mma, KEVO_DTYPE_F16, &shape, cfgs[i], &jobs[i], &reqs[i].plan);
+        reqs[i].cubin = jobs[i].cubin;
+        reqs[i].cubin_size = jobs[i].cubin_size;
+        reqs[i].time = true;
+    }
+    static kevo_gpu_retime_result out[N], peer;
+    assert_int_equal(kevo_gpu_retime_peer(g, reqs, 1, beta1, 2, ROUNDS, out, &peer, &err), KEVO_OK);
+    if (peer.fail != KEVO_FAIL_NONE)
+        fprintf(stderr, "beta1: %s\n", peer.msg);
+    assert_int_equal(out[0].fail, KEVO_FAIL_NONE);
+    assert_int_equal(peer.fail, KEVO_FAIL_NONE);
+    assert_int_equal(peer.rounds, ROUNDS);
+    for (int r = 0; r < ROUNDS; r++)
+        assert_true(peer.ms[r] > 0 && isfinite(peer.ms[r]) && out[0].ms[r] > 0 && isfinite(out[0].ms[r]));
+    double pm = kv_median(peer.ms, ROUNDS), cm = kv_median(out[0].ms, ROUNDS), ratio, lo, hi;
+    kv_paired_ratio(out[0].ms, peer.ms, ROUNDS, 1, 2000, &ratio, &lo, &hi);
+    printf("  beta1 beside a candidate: %.4f ms (%.4f ms at start), candidate %.4f ms, paired %.3f [%.3f, %.3f]\n",
+           pm, info.peers.p[beta1].median_ms, cm, ratio, lo, hi);
+    assert_true(pm > 0.5 * info.peers.p[beta1].median_ms && pm < 2.0 * info.peers.p[beta1].median_ms);
+    assert_true(lo <= pm / cm && pm / cm <= hi);
+    assert_true(lo <= ratio && ratio <= hi);
+    /* stage 0 beside two candidates */
+    assert_int_equal(kevo_gpu_retime_peer(g, reqs, N, stage0, 2, ROUNDS, out, &peer, &err), KEVO_OK);
+    assert_int_equal(peer.fail, KEVO_FAIL_NONE);
+    assert_int_equal(out[1].fail, KEVO_FAIL_NONE);
+    assert_true(kv_median(peer.ms, ROUNDS) > 0);
+    /* refused before the worker sees it */
+    assert_int_equal(kevo_gpu_retime_peer(g, reqs, 1, op->npeers, 2, ROUNDS, out, &peer, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "out of range"));
+    kevo_gpu_stop(g);
+    for (int i = 0; i < N; i++)
+        kevo_compile_job_release(&jobs[i]);
+    kevo_compile_job_release(&rj);
+}
+
 int main(void)
 {
     if (setup(NULL) || check_configs()) {
@@ -812,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_memory_family),
         cmocka_unit_test(test_planted_defect_caught),
         cmocka_unit_test(test_retime),
+        cmocka_unit_test(test_retime_peer),
         cmocka_unit_test(test_peers),
         cmocka_unit_test(test_peer_fault),
     };

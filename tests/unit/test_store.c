@@ -174,12 +174,12 @@ static void test_create_reopen(void **state)
     kevo_db_close(db);
 
     assert_int_equal(raw_int(path, "PRAGMA application_id"), 0x4B45564F);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                    "('runs','sources','binaries','candidates','edges','measurements',"
                                    "'run_shapes','shape_results','timings','warm_seeds','run_settings',"
-                                   "'generations','run_generators','run_devices','run_peers')"),
-                     15);
+                                   "'generations','run_generators','run_devices','run_peers','run_paired')"),
+                     16);
     /* peers are rows: no peer column in runs, run_shapes or run_devices */
     assert_int_equal(raw_int(path, "SELECT (SELECT count(*) FROM pragma_table_info('runs') WHERE name LIKE '%_ms') +"
                                    " (SELECT count(*) FROM pragma_table_info('run_shapes') WHERE name LIKE '%_ms') +"
@@ -296,7 +296,7 @@ static void check_migrate(int ver)
     assert_true(c.speedup == 2.5 && c.median_ms == 0.75 && isnan(c.vs_peer) && isnan(c.fitness) && c.tied == -1);
     kevo_cand_row_release(&c);
     kevo_db_close(db);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                                    "('filter','nshapes','warm_start','best_id')"),
                      4);
@@ -342,7 +342,7 @@ static void test_migrate_v3(void **state)
     raw_exec(path, TU_SCHEMA5_SQL);
     raw_exec(path, "DROP TABLE generations; DROP TABLE run_llm; DROP TABLE run_settings; PRAGMA user_version=3;");
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
     kevo_db_close(db);
@@ -370,7 +370,7 @@ static void test_migrate_v7(void **state)
     kevo_db_close(db);
     raw_exec(path, TU_SCHEMA7_SQL);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_OK);
     assert_int_equal(rs.batch, 8);
     assert_int_equal(rs.ahead, 1);
@@ -417,7 +417,7 @@ static void test_migrate_v8_peers(void **state)
                    "(1, 1, 'b', 1, 0.3);");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 8);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     const kevo_op *lce = kevo_op_find("ikbo_lce");
     kevo_peer_set ps;
     assert_int_equal(kevo_db_peers_get(db, run, 0, 0, lce, &ps, &err), KEVO_OK);
@@ -453,7 +453,7 @@ static void test_migrate_v8_peers(void **state)
         assert_int_equal(raw_int(path, "PRAGMA user_version"), fx[i].version);
         double base1 = raw_double(path, "SELECT baseline_ms FROM runs WHERE id = 1");
         assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-        assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+        assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
         assert_int_equal(raw_int(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'baseline_ms'"),
                          0);
         assert_int_equal(raw_int(path, "SELECT count(DISTINCT run_id) FROM run_peers WHERE peer = 'stage0'"),
@@ -608,6 +608,88 @@ static void test_run_generators(void **state)
     tmp_cleanup(path);
 }
 
+/* The paired figure (run_paired, schema 11): written, read back, replaced
+ * and cleared; a figure out of range is refused before it is written, and
+ * a hand-edited row (a name that is no peer name, a NUL inside it, rounds
+ * or a ratio out of range) is refused on reading with the field named.
+ * A file of schema 10 opens, upgraded, with no figure for its runs. */
+static void test_paired(void **state)
+{
+    (void)state;
+    char path[64];
+    tmp_path(path);
+    kevo_db *db = NULL;
+    kevo_err err;
+    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    int64_t run = add_run(db, "ikbo_lce");
+    int64_t c = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 0.4, 1.0, "");
+    kevo_paired_row p = {.cand_id = c, .peer = "beta1", .rounds = 3, .ratio = 1.14, .ci_lo = 1.12, .ci_hi = 1.16};
+    const double ms[3] = {0.45, 0.46, 0.455};
+    kevo_paired_row got;
+    assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_db_paired_put(db, run, &p, ms, &err), KEVO_OK);
+    assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_OK);
+    assert_int_equal(got.cand_id, c);
+    assert_string_equal(got.peer, "beta1");
+    assert_int_equal(got.rounds, 3);
+    assert_true(got.ratio == 1.14 && got.ci_lo == 1.12 && got.ci_hi == 1.16);
+    p.ratio = 1.2; /* replaced, one row a run */
+    p.ci_hi = 1.3;
+    assert_int_equal(kevo_db_paired_put(db, run, &p, NULL, &err), KEVO_OK);
+    assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_OK);
+    assert_true(got.ratio == 1.2);
+    kevo_paired_row bad = p;
+    bad.ci_lo = 1.25; /* the interval must hold the ratio */
+    assert_int_equal(kevo_db_paired_put(db, run, &bad, NULL, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "lo <= ratio <= hi"));
+    bad = p;
+    snprintf(bad.peer, sizeof bad.peer, "beta1;drop");
+    assert_int_equal(kevo_db_paired_put(db, run, &bad, NULL, &err), KEVO_ERR_ARG);
+    assert_non_null(strstr(err.msg, "peer's name"));
+    bad = p;
+    bad.rounds = 1;
+    assert_int_equal(kevo_db_paired_put(db, run, &bad, NULL, &err), KEVO_ERR_ARG);
+    assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_OK); /* the refused ones wrote nothing */
+    assert_true(got.ratio == 1.2);
+    kevo_db_close(db);
+    assert_int_equal(raw_int(path, "SELECT peer_ms IS NULL FROM run_paired WHERE run_id = 1"), 1);
+
+    const char *edits[] = {"UPDATE run_paired SET peer = 'be' || char(0) || 'ta1'",
+                           "UPDATE run_paired SET peer = 'Beta1'",
+                           "UPDATE run_paired SET peer = printf('%040d', 1)",
+                           "UPDATE run_paired SET rounds = 100000",
+                           "UPDATE run_paired SET ratio = NULL",
+                           "UPDATE run_paired SET ci_lo = -1"};
+    const char *field[] = {"peer's name", "peer's name", "peer's name", "100000 rounds", "ratio", "ratio"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(edits); i++) {
+        raw_exec(path, "UPDATE run_paired SET peer = 'beta1', rounds = 3, ratio = 1.2, ci_lo = 1.12, ci_hi = 1.3");
+        raw_exec(path, edits[i]);
+        assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+        assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_ERR_DB);
+        assert_non_null(strstr(err.msg, "paired figure"));
+        assert_non_null(strstr(err.msg, field[i]));
+        assert_null(strstr(err.msg, "Beta1"));
+        kevo_db_close(db);
+    }
+    raw_exec(path, "UPDATE run_paired SET peer = 'beta1', rounds = 3, ratio = 1.2, ci_lo = 1.12, ci_hi = 1.3");
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    assert_int_equal(kevo_db_paired_clear(db, run, &err), KEVO_OK);
+    assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_db_paired_clear(db, run, &err), KEVO_OK); /* none there: no error */
+    kevo_db_close(db);
+
+    /* schema 10 -> 11 */
+    raw_exec(path, TU_SCHEMA10_SQL);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
+    assert_int_equal(kevo_db_paired_get(db, run, &got, &err), KEVO_ERR_NOT_FOUND);
+    assert_int_equal(kevo_db_paired_put(db, run, &p, ms, &err), KEVO_OK);
+    kevo_db_close(db);
+    assert_int_equal(raw_int(path, "SELECT length(peer_ms) FROM run_paired WHERE run_id = 1"), 24);
+    tmp_cleanup(path);
+}
+
 /* Schema 9 -> 10: run_llm (the old DDL, TU_SCHEMA9_SQL) becomes one
  * run_generators row per name of its list, the LLM's options a JSON object
  * of them, calls its generations; run_llm goes, and the old failure kind
@@ -641,7 +723,7 @@ static void test_migrate_v9_generators(void **state)
                    "INSERT INTO run_llm VALUES(3, ',llm,,llm,nosuch', 1, NULL, NULL, NULL, NULL, NULL);");
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 9);
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_OK);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 10);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     assert_int_equal(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'run_llm'"), 0);
     kevo_run_gen_row *v = NULL;
     int n = 0;
@@ -682,14 +764,14 @@ static void test_open_newer_schema(void **state)
     kevo_err err;
     assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
     kevo_db_close(db);
-    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=11;");
+    raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=12;");
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     db = NULL;
     assert_int_equal(kevo_db_open(path, false, &db, &err), KEVO_ERR_DB);
     assert_null(db);
     char want[128];
-    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 11)", path);
+    snprintf(want, sizeof want, "'%s' was written by a newer kevo (schema 12)", path);
     assert_string_equal(err.msg, want);
     char *after = slurp(path, &n1);
     assert_int_equal(n0, n1);
@@ -1607,6 +1689,7 @@ int main(void)
         cmocka_unit_test(test_generations),
         cmocka_unit_test(test_run_generators),
         cmocka_unit_test(test_migrate_v9_generators),
+        cmocka_unit_test(test_paired),
         cmocka_unit_test(test_open_garbage),
         cmocka_unit_test(test_open_unwritable),
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),

@@ -2,7 +2,10 @@
  * every kind of frame round-trips; a job on the receiving side has its own
  * include paths and the sender's other options; and a frame that is cut,
  * flipped, of another version or lying about its lengths is refused with a
- * message, never read past its end (the sanitized build checks that). */
+ * message, never read past its end (the sanitized build checks that).
+ * Also the GPU worker's re-timing messages over its pipes
+ * (evaluator/gpu_proto.h): a re-timing with a peer round-trips, and a
+ * request or an answer out of range is refused with a message. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "evaluator/gpu_proto.h"
 #include "evaluator/wire.h"
 #include "testutil.h"
 #include "util/util.h"
@@ -765,6 +769,140 @@ static void test_timing_steady(void **state)
     assert_false(kevo_gpu_timing_steady(0.0, 0.0));
 }
 
+/* A GP_RETIME head for ikbo_lce with peer p (-1: none). */
+static gp_request retime_head(int count, int rounds, int p)
+{
+    gp_request h;
+    memset(&h, 0, sizeof h);
+    h.kind = GP_RETIME;
+    h.count = count;
+    h.rounds = rounds;
+    h.warmup = 2;
+    h.has_peer = p >= 0;
+    h.peer = p;
+    return h;
+}
+
+/* A re-timing with a peer through a pipe as the parent and the worker
+ * send it: the head keeps its peer, the answers their rounds, and each is
+ * checked on arrival (gp_retime_check, gp_retime_result_check). */
+static void test_retime_peer_roundtrip(void **state)
+{
+    (void)state;
+    const kevo_op *op = kevo_op_find("ikbo_lce");
+    assert_non_null(op);
+    int beta1 = kevo_op_peer_index(op, "beta1");
+    assert_true(beta1 >= 0);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    gp_request h = retime_head(1, 60, beta1), got;
+    assert_int_equal(gp_write(fd[1], &h, sizeof h), 0);
+    assert_int_equal(gp_read(fd[0], &got, sizeof got), 0);
+    char why[200] = "";
+    assert_true(gp_retime_check(&got, op, why, sizeof why));
+    assert_int_equal(got.kind, GP_RETIME);
+    assert_int_equal(got.has_peer, 1);
+    assert_int_equal(got.peer, beta1);
+    assert_int_equal(got.count, 1);
+
+    static gp_retime_response rs, back;
+    memset(&rs, 0, sizeof rs);
+    rs.res.rounds = 60;
+    for (int r = 0; r < 60; r++)
+        rs.res.ms[r] = 0.4 + 0.001 * r;
+    assert_int_equal(gp_write(fd[1], &rs, sizeof rs), 0);
+    assert_int_equal(gp_read(fd[0], &back, sizeof back), 0);
+    assert_true(gp_retime_result_check(&back.res, 60));
+    assert_int_equal(back.res.fail, KEVO_FAIL_NONE);
+    assert_int_equal(back.res.rounds, 60);
+    assert_true(back.res.ms[59] == rs.res.ms[59]);
+    /* the peer's failure travels as a result, its message kept */
+    memset(&rs, 0, sizeof rs);
+    rs.res.fail = KEVO_FAIL_WRONG_RESULT;
+    snprintf(rs.res.msg, sizeof rs.res.msg, "peer 'beta1' disagrees with the reference");
+    assert_int_equal(gp_write(fd[1], &rs, sizeof rs), 0);
+    assert_int_equal(gp_read(fd[0], &back, sizeof back), 0);
+    assert_true(gp_retime_result_check(&back.res, 60));
+    assert_string_equal(back.res.msg, "peer 'beta1' disagrees with the reference");
+    close(fd[0]);
+    close(fd[1]);
+
+    /* without a peer, a re-timing still takes two candidates; with one, a single candidate will do */
+    h = retime_head(1, 60, -1);
+    assert_false(gp_retime_check(&h, op, why, sizeof why));
+    assert_non_null(strstr(why, "takes 2..8 candidates, not 1"));
+    h = retime_head(2, 60, -1);
+    assert_true(gp_retime_check(&h, op, why, sizeof why));
+}
+
+/* A peer index out of range, a peer that runs after the search, a flag
+ * that is neither 0 nor 1 and too many runs are refused, each named; an
+ * answer with the wrong number of rounds, a time that is not finite and
+ * positive, a failure kind kevo has not, or an unterminated message is
+ * turned into a failure saying so. */
+static void test_retime_peer_refused(void **state)
+{
+    (void)state;
+    const kevo_op *lce = kevo_op_find("ikbo_lce"), *fa = kevo_op_find("ikbo_fa");
+    char why[200] = "";
+    gp_request h = retime_head(2, 60, 4);
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+    assert_string_equal(why, "peer index 4 is out of range: ikbo_lce has 4 peers");
+    h = retime_head(2, 60, 0);
+    h.peer = -3;
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+    assert_string_equal(why, "peer index -3 is out of range: ikbo_lce has 4 peers");
+    h.peer = 1 << 30;
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+    assert_non_null(strstr(why, "is out of range"));
+    h = retime_head(2, 60, kevo_op_peer_index(fa, "nocodesign"));
+    assert_false(gp_retime_check(&h, fa, why, sizeof why));
+    assert_string_equal(why, "peer 'nocodesign' of ikbo_fa runs after the search, not beside the candidates");
+    h = retime_head(2, 60, 0);
+    h.has_peer = 7;
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+    assert_string_equal(why, "a re-timing's has_peer is 7, not 0 or 1");
+    /* 8 candidates and a peer over 112 rounds: 1008 runs, more than the worker's 1000 */
+    h = retime_head(8, 112, 3);
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+    assert_string_equal(why, "a re-timing of 9 kernels over 112 rounds is more than 1000 runs");
+    h.rounds = 111;
+    assert_true(gp_retime_check(&h, lce, why, sizeof why));
+    h = retime_head(2, 1, -1);
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+    h = retime_head(9, 10, -1);
+    assert_false(gp_retime_check(&h, lce, why, sizeof why));
+
+    static kevo_gpu_retime_result r;
+    memset(&r, 0, sizeof r);
+    r.rounds = 59;
+    for (int i = 0; i < 60; i++)
+        r.ms[i] = 1.0;
+    assert_false(gp_retime_result_check(&r, 60));
+    assert_int_equal(r.fail, KEVO_FAIL_WORKER_CRASH);
+    assert_non_null(strstr(r.msg, "answered 59 rounds (asked 60)"));
+    memset(&r, 0, sizeof r);
+    r.rounds = 3;
+    r.ms[0] = r.ms[2] = 1.0;
+    r.ms[1] = NAN;
+    assert_false(gp_retime_result_check(&r, 3));
+    assert_int_equal(r.fail, KEVO_FAIL_WORKER_CRASH);
+    memset(&r, 0, sizeof r);
+    r.rounds = 2;
+    r.ms[0] = 1.0;
+    r.ms[1] = -1.0;
+    assert_false(gp_retime_result_check(&r, 2));
+    memset(&r, 0, sizeof r);
+    r.fail = (kevo_fail)999;
+    assert_false(gp_retime_result_check(&r, 2));
+    assert_string_equal(r.msg, "re-timing: the worker answered failure kind 999, which kevo has not");
+    memset(&r, 'x', sizeof r.msg);
+    r.fail = KEVO_FAIL_LOAD_ERROR;
+    memset(r.msg, 'x', sizeof r.msg);
+    assert_true(gp_retime_result_check(&r, 2));
+    assert_int_equal(strlen(r.msg), sizeof r.msg - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -773,7 +911,8 @@ int main(void)
         cmocka_unit_test(test_hello_and_control), cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_cut_and_flipped),   cmocka_unit_test(test_gpu_frames),
         cmocka_unit_test(test_timing_steady),     cmocka_unit_test(test_reap_frames),
-        cmocka_unit_test(test_proc_end),
+        cmocka_unit_test(test_proc_end),          cmocka_unit_test(test_retime_peer_roundtrip),
+        cmocka_unit_test(test_retime_peer_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

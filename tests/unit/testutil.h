@@ -141,10 +141,15 @@ void tu_result_release(tu_result *r);
  * family, params, status, failure) and every edge, in order.  Caller frees. */
 char *tu_graph_dump(const char *db);
 
-/* SQL that undoes what schema 10 did to a kevo DB: a file as schema 9
+/* SQL that undoes what schema 11 did to a kevo DB: a file as schema 10
+ * wrote it (no paired figures). */
+#define TU_SCHEMA10_SQL "DROP TABLE run_paired; PRAGMA user_version=10;"
+
+/* SQL that undoes what schemas 10 and 11 did to a kevo DB: a file as schema 9
  * wrote it, with run_llm (the old DDL, empty; the generators' rows go) and
  * the old name of a generator call's failure kind. */
 #define TU_SCHEMA9_SQL                                                                                            \
+    TU_SCHEMA10_SQL                                                                                               \
     "DROP TABLE run_generators;"                                                                                  \
     "CREATE TABLE run_llm("                                                                                       \
     " run_id INTEGER PRIMARY KEY REFERENCES runs(id), generators TEXT, llm_budget INTEGER, url TEXT,"             \
