@@ -192,10 +192,10 @@ static CUresult lt_time_all(wk_ctx *w, wk_lt_gemm *g, const cublasLtMatmulHeuris
     return CUDA_SUCCESS;
 }
 
-CUresult wk_lt_select(wk_ctx *w, const wk_lt_desc *d, int nalgos, wk_lt_gemm *g, char *why, size_t n)
+/* g cleared and described for d (no algorithm yet).  CUDA_ERROR_NOT_SUPPORTED
+ * with why when cuBLASLt is not loaded or refuses the description. */
+static CUresult lt_begin(const wk_lt *lt, const wk_lt_desc *d, wk_lt_gemm *g, char *why, size_t n)
 {
-    const wk_lt *lt = &w->lt;
-    char buf[160];
     memset(g, 0, sizeof *g);
     g->ms = NAN;
     if (!lt->h) {
@@ -204,6 +204,16 @@ CUresult wk_lt_select(wk_ctx *w, const wk_lt_desc *d, int nalgos, wk_lt_gemm *g,
     }
     if (lt_describe_gemm(lt, d, g, why, n) != CUBLAS_STATUS_SUCCESS)
         return CUDA_ERROR_NOT_SUPPORTED;
+    return CUDA_SUCCESS;
+}
+
+CUresult wk_lt_select(wk_ctx *w, const wk_lt_desc *d, int nalgos, wk_lt_gemm *g, char *why, size_t n)
+{
+    const wk_lt *lt = &w->lt;
+    char buf[160];
+    CUresult b = lt_begin(lt, d, g, why, n);
+    if (b != CUDA_SUCCESS)
+        return b;
     int want = nalgos <= 0 ? WK_LT_ALGOS_DEFAULT : nalgos > WK_LT_ALGOS_MAX ? WK_LT_ALGOS_MAX : nalgos;
     cublasLtMatmulHeuristicResult_t *res = calloc((size_t)want, sizeof *res);
     if (!res) {
@@ -238,15 +248,9 @@ CUresult wk_lt_select(wk_ctx *w, const wk_lt_desc *d, int nalgos, wk_lt_gemm *g,
 CUresult wk_lt_adopt(wk_ctx *w, const wk_lt_desc *d, const cublasLtMatmulAlgo_t *algo, wk_lt_gemm *g, char *why,
                      size_t n)
 {
-    const wk_lt *lt = &w->lt;
-    memset(g, 0, sizeof *g);
-    g->ms = NAN;
-    if (!lt->h) {
-        snprintf(why, n, "cuBLASLt not available: %s", lt->why);
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    if (lt_describe_gemm(lt, d, g, why, n) != CUBLAS_STATUS_SUCCESS)
-        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult b = lt_begin(&w->lt, d, g, why, n);
+    if (b != CUDA_SUCCESS)
+        return b;
     g->algo = *algo;
     g->chosen = true;
     return CUDA_SUCCESS;

@@ -70,8 +70,9 @@ static int gr_pick(kevo_search *s, int family, const int *picked, int npicked, k
 
 /* A seed that a warm start or a role seed hides: of a family whose fittest
  * evaluated warm start or role seed (search/moves.c) outruns (beyond GR_TIE)
- * every evaluated seed of it, its fittest seed, when never expanded and not
- * in picked[0..npicked); the first such family's, or -1.  (In docs/model.md
+ * every evaluated seed of it, its fittest seed (of seeds within GR_TIE of
+ * each other, the earliest), when never expanded and not in
+ * picked[0..npicked); the first such family's, or -1.  (In docs/model.md
  * v13's run of the 22 shapes, #12 warm-started from #9's winner at 0.4022
  * ms, the model's seeds measured 0.48 and were never expanded: the search
  * ended at 0.3997, where one move from a seed leads to 0.3358.  A role seed
@@ -87,7 +88,10 @@ static int gr_hidden_seed(const kevo_search *s, const int *picked, int npicked)
                 continue;
             if ((!strcmp(n->move, "warm") || !strcmp(n->move, "role")) && kevo_search_rank(n) > warm)
                 warm = kevo_search_rank(n);
-            if (!strcmp(n->move, "seed") && (seed < 0 || kevo_search_rank(n) > kevo_search_rank(&s->nodes[seed])))
+            /* of seeds within the noise (GR_TIE), the earlier: which of two tied
+             * seeds the walk starts from must not follow the noise */
+            if (!strcmp(n->move, "seed") &&
+                (seed < 0 || kevo_search_rank(n) > kevo_search_rank(&s->nodes[seed]) * GR_TIE))
                 seed = i;
         }
         if (seed >= 0 && s->nodes[seed].expansions == 0 && warm > kevo_search_rank(&s->nodes[seed]) * GR_TIE &&

@@ -67,6 +67,20 @@ static void prep_config(const kevo_space *sp, kevo_dtype dt, const kevo_syms *sh
     kv_buf_release(&src);
 }
 
+/* n lce_mma configurations at shape (fp16) compiled into jobs, and each one's
+ * timed request into reqs (for the re-timing tests). */
+static void prep_timed(const kevo_syms *shape, const char *const *cfgs, int n, kevo_compile_job *jobs,
+                       kevo_gpu_request *reqs)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&reqs[i], 0, sizeof reqs[i]);
+        prep_config(mma, KEVO_DTYPE_F16, shape, cfgs[i], &jobs[i], &reqs[i].plan);
+        reqs[i].cubin = jobs[i].cubin;
+        reqs[i].cubin_size = jobs[i].cubin_size;
+        reqs[i].time = true;
+    }
+}
+
 /* A worker for shape and dtype with the reference module ref (no peers). */
 static kevo_gpu *start_worker(const kevo_syms *shape, kevo_dtype dt, const kevo_compile_job *ref, int warmup,
                               int reps, double timeout, uint64_t seed)
@@ -755,13 +769,7 @@ static void test_retime(void **state)
     enum { N = 3, ROUNDS = 20 };
     kevo_compile_job jobs[N];
     kevo_gpu_request reqs[N];
-    for (int i = 0; i < N; i++) {
-        memset(&reqs[i], 0, sizeof reqs[i]);
-        prep_config(mma, KEVO_DTYPE_F16, &shape, cfgs[i], &jobs[i], &reqs[i].plan);
-        reqs[i].cubin = jobs[i].cubin;
-        reqs[i].cubin_size = jobs[i].cubin_size;
-        reqs[i].time = true;
-    }
+    prep_timed(&shape, cfgs, N, jobs, reqs);
     char *rs = tu_ref_source(KEVO_DTYPE_F16, abi_text);
     kevo_compile_job rj;
     tu_compile(&rj, "ikbo_lce_ref.cu", rs);
@@ -816,13 +824,7 @@ static void test_retime_peer(void **state)
     enum { N = 2, ROUNDS = 30 };
     kevo_compile_job jobs[N];
     kevo_gpu_request reqs[N];
-    for (int i = 0; i < N; i++) {
-        memset(&reqs[i], 0, sizeof reqs[i]);
-        prep_config(mma, KEVO_DTYPE_F16, &shape, cfgs[i], &jobs[i], &reqs[i].plan);
-        reqs[i].cubin = jobs[i].cubin;
-        reqs[i].cubin_size = jobs[i].cubin_size;
-        reqs[i].time = true;
-    }
+    prep_timed(&shape, cfgs, N, jobs, reqs);
     static kevo_gpu_retime_result out[N], peer;
     assert_int_equal(kevo_gpu_retime_peer(g, reqs, 1, beta1, 2, ROUNDS, out, &peer, &err), KEVO_OK);
     if (peer.fail != KEVO_FAIL_NONE)
