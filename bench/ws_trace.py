@@ -64,7 +64,9 @@ HOOKS = [
 ]
 
 
-# The k-tile stamps (ktree): anchors anywhere in lce_ws.cu.
+# The k-tile stamps (ktree): anchors anywhere in lce_ws.cu and the family's
+# lce_ws/ headers (the producer's loads, the consumers' main loop), each
+# counted over all of them together.
 KHOOKS = [
     ("    if (threadIdx.x % 128 != 0)\n        return;\n",
      "    if (threadIdx.x % 128 != 0)\n        return;\n    KT_TRACE_PRODUCER();\n", 1),
@@ -93,6 +95,16 @@ def apply_hooks(body, hooks):
     return body
 
 
+def apply_hooks_files(texts, hooks):
+    """hooks over several files ({name: text}), each anchor counted over all of them together."""
+    for anchor, repl, times in hooks:
+        n = sum(t.count(anchor) for t in texts.values())
+        if n != times:
+            sys.exit(f"ws_trace.py: lce_ws.cu and its headers have {n} of {anchor!r} where the hooks go, not {times}")
+        texts = {name: t.replace(anchor, repl) for name, t in texts.items()}
+    return texts
+
+
 def hook_consumer(text):
     """lce_ws.cu with the stamps' hooks in its consumer function (lce_ws/trace.cuh defines them)."""
     head = "__device__ __forceinline__ void consumer(const kevo_lce_args"
@@ -111,13 +123,18 @@ def make_tree(src, dst, ktiles=False):
     tdir = os.path.join(dst, "templates")
     if not os.path.exists(os.path.join(tdir, "lce_ws", "trace.cuh")):
         sys.exit(f"ws_trace.py: {src} has no templates/lce_ws/trace.cuh")
-    cu = os.path.join(tdir, "lce_ws.cu")
-    text = open(cu).read()
-    text = apply_hooks(text, KHOOKS) if ktiles else hook_consumer(text)
-    open(cu, "w").write(text)
     spath = os.path.join(tdir, "lce_ws.json")
     space = json.load(open(spath))
     inc = space["include"]
+    if ktiles:  # lce_ws.cu and the family's own headers (lce_ws/...) the space includes
+        names = ["lce_ws.cu"] + [n for n in inc if n.startswith("lce_ws/")]
+        texts = apply_hooks_files({n: open(os.path.join(tdir, n)).read() for n in names}, KHOOKS)
+        for n, text in texts.items():
+            open(os.path.join(tdir, n), "w").write(text)
+    else:
+        cu = os.path.join(tdir, "lce_ws.cu")
+        text = hook_consumer(open(cu).read())
+        open(cu, "w").write(text)
     inc.insert(inc.index("lce_ws/work.cuh") + 1, "lce_ws/trace.cuh")  # the stamps and the hooks' definitions
     share = f"num_sms * {KT_BYTES}" if ktiles else f"num_sms * CONSUMERS * {WG_BYTES}"
     space["workspace"] = f"({space['workspace']}) + 255 + {share}"

@@ -13,7 +13,9 @@
  *     function-local `static` variables (constants are fine);
  *   - preprocessor tricks: `#include` of anything but the allowed headers
  *     (an op's `*_abi.h`, the templates' dtype/mma/wgmma/hopper.cuh,
- *     sm90/ring.cuh, sm90/tma.cuh, lce_ws/config.cuh, lce_ws/work.cuh, CUDA's
+ *     sm90/ring.cuh, sm90/tma.cuh, lce_ws/config.cuh, lce_ws/work.cuh and
+ *     lce_ws's other headers (queue, producer, consumer, user_res, split,
+ *     epilogue), CUDA's
  *     fp16/bf16/pipeline/ptx/barrier/atomic/cooperative-groups/cuda/std type
  *     headers), `#pragma` other
  *     than unroll/nounroll/once, `_Pragma`, `##`,

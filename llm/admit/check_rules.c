@@ -11,7 +11,8 @@
 
 static const char *const ck_allowed_headers[] = {
     "dtype.cuh", "mma.cuh", "wgmma.cuh", "hopper.cuh", "wgmma_attn.cuh", "softmax.cuh", "sm90/ring.cuh", "sm90/tma.cuh",
-    "lce_ws/config.cuh", "lce_ws/work.cuh",
+    "lce_ws/config.cuh", "lce_ws/work.cuh", "lce_ws/queue.cuh", "lce_ws/producer.cuh", "lce_ws/consumer.cuh",
+    "lce_ws/user_res.cuh", "lce_ws/split.cuh", "lce_ws/epilogue.cuh",
     "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h",
     "cuda_pipeline.h", "cuda_pipeline_primitives.h", "cuda_awbarrier.h", "cuda_awbarrier_primitives.h", "mma.h",
     "cooperative_groups.h", "cooperative_groups/memcpy_async.h", "cooperative_groups/reduce.h",

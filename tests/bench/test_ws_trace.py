@@ -4,7 +4,8 @@ stamps where lce_ws/trace.cuh's ws_trace writes them (the workspace's last
 sms x consumers x WG_BYTES, 256-byte aligned after the rest), skips CTAs past the grid, and
 sums a known timeline right: the user flag, the late waits, the time split.
 `tree` makes a tracing copy (its hooks where lce_ws.cu's consumer loop
-still has their anchors) and never replaces a folder.  The k-tile trace
+still has their anchors) and never replaces a folder; `ktree`'s hooks go into
+lce_ws.cu and the family's lce_ws/ headers.  The k-tile trace
 (`ktree`, `kread`): parse_kt finds each CTA's header and records, turns SM
 cycles into ns by the CTA's own clock rate across a 32-bit wrap, and
 summary_kt splits the consumer's waits into loads in flight and loads not
@@ -122,10 +123,12 @@ def main():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ws_trace.py"), "ktree", ROOT, kdst],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        cu = open(os.path.join(kdst, "templates", "lce_ws.cu")).read()
+        space = json.load(open(os.path.join(kdst, "templates", "lce_ws.json")))
+        # lce_ws.cu and the family's headers the hooks go into (trace.cuh defines them)
+        cu = "".join(open(os.path.join(kdst, "templates", n)).read() for n in ["lce_ws.cu"] + space["include"]
+                     if n == "lce_ws.cu" or n.startswith("lce_ws/") and n != "lce_ws/trace.cuh")
         assert cu.count("KT_PRODUCER(") == 2 and cu.count("KT_CONSUMER(") == 2 and "KT_TRACE_END();" in cu, cu
         assert cu.count(", ktr)") == 2 and cu.count("unsigned *ktr") == 3, "ktree hooks"
-        space = json.load(open(os.path.join(kdst, "templates", "lce_ws.json")))
         assert space["workspace"].endswith(f"+ 255 + num_sms * {KT_BYTES}"), space["workspace"]
     assert RECS * 64 == WG_BYTES
     check_kt()
