@@ -67,6 +67,11 @@ static void prep_config(const kevo_space *sp, kevo_dtype dt, const kevo_syms *sh
     kv_buf_release(&src);
 }
 
+/* The re-timing tests' lce_mma configurations at B=256: a fast one, and
+ * one several times slower (natural K read with 4-byte copies, decomposed). */
+#define RT_FAST "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0"
+#define RT_SLOW "BM=64,BN=64,BK=32,WARPS_M=2,WARPS_N=2,STAGES=2,ALIGN=0,FUSE=0,EPI=0,RASTER=0"
+
 /* n lce_mma configurations at shape (fp16) compiled into jobs, and each one's
  * timed request into reqs (for the re-timing tests). */
 static void prep_timed(const kevo_syms *shape, const char *const *cfgs, int n, kevo_compile_job *jobs,
@@ -761,11 +766,7 @@ static void test_retime(void **state)
     const kevo_op *op = kevo_op_find("ikbo_lce");
     kevo_syms shape;
     assert_int_equal(op->parse_shape("B=256", &shape, &err), KEVO_OK);
-    static const char *const cfgs[] = {
-        "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
-        "BM=64,BN=64,BK=32,WARPS_M=2,WARPS_N=2,STAGES=2,ALIGN=0,FUSE=0,EPI=0,RASTER=0",
-        "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
-    };
+    static const char *const cfgs[] = {RT_FAST, RT_SLOW, RT_FAST};
     enum { N = 3, ROUNDS = 20 };
     kevo_compile_job jobs[N];
     kevo_gpu_request reqs[N];
@@ -817,10 +818,7 @@ static void test_retime_peer(void **state)
     assert_int_equal(info.peers.p[beta1].state, KEVO_PEER_OK);
     kevo_syms shape;
     assert_int_equal(op->parse_shape("B=256", &shape, &err), KEVO_OK);
-    static const char *const cfgs[] = {
-        "BM=128,BN=128,BK=32,WARPS_M=2,WARPS_N=2,STAGES=4,ALIGN=1,FUSE=1,EPI=1,RASTER=0",
-        "BM=64,BN=64,BK=32,WARPS_M=2,WARPS_N=2,STAGES=2,ALIGN=0,FUSE=0,EPI=0,RASTER=0",
-    };
+    static const char *const cfgs[] = {RT_FAST, RT_SLOW};
     enum { N = 2, ROUNDS = 30 };
     kevo_compile_job jobs[N];
     kevo_gpu_request reqs[N];
