@@ -232,16 +232,24 @@ void wk_peer_error(kevo_peer_fig *f, const char *fmt, ...)
     f->median_ms = f->ci_lo_ms = f->ci_hi_ms = NAN;
 }
 
-/* A peer run whose output is then zeroed: KEVO_FAULT_INJECT=peer:NAME's
- * spoiled peer, for the tests. */
-typedef struct wk_spoiled {
+/* A run function and its argument, as one argument: a peer to spoil, or
+ * one kernel of a re-timing (wk_time_interleaved takes one function). */
+typedef struct wk_call {
     CUresult (*fn)(wk_ctx *, void *);
     void *arg;
-} wk_spoiled;
+} wk_call;
 
+static CUresult wk_call_run(wk_ctx *w, void *arg)
+{
+    const wk_call *c = arg;
+    return c->fn(w, c->arg);
+}
+
+/* A peer run whose output is then zeroed: KEVO_FAULT_INJECT=peer:NAME's
+ * spoiled peer, for the tests. */
 static CUresult wk_spoiled_run(wk_ctx *w, void *arg)
 {
-    const wk_spoiled *sp = arg;
+    const wk_call *sp = arg;
     WK_TRY(sp->fn(w, sp->arg));
     const wk_tensor *o = &w->io.t[w->io.out];
     return w->cu.cuMemsetD8Async(o->p, 0, (size_t)o->count * o->elem, w->stream);
@@ -255,7 +263,7 @@ CUresult wk_peer_run(wk_ctx *w, int peer, CUresult (*fn)(wk_ctx *, void *), void
     char buf[160], inject[8 + KEVO_PEER_NAME_MAX];
     f->median_ms = f->ci_lo_ms = f->ci_hi_ms = NAN;
     snprintf(inject, sizeof inject, "peer:%s", w->cfg.op->peers[peer].name);
-    wk_spoiled sp = {fn, arg};
+    wk_call sp = {fn, arg};
     CUresult r = wk_ref_check_inject(inject) ? wk_check_peer(w, wk_spoiled_run, &sp, ref2, &rel, &nonfinite)
                                              : wk_check_peer(w, fn, arg, ref2, &rel, &nonfinite);
     f->rel_err = rel;
@@ -603,19 +611,6 @@ void wk_op_eval(wk_ctx *w, const kevo_gpu_request *req, const wk_cand *c, kevo_g
     wk_ws_dump(w, req);
 }
 
-/* One kernel of a re-timing: a candidate's plan or the peer, each with its
- * own run function (wk_time_interleaved takes one). */
-typedef struct wk_retime_item {
-    CUresult (*fn)(wk_ctx *, void *);
-    void *arg;
-} wk_retime_item;
-
-static CUresult wk_retime_run(wk_ctx *w, void *arg)
-{
-    const wk_retime_item *it = arg;
-    return it->fn(w, it->arg);
-}
-
 /* The re-timing's peer `peer` made ready on the current inputs
  * (kevo_op_gpu.peer_open) and checked once: a run with the output poisoned
  * compared with the reference of these inputs (KEVO_FAULT_INJECT=
@@ -642,7 +637,7 @@ static CUresult wk_retime_peer_open(wk_ctx *w, int peer, void **run, kevo_gpu_re
     double ref2 = 0, rel = NAN, nonfinite = 0;
     if (r == CUDA_SUCCESS) {
         stage = "its check";
-        wk_spoiled sp = {g->peer_run, *run};
+        wk_call sp = {g->peer_run, *run};
         r = wk_reference(w, &ref2);
         if (r == CUDA_SUCCESS)
             r = wk_ref_check_inject("retime_peer") ? wk_check_peer(w, wk_spoiled_run, &sp, ref2, &rel, &nonfinite)
@@ -682,7 +677,7 @@ void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int
                   int rounds, kevo_gpu_retime_result *out, kevo_gpu_retime_result *peer_out, bool *sticky)
 {
     static wk_run_arg ra[KEVO_GPU_RETIME_MAX]; /* large; one re-timing at a time per process */
-    wk_retime_item items[KEVO_GPU_RETIME_MAX + 1];
+    wk_call items[KEVO_GPU_RETIME_MAX + 1];
     void *args[KEVO_GPU_RETIME_MAX + 1];
     void *prun = NULL;
     uint64_t ws = 256;
@@ -695,7 +690,7 @@ void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int
     bool ok = r == CUDA_SUCCESS;
     for (int i = 0; i < n && ok; i++) {
         ra[i].c = &c[i];
-        items[i] = (wk_retime_item){wk_run_plan, &ra[i]};
+        items[i] = (wk_call){wk_run_plan, &ra[i]};
         args[i] = &items[i];
         if (!wk_plan_args(w, &reqs[i].plan, &ra[i].a, out[i].msg, sizeof out[i].msg)) {
             out[i].fail = KEVO_FAIL_LOAD_ERROR;
@@ -718,14 +713,14 @@ void wk_op_retime(wk_ctx *w, const kevo_gpu_request *reqs, const wk_cand *c, int
     }
     const int total = n + (prun != NULL);
     if (prun) {
-        items[n] = (wk_retime_item){w->cfg.op->gpu->peer_run, prun};
+        items[n] = (wk_call){w->cfg.op->gpu->peer_run, prun};
         args[n] = &items[n];
     }
     double *ms = ok && r == CUDA_SUCCESS ? malloc((size_t)total * (size_t)rounds * sizeof *ms) : NULL;
     if (ok && r == CUDA_SUCCESS && !ms)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS)
-        r = wk_time_interleaved(w, wk_retime_run, args, total, warmup, rounds, ms);
+        r = wk_time_interleaved(w, wk_call_run, args, total, warmup, rounds, ms);
     for (int i = 0; i < n + (peer >= 0); i++) {
         kevo_gpu_retime_result *o = i < n ? &out[i] : peer_out;
         if (i == n && !prun && r == CUDA_SUCCESS)
