@@ -87,20 +87,14 @@ KHOOKS = [
 ]
 
 
-def apply_hooks(body, hooks):
-    for anchor, repl, times in hooks:
-        if body.count(anchor) != times:
-            sys.exit(f"ws_trace.py: lce_ws.cu has {body.count(anchor)} of {anchor!r} where the hooks go, not {times}")
-        body = body.replace(anchor, repl)
-    return body
-
-
-def apply_hooks_files(texts, hooks):
-    """hooks over several files ({name: text}), each anchor counted over all of them together."""
+def apply_hooks(texts, hooks, where):
+    """hooks over texts ({name: text}), each anchor counted over all of them
+    together; where names them in the message when a count is off."""
     for anchor, repl, times in hooks:
         n = sum(t.count(anchor) for t in texts.values())
         if n != times:
-            sys.exit(f"ws_trace.py: lce_ws.cu and its headers have {n} of {anchor!r} where the hooks go, not {times}")
+            sys.exit(f"ws_trace.py: {where} {'has' if len(texts) == 1 else 'have'} {n} of {anchor!r} "
+                     f"where the hooks go, not {times}")
         texts = {name: t.replace(anchor, repl) for name, t in texts.items()}
     return texts
 
@@ -112,7 +106,7 @@ def hook_consumer(text):
     j = text.find("\n}\n", i)
     if i < 0 or j < 0:
         sys.exit("ws_trace.py: lce_ws.cu has no consumer function to hook")
-    return text[:i] + apply_hooks(text[i:j], HOOKS) + text[j:]
+    return text[:i] + apply_hooks({"lce_ws.cu": text[i:j]}, HOOKS, "lce_ws.cu")["lce_ws.cu"] + text[j:]
 
 
 def make_tree(src, dst, ktiles=False):
@@ -128,7 +122,7 @@ def make_tree(src, dst, ktiles=False):
     inc = space["include"]
     if ktiles:  # lce_ws.cu and the family's own headers (lce_ws/...) the space includes
         names = ["lce_ws.cu"] + [n for n in inc if n.startswith("lce_ws/")]
-        texts = apply_hooks_files({n: open(os.path.join(tdir, n)).read() for n in names}, KHOOKS)
+        texts = apply_hooks({n: open(os.path.join(tdir, n)).read() for n in names}, KHOOKS, "lce_ws.cu and its headers")
         for n, text in texts.items():
             open(os.path.join(tdir, n), "w").write(text)
     else:
