@@ -729,8 +729,26 @@ static int rp_entry(const kevo_llm_entry *ent, int ne, const char *name)
     return k;
 }
 
-/* Every entry the space launches is an extern "C" __global__ of the source.
- * An entry the model left with C++ linkage is given C linkage in *source
+/* Whether launch i of a one-point space can run: its `when` is not false
+ * over the point's params (a `when` that names the shape or a let may be
+ * true, so it counts as running). */
+static bool rp_launch_runs(const kevo_space *sp, int i)
+{
+    if (!sp->launches[i].when)
+        return true;
+    kevo_syms syms;
+    kevo_syms_init(&syms);
+    for (int k = 0; k < sp->nparams; k++)
+        kevo_syms_set(&syms, sp->params[k].name, sp->params[k].def);
+    int64_t w = 1;
+    kevo_err e;
+    return kevo_expr_eval(sp->launches[i].when, &syms, &w, &e) != KEVO_OK || w != 0;
+}
+
+/* Every entry the space launches is an extern "C" __global__ of the source
+ * (a launch whose `when` the point's params make false never runs: its
+ * entry may be absent, as in a source compacted for those params).  An
+ * entry the model left with C++ linkage is given C linkage in *source
  * (kevo_llm_give_c_linkage), counted in *nlinked. */
 static kevo_status rp_check_entries(const char *space_json, char **source, int *nlinked, kevo_err *err)
 {
@@ -742,6 +760,8 @@ static kevo_status rp_check_entries(const char *space_json, char **source, int *
     int ne = kevo_llm_find_entries(*source, ent, RP_MAX_ENTRIES);
     ne = ne > RP_MAX_ENTRIES ? RP_MAX_ENTRIES : ne;
     for (int i = 0; i < sp->nlaunches && !st; i++) {
+        if (!rp_launch_runs(sp, i))
+            continue;
         const char *name = sp->launches[i].entry;
         int k = rp_entry(ent, ne, name);
         char *linked = NULL;

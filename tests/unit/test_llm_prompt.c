@@ -1163,6 +1163,23 @@ static void test_reply_bad_plans(void **state)
     kevo_llm_parsed_free(&p);
     free(rep);
     free(src);
+    /* a launch whose `when` the point's params make false never runs: its
+     * entry may be absent (a source compacted for those params has none);
+     * one that may run must be there */
+    static const char *const when_plan =
+        "{\"launches\": [{\"entry\": \"lce_user_gemm\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"smem\": 0}, "
+        "{\"entry\": \"gone\", \"when\": \"BM %s 0\", \"grid\": [1, 1, 1], \"block\": [128, 1, 1], \"smem\": 0}]}";
+    char plan[512];
+    snprintf(plan, sizeof plan, when_plan, "<");
+    rep = reply_with("Never runs.", "```cuda", r.source, "```", plan);
+    parse(&r, rep, KEVO_OK, NULL, &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
+    snprintf(plan, sizeof plan, when_plan, ">");
+    rep = reply_with("Runs.", "```cuda", r.source, "```", plan);
+    parse(&r, rep, KEVO_ERR_PARSE, "plan: launches[1].entry 'gone' is not a __global__ of the source", &p);
+    kevo_llm_parsed_free(&p);
+    free(rep);
     /* a parent space that is not JSON is kevo's fault */
     kevo_err err;
     rep = reply_with("Fine.", "```cuda", r.source, "```", NULL);
