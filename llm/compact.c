@@ -8,7 +8,9 @@
  *   - each shared header (a unit after a `#line 1 "x.cuh"` marker, the way
  *     a template's space file includes it) is shown as its API: one line per
  *     declaration with its one-line doc, a run of declarations that differ
- *     only in digits folded into one.
+ *     only in digits folded into one.  The family's own headers (named
+ *     "<family>/x.cuh" beside "<family>.cu": its producer, consumer and
+ *     epilogue steps) are its code, and are shown as the source is.
  * Edits made against what is shown apply to the "base": the same compacted
  * code with the headers in full.  A whole source a reply gives gets the
  * headers it uses put back in front (kevo_prompt_headers_for). */
@@ -22,7 +24,7 @@
 #include "llm/prompt_int.h"
 #include "core/expr.h"
 
-#define CP_MAX_UNITS 16   /* header units of one source */
+#define CP_MAX_UNITS 48   /* header units of one source */
 #define CP_SIG_MAX 220    /* bytes of one declaration line in a summary */
 #define CP_DOC_MAX 110    /* bytes of its doc */
 #define CP_MAX_DEPTH 64   /* nested #if groups decided */
@@ -39,6 +41,28 @@ static bool cp_is_header(const char *name)
 {
     size_t n = strlen(name);
     return (n > 4 && strcmp(name + n - 4, ".cuh") == 0) || (n > 2 && strcmp(name + n - 2, ".h") == 0);
+}
+
+/* The family's own folder, "<family>/", from the last unit that is not a
+ * header ("lce_ws.cu": "lce_ws/"); "" when there is none. */
+static void cp_own_prefix(const cp_unit *u, int n, char *prefix, size_t cap)
+{
+    prefix[0] = '\0';
+    for (int i = n - 1; i >= 0; i--) {
+        if (!u[i].name[0] || cp_is_header(u[i].name))
+            continue;
+        const char *dot = strrchr(u[i].name, '.');
+        size_t k = dot ? (size_t)(dot - u[i].name) : strlen(u[i].name);
+        if (k > 0 && k + 2 <= cap)
+            snprintf(prefix, cap, "%.*s/", (int)k, u[i].name);
+        return;
+    }
+}
+
+/* A header shown as its API: a shared one, not one of the family's own. */
+static bool cp_is_api(const char *name, const char *own)
+{
+    return cp_is_header(name) && !(own[0] && strncmp(name, own, strlen(own)) == 0);
 }
 
 /* Split src at its `#line 1 "name"` lines (at most CP_MAX_UNITS units;
@@ -539,8 +563,136 @@ static void cp_reindent(kv_buf *b)
         b->data[w] = '\0';
 }
 
-/* A unit's code compacted: comments, dead branches, indentation. */
-static char *cp_code(const cp_unit *u, const kevo_syms *syms)
+/* ---- include guards and static_asserts ---- */
+
+/* The line at *at in s (advanced past it), without its newline: n bytes. */
+static const char *cp_line(const char *s, size_t len, size_t *at, size_t *n)
+{
+    const char *line = s + *at;
+    const char *nl = memchr(line, '\n', len - *at);
+    *n = nl ? (size_t)(nl - line) : len - *at;
+    *at += *n + (nl != NULL);
+    return line;
+}
+
+/* A header's own include guard in its comment-free view (after its #line
+ * marker: `#ifndef G`, `#define G`, ..., a last `#endif` that closes that
+ * group): the three lines blanked in place and G copied to name (true).
+ * One text holds each header once, so the guard is a no-op there. */
+static bool cp_strip_guard(char *v, char *name, size_t cap)
+{
+    size_t len = strlen(v), at = 0, n, n1, n2;
+    const char *l = cp_line(v, len, &at, &n);
+    if (n >= 9 && !strncmp(l, "#line 1 \"", 9))
+        l = cp_line(v, len, &at, &n1);
+    else
+        n1 = n;
+    const char *l2 = cp_line(v, len, &at, &n2);
+    if (n1 <= 8 || strncmp(l, "#ifndef ", 8) || n2 != n1 || strncmp(l2, "#define ", 8) ||
+        memcmp(l + 8, l2 + 8, n1 - 8) || n1 - 8 >= cap || memchr(l + 8, ' ', n1 - 8))
+        return false;
+    char *endif = NULL;
+    for (int depth = 1; at < len && depth > 0;) { /* the group's #endif */
+        char *line = v + at, kw[16];
+        const char *rest;
+        size_t rn;
+        cp_line(v, len, &at, &n);
+        if (!cp_directive(line, n, kw, sizeof kw, &rest, &rn))
+            continue;
+        depth += !strcmp(kw, "if") || !strcmp(kw, "ifdef") || !strcmp(kw, "ifndef");
+        if (!strcmp(kw, "endif") && --depth == 0)
+            endif = line;
+    }
+    for (size_t k = at; k < len; k++) /* nothing after it */
+        if (!isspace((unsigned char)v[k]))
+            return false;
+    if (!endif)
+        return false;
+    memcpy(name, l + 8, n1 - 8);
+    name[n1 - 8] = '\0';
+    memset((char *)l, ' ', (size_t)(l2 + n2 - l));
+    memset(endif, ' ', 6);
+    return true;
+}
+
+/* Lines of nothing but blanks (a stripped guard's) taken out of b. */
+static void cp_blank_lines(kv_buf *b)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < b->len;) {
+        size_t e = r;
+        bool blank = true;
+        while (e < b->len && b->data[e] != '\n')
+            blank &= isspace((unsigned char)b->data[e++]) != 0;
+        e += e < b->len;
+        if (!blank) {
+            memmove(b->data + w, b->data + r, e - r);
+            w += e - r;
+        }
+        r = e;
+    }
+    b->len = w;
+    if (b->data)
+        b->data[w] = '\0';
+}
+
+/* A header shown as its API: its include guard, if it has one, into guards. */
+static void cp_api_guard(const cp_unit *u, kevo_syms *guards)
+{
+    char *raw = malloc(u->len + 1), guard[KEVO_SYM_NAME_MAX];
+    if (!raw)
+        return;
+    memcpy(raw, u->text, u->len);
+    raw[u->len] = '\0';
+    char *view = kevo_prompt_source_view(raw);
+    free(raw);
+    if (view && cp_strip_guard(view, guard, sizeof guard))
+        kevo_syms_set(guards, guard, 1);
+    free(view);
+}
+
+/* text without the `static_assert(cond, "...");` statements whose cond
+ * the params decide true: they say nothing about this parent. */
+static void cp_asserts(const char *s, size_t len, const kevo_syms *syms, kv_buf *out)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!cp_word_at(s, len, i, "static_assert"))
+            continue;
+        size_t po = cp_skip_ws(s, len, i + 13), pe = po < len && s[po] == '(' ? cp_match(s, len, po) : 0;
+        size_t comma = 0;
+        for (size_t k = po + 1, d = 0; pe && k < pe - 1 && !comma; k++) {
+            if (s[k] == '"' || s[k] == '\'') /* a literal: skipped whole */
+                for (char q = s[k++]; k < pe - 1 && s[k] != q; k++)
+                    k += s[k] == '\\';
+            else if (s[k] == '(' || s[k] == '[' || s[k] == '{')
+                d++;
+            else if (s[k] == ')' || s[k] == ']' || s[k] == '}')
+                d--;
+            else if (s[k] == ',' && d == 0)
+                comma = k;
+        }
+        size_t semi = pe ? cp_skip_ws(s, len, pe) : len;
+        if (!comma || semi >= len || s[semi] != ';' || cp_decide(s + po + 1, comma - po - 1, syms) != 1)
+            continue;
+        size_t from = i, to = semi + 1;
+        while (from > done && (s[from - 1] == ' ' || s[from - 1] == '\t'))
+            from--;
+        if ((from == 0 || s[from - 1] == '\n') && to < len && s[to] == '\n')
+            to++; /* a line of its own: the whole line */
+        else
+            from = i;
+        kv_buf_append(out, s + done, from - done);
+        done = to;
+        i = to - 1;
+    }
+    kv_buf_append(out, s + done, len - done);
+}
+
+/* A unit's code compacted: comments, its include guard and the guarded
+ * #includes of headers already in the text (guards: the guards seen, its
+ * own added), dead branches, decided static_asserts, indentation. */
+static char *cp_code(const cp_unit *u, const kevo_syms *syms, kevo_syms *guards)
 {
     char *raw = malloc(u->len + 1);
     if (!raw)
@@ -551,17 +703,27 @@ static char *cp_code(const cp_unit *u, const kevo_syms *syms)
     free(raw);
     if (!view)
         return NULL;
-    kv_buf pp, cx;
+    char guard[KEVO_SYM_NAME_MAX];
+    if (cp_is_header(u->name) && cp_strip_guard(view, guard, sizeof guard))
+        kevo_syms_set(guards, guard, 1);
+    kevo_syms known = *syms; /* the params, and the guards: `#ifndef G` of a header already in is false */
+    for (int i = 0; i < guards->n; i++)
+        kevo_syms_set(&known, guards->name[i], 1);
+    kv_buf pp, cx, sa;
     kv_buf_init(&pp);
     kv_buf_init(&cx);
-    cp_pp(view, strlen(view), syms, &pp);
+    kv_buf_init(&sa);
+    cp_pp(view, strlen(view), &known, &pp);
     free(view);
     cp_constexpr(pp.data ? pp.data : "", pp.len, syms, &cx);
     kv_buf_release(&pp);
-    cp_reindent(&cx);
-    if (!cx.data)
-        kv_buf_puts(&cx, "");
-    return kv_buf_take(&cx);
+    cp_asserts(cx.data ? cx.data : "", cx.len, syms, &sa);
+    kv_buf_release(&cx);
+    cp_blank_lines(&sa);
+    cp_reindent(&sa);
+    if (!sa.data)
+        kv_buf_puts(&sa, "");
+    return kv_buf_take(&sa);
 }
 
 kevo_status kevo_prompt_compact(const char *src, const char *params, char **shown, char **base, kevo_err *err)
@@ -569,19 +731,23 @@ kevo_status kevo_prompt_compact(const char *src, const char *params, char **show
     *shown = *base = NULL;
     cp_unit u[CP_MAX_UNITS];
     int n = cp_units(src ? src : "", u);
-    kevo_syms syms;
+    char own[sizeof u[0].name + 1];
+    cp_own_prefix(u, n, own, sizeof own);
+    kevo_syms syms, guards;
     cp_syms(params, &syms);
+    kevo_syms_init(&guards);
     kv_buf sh, ba;
     kv_buf_init(&sh);
     kv_buf_init(&ba);
     bool ok = true;
     for (int i = 0; i < n && ok; i++) {
-        if (cp_is_header(u[i].name)) {
+        if (cp_is_api(u[i].name, own)) {
             cp_summary(&u[i], &sh);
+            cp_api_guard(&u[i], &guards);
             ok = !kv_buf_append(&ba, u[i].text, u[i].len);
             continue;
         }
-        char *code = cp_code(&u[i], &syms);
+        char *code = cp_code(&u[i], &syms, &guards);
         ok = code && !kv_buf_puts(&sh, code) && !kv_buf_puts(&ba, code);
         free(code);
     }
@@ -611,11 +777,13 @@ char *kevo_prompt_headers_for(const char *parent_src, const char *reply_src)
 {
     cp_unit u[CP_MAX_UNITS];
     int n = cp_units(parent_src ? parent_src : "", u), last = -1;
+    char own[sizeof u[0].name + 1];
+    cp_own_prefix(u, n, own, sizeof own);
     cp_decl *d = calloc(CP_MAX_DECLS, sizeof *d);
     if (!d || !reply_src)
         return free(d), NULL;
     for (int i = 0; i < n; i++) {
-        if (!cp_is_header(u[i].name))
+        if (!cp_is_api(u[i].name, own)) /* the family's own headers were shown as code: the reply holds them */
             continue;
         char marker[96];
         snprintf(marker, sizeof marker, "#line 1 \"%.*s\"", (int)sizeof u[i].name - 1, u[i].name);
@@ -632,7 +800,7 @@ char *kevo_prompt_headers_for(const char *parent_src, const char *reply_src)
     kv_buf b;
     kv_buf_init(&b);
     for (int i = 0; i <= last; i++)
-        if (cp_is_header(u[i].name))
+        if (cp_is_api(u[i].name, own))
             kv_buf_append(&b, u[i].text, u[i].len);
     kv_buf_puts(&b, "#line 1 \"llm\"\n");
     return kv_buf_take(&b);

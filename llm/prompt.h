@@ -149,14 +149,16 @@ char *kevo_prompt_source_view(const char *src);
  * comments and blank lines removed, indentation halved, the #if groups
  * and `if constexpr` statements the params ("BM=128 BN=64 ...") decide cut
  * to the branch taken, and each shared header (a unit after `#line 1 "x.cuh"`) given as
- * its API (one line per declaration with its one-line doc).  *shown is
+ * its API (one line per declaration with its one-line doc); the family's
+ * own headers ("lce_ws/x.cuh" beside "lce_ws.cu") are code, shown whole.  *shown is
  * what a prompt shows; *base is the same code with the headers in full:
  * SEARCH/REPLACE edits made against *shown apply to *base.  Both malloc'd
  * (caller frees).  Errors: KEVO_ERR_NOMEM. */
 kevo_status kevo_prompt_compact(const char *src, const char *params, char **shown, char **base, kevo_err *err);
 
-/* The shared headers of parent_src that a whole-source reply uses but does
- * not hold (it names one of their functions or types, not a macro, and has no `#line 1
+/* The shared headers of parent_src (not the family's own, which the prompt
+ * showed as code) that a whole-source reply uses but does not hold (it
+ * names one of their functions or types, not a macro, and has no `#line 1
  * "x.cuh"` marker of theirs): their full text, in the parent's order, to be
  * put in front of the reply's source (ends with `#line 1 "llm"`).  NULL
  * when none is needed or memory runs out; caller frees. */

@@ -1,7 +1,8 @@
 /* fuzz_llm.c — libFuzzer target for the LLM half's untrusted-text readers:
  * the input is an LLM reply (parsed against a fixed parent), device source
  * (the static check, entry finder, the edit grammar built from it), a plan
- * (merged into the parent's space) and knowledge query text.  Nothing may crash, leak or read out of bounds;
+ * (merged into the parent's space), a parent's source compacted for a prompt
+ * and knowledge query text.  Nothing may crash, leak or read out of bounds;
  * what they return must hold up: a parsed reply's space loads and its source
  * has a __global__, messages and summaries carry no control characters. */
 #define _POSIX_C_SOURCE 200809L
@@ -92,6 +93,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* a failure leaves nothing to free */
     }
     kevo_llm_parsed_free(&p);
+
+    /* an LLM candidate is a parent too: its source compacted (headers,
+     * guards, #if groups, static_asserts); what a whole-source reply gets
+     * put back is whole header units of it */
+    char *shown = NULL, *base = NULL;
+    if (kevo_prompt_compact(text, "BM=64 A=2", &shown, &base, &err) != KEVO_OK || !shown || !base ||
+        strlen(shown) > 2 * strlen(text) + 4096)
+        abort();
+    free(shown);
+    free(base);
+    char *back = kevo_prompt_headers_for(text, "k1(); twice(2.0f);");
+    free(back);
 
     char *merged = NULL;
     if (kevo_llm_merge_plan(fz_parent_space, text, &merged, &err) == KEVO_OK) {

@@ -596,8 +596,10 @@ static void test_prompt_cap(void **state)
 
 /* The lce_ws parent compacted for its default params: no comments, the
  * #if groups and `if constexpr` its params decide cut to one branch, the
- * headers as their API; an edit made against what is shown applies to the
- * base, which still compiles as the parent (headers in full). */
+ * shared headers as their API, the family's own (lce_ws/x.cuh) as code
+ * without include guards or the static_asserts its params decide; an edit
+ * made against what is shown applies to the base, which still compiles as
+ * the parent (shared headers in full). */
 static void test_source_compact(void **state)
 {
     (void)state;
@@ -625,11 +627,27 @@ static void test_source_compact(void **state)
     assert_non_null(main_shown);
     assert_null(strstr(main_shown, "//")); /* comments gone from the code (the API lines above keep their docs) */
     assert_non_null(strstr(base, main_shown));
+    /* the family's own headers are code, in both: the producer's steps shown whole */
+    const char *prod = strstr(shown, "#line 1 \"lce_ws/producer.cuh\"");
+    assert_non_null(prod);
+    assert_null(strstr(shown, "lce_ws/producer.cuh: its API only"));
+    assert_non_null(strstr(prod, "producer_load_w(stage, tm_w, it, (it.k0 + k) * BK, bar, rank);"));
+    assert_non_null(strstr(base, "#line 1 \"lce_ws/producer.cuh\""));
+    assert_null(strstr(shown, "#ifndef KEVO_LCE_WS_")); /* guards and guarded includes: no-ops in one text */
+    assert_null(strstr(base, "#define KEVO_LCE_WS_QUEUE_CUH"));
+    assert_null(strstr(shown, "USPLIT must be 1, 2, 4 or 8")); /* decided by the params */
+    assert_non_null(strstr(shown, "STAGES must be MMA_LAG + 1..8")); /* MMA_LAG is no param: kept */
     /* a whole-source reply that calls a header function gets the headers back; one that does not, none */
     char *h = kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { wgmma_fence(); }");
     assert_non_null(h);
     assert_non_null(strstr(h, "#line 1 \"wgmma.cuh\""));
     free(h);
+    /* the family's own headers never: the reply holds them, as shown */
+    h = kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { producer_claim(q); wgmma_fence(); }");
+    assert_non_null(h);
+    assert_null(strstr(h, "lce_ws/"));
+    free(h);
+    assert_null(kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { producer_claim(q); }"));
     assert_null(kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k() { }"));
     /* a typedef the headers make (dtype.cuh's elem_t) brings them too */
     h = kevo_prompt_headers_for(sp->source, "extern \"C\" __global__ void k(elem_t *p) { }");
@@ -645,6 +663,21 @@ static void test_source_compact(void **state)
                       "if constexpr (Q) { q(); } }\n";
     assert_int_equal(kevo_prompt_compact(src, "A=2", &shown, &base, &err), KEVO_OK);
     assert_string_equal(shown, "a2\n#if OTHER\nk1\n#else\nk2\n#endif\nvoid f() { { x(); } if constexpr (Q) { q(); } }\n");
+    free(shown);
+    free(base);
+    /* a family's own header: its guard goes, and the guarded #include of a
+     * header already in the text; an #include of one that is not stays, as
+     * do a static_assert the params do not decide and one they make false */
+    src = "#line 1 \"k/a.cuh\"\n#ifndef K_A_CUH\n#define K_A_CUH\nint a;\n#endif\n"
+          "#line 1 \"k/b.cuh\"\n// b\n#ifndef K_B_CUH\n#define K_B_CUH\n#ifndef K_A_CUH\n#include \"k/a.cuh\"\n#endif\n"
+          "#ifndef EXT_H\n#include \"ext.h\"\n#endif\nstatic_assert(A == 2, \"a, two\");\nstatic_assert(A == 3, \"three\");\n"
+          "  static_assert(B > 1 && A == 2, \"b\");\n#endif\n"
+          "#line 1 \"k.cu\"\nint k;\n";
+    assert_int_equal(kevo_prompt_compact(src, "A=2", &shown, &base, &err), KEVO_OK);
+    assert_string_equal(shown, "#line 1 \"k/a.cuh\"\nint a;\n#line 1 \"k/b.cuh\"\n#ifndef EXT_H\n#include \"ext.h\"\n"
+                               "#endif\nstatic_assert(A == 3, \"three\");\n static_assert(B > 1 && A == 2, \"b\");\n"
+                               "#line 1 \"k.cu\"\nint k;\n");
+    assert_string_equal(base, shown);
     free(shown);
     free(base);
 }
