@@ -124,6 +124,22 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A new database at a fresh temporary path (written to path). */
+static kevo_db *open_fresh(char path[64], kevo_err *err)
+{
+    tmp_path(path);
+    kevo_db *db = NULL;
+    assert_int_equal(kevo_db_open(path, true, &db, err), KEVO_OK);
+    return db;
+}
+
+/* Close db and remove it with its side files. */
+static void close_fresh(kevo_db *db, const char *path)
+{
+    kevo_db_close(db);
+    tmp_cleanup(path);
+}
+
 static int64_t add_run(kevo_db *db, const char *op)
 {
     kevo_run_row r;
@@ -165,10 +181,8 @@ static void test_create_reopen(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t id = add_run(db, "ikbo_lce");
     assert_int_equal(id, 1);
     kevo_db_close(db);
@@ -277,10 +291,8 @@ static void test_open_other_app_id(void **state)
 static void check_migrate(int ver)
 {
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 2.5, 0.75, "");
     kevo_db_close(db);
@@ -333,10 +345,8 @@ static void test_migrate_v3(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     kevo_db_close(db);
     raw_exec(path, TU_SCHEMA5_SQL);
@@ -345,8 +355,7 @@ static void test_migrate_v3(void **state)
     assert_int_equal(raw_int(path, "PRAGMA user_version"), 11);
     kevo_run_settings rs;
     assert_int_equal(kevo_db_run_settings_get(db, run, &rs, &err), KEVO_ERR_NOT_FOUND);
-    kevo_db_close(db);
-    tmp_cleanup(path);
+    close_fresh(db, path);
 }
 
 /* A schema-7 file gains each candidate's round and a run's --ahead: its
@@ -356,10 +365,8 @@ static void test_migrate_v7(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     int64_t old = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "pending", "", NAN, NAN, "");
     kevo_run_settings rs;
@@ -390,8 +397,7 @@ static void test_migrate_v7(void **state)
     assert_int_equal(kevo_db_cand_get(db, id, &c, &err), KEVO_OK);
     assert_int_equal(c.round, 4);
     kevo_cand_row_release(&c);
-    kevo_db_close(db);
-    tmp_cleanup(path);
+    close_fresh(db, path);
 }
 
 /* Schema 8 -> 9: every peer column becomes a run_peers row by name and the
@@ -404,10 +410,8 @@ static void test_migrate_v8_peers(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     kevo_db_close(db);
     raw_exec(path, TU_SCHEMA8_SQL);
@@ -480,10 +484,8 @@ static void test_generations(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     int64_t parent = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 2.5, 0.75, "");
     int64_t child = add_cand(db, run, 2, "llm_0123456789ab", "{\"BM\":64}", "failed", "compile_error", NAN, NAN,
@@ -531,8 +533,7 @@ static void test_generations(void **state)
     assert_string_equal(r.model, "qwen");
     kevo_generation_row_release(&r);
 
-    kevo_db_close(db);
-    tmp_cleanup(path);
+    close_fresh(db, path);
 }
 
 /* A run's generators: one row each, options a JSON object, calls; put
@@ -542,10 +543,8 @@ static void test_run_generators(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     kevo_run_gen_row *v = NULL;
     int n = -1;
@@ -617,10 +616,8 @@ static void test_paired(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     int64_t c = add_cand(db, run, 1, "lce_mma", "{\"BM\":64}", "ok", "", 0.4, 1.0, "");
     kevo_paired_row p = {.cand_id = c, .peer = "beta1", .rounds = 3, .ratio = 1.14, .ci_lo = 1.12, .ci_hi = 1.16};
@@ -698,10 +695,8 @@ static void test_migrate_v9_generators(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     int64_t run = add_run(db, "ikbo_lce");
     int64_t run2 = add_run(db, "ikbo_lce");
     int64_t run3 = add_run(db, "ikbo_lce");
@@ -751,18 +746,15 @@ static void test_migrate_v9_generators(void **state)
     assert_int_equal(kevo_db_cand_get(db, child, &c, &err), KEVO_OK);
     assert_string_equal(c.fail, "gen_error");
     kevo_cand_row_release(&c);
-    kevo_db_close(db);
-    tmp_cleanup(path);
+    close_fresh(db, path);
 }
 
 static void test_open_newer_schema(void **state)
 {
     (void)state;
     char path[64];
-    tmp_path(path);
-    kevo_db *db = NULL;
     kevo_err err;
-    assert_int_equal(kevo_db_open(path, true, &db, &err), KEVO_OK);
+    kevo_db *db = open_fresh(path, &err);
     kevo_db_close(db);
     raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=12;");
     size_t n0 = 0, n1 = 0;
