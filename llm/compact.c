@@ -10,9 +10,12 @@
  *     declaration with its one-line doc, a run of declarations that differ
  *     only in digits folded into one.  The family's own headers (named
  *     "<family>/x.cuh" beside "<family>.cu": its producer, consumer and
- *     epilogue steps) are its code, and are shown as the source is.
+ *     epilogue steps) are its code, and are shown as the source is;
+ *   - include guards, and the guarded #includes of headers already in the
+ *     text, go (no-ops in one text), as do the static_asserts the params
+ *     decide true.
  * Edits made against what is shown apply to the "base": the same compacted
- * code with the headers in full.  A whole source a reply gives gets the
+ * code with the shared headers in full.  A whole source a reply gives gets the
  * headers it uses put back in front (kevo_prompt_headers_for). */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
@@ -636,19 +639,27 @@ static void cp_blank_lines(kv_buf *b)
         b->data[w] = '\0';
 }
 
-/* A header shown as its API: its include guard, if it has one, into guards. */
-static void cp_api_guard(const cp_unit *u, kevo_syms *guards)
+/* A unit's text without comments and blank lines (kevo_prompt_source_view);
+ * NULL when memory runs out.  Caller frees. */
+static char *cp_unit_view(const cp_unit *u)
 {
-    char *raw = malloc(u->len + 1), guard[KEVO_SYM_NAME_MAX];
+    char *raw = malloc(u->len + 1);
     if (!raw)
-        return;
+        return NULL;
     memcpy(raw, u->text, u->len);
     raw[u->len] = '\0';
     char *view = kevo_prompt_source_view(raw);
     free(raw);
-    if (view && cp_strip_guard(view, guard, sizeof guard))
-        kevo_syms_set(guards, guard, 1);
-    free(view);
+    return view;
+}
+
+/* A header unit's include guard, if it has one, blanked in its view and
+ * set in syms: `#ifndef G` is false in the units after it. */
+static void cp_note_guard(const cp_unit *u, char *view, kevo_syms *syms)
+{
+    char guard[KEVO_SYM_NAME_MAX];
+    if (view && cp_is_header(u->name) && cp_strip_guard(view, guard, sizeof guard))
+        kevo_syms_set(syms, guard, 1);
 }
 
 /* text without the `static_assert(cond, "...");` statements whose cond
@@ -690,30 +701,20 @@ static void cp_asserts(const char *s, size_t len, const kevo_syms *syms, kv_buf 
 }
 
 /* A unit's code compacted: comments, its include guard and the guarded
- * #includes of headers already in the text (guards: the guards seen, its
- * own added), dead branches, decided static_asserts, indentation. */
-static char *cp_code(const cp_unit *u, const kevo_syms *syms, kevo_syms *guards)
+ * #includes of headers already in the text, dead branches, the
+ * static_asserts decided true, indentation.  syms: the params and the
+ * guards of the units before (this one's is added). */
+static char *cp_code(const cp_unit *u, kevo_syms *syms)
 {
-    char *raw = malloc(u->len + 1);
-    if (!raw)
-        return NULL;
-    memcpy(raw, u->text, u->len);
-    raw[u->len] = '\0';
-    char *view = kevo_prompt_source_view(raw);
-    free(raw);
+    char *view = cp_unit_view(u);
     if (!view)
         return NULL;
-    char guard[KEVO_SYM_NAME_MAX];
-    if (cp_is_header(u->name) && cp_strip_guard(view, guard, sizeof guard))
-        kevo_syms_set(guards, guard, 1);
-    kevo_syms known = *syms; /* the params, and the guards: `#ifndef G` of a header already in is false */
-    for (int i = 0; i < guards->n; i++)
-        kevo_syms_set(&known, guards->name[i], 1);
+    cp_note_guard(u, view, syms);
     kv_buf pp, cx, sa;
     kv_buf_init(&pp);
     kv_buf_init(&cx);
     kv_buf_init(&sa);
-    cp_pp(view, strlen(view), &known, &pp);
+    cp_pp(view, strlen(view), syms, &pp);
     free(view);
     cp_constexpr(pp.data ? pp.data : "", pp.len, syms, &cx);
     kv_buf_release(&pp);
@@ -733,9 +734,8 @@ kevo_status kevo_prompt_compact(const char *src, const char *params, char **show
     int n = cp_units(src ? src : "", u);
     char own[sizeof u[0].name + 1];
     cp_own_prefix(u, n, own, sizeof own);
-    kevo_syms syms, guards;
+    kevo_syms syms; /* the params, then the guards of the units seen */
     cp_syms(params, &syms);
-    kevo_syms_init(&guards);
     kv_buf sh, ba;
     kv_buf_init(&sh);
     kv_buf_init(&ba);
@@ -743,11 +743,13 @@ kevo_status kevo_prompt_compact(const char *src, const char *params, char **show
     for (int i = 0; i < n && ok; i++) {
         if (cp_is_api(u[i].name, own)) {
             cp_summary(&u[i], &sh);
-            cp_api_guard(&u[i], &guards);
+            char *view = cp_unit_view(&u[i]);
+            cp_note_guard(&u[i], view, &syms);
+            free(view);
             ok = !kv_buf_append(&ba, u[i].text, u[i].len);
             continue;
         }
-        char *code = cp_code(&u[i], &syms, &guards);
+        char *code = cp_code(&u[i], &syms);
         ok = code && !kv_buf_puts(&sh, code) && !kv_buf_puts(&ba, code);
         free(code);
     }
