@@ -580,7 +580,7 @@ static const char *cp_line(const char *s, size_t len, size_t *at, size_t *n)
 
 /* A header's own include guard in its comment-free view (after its #line
  * marker: `#ifndef G`, `#define G`, ..., a last `#endif` that closes that
- * group): the three lines blanked in place and G copied to name (true).
+ * group): the three lines cut out in place and G copied to name (true).
  * One text holds each header once, so the guard is a no-op there. */
 static bool cp_strip_guard(char *v, char *name, size_t cap)
 {
@@ -613,30 +613,10 @@ static bool cp_strip_guard(char *v, char *name, size_t cap)
         return false;
     memcpy(name, l + 8, n1 - 8);
     name[n1 - 8] = '\0';
-    memset((char *)l, ' ', (size_t)(l2 + n2 - l));
-    memset(endif, ' ', 6);
+    *endif = '\0'; /* the #endif and what follows (blanks) */
+    char *head = v + (l - v), *body = v + (l2 - v) + n2 + (l2[n2] == '\n');
+    memmove(head, body, strlen(body) + 1);
     return true;
-}
-
-/* Lines of nothing but blanks (a stripped guard's) taken out of b. */
-static void cp_blank_lines(kv_buf *b)
-{
-    size_t w = 0;
-    for (size_t r = 0; r < b->len;) {
-        size_t e = r;
-        bool blank = true;
-        while (e < b->len && b->data[e] != '\n')
-            blank &= isspace((unsigned char)b->data[e++]) != 0;
-        e += e < b->len;
-        if (!blank) {
-            memmove(b->data + w, b->data + r, e - r);
-            w += e - r;
-        }
-        r = e;
-    }
-    b->len = w;
-    if (b->data)
-        b->data[w] = '\0';
 }
 
 /* A unit's text without comments and blank lines (kevo_prompt_source_view);
@@ -720,7 +700,6 @@ static char *cp_code(const cp_unit *u, kevo_syms *syms)
     kv_buf_release(&pp);
     cp_asserts(cx.data ? cx.data : "", cx.len, syms, &sa);
     kv_buf_release(&cx);
-    cp_blank_lines(&sa);
     cp_reindent(&sa);
     if (!sa.data)
         kv_buf_puts(&sa, "");

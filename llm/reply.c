@@ -730,19 +730,13 @@ static int rp_entry(const kevo_llm_entry *ent, int ne, const char *name)
 }
 
 /* Whether launch i of a one-point space can run: its `when` is not false
- * over the point's params (a `when` that names the shape or a let may be
- * true, so it counts as running). */
-static bool rp_launch_runs(const kevo_space *sp, int i)
+ * over the point's params (point: their values; a `when` that names the
+ * shape or a let may be true, so it counts as running). */
+static bool rp_launch_runs(const kevo_space *sp, int i, const kevo_syms *point)
 {
-    if (!sp->launches[i].when)
-        return true;
-    kevo_syms syms;
-    kevo_syms_init(&syms);
-    for (int k = 0; k < sp->nparams; k++)
-        kevo_syms_set(&syms, sp->params[k].name, sp->params[k].def);
     int64_t w = 1;
     kevo_err e;
-    return kevo_expr_eval(sp->launches[i].when, &syms, &w, &e) != KEVO_OK || w != 0;
+    return !sp->launches[i].when || kevo_expr_eval(sp->launches[i].when, point, &w, &e) != KEVO_OK || w != 0;
 }
 
 /* Every entry the space launches is an extern "C" __global__ of the source
@@ -759,8 +753,12 @@ static kevo_status rp_check_entries(const char *space_json, char **source, int *
     kevo_llm_entry ent[RP_MAX_ENTRIES];
     int ne = kevo_llm_find_entries(*source, ent, RP_MAX_ENTRIES);
     ne = ne > RP_MAX_ENTRIES ? RP_MAX_ENTRIES : ne;
+    kevo_syms point;
+    kevo_syms_init(&point);
+    for (int k = 0; k < sp->nparams; k++)
+        kevo_syms_set(&point, sp->params[k].name, sp->params[k].def);
     for (int i = 0; i < sp->nlaunches && !st; i++) {
-        if (!rp_launch_runs(sp, i))
+        if (!rp_launch_runs(sp, i, &point))
             continue;
         const char *name = sp->launches[i].entry;
         int k = rp_entry(ent, ne, name);
